@@ -1,0 +1,7 @@
+"""The four paper policies as agents. ``make`` builds any registered agent (paper or baseline)."""
+
+from clustergym.agent import list_agents, make, register_agent
+
+register_agent("esdp", "multiserver-channel", "clustergym.agents.esdp:ESDP")
+
+__all__ = ["make", "list_agents"]

@@ -1,0 +1,8 @@
+"""Classic heuristics the papers compare against, plus feasible random agents."""
+
+from clustergym.agent import register_agent
+
+register_agent("hauf", "multiserver-channel", "clustergym.baselines.channel:HAUF")
+register_agent("lcf", "multiserver-channel", "clustergym.baselines.channel:LCF")
+register_agent("lwtf", "multiserver-channel", "clustergym.baselines.channel:LWTF")
+register_agent("random", "multiserver-channel", "clustergym.baselines.channel:RandomChannel")

@@ -1,0 +1,138 @@
+"""The ESDP paper's baselines for MultiServerChannel (esdp.md §4 "Baselines") and a random agent.
+
+All three estimate Z̃_e by the historical mean of its observed values (0 while untried) and fill
+the cluster greedily in their own order: "set the corresponding x as 1 in turn until (2) can not be
+satisfied". Read literally, filling stops at the first channel that does not fit; that is the
+default. ``skip_unfit=True`` skips such a channel and keeps going (first fit), an option.
+Only channels of ports with a job are considered (constraint 4). Ties are broken by index.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from clustergym.agent import BaseAgent
+
+__all__ = ["HAUF", "LCF", "LWTF", "RandomChannel", "greedy_fill"]
+
+
+def greedy_fill(order: np.ndarray, demand: np.ndarray, capacity: np.ndarray, skip_unfit: bool, num_edges: int) -> np.ndarray:
+    """Select channels in ``order`` while eq. 2 holds (stop at, or skip, the first that does not fit)."""
+    x = np.zeros(num_edges, dtype=np.int8)
+    if order.size == 0:
+        return x
+    if not skip_unfit:
+        fits = np.all(np.cumsum(demand[order], axis=0) <= capacity[None, :], axis=1)
+        n = order.size if fits.all() else int(np.argmin(fits))
+        x[order[:n]] = 1
+        return x
+    left = capacity.astype(np.int64).copy()
+    for e in order:  # first fit; |order| <= |E|, measured harmless (a few µs)
+        if np.all(demand[e] <= left):
+            x[e] = 1
+            left -= demand[e]
+    return x
+
+
+class _ChannelHeuristic(BaseAgent):
+    families = ("multiserver-channel",)
+
+    def __init__(self, skip_unfit: bool = False):
+        self.skip_unfit = bool(skip_unfit)
+
+    def reset(self, problem, *, seed=None) -> None:
+        super().reset(problem, seed=seed)
+        self.n = np.zeros(problem.num_edges, dtype=np.int64)
+        self.sum_z = np.zeros(problem.num_edges)
+
+    @property
+    def v_hat(self) -> np.ndarray:
+        return np.where(self.n > 0, self.sum_z / np.maximum(self.n, 1), 0.0)
+
+    def update(self, obs, action, reward, next_obs, info) -> None:
+        fb = info["feedback"]
+        self.n[fb["channels"]] += 1
+        self.sum_z[fb["channels"]] += fb["utilities"]
+
+    def _fill(self, order):
+        return greedy_fill(order, self.problem.demand, self.problem.capacity, self.skip_unfit, self.problem.num_edges)
+
+    def _by_port(self, port_key: np.ndarray, arrivals: np.ndarray) -> np.ndarray:
+        """Channel order: active ports by descending ``port_key``, channels within by descending v̂."""
+        pb = self.problem
+        active = np.flatnonzero(arrivals[pb.edge_port])
+        # lexsort: last key is primary. Primary −port_key[port], then port, then −v̂, then edge index.
+        order = np.lexsort((active, -self.v_hat[active], pb.edge_port[active], -port_key[pb.edge_port[active]]))
+        return active[order]
+
+
+class HAUF(_ChannelHeuristic):
+    """Historical Accumulative Utility First (HAUF, also called HSWF in the paper).
+
+    Ranks ports with a job by the estimated utility of their channels Σ_{r∈R_l} v̂_(l,r), descending,
+    and selects their channels in turn (within a port: descending v̂).
+    """
+
+    name = "hauf"
+
+    def act(self, obs, info):
+        arrivals = np.asarray(obs["arrivals"]).astype(bool)
+        port_value = np.bincount(self.problem.edge_port, weights=self.v_hat, minlength=self.problem.num_ports)
+        return self._fill(self._by_port(port_value, arrivals))
+
+
+class LCF(_ChannelHeuristic):
+    """Lowest Cost First: channels of ports with a job in ascending supply cost Σ_k f_k(a_k^e)."""
+
+    name = "lcf"
+
+    def act(self, obs, info):
+        arrivals = np.asarray(obs["arrivals"]).astype(bool)
+        active = np.flatnonzero(arrivals[self.problem.edge_port])
+        order = active[np.lexsort((active, self.problem.cost[active]))]
+        return self._fill(order)
+
+
+class LWTF(_ChannelHeuristic):
+    """Longest Waiting Time First.
+
+    A port's waiting time is the number of slots since it last got a channel while it had a job
+    (slots without a job do not count). Ports with a job are ranked by descending waiting time,
+    their channels selected in turn (within a port: descending v̂).
+    """
+
+    name = "lwtf"
+
+    def reset(self, problem, *, seed=None) -> None:
+        super().reset(problem, seed=seed)
+        self.wait = np.zeros(problem.num_ports, dtype=np.int64)
+
+    def act(self, obs, info):
+        arrivals = np.asarray(obs["arrivals"]).astype(bool)
+        return self._fill(self._by_port(self.wait.astype(float), arrivals))
+
+    def update(self, obs, action, reward, next_obs, info) -> None:
+        super().update(obs, action, reward, next_obs, info)
+        had_job = np.asarray(obs["arrivals"]).astype(bool)
+        served = np.zeros(self.problem.num_ports, dtype=bool)
+        served[self.problem.edge_port[info["feedback"]["channels"]]] = True
+        self.wait = np.where(served, 0, self.wait + had_job)
+
+
+class RandomChannel(BaseAgent):
+    """Feasible random: channels of ports with a job, each kept with probability ``p`` in random
+    order, skipping those that do not fit."""
+
+    name = "random"
+    families = ("multiserver-channel",)
+
+    def __init__(self, p: float = 0.5):
+        self.p = float(p)
+
+    def act(self, obs, info):
+        pb = self.problem
+        arrivals = np.asarray(obs["arrivals"]).astype(bool)
+        active = np.flatnonzero(arrivals[pb.edge_port])
+        order = self.rng.permutation(active)
+        order = order[self.rng.random(order.size) < self.p]
+        return greedy_fill(order, pb.demand, pb.capacity, True, pb.num_edges)

@@ -1,0 +1,146 @@
+"""Agent protocol and registry (SPEC §3.3).
+
+An agent sees only what a real scheduler sees: the public problem at ``reset``, observations,
+rewards and ``info`` *without* ``"metrics"`` (the runner strips it; see :func:`public_info`).
+One name may have one implementation per problem family (``drf`` exists for P2 and P3).
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any, Protocol, runtime_checkable
+
+import gymnasium as gym
+
+__all__ = ["Agent", "BaseAgent", "register_agent", "make", "list_agents", "env_family", "public_info",
+           "parse_agent_spec"]
+
+
+@runtime_checkable
+class Agent(Protocol):
+    name: str
+    families: tuple[str, ...]
+
+    def reset(self, problem: Any, *, seed: int | None = None) -> None: ...
+
+    def act(self, obs: Any, info: dict) -> Any: ...
+
+    def update(self, obs: Any, action: Any, reward: float, next_obs: Any, info: dict) -> None: ...
+
+
+class BaseAgent:
+    """Convenience base: no-op ``update``, seeded ``self.rng`` after ``reset``."""
+
+    name: str = ""
+    families: tuple[str, ...] = ()
+
+    def reset(self, problem: Any, *, seed: int | None = None) -> None:
+        import numpy as np
+
+        self.problem = problem
+        self.rng = np.random.default_rng(seed)
+
+    def act(self, obs: Any, info: dict) -> Any:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def update(self, obs, action, reward, next_obs, info) -> None:
+        return None
+
+
+# name -> family -> "module:Class"
+_REGISTRY: dict[str, dict[str, str]] = {}
+_BUILTINS_LOADED = False
+
+
+def register_agent(name: str, family: str, entry_point: str) -> None:
+    """Register ``entry_point`` ("module:Class") as agent ``name`` for problem ``family``."""
+    _REGISTRY.setdefault(name, {})[family] = entry_point
+
+
+def _load_builtins() -> None:
+    global _BUILTINS_LOADED
+    if not _BUILTINS_LOADED:
+        _BUILTINS_LOADED = True
+        importlib.import_module("clustergym.agents")
+        importlib.import_module("clustergym.baselines")
+
+
+def _load(entry_point: str):
+    mod, _, attr = entry_point.partition(":")
+    return getattr(importlib.import_module(mod), attr)
+
+
+def env_family(env_id: str) -> str:
+    """The problem family of a registered env id (its class attribute ``family``)."""
+    import clustergym.envs  # noqa: F401  (registers the ids)
+
+    try:
+        spec = gym.spec(env_id)
+    except gym.error.Error:
+        known = ", ".join(sorted(i for i in gym.registry if i.startswith("clustergym/")))
+        raise ValueError(f"unknown env id {env_id!r}; known: {known}") from None
+    ep = spec.entry_point
+    cls = _load(ep) if isinstance(ep, str) else ep
+    return getattr(cls, "family", "")
+
+
+def list_agents(env_id: str | None = None, family: str | None = None) -> list[str]:
+    """Agent names, all or those that can act in ``env_id`` / ``family``."""
+    _load_builtins()
+    if env_id is not None:
+        family = env_family(env_id)
+    names = [n for n, fams in _REGISTRY.items() if family is None or family in fams]
+    return sorted(names)
+
+
+def parse_agent_spec(spec: str) -> tuple[str, dict]:
+    """``"esdp"`` or ``"esdp[only_active=true,alpha=0.3]"`` -> (name, kwargs); values parsed as JSON."""
+    import json
+
+    spec = spec.strip()
+    if "[" not in spec:
+        return spec, {}
+    if not spec.endswith("]"):
+        raise ValueError(f"malformed agent spec {spec!r}: expected name[key=value,...]")
+    name, _, body = spec[:-1].partition("[")
+    kwargs = {}
+    for part in filter(None, (p.strip() for p in body.split(","))):
+        key, eq, val = part.partition("=")
+        if not eq or not key.strip():
+            raise ValueError(f"malformed agent option {part!r} in {spec!r}: expected key=value")
+        try:
+            kwargs[key.strip()] = json.loads(val)
+        except json.JSONDecodeError:
+            kwargs[key.strip()] = val
+    return name.strip(), kwargs
+
+
+def make(name: str, family: str | None = None, *, env_id: str | None = None, **kwargs) -> Agent:
+    """Build agent ``name`` for ``family`` (or the family of ``env_id``).
+
+    ``name`` may carry options: ``"esdp[only_active=true]"``.
+    """
+    _load_builtins()
+    base, opts = parse_agent_spec(name)
+    opts.update(kwargs)
+    if env_id is not None:
+        family = env_family(env_id)
+    if base not in _REGISTRY:
+        raise ValueError(f"unknown agent {base!r}; known: {', '.join(sorted(_REGISTRY))}")
+    fams = _REGISTRY[base]
+    if family is None:
+        if len(fams) != 1:
+            raise ValueError(f"agent {base!r} exists for several families ({', '.join(fams)}); pass family=")
+        family = next(iter(fams))
+    if family not in fams:
+        raise ValueError(f"agent {base!r} cannot act in family {family!r}; it supports {', '.join(fams)}")
+    cls = _load(fams[family])
+    try:
+        return cls(**opts)
+    except TypeError as exc:
+        raise ValueError(f"bad options for agent {base!r}: {exc}") from None
+
+
+def public_info(info: dict) -> dict:
+    """``info`` as an agent may see it: everything but the evaluation-only ``"metrics"``."""
+    return {k: v for k, v in info.items() if k != "metrics"}

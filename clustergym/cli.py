@@ -1,0 +1,154 @@
+"""Command line: ``clustergym list|run|reproduce|bench`` (SPEC §3.5).
+
+Errors are one clear line on stderr and exit code 2; ``--debug`` shows the traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+__all__ = ["main"]
+
+
+class UsageError(ValueError):
+    """Bad input from the command line."""
+
+
+def _parse_set(items: list[str]) -> dict:
+    """``--set key=value``: values parsed as JSON when they parse, else kept as strings."""
+    out = {}
+    for item in items or []:
+        key, eq, val = item.partition("=")
+        key = key.strip()
+        if not eq or not key or not key.replace("_", "").isalnum():
+            raise UsageError(f"malformed --set {item!r}: expected key=value (e.g. --set rho=0.7)")
+        try:
+            out[key] = json.loads(val)
+        except json.JSONDecodeError:
+            out[key] = val
+    return out
+
+
+def _parse_seeds(text: str) -> list[int]:
+    seeds = []
+    for part in filter(None, (p.strip() for p in text.split(","))):
+        if "-" in part[1:]:
+            lo, _, hi = part.partition("-")
+            try:
+                seeds.extend(range(int(lo), int(hi) + 1))
+            except ValueError:
+                raise UsageError(f"malformed --seeds {text!r}: expected e.g. 0,1,2 or 0-4") from None
+        else:
+            try:
+                seeds.append(int(part))
+            except ValueError:
+                raise UsageError(f"malformed --seeds {text!r}: expected e.g. 0,1,2 or 0-4") from None
+    if not seeds:
+        raise UsageError("--seeds is empty")
+    return seeds
+
+
+def _split_agents(text: str) -> list[str]:
+    """Split ``a,b[x=1,y=2],c`` on commas outside brackets."""
+    out, depth, cur = [], 0, ""
+    for ch in text:
+        depth += ch == "["
+        depth -= ch == "]"
+        if ch == "," and depth == 0:
+            out.append(cur.strip())
+            cur = ""
+        else:
+            cur += ch
+    out.append(cur.strip())
+    return [a for a in out if a]
+
+
+def cmd_list(args) -> int:
+    import clustergym
+    from clustergym.agent import list_agents
+
+    for env_id in clustergym.ENV_IDS:
+        print(f"{env_id}\n    agents: {', '.join(list_agents(env_id))}")
+    return 0
+
+
+def cmd_run(args) -> int:
+    from clustergym.runner import evaluate
+
+    agents = _split_agents(args.agents)
+    if not agents:
+        raise UsageError("--agents is empty")
+    res = evaluate(args.env_id, agents, _parse_seeds(args.seeds), args.horizon, env_kwargs=_parse_set(args.set),
+                   workers=args.workers, backend=args.backend, progress=not args.no_progress)
+    print(res.table())
+    paths = res.write(args.out, plots=not args.no_plots)
+    print("wrote " + ", ".join(paths))
+    return 0
+
+
+def cmd_reproduce(args) -> int:
+    from clustergym.reproduce import reproduce
+
+    reproduce(args.paper, quick=args.quick, out=args.out, workers=args.workers, progress=not args.no_progress)
+    return 0
+
+
+def cmd_bench(args) -> int:
+    from clustergym.bench import run_bench
+
+    run_bench(only=args.only, quick=args.quick, out=args.out)
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="clustergym", description="Online cluster scheduling environments and agents.")
+    p.add_argument("--debug", action="store_true", help="show full tracebacks on errors")
+    sub = p.add_subparsers(dest="command", required=True)
+
+    sub.add_parser("list", help="registered envs and the agents that can act in each").set_defaults(func=cmd_list)
+
+    r = sub.add_parser("run", help="evaluate agents on an env over seeds")
+    r.add_argument("env_id")
+    r.add_argument("--agents", required=True, help="comma-separated, options in brackets: esdp[only_active=true],hauf")
+    r.add_argument("--seeds", default="0", help="e.g. 0,1,2 or 0-4")
+    r.add_argument("--horizon", type=int, default=2000)
+    r.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="env kwarg (JSON value)")
+    r.add_argument("--workers", type=int, default=1)
+    r.add_argument("--backend", default="local", choices=["local"])
+    r.add_argument("--out", required=True)
+    r.add_argument("--no-plots", action="store_true")
+    r.add_argument("--no-progress", action="store_true")
+    r.set_defaults(func=cmd_run)
+
+    rp = sub.add_parser("reproduce", help="the papers' comparisons with tables, plots and a report")
+    rp.add_argument("paper", choices=["esdp"])
+    rp.add_argument("--quick", action="store_true", help="shorter horizons and fewer seeds")
+    rp.add_argument("--out", default="runs/reproduce")
+    rp.add_argument("--workers", type=int, default=2)
+    rp.add_argument("--no-progress", action="store_true")
+    rp.set_defaults(func=cmd_reproduce)
+
+    b = sub.add_parser("bench", help="performance table (SPEC §10)")
+    b.add_argument("--only", choices=["p1"], default=None)
+    b.add_argument("--quick", action="store_true", help="fewer repetitions")
+    b.add_argument("--out", default=None, help="also write the table as JSON here")
+    b.set_defaults(func=cmd_bench)
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        return int(args.func(args) or 0)
+    except KeyboardInterrupt:
+        print("clustergym: interrupted", file=sys.stderr)
+        return 130
+    except (UsageError, ValueError, TypeError, FileNotFoundError) as exc:
+        if args.debug:
+            raise
+        msg = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        print(f"clustergym: error: {msg}", file=sys.stderr)
+        return 2

@@ -1,0 +1,117 @@
+"""Shared contracts: scenarios, parameter validation, seeding and action checks (SPEC §3.1–3.2).
+
+Every problem family builds its environment from a :class:`Scenario`: the *public problem*
+(what a real scheduler knows and what agents receive) plus the *hidden truth* (what must be
+learned or cannot be known: mean utilities, arrival probabilities, ...; only the environment's
+dynamics, the oracles and the metrics read it).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any, Generic, Iterable, TypeVar
+
+import numpy as np
+
+__all__ = [
+    "Scenario",
+    "check_choice",
+    "check_int",
+    "check_real",
+    "child_generators",
+    "as_generator",
+    "freeze",
+    "INFEASIBLE_MODES",
+]
+
+P = TypeVar("P")
+H = TypeVar("H")
+
+INFEASIBLE_MODES = ("repair", "raise")
+
+
+@dataclass(frozen=True)
+class Scenario(Generic[P, H]):
+    """A problem instance: ``problem`` is public, ``truth`` is hidden from agents."""
+
+    name: str
+    problem: P  # public problem (frozen dataclass of the family)
+    truth: H  # hidden truth (frozen dataclass of the family)
+    params: dict  # generator parameters that produced it (for results.json)
+
+
+def as_generator(seed: int | np.random.Generator | None) -> np.random.Generator:
+    """An explicit generator from a seed; never the global numpy state."""
+    if isinstance(seed, np.random.Generator):
+        return seed
+    return np.random.default_rng(seed)
+
+
+def child_generators(rng: np.random.Generator, names: Iterable[str]) -> dict[str, np.random.Generator]:
+    """Independent child generators, one per named source of randomness.
+
+    Drawing arrivals from one child and utilities from another means that what an agent does
+    (which never touches these generators) cannot shift either stream: the same seed gives every
+    agent the same arrivals and the same realised randomness (common random numbers).
+    """
+    names = list(names)
+    seeds = rng.integers(0, 2**63 - 1, size=len(names), dtype=np.int64)
+    return {n: np.random.default_rng(int(s)) for n, s in zip(names, seeds)}
+
+
+def _fmt_interval(lo, hi, lo_open, hi_open) -> str:
+    left = "(" if lo_open else "["
+    right = ")" if hi_open else "]"
+    lo_s = "-inf" if lo is None else f"{lo:g}"
+    hi_s = "inf" if hi is None else f"{hi:g}"
+    return f"{left}{lo_s}, {hi_s}{right}"
+
+
+def check_real(
+    name: str,
+    value: Any,
+    lo: float | None = None,
+    hi: float | None = None,
+    *,
+    lo_open: bool = False,
+    hi_open: bool = False,
+) -> float:
+    """Validate a real parameter; ``ValueError`` names it and its valid range."""
+    interval = _fmt_interval(lo, hi, lo_open, hi_open)
+    if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
+        raise ValueError(f"{name}={value!r} is invalid: expected a number in {interval}")
+    v = float(value)
+    bad = not math.isfinite(v)
+    if lo is not None:
+        bad |= v <= lo if lo_open else v < lo
+    if hi is not None:
+        bad |= v >= hi if hi_open else v > hi
+    if bad:
+        raise ValueError(f"{name}={value!r} is invalid: expected a number in {interval}")
+    return v
+
+
+def check_int(name: str, value: Any, lo: int | None = None, hi: int | None = None) -> int:
+    """Validate an integer parameter; ``ValueError`` names it and its valid range."""
+    interval = _fmt_interval(lo, hi, False, False)
+    ok = isinstance(value, (int, np.integer)) and not isinstance(value, bool)
+    if isinstance(value, float) and value.is_integer():
+        ok, value = True, int(value)
+    if not ok or (lo is not None and value < lo) or (hi is not None and value > hi):
+        raise ValueError(f"{name}={value!r} is invalid: expected an integer in {interval}")
+    return int(value)
+
+
+def check_choice(name: str, value: Any, choices: Iterable[Any]) -> Any:
+    choices = tuple(choices)
+    if value not in choices:
+        raise ValueError(f"{name}={value!r} is invalid: expected one of {', '.join(map(repr, choices))}")
+    return value
+
+
+def freeze(a: np.ndarray) -> np.ndarray:
+    """Read-only view, so a public problem handed to an agent cannot be mutated by it."""
+    a = np.asarray(a)
+    a.setflags(write=False)
+    return a

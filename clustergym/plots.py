@@ -1,0 +1,70 @@
+"""Plots in the papers' Fig. 2/4 style: one line per agent, a band over seeds (min–max)."""
+
+from __future__ import annotations
+
+import os
+
+import numpy as np
+
+
+def _plt():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def _band(ax, t, curves, label, color):
+    arr = np.vstack(curves)
+    mean = np.nanmean(arr, axis=0)
+    ax.plot(t, mean, label=label, color=color, lw=1.6)
+    if arr.shape[0] > 1:
+        ax.fill_between(t, np.nanmin(arr, axis=0), np.nanmax(arr, axis=0), color=color, alpha=0.18, lw=0)
+
+
+def plot_results(results, out_dir: str, prefix: str = "") -> list[str]:
+    """Average reward vs t and cumulative regret vs t (if any agent has regret) as PNGs."""
+    plt = _plt()
+    agents = list(dict.fromkeys(r.agent for r in results.runs))
+    colors = plt.cm.tab10(np.linspace(0, 1, 10))
+    name = results.env_id.split("/")[-1]
+    paths = []
+
+    fig, ax = plt.subplots(figsize=(7, 4.2), dpi=110)
+    for i, a in enumerate(agents):
+        rs = [r for r in results.runs if r.agent == a]
+        n = min(r.steps for r in rs)
+        t = np.arange(1, n + 1)
+        _band(ax, t, [np.cumsum(r.reward[:n]) / t for r in rs], a, colors[i % 10])
+    ax.set_xlabel("time slot t")
+    ax.set_ylabel("average reward per slot, (1/t) Σ reward")
+    ax.set_title(f"{name}: average reward vs t (band: min–max over {len(results.runs) // max(len(agents), 1)} seeds)")
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=8, loc="best")
+    fig.tight_layout()
+    p = os.path.join(out_dir, f"{prefix}avg_reward.png")
+    fig.savefig(p)
+    plt.close(fig)
+    paths.append(p)
+
+    if any(r.cum_regret is not None and not np.all(np.isnan(r.cum_regret)) for r in results.runs):
+        fig, ax = plt.subplots(figsize=(7, 4.2), dpi=110)
+        for i, a in enumerate(agents):
+            rs = [r for r in results.runs if r.agent == a and r.cum_regret is not None]
+            if not rs:
+                continue
+            n = min(r.steps for r in rs)
+            _band(ax, np.arange(1, n + 1), [r.cum_regret[:n] for r in rs], a, colors[i % 10])
+        ax.set_xlabel("time slot t")
+        ax.set_ylabel("cumulative regret (expected, eq. 6)")
+        ax.set_title(f"{name}: cumulative regret vs t")
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=8, loc="best")
+        fig.tight_layout()
+        p = os.path.join(out_dir, f"{prefix}cumulative_regret.png")
+        fig.savefig(p)
+        plt.close(fig)
+        paths.append(p)
+    return paths

@@ -1,0 +1,15 @@
+"""clustergym environments. Importing ``clustergym`` registers every id below."""
+
+from gymnasium.envs.registration import register, registry
+
+_ENVS = [
+    dict(id="clustergym/MultiServerChannel-v0",
+         entry_point="clustergym.envs.multiserver.channel_env:MultiServerChannelEnv",
+         kwargs={}),
+]
+
+for _spec in _ENVS:
+    if _spec["id"] not in registry:
+        register(**_spec)
+
+ENV_IDS = tuple(s["id"] for s in _ENVS)

@@ -1,0 +1,180 @@
+"""Scenarios for P1, MultiServerChannel (ESDP paper, esdp.md §2 and §4 "Default Scenario Settings").
+
+Public problem (:class:`ChannelProblem`): the bipartite graph G=(L,R,E), demands a_k^e, cluster
+capacities c_k and supply costs f_k. Hidden truth (:class:`ChannelTruth`): arrival probabilities
+rho_l and the law of the net utility Z̃_e(t) of every channel.
+
+Modelling choices (SPEC §4), each one a documented reading of the paper:
+
+* **Capacities.** Table 3's "normalised" bounds on c (between 1 and 2) cannot be taken literally:
+  with a_k^e in {1, 2} they admit about one channel. We set
+  ``c_k = max(ceil(capacity_ratio * Σ_e a_k^e), max_e a_k^e)`` (default ratio 0.25: about a quarter
+  of the channels fit at once, a contended cluster; every single channel fits on its own).
+* **Supply costs.** "f_k(a_k^(l,r)) is generated from N(0.5, 0.1)": one draw per device type k and
+  demand level a, sorted ascending in a so that a larger request never costs less; the cost of a
+  channel is Σ_k f_k(a_k^e). The costs are public (they are inputs of Algorithm 1).
+* **Net utility and normalisation (eqs. 3, 5, 7).** The raw mean of channel e is
+  m_e = μ_e − Σ_k f_k(a_k^e) with μ_e ~ U(0.1, 1). The paper normalises Z̃ into [0, 1] "by tuning
+  the f_k"; we do it with one affine map per instance, ṽ_e = 0.05 + 0.9 (m_e − min m)/(max m − min m),
+  so ṽ ∈ [0.05, 0.95]. The paper's noise N(μ_e, μ_e/2) is carried through the same map
+  (std s_e = (μ_e/2)·0.9/(max m − min m)) and realised as a Beta law with mean exactly ṽ_e and
+  variance min(s_e², ṽ_e(1−ṽ_e)/2): Z̃_e(t) ∈ [0, 1] and E[Z̃_e(t)] = ṽ_e, which the oracle uses.
+* **Graph.** Each (l, r) is a channel with probability ``channel_prob``; a port left without a
+  channel gets one to a uniformly drawn server. Edges are ordered by (port, server).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from clustergym.core import Scenario, as_generator, check_int, check_real, freeze
+
+__all__ = ["ChannelProblem", "ChannelTruth", "make_channel_scenario", "CHANNEL_SCENARIOS", "PAPER_DEFAULTS"]
+
+
+@dataclass(frozen=True, eq=False)
+class ChannelProblem:
+    """What a scheduler knows about a P1 instance."""
+
+    num_ports: int  # |L|
+    num_servers: int  # |R|
+    num_device_types: int  # K
+    edge_port: np.ndarray  # (E,) int, port l of channel e
+    edge_server: np.ndarray  # (E,) int, server r of channel e
+    demand: np.ndarray  # (E, K) int >= 1, a_k^e device units
+    capacity: np.ndarray  # (K,) int, c_k device units (eq. 2)
+    cost: np.ndarray  # (E,) float, Σ_k f_k(a_k^e) in raw utility units (public)
+    cost_table: np.ndarray  # (K, A+1) float, f_k(a) for a = 0..A (f_k(0) = 0)
+    device_names: tuple[str, ...] = field(default=())
+
+    @property
+    def num_edges(self) -> int:
+        return int(self.edge_port.shape[0])
+
+    @property
+    def port_edges(self) -> list[np.ndarray]:
+        """Channels of each port (R_l as edge indices)."""
+        return [np.flatnonzero(self.edge_port == l) for l in range(self.num_ports)]
+
+
+@dataclass(frozen=True, eq=False)
+class ChannelTruth:
+    """What only the environment, oracles and metrics know."""
+
+    rho: np.ndarray  # (L,) arrival probability of each port per slot
+    mean_utility: np.ndarray  # (E,) ṽ_e = E[Z̃_e(t)] in [0, 1] (eq. 7)
+    beta_a: np.ndarray  # (E,) Beta shape a of Z̃_e
+    beta_b: np.ndarray  # (E,) Beta shape b of Z̃_e
+
+
+PAPER_DEFAULTS = dict(
+    num_ports=8,  # Table 3: |L| = 8
+    num_servers=40,  # Table 3: |R| = 40
+    num_device_types=3,  # Table 3: K = 3 (CPU, MEM, GPU)
+    channel_prob=0.1,  # Table 3: ρ_(l,r) = 0.1
+    rho=0.9,  # Table 3: ρ_l = 0.9
+    demand_min=1,  # Table 3: lower bound of A
+    demand_max=2,  # Table 3: upper bound of A
+    capacity_ratio=0.25,  # our reading of the normalised capacity bounds (module docstring)
+    utility_low=0.1,  # §4: μ_e ~ U(0.1, 1)
+    utility_high=1.0,
+    cost_mean=0.5,  # §4: f_k ~ N(0.5, 0.1)
+    cost_std=0.1,
+)
+
+CHANNEL_SCENARIOS = ("paper", "toy")
+
+
+def _beta_params(mean: np.ndarray, std: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    var = np.minimum(std**2, 0.5 * mean * (1.0 - mean))
+    var = np.maximum(var, 1e-12)
+    kappa = mean * (1.0 - mean) / var - 1.0
+    return mean * kappa, (1.0 - mean) * kappa
+
+
+def _validate(p: dict) -> dict:
+    p["num_ports"] = check_int("num_ports", p["num_ports"], 1, 10_000)
+    p["num_servers"] = check_int("num_servers", p["num_servers"], 1, 100_000)
+    p["num_device_types"] = check_int("num_device_types", p["num_device_types"], 1, 8)
+    p["channel_prob"] = check_real("channel_prob", p["channel_prob"], 0.0, 1.0, lo_open=True)
+    p["rho"] = check_real("rho", p["rho"], 0.0, 1.0)
+    p["demand_min"] = check_int("demand_min", p["demand_min"], 1, 1000)
+    p["demand_max"] = check_int("demand_max", p["demand_max"], p["demand_min"], 1000)
+    p["capacity_ratio"] = check_real("capacity_ratio", p["capacity_ratio"], 0.0, 1.0, lo_open=True)
+    p["utility_low"] = check_real("utility_low", p["utility_low"], 0.0, None)
+    p["utility_high"] = check_real("utility_high", p["utility_high"], p["utility_low"], None)
+    p["cost_mean"] = check_real("cost_mean", p["cost_mean"], None, None)
+    p["cost_std"] = check_real("cost_std", p["cost_std"], 0.0, None)
+    return p
+
+
+def make_channel_scenario(name: str = "paper", seed: int | np.random.Generator | None = 0, **params) -> Scenario:
+    """Build a P1 scenario by name; ``params`` override the named defaults (validated)."""
+    if name == "toy":
+        if params:
+            raise ValueError(f"scenario 'toy' takes no parameters, got {', '.join(params)}")
+        return _toy()
+    if name != "paper":
+        raise ValueError(f"scenario={name!r} is invalid: expected one of {', '.join(map(repr, CHANNEL_SCENARIOS))}")
+    unknown = set(params) - set(PAPER_DEFAULTS)
+    if unknown:
+        raise ValueError(f"unknown scenario parameter(s) {', '.join(sorted(unknown))}; "
+                         f"valid: {', '.join(PAPER_DEFAULTS)}")
+    p = _validate({**PAPER_DEFAULTS, **params})
+    rng = as_generator(seed)
+    L, R, K = p["num_ports"], p["num_servers"], p["num_device_types"]
+
+    # Graph: Bernoulli(channel_prob) per (l, r); every port keeps at least one channel.
+    adj = rng.random((L, R)) < p["channel_prob"]
+    lonely = ~adj.any(axis=1)
+    adj[np.flatnonzero(lonely), rng.integers(0, R, size=int(lonely.sum()))] = True
+    edge_port, edge_server = np.nonzero(adj)  # row-major: ordered by (port, server)
+    E = edge_port.size
+
+    demand = rng.integers(p["demand_min"], p["demand_max"] + 1, size=(E, K))  # a_k^e
+    capacity = np.maximum(np.ceil(p["capacity_ratio"] * demand.sum(axis=0)), demand.max(axis=0)).astype(np.int64)
+
+    A = p["demand_max"]
+    f = np.sort(rng.normal(p["cost_mean"], p["cost_std"], size=(K, A)), axis=1)  # f_k(a), a = 1..A
+    cost_table = np.concatenate([np.zeros((K, 1)), f], axis=1)  # (K, A+1)
+    cost = cost_table[np.arange(K)[None, :], demand].sum(axis=1)  # (E,) Σ_k f_k(a_k^e)
+
+    mu = rng.uniform(p["utility_low"], p["utility_high"], size=E)  # μ_e
+    raw = mu - cost  # m_e, eq. 7 before normalisation
+    span = max(raw.max() - raw.min(), 1e-9)
+    v = 0.05 + 0.9 * (raw - raw.min()) / span  # ṽ_e in [0.05, 0.95]
+    std = (mu / 2.0) * 0.9 / span  # N(μ, μ/2) carried through the same affine map
+    a_, b_ = _beta_params(v, std)
+
+    problem = ChannelProblem(
+        num_ports=L, num_servers=R, num_device_types=K,
+        edge_port=freeze(edge_port.astype(np.int64)), edge_server=freeze(edge_server.astype(np.int64)),
+        demand=freeze(demand.astype(np.int64)), capacity=freeze(capacity), cost=freeze(cost),
+        cost_table=freeze(cost_table), device_names=("CPU", "MEM", "GPU", "NPU", "TPU", "FPGA", "D7", "D8")[:K],
+    )
+    truth = ChannelTruth(rho=freeze(np.full(L, p["rho"])), mean_utility=freeze(v),
+                         beta_a=freeze(a_), beta_b=freeze(b_))
+    return Scenario(name="paper", problem=problem, truth=truth, params=p)
+
+
+def _toy() -> Scenario:
+    """Two ports, three servers, one device type, capacity 3, every port always has a job.
+
+    Channels (port, server, demand, ṽ): e0 = (0, 0, 2, 0.90), e1 = (0, 1, 1, 0.55),
+    e2 = (1, 1, 1, 0.50), e3 = (1, 2, 1, 0.45). The optimum is {e1, e2, e3} with value 1.50; the
+    value-greedy choice {e0, e1} gets only 1.45. Noise is small (std 0.05).
+    """
+    v = np.array([0.90, 0.55, 0.50, 0.45])
+    a_, b_ = _beta_params(v, np.full(4, 0.05))
+    demand = np.array([[2], [1], [1], [1]])
+    cost_table = np.array([[0.0, 0.1, 0.2]])
+    problem = ChannelProblem(
+        num_ports=2, num_servers=3, num_device_types=1,
+        edge_port=freeze(np.array([0, 0, 1, 1])), edge_server=freeze(np.array([0, 1, 1, 2])),
+        demand=freeze(demand), capacity=freeze(np.array([3])),
+        cost=freeze(cost_table[0, demand[:, 0]]), cost_table=freeze(cost_table), device_names=("CPU",),
+    )
+    truth = ChannelTruth(rho=freeze(np.ones(2)), mean_utility=freeze(v), beta_a=freeze(a_), beta_b=freeze(b_))
+    return Scenario(name="toy", problem=problem, truth=truth, params={})
