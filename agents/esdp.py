@@ -175,6 +175,17 @@ def solve_p4_all(upsilon: np.ndarray, sigma2: np.ndarray, demand: np.ndarray, ca
     return values, solution
 
 
+def untried_weight(finite_total: int, s_max: int, n: int) -> int:
+    """Finite stand-in M for Σ̂² = +∞ (untried channel), exact for both the DP and eq. 21.
+
+    With F = total finite Σ̂² and M > max(2F, 16 s_max² n): (i) M > F, so every P4(s, t) optimum
+    has the most untried channels possible, then the largest finite Σ̂²; (ii) for k < n untried,
+    √((k+1)M) − √(kM + F) >= (M − F) / (2√(nM)) > s_max, so in eq. 21 (s + √V) a solution with
+    one more untried channel always wins, as it would with a true +∞.
+    """
+    return max(2 * finite_total, 16 * s_max * s_max * max(n, 1)) + 1
+
+
 class ESDP(BaseAgent):
     """ESDP as an agent for MultiServerChannel (Algorithm 1 with Algorithm 2 per slot).
 
@@ -187,11 +198,11 @@ class ESDP(BaseAgent):
 
     * ``max_{x∈Ω} ||x||_1`` is α|E| (paper's default settings), used in g(t) (eq. 11), ξ(t) (eq. 18)
       and S(t) (eq. 19); S(t) = {0, ..., ⌊ξ(t) α|E|⌋}.
-    * **Untried channels** (σ̂² = +∞). Any x containing one has P4 objective +∞, so we order
-      solutions lexicographically: first by the number of untried channels, then by the finite
-      Σ̂². Exactly: each untried channel gets weight M = 1 + Σ_finite Σ̂², larger than any finite
-      total. So ESDP starts by selecting a maximum-cardinality feasible set of untried channels and
-      explores every channel before trusting estimates; eq. 21 then favours such solutions too.
+    * **Untried channels** (σ̂² = +∞). Any x containing one has P4 objective +∞ (and eq. 21 score
+      +∞), so solutions are ordered lexicographically: first by the number of untried channels,
+      then as the paper says. Exactly: each untried channel gets a finite weight M large enough for
+      both the DP and eq. 21 (:func:`untried_weight`). So ESDP first selects a maximum-cardinality
+      feasible set of untried channels, and tries every channel before trusting its estimates.
     * s values above Σ_e Υ̂_e are infeasible for every x; they are left out of the DP (exact), and so
       are, at edge i, the s above Σ_{j>=i} Υ̂_j. The DP visits channels in descending Υ̂ (the paper
       leaves the order of E free; it changes only which of several equal optima is returned).
@@ -253,14 +264,14 @@ class ESDP(BaseAgent):
         Sig = st["Sigma2"][edges]
         untried = ~np.isfinite(Sig)
         finite = np.where(untried, 0.0, Sig).astype(np.int64)
-        big_m = int(finite.sum()) + 1  # lexicographic priority of untried channels
-        weights = np.where(untried, big_m, finite).astype(np.int64)
         ups = st["upsilon"][edges]
+        s_cap = min(st["s_max"], int(ups.sum()))
+        weights = np.where(untried, untried_weight(int(finite.sum()), s_cap, edges.size), finite).astype(np.int64)
         # DP order: descending Υ̂ (stable). E's order is free in the paper; every P4(s, t) optimum is
         # the same in any order, and the reachable-s pruning then skips the most cells.
         perm = np.argsort(-ups, kind="stable")
         edges, ups, weights = edges[perm], ups[perm], weights[perm]
-        s_max = min(st["s_max"], int(ups.sum()))
+        s_max = s_cap
         values, solution = solve_p4_all(ups, weights, pb.demand[edges], pb.capacity, s_max,
                                         backend=self.backend, workspace=self._workspace)
         s_grid = np.arange(s_max + 1)

@@ -1,0 +1,5 @@
+import os
+
+os.environ.setdefault("MPLBACKEND", "Agg")
+
+import clustergym  # noqa: E402,F401  (registers envs)

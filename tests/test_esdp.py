@@ -1,0 +1,170 @@
+"""ESDP (esdp.md §3): the DP solves every P4(s, t) exactly; statistics follow eqs. 8–19; behaviour."""
+
+import itertools
+import math
+
+import gymnasium as gym
+import numpy as np
+import pytest
+
+from clustergym.agent import make, public_info
+from clustergym.agents.esdp import DELTAS, ESDP, GS, HAVE_NUMBA, solve_p4_all
+
+ID = "clustergym/MultiServerChannel-v0"
+BACKENDS = ["numpy", "numba"] if HAVE_NUMBA else ["numpy"]
+
+
+def brute_force_p4(ups, sig, demand, cap, s):
+    """max Σ̂²ᵀx s.t. Ax <= c, Υ̂ᵀx >= s, by enumeration; −1 if infeasible."""
+    n = len(ups)
+    best = -1
+    for bits in itertools.product([0, 1], repeat=n):
+        x = np.array(bits, dtype=bool)
+        if np.all(demand[x].sum(axis=0) <= cap) and ups[x].sum() >= s:
+            best = max(best, int(sig[x].sum()))
+    return best
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_dp_solves_p4_exactly_for_every_s(backend):
+    rng = np.random.default_rng(0)
+    ws = {}
+    for _ in range(120):
+        n, K = int(rng.integers(1, 9)), int(rng.integers(1, 4))
+        demand = rng.integers(0 if rng.random() < 0.2 else 1, 4, size=(n, K))
+        cap = rng.integers(0, 8, size=K)
+        ups = rng.integers(0, 7, size=n)
+        sig = rng.integers(0, 60, size=n)
+        s_max = int(rng.integers(0, ups.sum() + 3))
+        values, solution = solve_p4_all(ups, sig, demand, cap, s_max, backend=backend, workspace=ws)
+        for s in range(s_max + 1):
+            ref = brute_force_p4(ups, sig, demand, cap, s)
+            assert values[s] == ref, (s, values, ref)
+            if ref >= 0:
+                x = solution(s)
+                assert np.all(demand[x].sum(axis=0) <= cap)
+                assert ups[x].sum() >= s
+                assert sig[x].sum() == ref
+
+
+def test_backends_agree_on_paper_sized_instance():
+    if not HAVE_NUMBA:
+        pytest.skip("numba not installed: only the numpy backend exists")
+    rng = np.random.default_rng(1)
+    n, cap = 30, np.array([10, 9, 9])
+    demand = rng.integers(1, 3, size=(n, 3))
+    ups = rng.integers(0, 40, size=n)
+    sig = rng.integers(1, 10**5, size=n)
+    v1, s1 = solve_p4_all(ups, sig, demand, cap, 500, backend="numpy")
+    v2, s2 = solve_p4_all(ups, sig, demand, cap, 500, backend="numba")
+    assert np.array_equal(v1, v2)
+    for s in range(0, 501, 50):
+        if v1[s] >= 0:
+            assert np.array_equal(s1(s), s2(s))
+
+
+def test_statistics_follow_equations():
+    env = gym.make(ID, num_servers=15)
+    agent = ESDP()
+    agent.reset(env.unwrapped.problem)
+    E = env.unwrapped.problem.num_edges
+    agent.n[:] = np.arange(E) % 4  # some untried
+    agent.sum_z[:] = 0.3 * agent.n
+    t = 50
+    st = agent.statistics(t)
+    m = 0.5 * E
+    g = math.log(t + 1) + 4 * math.log(math.log(t + 1) + 1) * m  # default g(t)
+    delta = 1 / (math.log(math.log(t + 1) + 1) + 1)  # eq. 14 default
+    xi = math.ceil(m / delta)  # eq. 18
+    assert st["g"] == pytest.approx(g) and st["delta"] == pytest.approx(delta) and st["xi"] == xi
+    tried = agent.n > 0
+    np.testing.assert_allclose(st["v_hat"][tried], 0.3)  # eq. 9
+    assert np.all(st["v_hat"][~tried] == 0)
+    np.testing.assert_allclose(st["sigma2"][tried], g / (2 * agent.n[tried]))  # eq. 10
+    assert np.all(np.isinf(st["sigma2"][~tried]))
+    assert np.all(st["upsilon"][tried] == math.ceil(xi * 0.3))  # eq. 16
+    np.testing.assert_array_equal(st["Sigma2"][tried], np.ceil(xi**2 * g / (2 * agent.n[tried])))  # eq. 17
+    assert st["s_max"] == math.floor(xi * m)  # eq. 19
+
+
+def test_all_sequences_are_valid_options():
+    for d in DELTAS:
+        assert all(0 < DELTAS[d](t) for t in range(1, 100))
+    for g in GS:
+        assert all(GS[g](t, 10) > 0 for t in range(1, 100))
+    with pytest.raises(ValueError, match="delta='x'"):
+        ESDP(delta="x")
+    with pytest.raises(ValueError, match="alpha"):
+        ESDP(alpha=0)
+
+
+def run(agent, steps, seed=0, **env_kw):
+    env = gym.make(ID, horizon=steps, **env_kw)
+    obs, info = env.reset(seed=seed)
+    agent.reset(env.unwrapped.problem, seed=seed)
+    regrets = []
+    for _ in range(steps):
+        a = agent.act(obs, public_info(info))
+        nxt, r, _, _, info = env.step(a)
+        agent.update(obs, a, r, nxt, public_info(info))
+        regrets.append(info["metrics"]["regret"])
+        obs = nxt
+    return np.array(regrets), env
+
+
+def test_untried_channels_are_explored_first():
+    agent = ESDP()
+    _, env = run(agent, 30, num_servers=12)
+    assert np.all(agent.n > 0)  # every channel tried within 30 slots
+
+
+def test_first_slot_selects_max_cardinality_untried_set():
+    env = gym.make(ID, scenario="toy")
+    obs, info = env.reset(seed=0)
+    agent = ESDP()
+    agent.reset(env.unwrapped.problem)
+    x = agent.act(obs, public_info(info))
+    assert x.sum() == 3 and x.tolist() == [0, 1, 1, 1]  # 3 unit channels fit capacity 3; e0 needs 2
+
+
+def test_esdp_learns_toy_optimum():
+    # Small gaps (0.05–0.15) against a large default exploration bonus: learning takes ~1000 slots.
+    regrets, _ = run(ESDP(), 2000, scenario="toy")
+    assert regrets[-500:].mean() < regrets[:500].mean()
+    assert regrets[-500:].mean() < 0.002
+
+
+def test_zeroes_channels_of_ports_without_jobs():
+    env = gym.make(ID, rho=0.5, num_servers=20)
+    obs, info = env.reset(seed=3)
+    agent = ESDP()
+    agent.reset(env.unwrapped.problem)
+    pb = env.unwrapped.problem
+    for _ in range(20):
+        a = agent.act(obs, public_info(info))
+        assert not np.any(a.astype(bool) & ~obs["arrivals"][pb.edge_port].astype(bool))
+        nxt, r, _, _, info = env.step(a)
+        agent.update(obs, a, r, nxt, public_info(info))
+        obs = nxt
+
+
+def test_only_active_option_is_no_worse_on_average():
+    faithful, _ = run(ESDP(), 300, num_servers=16, rho=0.6)
+    active, _ = run(ESDP(only_active=True), 300, num_servers=16, rho=0.6)
+    assert active.sum() < faithful.sum()  # solving over Ω(t) wastes no capacity on idle ports
+
+
+def test_make_with_options_string():
+    a = make("esdp[only_active=true,g=\"log\"]", family="multiserver-channel")
+    assert a.only_active and a.g_name == "log"
+
+
+def test_untried_weight_dominates_eq21():
+    from clustergym.agents.esdp import untried_weight
+
+    rng = np.random.default_rng(0)
+    for _ in range(200):
+        n, s_max, F = int(rng.integers(1, 40)), int(rng.integers(0, 2000)), int(rng.integers(0, 10**7))
+        M = untried_weight(F, s_max, n)
+        for k in range(n):
+            assert math.sqrt((k + 1) * M) > s_max + math.sqrt(k * M + F)
