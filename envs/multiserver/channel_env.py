@@ -27,6 +27,8 @@ class MultiServerChannelEnv(ClusterEnv):
     Selected channels must belong to ports with a job (eq. 4) and fit the cluster capacity
     Σ_e a_k^e x_e <= c_k for every device type k (eq. 2). A used channel yields the net utility
     Z̃_e(t) ∈ [0, 1], random with hidden mean ṽ_e (eq. 7; see ``channel_scenario`` for the law).
+    The block of utilities of every channel is drawn each slot whether used or not, so the
+    realised values do not depend on the agent.
 
     ## Action Space
     ``MultiBinary(|E|)``: x_e = 1 selects channel e (edges ordered by (port, server), see
@@ -105,7 +107,9 @@ class MultiServerChannelEnv(ClusterEnv):
         """Draw the next block of arrivals (B, L) and realised utilities (B, E)."""
         tr = self._truth
         self._arr_block = self._rngs["arrivals"].random((_BLOCK, self._L)) < tr.rho[None, :]
-        self._z_block = self._rngs["utilities"].beta(tr.beta_a[None, :], tr.beta_b[None, :], size=(_BLOCK, self._E))
+        rng = self._rngs["utilities"]
+        u = rng.random((2, _BLOCK, self._E))
+        self._z_block = tr.mean_utility + tr.half_width * (u[0] - u[1])  # triangular, mean ṽ (scenario docs)
         self._block_start = self._t
 
     def _slot(self) -> tuple[np.ndarray, np.ndarray]:
@@ -124,7 +128,7 @@ class MultiServerChannelEnv(ClusterEnv):
         self._refill()
         self._arrivals, self._z = self._slot()
         self._mask = self._arrivals[self.problem.edge_port]
-        self._last_x = np.zeros(self._E, dtype=np.int8)
+        self._last_x = np.zeros(self._E, dtype=bool)
         return self._obs(), {"action_mask": self._mask.copy(), "t": 0}
 
     def _obs(self) -> dict:
@@ -136,16 +140,25 @@ class MultiServerChannelEnv(ClusterEnv):
         m[:, 1] = self._mask
         return m.reshape(-1)
 
-    def _check(self, action: Any) -> tuple[np.ndarray, int]:
-        """Validate and (under "repair") repair an action; returns (x as bool, number dropped)."""
+    def _check(self, action: Any) -> tuple[np.ndarray, int, np.ndarray]:
+        """Validate and (under "repair") repair an action; returns (x as bool, number dropped, used (K,))."""
         if self._rngs is None:
             raise RuntimeError("call reset() before step()")
-        a = self._as_int_action(action, (self._E,), self._space_desc)
-        if a.size and (a.min() < 0 or a.max() > 1):
-            raise ValueError(f"action values must be 0 or 1, expected {self._space_desc}")
+        a = action if isinstance(action, np.ndarray) else np.asarray(action)
+        if a.dtype.kind != "b":
+            if a.shape == (self._E,) and a.dtype.kind in "iu":
+                # One reduction: viewed as unsigned, negative values become huge.
+                if a.size and a.view(a.dtype.str.replace("i", "u")).max() > 1:
+                    raise ValueError(f"action values must be 0 or 1, expected {self._space_desc}")
+            else:
+                a = self._as_int_action(a, (self._E,), self._space_desc)
+                if a.size and (a.max() > 1 or a.min() < 0):
+                    raise ValueError(f"action values must be 0 or 1, expected {self._space_desc}")
+        elif a.shape != (self._E,):
+            raise ValueError(f"action has shape {a.shape}, expected {(self._E,)} ({self._space_desc})")
         x = a.astype(bool)
         dropped = 0
-        idle = x & ~self._mask
+        idle = x > self._mask  # selected although the port has no job
         if idle.any():
             if self.infeasible == "raise":
                 e = int(np.flatnonzero(idle)[0])
@@ -153,47 +166,44 @@ class MultiServerChannelEnv(ClusterEnv):
                                  f"which has no job this slot (eq. 4)")
             dropped += int(idle.sum())
             x &= self._mask
-        used = self._demand_T @ x  # (K,)
+        used = self._demand_T @ x  # (K,) devices in use
         excess = used - self.problem.capacity
-        if np.any(excess > 0):
+        if excess.max() > 0:
             if self.infeasible == "raise":
                 k = int(np.argmax(excess))
                 raise ValueError(f"infeasible action: device type {k} ({self.problem.device_names[k]}) uses "
                                  f"{int(used[k])} > capacity {int(self.problem.capacity[k])} (excess {int(excess[k])}, eq. 2)")
             # Keep the longest prefix (edge order) of the selection that fits = drop from the end.
             sel = np.flatnonzero(x)
-            fits = np.all(np.cumsum(self.problem.demand[sel], axis=0) <= self.problem.capacity[None, :], axis=1)
-            keep = sel[: int(np.argmin(fits)) if not fits.all() else sel.size]
-            dropped += sel.size - keep.size
+            fits = (np.cumsum(self.problem.demand[sel], axis=0) <= self.problem.capacity).all(axis=1)
+            n_keep = int(np.argmin(fits))  # first prefix that does not fit (some prefix must fail here)
+            dropped += sel.size - n_keep
             x = np.zeros(self._E, dtype=bool)
-            x[keep] = True
-        return x, dropped
+            x[sel[:n_keep]] = True
+            used = self._demand_T @ x
+        return x, dropped, used
 
     def step(self, action: Any):
-        x, dropped = self._check(action)
-        z = self._z
+        x, dropped, used = self._check(action)
         executed = np.flatnonzero(x)
-        utilities = z[executed]
+        utilities = self._z[executed]
         reward = float(utilities.sum())  # eq. 5
         v = self._truth.mean_utility
         expected = float(v[executed].sum())
-        metrics = {"expected_reward": expected, "repaired": dropped,
-                   "used": self._demand_T @ x}
+        metrics = {"expected_reward": expected, "repaired": dropped, "used": used}
         if self.oracle:
             active = np.flatnonzero(self._mask)
             opt, _ = knapsack_max(v[active], self.problem.demand[active], self.problem.capacity)
             regret = opt - expected  # eq. 6 (per-slot expected gap)
             self._cum_regret += regret
             metrics.update(oracle_reward=opt, regret=regret, cum_regret=self._cum_regret)
-        info = {"feedback": {"channels": executed, "utilities": utilities}, "metrics": metrics}
-        self._last_x = x.astype(np.int8)
+        self._last_x = x
         self._t += 1
-        truncated = self._t >= self.horizon
         self._arrivals, self._z = self._slot()
         self._mask = self._arrivals[self.problem.edge_port]
-        info["action_mask"] = self._mask.copy()
-        info["t"] = self._t
-        return self._obs(), reward, False, truncated, info
+        info = {"feedback": {"channels": executed, "utilities": utilities}, "metrics": metrics,
+                "action_mask": self._mask.copy(), "t": self._t}
+        return self._obs(), reward, False, self._t >= self.horizon, info
 
     # -- rendering ----------------------------------------------------------------------------
     def render(self):

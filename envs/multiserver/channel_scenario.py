@@ -17,8 +17,10 @@ Modelling choices (SPEC §4), each one a documented reading of the paper:
   m_e = μ_e − Σ_k f_k(a_k^e) with μ_e ~ U(0.1, 1). The paper normalises Z̃ into [0, 1] "by tuning
   the f_k"; we do it with one affine map per instance, ṽ_e = 0.05 + 0.9 (m_e − min m)/(max m − min m),
   so ṽ ∈ [0.05, 0.95]. The paper's noise N(μ_e, μ_e/2) is carried through the same map
-  (std s_e = (μ_e/2)·0.9/(max m − min m)) and realised as a Beta law with mean exactly ṽ_e and
-  variance min(s_e², ṽ_e(1−ṽ_e)/2): Z̃_e(t) ∈ [0, 1] and E[Z̃_e(t)] = ṽ_e, which the oracle uses.
+  (std s_e = (μ_e/2)·0.9/(max m − min m)) and realised as a symmetric triangular law on
+  [ṽ_e − h_e, ṽ_e + h_e] with h_e = min(ṽ_e, 1 − ṽ_e, √6 s_e) (std h_e/√6 = s_e unless the bounds
+  bind): Z̃_e(t) ∈ [0, 1] and E[Z̃_e(t)] = ṽ_e exactly, which the oracle uses. It is bell-shaped
+  like the paper's Normal, and drawn as ṽ + h (U₁ − U₂), five times cheaper than a Beta law.
 * **Graph.** Each (l, r) is a channel with probability ``channel_prob``; a port left without a
   channel gets one to a uniformly drawn server. Edges are ordered by (port, server).
 """
@@ -65,8 +67,7 @@ class ChannelTruth:
 
     rho: np.ndarray  # (L,) arrival probability of each port per slot
     mean_utility: np.ndarray  # (E,) ṽ_e = E[Z̃_e(t)] in [0, 1] (eq. 7)
-    beta_a: np.ndarray  # (E,) Beta shape a of Z̃_e
-    beta_b: np.ndarray  # (E,) Beta shape b of Z̃_e
+    half_width: np.ndarray  # (E,) h_e: Z̃_e(t) = ṽ_e + h_e (U₁ − U₂), triangular on [ṽ_e − h_e, ṽ_e + h_e]
 
 
 PAPER_DEFAULTS = dict(
@@ -87,11 +88,9 @@ PAPER_DEFAULTS = dict(
 CHANNEL_SCENARIOS = ("paper", "toy")
 
 
-def _beta_params(mean: np.ndarray, std: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    var = np.minimum(std**2, 0.5 * mean * (1.0 - mean))
-    var = np.maximum(var, 1e-12)
-    kappa = mean * (1.0 - mean) / var - 1.0
-    return mean * kappa, (1.0 - mean) * kappa
+def _half_width(mean: np.ndarray, std: np.ndarray) -> np.ndarray:
+    """Half-width of the symmetric triangular law with this mean and std, kept inside [0, 1]."""
+    return np.minimum(np.minimum(mean, 1.0 - mean), np.sqrt(6.0) * std)
 
 
 def _validate(p: dict) -> dict:
@@ -146,7 +145,6 @@ def make_channel_scenario(name: str = "paper", seed: int | np.random.Generator |
     span = max(raw.max() - raw.min(), 1e-9)
     v = 0.05 + 0.9 * (raw - raw.min()) / span  # ṽ_e in [0.05, 0.95]
     std = (mu / 2.0) * 0.9 / span  # N(μ, μ/2) carried through the same affine map
-    a_, b_ = _beta_params(v, std)
 
     problem = ChannelProblem(
         num_ports=L, num_servers=R, num_device_types=K,
@@ -155,7 +153,7 @@ def make_channel_scenario(name: str = "paper", seed: int | np.random.Generator |
         cost_table=freeze(cost_table), device_names=("CPU", "MEM", "GPU", "NPU", "TPU", "FPGA", "D7", "D8")[:K],
     )
     truth = ChannelTruth(rho=freeze(np.full(L, p["rho"])), mean_utility=freeze(v),
-                         beta_a=freeze(a_), beta_b=freeze(b_))
+                         half_width=freeze(_half_width(v, std)))
     return Scenario(name="paper", problem=problem, truth=truth, params=p)
 
 
@@ -167,7 +165,6 @@ def _toy() -> Scenario:
     value-greedy choice {e0, e1} gets only 1.45. Noise is small (std 0.05).
     """
     v = np.array([0.90, 0.55, 0.50, 0.45])
-    a_, b_ = _beta_params(v, np.full(4, 0.05))
     demand = np.array([[2], [1], [1], [1]])
     cost_table = np.array([[0.0, 0.1, 0.2]])
     problem = ChannelProblem(
@@ -176,5 +173,5 @@ def _toy() -> Scenario:
         demand=freeze(demand), capacity=freeze(np.array([3])),
         cost=freeze(cost_table[0, demand[:, 0]]), cost_table=freeze(cost_table), device_names=("CPU",),
     )
-    truth = ChannelTruth(rho=freeze(np.ones(2)), mean_utility=freeze(v), beta_a=freeze(a_), beta_b=freeze(b_))
+    truth = ChannelTruth(rho=freeze(np.ones(2)), mean_utility=freeze(v), half_width=freeze(_half_width(v, np.full(4, 0.05))))
     return Scenario(name="toy", problem=problem, truth=truth, params={})
