@@ -89,7 +89,7 @@ def cmd_run(args) -> int:
 
 
 def cmd_reproduce(args) -> int:
-    from clustergym.reproduce import reproduce
+    from clustergym.experiments import reproduce
 
     reproduce(args.paper, quick=args.quick, out=args.out, workers=args.workers, progress=not args.no_progress)
     return 0
@@ -103,6 +103,8 @@ def cmd_bench(args) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
+    from clustergym.experiments import list_papers
+
     p = argparse.ArgumentParser(prog="clustergym", description="Online cluster scheduling environments and agents.")
     p.add_argument("--debug", action="store_true", help="show full tracebacks on errors")
     sub = p.add_subparsers(dest="command", required=True)
@@ -123,7 +125,7 @@ def build_parser() -> argparse.ArgumentParser:
     r.set_defaults(func=cmd_run)
 
     rp = sub.add_parser("reproduce", help="the papers' comparisons with tables, plots and a report")
-    rp.add_argument("paper", choices=["esdp"])
+    rp.add_argument("paper", help=f"one of {', '.join([*list_papers(), 'all'])}")
     rp.add_argument("--quick", action="store_true", help="shorter horizons and fewer seeds")
     rp.add_argument("--out", default="runs/reproduce")
     rp.add_argument("--workers", type=int, default=2)
@@ -131,7 +133,7 @@ def build_parser() -> argparse.ArgumentParser:
     rp.set_defaults(func=cmd_reproduce)
 
     b = sub.add_parser("bench", help="performance table (SPEC §10)")
-    b.add_argument("--only", choices=["p1"], default=None)
+    b.add_argument("--only", default=None, metavar="PAPER", help=f"one of {', '.join(list_papers())}")
     b.add_argument("--quick", action="store_true", help="fewer repetitions")
     b.add_argument("--out", default=None, help="also write the table as JSON here")
     b.set_defaults(func=cmd_bench)

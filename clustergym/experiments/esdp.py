@@ -1,9 +1,4 @@
-"""``clustergym reproduce PAPER``: the papers' comparisons on their default scenarios (SPEC §12).
-
-Each experiment runs agents with common random numbers, prints a table, and writes into
-``OUT/PAPER/``: results.json, curves.csv, PNG plots and ``report.md`` with our numbers beside the
-paper's reported ones.
-"""
+"""ESDP paper (esdp.md §4): reproduction and P1 benchmark rows."""
 
 from __future__ import annotations
 
@@ -11,10 +6,11 @@ import os
 
 import numpy as np
 
-__all__ = ["reproduce", "PAPERS"]
+__all__ = ["reproduce", "bench_rows"]
 
 
-def _esdp(quick: bool, out: str, workers: int, progress: bool) -> str:
+def reproduce(quick: bool, out: str, workers: int, progress: bool) -> str:
+    """ESDP vs HAUF, LCF, LWTF, random (and the only_active option) on the paper scenario."""
     from clustergym.plots import _plt
     from clustergym.runner import evaluate
 
@@ -92,14 +88,7 @@ def _esdp(quick: bool, out: str, workers: int, progress: bool) -> str:
     return report
 
 
-PAPERS = {"esdp": _esdp}
+def bench_rows(quick: bool):
+    from clustergym.bench import p1_env_steps, p1_oracle, esdp_rows
 
-
-def reproduce(paper: str, quick: bool = False, out: str = "runs/reproduce", workers: int = 2,
-              progress: bool = True) -> list[str]:
-    """Run one paper's comparison (or ``"all"``); returns the report paths."""
-    names = list(PAPERS) if paper == "all" else [paper]
-    for n in names:
-        if n not in PAPERS:
-            raise ValueError(f"unknown paper {n!r}; expected one of {', '.join([*PAPERS, 'all'])}")
-    return [PAPERS[n](quick, out, workers, progress) for n in names]
+    return [p1_env_steps(quick), p1_oracle(quick), *esdp_rows(quick)]

@@ -1,0 +1,150 @@
+"""``clustergym bench``: the performance table of SPEC §10, measured on this machine.
+
+Each row prints the measured value beside its target. Timings are medians; they depend on the
+machine and on what else runs on it (run it on an idle machine).
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import asdict, dataclass
+
+import numpy as np
+
+__all__ = ["run_bench", "Row"]
+
+
+@dataclass
+class Row:
+    what: str
+    measured: float
+    unit: str
+    target: str
+    ok: bool | None  # None: informative row without a target
+
+    def line(self) -> str:
+        flag = {True: "ok", False: "MISS", None: ""}[self.ok]
+        return f"{self.what:<62} {self.measured:>12,.2f} {self.unit:<10} {self.target:<14} {flag}"
+
+
+def p1_env_steps(quick: bool) -> Row:
+    import gymnasium as gym
+
+    import clustergym  # noqa: F401
+    from clustergym.baselines.channel import greedy_fill
+
+    env = gym.make("clustergym/MultiServerChannel-v0", oracle=False, horizon=10**9)
+    pb = env.unwrapped.problem
+    rng = np.random.default_rng(0)
+    obs, info = env.reset(seed=0)
+    n = 20_000 if quick else 100_000
+    spent = 0.0
+    for _ in range(n):
+        # a random *valid* action: random order over channels of ports with a job, first fit
+        order = rng.permutation(np.flatnonzero(info["action_mask"]))
+        a = greedy_fill(order, pb.demand, pb.capacity, True, pb.num_edges)
+        t0 = time.perf_counter()
+        obs, r, term, trunc, info = env.step(a)
+        spent += time.perf_counter() - t0
+    rate = n / spent
+    return Row("P1 env step (paper default, gym.make, random valid, oracle off)", rate, "steps/s", ">= 20,000",
+               rate >= 20_000)
+
+
+def p1_oracle(quick: bool) -> Row:
+    import gymnasium as gym
+
+    import clustergym  # noqa: F401
+    from clustergym.envs.multiserver.knapsack import knapsack_max
+
+    env = gym.make("clustergym/MultiServerChannel-v0", horizon=10**9).unwrapped
+    obs, info = env.reset(seed=0)
+    v, pb = env.scenario.truth.mean_utility, env.problem
+    times = []
+    for _ in range(300 if quick else 2000):
+        active = np.flatnonzero(info["action_mask"])
+        t0 = time.perf_counter()
+        knapsack_max(v[active], pb.demand[active], pb.capacity)
+        times.append(time.perf_counter() - t0)
+        obs, r, term, trunc, info = env.step(np.zeros(pb.num_edges, dtype=np.int8))
+    ms = float(np.median(times) * 1000)
+    return Row("P1 oracle per slot (exact knapsack DP, paper default)", ms, "ms", "<= 5 ms", ms <= 5.0)
+
+
+def _esdp_decisions(slots: int, **env_kw) -> tuple[np.ndarray, object]:
+    import gymnasium as gym
+
+    import clustergym  # noqa: F401
+    from clustergym.agent import make, public_info
+
+    env = gym.make("clustergym/MultiServerChannel-v0", oracle=False, horizon=slots, **env_kw)
+    agent = make("esdp", family="multiserver-channel")
+    obs, info = env.reset(seed=0)
+    agent.reset(env.unwrapped.problem, seed=0)
+    times = np.zeros(slots)
+    for t in range(slots):
+        t0 = time.perf_counter()
+        a = agent.act(obs, public_info(info))
+        times[t] = time.perf_counter() - t0
+        nxt, r, term, trunc, info = env.step(a)
+        agent.update(obs, a, r, nxt, public_info(info))
+        obs = nxt
+    return times, env.unwrapped.problem
+
+
+def esdp_rows(quick: bool) -> list[Row]:
+    # Warm the compiled DP once so the first decision's JIT time is not counted.
+    _esdp_decisions(3, num_servers=8)
+    slots = 400 if quick else 1500
+    times, pb = _esdp_decisions(slots)
+    late = times[slots // 2:]  # after exploration: every channel tried, full-size DP
+    ms = float(np.median(late) * 1000)
+    rows = [Row(f"ESDP decision, paper default (|E|={pb.num_edges}, c={pb.capacity.tolist()}, slots {slots // 2}-{slots})",
+                ms, "ms median", "<= 100 ms", ms <= 100.0),
+            Row("ESDP decision, paper default, p95", float(np.percentile(late, 95) * 1000), "ms", "", None)]
+    for ratio in (0.1, 0.15, 0.2, 0.25, 0.3):
+        n = 150 if quick else 400
+        times, pb = _esdp_decisions(n, capacity_ratio=ratio)
+        grid = int(np.prod(np.asarray(pb.capacity) + 1))
+        rows.append(Row(f"  ESDP vs capacity: ratio {ratio:.2f}, c={pb.capacity.tolist()}, Π(c_k+1)={grid}",
+                        float(np.median(times[n // 2:]) * 1000), "ms median", "(growth)", None))
+    return rows
+
+
+def run_bench(only: str | None = None, quick: bool = False, out: str | None = None) -> list[Row]:
+    """Measure and print every paper's rows (or only one paper's); optionally write JSON to ``out``."""
+    import platform
+
+    from tqdm.auto import tqdm
+
+    from clustergym.experiments import load
+
+    if only is not None and only not in list_papers():
+        raise ValueError(f"unknown paper {only!r} for --only; expected one of {', '.join(list_papers())}")
+    names = list_papers() if only is None else [only]
+    rows: list[Row] = []
+    for name in tqdm(names, desc="bench", leave=False):
+        rows.extend(load(name).bench_rows(quick))
+    print(f"clustergym bench on {platform.node()} ({platform.machine()}, {_cores()} cores), "
+          f"{'quick' if quick else 'full'} mode")
+    print(f"{'what':<62} {'measured':>12} {'unit':<10} {'target':<14}")
+    print("-" * 104)
+    for r in rows:
+        print(r.line())
+    if out:
+        with open(out, "w") as f:
+            json.dump([asdict(r) for r in rows], f, indent=1)
+    return rows
+
+
+def _cores() -> int:
+    import os
+
+    return os.cpu_count() or 1
+
+
+def list_papers() -> list[str]:
+    from clustergym.experiments import list_papers as lp
+
+    return lp()
