@@ -24,12 +24,25 @@ def _band(ax, t, curves, label, color):
         ax.fill_between(t, np.nanmin(arr, axis=0), np.nanmax(arr, axis=0), color=color, alpha=0.18, lw=0)
 
 
+def _finish(plt, fig, ax, xlabel: str, ylabel: str, title: str, path: str) -> str:
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
+    ax.set_title(title)
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=8, loc="best")
+    fig.tight_layout()
+    fig.savefig(path)
+    plt.close(fig)
+    return path
+
+
 def plot_results(results, out_dir: str, prefix: str = "") -> list[str]:
     """Average reward vs t and cumulative regret vs t (if any agent has regret) as PNGs."""
     plt = _plt()
     agents = list(dict.fromkeys(r.agent for r in results.runs))
     colors = plt.cm.tab10(np.linspace(0, 1, 10))
     name = results.env_id.split("/")[-1]
+    n_seeds = len(results.runs) // max(len(agents), 1)
     paths = []
 
     fig, ax = plt.subplots(figsize=(7, 4.2), dpi=110)
@@ -38,33 +51,18 @@ def plot_results(results, out_dir: str, prefix: str = "") -> list[str]:
         n = min(r.steps for r in rs)
         t = np.arange(1, n + 1)
         _band(ax, t, [np.cumsum(r.reward[:n]) / t for r in rs], a, colors[i % 10])
-    ax.set_xlabel("time slot t")
-    ax.set_ylabel("average reward per slot, (1/t) Σ reward")
-    ax.set_title(f"{name}: average reward vs t (band: min–max over {len(results.runs) // max(len(agents), 1)} seeds)")
-    ax.grid(alpha=0.3)
-    ax.legend(fontsize=8, loc="best")
-    fig.tight_layout()
-    p = os.path.join(out_dir, f"{prefix}avg_reward.png")
-    fig.savefig(p)
-    plt.close(fig)
-    paths.append(p)
+    paths.append(_finish(plt, fig, ax, "time slot t", "average reward per slot, (1/t) Σ reward",
+                         f"{name}: average reward vs t (band: min–max over {n_seeds} seeds)",
+                         os.path.join(out_dir, f"{prefix}avg_reward.png")))
 
     if any(r.cum_regret is not None and not np.all(np.isnan(r.cum_regret)) for r in results.runs):
         fig, ax = plt.subplots(figsize=(7, 4.2), dpi=110)
         for i, a in enumerate(agents):
             rs = [r for r in results.runs if r.agent == a and r.cum_regret is not None]
-            if not rs:
-                continue
-            n = min(r.steps for r in rs)
-            _band(ax, np.arange(1, n + 1), [r.cum_regret[:n] for r in rs], a, colors[i % 10])
-        ax.set_xlabel("time slot t")
-        ax.set_ylabel("cumulative regret (expected, eq. 6)")
-        ax.set_title(f"{name}: cumulative regret vs t")
-        ax.grid(alpha=0.3)
-        ax.legend(fontsize=8, loc="best")
-        fig.tight_layout()
-        p = os.path.join(out_dir, f"{prefix}cumulative_regret.png")
-        fig.savefig(p)
-        plt.close(fig)
-        paths.append(p)
+            if rs:
+                n = min(r.steps for r in rs)
+                _band(ax, np.arange(1, n + 1), [r.cum_regret[:n] for r in rs], a, colors[i % 10])
+        paths.append(_finish(plt, fig, ax, "time slot t", "cumulative regret (expected, eq. 6)",
+                             f"{name}: cumulative regret vs t (band: min–max over {n_seeds} seeds)",
+                             os.path.join(out_dir, f"{prefix}cumulative_regret.png")))
     return paths

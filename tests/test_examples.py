@@ -1,0 +1,24 @@
+"""Every example runs with a tiny budget."""
+
+import os
+import subprocess
+import sys
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def run(script, *args):
+    out = subprocess.run([sys.executable, os.path.join(ROOT, "examples", script), *args],
+                         capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr
+    return out.stdout
+
+
+def test_quickstart():
+    assert "esdp: total reward" in run("quickstart.py", "--horizon", "20")
+
+
+def test_compare_p1(tmp_path):
+    out = run("compare_p1.py", "--horizon", "20", "--seeds", "0", "--agents", "hauf,random", "--workers", "1",
+              "--out", str(tmp_path))
+    assert "hauf" in out and (tmp_path / "results.json").exists()
