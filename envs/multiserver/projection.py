@@ -74,6 +74,7 @@ def project_groups(z: np.ndarray, upper: np.ndarray, cap: np.ndarray) -> np.ndar
     tau = np.maximum(tau, 0.0)
     out = box
     out[over] = np.clip(zi - tau[:, None], 0.0, ui)
+    out[c <= 0] = 0.0  # exactly (the interpolation leaves ~1e-16 there)
     return out
 
 
