@@ -196,3 +196,28 @@ def test_utilisation_and_gain_overhead_metrics():
     assert 0.5 < info["metrics"]["utilisation"] <= 1.0 + 1e-9
     assert info["metrics"]["gain"] - info["metrics"]["overhead"] == pytest.approx(
         info["feedback"]["port_reward"].sum())
+
+
+def test_compiled_kernels_agree_with_numpy_reference():
+    from clustergym.envs.multiserver.allocation_env import RewardModel
+    from clustergym.envs.multiserver.allocation_kernels import HAVE_NUMBA
+
+    if not HAVE_NUMBA:
+        pytest.skip("numba not installed")
+    env_a = gym.make(ID, horizon=50, oracle=False).unwrapped
+    env_b = gym.make(ID, horizon=50, oracle=False).unwrapped
+    env_b.reward_model.use_numba = False  # the numpy reference path
+    pb = env_a.problem
+    fast, ref = RewardModel(pb, "numba"), RewardModel(pb, "numpy")
+    rng = np.random.default_rng(0)
+    env_a.reset(seed=5)
+    env_b.reset(seed=5)
+    for _ in range(50):
+        y = rng.random(pb.edge_demand.shape) * pb.edge_demand * rng.uniform(0.1, 1.5)  # often infeasible
+        for a, b in zip(fast.parts(y, with_sums=True), ref.parts(y, with_sums=True)):
+            assert np.allclose(a, b, rtol=1e-12, atol=1e-9)
+        sa, sb = env_a.step(y), env_b.step(y)
+        assert sa[1] == pytest.approx(sb[1], rel=1e-12)
+        for key in ("gain", "overhead", "utilisation", "repaired"):
+            assert sa[4]["metrics"][key] == pytest.approx(sb[4]["metrics"][key], rel=1e-12)
+        assert np.array_equal(sa[4]["feedback"]["allocation"], sb[4]["feedback"]["allocation"])

@@ -11,7 +11,8 @@ from clustergym.core import Scenario, child_generators
 from clustergym.env import ClusterEnv
 from clustergym.envs.multiserver.allocation_scenario import (
     ALLOCATION_SCENARIOS, make_allocation_scenario, utility_value)
-from clustergym.envs.multiserver.projection import AllocationLayout, padded_index
+from clustergym.envs.multiserver import allocation_kernels as _kern
+from clustergym.envs.multiserver.projection import AllocationLayout, SegmentSum
 
 __all__ = ["MultiServerAllocationEnv", "RewardModel"]
 
@@ -26,31 +27,53 @@ class RewardModel:
     max_k β_k Σ_{r∈R_l} y_(l,r)^k, both (L,), for any y (E, K) — before multiplying by x_l(t).
     """
 
-    def __init__(self, problem):
+    def __init__(self, problem, backend: str = "auto"):
         pb = problem
+        if backend not in ("auto", "numba", "numpy"):
+            raise ValueError(f"backend={backend!r} is invalid: expected 'auto', 'numba' or 'numpy'")
+        self.use_numba = _kern.HAVE_NUMBA and backend != "numpy"
+        self._edge_port = np.ascontiguousarray(pb.edge_port, dtype=np.int64)
         self.problem = pb
         self.alpha_e = np.ascontiguousarray(pb.alpha[pb.edge_server])  # (E, K)
         self.code_e = np.ascontiguousarray(pb.utility[pb.edge_server])  # (E, K)
-        self.port_index = padded_index(pb.edge_port, pb.num_ports)  # (L, Dp), padded with E
+        self.port_sums = SegmentSum(pb.edge_port, pb.num_ports)  # (E, ...) -> (L, ...): Σ_{r∈R_l}
+        self._gain_idx = None
         self.beta = np.asarray(pb.beta, dtype=np.float64)
         codes = np.unique(self.code_e)
         self._single = int(codes[0]) if codes.size == 1 else None
-
-    def port_sums(self, v: np.ndarray) -> np.ndarray:
-        """(E, ...) -> (L, ...): Σ_{r∈R_l} over the channels of each port."""
-        ext = np.concatenate([v, np.zeros((1,) + v.shape[1:])], axis=0)
-        return ext[self.port_index].sum(axis=1)
+        # Flat positions of each utility family, so each (e, k) evaluates only its own f (eq. 27).
+        flat = self.code_e.ravel()
+        self._fam = [(int(c), np.flatnonzero(flat == c), self.alpha_e.ravel()[flat == c]) for c in codes]
 
     def utilities(self, y: np.ndarray) -> np.ndarray:
+        """(E, K) f_r^k(y_(l,r)^k) of eq. 27."""
         if self._single is not None:
             return utility_value(y, self.alpha_e, self._single)
-        return utility_value(y, self.alpha_e, self.code_e)
+        yf = y.reshape(-1)
+        out = np.empty(yf.shape[0])
+        for code, idx, alpha in self._fam:  # at most the four families of eq. 27
+            out[idx] = utility_value(yf[idx], alpha, code)
+        return out.reshape(y.shape)
 
-    def parts(self, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    def parts(self, y: np.ndarray, with_sums: bool = False):
+        """Per-port gain and overhead (L,) of eq. 5 (and, if asked, Σ_{r∈R_l} y (L, K))."""
+        L, K = self.problem.num_ports, y.shape[1]
+        if self.use_numba:
+            gain, per_type = _kern.reward_sums(y, self.alpha_e, self.code_e, self._edge_port, L)
+            overhead = (per_type * self.beta).max(axis=1)
+            return (gain, overhead, per_type) if with_sums else (gain, overhead)
         f = self.utilities(y)  # (E, K)
-        both = self.port_sums(np.concatenate([f.sum(axis=1, keepdims=True), y], axis=1))  # (L, 1+K)
+        if self._gain_idx is None:
+            ep = np.asarray(self.problem.edge_port, dtype=np.int64)
+            self._gain_idx = np.concatenate([np.repeat(ep * (K + 1), K),  # every f of port l -> column 0
+                                             (ep[:, None] * (K + 1) + 1 + np.arange(K)).ravel()])
+        both = np.bincount(self._gain_idx, weights=np.concatenate([f.ravel(), y.ravel()]),
+                           minlength=L * (K + 1)).reshape(L, K + 1)  # [gain, Σ_{r∈R_l} y^k]
         gain = both[:, 0]
-        overhead = (both[:, 1:] * self.beta).max(axis=1)  # eq. 5: the dominant weighted overhead
+        per_type = both[:, 1:]
+        overhead = (per_type * self.beta).max(axis=1)  # eq. 5: the dominant weighted overhead
+        if with_sums:
+            return gain, overhead, per_type
         return gain, overhead
 
 
@@ -133,10 +156,13 @@ class MultiServerAllocationEnv(ClusterEnv):
         self._upper = np.ascontiguousarray(pb.edge_demand, dtype=np.float64)  # (E, K) a of eq. 3
         self.layout = AllocationLayout(pb.edge_port, pb.edge_server, self._upper, pb.capacity, pb.num_servers)
         self.reward_model = RewardModel(pb)
+        self._edge_server = np.ascontiguousarray(pb.edge_server, dtype=np.int64)
         cap = np.asarray(pb.capacity, dtype=np.float64)
         self._cap_tol = cap + _TOL
         self._cap_total = cap.sum(axis=0)  # (K,)
         self._types = self._cap_total > 0
+        self._util_w = np.where(self._types, 1.0 / np.where(self._types, self._cap_total, 1.0), 0.0) / max(
+            int(self._types.sum()), 1)
         self._space_desc = f"Box(0, a, shape=({self._E}, {self._K})) in device units"
         self.action_space = spaces.Box(low=0.0, high=self._upper.astype(np.float32), shape=(self._E, self._K),
                                        dtype=np.float32)
@@ -178,18 +204,27 @@ class MultiServerAllocationEnv(ClusterEnv):
         """Validate and (under "repair") project an action; returns (y (E, K) float64, violations)."""
         if self._rngs is None:
             raise RuntimeError("call reset() before step()")
-        y = self._as_float_action(action, (self._E, self._K), self._space_desc)
-        low = y < -_TOL
-        high = y > self._upper + _TOL
-        sums = self.layout.server_sums(y)  # (R, K) left side of eq. 4
-        over = sums > self._cap_tol
-        bad_box = int(low.sum() + high.sum())
-        bad_cap = int(over.sum())
+        if self.reward_model.use_numba:
+            if isinstance(action, np.ndarray) and action.dtype == np.float64 and action.shape == (self._E, self._K):
+                y = np.ascontiguousarray(action)
+            else:
+                y = np.ascontiguousarray(self._as_float_action(action, (self._E, self._K), self._space_desc))
+            nonfinite, bad_box, sums = _kern.check_sums(y, self._upper, self._edge_server, self.problem.num_servers, _TOL)
+            if nonfinite:
+                raise ValueError(f"action contains NaN or inf, expected {self._space_desc}")
+            over = sums > self._cap_tol
+            bad_cap = int(np.count_nonzero(over))
+        else:
+            y = self._as_float_action(action, (self._E, self._K), self._space_desc)
+            sums = self.layout.server_sums(y)  # (R, K) left side of eq. 4
+            over = sums > self._cap_tol
+            bad_box = int(np.count_nonzero((y < -_TOL) | (y > self._upper + _TOL)))
+            bad_cap = int(over.sum())
         if bad_box or bad_cap:
             if self.infeasible == "raise":
                 pb = self.problem
                 if bad_box:
-                    e, k = map(int, np.argwhere(low | high)[0])
+                    e, k = map(int, np.argwhere((y < -_TOL) | (y > self._upper + _TOL))[0])
                     raise ValueError(f"infeasible action: y[{e}, {k}] = {y[e, k]:.6g} on channel (port {int(pb.edge_port[e])}, "
                                      f"server {int(pb.edge_server[e])}) is outside [0, a] = [0, {self._upper[e, k]:.6g}] "
                                      f"(eq. 3)")
@@ -203,13 +238,19 @@ class MultiServerAllocationEnv(ClusterEnv):
     def step(self, action: Any):
         y, repaired = self._check(action)
         x = self._arrivals
-        gain_l, over_l = self.reward_model.parts(y)
-        port_reward = np.where(x, gain_l - over_l, 0.0)  # x_l q_l, eq. 5
-        reward = float(port_reward.sum())
-        gain = float(gain_l[x].sum())
-        overhead = float(over_l[x].sum())
-        used = self.reward_model.port_sums(y)[x].sum(axis=0)  # (K,) allocated to ports with a job
-        util = float(np.mean(used[self._types] / self._cap_total[self._types])) if self._types.any() else 0.0
+        rm = self.reward_model
+        if rm.use_numba:  # one fused pass
+            port_reward, gain, overhead, used = _kern.step_sums(y, rm.alpha_e, rm.code_e, rm._edge_port, rm.beta, x,
+                                                                self._L)
+            reward = float(port_reward.sum())
+        else:
+            gain_l, over_l, per_type = rm.parts(y, with_sums=True)
+            port_reward = np.where(x, gain_l - over_l, 0.0)  # x_l q_l, eq. 5
+            reward = float(port_reward.sum())
+            gain = float(gain_l[x].sum())
+            overhead = float(over_l[x].sum())
+            used = per_type[x].sum(axis=0)  # (K,) allocated to ports with a job
+        util = float(used @ self._util_w)  # mean over existing types of used / capacity
         metrics = {"expected_reward": reward, "gain": gain, "overhead": overhead, "repaired": repaired,
                    "utilisation": util}
         self._counts += x
