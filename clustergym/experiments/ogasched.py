@@ -68,11 +68,33 @@ def reproduce(quick: bool, out: str, workers: int, progress: bool) -> str:
     # Regret vs T (eq. 6): the hindsight optimum is recomputed for each T.
     Ts = (500, 2000) if quick else (1000, 4000)
     reg = {}
+    long_runs = None
     for T2 in Ts:
         r2 = evaluate(ENV_ID, ["ogasched", _eq26(T2), "fairness"], seeds, T2, workers=workers, progress=progress)
+        long_runs = r2
         for s in r2.summary():
             key = "ogasched[lr=eq26]" if s["agent"].startswith("ogasched[lr=eq26") else s["agent"]
             reg[(key, T2)] = s["mean_regret"]
+    # Regret of every prefix of the longest runs: R(t) = max_y Σ_{τ<=t} q(x(τ), y) − Σ_{τ<=t} q(x(τ), y(τ)).
+    checkpoints = np.linspace(Ts[1] / 8, Ts[1], 8).astype(int)
+    prefix = _prefix_regret(long_runs, checkpoints)
+    fig, ax = plt.subplots(figsize=(7, 4.2), dpi=110)
+    for a, curves in prefix.items():
+        arr = np.array(curves)
+        ax.plot(checkpoints, arr.mean(axis=0), marker="o", label=a)
+        ax.fill_between(checkpoints, arr.min(axis=0), arr.max(axis=0), alpha=0.15)
+    tt = np.linspace(0, Ts[1], 100)
+    ref = np.array(prefix[next(a for a in prefix if a.startswith("ogasched[lr=eq26"))]).mean(axis=0)[-1]
+    ax.plot(tt, ref * np.sqrt(tt / Ts[1]), color="0.5", ls=":", label="c·√t (through the eq. 26 end point)")
+    ax.set_xlabel("time slot t")
+    ax.set_ylabel("regret vs best static allocation of [1, t] (eq. 6)")
+    ax.set_title("Regret of every prefix (mean over seeds, band min–max)")
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    regret_png = os.path.join(d, "ogasched_regret.png")
+    fig.savefig(regret_png)
+    plt.close(fig)
 
     # Fig. 7: total reward per utility family per agent.
     T7 = 500 if quick else 1000
@@ -137,6 +159,13 @@ def reproduce(quick: bool, out: str, workers: int, progress: bool) -> str:
           + ("yes" if reg[(a, Ts[1])] / Ts[1] < reg[(a, Ts[0])] / Ts[0] else "NO") + " |"
           for a in ("ogasched", "ogasched[lr=eq26]", "fairness")],
         "",
+        f"Regret of every prefix [1, t] of the T={Ts[1]} runs (mean over seeds; R(t)/t in brackets):",
+        "",
+        "| agent | " + " | ".join(f"t={c}" for c in checkpoints) + " |",
+        "|---|" + "---|" * len(checkpoints),
+        *[f"| {a} | " + " | ".join(f"{m:.0f} ({m / c:.2f})" for m, c in zip(np.mean(v, axis=0), checkpoints)) + " |"
+          for a, v in prefix.items()],
+        "",
         f"Fig. 7 style (T={T7}): accumulative reward per utility family.",
         "",
         "| agent | " + " | ".join(fams) + " |",
@@ -148,6 +177,7 @@ def reproduce(quick: bool, out: str, workers: int, progress: bool) -> str:
         "![average reward](avg_reward.png)",
         "![cumulative regret](cumulative_regret.png)",
         "![ratio](ogasched_ratio.png)",
+        "![regret](ogasched_regret.png)",
         "![utilities](ogasched_utilities.png)",
         "",
     ]
@@ -157,8 +187,35 @@ def reproduce(quick: bool, out: str, workers: int, progress: bool) -> str:
     for a in ("ogasched", _eq26(T)):
         print(f"{a} vs " + ", ".join(f"{b.upper()} {gaps[a][b]:+.2f}% (paper +{PAPER_GAPS[b]}%)" for b in BASELINES))
     print("regret/T: " + ", ".join(f"{a} T={x}: {reg[(a, x)] / x:.2f}" for a in ("ogasched", "ogasched[lr=eq26]") for x in Ts))
-    print("wrote " + ", ".join(paths + [ratio_png, fig7_png, report]))
+    print("wrote " + ", ".join(paths + [ratio_png, regret_png, fig7_png, report]))
     return report
+
+
+def _prefix_regret(results, checkpoints) -> dict:
+    """R(t) at each checkpoint for every run: the best static allocation of the prefix minus the run's
+    cumulative reward. Arrivals are regenerated from the env seed (they do not depend on actions)."""
+    import gymnasium as gym
+
+    import clustergym  # noqa: F401
+    from clustergym.envs.multiserver.best_static import best_static_allocation
+
+    out: dict = {}
+    counts_of: dict = {}
+    for r in results.runs:
+        if r.seed not in counts_of:
+            env = gym.make(ENV_ID, horizon=int(checkpoints[-1]), oracle=False, **results.env_kwargs).unwrapped
+            obs, _ = env.reset(seed=r.seed)
+            zero = np.zeros((env.problem.num_edges, env.problem.num_device_types))
+            arr = [obs["arrivals"]]
+            for _ in range(int(checkpoints[-1]) - 1):
+                obs, *_ = env.step(zero)
+                arr.append(obs["arrivals"])
+            cum = np.cumsum(np.array(arr, dtype=float), axis=0)
+            counts_of[r.seed] = [best_static_allocation(env.problem, cum[c - 1]).value for c in checkpoints]
+        best = counts_of[r.seed]
+        cr = np.cumsum(r.reward)
+        out.setdefault(r.agent, []).append([best[i] - cr[c - 1] for i, c in enumerate(checkpoints)])
+    return out
 
 
 # -- benchmark rows (SPEC §10) -------------------------------------------------------------------
