@@ -107,20 +107,8 @@ def reproduce(quick: bool, out: str, workers: int, progress: bool) -> str:
             key = "ogasched[lr=eq26]" if s["agent"].startswith("ogasched[lr=eq26") else s["agent"]
             fig7[(u, key)] = s["mean_total_reward"]
     names7 = ["ogasched", "ogasched[lr=eq26]", *BASELINES]
-    fig, ax = plt.subplots(figsize=(9, 4.2), dpi=110)
-    w = 0.8 / len(names7)
-    for i, a in enumerate(names7):
-        ax.bar(np.arange(len(fams)) + i * w, [fig7[(u, a)] for u in fams], w, label=a)
-    ax.set_xticks(np.arange(len(fams)) + 0.4 - w / 2, [f"all {u}" if u != "mixed" else "mixed (default)" for u in fams])
-    ax.set_yscale("log")
-    ax.set_ylabel(f"accumulative reward, T={T7}")
-    ax.set_title("Accumulative reward per utility family (ogasched.md Fig. 7 style)")
-    ax.legend(fontsize=7)
-    ax.grid(alpha=0.3, axis="y")
-    fig.tight_layout()
     fig7_png = os.path.join(d, "ogasched_utilities.png")
-    fig.savefig(fig7_png)
-    plt.close(fig)
+    plot_utilities(fig7, fams, names7, T7, fig7_png)
     wall = time.perf_counter() - t0
 
     best = max(summ, key=lambda a: summ[a]["mean_total_reward"])
@@ -152,7 +140,7 @@ def reproduce(quick: bool, out: str, workers: int, progress: bool) -> str:
         "",
         "Regret against the best static allocation (mean over seeds):",
         "",
-        "| agent | " + " | ".join(f"regret T={x}" for x in Ts) + " | " + " | ".join(f"regret/T, T={x}" for x in Ts) + " | sublinear? |",
+        "| agent | " + " | ".join(f"regret T={x}" for x in Ts) + " | " + " | ".join(f"regret/T, T={x}" for x in Ts) + " | regret/T falls? |",
         "|---|" + "---|" * (2 * len(Ts) + 1),
         *[f"| {a} | " + " | ".join(f"{reg[(a, x)]:.1f}" for x in Ts) + " | "
           + " | ".join(f"{reg[(a, x)] / x:.2f}" for x in Ts) + " | "
@@ -189,6 +177,27 @@ def reproduce(quick: bool, out: str, workers: int, progress: bool) -> str:
     print("regret/T: " + ", ".join(f"{a} T={x}: {reg[(a, x)] / x:.2f}" for a in ("ogasched", "ogasched[lr=eq26]") for x in Ts))
     print("wrote " + ", ".join(paths + [ratio_png, regret_png, fig7_png, report]))
     return report
+
+
+def plot_utilities(fig7: dict, fams: list, names: list, T: int, path: str) -> None:
+    """Fig. 7 style bars: accumulative reward per utility family (key (family, agent)) per agent."""
+    from clustergym.plots import _plt
+
+    plt = _plt()
+    fig, ax = plt.subplots(figsize=(9, 4.2), dpi=110)
+    w = 0.8 / len(names)
+    for i, a in enumerate(names):
+        ax.bar(np.arange(len(fams)) + i * w, [fig7[(u, a)] for u in fams], w, label=a)
+    ax.set_xticks(np.arange(len(fams)) + 0.4 - w / 2, [f"all {u}" if u != "mixed" else "mixed (default)" for u in fams])
+    ax.set_yscale("symlog", linthresh=1e5)  # rewards can be negative (reciprocal: overhead > gain)
+    ax.axhline(0, color="0.3", lw=0.8)
+    ax.set_ylabel(f"accumulative reward, T={T} (symlog)")
+    ax.set_title("Accumulative reward per utility family (ogasched.md Fig. 7 style)")
+    ax.legend(fontsize=7)
+    ax.grid(alpha=0.3, axis="y")
+    fig.tight_layout()
+    fig.savefig(path)
+    plt.close(fig)
 
 
 def _prefix_regret(results, checkpoints) -> dict:
