@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["project_groups", "AllocationLayout", "project"]
+__all__ = ["project_groups", "AllocationLayout", "SegmentSum", "project"]
 
 
 def project_groups(z: np.ndarray, upper: np.ndarray, cap: np.ndarray) -> np.ndarray:
@@ -135,24 +135,6 @@ class AllocationLayout:
 def project(z: np.ndarray, edge_port, edge_server, demand, capacity, num_servers: int) -> np.ndarray:
     """Convenience: Π_Y(z) for one call (builds the layout; use :class:`AllocationLayout` in loops)."""
     return AllocationLayout(edge_port, edge_server, demand, capacity, num_servers).project(z)
-
-
-def padded_index(group_of: np.ndarray, num_groups: int) -> np.ndarray:
-    """(num_groups, D) int: the item ids of every group in increasing order, padded with ``len(group_of)``.
-
-    Used for per-port sums over R_l (eq. 5) the same way :class:`AllocationLayout` does per-server
-    sums over L_r (eq. 4), without Python loops or ``np.add.at``.
-    """
-    group_of = np.asarray(group_of, dtype=np.int64)
-    n = group_of.shape[0]
-    deg = np.bincount(group_of, minlength=num_groups)
-    D = max(int(deg.max()) if n else 0, 1)
-    order = np.lexsort((np.arange(n), group_of))
-    starts = np.concatenate([[0], np.cumsum(deg)[:-1]])
-    slot = np.arange(n) - starts[group_of[order]]
-    index = np.full((num_groups, D), n, dtype=np.int64)
-    index[group_of[order], slot] = order
-    return index
 
 
 class SegmentSum:
