@@ -70,13 +70,15 @@ def reproduce(quick: bool, out: str, workers: int, progress: bool) -> str:
     reg = {}
     long_runs = None
     for T2 in Ts:
-        r2 = evaluate(ENV_ID, ["ogasched", _eq26(T2), "fairness"], seeds, T2, workers=workers, progress=progress)
+        r2 = evaluate(ENV_ID, ["ogasched", _eq26(T2), "fairness"], seeds[:1] if quick else seeds, T2,
+                      workers=workers, progress=progress)
         long_runs = r2
         for s in r2.summary():
             key = "ogasched[lr=eq26]" if s["agent"].startswith("ogasched[lr=eq26") else s["agent"]
             reg[(key, T2)] = s["mean_regret"]
     # Regret of every prefix of the longest runs: R(t) = max_y Σ_{τ<=t} q(x(τ), y) − Σ_{τ<=t} q(x(τ), y(τ)).
-    checkpoints = np.linspace(Ts[1] / 8, Ts[1], 8).astype(int)
+    n_cp = 4 if quick else 8
+    checkpoints = np.linspace(Ts[1] / n_cp, Ts[1], n_cp).astype(int)
     prefix = _prefix_regret(long_runs, checkpoints)
     fig, ax = plt.subplots(figsize=(7, 4.2), dpi=110)
     for a, curves in prefix.items():
@@ -99,14 +101,15 @@ def reproduce(quick: bool, out: str, workers: int, progress: bool) -> str:
     # Fig. 7: total reward per utility family per agent.
     T7 = 500 if quick else 1000
     fams = ["linear", "log", "reciprocal", "poly", "mixed"]
+    base7 = ["drf", "fairness"] if quick else BASELINES  # quick mode: the two best baselines only
     fig7 = {}
     for u in fams:
-        r7 = evaluate(ENV_ID, ["ogasched", _eq26(T7), *BASELINES], seeds[:1] if quick else seeds, T7,
+        r7 = evaluate(ENV_ID, ["ogasched", _eq26(T7), *base7], seeds[:1] if quick else seeds, T7,
                       env_kwargs={"utility": u}, workers=workers, progress=progress)
         for s in r7.summary():
             key = "ogasched[lr=eq26]" if s["agent"].startswith("ogasched[lr=eq26") else s["agent"]
             fig7[(u, key)] = s["mean_total_reward"]
-    names7 = ["ogasched", "ogasched[lr=eq26]", *BASELINES]
+    names7 = ["ogasched", "ogasched[lr=eq26]", *base7]
     fig7_png = os.path.join(d, "ogasched_utilities.png")
     plot_utilities(fig7, fams, names7, T7, fig7_png)
     wall = time.perf_counter() - t0
@@ -147,7 +150,8 @@ def reproduce(quick: bool, out: str, workers: int, progress: bool) -> str:
           + ("yes" if reg[(a, Ts[1])] / Ts[1] < reg[(a, Ts[0])] / Ts[0] else "NO") + " |"
           for a in ("ogasched", "ogasched[lr=eq26]", "fairness")],
         "",
-        f"Regret of every prefix [1, t] of the T={Ts[1]} runs (mean over seeds; R(t)/t in brackets):",
+        f"Regret of every prefix [1, t] of the T={Ts[1]} runs (mean over seeds {seeds[:1] if quick else seeds}; "
+        "R(t)/t in brackets):",
         "",
         "| agent | " + " | ".join(f"t={c}" for c in checkpoints) + " |",
         "|---|" + "---|" * len(checkpoints),
