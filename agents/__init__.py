@@ -5,3 +5,4 @@ from clustergym.agent import list_agents, make, register_agent
 register_agent("esdp", "multiserver-channel", "clustergym.agents.esdp:ESDP")
 
 __all__ = ["make", "list_agents"]
+register_agent("ogasched", "multiserver-allocation", "clustergym.agents.ogasched:OGASched")

@@ -6,3 +6,8 @@ register_agent("hauf", "multiserver-channel", "clustergym.baselines.channel:HAUF
 register_agent("lcf", "multiserver-channel", "clustergym.baselines.channel:LCF")
 register_agent("lwtf", "multiserver-channel", "clustergym.baselines.channel:LWTF")
 register_agent("random", "multiserver-channel", "clustergym.baselines.channel:RandomChannel")
+register_agent("drf", "multiserver-allocation", "clustergym.baselines.allocation:DRF")
+register_agent("fairness", "multiserver-allocation", "clustergym.baselines.allocation:Fairness")
+register_agent("binpacking", "multiserver-allocation", "clustergym.baselines.allocation:BinPacking")
+register_agent("spreading", "multiserver-allocation", "clustergym.baselines.allocation:Spreading")
+register_agent("random", "multiserver-allocation", "clustergym.baselines.allocation:RandomAllocation")

@@ -6,6 +6,9 @@ _ENVS = [
     dict(id="clustergym/MultiServerChannel-v0",
          entry_point="clustergym.envs.multiserver.channel_env:MultiServerChannelEnv",
          kwargs={}),
+    dict(id="clustergym/MultiServerAllocation-v0",
+         entry_point="clustergym.envs.multiserver.allocation_env:MultiServerAllocationEnv",
+         kwargs={}),
 ]
 
 for _spec in _ENVS:

@@ -85,7 +85,7 @@ PAPER_DEFAULTS = dict(
     cost_std=0.1,
 )
 
-CHANNEL_SCENARIOS = ("paper", "toy")
+CHANNEL_SCENARIOS = ("paper", "toy", "alibaba-v2023")
 
 
 def _half_width(mean: np.ndarray, std: np.ndarray) -> np.ndarray:
@@ -115,6 +115,10 @@ def make_channel_scenario(name: str = "paper", seed: int | np.random.Generator |
         if params:
             raise ValueError(f"scenario 'toy' takes no parameters, got {', '.join(params)}")
         return _toy()
+    if name == "alibaba-v2023":  # trace preset (SPEC §9); built in clustergym.envs.traces.alibaba
+        from clustergym.envs.traces.alibaba import channel_scenario_from_preset
+
+        return channel_scenario_from_preset(seed=seed, **params)
     if name != "paper":
         raise ValueError(f"scenario={name!r} is invalid: expected one of {', '.join(map(repr, CHANNEL_SCENARIOS))}")
     unknown = set(params) - set(PAPER_DEFAULTS)

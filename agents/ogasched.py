@@ -1,0 +1,109 @@
+"""OGASched: online gradient ascent for multi-server jobs (ogasched.md §3, Algorithm 1).
+
+Per slot t (Algorithm 1, lines 3–32):
+  observe x(t); play y(t); ∇q(x(t), y(t)) by eq. 9 (k* of eq. 10 per port);
+  y(t+1) = Π_Y(y(t) + η_t ∇q) (eq. 11) with the exact Euclidean projection of
+  ``clustergym.envs.multiserver.projection`` (eqs. 12–13 solved for all (r, k) at once);
+  η_{t+1} = η_t · decay (Table 1: η_0 = 25, decay 0.9999).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from clustergym.agent import BaseAgent
+from clustergym.core import check_choice, check_int, check_real
+from clustergym.envs.multiserver.allocation_env import RewardModel
+from clustergym.envs.multiserver.allocation_scenario import utility_derivative
+from clustergym.envs.multiserver.projection import AllocationLayout
+
+__all__ = ["OGASched", "proportional_share"]
+
+
+def proportional_share(problem) -> np.ndarray:
+    """y_(l,r)^k = min(a_l^k, c_r^k a_l^k / Σ_{l'∈L_r} a_l'^k): every port's share of every server.
+
+    Feasible (eqs. 3–4); the paper's "well designed initial solution" (§4.1) is not specified; we use
+    this proportional share (SPEC §5).
+    """
+    pb = problem
+    a = pb.edge_demand  # (E, K)
+    tot = np.zeros((pb.num_servers, pb.num_device_types))
+    np.add.at(tot, pb.edge_server, a)  # once per reset, not per step
+    denom = tot[pb.edge_server]
+    share = np.divide(pb.capacity[pb.edge_server] * a, denom, out=np.zeros_like(a, dtype=float), where=denom > 0)
+    return np.minimum(a, share)
+
+
+class OGASched(BaseAgent):
+    """Algorithm 1 of ogasched.md.
+
+    Options:
+        eta0: initial learning rate η_0 (Table 1: 25).
+        decay: η_{t+1} = decay · η_t (Table 1: 0.9999).
+        lr: "decay" (the paper's experiments) or "eq26": η_t = diam(Y) / (||∇q(x(t), y(t))|| √T) with
+            diam(Y) bounded by eq. 25 and T = ``horizon`` (the theory's step, §3.3).
+        horizon: T for ``lr="eq26"``.
+        arrival_aware: False (default, the paper): play y(t), which was computed before x(t) was
+            seen, so idle ports hold resources. True (a documented improvement, not in the paper):
+            since x(t) is observed at the start of the slot (Alg. 1 line 3), play
+            Π_Y((y(t) + η_t ∇q(x(t), y(t))) restricted to the ports with a job) — only active ports are
+            projected, so they take the capacity idle ports would hold; the learner's own state y(t+1)
+            still follows eq. 11 unchanged.
+
+    Where the paper is silent: ties in k* (eq. 10) go to the lowest k; the max of eq. 5 is not
+    differentiable at ties and eq. 9 picks that one k* (a subgradient); y(1) is the proportional share.
+    """
+
+    name = "ogasched"
+    families = ("multiserver-allocation",)
+
+    def __init__(self, eta0: float = 25.0, decay: float = 0.9999, lr: str = "decay", horizon: int = 2000,
+                 arrival_aware: bool = False):
+        self.eta0 = check_real("eta0", eta0, 0.0, None, lo_open=True)
+        self.decay = check_real("decay", decay, 0.0, None, lo_open=True)
+        self.lr = check_choice("lr", lr, ("decay", "eq26"))
+        self.horizon = check_int("horizon", horizon, 1, None)
+        if not isinstance(arrival_aware, (bool, np.bool_)):
+            raise ValueError(f"arrival_aware={arrival_aware!r} is invalid: expected true or false")
+        self.arrival_aware = bool(arrival_aware)
+
+    def reset(self, problem, *, seed=None) -> None:
+        super().reset(problem, seed=seed)
+        pb = problem
+        self.layout = AllocationLayout(pb.edge_port, pb.edge_server, pb.edge_demand, pb.capacity, pb.num_servers)
+        self.model = RewardModel(pb)
+        self.alpha_e = self.model.alpha_e  # (E, K)
+        self.code_e = self.model._single if self.model._single is not None else self.model.code_e
+        self.beta = np.asarray(pb.beta, dtype=np.float64)
+        self.edge_port = np.asarray(pb.edge_port)
+        self.y = proportional_share(pb)  # y(1)
+        self.eta = self.eta0
+        a_bar = pb.demand.max(axis=0)  # (K,) ā^k
+        self.diam = float(np.sqrt(2.0 * np.sum(a_bar * pb.capacity.sum(axis=0))))  # eq. 25
+
+    def gradient(self, x: np.ndarray, y: np.ndarray) -> np.ndarray:
+        """∇q(x, y) of eq. 9, shape (E, K)."""
+        g = utility_derivative(y, self.alpha_e, self.code_e)  # (f_r^k)'(y_(l,r)^k)
+        per_type = self.model.port_sums(y) * self.beta  # (L, K) β_k Σ_{r∈R_l} y_(l,r)^k
+        k_star = np.argmax(per_type, axis=1)  # eq. 10 (first k on ties)
+        g = g.copy() if not g.flags.writeable else g
+        g[np.arange(g.shape[0]), k_star[self.edge_port]] -= self.beta[k_star[self.edge_port]]  # k = k*
+        return g * x[self.edge_port][:, None]  # x_l(t) factor of eq. 9
+
+    def act(self, obs, info):
+        x = np.asarray(obs["arrivals"]).astype(bool)
+        y = self.y
+        g = self.gradient(x, y)
+        if self.lr == "eq26":
+            norm = float(np.sqrt(np.sum(g * g)))
+            eta = self.diam / (norm * np.sqrt(self.horizon)) if norm > 0 else 0.0  # eq. 26
+        else:
+            eta = self.eta
+        z = y + eta * g  # Alg. 1 line 5
+        played = y
+        if self.arrival_aware:
+            played = self.layout.project(z * x[self.edge_port][:, None])
+        self.y = self.layout.project(z)  # eq. 11, lines 6–31
+        self.eta *= self.decay  # line 32
+        return played

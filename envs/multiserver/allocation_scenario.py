@@ -1,0 +1,245 @@
+"""Scenarios for P2, MultiServerAllocation (OGASched paper, ogasched.md §2 and §4 "Default Settings").
+
+Public problem (:class:`AllocationProblem`): the bipartite graph G=(L,R,E), per-port demands a_l^k,
+per-server capacities c_r^k, the utilities f_r^k of eq. 27 (family and α per (r, k)) and the overhead
+weights β_k of eq. 5. Hidden truth (:class:`AllocationTruth`): the arrival probability of each port.
+
+Modelling choices (SPEC §5), each a documented reading of the paper:
+
+* **Servers (Table 1: |R| = 128, K = 6 CPU, MEM, GPU, NPU, TPU, FPGA).** The paper draws its
+  machines from Alibaba traces we do not have; the ``paper`` scenario draws heterogeneous servers in
+  device units: CPU cores U{8..32}, MEM U{8..32} (units of 8 GiB); each accelerator type is present
+  with probability 0.5 (GPU) or 0.25 (NPU, TPU, FPGA) with a count from {1, 2, 4, 8}; absent means
+  c_r^k = 0 (a server that cannot serve that type; every server has CPU and MEM).
+* **Demands and the contention level (Table 1: 10; Fig. 3(c)).** The paper calls contention "a
+  multiplier to the resource requirements of jobs". Each port l has a base profile w_l^k ~ U(0.5, 1.5)
+  for CPU and MEM and, for each accelerator type, with the presence probability above (0 otherwise).
+  The base is scaled per type so that at contention 1 the channel caps sum to a quarter of the
+  capacity, Σ_{(l,r)∈E} base_l^k = Σ_r c_r^k / 4 (light load), and a_l^k = contention × base_l^k.
+  Contention 10 thus offers 2.5× the capacity through the channel caps (fierce: with ρ = 0.7 the
+  jobs present in a slot can absorb about 1.75× of every device type). Demands are real numbers in
+  device units (y is fractional anyway, eq. 2 footnote).
+* **Graph density (Table 2: Σ_r |L_r| / |R| ≈ 2–3).** Server r connects to d_r ports drawn without
+  replacement, d_r = ⌊density⌋ + Bernoulli(density − ⌊density⌋) (so the mean is ``density``, default
+  2.5); a port left without a server gets one uniformly drawn server. Edges are ordered by
+  (port, server).
+* **Utilities (eq. 27, Fig. 7).** ``utility`` is one of linear, log, reciprocal, poly (every (r, k)
+  uses that family) or ``mixed`` (default: each (r, k) draws a family uniformly; Fig. 7's "all
+  reciprocal" wording suggests the default mixes them). α_r^k ~ U(1, 1.5) and β_k ~ U(0.3, 0.5)
+  (Table 1). Utilities and β are public: OGASched needs them for the gradient of eq. 9.
+* **Arrivals.** x_l(t) ~ Bernoulli(ρ_l) independently per slot; ``paper``: ρ_l = ρ = 0.7 (Table 1).
+
+Scenario ``alibaba-v2023`` builds the same objects from the shipped preset (see
+``clustergym.envs.traces.alibaba``); ``toy`` is a hand-checked instance with a known optimum;
+``large`` is §4.3's |L| = 100, |R| = 1024 on the paper generator.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from clustergym.core import Scenario, as_generator, check_choice, check_int, check_real, freeze
+
+__all__ = ["AllocationProblem", "AllocationTruth", "make_allocation_scenario", "ALLOCATION_SCENARIOS",
+           "PAPER_DEFAULTS", "UTILITY_FAMILIES", "utility_value", "utility_derivative"]
+
+UTILITY_FAMILIES = ("linear", "log", "reciprocal", "poly")  # codes 0..3, eq. 27
+DEVICE_NAMES = ("CPU", "MEM", "GPU", "NPU", "TPU", "FPGA", "D7", "D8")
+
+
+@dataclass(frozen=True, eq=False)
+class AllocationProblem:
+    """What a scheduler knows about a P2 instance."""
+
+    num_ports: int  # |L|
+    num_servers: int  # |R|
+    num_device_types: int  # K
+    edge_port: np.ndarray  # (E,) int, port l of channel e (edges ordered by (port, server))
+    edge_server: np.ndarray  # (E,) int, server r of channel e
+    demand: np.ndarray  # (L, K) float >= 0, a_l^k device units (eq. 3 cap of every channel of l)
+    capacity: np.ndarray  # (R, K) float >= 0, c_r^k device units (eq. 4)
+    alpha: np.ndarray  # (R, K) float, α_r^k of eq. 27
+    utility: np.ndarray  # (R, K) int, family code of f_r^k (index into UTILITY_FAMILIES)
+    beta: np.ndarray  # (K,) float, β_k of eq. 5
+    device_names: tuple[str, ...] = field(default=())
+
+    @property
+    def num_edges(self) -> int:
+        return int(self.edge_port.shape[0])
+
+    @property
+    def edge_demand(self) -> np.ndarray:
+        """(E, K) a_l^k of the port of each channel (the upper bound of eq. 3)."""
+        return self.demand[self.edge_port]
+
+
+@dataclass(frozen=True, eq=False)
+class AllocationTruth:
+    """What only the environment and metrics know."""
+
+    rho: np.ndarray  # (L,) arrival probability of each port per slot
+
+
+PAPER_DEFAULTS = dict(
+    num_ports=10,  # Table 1: |L| = 10
+    num_servers=128,  # Table 1: |R| = 128
+    num_device_types=6,  # Table 1: K = 6 (CPU, MEM, GPU, NPU, TPU, FPGA)
+    rho=0.7,  # Table 1: job arrival probability
+    contention=10.0,  # Table 1: contention level (module docstring)
+    density=2.5,  # Table 2: graph density ≈ 2–3
+    utility="mixed",  # eq. 27 families; "mixed" draws one per (r, k)
+    alpha_low=1.0,  # Table 1: α ∈ [1.0, 1.5]
+    alpha_high=1.5,
+    beta_low=0.3,  # Table 1: β ∈ [0.3, 0.5]
+    beta_high=0.5,
+)
+LARGE_DEFAULTS = dict(PAPER_DEFAULTS, num_ports=100, num_servers=1024)  # §4.3
+
+ALLOCATION_SCENARIOS = ("paper", "large", "toy", "alibaba-v2023")
+
+# Per device type: probability that a server has it, and the count law (paper scenario).
+_PRESENT = np.array([1.0, 1.0, 0.5, 0.25, 0.25, 0.25, 0.25, 0.25])
+
+
+def utility_value(y: np.ndarray, alpha: np.ndarray, code: np.ndarray) -> np.ndarray:
+    """f_r^k(y) of eq. 27, elementwise (alpha and code broadcast against y; code may be one int)."""
+    if isinstance(code, (int, np.integer)):
+        c = int(code)
+        if c == 0:
+            return alpha * y
+        if c == 1:
+            return alpha * np.log1p(y)
+        if c == 2:
+            return 1.0 / alpha - 1.0 / (y + alpha)
+        return alpha * np.sqrt(y + 1.0) - alpha
+    lin = alpha * y
+    log = alpha * np.log1p(y)
+    rec = 1.0 / alpha - 1.0 / (y + alpha)
+    pol = alpha * np.sqrt(y + 1.0) - alpha
+    return np.where(code == 0, lin, np.where(code == 1, log, np.where(code == 2, rec, pol)))
+
+
+def utility_derivative(y: np.ndarray, alpha: np.ndarray, code: np.ndarray) -> np.ndarray:
+    """(f_r^k)'(y) of eq. 27, elementwise (used by eq. 9; code may be one int)."""
+    if isinstance(code, (int, np.integer)):
+        c = int(code)
+        if c == 0:
+            return np.broadcast_to(alpha, np.broadcast_shapes(np.shape(y), np.shape(alpha))).astype(np.float64)
+        if c == 1:
+            return alpha / (1.0 + y)
+        if c == 2:
+            return 1.0 / (y + alpha) ** 2
+        return alpha / (2.0 * np.sqrt(y + 1.0))
+    lin = np.broadcast_to(alpha, np.broadcast_shapes(np.shape(y), np.shape(alpha)))
+    log = alpha / (1.0 + y)
+    rec = 1.0 / (y + alpha) ** 2
+    pol = alpha / (2.0 * np.sqrt(y + 1.0))
+    return np.where(code == 0, lin, np.where(code == 1, log, np.where(code == 2, rec, pol)))
+
+
+def _validate(p: dict) -> dict:
+    p["num_ports"] = check_int("num_ports", p["num_ports"], 1, 10_000)
+    p["num_servers"] = check_int("num_servers", p["num_servers"], 1, 100_000)
+    p["num_device_types"] = check_int("num_device_types", p["num_device_types"], 1, 8)
+    p["rho"] = check_real("rho", p["rho"], 0.0, 1.0)
+    p["contention"] = check_real("contention", p["contention"], 0.0, 1e6, lo_open=True)
+    p["density"] = check_real("density", p["density"], 1.0, float(p["num_ports"]))
+    p["utility"] = check_choice("utility", p["utility"], (*UTILITY_FAMILIES, "mixed"))
+    p["alpha_low"] = check_real("alpha_low", p["alpha_low"], 0.0, None, lo_open=True)
+    p["alpha_high"] = check_real("alpha_high", p["alpha_high"], p["alpha_low"], None)
+    p["beta_low"] = check_real("beta_low", p["beta_low"], 0.0, 1.0)
+    p["beta_high"] = check_real("beta_high", p["beta_high"], p["beta_low"], 1.0)
+    return p
+
+
+def random_graph(rng: np.random.Generator, L: int, R: int, density: float) -> tuple[np.ndarray, np.ndarray]:
+    """Edges (port, server) with Σ_r |L_r| / |R| ≈ density; every port and server has a channel."""
+    base = int(np.floor(density))
+    d = np.minimum(base + (rng.random(R) < density - base), L)  # (R,) ports per server
+    keys = rng.random((R, L))
+    rank = np.argsort(np.argsort(keys, axis=1), axis=1)
+    adj = (rank < d[:, None]).T  # (L, R): server r takes its d_r lowest-key ports
+    lonely = ~adj.any(axis=1)
+    adj[np.flatnonzero(lonely), rng.integers(0, R, size=int(lonely.sum()))] = True
+    edge_port, edge_server = np.nonzero(adj)  # row-major: ordered by (port, server)
+    return edge_port.astype(np.int64), edge_server.astype(np.int64)
+
+
+def scale_demands(base: np.ndarray, capacity: np.ndarray, edge_port: np.ndarray, contention: float) -> np.ndarray:
+    """a_l^k = contention × s_k × base_l^k with Σ_{(l,r)∈E} s_k base_l^k = Σ_r c_r^k / 4 (module doc)."""
+    offered = base[edge_port].sum(axis=0)  # (K,) Σ_E base
+    s = np.where(offered > 0, 0.25 * capacity.sum(axis=0) / np.where(offered > 0, offered, 1.0), 0.0)
+    return contention * base * s[None, :]
+
+
+def _utilities(rng: np.random.Generator, R: int, K: int, p: dict):
+    alpha = rng.uniform(p["alpha_low"], p["alpha_high"], size=(R, K))
+    if p["utility"] == "mixed":
+        code = rng.integers(0, len(UTILITY_FAMILIES), size=(R, K))
+    else:
+        code = np.full((R, K), UTILITY_FAMILIES.index(p["utility"]), dtype=np.int64)
+    beta = rng.uniform(p["beta_low"], p["beta_high"], size=K)
+    return alpha, code.astype(np.int64), beta
+
+
+def _check_params(name: str, params: dict, allowed: dict) -> dict:
+    unknown = set(params) - set(allowed)
+    if unknown:
+        raise ValueError(f"unknown scenario parameter(s) {', '.join(sorted(unknown))} for scenario {name!r}; "
+                         f"valid: {', '.join(allowed)}")
+    return {**allowed, **params}
+
+
+def make_allocation_scenario(name: str = "paper", seed: int | np.random.Generator | None = 0, **params) -> Scenario:
+    """Build a P2 scenario by name; ``params`` override the named defaults (validated)."""
+    if name == "toy":
+        if params:
+            raise ValueError(f"scenario 'toy' takes no parameters, got {', '.join(params)}")
+        return _toy()
+    if name == "alibaba-v2023":
+        from clustergym.envs.traces.alibaba import allocation_scenario_from_preset
+
+        return allocation_scenario_from_preset(seed=seed, **params)
+    if name not in ("paper", "large"):
+        raise ValueError(f"scenario={name!r} is invalid: expected one of {', '.join(map(repr, ALLOCATION_SCENARIOS))}")
+    p = _validate(_check_params(name, params, PAPER_DEFAULTS if name == "paper" else LARGE_DEFAULTS))
+    rng = as_generator(seed)
+    L, R, K = p["num_ports"], p["num_servers"], p["num_device_types"]
+
+    edge_port, edge_server = random_graph(rng, L, R, p["density"])
+    present = _PRESENT[:K]
+    has = rng.random((R, K)) < present[None, :]
+    counts = rng.choice(np.array([1, 2, 4, 8]), size=(R, K)).astype(np.float64)
+    counts[:, :min(K, 2)] = rng.integers(8, 33, size=(R, min(K, 2)))  # CPU cores, MEM in 8 GiB
+    capacity = np.where(has, counts, 0.0)
+
+    wants = rng.random((L, K)) < present[None, :]
+    base = np.where(wants, rng.uniform(0.5, 1.5, size=(L, K)), 0.0)
+    demand = scale_demands(base, capacity, edge_port, p["contention"])
+    alpha, code, beta = _utilities(rng, R, K, p)
+
+    problem = AllocationProblem(
+        num_ports=L, num_servers=R, num_device_types=K, edge_port=freeze(edge_port), edge_server=freeze(edge_server),
+        demand=freeze(demand), capacity=freeze(capacity), alpha=freeze(alpha), utility=freeze(code),
+        beta=freeze(beta), device_names=DEVICE_NAMES[:K])
+    truth = AllocationTruth(rho=freeze(np.full(L, p["rho"])))
+    return Scenario(name=name, problem=problem, truth=truth, params=p)
+
+
+def _toy() -> Scenario:
+    """Two ports, two servers, one device type, linear utilities, both ports always have a job.
+
+    Port 0 connects to servers 0 and 1, port 1 to server 1 only; a = (2, 2), c = (2, 2),
+    α = (1.4, 1.0), β = 0.5. Every unit on server 0 is worth 1.4 − 0.5 = 0.9 and every unit on
+    server 1 is worth 0.5 to whichever port holds it, so the best static allocation fills both servers:
+    value 2·0.9 + 2·0.5 = 2.8 per slot (known optimum).
+    """
+    problem = AllocationProblem(
+        num_ports=2, num_servers=2, num_device_types=1,
+        edge_port=freeze(np.array([0, 0, 1])), edge_server=freeze(np.array([0, 1, 1])),
+        demand=freeze(np.array([[2.0], [2.0]])), capacity=freeze(np.array([[2.0], [2.0]])),
+        alpha=freeze(np.array([[1.4], [1.0]])), utility=freeze(np.zeros((2, 1), dtype=np.int64)),
+        beta=freeze(np.array([0.5])), device_names=("CPU",))
+    return Scenario(name="toy", problem=problem, truth=AllocationTruth(rho=freeze(np.ones(2))), params={})

@@ -1,0 +1,223 @@
+"""P2 MultiServerAllocation: scenario, reward (eq. 5), constraints (eqs. 3–4), hindsight optimum (eq. 6)."""
+
+import gymnasium as gym
+import numpy as np
+import pytest
+
+from clustergym.agent import make, public_info
+from clustergym.envs.multiserver.allocation_scenario import (
+    UTILITY_FAMILIES, make_allocation_scenario, utility_derivative, utility_value)
+from clustergym.envs.multiserver.best_static import best_static_allocation, static_value
+from clustergym.envs.multiserver.projection import AllocationLayout
+
+ID = "clustergym/MultiServerAllocation-v0"
+
+
+def test_paper_defaults_match_table1():
+    sc = make_allocation_scenario("paper", seed=0)
+    pb = sc.problem
+    assert (pb.num_ports, pb.num_servers, pb.num_device_types) == (10, 128, 6)
+    assert np.all(sc.truth.rho == 0.7)
+    assert pb.device_names == ("CPU", "MEM", "GPU", "NPU", "TPU", "FPGA")
+    dens = pb.num_edges / pb.num_servers  # Σ_r |L_r| / |R|
+    assert 2.2 <= dens <= 2.8
+    assert np.all(np.bincount(pb.edge_port, minlength=10) >= 1) and np.all(np.bincount(pb.edge_server) >= 1)
+    assert np.all((pb.alpha >= 1.0) & (pb.alpha <= 1.5)) and np.all((pb.beta >= 0.3) & (pb.beta <= 0.5))
+    assert set(np.unique(pb.utility)) == {0, 1, 2, 3}  # "mixed"
+    # Contention 10: the channel caps offer 10/4 of the capacity of every type someone requests.
+    offered = pb.edge_demand.sum(axis=0)
+    req = offered > 0
+    assert np.allclose(offered[req], 2.5 * pb.capacity.sum(axis=0)[req])
+
+
+def test_contention_multiplies_demands():
+    a1 = make_allocation_scenario("paper", seed=4, contention=1).problem.demand
+    a10 = make_allocation_scenario("paper", seed=4, contention=10).problem.demand
+    assert np.allclose(a10, 10 * a1)
+
+
+def test_large_preset_and_density_kwarg():
+    pb = make_allocation_scenario("large", seed=0).problem
+    assert (pb.num_ports, pb.num_servers) == (100, 1024)
+    pb3 = make_allocation_scenario("paper", seed=0, density=3.0).problem
+    assert pb3.num_edges == 3 * 128  # every server has exactly 3 ports (no lonely port left)
+
+
+@pytest.mark.parametrize("kw, msg", [
+    (dict(rho=1.5), r"rho=1\.5 is invalid"),
+    (dict(contention=0), r"contention=0 is invalid"),
+    (dict(density=0.5), r"density=0\.5 is invalid"),
+    (dict(utility="cubic"), r"utility='cubic' is invalid"),
+    (dict(num_device_types=9), r"num_device_types=9 is invalid"),
+    (dict(bogus=1), r"unknown scenario parameter\(s\) bogus"),
+    (dict(scenario="nope"), r"scenario='nope' is invalid"),
+])
+def test_invalid_parameters_raise_naming_parameter(kw, msg):
+    with pytest.raises(ValueError, match=msg):
+        gym.make(ID, **kw)
+
+
+@pytest.mark.parametrize("code", range(4))
+def test_utilities_eq27_values_and_derivatives(code):
+    y = np.array([0.0, 0.5, 2.0, 7.0])
+    a = 1.3
+    expected = {0: a * y, 1: a * np.log(y + 1), 2: 1 / a - 1 / (y + a), 3: a * np.sqrt(y + 1) - a}[code]
+    assert np.allclose(utility_value(y, a, np.full(4, code)), expected)
+    assert np.allclose(utility_value(y, a, code), expected)  # scalar fast path agrees
+    assert utility_value(np.zeros(1), a, code)[0] == 0.0  # zero start-up
+    h = 1e-6
+    fd = (utility_value(y + h, a, code) - utility_value(y, a, code)) / h
+    assert np.allclose(utility_derivative(y, a, np.full(4, code)), fd, atol=1e-5)
+    assert np.allclose(utility_derivative(y, a, code), fd, atol=1e-5)
+
+
+def test_reward_matches_eq5_by_hand():
+    env = gym.make(ID, scenario="toy", horizon=3).unwrapped
+    env.reset(seed=0)
+    # y: port 0 gets 2 on server 0 and 0.5 on server 1; port 1 gets 1.5 on server 1.
+    obs, r, *_ , info = env.step(np.array([[2.0], [0.5], [1.5]]))
+    # Port 0: 1.4·2 + 1.0·0.5 − 0.5·2.5 = 2.05; port 1: 1.5 − 0.5·1.5 = 0.75.
+    assert r == pytest.approx(2.8)
+    assert info["metrics"]["gain"] == pytest.approx(2.8 + 0.5 + 1.5)
+    assert info["metrics"]["overhead"] == pytest.approx(0.5 * 4.0)
+    assert np.allclose(info["feedback"]["port_reward"], [2.05, 0.75])
+
+
+def test_idle_ports_earn_nothing_and_max_term_uses_dominant_type():
+    env = gym.make(ID, horizon=10, rho=0.0).unwrapped
+    env.reset(seed=0)
+    from clustergym.agents.ogasched import proportional_share
+
+    obs, r, *_ = env.step(proportional_share(env.problem))
+    assert r == 0.0
+    env = gym.make(ID, horizon=10, rho=1.0, utility="linear").unwrapped
+    env.reset(seed=0)
+    ys = proportional_share(env.problem)
+    obs, r, *_, info = env.step(ys)
+    pb = env.problem
+    per = np.zeros((pb.num_ports, pb.num_device_types))
+    np.add.at(per, pb.edge_port, ys)
+    gain = (pb.alpha[pb.edge_server] * ys).sum()
+    assert r == pytest.approx(gain - (per * pb.beta).max(axis=1).sum())
+
+
+def test_repair_is_the_projection_and_raise_names_the_constraint():
+    env = gym.make(ID, horizon=10).unwrapped
+    env.reset(seed=0)
+    a = env.problem.edge_demand * 1.0  # every cap -> capacity violated on most servers
+    lay = AllocationLayout(env.problem.edge_port, env.problem.edge_server, env.problem.edge_demand,
+                           env.problem.capacity, env.problem.num_servers)
+    *_, info = env.step(a)
+    assert info["metrics"]["repaired"] > 0
+    assert np.allclose(info["feedback"]["allocation"], lay.project(a))
+    strict = gym.make(ID, horizon=10, infeasible="raise").unwrapped
+    strict.reset(seed=0)
+    with pytest.raises(ValueError, match=r"server \d+ allocates .* > capacity .*eq\. 4"):
+        strict.step(a)
+    bad = np.zeros_like(a)
+    bad[0, 0] = -1.0
+    with pytest.raises(ValueError, match=r"outside \[0, a\].*eq\. 3"):
+        strict.step(bad)
+    assert strict._t == 0  # rejected actions change nothing
+    with pytest.raises(ValueError, match=r"shape"):
+        env.step(np.zeros(3))
+    nan = np.zeros_like(a)
+    nan[1, 1] = np.nan
+    with pytest.raises(ValueError, match=r"NaN"):
+        env.step(nan)
+    *_, info = env.step(lay.project(a))  # feasible: accepted unchanged
+    assert info["metrics"]["repaired"] == 0
+
+
+def test_same_arrivals_for_every_agent():
+    seqs = []
+    for agent in ("ogasched", "drf", "random"):
+        env = gym.make(ID, horizon=60, oracle=False).unwrapped
+        ag = make(agent, family="multiserver-allocation")
+        obs, info = env.reset(seed=11)
+        ag.reset(env.problem, seed=0)
+        arr = [obs["arrivals"]]
+        for _ in range(60):
+            obs, r, term, trunc, info = env.step(ag.act(obs, public_info(info)))
+            arr.append(obs["arrivals"])
+        seqs.append(np.array(arr))
+    assert np.array_equal(seqs[0], seqs[1]) and np.array_equal(seqs[0], seqs[2])
+    assert 0.5 < seqs[0].mean() < 0.9  # ρ = 0.7
+
+
+def test_best_static_on_toy_is_known_optimum():
+    pb = make_allocation_scenario("toy").problem
+    opt = best_static_allocation(pb, np.array([10.0, 10.0]))
+    assert opt.value == pytest.approx(28.0, abs=1e-6)
+    assert opt.y[0, 0] == pytest.approx(2.0) and opt.y[1, 0] + opt.y[2, 0] == pytest.approx(2.0)
+
+
+@pytest.mark.parametrize("utility", [*UTILITY_FAMILIES, "mixed"])
+def test_best_static_beats_every_feasible_static_allocation(utility):
+    pb = make_allocation_scenario("paper", seed=2, num_servers=24, num_ports=5, utility=utility).problem
+    rng = np.random.default_rng(0)
+    counts = rng.integers(0, 50, pb.num_ports).astype(float)
+    opt = best_static_allocation(pb, counts)
+    assert opt.upper_bound >= opt.value - 1e-9
+    assert opt.upper_bound - opt.value <= 1e-6 * max(1.0, abs(opt.upper_bound))
+    lay = AllocationLayout(pb.edge_port, pb.edge_server, pb.edge_demand, pb.capacity, pb.num_servers)
+    assert np.all(lay.server_sums(opt.y) <= pb.capacity + 1e-7) and np.all(opt.y <= pb.edge_demand + 1e-9)
+    for _ in range(30):
+        y = lay.project(rng.random(pb.edge_demand.shape) * pb.edge_demand * rng.uniform(0.2, 2))
+        assert static_value(pb, counts, y) <= opt.upper_bound + 1e-9
+        # and local perturbations of y* do not improve it (beyond the stated tolerance)
+        yp = lay.project(opt.y + rng.normal(0, 0.05, y.shape))
+        assert static_value(pb, counts, yp) <= opt.value + 1e-6 * max(1.0, abs(opt.value))
+
+
+def test_episode_regret_is_best_static_minus_online_total():
+    env = gym.make(ID, horizon=40, num_servers=20, num_ports=4).unwrapped
+    ag = make("fairness", family="multiserver-allocation")
+    obs, info = env.reset(seed=1)
+    ag.reset(env.problem)
+    total, counts = 0.0, np.zeros(4)
+    for t in range(40):
+        counts += obs["arrivals"]
+        obs, r, term, trunc, info = env.step(ag.act(obs, public_info(info)))
+        total += r
+        assert ("episode_regret" in info["metrics"]) == (t == 39)
+    m = info["metrics"]
+    assert trunc
+    assert m["episode_best_static"] == pytest.approx(best_static_allocation(env.problem, counts).value, rel=1e-9)
+    assert m["episode_regret"] == pytest.approx(m["episode_best_static"] - total, rel=1e-9)
+
+
+def test_utilisation_and_gain_overhead_metrics():
+    env = gym.make(ID, horizon=5, rho=1.0).unwrapped
+    env.reset(seed=0)
+    *_, info = env.step(np.zeros((env.problem.num_edges, env.problem.num_device_types)))
+    assert info["metrics"]["utilisation"] == 0.0 and info["metrics"]["gain"] == 0.0
+    *_, info = env.step(env.problem.edge_demand)  # repaired to a projection that fills capacity
+    assert 0.5 < info["metrics"]["utilisation"] <= 1.0 + 1e-9
+    assert info["metrics"]["gain"] - info["metrics"]["overhead"] == pytest.approx(
+        info["feedback"]["port_reward"].sum())
+
+
+def test_compiled_kernels_agree_with_numpy_reference():
+    from clustergym.envs.multiserver.allocation_env import RewardModel
+    from clustergym.envs.multiserver.allocation_kernels import HAVE_NUMBA
+
+    if not HAVE_NUMBA:
+        pytest.skip("numba not installed")
+    env_a = gym.make(ID, horizon=50, oracle=False).unwrapped
+    env_b = gym.make(ID, horizon=50, oracle=False).unwrapped
+    env_b.reward_model.use_numba = False  # the numpy reference path
+    pb = env_a.problem
+    fast, ref = RewardModel(pb, "numba"), RewardModel(pb, "numpy")
+    rng = np.random.default_rng(0)
+    env_a.reset(seed=5)
+    env_b.reset(seed=5)
+    for _ in range(50):
+        y = rng.random(pb.edge_demand.shape) * pb.edge_demand * rng.uniform(0.1, 1.5)  # often infeasible
+        for a, b in zip(fast.parts(y, with_sums=True), ref.parts(y, with_sums=True)):
+            assert np.allclose(a, b, rtol=1e-12, atol=1e-9)
+        sa, sb = env_a.step(y), env_b.step(y)
+        assert sa[1] == pytest.approx(sb[1], rel=1e-12)
+        for key in ("gain", "overhead", "utilisation", "repaired"):
+            assert sa[4]["metrics"][key] == pytest.approx(sb[4]["metrics"][key], rel=1e-12)
+        assert np.array_equal(sa[4]["feedback"]["allocation"], sb[4]["feedback"]["allocation"])
