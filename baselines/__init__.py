@@ -6,3 +6,7 @@ register_agent("hauf", "multiserver-channel", "clustergym.baselines.channel:HAUF
 register_agent("lcf", "multiserver-channel", "clustergym.baselines.channel:LCF")
 register_agent("lwtf", "multiserver-channel", "clustergym.baselines.channel:LWTF")
 register_agent("random", "multiserver-channel", "clustergym.baselines.channel:RandomChannel")
+register_agent("fifo", "ringallreduce", "clustergym.baselines.ring:FIFO")
+register_agent("drf", "ringallreduce", "clustergym.baselines.ring:DRF")
+register_agent("las", "ringallreduce", "clustergym.baselines.ring:LAS")
+register_agent("random", "ringallreduce", "clustergym.baselines.ring:RandomRing")
