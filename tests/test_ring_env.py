@@ -258,3 +258,21 @@ def test_oracle_metrics_bound_the_utility():
     env = RingAllReduceEnv(horizon=3, **SMALL)
     env.reset(seed=0)
     assert "regret" not in env.step(np.zeros(env.action_space.shape, dtype=np.int64))[4]["metrics"]
+
+
+def test_compiled_ring_stats_equal_reference():
+    from clustergym.envs.ringallreduce.topology import ring_stats
+
+    rng = np.random.default_rng(1)
+    for _ in range(50):
+        S, R, J = int(rng.integers(2, 12)), int(rng.integers(1, 4)), int(rng.integers(1, 6))
+        rack_of = rng.integers(0, R, S)
+        y = (rng.random((J, S)) < 0.3) * rng.integers(1, 3, (J, S))
+        bw = rng.uniform(0.1, 5, J)
+        seq = np.lexsort((np.arange(S), rack_of))
+        rings, srv, rack = ring_stats(y, bw, seq, rack_of, R)
+        ref_srv, ref_rack = placement_loads(y, bw, rack_of, R)
+        np.testing.assert_allclose(srv, ref_srv)
+        np.testing.assert_allclose(rack, ref_rack)
+        for j in range(J):
+            assert tuple(int(s) for s in rings[j] if s >= 0) == ring_order(np.flatnonzero(y[j]), rack_of)

@@ -13,7 +13,7 @@ from clustergym.env import ClusterEnv
 from clustergym.envs.ringallreduce.placement import place_jobs
 from clustergym.envs.ringallreduce.scenario import (RING_SCENARIOS, draw_jobs, make_ring_scenario,
                                                     sigmoid_utility)
-from clustergym.envs.ringallreduce.topology import placement_loads
+from clustergym.envs.ringallreduce.topology import placement_loads, ring_stats
 
 __all__ = ["RingAllReduceEnv", "JOB_FEATURES"]
 
@@ -379,7 +379,8 @@ class RingAllReduceEnv(ClusterEnv):
             gain[:n] = (sigmoid_utility(zeta * (z_old + w[:n]), l1, l2, l3)
                         - sigmoid_utility(zeta * z_old, l1, l2, l3))
         reward = float(gain.sum())
-        metrics = self._metrics(y, w, reward, repaired)
+        rings, srv, rack = ring_stats(y, self._W[:, 5], self._ring_seq, self._rack_of, self._R)
+        metrics = self._metrics(y, w, reward, repaired, srv, rack)
         if self.oracle:
             from clustergym.envs.ringallreduce.milp import solve_slot
 
@@ -387,7 +388,7 @@ class RingAllReduceEnv(ClusterEnv):
                                 time_limit=self.oracle_time_limit)
             metrics.update(oracle_reward=opt, regret=opt - reward)
         feedback = {"allocation": y, "workers": w, "job_ids": self._pad("id", np.int64),
-                    "gain": gain, "rings": self._rings(y)}
+                    "gain": gain, "rings": rings}
         feedback["job_ids"][~self._present] = -1
         # bookkeeping: attained service, departures (budget used up), arrivals of the next slot
         A = self._A
@@ -406,20 +407,9 @@ class RingAllReduceEnv(ClusterEnv):
         info.update(feedback=feedback, metrics=metrics)
         return self._obs(), reward, False, self._t >= self.horizon, info
 
-    def _rings(self, y: np.ndarray) -> np.ndarray:
-        """(J, S) servers of each job's ring in ring order (``topology.ring_order``), padded with −1."""
-        out = np.full(y.shape, -1, dtype=np.int64)
-        rows = np.flatnonzero(y.any(axis=1))
-        if rows.size:
-            used = y[rows][:, self._ring_seq] > 0
-            order = np.argsort(~used, axis=1, kind="stable")
-            out[rows] = np.where(np.take_along_axis(used, order, axis=1), self._ring_seq[order], -1)
-        return out
-
-    def _metrics(self, y, w, reward, repaired) -> dict:
+    def _metrics(self, y, w, reward, repaired, srv, rack) -> dict:
         active = int(self._A.shape[0])
         embedded = int((w > 0).sum())
-        srv, rack = placement_loads(y, self._pad("bw"), self._rack_of, self._R)
         load = np.repeat(np.concatenate([srv, rack])[:, None], 2, axis=1)
         self._last_load = load
         return {"utility": reward, "embedded_ratio": embedded / active if active else 1.0, "active_jobs": active,
