@@ -188,8 +188,8 @@ def reproduce(quick: bool, out: str, workers: int, progress: bool) -> str:
     report = os.path.join(d, "report.md")
     with open(report, "w") as f:
         f.write("\n".join(lines))
-    np.savetxt(os.path.join(d, "milp_ratios.txt"), np.column_stack([ratios, ratios_lit]) if ratios.size == ratios_lit.size
-               else ratios, fmt="%.6f")
+    np.savetxt(os.path.join(d, "milp_ratios.txt"), ratios, fmt="%.6f")  # default GADGET
+    np.savetxt(os.path.join(d, "milp_ratios_literal.txt"), ratios_lit, fmt="%.6f")
     print("\n".join(lines[10:]))
     print("wrote " + ", ".join(paths + [p4, p56, p7, report]))
     return report
