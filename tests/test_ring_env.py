@@ -252,7 +252,8 @@ def test_oracle_metrics_bound_the_utility():
     for _ in range(6):
         obs, r, term, trunc, info = env.step(np.where(info["action_mask"], env.action_space.sample(), 0))
         m = info["metrics"]
-        assert m["oracle_reward"] >= r - 1e-7 and m["regret"] == pytest.approx(m["oracle_reward"] - r)
+        # exact up to HiGHS' MIP gap (relative 1e-9, absolute 1e-9 of the largest increment)
+        assert m["oracle_reward"] >= r - 1e-7 * max(1.0, r) and m["regret"] == pytest.approx(m["oracle_reward"] - r)
         seen += 1
     assert seen == 6
     env = RingAllReduceEnv(horizon=3, **SMALL)

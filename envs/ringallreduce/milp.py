@@ -108,7 +108,9 @@ def solve_slot(topo, cap, zeta, z, lam1, lam2, lam3, bw, *, time_limit: float = 
         add(*rack_rows[q], -np.inf, float(np.min(topo.rack_bw[q])))
     A = coo_matrix((vals, (rows, cidx)), shape=(r, cols)).tocsr()
     scale = float(np.max(np.abs(c))) if np.any(c) else 1.0
-    c = c / scale  # O(1) objective: HiGHS' absolute MIP gap (1e-6) must not swamp tiny increments
+    # objective of size 1e3: HiGHS' absolute MIP gap (1e-6, not settable through scipy) is then
+    # 1e-9 of the largest increment, below the relative gap asked for; tiny increments still count
+    c = c * (1e3 / scale)
     res = milp(c, constraints=LinearConstraint(A, rlo, rhi), integrality=integ, bounds=Bounds(lo, hi),
                options={"time_limit": float(time_limit), "mip_rel_gap": 1e-9})
     if res.x is None:
