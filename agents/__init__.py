@@ -3,6 +3,7 @@
 from clustergym.agent import list_agents, make, register_agent
 
 register_agent("esdp", "multiserver-channel", "clustergym.agents.esdp:ESDP")
+register_agent("gadget", "ringallreduce", "clustergym.agents.gadget:GADGET")
 
 __all__ = ["make", "list_agents"]
 register_agent("ogasched", "multiserver-allocation", "clustergym.agents.ogasched:OGASched")

@@ -11,3 +11,7 @@ register_agent("fairness", "multiserver-allocation", "clustergym.baselines.alloc
 register_agent("binpacking", "multiserver-allocation", "clustergym.baselines.allocation:BinPacking")
 register_agent("spreading", "multiserver-allocation", "clustergym.baselines.allocation:Spreading")
 register_agent("random", "multiserver-allocation", "clustergym.baselines.allocation:RandomAllocation")
+register_agent("fifo", "ringallreduce", "clustergym.baselines.ring:FIFO")
+register_agent("drf", "ringallreduce", "clustergym.baselines.ring:DRF")
+register_agent("las", "ringallreduce", "clustergym.baselines.ring:LAS")
+register_agent("random", "ringallreduce", "clustergym.baselines.ring:RandomRing")

@@ -9,6 +9,9 @@ _ENVS = [
     dict(id="clustergym/MultiServerAllocation-v0",
          entry_point="clustergym.envs.multiserver.allocation_env:MultiServerAllocationEnv",
          kwargs={}),
+    dict(id="clustergym/RingAllReduce-v0",
+         entry_point="clustergym.envs.ringallreduce.env:RingAllReduceEnv",
+         kwargs={}),
 ]
 
 for _spec in _ENVS:

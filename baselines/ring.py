@@ -1,0 +1,126 @@
+"""The GADGET paper's baselines for RingAllReduce (gadget.md §VI.2) and a feasible random agent.
+
+All of them use the greedy ring placement of ``envs/ringallreduce/placement.py`` ("greedily
+allocates workers to servers where a cycle can be attained") and, as in the paper, a *static*
+number of workers per job: "For FIFO and Tiresias, the number of workers is fixed to a number
+within [1, 10]". Our reading: each job gets a fixed size w_i drawn once, uniformly in
+{``workers_low``..``workers_high``} = {1..10} (from the agent's seeded generator, keyed by job id),
+capped each slot at min(N_i, budget left) (eqs. 2, 11). ``workers=k`` fixes w_i = k for every job.
+DRF uses the same fixed sizes (the paper calls all three baselines static).
+
+Jobs are placed one after another in the policy's order against the capacity left; a job that
+cannot be placed at its size waits (later jobs may still use what is left: no head-of-line
+blocking).
+
+* ``fifo``: arrival order (Hadoop/Spark FIFO).
+* ``drf``: increasing dominant share of the job's demand, max(w_i / Σ_s C_s, w_i b_i / Σ_s B_s) over
+  GPUs and server-uplink bandwidth (Yarn/Mesos DRF; ties by arrival).
+* ``las``: increasing attained service z_i (worker-slots used so far; Tiresias' least attained
+  service; ties by arrival), which round-robins among jobs as their service grows.
+* ``random``: random order, random size in {0..min(N_i, budget left)}.
+
+In ``placement`` mode they output the placement; in ``ring_size`` mode the sizes of the jobs they
+placed (the env then places those in window order with the same heuristic).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from clustergym.agent import BaseAgent
+from clustergym.envs.ringallreduce.placement import place_jobs
+
+__all__ = ["FIFO", "DRF", "LAS", "RandomRing"]
+
+
+class _RingHeuristic(BaseAgent):
+    families = ("ringallreduce",)
+
+    def __init__(self, workers: int | None = None, workers_low: int = 1, workers_high: int = 10):
+        if workers is not None and int(workers) < 1:
+            raise ValueError(f"workers={workers!r} is invalid: expected an integer >= 1 or null")
+        if not 1 <= int(workers_low) <= int(workers_high):
+            raise ValueError(f"workers_low={workers_low!r}, workers_high={workers_high!r} are invalid: "
+                             "expected 1 <= workers_low <= workers_high")
+        self.workers = None if workers is None else int(workers)
+        self.lo, self.hi = int(workers_low), int(workers_high)
+
+    def reset(self, problem, *, seed=None) -> None:
+        super().reset(problem, seed=seed)
+        self._size: dict[int, int] = {}
+        topo = problem.topology
+        self._gpus = np.asarray(topo.gpus, dtype=np.int64)
+        self._rack_of = np.asarray(topo.rack_of, dtype=np.int64)
+
+    def _fixed(self, ids: np.ndarray) -> np.ndarray:
+        out = np.empty(ids.size, dtype=np.int64)
+        for t, i in enumerate(ids.tolist()):
+            if i not in self._size:
+                self._size[i] = self.workers if self.workers is not None else int(self.rng.integers(self.lo, self.hi + 1))
+            out[t] = self._size[i]
+        return out
+
+    def _order(self, win: dict, rows: np.ndarray, size: np.ndarray) -> np.ndarray:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def _sizes(self, win: dict, rows: np.ndarray) -> np.ndarray:
+        return np.minimum(self._fixed(win["id"][rows]), win["cap"][rows])
+
+    def act(self, obs, info):
+        win = info["window"]
+        rows = np.flatnonzero(win["present"] & (win["cap"] > 0))
+        J = win["present"].shape[0]
+        topo = self.problem.topology
+        y = np.zeros((J, self._gpus.shape[0]), dtype=np.int64)
+        if rows.size:
+            size = self._sizes(win, rows)
+            order = self._order(win, rows, size)
+            yy, placed = place_jobs(order, size, win["bw"][rows], self._gpus.copy(),
+                                    np.asarray(topo.server_bw, dtype=np.float64).copy(),
+                                    np.asarray(topo.rack_bw, dtype=np.float64).copy(), self._rack_of, topo.num_racks)
+            y[rows] = yy
+        if self.problem.action_mode == "ring_size":
+            return y.sum(axis=1)
+        return y.reshape(-1)
+
+
+class FIFO(_RingHeuristic):
+    """First in, first out with a fixed number of workers per job."""
+
+    name = "fifo"
+
+    def _order(self, win, rows, size):
+        return np.lexsort((win["id"][rows], win["arrival"][rows]))
+
+
+class DRF(_RingHeuristic):
+    """Dominant resource fairness over GPUs and server-uplink bandwidth, fixed sizes."""
+
+    name = "drf"
+
+    def _order(self, win, rows, size):
+        topo = self.problem.topology
+        share = np.maximum(size / self._gpus.sum(),
+                           size * win["bw"][rows] / np.asarray(topo.server_bw)[:, 0].sum())
+        return np.lexsort((win["id"][rows], win["arrival"][rows], share))
+
+
+class LAS(_RingHeuristic):
+    """Tiresias' least attained service (worker-slots so far), fixed sizes."""
+
+    name = "las"
+
+    def _order(self, win, rows, size):
+        return np.lexsort((win["id"][rows], win["arrival"][rows], win["attained"][rows]))
+
+
+class RandomRing(_RingHeuristic):
+    """Feasible random: random order, random size in {0..min(N_i, budget left)}."""
+
+    name = "random"
+
+    def _sizes(self, win, rows):
+        return self.rng.integers(0, win["cap"][rows] + 1)
+
+    def _order(self, win, rows, size):
+        return self.rng.permutation(rows.size)

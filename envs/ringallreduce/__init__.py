@@ -1,0 +1,1 @@
+"""P3: RingAllReduce-v0 (GADGET paper, gadget.md §IV–VI): fat-tree substrate, ring placement, MILP."""

@@ -1,0 +1,427 @@
+"""P3 environment: RingAllReduce-v0 (GADGET paper, gadget.md §IV–VI)."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Any
+
+import numpy as np
+from gymnasium import spaces
+
+from clustergym.core import Scenario, check_choice, check_int, check_real, child_generators
+from clustergym.env import ClusterEnv
+from clustergym.envs.ringallreduce.placement import place_jobs
+from clustergym.envs.ringallreduce.scenario import (RING_SCENARIOS, draw_jobs, make_ring_scenario,
+                                                    sigmoid_utility)
+from clustergym.envs.ringallreduce.topology import placement_loads, ring_stats
+
+__all__ = ["RingAllReduceEnv", "JOB_FEATURES"]
+
+_BLOCK = 256  # slots of arrivals drawn at once (same jobs as drawing slot by slot)
+JOB_FEATURES = ("workers_cap", "remaining", "attained", "zeta", "bw", "lambda1", "lambda2", "lambda3", "age",
+                "last_workers")
+# columns of the active-job matrix (float64; integer-valued where the name says so)
+_FIELDS = ("id", "arrival", "workers", "budget", "zeta", "bw", "lam1", "lam2", "lam3", "z", "last")
+_C = {k: i for i, k in enumerate(_FIELDS)}
+_INT = ("id", "arrival", "workers", "budget", "z", "last")
+
+
+class RingAllReduceEnv(ClusterEnv):
+    """Online scheduling of ring-all-reduce DDL jobs on a fat-tree GPU cluster.
+
+    ## Description
+    The GADGET paper's model (gadget.md §IV, specialised as in §VI). S servers with C_s GPUs sit in
+    racks of a two-level fat tree (server–ToR and ToR–core links, full duplex, bandwidth per
+    direction; see ``topology``). DDL jobs arrive online; job i has at most N_i concurrent workers
+    (eq. 2), a worker-slot budget (eqs. 3/11; see ``scenario`` for the reading of F_i), per-worker
+    speed ζ_i (iterations per worker-slot), ring bandwidth b_i and the sigmoid utility of §VI,
+    μ_i(x) = λ1 / (1 + exp(−λ2 (x − λ3))) of x = ζ_i z (iterations). Every slot the scheduler sets
+    y_is, the workers of job i on server s: Σ_s y_is ≤ N_i (eq. 2), Σ_s y_is ≤ budget_i − z_i
+    (eq. 11), Σ_i y_is ≤ C_s (eq. 4), and the workers of a job on several servers form a ring
+    (eq. 9) whose every hop has b_i free on its path (eqs. 7–8): with the cheapest (rack-grouped)
+    ring, b_i each way on every used server uplink, and b_i each way on every used rack uplink when
+    the job spans racks (``topology`` proves this is exact). Jobs are preemptive: a job may get no
+    workers in a slot. A job is active from its arrival until its budget is used up
+    (Alg. 1 line 3: I[t]).
+
+    ## Action Space
+    ``action_mode="placement"`` (default; what GADGET outputs): ``MultiDiscrete(J_max·S)``, the
+    flattened (J_max, S) matrix y (row j = j-th visible job); entry (j, s) ranges over
+    0..min(workers_max, C_s). A (J_max, S) array is accepted too.
+    ``action_mode="ring_size"``: ``MultiDiscrete(J_max)`` with values 0..workers_max, the number
+    of workers per visible job; the env places them with the greedy ring placement of the paper's
+    baselines (``placement``), visible jobs in window order (oldest first).
+    ``info["action_mask"]`` has the action's shape and marks the entries of visible jobs;
+    ``action_masks()`` gives the per-value mask sb3-contrib's MaskablePPO expects.
+
+    ## Observation Space
+    | key      | space                        | meaning                                            |
+    |----------|------------------------------|----------------------------------------------------|
+    | jobs     | Box(0, inf, (J_max, 10))     | per visible job: ``JOB_FEATURES`` (0 if absent)      |
+    | job_mask | MultiBinary(J_max)           | 1 where a visible job sits                          |
+    | servers  | Box(0, inf, (S, 3))          | C_s, rack, GPUs used last slot                      |
+    | links    | Box(0, inf, (S+R, 4))        | capacity up/down, load up/down last slot (Gbps)     |
+    | t        | Box(0, T, (1,))              | slots elapsed                                       |
+    The visible window holds the J_max oldest active jobs (arrival order); later ones wait.
+    ``info["window"]`` carries the same attributes as exact float64 arrays (public: a scheduler
+    knows a job's parameters once it is submitted).
+
+    ## Rewards
+    Σ_i μ_i(ζ_i z_i,t) − μ_i(ζ_i z_i,t−1): the utility increment of the slot. Summed over the
+    episode it telescopes to the DDLJS objective minus the constant Σ_i μ_i(0).
+
+    ## Infeasible actions
+    Values outside the space, wrong shape or NaN: always ValueError. Otherwise, with
+    ``infeasible="raise"`` a ValueError names the first violated constraint and its excess
+    (eq. 6: workers for an empty window row; eq. 2: more than N_i; eq. 11: more than the budget
+    left; eq. 4: a server over its GPUs; eq. 8: a link direction over its bandwidth; in
+    ``ring_size`` mode also "no feasible ring placement"). With ``"repair"`` (default), in this
+    order: rows of empty window entries are zeroed; a job over min(N_i, budget left) keeps its
+    workers on the lowest-index servers; a server over C_s keeps the workers of the earliest
+    window rows; then jobs are admitted in window order and a multi-server job whose ring does not
+    fit the bandwidth left is dropped entirely. In ``ring_size`` mode the requested size is capped
+    at min(N_i, budget left) and a job that the greedy placement cannot place gets no workers.
+    ``info["metrics"]["repaired"]`` counts the jobs whose allocation was changed.
+
+    ## Info
+    ``feedback``: ``allocation`` (J_max, S) executed y, ``workers`` (J_max,), ``job_ids`` (J_max,)
+    (−1 where empty), ``gain`` (J_max,) utility increments, ``rings`` (J_max, S) the servers of
+    each job's ring in ring order (``topology.ring_order``), padded with −1. ``metrics`` (evaluation only): ``utility``, ``embedded_ratio``
+    (embedded / active jobs, 1 when none is active; Figs. 5–6), ``active_jobs``,
+    ``embedded_jobs``, ``waiting_jobs`` (active beyond the window), ``gpu_util``, ``link_util``
+    (mean over link directions of load / capacity), ``repaired``; with ``oracle=True`` also
+    ``oracle_reward`` (exact optimum of problem (10) over the visible jobs by MILP, HiGHS) and
+    ``regret`` = oracle_reward − utility.
+
+    ## Starting State / Episode End
+    ``reset(seed)`` seeds separate child generators for arrival times and job attributes, so every
+    agent meets the same jobs for the same seed. Truncated after ``horizon`` slots.
+
+    ## Arguments
+    ``scenario`` ("paper", "philly", "tiresias-60", "toy" or a Scenario), ``scenario_seed``
+    (topology draw; default 0), ``horizon`` (default 200, §VI.1), ``oracle`` (default False: the
+    MILP is exact but can take seconds per slot), ``oracle_time_limit`` (s per MILP, default 60),
+    ``infeasible``, ``render_mode``, ``action_mode``, ``max_jobs`` (J_max, default 32), and any
+    scenario parameter (``scenario.PAPER_DEFAULTS``: ``num_servers``, ``num_racks``,
+    ``arrival_rate``, ``gpu_scale``, ``bw_scale``, ``budget_mode``, attribute ranges, ...).
+
+    ## Version History
+    * v0: initial version.
+    """
+
+    family = "ringallreduce"
+
+    def __init__(self, scenario: str | Scenario = "paper", *, scenario_seed: int = 0, horizon: int = 200,
+                 oracle: bool = False, infeasible: str = "repair", render_mode: str | None = None,
+                 action_mode: str = "placement", max_jobs: int = 32, oracle_time_limit: float = 60.0, **params: Any):
+        super().__init__(horizon=horizon, infeasible=infeasible, render_mode=render_mode, oracle=oracle)
+        self.action_mode = check_choice("action_mode", action_mode, ("placement", "ring_size"))
+        self.max_jobs = check_int("max_jobs", max_jobs, 1, 4096)
+        self.oracle_time_limit = check_real("oracle_time_limit", oracle_time_limit, 0.0, None, lo_open=True)
+        if isinstance(scenario, Scenario):
+            if params:
+                raise ValueError("scenario parameters cannot be combined with a Scenario object")
+            self.scenario = scenario
+        elif isinstance(scenario, str):
+            self.scenario = make_ring_scenario(scenario, seed=scenario_seed, **params)
+        else:
+            raise ValueError(f"scenario={scenario!r} is invalid: expected one of {RING_SCENARIOS} or a Scenario")
+        self.problem = replace(self.scenario.problem, max_jobs=self.max_jobs, action_mode=self.action_mode)
+        self._truth = self.scenario.truth
+        topo = self.problem.topology
+        self._topo = topo
+        self._S, self._R, self._J = topo.num_servers, topo.num_racks, self.max_jobs
+        self._gpus = np.asarray(topo.gpus, dtype=np.int64)
+        self._rack_of = np.asarray(topo.rack_of, dtype=np.int64)
+        self._cap_srv = np.asarray(topo.server_bw, dtype=np.float64)
+        self._cap_rack = np.asarray(topo.rack_bw, dtype=np.float64)
+        self._link_cap = np.concatenate([self._cap_srv, self._cap_rack])  # (S+R, 2)
+        wmax = self.problem.workers_max
+        if self.action_mode == "placement":
+            self._nvec = np.tile(np.minimum(wmax, self._gpus) + 1, self._J)  # (J*S,)
+            self._space_desc = f"MultiDiscrete({self._J}x{self._S} flattened; entry (j, s) in 0..min({wmax}, C_s))"
+        else:
+            self._nvec = np.full(self._J, wmax + 1)
+            self._space_desc = f"MultiDiscrete({self._J}; values 0..{wmax})"
+        self.action_space = spaces.MultiDiscrete(self._nvec)
+        S, R, J = self._S, self._R, self._J
+        self.observation_space = spaces.Dict({
+            "jobs": spaces.Box(0.0, np.inf, shape=(J, len(JOB_FEATURES)), dtype=np.float32),
+            "job_mask": spaces.MultiBinary(J),
+            "servers": spaces.Box(0.0, np.inf, shape=(S, 3), dtype=np.float32),
+            "links": spaces.Box(0.0, np.inf, shape=(S + R, 4), dtype=np.float32),
+            "t": spaces.Box(0.0, float(self.horizon), shape=(1,), dtype=np.float32),
+        })
+        self._servers_static = np.stack([self._gpus, self._rack_of, np.zeros(S)], axis=1).astype(np.float32)
+        self._ring_seq = np.lexsort((np.arange(S), self._rack_of))  # servers grouped by rack (ring order)
+        self._rngs = None
+        self._t = 0
+
+    # -- arrivals ------------------------------------------------------------------------------
+    def _refill(self) -> None:
+        """Jobs arriving in slots [t, t + _BLOCK)."""
+        tr, t0 = self._truth, self._t
+        if tr.trace_slot is None:
+            counts = self._rngs["arrivals"].poisson(tr.arrival_rate, size=_BLOCK)
+            arrival = np.repeat(np.arange(t0, t0 + _BLOCK), counts)
+            jobs = draw_jobs(self._rngs["jobs"], arrival, tr.params)
+        else:
+            lo, hi = np.searchsorted(tr.trace_slot, [t0, t0 + _BLOCK])
+            sl = slice(int(lo), int(hi))
+            opt = lambda a: None if a is None else a[sl]  # noqa: E731
+            jobs = draw_jobs(self._rngs["jobs"], tr.trace_slot[sl], tr.params, workers=opt(tr.trace_workers),
+                             budget_iters=opt(tr.trace_budget_iters), zeta=opt(tr.trace_zeta),
+                             lam3=opt(tr.trace_lambda3))
+        n = jobs.arrival.shape[0]
+        ids = np.arange(self._next_id, self._next_id + n)
+        self._next_id += n
+        self._block = np.column_stack([ids, jobs.arrival, jobs.workers, jobs.budget, jobs.zeta, jobs.bw, jobs.lam1,
+                                       jobs.lam2, jobs.lam3, np.zeros(n), np.zeros(n)]).astype(np.float64)
+        self._block_end = t0 + _BLOCK
+
+    def _admit(self) -> None:
+        """Move the jobs arriving at slot t into the active set (eq. 6: none before a_i)."""
+        if self._t >= self._block_end:
+            self._refill()
+        lo, hi = np.searchsorted(self._block[:, 1], [self._t, self._t + 1])
+        if hi > lo:
+            self._A = np.concatenate([self._A, self._block[lo:hi]])
+
+    def _window(self) -> None:
+        """The J_max oldest active jobs, padded; cached for the slot."""
+        J = self._J
+        n = min(J, self._A.shape[0])
+        self._n_vis = n
+        W = np.zeros((J, len(_FIELDS)))
+        W[:n] = self._A[:n]
+        self._W = W
+        present = np.zeros(J, dtype=bool)
+        present[:n] = True
+        self._present = present
+        # eqs. 2 and 11: at most min(N_i, budget left) workers this slot
+        self._cap = np.minimum(W[:, 2], W[:, 3] - W[:, 9]).astype(np.int64)
+
+    # -- gymnasium API ------------------------------------------------------------------------
+    def reset(self, *, seed: int | None = None, options: dict | None = None):
+        super().reset(seed=seed)
+        self._rngs = child_generators(self.np_random, ("arrivals", "jobs"))
+        self._t = 0
+        self._next_id = 0
+        self._block_end = 0
+        self._A = np.zeros((0, len(_FIELDS)))  # (n_active, fields) active jobs in arrival order
+        self._last_y = np.zeros((self._J, self._S), dtype=np.int64)
+        self._last_ids = np.full(self._J, -1, dtype=np.int64)
+        self._last_load = np.zeros((self._S + self._R, 2))
+        self._admit()
+        self._window()
+        return self._obs(), self._info_public()
+
+    def _pad(self, key: str, dtype=np.float64) -> np.ndarray:
+        """(J,) one attribute of the visible window (0 where empty)."""
+        col = self._W[:, _C[key]]
+        return col.astype(dtype) if dtype is not np.float64 else col.copy()
+
+    def _obs(self) -> dict:
+        W = self._W
+        jobs = np.empty((self._J, len(JOB_FEATURES)), dtype=np.float32)
+        jobs[:, 0] = self._cap
+        jobs[:, 1] = W[:, 3] - W[:, 9]
+        jobs[:, 2:8] = W[:, [9, 4, 5, 6, 7, 8]]
+        jobs[:, 8] = np.where(self._present, self._t - W[:, 1], 0.0)
+        jobs[:, 9] = W[:, 10]
+        servers = self._servers_static.copy()
+        servers[:, 2] = self._last_y.sum(axis=0)
+        links = np.concatenate([self._link_cap, self._last_load], axis=1).astype(np.float32)
+        return {"jobs": jobs, "job_mask": self._present.astype(np.int8), "servers": servers, "links": links,
+                "t": np.array([self._t], dtype=np.float32)}
+
+    def _mask(self) -> np.ndarray:
+        if self.action_mode == "placement":
+            return np.repeat(self._present, self._S)
+        return self._present.copy()
+
+    def _info_public(self) -> dict:
+        Wi = self._W[:, [0, 1, 2, 3, 9]].astype(np.int64)
+        Wi[~self._present, 0] = -1
+        window = {"id": Wi[:, 0], "present": self._present.copy(), "workers": Wi[:, 2], "cap": self._cap.copy(),
+                  "remaining": Wi[:, 3] - Wi[:, 4], "attained": Wi[:, 4], "arrival": Wi[:, 1],
+                  "zeta": self._pad("zeta"), "bw": self._pad("bw"), "lam1": self._pad("lam1"),
+                  "lam2": self._pad("lam2"), "lam3": self._pad("lam3")}
+        return {"action_mask": self._mask(), "window": window, "t": self._t}
+
+    def action_masks(self) -> np.ndarray:
+        """Per-value mask for MaskablePPO (concatenated over the action's dimensions)."""
+        vals = [np.arange(n) for n in self._nvec]
+        if self.action_mode == "placement":
+            lim = np.minimum(self._cap[:, None], self._gpus[None, :]).reshape(-1)
+        else:
+            lim = self._cap
+        return np.concatenate([v <= l for v, l in zip(vals, lim)])
+
+    # -- constraints ---------------------------------------------------------------------------
+    def _raise(self, msg: str):
+        raise ValueError(f"infeasible action: {msg}")
+
+    def _parse(self, action: Any) -> np.ndarray:
+        if self._rngs is None:
+            raise RuntimeError("call reset() before step()")
+        a = np.asarray(action)
+        if self.action_mode == "placement" and a.shape == (self._J, self._S):
+            a = a.reshape(-1)
+        if a.dtype.kind in "iu" and a.shape == self._nvec.shape:
+            a = a.astype(np.int64, copy=False)
+        else:
+            a = self._as_int_action(a, tuple(self._nvec.shape), self._space_desc)
+        if a.size and (a.min() < 0 or (a >= self._nvec).any()):
+            raise ValueError(f"action values out of range, expected {self._space_desc}")
+        return a
+
+    def _check_placement(self, y: np.ndarray) -> tuple[np.ndarray, int]:
+        """Validate / repair y (J, S); returns the executed y and the number of repaired jobs."""
+        y0 = y
+        y = y.copy()
+        present, cap = self._present, self._cap
+        strict = self.infeasible == "raise"
+        if y[~present].any():
+            if strict:
+                j = int(np.flatnonzero((y > 0).any(axis=1) & ~present)[0])
+                self._raise(f"window row {j} has no job but gets {int(y[j].sum())} workers (eq. 6)")
+            y[~present] = 0
+        tot = y.sum(axis=1)
+        over = tot > cap
+        if over.any():
+            if strict:
+                j = int(np.flatnonzero(over)[0])
+                n_i, rem = int(self._W[j, 2]), int(self._cap[j])
+                if tot[j] > n_i:
+                    self._raise(f"job {int(self._W[j, 0])} (window row {j}) gets {int(tot[j])} workers > "
+                                f"N_i = {n_i} (excess {int(tot[j]) - n_i}, eq. 2)")
+                self._raise(f"job {int(self._W[j, 0])} (window row {j}) gets {int(tot[j])} workers > "
+                            f"remaining budget {rem} worker-slots (excess {int(tot[j]) - rem}, eq. 11)")
+            before = np.cumsum(y, axis=1) - y  # workers on lower-index servers
+            y = np.clip(cap[:, None] - before, 0, y)
+        used = y.sum(axis=0)
+        if (used > self._gpus).any():
+            if strict:
+                s = int(np.flatnonzero(used > self._gpus)[0])
+                self._raise(f"server {s} runs {int(used[s])} workers > C_s = {int(self._gpus[s])} GPUs "
+                            f"(excess {int(used[s] - self._gpus[s])}, eq. 4)")
+            before = np.cumsum(y, axis=0) - y  # workers of earlier window rows
+            y = np.clip(self._gpus[None, :] - before, 0, y)
+        srv, rack = placement_loads(y, self._pad("bw"), self._rack_of, self._R)
+        load = np.concatenate([srv, rack])[:, None]  # the cheapest ring loads both directions equally
+        if (load > self._link_cap + 1e-9).any():
+            if strict:
+                li, d = (int(v[0]) for v in np.nonzero(load - self._link_cap > 1e-9))
+                name = f"server {li} uplink" if li < self._S else f"rack {li - self._S} uplink"
+                self._raise(f"{name} ({'up' if d == 0 else 'down'}) carries {load[li, 0]:.4g} Gbps > "
+                            f"{self._link_cap[li, d]:.4g} Gbps (excess {load[li, 0] - self._link_cap[li, d]:.4g}, "
+                            f"eq. 8)")
+            y = self._admit_rings(y)
+        repaired = int((y != y0).any(axis=1).sum())
+        return y, repaired
+
+    def _admit_rings(self, y: np.ndarray) -> np.ndarray:
+        """Admit jobs in window order; drop a multi-server job whose ring exceeds the bandwidth left."""
+        free = self._link_cap.min(axis=1).copy()  # (S+R,)
+        bw = self._pad("bw")
+        for j in range(self._J):
+            used = np.flatnonzero(y[j])
+            if used.size < 2:
+                continue
+            racks = np.unique(self._rack_of[used])
+            links = used if racks.size < 2 else np.concatenate([used, self._S + racks])
+            if (free[links] + 1e-9 >= bw[j]).all():
+                free[links] -= bw[j]
+            else:
+                y[j] = 0
+        return y
+
+    def _place_sizes(self, kappa: np.ndarray) -> tuple[np.ndarray, int]:
+        present, cap = self._present, self._cap
+        k = kappa.copy()
+        strict = self.infeasible == "raise"
+        if k[~present].any():
+            if strict:
+                j = int(np.flatnonzero((k > 0) & ~present)[0])
+                self._raise(f"window row {j} has no job but gets {int(k[j])} workers (eq. 6)")
+            k[~present] = 0
+        over = k > cap
+        if over.any() and strict:
+            j = int(np.flatnonzero(over)[0])
+            n_i = int(self._W[j, 2])
+            eq = "N_i = %d (eq. 2)" % n_i if k[j] > n_i else f"remaining budget {int(cap[j])} (eq. 11)"
+            self._raise(f"job {int(self._W[j, 0])} (window row {j}) asks {int(k[j])} workers > {eq}")
+        k = np.minimum(k, cap)
+        y, placed = place_jobs(np.arange(self._J), k, self._pad("bw"), self._gpus.copy(), self._cap_srv.copy(),
+                               self._cap_rack.copy(), self._rack_of, self._R)
+        failed = (k > 0) & ~placed
+        if failed.any() and strict:
+            j = int(np.flatnonzero(failed)[0])
+            self._raise(f"no feasible ring placement for {int(k[j])} workers of job {int(self._W[j, 0])} "
+                        f"(window row {j}) in the GPUs and bandwidth left (eqs. 4, 8)")
+        repaired = int(((k != kappa) | failed).sum())
+        return y, repaired
+
+    # -- step ----------------------------------------------------------------------------------
+    def step(self, action: Any):
+        a = self._parse(action)
+        if self.action_mode == "placement":
+            y, repaired = self._check_placement(a.reshape(self._J, self._S))
+        else:
+            y, repaired = self._place_sizes(a)
+        n, W = self._n_vis, self._W
+        w = y.sum(axis=1)  # (J,) workers per window row
+        zeta, bw, l1, l2, l3 = W[:n, 4], W[:n, 5], W[:n, 6], W[:n, 7], W[:n, 8]
+        z_old = W[:n, 9]
+        gain = np.zeros(self._J)
+        if n:
+            gain[:n] = (sigmoid_utility(zeta * (z_old + w[:n]), l1, l2, l3)
+                        - sigmoid_utility(zeta * z_old, l1, l2, l3))
+        reward = float(gain.sum())
+        rings, srv, rack = ring_stats(y, self._W[:, 5], self._ring_seq, self._rack_of, self._R)
+        metrics = self._metrics(y, w, reward, repaired, srv, rack)
+        if self.oracle:
+            from clustergym.envs.ringallreduce.milp import solve_slot
+
+            opt, _ = solve_slot(self._topo, self._cap[:n], zeta, z_old, l1, l2, l3, bw,
+                                time_limit=self.oracle_time_limit)
+            metrics.update(oracle_reward=opt, regret=opt - reward)
+        feedback = {"allocation": y, "workers": w, "job_ids": self._pad("id", np.int64),
+                    "gain": gain, "rings": rings}
+        feedback["job_ids"][~self._present] = -1
+        # bookkeeping: attained service, departures (budget used up), arrivals of the next slot
+        A = self._A
+        A[:n, 9] += w[:n]
+        A[:n, 10] = w[:n]
+        self._last_y, self._last_ids = y, feedback["job_ids"]
+        done = A[:n, 9] >= A[:n, 3]  # only visible jobs progress
+        if done.any():
+            keep = np.ones(A.shape[0], dtype=bool)
+            keep[:n] = ~done
+            self._A = A[keep]
+        self._t += 1
+        self._admit()
+        self._window()
+        info = self._info_public()
+        info.update(feedback=feedback, metrics=metrics)
+        return self._obs(), reward, False, self._t >= self.horizon, info
+
+    def _metrics(self, y, w, reward, repaired, srv, rack) -> dict:
+        active = int(self._A.shape[0])
+        embedded = int((w > 0).sum())
+        load = np.repeat(np.concatenate([srv, rack])[:, None], 2, axis=1)
+        self._last_load = load
+        return {"utility": reward, "embedded_ratio": embedded / active if active else 1.0, "active_jobs": active,
+                "embedded_jobs": embedded, "waiting_jobs": max(0, active - self._J),
+                "gpu_util": float(y.sum() / self._gpus.sum()), "link_util": float((load / self._link_cap).mean()),
+                "repaired": repaired}
+
+    # -- rendering ----------------------------------------------------------------------------
+    def render(self):
+        if self.render_mode is None:
+            return None
+        from clustergym.envs.ringallreduce.render import render_ansi, render_rgb
+
+        args = (self.problem, self._t, self._last_y, self._last_ids, self._last_load, int(self._A.shape[0]))
+        return render_ansi(*args) if self.render_mode == "ansi" else render_rgb(*args)

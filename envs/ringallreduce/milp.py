@@ -1,0 +1,123 @@
+"""Exact per-slot optimum of problem (10) by MILP (HiGHS through ``scipy.optimize.milp``).
+
+Problem (10) at slot t: maximise Σ_i μ_i(ζ_i (z_i,t−1 + Σ_s y_is)) subject to eqs. 2, 4–9 and 11.
+Only the number of workers κ_i = Σ_s y_is enters the objective, so with one-hot ring sizes
+χ_iκ (as in problem (12)) the objective is linear: Σ_i Σ_κ π_iκ χ_iκ with the increments
+π_iκ = μ_i(ζ_i(z + κ)) − μ_i(ζ_i z) (the constant Σ_i μ_i(ζ_i z) is dropped).
+
+The ring constraints (7–9) are written exactly for the tree (``topology``): binary x_is (server
+used), m_i (job spans servers), v_ir (rack used), M_i (job spans racks); continuous link-use
+variables ℓ_is ≥ x_is + m_i − 1 and ℓ'_ir ≥ v_ir + M_i − 1 carry b_i on each link direction:
+
+    Σ_s y_is = Σ_κ κ χ_iκ,  Σ_κ χ_iκ ≤ 1                         (ring size, eqs. 2, 11 via κ ≤ cap_i)
+    x_is ≤ y_is ≤ min(cap_i, C_s) x_is                             (eq. 5)
+    Σ_s x_is ≤ 1 + (S − 1) m_i,  x_is ≤ v_i,rack(s),  Σ_r v_ir ≤ 1 + (R − 1) M_i
+    Σ_i y_is ≤ C_s                                                 (eq. 4)
+    Σ_i b_i ℓ_is ≤ cap(server s uplink, each direction)             (eq. 8, server–ToR)
+    Σ_i b_i ℓ'_ir ≤ cap(rack r uplink, each direction)              (eq. 8, ToR–core)
+
+An integer solution is exactly a placement whose cheapest ring fits (``topology`` module).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from scipy.optimize import Bounds, LinearConstraint, milp
+from scipy.sparse import coo_matrix
+
+from clustergym.envs.ringallreduce.scenario import sigmoid_utility
+
+__all__ = ["ring_increments", "solve_slot"]
+
+
+def ring_increments(cap, zeta, z, lam1, lam2, lam3) -> np.ndarray:
+    """(n, K+1) π_iκ = μ_i(ζ_i(z_i + κ)) − μ_i(ζ_i z_i) for κ = 0..K (K = max cap); −inf beyond cap_i."""
+    cap = np.asarray(cap, dtype=np.int64)
+    K = int(cap.max()) if cap.size else 0
+    k = np.arange(K + 1)[None, :]
+    zeta, z = np.asarray(zeta, float)[:, None], np.asarray(z, float)[:, None]
+    l1, l2, l3 = (np.asarray(v, float)[:, None] for v in (lam1, lam2, lam3))
+    pi = sigmoid_utility(zeta * (z + k), l1, l2, l3) - sigmoid_utility(zeta * z, l1, l2, l3)
+    return np.where(k <= cap[:, None], pi, -np.inf)
+
+
+def solve_slot(topo, cap, zeta, z, lam1, lam2, lam3, bw, *, time_limit: float = 60.0,
+               free_gpu=None) -> tuple[float, np.ndarray]:
+    """Optimal value and y (n, S) of problem (10) for n jobs with worker caps ``cap`` = min(N_i, budget left)."""
+    cap = np.asarray(cap, dtype=np.int64)
+    n, S, R = cap.shape[0], topo.num_servers, topo.num_racks
+    y_out = np.zeros((n, S), dtype=np.int64)
+    jobs = np.flatnonzero(cap > 0)
+    if jobs.size == 0:
+        return 0.0, y_out
+    pi = ring_increments(cap, zeta, z, lam1, lam2, lam3)
+    gpus = np.asarray(topo.gpus if free_gpu is None else free_gpu, dtype=np.int64)
+    rack_of = np.asarray(topo.rack_of)
+    bw = np.asarray(bw, dtype=np.float64)
+    # variable layout per job: y (S), x (S), l (S), v (R), lr (R), m, M, chi (cap)
+    off, cols = {}, 0
+    for j in jobs:
+        off[j] = cols
+        cols += 3 * S + 2 * R + 2 + int(cap[j])
+    c = np.zeros(cols)
+    lo, hi = np.zeros(cols), np.ones(cols)
+    integ = np.ones(cols, dtype=np.int8)
+    rows, cidx, vals, rlo, rhi = [], [], [], [], []
+    r = 0
+
+    def add(cs, vs, lo_, hi_):
+        nonlocal r
+        rows.extend([r] * len(cs))
+        cidx.extend(cs)
+        vals.extend(vs)
+        rlo.append(lo_)
+        rhi.append(hi_)
+        r += 1
+
+    gpu_rows = [([], []) for _ in range(S)]
+    srv_rows = [([], []) for _ in range(S)]
+    rack_rows = [([], []) for _ in range(R)]
+    for j in jobs:
+        o = off[j]
+        Y, X, L, V, LR = o, o + S, o + 2 * S, o + 3 * S, o + 3 * S + R
+        m, M, CH = o + 3 * S + 2 * R, o + 3 * S + 2 * R + 1, o + 3 * S + 2 * R + 2
+        K = int(cap[j])
+        ub = np.minimum(K, gpus)
+        hi[Y:Y + S] = ub
+        integ[L:L + S] = 0
+        integ[LR:LR + R] = 0
+        c[CH:CH + K] = -pi[j, 1:K + 1]
+        add(list(range(Y, Y + S)) + list(range(CH, CH + K)), [1.0] * S + [-float(k) for k in range(1, K + 1)], 0, 0)
+        add(list(range(CH, CH + K)), [1.0] * K, -np.inf, 1)
+        for s in range(S):
+            add([Y + s, X + s], [1.0, -float(ub[s])], -np.inf, 0)
+            add([X + s, Y + s], [1.0, -1.0], -np.inf, 0)
+            add([L + s, X + s, m], [1.0, -1.0, -1.0], -1, np.inf)
+            add([X + s, V + int(rack_of[s])], [1.0, -1.0], -np.inf, 0)
+            gpu_rows[s][0].append(Y + s), gpu_rows[s][1].append(1.0)
+            srv_rows[s][0].append(L + s), srv_rows[s][1].append(bw[j])
+        add(list(range(X, X + S)) + [m], [1.0] * S + [-(S - 1.0)], -np.inf, 1)
+        add(list(range(V, V + R)) + [M], [1.0] * R + [-(R - 1.0)], -np.inf, 1)
+        for q in range(R):
+            add([LR + q, V + q, M], [1.0, -1.0, -1.0], -1, np.inf)
+            rack_rows[q][0].append(LR + q), rack_rows[q][1].append(bw[j])
+    for s in range(S):
+        add(*gpu_rows[s], -np.inf, float(gpus[s]))
+        add(*srv_rows[s], -np.inf, float(np.min(topo.server_bw[s])))
+    for q in range(R):
+        add(*rack_rows[q], -np.inf, float(np.min(topo.rack_bw[q])))
+    A = coo_matrix((vals, (rows, cidx)), shape=(r, cols)).tocsr()
+    scale = float(np.max(np.abs(c))) if np.any(c) else 1.0
+    # objective of size 1e3: HiGHS' absolute MIP gap (1e-6, not settable through scipy) is then
+    # 1e-9 of the largest increment, below the relative gap asked for; tiny increments still count
+    c = c * (1e3 / scale)
+    res = milp(c, constraints=LinearConstraint(A, rlo, rhi), integrality=integ, bounds=Bounds(lo, hi),
+               options={"time_limit": float(time_limit), "mip_rel_gap": 1e-9})
+    if res.x is None:
+        raise RuntimeError(f"MILP of problem (10) failed: {res.message}")
+    if res.status != 0:
+        raise RuntimeError(f"MILP of problem (10) not solved to optimality within {time_limit}s: {res.message}")
+    for j in jobs:
+        y_out[j] = np.rint(res.x[off[j]:off[j] + S]).astype(np.int64)
+    value = float(sum(pi[j, y_out[j].sum()] for j in jobs))
+    return value, y_out
