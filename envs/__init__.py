@@ -6,6 +6,9 @@ _ENVS = [
     dict(id="clustergym/MultiServerChannel-v0",
          entry_point="clustergym.envs.multiserver.channel_env:MultiServerChannelEnv",
          kwargs={}),
+    dict(id="clustergym/ApproxJobs-v0",
+         entry_point="clustergym.envs.approxjobs.env:ApproxJobsEnv",
+         kwargs={}),
 ]
 
 for _spec in _ENVS:
