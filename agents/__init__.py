@@ -3,5 +3,8 @@
 from clustergym.agent import list_agents, make, register_agent
 
 register_agent("esdp", "multiserver-channel", "clustergym.agents.esdp:ESDP")
+register_agent("opm", "approxjobs", "clustergym.agents.opm:OPM")
+register_agent("opm-noest", "approxjobs", "clustergym.agents.opm:OPMNoEstimation")
+register_agent("ops", "approxjobs", "clustergym.agents.ops:OPS")
 
 __all__ = ["make", "list_agents"]

@@ -9,12 +9,13 @@ from gymnasium import spaces
 
 from clustergym.core import Scenario, child_generators
 from clustergym.env import ClusterEnv
+from clustergym.envs.approxjobs.kernels import budget_prefix
 from clustergym.envs.approxjobs.scenario import APPROX_SCENARIOS, PAPER_DEFAULTS, PAPER_SCALE, make_approx_scenario
 from clustergym.envs.approxjobs.service import ServiceProcess
 
 __all__ = ["ApproxJobsEnv", "JOB_FEATURES"]
 
-_BLOCK = 256  # slots of service rates drawn at once (same values as slot by slot)
+_BLOCK = 256  # slots of service rates drawn at once (fixed: the realisation depends on it)
 JOB_FEATURES = ("job_id", "arrival", "deadline", "budget", "spent", "value", "beta", "work")
 _F = {name: k for k, name in enumerate(JOB_FEATURES)}
 
@@ -72,7 +73,8 @@ class ApproxJobsEnv(ClusterEnv):
     ## Starting State / Episode End
     ``reset(seed)`` seeds a child generator for the machine service rates; the job list is fixed by
     ``scenario_seed``. Every agent therefore sees the same rates and the same jobs for the same
-    seed. Truncated after ``horizon`` slots; terminated early when every job has left.
+    seed. Truncated after ``horizon`` slots; terminated early when every job has left (never for an
+    instance without jobs).
 
     ## Arguments
     ``scenario`` ("paper", "philly", "single" or a Scenario), ``scenario_seed`` (default 0),
@@ -137,11 +139,13 @@ class ApproxJobsEnv(ClusterEnv):
         occ = self._slot_job >= 0
         if occ.any():
             j = self._slot_job[occ]
-            gone = (jb.deadline[j] < s) | (jb.budget[j] - self._spent[j] < self._min_price)
+            gone = (jb.deadline[j] < s) | (self._slot_rem[occ] < self._min_price)
             if gone.any():
                 slots = np.flatnonzero(occ)[gone]
                 self._left[self._slot_job[slots]] = True
                 self._slot_job[slots] = -1
+                self._slot_rem[slots] = -1.0
+                self._feat[slots] = 0.0
         if self._queue:
             q = [j for j in self._queue if jb.deadline[j] >= s]  # expired while waiting
             for j in self._queue:
@@ -150,9 +154,12 @@ class ApproxJobsEnv(ClusterEnv):
             free = np.flatnonzero(self._slot_job < 0)
             n = min(free.size, len(q))
             if n:
-                self._slot_job[free[:n]] = q[:n]
+                sl, j = free[:n], np.asarray(q[:n], dtype=np.int64)
+                self._slot_job[sl] = j
+                self._slot_rem[sl] = jb.budget[j] - self._spent[j]
+                self._feat[sl] = np.stack([j, jb.arrival[j], jb.deadline[j], jb.budget[j], self._spent[j],
+                                           jb.value[j], jb.beta[j], self._work[j]], axis=1)
             self._queue = q[n:]
-        self._feat_dirty = True
 
     def _rates(self) -> np.ndarray:
         i = self._t - self._block_start
@@ -177,6 +184,9 @@ class ApproxJobsEnv(ClusterEnv):
         self._left = np.zeros(N, dtype=bool)
         self._slot_job = np.full(self._J, -1, dtype=np.int64)  # (J,) job id per window slot
         self._prev_job = np.full(self._M, -1, dtype=np.int64)  # (M,) job each machine ran last slot
+        self._prev_slot = np.zeros(self._M, dtype=np.int64)  # (M,) its window slot (0 = idle)
+        self._slot_rem = np.full(self._J, -1.0)  # (J,) remaining budget per window slot, -1 = empty
+        self._feat = np.zeros((self._J, len(JOB_FEATURES)), dtype=np.float32)  # observation rows
         self._queue: list[int] = []
         self._next = 0
         self._migrations = 0
@@ -187,23 +197,14 @@ class ApproxJobsEnv(ClusterEnv):
         return self._obs(), {"action_mask": self.action_masks(), "t": 0}
 
     def _obs(self) -> dict:
-        jb, occ = self._jobs, self._slot_job >= 0
-        feats = np.zeros((self._J, len(JOB_FEATURES)), dtype=np.float32)
-        if occ.any():
-            j = self._slot_job[occ]
-            feats[occ] = np.stack([j, jb.arrival[j], jb.deadline[j], jb.budget[j], self._spent[j], jb.value[j],
-                                   jb.beta[j], self._work[j]], axis=1)
-        return {"jobs": feats, "job_mask": occ.astype(np.int8), "t": np.array([self._t], dtype=np.float32)}
+        return {"jobs": self._feat.copy(), "job_mask": (self._slot_job >= 0).astype(np.int8),
+                "t": np.array([self._t], dtype=np.float32)}
 
     def action_masks(self) -> np.ndarray:
         """(M·(J_max+1),) bool: per machine [idle, slot 1, ..., slot J_max] allowed."""
-        m = np.zeros((self._M, self._J + 1), dtype=bool)
+        m = np.empty((self._M, self._J + 1), dtype=bool)
         m[:, 0] = True
-        occ = self._slot_job >= 0
-        if occ.any():
-            j = self._slot_job[occ]
-            rem = self._jobs.budget[j] - self._spent[j]  # (J_occ,)
-            m[:, 1:][:, occ] = self._price[:, None] <= rem[None, :] + 1e-9
+        np.less_equal(self._price[:, None], self._slot_rem[None, :] + 1e-9, out=m[:, 1:])
         return m.reshape(-1)
 
     def _check(self, action: Any) -> tuple[np.ndarray, np.ndarray, int]:
@@ -217,7 +218,8 @@ class ApproxJobsEnv(ClusterEnv):
         mach = np.flatnonzero(a)
         slot = a[mach].astype(np.int64)
         dropped = 0
-        empty = self._slot_job[slot - 1] < 0
+        rem = self._slot_rem  # (J,) remaining budget per window slot, -1 when empty
+        empty = rem[slot - 1] < 0
         if empty.any():
             if self.infeasible == "raise":
                 i = int(mach[np.argmax(empty)])
@@ -225,27 +227,18 @@ class ApproxJobsEnv(ClusterEnv):
             dropped += int(empty.sum())
             mach, slot = mach[~empty], slot[~empty]
         if mach.size:
-            # eq. 4 / Algorithm 1 lines 7-12: per job, tasks in machine order while the budget lasts.
-            order = np.argsort(slot, kind="stable")  # machine order kept within a job
-            m_s, s_s = mach[order], slot[order]
-            cost = self._price[m_s]
-            cum = np.cumsum(cost)
-            first = np.r_[True, s_s[1:] != s_s[:-1]]
-            start = np.maximum.accumulate(np.where(first, np.arange(s_s.size), 0))
-            base = np.where(start > 0, cum[start - 1], 0.0)
-            job_cum = cum - base  # cumulative price within each job
-            j = self._slot_job[s_s - 1]
-            rem = self._jobs.budget[j] - self._spent[j]
-            ok = job_cum <= rem + 1e-9
-            if not ok.all():
+            cost = self._price[mach]
+            per_slot = np.bincount(slot, weights=cost, minlength=self._J + 1)[1:]
+            if (per_slot > rem + 1e-9).any():
+                ok = budget_prefix(slot, cost, rem)  # eq. 4, Algorithm 1 lines 7-12
                 if self.infeasible == "raise":
-                    k = int(np.argmin(ok))
-                    raise ValueError(f"infeasible action: job {int(j[k])} (window slot {int(s_s[k])}) would spend "
-                                     f"{job_cum[k]:.4g} > remaining budget {rem[k]:.4g} (excess "
-                                     f"{job_cum[k] - rem[k]:.4g}, eq. 4)")
+                    k = int(slot[np.argmin(ok)])
+                    need = float(per_slot[k - 1])
+                    raise ValueError(f"infeasible action: job {int(self._slot_job[k - 1])} (window slot {k}) would "
+                                     f"spend {need:.4g} > remaining budget {rem[k - 1]:.4g} (excess "
+                                     f"{need - rem[k - 1]:.4g}, eq. 4)")
                 dropped += int((~ok).sum())
-                keep = np.sort(order[ok])
-                mach, slot = mach[keep], slot[keep]
+                mach, slot = mach[ok], slot[ok]
         return mach, slot, dropped
 
     def step(self, action: Any):
@@ -256,33 +249,41 @@ class ApproxJobsEnv(ClusterEnv):
         cost = self._price[mach]
         reward = 0.0
         if mach.size:
-            touched, inv = np.unique(jid, return_inverse=True)
-            self._work[touched] += np.bincount(inv, weights=work, minlength=touched.size)  # eq. 1
+            J1 = self._J + 1
+            occ = np.bincount(slot, minlength=J1)[1:] > 0  # (J,) window slots served this slot
+            touched = self._slot_job[occ]
+            self._work[touched] += np.bincount(slot, weights=work, minlength=J1)[1:][occ]  # eq. 1
+            add = np.bincount(slot, weights=cost, minlength=J1)[1:][occ]
             over_before = np.maximum(self._spent[touched] - self._jobs.budget[touched], 0.0).sum()
-            self._spent[touched] += np.bincount(inv, weights=cost, minlength=touched.size)
+            self._spent[touched] += add
+            self._slot_rem[occ] -= add
             self._fit_total += np.maximum(self._spent[touched] - self._jobs.budget[touched], 0.0).sum() - over_before
             new_u = self._utility(touched, self._work[touched])
             reward = float((new_u - self._util[touched]).sum())
             self._util[touched] = new_u
+            self._feat[occ, _F["spent"]] = self._spent[touched]
+            self._feat[occ, _F["work"]] = self._work[touched]
         spent = float(cost.sum())
         self._total_util += reward
         self._total_spent += spent
         # Migrations (Fig. 3b): machine i ran job j last slot, j is still in the window, i no longer runs j.
-        now = np.full(self._M, -1, dtype=np.int64)
-        now[mach] = jid
-        prev = self._prev_job
-        active_prev = prev >= 0
-        if active_prev.any():
-            still = np.isin(prev, self._slot_job[self._slot_job >= 0])
-            migr = int((active_prev & still & (now != prev)).sum())
-        else:
-            migr = 0
+        now_slot = np.zeros(self._M, dtype=np.int64)
+        now_slot[mach] = slot
+        ps = self._prev_slot
+        was = ps > 0
+        migr = 0
+        if was.any():
+            pj = self._prev_job
+            moved = was & (now_slot != ps)
+            if moved.any():
+                migr = int((self._slot_job[ps[moved] - 1] == pj[moved]).sum())  # same job still holds that slot
         self._migrations += migr
-        self._prev_job = now
+        self._prev_slot = now_slot
+        self._prev_job = np.where(now_slot > 0, self._slot_job[now_slot - 1], -1)
         self._last = (mach, slot, work)
         self._t += 1
         self._admit()
-        done = self._next >= self._N and not self._queue and not (self._slot_job >= 0).any()
+        done = self._N > 0 and self._next >= self._N and not self._queue and not (self._slot_job >= 0).any()
         truncated = self._t >= self.horizon and not done
         metrics = {"utility": self._total_util, "budget_spent": spent, "fit": float(self._fit_total),
                    "migrations": migr, "migration_rate": migr / self._M, "busy": int(mach.size), "repaired": dropped}

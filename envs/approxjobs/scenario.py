@@ -23,12 +23,15 @@ Modelling choices, each a documented reading of §VI:
   "philly"``: submit times and durations of the Philly trace (``trace_path``, read with
   ``load_philly``) from ``trace_start`` seconds on, in slots of ``slot_seconds``; a uniform random
   subset of expected size ``arrival_rate·T`` keeps the trace's burstiness at our cluster size;
-  lifetimes are ceil(duration / slot_seconds) clipped to [life_min, life_max].
+  lifetimes (d_j − a_j) are the job's real run time ceil(duration / slot_seconds) clipped to
+  [life_min, life_max]; defaults: trace_start = day 20, slot_seconds = 60.
   The paper used a Google trace (10 h) that we do not have.
 * **Load.** ``load`` ∈ (0, 1] keeps each job with that probability (independently, with the
   scenario seed): 1 = heavy (all jobs), 0.5 = light ("we only keep half of the jobs", Fig. 2).
 * **Sizes.** Default: M=100 machines, J_max=20 visible jobs, T=2000. ``scale="paper"``: M=1000,
-  J_max=100, T=50,000 (§VI), arrival_rate 0.25 (≈ 40 concurrent jobs).
+  J_max=100, T=50,000 (§VI), arrival_rate 0.15 (≈ 24 concurrent jobs). The rates are chosen so that
+  budgets and machines are both scarce: a job affords q_j / p̄ ≈ 50 machines per slot on average,
+  so ≈ 2.4 (24) jobs ask for about 1.2 M machines (heavy load); light load halves that.
 * ``"single"`` scenario: one job, a=0, d=T, budget B = q·T (default q = 0.4·M), uniform prices:
   the setting of §IV (OPS, Theorem 2).
 """
@@ -87,7 +90,7 @@ PAPER_DEFAULTS = dict(
     horizon=2000,  # paper: 50,000 (scale="paper")
     beta=0.5,  # §VI: β ∈ [0.5, 1); Table I uses 0.5, 0.6, 0.7
     load=1.0,  # fraction of jobs kept (Fig. 2: light = 0.5)
-    arrival_rate=0.04,  # expected jobs per slot
+    arrival_rate=0.015,  # expected jobs per slot (≈ 2.4 concurrent jobs of mean life 160)
     life_min=20,
     life_max=300,
     budget_low=2.0,  # §VI: q_j ~ U[2, 100], B_j = q_j (d_j − a_j)
@@ -101,12 +104,12 @@ PAPER_DEFAULTS = dict(
     price_high=1.0,
     arrivals="synthetic",  # or "philly"
     trace_path=None,
-    trace_start=0.0,  # seconds after the first job of the trace
-    slot_seconds=600.0,
+    trace_start=20 * 86400.0,  # seconds after the first job (the Philly trace is sparse before day 20)
+    slot_seconds=60.0,
     scale="default",  # or "paper"
 )
 
-PAPER_SCALE = dict(num_machines=1000, max_jobs=100, horizon=50_000, arrival_rate=0.25)
+PAPER_SCALE = dict(num_machines=1000, max_jobs=100, horizon=50_000, arrival_rate=0.15)
 
 SINGLE_DEFAULTS = dict(num_machines=10, horizon=2000, beta=0.5, budget_rate=None, value=3.0,
                        speed_low=0.3, service="iid", price_low=0.2, price_high=1.0)

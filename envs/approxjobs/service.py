@@ -59,9 +59,10 @@ def mean_rate(model: ServiceModel, speed: np.ndarray) -> np.ndarray:
 
 
 class ServiceProcess:
-    """Draws θ_i^t for all machines, a block of slots at a time (same values as slot by slot).
+    """Draws θ_i^t for all machines, a block of slots at a time.
 
-    Only the env owns one; it uses its own child generator, so agents cannot shift the stream.
+    The realisation depends on the seed and on the block sizes requested (the env always asks for
+    blocks of 256 slots, so a seed fixes it). Only the env owns one; it uses its own child generator, so agents cannot shift the stream.
     """
 
     def __init__(self, model: ServiceModel, speed: np.ndarray, rng: np.random.Generator):
@@ -69,32 +70,39 @@ class ServiceProcess:
         self.speed = np.asarray(speed, dtype=float)  # (M,)
         self.rng = rng
         M = self.speed.size
+        self.clock = 0.0  # start time of the next slot to draw
         if model.kind == "gamma":
-            self.available = rng.random(M) < model.p_available  # (M,) state at the next slot start
-            self.left = np.where(self.available, rng.gamma(model.ap_shape, model.ap_scale, M),
-                                 rng.gamma(model.up_shape, model.up_scale, M))  # (M,) slots left in period
+            self.available = rng.random(M) < model.p_available  # (M,) state of the current period
+            self.switch = np.where(self.available, rng.gamma(model.ap_shape, model.ap_scale, M),
+                                   rng.gamma(model.up_shape, model.up_scale, M))  # (M,) time the period ends
 
     def states(self, n: int) -> np.ndarray:
-        """(n, M) bool: machine in an available period at the start of each of the next n slots."""
+        """(n, M) bool: machine in an available period at the start of each of the next n slots.
+
+        Event driven: every period end inside the block toggles the state of the slots that start
+        at or after it (a slot's state is the state at its start time).
+        """
         m, rng = self.model, self.rng
         M = self.speed.size
+        t0 = self.clock
+        self.clock = t0 + n
         if m.kind == "iid":
             return rng.random((n, M)) < m.p_available
-        out = np.empty((n, M), dtype=bool)
-        avail, left = self.available, self.left
-        for k in range(n):
-            out[k] = avail
-            left = left - 1.0
-            ended = left <= 0.0
-            while ended.any():  # one or more periods end inside this slot
-                idx = np.flatnonzero(ended)
-                avail[idx] = ~avail[idx]
-                nxt = np.where(avail[idx], rng.gamma(m.ap_shape, m.ap_scale, idx.size),
-                               rng.gamma(m.up_shape, m.up_scale, idx.size))
-                left[idx] += nxt
-                ended = left <= 0.0
-        self.available, self.left = avail, left
-        return out
+        toggles = np.zeros((n + 1) * M, dtype=np.int64)  # (n+1, M) flattened: toggles effective from slot k
+        avail, switch = self.available, self.switch
+        end = t0 + n - 1  # start time of the block's last slot
+        due = np.flatnonzero(switch <= end)
+        while due.size:
+            k = np.maximum(np.ceil(switch[due] - t0), 0).astype(np.int64)  # first slot starting at/after the switch
+            np.add.at(toggles, k * M + due, 1)
+            avail[due] = ~avail[due]
+            switch[due] += np.where(avail[due], rng.gamma(m.ap_shape, m.ap_scale, due.size),
+                                    rng.gamma(m.up_shape, m.up_scale, due.size))
+            due = due[switch[due] <= end]
+        flips = np.cumsum(toggles.reshape(n + 1, M)[:n], axis=0) & 1  # (n, M) toggles so far, mod 2
+        start = avail ^ (np.sum(toggles.reshape(n + 1, M)[:n], axis=0) & 1).astype(bool)  # state at t0
+        self.available, self.switch = avail, switch
+        return start[None, :] ^ flips.astype(bool)
 
     def block(self, n: int) -> np.ndarray:
         """(n, M) realised rates θ_i^t in [0, 1] for the next n slots."""
