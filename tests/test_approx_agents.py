@@ -101,7 +101,7 @@ def test_opm_dual_update_follows_eq_73():
         # g_j(x_j(t)) = Σ_i p_i x_j^i(t) − (1−ε) B_j/(d_j − a_j) (eq. 64) for the new iterate
         target = feats[:, 3] / np.maximum(feats[:, 2] - feats[:, 1], 1)
         np.testing.assert_allclose(agent.g1[live], (env.problem.price @ agent.x - target)[live], rtol=1e-6, atol=1e-6)
-        assert np.all(agent.x >= 0) and np.all(agent.x.sum(axis=1) <= 1 + 1e-9)  # P4 feasible
+        assert np.all(agent.x >= 0) and np.all(agent.x.sum(axis=1) <= 1 + 1e-6)  # P4 feasible (float32 iterate)
         nxt, r, term, trunc, info = env.step(a)
         agent.update(obs, a, r, nxt, public_info(info))
         obs = nxt

@@ -15,20 +15,28 @@ def project_capped_simplex(Y: np.ndarray) -> np.ndarray:
 
     For one row y: if Σ_j max(y_j, 0) <= 1 the projection is max(y, 0); otherwise the sum
     constraint is tight and z = max(y − τ, 0) with τ > 0 from the sorted KKT conditions (the
-    classic simplex projection, O(J log J) per row). Only rows with Σ max(y, 0) > 1 are sorted.
-    ``Y`` is (M, J); returns a new (M, J) array.
+    classic simplex projection, O(J log J) per row). ``Y`` is (M, J) float64 or float32; returns
+    a new array of the same dtype.
     """
     Z = np.maximum(Y, 0.0)
-    over = np.flatnonzero(Z.sum(axis=1) > 1.0)
-    if over.size:
-        Yo = Y[over]
-        U = -np.sort(-Yo, axis=1)  # (m, J) descending
-        css = np.cumsum(U, axis=1) - 1.0
-        k = np.arange(1, Y.shape[1] + 1)
-        cond = U - css / k > 0  # true on a prefix
-        rho = cond.sum(axis=1)  # >= 1 since the largest entry is > 0 here
-        tau = css[np.arange(over.size), rho - 1] / rho
+    over = Z.sum(axis=1) > 1.0
+    n_over = int(over.sum())
+    if n_over == 0:
+        return Z
+    sub = n_over < Y.shape[0] // 2  # few rows to fix: sort only those
+    Yo = Y[over] if sub else Y
+    U = np.sort(Yo, axis=1)[:, ::-1]  # (m, J) descending
+    css = np.cumsum(U, axis=1)
+    css -= 1.0
+    k = np.arange(1, Y.shape[1] + 1, dtype=Y.dtype)
+    rho = (U * k > css).sum(axis=1)  # the KKT condition u_k > (Σ_{l<=k} u_l − 1)/k holds on a prefix
+    tau = np.take_along_axis(css, (rho - 1)[:, None], axis=1)[:, 0] / rho
+    if sub:
         Z[over] = np.maximum(Yo - tau[:, None], 0.0)
+        return Z
+    tau = np.where(over, tau, 0.0)  # rows with Σ max(y, 0) <= 1 keep max(y, 0)
+    Z = Y - tau[:, None]
+    np.maximum(Z, 0.0, out=Z)
     return Z
 
 
