@@ -44,7 +44,7 @@ class ApproxJobsEnv(ClusterEnv):
     ## Observation Space
     | key      | space                                   | meaning                                    |
     |----------|-----------------------------------------|--------------------------------------------|
-    | jobs     | Box(0, inf, (J_max, 8), float32)         | per window slot: job_id, a_j, d_j, B_j, spent, v_j, β_j, X_j (0 if empty) |
+    | jobs     | Box(0, inf, (J_max, 8), float64)         | per window slot: job_id, a_j, d_j, B_j, spent, v_j, β_j, X_j (0 if empty) |
     | job_mask | MultiBinary(J_max)                       | window slot occupied                       |
     | t        | Box(0, T, (1,), float32)                 | slots elapsed (the next slot is t+1)       |
 
@@ -118,7 +118,7 @@ class ApproxJobsEnv(ClusterEnv):
         self._space_desc = f"MultiDiscrete([{self._J + 1}] * {self._M}) (0 = idle, k = window slot k)"
         self.action_space = spaces.MultiDiscrete(np.full(self._M, self._J + 1, dtype=np.int64))
         self.observation_space = spaces.Dict({
-            "jobs": spaces.Box(0.0, np.inf, shape=(self._J, len(JOB_FEATURES)), dtype=np.float32),
+            "jobs": spaces.Box(0.0, np.inf, shape=(self._J, len(JOB_FEATURES)), dtype=np.float64),
             "job_mask": spaces.MultiBinary(self._J),
             "t": spaces.Box(0.0, float(self.horizon), shape=(1,), dtype=np.float32),
         })
@@ -136,16 +136,14 @@ class ApproxJobsEnv(ClusterEnv):
         while self._next < self._N and jb.arrival[self._next] <= t:
             self._queue.append(self._next)
             self._next += 1
-        occ = self._slot_job >= 0
-        if occ.any():
-            j = self._slot_job[occ]
-            gone = (jb.deadline[j] < s) | (self._slot_rem[occ] < self._min_price)
-            if gone.any():
-                slots = np.flatnonzero(occ)[gone]
-                self._left[self._slot_job[slots]] = True
-                self._slot_job[slots] = -1
-                self._slot_rem[slots] = -1.0
-                self._feat[slots] = 0.0
+        gone = (self._slot_deadline < s) | ((self._slot_rem < self._min_price) & (self._slot_job >= 0))
+        if gone.any():
+            slots = np.flatnonzero(gone)
+            self._left[self._slot_job[slots]] = True
+            self._slot_job[slots] = -1
+            self._slot_rem[slots] = -1.0
+            self._slot_deadline[slots] = np.inf
+            self._feat[slots] = 0.0
         if self._queue:
             q = [j for j in self._queue if jb.deadline[j] >= s]  # expired while waiting
             for j in self._queue:
@@ -157,6 +155,7 @@ class ApproxJobsEnv(ClusterEnv):
                 sl, j = free[:n], np.asarray(q[:n], dtype=np.int64)
                 self._slot_job[sl] = j
                 self._slot_rem[sl] = jb.budget[j] - self._spent[j]
+                self._slot_deadline[sl] = jb.deadline[j]
                 self._feat[sl] = np.stack([j, jb.arrival[j], jb.deadline[j], jb.budget[j], self._spent[j],
                                            jb.value[j], jb.beta[j], self._work[j]], axis=1)
             self._queue = q[n:]
@@ -186,7 +185,9 @@ class ApproxJobsEnv(ClusterEnv):
         self._prev_job = np.full(self._M, -1, dtype=np.int64)  # (M,) job each machine ran last slot
         self._prev_slot = np.zeros(self._M, dtype=np.int64)  # (M,) its window slot (0 = idle)
         self._slot_rem = np.full(self._J, -1.0)  # (J,) remaining budget per window slot, -1 = empty
-        self._feat = np.zeros((self._J, len(JOB_FEATURES)), dtype=np.float32)  # observation rows
+        self._slot_deadline = np.full(self._J, np.inf)  # (J,) d_j per window slot, inf = empty
+        self._feat = np.zeros((self._J, len(JOB_FEATURES)))  # (J, 8) observation rows, float64 so that
+        # agents read budgets exactly (a float32 remaining budget could be off by 1e-3 and overspend)
         self._queue: list[int] = []
         self._next = 0
         self._migrations = 0
@@ -229,7 +230,7 @@ class ApproxJobsEnv(ClusterEnv):
         if mach.size:
             cost = self._price[mach]
             per_slot = np.bincount(slot, weights=cost, minlength=self._J + 1)[1:]
-            if (per_slot > rem + 1e-9).any():
+            if (per_slot > np.maximum(rem, 0.0) + 1e-9).any():
                 ok = budget_prefix(slot, cost, rem)  # eq. 4, Algorithm 1 lines 7-12
                 if self.infeasible == "raise":
                     k = int(slot[np.argmin(ok)])
