@@ -237,3 +237,14 @@ def test_ucb_is_eq_66():
     P = np.array([1.0, 100.0, 10.0])
     rad = np.sqrt(2.0 * bar / P) + 2.0 / P
     np.testing.assert_allclose(th, np.minimum(1.0, bar + 2 * rad))
+
+
+def test_experiment_module_is_discovered_and_episode_is_consistent():
+    from clustergym.experiments import list_papers
+    from clustergym.experiments.opm import episode as exp_episode
+
+    assert "opm" in list_papers()
+    r = exp_episode(dict(SMALL, horizon=150), "fair", 0, records=True)
+    assert r["total_reward"] == pytest.approx(sum(r["records"]["utility"]))
+    assert r["budget_spent"] == pytest.approx(sum(r["records"]["spent"]))
+    assert r["repaired"] == 0 and r["fit"] == 0.0
