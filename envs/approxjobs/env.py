@@ -251,14 +251,16 @@ class ApproxJobsEnv(ClusterEnv):
         reward = 0.0
         if mach.size:
             J1 = self._J + 1
-            occ = np.bincount(slot, minlength=J1)[1:] > 0  # (J,) window slots served this slot
+            add_all = np.bincount(slot, weights=cost, minlength=J1)[1:]  # (J,) price paid per window slot
+            occ = add_all > 0  # window slots served this slot (prices are positive)
             touched = self._slot_job[occ]
+            add = add_all[occ]
             self._work[touched] += np.bincount(slot, weights=work, minlength=J1)[1:][occ]  # eq. 1
-            add = np.bincount(slot, weights=cost, minlength=J1)[1:][occ]
-            over_before = np.maximum(self._spent[touched] - self._jobs.budget[touched], 0.0).sum()
             self._spent[touched] += add
-            self._slot_rem[occ] -= add
-            self._fit_total += np.maximum(self._spent[touched] - self._jobs.budget[touched], 0.0).sum() - over_before
+            rem = self._slot_rem[occ]
+            self._slot_rem[occ] = rem - add
+            # eq. 8 (violations only): only the jobs served now can change it
+            self._fit_total += np.maximum(add - rem, 0.0).sum() - np.maximum(-rem, 0.0).sum()
             new_u = self._utility(touched, self._work[touched])
             reward = float((new_u - self._util[touched]).sum())
             self._util[touched] = new_u
