@@ -4,6 +4,9 @@ from clustergym.agent import list_agents, make, register_agent
 
 register_agent("esdp", "multiserver-channel", "clustergym.agents.esdp:ESDP")
 register_agent("gadget", "ringallreduce", "clustergym.agents.gadget:GADGET")
+register_agent("opm", "approxjobs", "clustergym.agents.opm:OPM")
+register_agent("opm-noest", "approxjobs", "clustergym.agents.opm:OPMNoEstimation")
+register_agent("ops", "approxjobs", "clustergym.agents.ops:OPS")
 
 __all__ = ["make", "list_agents"]
 register_agent("ogasched", "multiserver-allocation", "clustergym.agents.ogasched:OGASched")

@@ -12,6 +12,9 @@ _ENVS = [
     dict(id="clustergym/RingAllReduce-v0",
          entry_point="clustergym.envs.ringallreduce.env:RingAllReduceEnv",
          kwargs={}),
+    dict(id="clustergym/ApproxJobs-v0",
+         entry_point="clustergym.envs.approxjobs.env:ApproxJobsEnv",
+         kwargs={}),
 ]
 
 for _spec in _ENVS:

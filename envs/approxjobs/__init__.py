@@ -1,0 +1,1 @@
+"""P4: ApproxJobs (OPM paper, opm.md §III–VI)."""
