@@ -1,5 +1,5 @@
 # Two entry points, each doing its own setup on a fresh machine:
-#   make reproduce   -- the main job: the paper comparisons (quick mode) into runs/reproduce
+#   make reproduce   -- the main job: all four papers' comparisons (quick mode) into runs/reproduce
 #   make test        -- the test suite
 PYTHON ?= python3
 VENV   := .venv
@@ -21,7 +21,7 @@ test: $(STAMP)
 	$(BIN)/python -m pytest -n 2 -q
 
 reproduce: $(STAMP)
-	$(BIN)/clustergym reproduce esdp --quick --out runs/reproduce
+	$(BIN)/clustergym reproduce all --quick --out runs/reproduce
 
 bench: $(STAMP)
 	$(BIN)/clustergym bench
