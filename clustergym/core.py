@@ -16,6 +16,7 @@ import numpy as np
 
 __all__ = [
     "Scenario",
+    "resolve_scenario",
     "check_choice",
     "check_int",
     "check_real",
@@ -39,6 +40,21 @@ class Scenario(Generic[P, H]):
     problem: P  # public problem (frozen dataclass of the family)
     truth: H  # hidden truth (frozen dataclass of the family)
     params: dict  # generator parameters that produced it (for results.json)
+
+
+def resolve_scenario(scenario: Any, params: dict, factory, names: tuple, seed: int) -> Scenario:
+    """The Scenario an env is built from: a Scenario object as is, or ``factory(name, seed, **params)``.
+
+    Every env constructor takes ``scenario`` (a name or a Scenario) plus scenario parameters as
+    kwargs; this is the one place that checks the combination.
+    """
+    if isinstance(scenario, Scenario):
+        if params:
+            raise ValueError("scenario parameters cannot be combined with a Scenario object")
+        return scenario
+    if isinstance(scenario, str):
+        return factory(scenario, seed=seed, **params)
+    raise ValueError(f"scenario={scenario!r} is invalid: expected one of {names} or a Scenario")
 
 
 def as_generator(seed: int | np.random.Generator | None) -> np.random.Generator:

@@ -7,7 +7,7 @@ from typing import Any
 import numpy as np
 from gymnasium import spaces
 
-from clustergym.core import Scenario, child_generators
+from clustergym.core import Scenario, resolve_scenario, child_generators
 from clustergym.env import ClusterEnv
 from clustergym.envs.multiserver.allocation_scenario import (
     ALLOCATION_SCENARIOS, make_allocation_scenario, utility_value)
@@ -141,14 +141,7 @@ class MultiServerAllocationEnv(ClusterEnv):
     def __init__(self, scenario: str | Scenario = "paper", *, scenario_seed: int = 0, horizon: int = 2000,
                  oracle: bool = True, infeasible: str = "repair", render_mode: str | None = None, **params: Any):
         super().__init__(horizon=horizon, infeasible=infeasible, render_mode=render_mode, oracle=oracle)
-        if isinstance(scenario, Scenario):
-            if params:
-                raise ValueError("scenario parameters cannot be combined with a Scenario object")
-            self.scenario = scenario
-        elif isinstance(scenario, str):
-            self.scenario = make_allocation_scenario(scenario, seed=scenario_seed, **params)
-        else:
-            raise ValueError(f"scenario={scenario!r} is invalid: expected one of {ALLOCATION_SCENARIOS} or a Scenario")
+        self.scenario = resolve_scenario(scenario, params, make_allocation_scenario, ALLOCATION_SCENARIOS, scenario_seed)
         pb = self.scenario.problem
         self.problem = pb
         self._truth = self.scenario.truth

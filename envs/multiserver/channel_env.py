@@ -7,7 +7,7 @@ from typing import Any
 import numpy as np
 from gymnasium import spaces
 
-from clustergym.core import Scenario, child_generators
+from clustergym.core import Scenario, resolve_scenario, child_generators
 from clustergym.env import ClusterEnv
 from clustergym.envs.multiserver.channel_scenario import CHANNEL_SCENARIOS, make_channel_scenario
 from clustergym.envs.multiserver.knapsack import knapsack_max
@@ -80,14 +80,7 @@ class MultiServerChannelEnv(ClusterEnv):
     def __init__(self, scenario: str | Scenario = "paper", *, scenario_seed: int = 0, horizon: int = 2000,
                  oracle: bool = True, infeasible: str = "repair", render_mode: str | None = None, **params: Any):
         super().__init__(horizon=horizon, infeasible=infeasible, render_mode=render_mode, oracle=oracle)
-        if isinstance(scenario, Scenario):
-            if params:
-                raise ValueError("scenario parameters cannot be combined with a Scenario object")
-            self.scenario = scenario
-        elif isinstance(scenario, str):
-            self.scenario = make_channel_scenario(scenario, seed=scenario_seed, **params)
-        else:
-            raise ValueError(f"scenario={scenario!r} is invalid: expected one of {CHANNEL_SCENARIOS} or a Scenario")
+        self.scenario = resolve_scenario(scenario, params, make_channel_scenario, CHANNEL_SCENARIOS, scenario_seed)
         pb = self.scenario.problem
         self.problem = pb
         self._truth = self.scenario.truth

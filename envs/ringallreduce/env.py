@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 from gymnasium import spaces
 
-from clustergym.core import Scenario, check_choice, check_int, check_real, child_generators
+from clustergym.core import Scenario, resolve_scenario, check_choice, check_int, check_real, child_generators
 from clustergym.env import ClusterEnv
 from clustergym.envs.ringallreduce.placement import place_jobs
 from clustergym.envs.ringallreduce.scenario import (RING_SCENARIOS, draw_jobs, make_ring_scenario,
@@ -118,14 +118,7 @@ class RingAllReduceEnv(ClusterEnv):
         self.action_mode = check_choice("action_mode", action_mode, ("placement", "ring_size"))
         self.max_jobs = check_int("max_jobs", max_jobs, 1, 4096)
         self.oracle_time_limit = check_real("oracle_time_limit", oracle_time_limit, 0.0, None, lo_open=True)
-        if isinstance(scenario, Scenario):
-            if params:
-                raise ValueError("scenario parameters cannot be combined with a Scenario object")
-            self.scenario = scenario
-        elif isinstance(scenario, str):
-            self.scenario = make_ring_scenario(scenario, seed=scenario_seed, **params)
-        else:
-            raise ValueError(f"scenario={scenario!r} is invalid: expected one of {RING_SCENARIOS} or a Scenario")
+        self.scenario = resolve_scenario(scenario, params, make_ring_scenario, RING_SCENARIOS, scenario_seed)
         self.problem = replace(self.scenario.problem, max_jobs=self.max_jobs, action_mode=self.action_mode)
         self._truth = self.scenario.truth
         topo = self.problem.topology
