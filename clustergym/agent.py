@@ -47,6 +47,8 @@ class BaseAgent:
         return None
 
 
+SB3_PREFIX = "sb3:"
+
 # name -> family -> "module:Class"
 _REGISTRY: dict[str, dict[str, str]] = {}
 _BUILTINS_LOADED = False
@@ -118,13 +120,26 @@ def parse_agent_spec(spec: str) -> tuple[str, dict]:
 def make(name: str, family: str | None = None, *, env_id: str | None = None, **kwargs) -> Agent:
     """Build agent ``name`` for ``family`` (or the family of ``env_id``).
 
-    ``name`` may carry options: ``"esdp[only_active=true]"``.
+    ``name`` may carry options: ``"esdp[only_active=true]"``. ``"sb3:PATH/model.zip"`` loads a model
+    saved by ``clustergym train`` (:class:`clustergym.baselines.drl.SB3Agent`).
     """
     _load_builtins()
     base, opts = parse_agent_spec(name)
     opts.update(kwargs)
     if env_id is not None:
         family = env_family(env_id)
+    if base.startswith(SB3_PREFIX):  # a saved Stable-Baselines3 model (``clustergym train``)
+        from clustergym.baselines.drl import SB3Agent
+
+        try:
+            agent = SB3Agent(base[len(SB3_PREFIX):], **opts)
+        except TypeError as exc:
+            raise ValueError(f"bad options for agent {base!r}: {exc}") from None
+        if family is not None and family not in agent.families:
+            raise ValueError(f"model {base!r} was trained on {agent.meta['env_id']} (family {agent.family!r}) "
+                             f"and cannot act in family {family!r}")
+        agent.name = base
+        return agent
     if base not in _REGISTRY:
         raise ValueError(f"unknown agent {base!r}; known: {', '.join(sorted(_REGISTRY))}")
     fams = _REGISTRY[base]

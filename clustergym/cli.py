@@ -1,4 +1,4 @@
-"""Command line: ``clustergym list|run|reproduce|bench`` (SPEC §3.5).
+"""Command line: ``clustergym list|run|reproduce|train|bench`` (SPEC §3.5).
 
 Errors are one clear line on stderr and exit code 2; ``--debug`` shows the traceback.
 """
@@ -95,6 +95,24 @@ def cmd_reproduce(args) -> int:
     return 0
 
 
+def cmd_train(args) -> int:
+    from clustergym.baselines.drl import train
+
+    env_kwargs = _parse_set(args.set)
+    if args.horizon is not None:
+        env_kwargs["horizon"] = args.horizon
+    hp = _parse_set(args.hp)
+    meta = train(args.env_id, args.algo, args.timesteps, args.out, env_kwargs=env_kwargs, seed=args.seed,
+                 n_envs=args.n_envs, eval_freq=args.eval_freq, eval_episodes=args.eval_episodes,
+                 stats=not args.no_stats, normalize=not args.no_normalize, hyperparams=hp,
+                 progress=not args.no_progress, verbose=args.verbose)
+    model = f"{args.out.rstrip('/')}/model.zip"
+    print(f"trained {meta['algo']} on {meta['env_id']} for {meta['timesteps']:,} steps in {meta['train_wall_s']:.0f} s")
+    print(f"wrote {model}, training_curve.png, evaluations.npz, TensorBoard logs in {args.out.rstrip('/')}/tb")
+    print(f"evaluate: clustergym run {meta['env_id']} --agents sb3:{model} --seeds 100-102 --out runs/eval")
+    return 0
+
+
 def cmd_bench(args) -> int:
     from clustergym.bench import run_bench
 
@@ -131,6 +149,25 @@ def build_parser() -> argparse.ArgumentParser:
     rp.add_argument("--workers", type=int, default=2)
     rp.add_argument("--no-progress", action="store_true")
     rp.set_defaults(func=cmd_reproduce)
+
+    t = sub.add_parser("train", help="train a Stable-Baselines3 agent (saved model = agent sb3:DIR/model.zip)")
+    t.add_argument("env_id")
+    t.add_argument("--algo", required=True, choices=["ppo", "a2c", "sac", "maskable_ppo"])
+    t.add_argument("--timesteps", type=int, required=True)
+    t.add_argument("--out", required=True, help="run directory (model.zip, tb/, training_curve.png, ...)")
+    t.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="env kwarg (JSON value)")
+    t.add_argument("--horizon", type=int, default=None, help="episode length (default: the env's)")
+    t.add_argument("--hp", action="append", default=[], metavar="KEY=VALUE",
+                   help="algorithm hyperparameter (JSON value), e.g. --hp n_steps=512 --hp learning_rate=1e-4")
+    t.add_argument("--seed", type=int, default=0)
+    t.add_argument("--n-envs", type=int, default=4, help="parallel training envs (SAC uses 1)")
+    t.add_argument("--eval-freq", type=int, default=10_000, help="timesteps between evaluations")
+    t.add_argument("--eval-episodes", type=int, default=2)
+    t.add_argument("--no-stats", action="store_true", help="do not append the empirical statistics to observations")
+    t.add_argument("--no-normalize", action="store_true", help="no VecNormalize")
+    t.add_argument("--no-progress", action="store_true")
+    t.add_argument("--verbose", type=int, default=0)
+    t.set_defaults(func=cmd_train)
 
     b = sub.add_parser("bench", help="performance table (SPEC §10)")
     b.add_argument("--only", default=None, metavar="PAPER", help=f"one of {', '.join(list_papers())}")

@@ -1,0 +1,454 @@
+"""DRL comparisons with Stable-Baselines3 (SPEC §8): wrappers, training, and ``sb3:`` agents.
+
+Three pieces, shared by training and evaluation so that a saved model sees at evaluation exactly
+the observations it was trained on:
+
+* :class:`EmpiricalStats` — the statistics a learner needs but the raw observation lacks, updated
+  only from what a real scheduler sees (observations and ``info["feedback"]``, never metrics):
+
+  =========================  =====================================================================
+  family                     statistics appended (all in [0, 1] or means of observed quantities)
+  =========================  =====================================================================
+  multiserver-channel (P1)   per channel: mean realised utility v̂_e (0 if untried) and the share
+                             of slots it was used n_e / t; per port: share of slots with a job
+  multiserver-allocation     per port: share of slots with a job (the hidden ρ_l, eq. 1);
+  (P2)                       per port: mean realised reward x_l q_l when it had a job
+  ringallreduce (P3)         none: the observation already holds jobs, servers and links; what is
+                             hidden is future arrivals only
+  approxjobs (P4)            per machine: mean work per used slot (the hidden service rate,
+                             §III) and the share of slots it was used
+  =========================  =====================================================================
+
+* :class:`ObsPipeline` — flattens the Dict observation (``gymnasium.spaces.flatten``) and appends
+  the statistics. :class:`DRLObservation` is the Gymnasium wrapper around it (training);
+  :class:`SB3Agent` uses the same pipeline when it acts in ``clustergym run`` (evaluation).
+* :func:`train` — ``clustergym train``: PPO / A2C on every env, SAC on P2 (actions rescaled to
+  [-1, 1] by :class:`RescaleBox`), MaskablePPO (sb3-contrib) on P1 and P4 with the
+  env's ``action_masks()``. Observations (and, for training only, rewards) are normalised by
+  SB3's ``VecNormalize``; its statistics are saved beside the model and applied at evaluation.
+
+A run directory holds ``model.zip``, ``vecnormalize.pkl``, ``clustergym.json`` (env id, kwargs,
+algorithm, wrapper settings), ``monitor/`` (episode returns), ``evaluations.npz`` (periodic
+evaluation on held-out seeds), ``tb/`` (TensorBoard logs) and ``training_curve.png``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+
+from clustergym.agent import BaseAgent, env_family
+
+__all__ = ["ALGOS", "EmpiricalStats", "ObsPipeline", "DRLObservation", "SB3Agent", "make_train_env", "train",
+           "sb3_mask", "plot_training_curve"]
+
+# algo -> (module, class, families it supports; None = every family)
+ALGOS: dict[str, tuple[str, str, tuple[str, ...] | None]] = {
+    "ppo": ("stable_baselines3", "PPO", None),
+    "a2c": ("stable_baselines3", "A2C", None),
+    "sac": ("stable_baselines3", "SAC", ("multiserver-allocation",)),
+    "maskable_ppo": ("sb3_contrib", "MaskablePPO", ("multiserver-channel", "approxjobs")),
+}
+SIDE_CAR = "clustergym.json"
+
+
+def _algo_class(algo: str):
+    import importlib
+
+    if algo not in ALGOS:
+        raise ValueError(f"algo={algo!r} is invalid: expected one of {', '.join(ALGOS)}")
+    mod, cls, _ = ALGOS[algo]
+    try:
+        return getattr(importlib.import_module(mod), cls)
+    except ImportError:
+        raise ValueError(f"algo {algo!r} needs {mod}: pip install 'clustergym[contrib]'") from None
+
+
+def check_algo(algo: str, family: str) -> None:
+    """ValueError unless ``algo`` can train on ``family`` (SPEC §8)."""
+    if algo not in ALGOS:
+        raise ValueError(f"algo={algo!r} is invalid: expected one of {', '.join(ALGOS)}")
+    fams = ALGOS[algo][2]
+    if fams is not None and family not in fams:
+        raise ValueError(f"algo {algo!r} supports the families {', '.join(fams)}, not {family!r} "
+                         f"(SAC needs Box actions; MaskablePPO needs discrete actions with masks)")
+
+
+# -- empirical statistics ------------------------------------------------------------------------
+class EmpiricalStats:
+    """Running statistics from observations and feedback only (see the module docstring)."""
+
+    def __init__(self, family: str, problem: Any):
+        self.family = family
+        self.problem = problem
+        if family == "multiserver-channel":
+            self.size = 2 * problem.num_edges + problem.num_ports
+        elif family == "multiserver-allocation":
+            self.size = 2 * problem.num_ports
+        elif family == "approxjobs":
+            self.size = 2 * problem.num_machines
+        else:
+            self.size = 0
+        self.reset()
+
+    def reset(self) -> None:
+        pb = self.problem
+        self.t = 0
+        if self.family == "multiserver-channel":
+            self.n = np.zeros(pb.num_edges)
+            self.sum = np.zeros(pb.num_edges)
+            self.jobs = np.zeros(pb.num_ports)
+        elif self.family == "multiserver-allocation":
+            self.jobs = np.zeros(pb.num_ports)
+            self.sum = np.zeros(pb.num_ports)
+        elif self.family == "approxjobs":
+            self.n = np.zeros(pb.num_machines)
+            self.sum = np.zeros(pb.num_machines)
+
+    def update(self, obs: dict, info: dict) -> None:
+        """After a step: ``obs`` is the *previous* observation (the slot just played), ``info`` its
+        step info (only ``feedback`` is read)."""
+        fb = info.get("feedback", {})
+        self.t += 1
+        if self.family == "multiserver-channel":
+            ch = np.asarray(fb.get("channels", ()), dtype=np.int64)
+            np.add.at(self.n, ch, 1.0)
+            np.add.at(self.sum, ch, np.asarray(fb.get("utilities", ()), dtype=np.float64))
+            self.jobs += np.asarray(obs["arrivals"], dtype=np.float64)
+        elif self.family == "multiserver-allocation":
+            x = np.asarray(obs["arrivals"], dtype=np.float64)
+            self.jobs += x
+            self.sum += np.asarray(fb.get("port_reward", np.zeros_like(x)), dtype=np.float64) * x
+        elif self.family == "approxjobs":
+            m = np.asarray(fb.get("machines", ()), dtype=np.int64)
+            np.add.at(self.n, m, 1.0)
+            np.add.at(self.sum, m, np.asarray(fb.get("work", ()), dtype=np.float64))
+
+    def vector(self) -> np.ndarray:
+        if self.size == 0:
+            return np.zeros(0, dtype=np.float32)
+        t = max(self.t, 1)
+        if self.family == "multiserver-channel":
+            mean = np.divide(self.sum, self.n, out=np.zeros_like(self.sum), where=self.n > 0)
+            parts = (mean, self.n / t, self.jobs / t)
+        elif self.family == "multiserver-allocation":
+            mean = np.divide(self.sum, self.jobs, out=np.zeros_like(self.sum), where=self.jobs > 0)
+            parts = (self.jobs / t, mean)
+        else:
+            mean = np.divide(self.sum, self.n, out=np.zeros_like(self.sum), where=self.n > 0)
+            parts = (mean, self.n / t)
+        return np.concatenate(parts).astype(np.float32)
+
+
+class ObsPipeline:
+    """Dict observation -> flat float32 vector [flatten(obs), statistics]."""
+
+    def __init__(self, family: str, problem: Any, obs_space: gym.spaces.Space, stats: bool = True):
+        self.obs_space = obs_space
+        self.stats = EmpiricalStats(family, problem) if stats else None
+        self.size = int(gym.spaces.flatdim(obs_space)) + (self.stats.size if self.stats else 0)
+        self.space = gym.spaces.Box(-np.inf, np.inf, shape=(self.size,), dtype=np.float32)
+        self._last = None
+
+    def reset(self, obs) -> np.ndarray:
+        if self.stats is not None:
+            self.stats.reset()
+        return self.observe(obs)
+
+    def update(self, info: dict) -> None:
+        if self.stats is not None:
+            self.stats.update(self._last, info)
+
+    def observe(self, obs) -> np.ndarray:
+        self._last = obs
+        flat = gym.spaces.flatten(self.obs_space, obs).astype(np.float32)
+        if self.stats is None or self.stats.size == 0:
+            return flat
+        return np.concatenate([flat, self.stats.vector()])
+
+
+class DRLObservation(gym.Wrapper):
+    """Flattened observation plus empirical statistics (:class:`ObsPipeline`)."""
+
+    def __init__(self, env: gym.Env, stats: bool = True):
+        super().__init__(env)
+        u = env.unwrapped
+        self.pipeline = ObsPipeline(u.family, u.problem, env.observation_space, stats)
+        self.observation_space = self.pipeline.space
+
+    def reset(self, **kwargs):
+        obs, info = self.env.reset(**kwargs)
+        return self.pipeline.reset(obs), info
+
+    def step(self, action):
+        obs, reward, terminated, truncated, info = self.env.step(action)
+        self.pipeline.update(info)
+        return self.pipeline.observe(obs), reward, terminated, truncated, info
+
+
+def unscale_action(a: np.ndarray, low: np.ndarray, high: np.ndarray) -> np.ndarray:
+    """[-1, 1] -> [low, high] per entry (entries with low == high map to low; see :class:`RescaleBox`)."""
+    a = np.clip(np.asarray(a, dtype=np.float64), -1.0, 1.0)
+    return low + (a + 1.0) * 0.5 * (high - low)
+
+
+class RescaleBox(gym.ActionWrapper):
+    """Box actions in [-1, 1] for SB3, mapped affinely to the env's [low, high] in device units.
+
+    Unlike ``gymnasium.wrappers.RescaleAction`` it accepts zero-width entries (P2's device types a
+    server lacks have low = high = 0), which it maps to low.
+    """
+
+    def __init__(self, env: gym.Env):
+        super().__init__(env)
+        self._low, self._high = _box_bounds(env.unwrapped.family, env.unwrapped.problem, env.action_space)
+        self.action_space = gym.spaces.Box(-1.0, 1.0, shape=env.action_space.shape, dtype=np.float32)
+
+    def action(self, action):
+        return unscale_action(action, self._low, self._high)
+
+
+def _box_bounds(family: str, problem, space=None) -> tuple[np.ndarray, np.ndarray]:
+    """Exact (float64) bounds of a Box action: P2's [0, a_l^k] of eq. 3 (the float32 space bounds
+    can round a up by more than the env's feasibility tolerance)."""
+    if family == "multiserver-allocation":
+        hi = np.asarray(problem.edge_demand, dtype=np.float64)
+        return np.zeros_like(hi), hi
+    if space is None:
+        raise ValueError(f"no Box action bounds known for family {family!r}")
+    return space.low.astype(np.float64), space.high.astype(np.float64)
+
+
+def sb3_mask(family: str, info: dict) -> np.ndarray | None:
+    """The flat per-value action mask sb3-contrib expects, from public ``info["action_mask"]``.
+
+    Equals ``env.action_masks()`` (tested): P1 gives a per-channel mask (|E|,) -> per channel
+    [0 allowed, 1 allowed]; P4's info mask is already per machine [idle, slot 1..J].
+    """
+    m = info.get("action_mask")
+    if m is None:
+        return None
+    m = np.asarray(m, dtype=bool)
+    if family == "multiserver-channel":
+        return np.stack([np.ones_like(m), m], axis=1).reshape(-1)
+    if family == "approxjobs":
+        return m
+    raise ValueError(f"no MaskablePPO mask for family {family!r}")
+
+
+def make_train_env(env_id: str, env_kwargs: dict | None = None, *, algo: str = "ppo", stats: bool = True,
+                   monitor_dir: str | None = None, rank: int = 0) -> gym.Env:
+    """``gym.make`` + Monitor + :class:`DRLObservation` (+ RescaleAction to [-1, 1] for Box actions)."""
+    from stable_baselines3.common.monitor import Monitor
+
+    kw = {"oracle": False, **(env_kwargs or {})}
+    env = gym.make(env_id, **kw)
+    env = Monitor(env, os.path.join(monitor_dir, str(rank)) if monitor_dir else None)
+    env = DRLObservation(env, stats=stats)
+    if isinstance(env.action_space, gym.spaces.Box):
+        env = RescaleBox(env)
+    return env
+
+
+# -- training ------------------------------------------------------------------------------------
+def train(env_id: str, algo: str, timesteps: int, out: str, *, env_kwargs: dict | None = None, seed: int = 0,
+          n_envs: int = 4, eval_freq: int = 10_000, eval_episodes: int = 2, eval_seed: int = 10_000,
+          stats: bool = True, normalize: bool = True, hyperparams: dict | None = None, progress: bool = True,
+          verbose: int = 0, threads: int | None = 1) -> dict:
+    """Train ``algo`` on ``env_id``; write the run directory ``out`` (see the module docstring).
+
+    Training envs are seeded ``seed, seed+1, ...``; periodic evaluation uses separate envs seeded
+    from ``eval_seed`` (held out from training). Returns the side-car dictionary.
+    """
+    import torch
+    from stable_baselines3.common.vec_env import DummyVecEnv, VecNormalize
+
+    import clustergym  # noqa: F401
+
+    family = env_family(env_id)
+    check_algo(algo, family)
+    if int(timesteps) < 1:
+        raise ValueError(f"timesteps={timesteps!r} is invalid: expected an integer >= 1")
+    if int(n_envs) < 1:
+        raise ValueError(f"n_envs={n_envs!r} is invalid: expected an integer >= 1")
+    if algo == "sac" and n_envs != 1:
+        n_envs = 1  # SAC: one env (off-policy; SB3's default)
+    env_kwargs = dict(env_kwargs or {})
+    gym.make(env_id, **env_kwargs).close()  # bad kwargs fail here, before anything is written
+    cls = _algo_class(algo)
+    if threads is not None:
+        torch.set_num_threads(int(threads))  # small MLPs: one thread is fastest and leaves cores to envs
+    os.makedirs(out, exist_ok=True)
+    mon = os.path.join(out, "monitor")
+    os.makedirs(mon, exist_ok=True)
+
+    def factory(rank: int, monitor: str | None):
+        return lambda: make_train_env(env_id, env_kwargs, algo=algo, stats=stats, monitor_dir=monitor, rank=rank)
+
+    venv = DummyVecEnv([factory(i, mon) for i in range(n_envs)])
+    venv.seed(seed)
+    eval_env = DummyVecEnv([factory(0, None)])
+    eval_env.seed(eval_seed)
+    if normalize:
+        venv = VecNormalize(venv, norm_obs=True, norm_reward=True, clip_obs=10.0)
+        eval_env = VecNormalize(eval_env, training=False, norm_obs=True, norm_reward=False, clip_obs=10.0)
+    hp = dict(hyperparams or {})
+    model = cls("MlpPolicy", venv, seed=seed, verbose=verbose, tensorboard_log=os.path.join(out, "tb"), **hp)
+    if algo == "maskable_ppo":
+        from sb3_contrib.common.maskable.callbacks import MaskableEvalCallback as EvalCallback
+    else:
+        from stable_baselines3.common.callbacks import EvalCallback
+    freq = max(int(eval_freq) // n_envs, 1)
+    cb = EvalCallback(eval_env, n_eval_episodes=int(eval_episodes), eval_freq=freq, log_path=out,
+                      best_model_save_path=None, deterministic=True, verbose=0)
+    t0 = time.perf_counter()
+    model.learn(total_timesteps=int(timesteps), callback=cb, progress_bar=progress, tb_log_name=algo)
+    wall = time.perf_counter() - t0
+    model.save(os.path.join(out, "model.zip"))
+    if normalize:
+        venv.save(os.path.join(out, "vecnormalize.pkl"))
+    meta = {"env_id": env_id, "family": family, "env_kwargs": env_kwargs, "algo": algo, "stats": bool(stats),
+            "normalize": bool(normalize), "seed": int(seed), "n_envs": int(n_envs), "timesteps": int(timesteps),
+            "eval_seed": int(eval_seed), "hyperparams": hp, "train_wall_s": wall,
+            "rescale_action": isinstance(venv.action_space, gym.spaces.Box)}
+    with open(os.path.join(out, SIDE_CAR), "w") as f:
+        json.dump(meta, f, indent=1)
+    venv.close()
+    eval_env.close()
+    try:
+        plot_training_curve(out)
+    except (OSError, ValueError):  # pragma: no cover - nothing to plot yet
+        pass
+    return meta
+
+
+def _monitor_curve(run_dir: str) -> tuple[np.ndarray, np.ndarray]:
+    """(cumulative timesteps at episode end, episode return) over all training envs, in time order."""
+    rows = []
+    mon = os.path.join(run_dir, "monitor")
+    for name in sorted(os.listdir(mon)) if os.path.isdir(mon) else []:
+        if not name.endswith(".monitor.csv"):
+            continue
+        with open(os.path.join(mon, name)) as f:
+            f.readline()  # JSON header
+            header = f.readline().strip().split(",")
+            for line in f:
+                vals = dict(zip(header, line.strip().split(",")))
+                rows.append((float(vals["t"]), float(vals["r"]), int(vals["l"])))
+    rows.sort()
+    if not rows:
+        return np.zeros(0), np.zeros(0)
+    steps = np.cumsum([r[2] for r in rows])
+    return steps, np.array([r[1] for r in rows])
+
+
+def plot_training_curve(run_dir: str, path: str | None = None, reference: dict[str, float] | None = None) -> str:
+    """Training episode returns and periodic evaluation returns vs timesteps (PNG).
+
+    ``reference``: optional horizontal lines (label -> episode return), e.g. paper agents.
+    """
+    from clustergym.plots import _plt
+
+    plt = _plt()
+    meta = json.load(open(os.path.join(run_dir, SIDE_CAR)))
+    fig, ax = plt.subplots(figsize=(6.4, 3.8))
+    steps, ret = _monitor_curve(run_dir)
+    if steps.size:
+        ax.plot(steps, ret, ".", color="tab:blue", alpha=0.35, ms=3, label="training episodes")
+    ev = os.path.join(run_dir, "evaluations.npz")
+    if os.path.exists(ev):
+        d = np.load(ev)
+        if d["timesteps"].size:
+            r = d["results"]
+            ax.plot(d["timesteps"], r.mean(axis=1), "-o", color="tab:orange", ms=3,
+                    label=f"evaluation (held-out seeds, deterministic)")
+    for i, (label, val) in enumerate((reference or {}).items()):
+        ax.axhline(val, ls="--", lw=1, color=f"C{(i + 2) % 10}", label=label)
+    ax.set_xlabel("timesteps")
+    ax.set_ylabel("episode return")
+    ax.set_title(f"{meta['algo'].upper()} on {meta['env_id'].split('/')[-1]}")
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=8, loc="best")
+    fig.tight_layout()
+    path = path or os.path.join(run_dir, "training_curve.png")
+    fig.savefig(path)
+    plt.close(fig)
+    return path
+
+
+# -- evaluation: saved models as agents ----------------------------------------------------------
+class SB3Agent(BaseAgent):
+    """A saved SB3 model as an agent: ``make("sb3:runs/ppo-p1/model.zip")``.
+
+    Applies the observation pipeline and ``VecNormalize`` statistics the model was trained with,
+    keeps the empirical statistics from public feedback (``update``), maps [-1, 1] actions back to
+    device units for Box actions, and passes action masks (from ``info["action_mask"]``) to
+    MaskablePPO. ``deterministic`` (default True) selects the policy's mode.
+    """
+
+    name = "sb3"
+
+    def __init__(self, path: str, deterministic: bool = True):
+        run_dir = os.path.dirname(os.path.abspath(path))
+        side = os.path.join(run_dir, SIDE_CAR)
+        if not os.path.exists(path):
+            raise FileNotFoundError(f"no SB3 model at {path!r}")
+        if not os.path.exists(side):
+            raise ValueError(f"{path!r} has no {SIDE_CAR} beside it: was it written by 'clustergym train'?")
+        with open(side) as f:
+            self.meta = json.load(f)
+        self.path = path
+        self.deterministic = bool(deterministic)
+        self.family = self.meta["family"]
+        self.families = (self.family,)
+        self.model = _algo_class(self.meta["algo"]).load(path, device="cpu")
+        self._norm = None
+        if self.meta.get("normalize"):
+            import pickle
+
+            with open(os.path.join(run_dir, "vecnormalize.pkl"), "rb") as f:
+                self._norm = pickle.load(f)  # a VecNormalize without its venv; only its statistics are used
+            self._norm.training = False
+
+    def reset(self, problem, *, seed=None) -> None:
+        super().reset(problem, seed=seed)
+        space = _obs_space_for(self.meta, problem)
+        self.pipeline = ObsPipeline(self.family, problem, space, self.meta["stats"])
+        expected = self.model.observation_space.shape
+        if (self.pipeline.size,) != tuple(expected):
+            raise ValueError(f"model {self.path!r} expects observations of size {expected[0]}, this env gives "
+                             f"{self.pipeline.size}: evaluate it on the scenario it was trained on")
+        self._box = None
+        if self.meta.get("rescale_action"):
+            self._box = _box_bounds(self.family, problem)
+        self._started = False
+
+    def act(self, obs, info):
+        x = self.pipeline.observe(obs) if self._started else self.pipeline.reset(obs)
+        self._started = True
+        if self._norm is not None:
+            x = self._norm.normalize_obs(x)
+        kw = {}
+        if self.meta["algo"] == "maskable_ppo":
+            kw["action_masks"] = sb3_mask(self.family, info)
+        a, _ = self.model.predict(x, deterministic=self.deterministic, **kw)
+        if self._box is not None:
+            lo, hi = self._box
+            a = unscale_action(a, lo, hi)
+        return a
+
+    def update(self, obs, action, reward, next_obs, info) -> None:
+        self.pipeline.update(info)
+
+
+def _obs_space_for(meta: dict, problem) -> gym.spaces.Space:
+    """The env's observation space for this problem (a public function of the problem)."""
+    env = gym.make(meta["env_id"], **{**meta["env_kwargs"], "oracle": False})
+    space = env.observation_space
+    env.close()
+    return space
