@@ -112,6 +112,50 @@ def esdp_rows(quick: bool) -> list[Row]:
     return rows
 
 
+def _rss_mb() -> float:
+    """Resident set size of this process (Linux /proc; 0 elsewhere)."""
+    import os
+
+    try:
+        with open("/proc/self/statm") as f:
+            return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20
+    except (OSError, ValueError, IndexError):  # pragma: no cover - not Linux
+        return 0.0
+
+
+def memory_rows(quick: bool) -> list[Row]:
+    """SPEC §10: memory stays flat (and per-step time does not grow) over 10^6 steps.
+
+    Steps every env for ``n`` slots (10^6 for P1 and P2, the fast envs; 10^5 in quick mode) with
+    one horizon covering them all, and compares RSS and step time between the first and last tenth.
+    """
+    import gymnasium as gym
+
+    import clustergym  # noqa: F401
+
+    rows = []
+    n = 100_000 if quick else 1_000_000
+    for env_id, label in (("clustergym/MultiServerChannel-v0", "P1"), ("clustergym/MultiServerAllocation-v0", "P2")):
+        env = gym.make(env_id, oracle=False, horizon=n + 1)
+        obs, info = env.reset(seed=0)
+        a = np.zeros(env.action_space.shape, dtype=env.action_space.dtype)
+        tenth = n // 10
+        rss, rate = [], []
+        for block in range(10):
+            t0 = time.perf_counter()
+            for _ in range(tenth):
+                env.step(a)
+            rate.append(tenth / (time.perf_counter() - t0))
+            rss.append(_rss_mb())
+        growth = rss[-1] - rss[0]
+        ok = growth <= 10.0 and rate[-1] >= 0.5 * rate[0]  # timing is noisy; a leak would be sustained
+        rows.append(Row(f"{label} memory over {n:,} steps: RSS growth after the first tenth "
+                        f"(step rate first/last tenth {rate[0]:,.0f}/{rate[-1]:,.0f})", growth, "MB", "flat (<= 10 MB)",
+                        ok))
+        env.close()
+    return rows
+
+
 def run_bench(only: str | None = None, quick: bool = False, out: str | None = None) -> list[Row]:
     """Measure and print every paper's rows (or only one paper's); optionally write JSON to ``out``."""
     import platform
@@ -126,6 +170,8 @@ def run_bench(only: str | None = None, quick: bool = False, out: str | None = No
     rows: list[Row] = []
     for name in tqdm(names, desc="bench", leave=False):
         rows.extend(load(name).bench_rows(quick))
+    if only is None:
+        rows.extend(memory_rows(quick))
     print(f"clustergym bench on {platform.node()} ({platform.machine()}, {_cores()} cores), "
           f"{'quick' if quick else 'full'} mode")
     print(f"{'what':<62} {'measured':>12} {'unit':<10} {'target':<14}")

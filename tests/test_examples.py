@@ -22,3 +22,13 @@ def test_compare_p1(tmp_path):
     out = run("compare_p1.py", "--horizon", "20", "--seeds", "0", "--agents", "hauf,random", "--workers", "1",
               "--out", str(tmp_path))
     assert "hauf" in out and (tmp_path / "results.json").exists()
+
+
+def test_train_ppo_then_compare_drl(tmp_path):
+    run_dir = tmp_path / "ppo"
+    out = run("train_ppo.py", "--timesteps", "64", "--horizon", "16", "--n-envs", "2", "--n-steps", "32",
+              "--out", str(run_dir))
+    assert "trained PPO" in out and (run_dir / "model.zip").exists()
+    out = run("compare_drl.py", "--model", str(run_dir / "model.zip"), "--seeds", "1000", "--horizon", "12",
+              "--workers", "1", "--out", str(tmp_path / "cmp"))
+    assert "sb3:" in out and "esdp" in out and (tmp_path / "cmp" / "results.json").exists()
