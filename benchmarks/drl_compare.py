@@ -1,0 +1,77 @@
+"""Evaluate trained SB3 runs beside the paper agent and the baselines on held-out seeds.
+
+For every run directory under ``--runs`` (written by ``clustergym train``): evaluates
+``sb3:RUN/model.zip``, the paper agent and every baseline of that env on ``--seeds`` (never used in
+training) with the training episode length, writes ``RUN/../cmp-<env>/`` (results.json, curves.csv,
+plots), draws the training curve with each agent's held-out mean return as a reference line, and
+prints a markdown table (also written to ``--runs``/summary.md). ``make drl`` runs it.
+
+    python benchmarks/drl_compare.py --runs runs/drl --seeds 1000,1001,1002 --figures docs/figures
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+
+import clustergym
+from clustergym.agent import list_agents
+from clustergym.baselines.drl import plot_training_curve
+
+PAPER_AGENT = {"multiserver-channel": "esdp", "multiserver-allocation": "ogasched", "ringallreduce": "gadget",
+               "approxjobs": "opm"}
+SHORT = {"MultiServerChannel": "p1", "MultiServerAllocation": "p2", "RingAllReduce": "p3", "ApproxJobs": "p4"}
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--runs", default="runs/drl")
+    p.add_argument("--seeds", default="1000,1001,1002")
+    p.add_argument("--workers", type=int, default=2)
+    p.add_argument("--figures", default=None, help="copy the training curves here as drl_<p>_training.png")
+    args = p.parse_args()
+    seeds = [int(s) for s in args.seeds.split(",")]
+    lines = []
+    for name in sorted(os.listdir(args.runs)):
+        run = os.path.join(args.runs, name)
+        side = os.path.join(run, "clustergym.json")
+        if not os.path.exists(side):
+            continue
+        meta = json.load(open(side))
+        env_id, fam = meta["env_id"], meta["family"]
+        env_kwargs = {k: v for k, v in meta["env_kwargs"].items() if k != "horizon"}
+        horizon = int(meta["env_kwargs"].get("horizon", 2000))
+        paper = PAPER_AGENT[fam]
+        model = f"sb3:{run}/model.zip"
+        agents = [model, paper, *[a for a in list_agents(env_id) if a != paper]]
+        res = clustergym.evaluate(env_id, agents, seeds, horizon, env_kwargs=env_kwargs, workers=args.workers)
+        short = SHORT[env_id.split("/")[1][:-3]]
+        out = os.path.join(args.runs, f"cmp-{short}")
+        res.write(out)
+        summ = {s["agent"]: s for s in res.summary()}
+        ref = {f"{a} (held-out mean)": summ[a]["mean_total_reward"] for a in (paper, "random") if a in summ}
+        curve = plot_training_curve(run, reference=ref)
+        if args.figures:
+            os.makedirs(args.figures, exist_ok=True)
+            shutil.copy(curve, os.path.join(args.figures, f"drl_{short}_training.png"))
+        best = max(s["mean_total_reward"] for s in summ.values())
+        lines += [f"### {meta['algo'].upper()} on {env_id} ({meta['timesteps']:,} training steps, "
+                  f"{meta['train_wall_s'] / 60:.0f} min), held-out seeds {args.seeds}, T={horizon}", "",
+                  "| agent | total reward (mean ± std) | vs best | regret |", "|---|---|---|---|"]
+        for s in sorted(summ.values(), key=lambda s: -s["mean_total_reward"]):
+            label = f"{meta['algo'].upper()} ({meta['timesteps']:,} steps)" if s["agent"] == model else s["agent"]
+            reg = "–" if s["mean_regret"] is None else f"{s['mean_regret']:,.1f}"
+            lines.append(f"| {label} | {s['mean_total_reward']:,.1f} ± {s['std_total_reward']:,.1f} | "
+                         f"{(s['mean_total_reward'] - best) / abs(best) * 100:+.1f}% | {reg} |")
+        lines.append("")
+        print(res.table(), flush=True)
+    text = "\n".join(lines)
+    print(text)
+    with open(os.path.join(args.runs, "summary.md"), "w") as f:
+        f.write(text + "\n")
+
+
+if __name__ == "__main__":
+    main()
