@@ -163,6 +163,9 @@ class MultiServerAllocationEnv(ClusterEnv):
             "arrivals": spaces.MultiBinary(self._L),
             "t": spaces.Box(0.0, float(self.horizon), shape=(1,), dtype=np.float32),
         })
+        self._sums = np.zeros((pb.num_servers, self._K))  # (R, K) scratch of the feasibility check
+        self._gain_buf = np.zeros(self._L)  # (L,) scratch of eq. 5
+        self._per_type_buf = np.zeros((self._L, self._K))  # (L, K) scratch of eq. 5
         self._t = 0
         self._rngs = None
 
@@ -202,11 +205,11 @@ class MultiServerAllocationEnv(ClusterEnv):
                 y = np.ascontiguousarray(action)
             else:
                 y = np.ascontiguousarray(self._as_float_action(action, (self._E, self._K), self._space_desc))
-            nonfinite, bad_box, sums = _kern.check_sums(y, self._upper, self._edge_server, self.problem.num_servers, _TOL)
+            sums = self._sums
+            nonfinite, bad_box, bad_cap = _kern.check_slot(y, self._upper, self._edge_server, self._cap_tol, _TOL, sums)
             if nonfinite:
                 raise ValueError(f"action contains NaN or inf, expected {self._space_desc}")
-            over = sums > self._cap_tol
-            bad_cap = int(np.count_nonzero(over))
+            over = sums > self._cap_tol if bad_cap else None
         else:
             y = self._as_float_action(action, (self._E, self._K), self._space_desc)
             sums = self.layout.server_sums(y)  # (R, K) left side of eq. 4
@@ -232,9 +235,10 @@ class MultiServerAllocationEnv(ClusterEnv):
         y, repaired = self._check(action)
         x = self._arrivals
         rm = self.reward_model
-        if rm.use_numba:  # one fused pass
-            port_reward, gain, overhead, used = _kern.step_sums(y, rm.alpha_e, rm.code_e, rm._edge_port, rm.beta, x,
-                                                                self._L)
+        if rm.use_numba:  # the per-env kernel the vector env also runs (allocation_kernels)
+            port_reward, used = np.empty(self._L), np.empty(self._K)
+            gain, overhead = _kern.slot_reward(y, x, rm.alpha_e, rm.code_e, rm._edge_port, rm.beta, self._gain_buf,
+                                               self._per_type_buf, port_reward, used)
             reward = float(port_reward.sum())
         else:
             gain_l, over_l, per_type = rm.parts(y, with_sums=True)
