@@ -104,12 +104,14 @@ if HAVE_NUMBA:
         return nonfinite, bad, over
 
     @numba.njit(cache=True, nogil=True)
-    def slot_reward(y, x, alpha, code, edge_port, beta, gain, per_type, port_reward, used):  # pragma: no cover
+    def slot_reward(y, x, alpha, code, edge_port, beta, util_w, gain, per_type, port_reward, used):  # pragma: no cover
         """Eq. 5 (nice setup, eq. 7) for one slot and one env, over the ports with a job (x_l = 1).
 
         Writes x_l q_l into ``port_reward`` (L,) and the devices allocated to ports with a job into
         ``used`` (K,); ``gain`` (L,) and ``per_type`` (L, K) are scratch. Returns (Σ_l x_l gain_l,
-        Σ_l x_l overhead_l). Sums run in edge order, then device order, as in :func:`reward_sums`.
+        Σ_l x_l overhead_l, utilisation Σ_k used_k w_k). Sums run in edge order, then device order, as
+        in :func:`reward_sums`; the utilisation is a plain loop (not a BLAS dot, whose summation order
+        depends on the BLAS build), so the single and the vector env agree on every machine.
         """
         E, K = y.shape
         L = x.shape[0]
@@ -139,16 +141,19 @@ if HAVE_NUMBA:
             port_reward[l] = gain[l] - o
             g_sum += gain[l]
             o_sum += o
-        return g_sum, o_sum
+        util = 0.0
+        for k in range(K):
+            util += used[k] * util_w[k]
+        return g_sum, o_sum, util
 
     @numba.njit(cache=True, parallel=True)
-    def step_batch(y, x, stepping, upper, edge_server, cap_tol, tol, alpha, code, edge_port, beta,
-                   nonfinite, bad_box, bad_cap, port_reward, gain, overhead, used):  # pragma: no cover
+    def step_batch(y, x, stepping, upper, edge_server, cap_tol, tol, alpha, code, edge_port, beta, util_w,
+                   nonfinite, bad_box, bad_cap, port_reward, gain, overhead, used, util):  # pragma: no cover
         """:func:`check_slot` then, for feasible sub-envs that step, :func:`slot_reward`, for N envs at once.
 
         y (N, E, K) float32/float64; x (N, L) bool arrivals; stepping (N,) bool. Outputs, all with a
-        leading N axis: nonfinite, bad_box, bad_cap (counts), port_reward (N, L), gain, overhead (N,),
-        used (N, K). Sub-envs that do not step or are infeasible get zero rewards here.
+        leading N axis: nonfinite, bad_box, bad_cap (counts), port_reward (N, L), gain, overhead, util
+        (N,), used (N, K). Sub-envs that do not step or are infeasible get zero rewards here.
         """
         N, E, K = y.shape
         L = x.shape[1]
@@ -162,14 +167,17 @@ if HAVE_NUMBA:
             if stepping[i] and nf == 0 and bb == 0 and bc == 0:
                 g_l = np.empty(L)
                 per_type = np.empty((L, K))
-                g, o = slot_reward(y[i], x[i], alpha, code, edge_port, beta, g_l, per_type, port_reward[i], used[i])
+                g, o, u = slot_reward(y[i], x[i], alpha, code, edge_port, beta, util_w, g_l, per_type,
+                                      port_reward[i], used[i])
                 gain[i] = g
                 overhead[i] = o
+                util[i] = u
             else:
                 port_reward[i, :] = 0.0
                 used[i, :] = 0.0
                 gain[i] = 0.0
                 overhead[i] = 0.0
+                util[i] = 0.0
 
 else:  # pragma: no cover
     utility = check_slot = slot_reward = step_batch = None
