@@ -89,6 +89,6 @@ def reproduce(quick: bool, out: str, workers: int, progress: bool) -> str:
 
 
 def bench_rows(quick: bool):
-    from clustergym.bench import p1_env_steps, p1_oracle, esdp_rows
+    from clustergym.bench import p1_env_steps, p1_oracle, p1_vector_steps, esdp_rows
 
-    return [p1_env_steps(quick), p1_oracle(quick), *esdp_rows(quick)]
+    return [p1_env_steps(quick), p1_vector_steps(quick), p1_oracle(quick), *esdp_rows(quick)]

@@ -163,6 +163,9 @@ class MultiServerAllocationEnv(ClusterEnv):
             "arrivals": spaces.MultiBinary(self._L),
             "t": spaces.Box(0.0, float(self.horizon), shape=(1,), dtype=np.float32),
         })
+        self._sums = np.zeros((pb.num_servers, self._K))  # (R, K) scratch of the feasibility check
+        self._gain_buf = np.zeros(self._L)  # (L,) scratch of eq. 5
+        self._per_type_buf = np.zeros((self._L, self._K))  # (L, K) scratch of eq. 5
         self._t = 0
         self._rngs = None
 
@@ -202,11 +205,10 @@ class MultiServerAllocationEnv(ClusterEnv):
                 y = np.ascontiguousarray(action)
             else:
                 y = np.ascontiguousarray(self._as_float_action(action, (self._E, self._K), self._space_desc))
-            nonfinite, bad_box, sums = _kern.check_sums(y, self._upper, self._edge_server, self.problem.num_servers, _TOL)
+            sums = self._sums
+            nonfinite, bad_box, bad_cap = _kern.check_slot(y, self._upper, self._edge_server, self._cap_tol, _TOL, sums)
             if nonfinite:
                 raise ValueError(f"action contains NaN or inf, expected {self._space_desc}")
-            over = sums > self._cap_tol
-            bad_cap = int(np.count_nonzero(over))
         else:
             y = self._as_float_action(action, (self._E, self._K), self._space_desc)
             sums = self.layout.server_sums(y)  # (R, K) left side of eq. 4
@@ -215,26 +217,31 @@ class MultiServerAllocationEnv(ClusterEnv):
             bad_cap = int(over.sum())
         if bad_box or bad_cap:
             if self.infeasible == "raise":
-                pb = self.problem
-                if bad_box:
-                    e, k = map(int, np.argwhere((y < -_TOL) | (y > self._upper + _TOL))[0])
-                    raise ValueError(f"infeasible action: y[{e}, {k}] = {y[e, k]:.6g} on channel (port {int(pb.edge_port[e])}, "
-                                     f"server {int(pb.edge_server[e])}) is outside [0, a] = [0, {self._upper[e, k]:.6g}] "
-                                     f"(eq. 3)")
-                r, k = map(int, np.argwhere(over)[0])
-                raise ValueError(f"infeasible action: server {r} allocates {sums[r, k]:.6g} of device type {k} "
-                                 f"({pb.device_names[k] if k < len(pb.device_names) else k}) > capacity "
-                                 f"{pb.capacity[r, k]:.6g} (excess {sums[r, k] - pb.capacity[r, k]:.6g}, eq. 4)")
+                raise ValueError(self._infeasible_message(y, sums, bad_box))
             y = self.layout.project(y)  # exact Euclidean projection onto Y (eqs. 11–13)
         return y, bad_box + bad_cap
+
+    def _infeasible_message(self, y: np.ndarray, sums: np.ndarray, bad_box: int) -> str:
+        """The ValueError text of ``infeasible="raise"``: the first entry outside [0, a] (eq. 3) if any,
+        else the first (r, k) over capacity (eq. 4); ``sums`` (R, K) are the per-server sums of y."""
+        pb = self.problem
+        if bad_box:
+            e, k = map(int, np.argwhere((y < -_TOL) | (y > self._upper + _TOL))[0])
+            return (f"infeasible action: y[{e}, {k}] = {y[e, k]:.6g} on channel (port {int(pb.edge_port[e])}, "
+                    f"server {int(pb.edge_server[e])}) is outside [0, a] = [0, {self._upper[e, k]:.6g}] (eq. 3)")
+        r, k = map(int, np.argwhere(sums > self._cap_tol)[0])
+        return (f"infeasible action: server {r} allocates {sums[r, k]:.6g} of device type {k} "
+                f"({pb.device_names[k] if k < len(pb.device_names) else k}) > capacity "
+                f"{pb.capacity[r, k]:.6g} (excess {sums[r, k] - pb.capacity[r, k]:.6g}, eq. 4)")
 
     def step(self, action: Any):
         y, repaired = self._check(action)
         x = self._arrivals
         rm = self.reward_model
-        if rm.use_numba:  # one fused pass
-            port_reward, gain, overhead, used = _kern.step_sums(y, rm.alpha_e, rm.code_e, rm._edge_port, rm.beta, x,
-                                                                self._L)
+        if rm.use_numba:  # the per-env kernel the vector env also runs (allocation_kernels)
+            port_reward, used = np.empty(self._L), np.empty(self._K)
+            gain, overhead, util = _kern.slot_reward(y, x, rm.alpha_e, rm.code_e, rm._edge_port, rm.beta, self._util_w,
+                                                     self._gain_buf, self._per_type_buf, port_reward, used)
             reward = float(port_reward.sum())
         else:
             gain_l, over_l, per_type = rm.parts(y, with_sums=True)
@@ -243,7 +250,7 @@ class MultiServerAllocationEnv(ClusterEnv):
             gain = float(gain_l[x].sum())
             overhead = float(over_l[x].sum())
             used = per_type[x].sum(axis=0)  # (K,) allocated to ports with a job
-        util = float(used @ self._util_w)  # mean over existing types of used / capacity
+            util = float(used @ self._util_w)  # mean over existing types of used / capacity
         metrics = {"expected_reward": reward, "gain": gain, "overhead": overhead, "repaired": repaired,
                    "utilisation": util}
         self._counts += x

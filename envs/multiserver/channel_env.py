@@ -9,12 +9,13 @@ from gymnasium import spaces
 
 from clustergym.core import Scenario, resolve_scenario, child_generators
 from clustergym.env import ClusterEnv
+from clustergym.envs.multiserver.channel_core import BLOCK, IDLE_CHANNEL, OK, channel_slot, draw_block
 from clustergym.envs.multiserver.channel_scenario import CHANNEL_SCENARIOS, make_channel_scenario
 from clustergym.envs.multiserver.knapsack import knapsack_max
 
 __all__ = ["MultiServerChannelEnv"]
 
-_BLOCK = 256  # slots of arrivals/utilities drawn at once (same values as drawing slot by slot)
+_BLOCK = BLOCK  # slots of arrivals/utilities drawn at once (same values as drawing slot by slot)
 
 
 class MultiServerChannelEnv(ClusterEnv):
@@ -85,7 +86,9 @@ class MultiServerChannelEnv(ClusterEnv):
         self.problem = pb
         self._truth = self.scenario.truth
         self._E, self._L, self._K = pb.num_edges, pb.num_ports, pb.num_device_types
-        self._demand_T = np.ascontiguousarray(pb.demand.T)  # (K, E)
+        self._demand = np.ascontiguousarray(pb.demand, dtype=np.int64)  # (E, K) a_k^e
+        self._capacity = np.ascontiguousarray(pb.capacity, dtype=np.int64)  # (K,) c_k
+        self._buf = np.empty(self._E)  # (E,) scratch of channel_slot
         self._space_desc = f"MultiBinary({self._E}) (0/1 per channel)"
         self.action_space = spaces.MultiBinary(self._E)
         self.observation_space = spaces.Dict({
@@ -97,12 +100,9 @@ class MultiServerChannelEnv(ClusterEnv):
 
     # -- randomness ---------------------------------------------------------------------------
     def _refill(self) -> None:
-        """Draw the next block of arrivals (B, L) and realised utilities (B, E)."""
+        """Draw the next block of arrivals (B, L) and realised utilities (B, E) (``channel_core.draw_block``)."""
         tr = self._truth
-        self._arr_block = self._rngs["arrivals"].random((_BLOCK, self._L)) < tr.rho[None, :]
-        rng = self._rngs["utilities"]
-        u = rng.random((2, _BLOCK, self._E))
-        self._z_block = tr.mean_utility + tr.half_width * (u[0] - u[1])  # triangular, mean ṽ (scenario docs)
+        self._arr_block, self._z_block = draw_block(self._rngs, tr.rho, tr.mean_utility, tr.half_width, _BLOCK)
         self._block_start = self._t
 
     def _slot(self) -> tuple[np.ndarray, np.ndarray]:
@@ -133,8 +133,8 @@ class MultiServerChannelEnv(ClusterEnv):
         m[:, 1] = self._mask
         return m.reshape(-1)
 
-    def _check(self, action: Any) -> tuple[np.ndarray, int, np.ndarray]:
-        """Validate and (under "repair") repair an action; returns (x as bool, number dropped, used (K,))."""
+    def _check_form(self, action: Any) -> np.ndarray:
+        """The action as a 0/1 array of shape (|E|,) (any bool/int dtype); ValueError on shape, NaN, values."""
         if self._rngs is None:
             raise RuntimeError("call reset() before step()")
         a = action if isinstance(action, np.ndarray) else np.asarray(action)
@@ -149,40 +149,31 @@ class MultiServerChannelEnv(ClusterEnv):
                     raise ValueError(f"action values must be 0 or 1, expected {self._space_desc}")
         elif a.shape != (self._E,):
             raise ValueError(f"action has shape {a.shape}, expected {(self._E,)} ({self._space_desc})")
-        x = a.astype(bool)
-        dropped = 0
-        idle = x > self._mask  # selected although the port has no job
-        if idle.any():
-            if self.infeasible == "raise":
-                e = int(np.flatnonzero(idle)[0])
-                raise ValueError(f"infeasible action: channel {e} belongs to port {int(self.problem.edge_port[e])}, "
-                                 f"which has no job this slot (eq. 4)")
-            dropped += int(idle.sum())
-            x &= self._mask
-        used = self._demand_T @ x  # (K,) devices in use
-        excess = used - self.problem.capacity
-        if excess.max() > 0:
-            if self.infeasible == "raise":
-                k = int(np.argmax(excess))
-                raise ValueError(f"infeasible action: device type {k} ({self.problem.device_names[k]}) uses "
-                                 f"{int(used[k])} > capacity {int(self.problem.capacity[k])} (excess {int(excess[k])}, eq. 2)")
-            # Keep the longest prefix (edge order) of the selection that fits = drop from the end.
-            sel = np.flatnonzero(x)
-            fits = (np.cumsum(self.problem.demand[sel], axis=0) <= self.problem.capacity).all(axis=1)
-            n_keep = int(np.argmin(fits))  # first prefix that does not fit (some prefix must fail here)
-            dropped += sel.size - n_keep
-            x = np.zeros(self._E, dtype=bool)
-            x[sel[:n_keep]] = True
-            used = self._demand_T @ x
-        return x, dropped, used
+        return a
+
+    def _infeasible_message(self, status: int, where: int, used: np.ndarray) -> str:
+        """The ValueError text of ``infeasible="raise"`` for a ``channel_slot`` status."""
+        pb = self.problem
+        if status == IDLE_CHANNEL:
+            return (f"infeasible action: channel {where} belongs to port {int(pb.edge_port[where])}, "
+                    f"which has no job this slot (eq. 4)")
+        k = where
+        return (f"infeasible action: device type {k} ({pb.device_names[k]}) uses {int(used[k])} > capacity "
+                f"{int(pb.capacity[k])} (excess {int(used[k] - pb.capacity[k])}, eq. 2)")
 
     def step(self, action: Any):
-        x, dropped, used = self._check(action)
+        a = self._check_form(action)
+        x = np.empty(self._E, dtype=bool)
+        used = np.empty(self._K, dtype=np.int64)  # (K,) devices in use
+        # Eqs. 4, 2 (validate or repair) and eq. 5, in the kernel the vector env runs too.
+        status, where, dropped, reward, expected = channel_slot(
+            a, self._mask, self._demand, self._capacity, self._z, self._truth.mean_utility,
+            self.infeasible == "repair", x, used, self._buf)
+        if status != OK:
+            raise ValueError(self._infeasible_message(status, where, used))
         executed = np.flatnonzero(x)
         utilities = self._z[executed]
-        reward = float(utilities.sum())  # eq. 5
         v = self._truth.mean_utility
-        expected = float(v[executed].sum())
         metrics = {"expected_reward": expected, "repaired": dropped, "used": used}
         if self.oracle:
             active = np.flatnonzero(self._mask)

@@ -1,0 +1,145 @@
+"""Base class of the native vector envs (SPEC §8): N sub-envs stepped as arrays with a leading batch axis.
+
+A native vector env runs the same per-slot dynamics code as its single env (a per-env kernel that
+the single env calls directly and the vector env calls for every sub-env in one batched kernel), and
+keeps per sub-env exactly the randomness the single env keeps: its own ``np_random`` (seeded as
+``gymnasium.utils.seeding.np_random(s_i)``, like ``Env.reset(seed=s_i)``) and the child generators
+drawn from it at every reset. Sub-env i seeded with s_i therefore replays the trajectory of a
+single env reset with ``seed=s_i`` and, after each episode end, reset without a seed.
+
+Conventions (Gymnasium 1.x ``VectorEnv``):
+
+* ``reset(seed=None | int | list)``: an int s seeds sub-env i with s + i, a list gives one seed
+  (or None) per sub-env, as ``SyncVectorEnv``; ``options={"reset_mask": mask}`` resets only the
+  sub-envs where the (N,) bool mask is True.
+* Autoreset: ``metadata["autoreset_mode"] = AutoresetMode.NEXT_STEP`` (Gymnasium's default). A
+  sub-env whose episode ended at step t is reset at step t+1: its action is ignored, it returns
+  the first observation of the new episode, reward 0, terminated = truncated = False, and no
+  ``feedback``/``metrics`` (their ``_key`` masks are False there).
+* Infos hold arrays with a leading batch axis and, for every key, a boolean ``_key`` mask saying
+  which sub-envs returned it (nested for the ``feedback`` and ``metrics`` dicts), as
+  ``SyncVectorEnv`` builds them.
+* Errors: action form errors (shape, dtype, NaN/inf, out-of-range values) follow the single env's
+  rules on every row; constraint violations follow ``infeasible`` on the rows of sub-envs that
+  step. Messages name the sub-env index; a rejected step changes no state.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+from gymnasium.utils import seeding
+from gymnasium.vector import AutoresetMode, VectorEnv
+
+from clustergym.core import INFEASIBLE_MODES, check_choice, check_int, child_generators
+
+__all__ = ["ClusterVectorEnv", "with_masks"]
+
+
+def with_masks(info: dict, present: np.ndarray) -> dict:
+    """Add a ``_key`` mask (a copy of ``present``) for every key, recursing into dicts (Gymnasium's layout)."""
+    out = {}
+    for key, value in info.items():
+        out[key] = with_masks(value, present) if isinstance(value, dict) else value
+        out[f"_{key}"] = present.copy()
+    return out
+
+
+class ClusterVectorEnv(VectorEnv):
+    """Shared plumbing: seeding per sub-env, autoreset bookkeeping, ``reset_mask``, info masks.
+
+    Subclasses set ``_rng_names`` (the child generators of one sub-env, as the single env) and
+    implement ``_start_episode(i)`` (state of sub-env i at t = 0, after ``self._rngs[i]`` is set),
+    ``_observations()`` and ``_reset_info(mask)``.
+    """
+
+    metadata = {"render_modes": [], "autoreset_mode": AutoresetMode.NEXT_STEP}
+    family: str = ""
+    _rng_names: tuple[str, ...] = ()
+
+    def __init__(self, num_envs: int, *, horizon: int, infeasible: str = "repair", oracle: bool = True,
+                 render_mode: str | None = None):
+        self.num_envs = check_int("num_envs", num_envs, 1, None)
+        self.horizon = check_int("horizon", horizon, 1, None)
+        self.infeasible = check_choice("infeasible", infeasible, INFEASIBLE_MODES)
+        if render_mode is not None:
+            raise ValueError(f"render_mode={render_mode!r} is invalid: the vector env does not render; "
+                             f"render a single env (gym.make) instead")
+        self.render_mode = None
+        if not isinstance(oracle, (bool, np.bool_)):
+            raise ValueError(f"oracle={oracle!r} is invalid: expected true or false")
+        self.oracle = bool(oracle)
+        N = self.num_envs
+        self._np_randoms: list[np.random.Generator | None] = [None] * N  # np_random of each sub-env
+        self._rngs: list[dict | None] = [None] * N  # child generators of each sub-env
+        self._t = np.zeros(N, dtype=np.int64)  # (N,) slots elapsed in each sub-env's episode
+        self._autoreset = np.zeros(N, dtype=bool)  # (N,) episode ended at the last step: reset at the next
+        self._started = False
+
+    # -- seeding and resets -------------------------------------------------------------------
+    def _seeds(self, seed: int | list | None) -> list:
+        N = self.num_envs
+        if seed is None:
+            return [None] * N
+        if isinstance(seed, (int, np.integer)) and not isinstance(seed, bool):
+            return [int(seed) + i for i in range(N)]
+        seeds = list(seed)
+        if len(seeds) != N:
+            raise ValueError(f"If seeds are passed as a list the length must match num_envs={N} but got "
+                             f"length={len(seeds)}.")
+        return seeds
+
+    def _reset_one(self, i: int, seed: int | None) -> None:
+        """What ``single_env.reset(seed=seed)`` does to its randomness, for sub-env i."""
+        if seed is not None or self._np_randoms[i] is None:
+            self._np_randoms[i], _ = seeding.np_random(seed)
+        self._rngs[i] = child_generators(self._np_randoms[i], self._rng_names)
+        self._t[i] = 0
+        self._start_episode(i)
+
+    def reset(self, *, seed: int | list | None = None, options: dict | None = None):
+        super().reset(seed=seed if isinstance(seed, (int, np.integer)) and not isinstance(seed, bool) else None)
+        seeds = self._seeds(seed)
+        mask = np.ones(self.num_envs, dtype=bool)
+        if options is not None and "reset_mask" in options:
+            mask = options["reset_mask"]
+            if not isinstance(mask, np.ndarray) or mask.shape != (self.num_envs,) or mask.dtype != np.bool_:
+                raise ValueError(f"options['reset_mask'] must be a numpy bool array of shape ({self.num_envs},)")
+            if not mask.any():
+                raise ValueError("options['reset_mask'] must contain at least one True value")
+            if not self._started and not mask.all():
+                raise ValueError("the first reset must reset every sub-env (no reset_mask)")
+        for i in np.flatnonzero(mask):
+            self._reset_one(int(i), seeds[i])
+        self._autoreset[mask] = False
+        self._started = True
+        return self._observations(), self._reset_info(mask)
+
+    def _require_reset(self) -> None:
+        if not self._started:
+            raise RuntimeError("call reset() before step()")
+
+    def _autoreset_envs(self) -> np.ndarray:
+        """Reset (without a seed) the sub-envs whose episode ended at the last step; returns their mask."""
+        done = self._autoreset.copy()
+        for i in np.flatnonzero(done):
+            self._reset_one(int(i), None)
+        return done
+
+    # -- hooks -------------------------------------------------------------------------------
+    def _start_episode(self, i: int) -> None:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def _observations(self) -> dict:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def _reset_info(self, mask: np.ndarray) -> dict:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def _bad_env(self, bad: np.ndarray) -> int:
+        """Index of the first sub-env flagged in ``bad`` (N, ...)."""
+        return int(np.argmax(bad.reshape(self.num_envs, -1).any(axis=1)))
+
+    def close_extras(self, **kwargs: Any) -> None:
+        pass

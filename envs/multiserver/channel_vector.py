@@ -1,0 +1,200 @@
+"""Native vector env for P1, MultiServerChannel-v0 (ESDP paper, esdp.md §2): N envs stepped as arrays."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+from gymnasium.vector.utils import batch_space
+
+from clustergym.core import Scenario
+from clustergym.envs.multiserver.channel_core import BLOCK, channel_slot_batch, draw_block
+from clustergym.envs.multiserver.channel_env import MultiServerChannelEnv
+from clustergym.envs.multiserver.knapsack import knapsack_max
+from clustergym.vector_env import ClusterVectorEnv, with_masks
+
+__all__ = ["MultiServerChannelVectorEnv"]
+
+
+class MultiServerChannelVectorEnv(ClusterVectorEnv):
+    """N independent copies of :class:`MultiServerChannelEnv` (same scenario), stepped as arrays.
+
+    ## Description
+    The model, rewards and infeasibility rules are those of the single env (eqs. 1–5, see
+    :class:`~clustergym.envs.multiserver.channel_env.MultiServerChannelEnv`), computed by the same
+    code: ``channel_core.channel_slot`` (eq. 4, eq. 2 with the repair, eq. 5, ṽᵀx) runs for every
+    sub-env inside one parallel numba kernel, and ``channel_core.draw_block`` draws each sub-env's
+    arrivals and utilities from its own child generators. Sub-env i seeded with s_i gives exactly
+    the trajectory of a single env with ``reset(seed=s_i)`` (``clustergym.vector_env``).
+    Create it with ``gym.make_vec("clustergym/MultiServerChannel-v0", num_envs=N,
+    vectorization_mode="vector_entry_point", **kwargs)``.
+
+    ## Action Space
+    ``MultiBinary((N, |E|))`` (``single_action_space`` = the single env's ``MultiBinary(|E|)``):
+    row i is sub-env i's channel selection. ``info["action_mask"]`` (N, |E|) marks the channels of
+    ports with a job; ``action_masks()`` gives the (N, 2|E|) masks sb3-contrib expects.
+
+    ## Observation Space
+    | key        | shape     | dtype   | meaning                                          |
+    |------------|-----------|---------|--------------------------------------------------|
+    | arrivals   | (N, L)    | int8    | 1_l(t) of every sub-env                           |
+    | t          | (N, 1)    | float32 | slots elapsed in each sub-env's episode          |
+
+    ## Rewards
+    (N,) float64: eq. 5, Σ_e x_e Z̃_e(t) per sub-env (0 for a sub-env being autoreset).
+
+    ## Infeasible actions
+    As the single env, per row: ``"repair"`` drops channels of ports without a job, then the
+    selection's longest edge-order prefix that fits eq. 2 is kept; ``"raise"``: ValueError naming the
+    sub-env, then the constraint. Shape other than (N, |E|), values outside {0, 1}, NaN: ValueError
+    naming the first offending sub-env.
+
+    ## Info
+    Arrays with a leading N axis, each with a ``_key`` mask (Gymnasium's vector layout):
+    ``action_mask`` (N, |E|) bool; ``t`` (N,) int64; ``feedback``: ``executed`` (N, |E|) bool (the
+    channels that ran, the single env's ``channels`` as a mask) and ``utilities`` (N, |E|) float64
+    (their Z̃_e(t), 0 elsewhere); ``metrics``: ``expected_reward`` (N,), ``repaired`` (N,) int64,
+    ``used`` (N, K) int64 and, with ``oracle=True``, ``oracle_reward``, ``regret``, ``cum_regret``
+    (N,). ``feedback``/``metrics`` are absent (mask False) for sub-envs being autoreset.
+    ``oracle=True`` solves the exact knapsack of every sub-env in a Python loop (slow: about a
+    millisecond per sub-env and slot); use ``oracle=False`` for throughput.
+
+    ## Starting State / Episode End
+    Each sub-env truncates after ``horizon`` slots and autoresets at the next step
+    (``AutoresetMode.NEXT_STEP``); randomness as in ``clustergym.vector_env``.
+
+    ## Arguments
+    ``num_envs`` (N, default 1) and the single env's arguments: ``scenario``, ``scenario_seed``,
+    ``horizon``, ``oracle`` (default True, as the single env), ``infeasible``, scenario parameters.
+    ``render_mode`` must be None.
+
+    ## Version History
+    * v0: initial version.
+    """
+
+    family = "multiserver-channel"
+    _rng_names = ("arrivals", "utilities")
+
+    def __init__(self, num_envs: int = 1, scenario: str | Scenario = "paper", *, scenario_seed: int = 0,
+                 horizon: int = 2000, oracle: bool = True, infeasible: str = "repair",
+                 render_mode: str | None = None, **params: Any):
+        super().__init__(num_envs, horizon=horizon, infeasible=infeasible, oracle=oracle, render_mode=render_mode)
+        # The single env builds and validates the scenario and spaces; it also words the errors.
+        self._single = MultiServerChannelEnv(scenario, scenario_seed=scenario_seed, horizon=horizon, oracle=False,
+                                             infeasible=infeasible, **params)
+        self.scenario = self._single.scenario
+        self.problem = pb = self._single.problem
+        self._truth = self.scenario.truth
+        N, self._E, self._L, self._K = self.num_envs, pb.num_edges, pb.num_ports, pb.num_device_types
+        self.single_action_space = self._single.action_space
+        self.single_observation_space = self._single.observation_space
+        self.action_space = batch_space(self.single_action_space, N)
+        self.observation_space = batch_space(self.single_observation_space, N)
+        self._space_desc = self._single._space_desc
+        self._demand = self._single._demand  # (E, K) int64 a_k^e
+        self._capacity = self._single._capacity  # (K,) int64 c_k
+        self._edge_port = np.asarray(pb.edge_port, dtype=np.int64)
+        self._arr_block = np.zeros((N, BLOCK, self._L), dtype=bool)  # (N, B, L) arrivals of the block
+        self._z_block = np.zeros((N, BLOCK, self._E))  # (N, B, E) realised Z̃ of the block
+        self._pos = np.zeros(N, dtype=np.int64)  # (N,) current slot's index in the block
+        self._cum_regret = np.zeros(N)  # (N,)
+        self._arrivals = np.zeros((N, self._L), dtype=bool)  # (N, L)
+        self._mask = np.zeros((N, self._E), dtype=bool)  # (N, E) channels of ports with a job
+
+    # -- per sub-env episode state ------------------------------------------------------------
+    def _refill(self, i: int) -> None:
+        tr = self._truth
+        self._arr_block[i], self._z_block[i] = draw_block(self._rngs[i], tr.rho, tr.mean_utility, tr.half_width, BLOCK)
+        self._pos[i] = 0
+
+    def _start_episode(self, i: int) -> None:
+        self._cum_regret[i] = 0.0
+        self._refill(i)
+        self._arrivals[i] = self._arr_block[i, 0]
+        self._mask[i] = self._arrivals[i, self._edge_port]
+
+    def _observations(self) -> dict:
+        return {"arrivals": self._arrivals.astype(np.int8), "t": self._t.astype(np.float32)[:, None]}
+
+    def _reset_info(self, mask: np.ndarray) -> dict:
+        return with_masks({"action_mask": self._mask.copy(), "t": self._t.copy()}, mask)
+
+    def action_masks(self) -> np.ndarray:
+        """(N, 2|E|) masks for sb3-contrib MaskablePPO: per sub-env and channel [0 allowed, 1 allowed]."""
+        m = np.ones((self.num_envs, self._E, 2), dtype=bool)
+        m[:, :, 1] = self._mask
+        return m.reshape(self.num_envs, -1)
+
+    # -- stepping ----------------------------------------------------------------------------
+    def _check_form(self, actions: Any) -> np.ndarray:
+        """(N, |E|) 0/1 actions of any bool/int dtype; ValueError naming the first bad sub-env."""
+        a = actions if isinstance(actions, np.ndarray) else np.asarray(actions)
+        shape = (self.num_envs, self._E)
+        if a.shape != shape:
+            raise ValueError(f"actions have shape {a.shape}, expected {shape} (one row per sub-env, each "
+                             f"{self._space_desc})")
+        kind = a.dtype.kind
+        if kind == "b":
+            return a
+        if kind in "iu":
+            if a.size and a.view(a.dtype.str.replace("i", "u")).max() > 1:
+                i = self._bad_env(a.view(a.dtype.str.replace("i", "u")) > 1)
+                raise ValueError(f"sub-env {i}: action values must be 0 or 1, expected {self._space_desc}")
+            return a
+        if kind == "f":
+            finite = np.isfinite(a)
+            if not finite.all():
+                raise ValueError(f"sub-env {self._bad_env(~finite)}: action contains NaN or inf, "
+                                 f"expected {self._space_desc}")
+            off = (a != 0) & (a != 1)
+            if off.any():
+                i = self._bad_env(off)
+                what = "has non-integer values," if np.any(a[i] != np.round(a[i])) else "values must be 0 or 1,"
+                raise ValueError(f"sub-env {i}: action {what} expected {self._space_desc}")
+            return a.astype(np.int8)
+        raise ValueError(f"actions have dtype {a.dtype}, expected {self._space_desc} per sub-env")
+
+    def step(self, actions: Any):
+        self._require_reset()
+        a = self._check_form(actions)
+        N, E, K = self.num_envs, self._E, self._K
+        stepping = ~self._autoreset  # (N,) sub-envs that step (the others reset now)
+        x = np.empty((N, E), dtype=bool)  # executed channels
+        used = np.empty((N, K), dtype=np.int64)
+        status = np.empty(N, dtype=np.int64)
+        where = np.empty(N, dtype=np.int64)
+        dropped = np.empty(N, dtype=np.int64)
+        reward = np.empty(N)
+        expected = np.empty(N)
+        channel_slot_batch(a, self._mask, self._demand, self._capacity, self._z_block, self._pos,
+                           self._truth.mean_utility, self.infeasible == "repair", stepping,
+                           x, used, status, where, dropped, reward, expected)
+        if status.any():
+            i = int(np.argmax(status != 0))
+            raise ValueError(f"sub-env {i}: " + self._single._infeasible_message(int(status[i]), int(where[i]), used[i]))
+        # The state changes only from here on.
+        rows = np.arange(N)
+        utilities = np.where(x, self._z_block[rows, self._pos], 0.0)  # (N, E) Z̃ of executed channels
+        metrics = {"expected_reward": expected, "repaired": dropped, "used": used}
+        if self.oracle:  # exact knapsack per sub-env (slow: a Python loop)
+            v, pb = self._truth.mean_utility, self.problem
+            opt = np.zeros(N)
+            for i in np.flatnonzero(stepping):
+                active = np.flatnonzero(self._mask[i])
+                opt[i] = knapsack_max(v[active], pb.demand[active], pb.capacity)[0]
+            regret = np.where(stepping, opt - expected, 0.0)  # eq. 6 (per-slot expected gap)
+            self._cum_regret += regret
+            metrics.update(oracle_reward=opt, regret=regret, cum_regret=self._cum_regret.copy())
+        self._t += stepping
+        truncated = stepping & (self._t >= self.horizon)
+        terminated = np.zeros(N, dtype=bool)
+        self._pos += stepping
+        for i in np.flatnonzero(self._pos >= BLOCK):
+            self._refill(int(i))
+        self._autoreset_envs()  # NEXT_STEP: sub-envs that ended at the last step start over now
+        self._arrivals = self._arr_block[rows, self._pos]
+        self._mask = self._arrivals[:, self._edge_port]
+        self._autoreset = truncated | terminated
+        info = with_masks({"action_mask": self._mask.copy(), "t": self._t.copy()}, np.ones(N, dtype=bool))
+        info.update(with_masks({"feedback": {"executed": x, "utilities": utilities}, "metrics": metrics}, stepping))
+        return self._observations(), reward, terminated, truncated, info
