@@ -111,7 +111,7 @@ class MultiServerAllocationParallelEnv(ClusterParallelEnv):
         return joint
 
     def _split(self, joint: np.ndarray) -> dict[str, np.ndarray]:
-        return {a: joint[self.agent_edges[a]].astype(np.float32) for a in self.possible_agents}
+        return {a: joint[self.agent_edges[a]].copy() for a in self.possible_agents}  # dtype kept: exact replay
 
     # -- observations ---------------------------------------------------------------------------
     def _observe(self, obs: dict, info: dict) -> dict[str, dict]:
