@@ -22,3 +22,8 @@ def test_compare_p1(tmp_path):
     out = run("compare_p1.py", "--horizon", "20", "--seeds", "0", "--agents", "hauf,random", "--workers", "1",
               "--out", str(tmp_path))
     assert "hauf" in out and (tmp_path / "results.json").exists()
+
+
+def test_train_shared_policy():
+    out = run("train_shared_policy.py", "--total-steps", "200", "--batch-steps", "100", "--eval-steps", "50")
+    assert "8 port agents" in out and "shared policy" in out and "random" in out
