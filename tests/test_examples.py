@@ -32,3 +32,8 @@ def test_train_ppo_then_compare_drl(tmp_path):
     out = run("compare_drl.py", "--model", str(run_dir / "model.zip"), "--seeds", "1000", "--horizon", "12",
               "--workers", "1", "--out", str(tmp_path / "cmp"))
     assert "sb3:" in out and "esdp" in out and (tmp_path / "cmp" / "results.json").exists()
+
+
+def test_train_shared_policy():
+    out = run("train_shared_policy.py", "--total-steps", "200", "--batch-steps", "100", "--eval-steps", "50")
+    assert "8 port agents" in out and "shared policy" in out and "random" in out

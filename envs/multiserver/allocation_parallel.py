@@ -1,0 +1,147 @@
+"""P2 as a PettingZoo ParallelEnv: MultiServerAllocation with servers as agents (ogasched.md §2–3)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+from gymnasium import spaces
+
+from clustergym.parallel import ClusterParallelEnv
+from clustergym.envs.multiserver.allocation_env import MultiServerAllocationEnv, RewardModel
+
+__all__ = ["MultiServerAllocationParallelEnv", "parallel_env", "server_reward_split"]
+
+
+def server_reward_split(reward_model: RewardModel, y: np.ndarray, x: np.ndarray) -> np.ndarray:
+    """Per-edge share (E,) of eq. 5 whose sum is q(x, y); summing it per server gives the agents' rewards.
+
+    Eq. 5: q(x, y) = Σ_l x_l [G_l − O_l] with G_l = Σ_{r∈R_l} Σ_k f_r^k(y_(l,r)^k) and
+    O_l = max_k β_k Σ_{r∈R_l} y_(l,r)^k. The gain is a sum over edges; edge e = (l, r) keeps
+    g_e = Σ_k f_r^k(y_e^k). The overhead is not separable by server; with k*_l = argmax_k β_k
+    Σ_{r∈R_l} y_(l,r)^k (the dominant type; ties to the lowest k) edge e bears the share of O_l in
+    proportion to its part of the dominant type:
+        o_e = O_l · y_e^{k*_l} / Σ_{r'∈R_l} y_(l,r')^{k*_l}   (= β_{k*_l} y_e^{k*_l}),
+    and o_e = O_l / |R_l| (= 0) when that sum is 0. Then Σ_{e∈l} o_e = O_l and the edge reward
+    x_l (g_e − o_e) sums over all edges to q(x, y) up to float rounding. Everything numeric comes
+    from ``reward_model`` (eq. 27 utilities and the eq. 5 sums); only the split is new here.
+    """
+    pb = reward_model.problem
+    ep = np.asarray(pb.edge_port)
+    g = reward_model.utilities(y).sum(axis=1)  # (E,) g_e = Σ_k f_r^k(y_e^k), eq. 27
+    _, over, per_type = reward_model.parts(y, with_sums=True)  # (L,) O_l, (L, K) Σ_{r∈R_l} y
+    kstar = np.argmax(per_type * reward_model.beta, axis=1)  # (L,) dominant type k*_l
+    dom = per_type[np.arange(pb.num_ports), kstar]  # (L,) Σ_{r∈R_l} y^{k*_l}
+    degree = np.bincount(ep, minlength=pb.num_ports)  # (L,) |R_l|
+    y_dom = y[np.arange(ep.size), kstar[ep]]  # (E,) y_e^{k*_l}
+    share = np.where(dom[ep] > 0, y_dom / np.where(dom[ep] > 0, dom[ep], 1.0), 1.0 / np.maximum(degree[ep], 1))
+    return np.where(x[ep], g - over[ep] * share, 0.0)  # (E,) x_l (g_e − o_e)
+
+
+class MultiServerAllocationParallelEnv(ClusterParallelEnv):
+    """MultiServerAllocation-v0 with one agent per server; drives one :class:`MultiServerAllocationEnv`.
+
+    ## Description
+    The single env's model (ogasched.md §2), decided by the servers: agent ``server_r`` splits its
+    own capacity among the ports it serves, i.e. chooses its (|L_r|, K) block of y — the per-(r, k)
+    decomposition of OGASched's projection (eq. 4 couples only the rows of one server). The blocks
+    are joined into the single env's y (E, K) and the single env steps once (arrivals, the exact
+    projection under "repair", and eq. 5 are the single env's). Agents are the servers with at
+    least one channel (every server in generated scenarios).
+
+    ## Action Space
+    ``server_r``: ``Box(0, a, shape=(|L_r|, K), float32)`` in device units; row i is channel
+    ``agent_edges[server_r][i]`` = (port ``agent_ports[server_r][i]``, r), column k a device type.
+    No mask (all of Y is allowed; eq. 4 is Σ_i row_i^k <= c_r^k).
+
+    ## Observation Space (per agent: what server r knows by itself)
+    | key      | space                 | meaning                                     |
+    |----------|-----------------------|---------------------------------------------|
+    | arrivals | MultiBinary(|L_r|)    | x_l(t) of the ports l ∈ L_r it serves       |
+    | t        | Box(0, T, (1,), f32)  | slots elapsed                               |
+    ``state()``: float32 (L + 1,) = [arrivals of all ports, t], the single env's observation.
+
+    ## Rewards
+    Eq. 5 is per port and its overhead max_k β_k Σ_{r∈R_l} y is not separable by server. Exact split
+    (``server_reward_split``): edge e = (l, r) earns x_l (g_e − o_e), with its own gain
+    g_e = Σ_k f_r^k(y_e^k) (eq. 27) and the share o_e = β_{k*_l} y_e^{k*_l} of the port's overhead
+    O_l, k*_l the port's dominant type (ties: lowest k; o_e = O_l / |R_l| = 0 when O_l = 0); server r
+    gets Σ_{e∈E_r} x_l (g_e − o_e). Σ_r r_r(t) = q(x(t), y(t)), the single env's reward, up to float
+    rounding (the tests use |Σ_r r_r − q| <= 1e-9 max(1, |q|)). The numbers come from the single
+    env's ``RewardModel``; the split is computed on the executed (repaired) y.
+
+    ## Info (per agent)
+    ``feedback``: ``allocation`` (its executed (|L_r|, K) block of y) and ``edge_reward`` (|L_r|,) the
+    split above per row; ``t``; ``metrics``: the single env's evaluation-only metrics.
+
+    ## Episode End
+    All agents are truncated together at ``horizon``.
+
+    ## Arguments
+    Exactly the single env's kwargs; ``render`` draws the single env.
+    """
+
+    metadata = {**ClusterParallelEnv.metadata, "name": "multiserver_allocation_parallel_v0"}
+
+    def __init__(self, scenario: Any = "paper", **kwargs: Any):
+        env = MultiServerAllocationEnv(scenario, **kwargs)
+        pb = env.problem
+        L, K, T = pb.num_ports, pb.num_device_types, float(env.horizon)
+        upper = np.asarray(pb.demand, dtype=np.float64)[np.asarray(pb.edge_port)]  # (E, K) a_l^k of eq. 3
+        edges = [np.flatnonzero(pb.edge_server == r) for r in range(pb.num_servers)]
+        self.agent_servers = [r for r in range(pb.num_servers) if edges[r].size]
+        agents = [f"server_{r}" for r in self.agent_servers]
+        self.agent_edges = {a: edges[r] for a, r in zip(agents, self.agent_servers)}  # (|L_r|,) edge ids
+        self.agent_ports = {a: np.asarray(pb.edge_port)[e] for a, e in self.agent_edges.items()}  # (|L_r|,) L_r
+        obs_spaces = {a: spaces.Dict({"arrivals": spaces.MultiBinary(int(self.agent_edges[a].size)),
+                                      "t": spaces.Box(0.0, T, shape=(1,), dtype=np.float32)}) for a in agents}
+        act_spaces = {a: spaces.Box(0.0, upper[self.agent_edges[a]].astype(np.float32),
+                                    shape=(int(self.agent_edges[a].size), K), dtype=np.float32) for a in agents}
+        state_space = spaces.Box(0.0, max(T, 1.0), shape=(L + 1,), dtype=np.float32)
+        super().__init__(env, agents, obs_spaces, act_spaces, state_space)
+        self.reward_model = RewardModel(pb)  # the single env's eq. 5 code, for the split
+        self._order = np.concatenate([self.agent_edges[a] for a in agents])
+        self._edge_server = np.ascontiguousarray(pb.edge_server, dtype=np.int64)
+
+    # -- joint action ---------------------------------------------------------------------------
+    def _join(self, vals: list[np.ndarray]) -> np.ndarray:
+        flat = np.concatenate(vals, axis=0)  # (E, K) agent-major; the single env validates values
+        joint = np.empty(flat.shape, dtype=np.result_type(flat.dtype, np.float64))
+        joint[self._order] = flat
+        return joint
+
+    def _split(self, joint: np.ndarray) -> dict[str, np.ndarray]:
+        return {a: joint[self.agent_edges[a]].copy() for a in self.possible_agents}  # dtype kept: exact replay
+
+    # -- observations ---------------------------------------------------------------------------
+    def _observe(self, obs: dict, info: dict) -> dict[str, dict]:
+        arr, t = obs["arrivals"], obs["t"]
+        return {a: {"arrivals": arr[self.agent_ports[a]], "t": t.copy()} for a in self.possible_agents}
+
+    def _state(self, obs: dict) -> np.ndarray:
+        return np.concatenate([obs["arrivals"].astype(np.float32), obs["t"].astype(np.float32)])
+
+    # -- reward and infos -----------------------------------------------------------------------
+    def _split_reward(self, reward: float, info: dict) -> dict[str, float]:
+        y = info["feedback"]["allocation"]  # (E, K) executed y (after any repair)
+        x = self._obs["arrivals"].astype(bool)  # x(t) of the slot just played (the obs is not yet updated)
+        self._edge_reward = server_reward_split(self.reward_model, y, x)  # (E,)
+        self._y = y
+        per_server = np.bincount(self._edge_server, weights=self._edge_reward, minlength=self.problem.num_servers)
+        return {a: float(per_server[r]) for a, r in zip(self.possible_agents, self.agent_servers)}
+
+    def _infos(self, info: dict, rewards: dict | None) -> dict[str, dict]:
+        out = {}
+        for a in self.possible_agents:
+            d = {"t": info["t"]}
+            if rewards is not None:
+                e = self.agent_edges[a]
+                d["feedback"] = {"allocation": self._y[e], "edge_reward": self._edge_reward[e]}
+                d["metrics"] = info["metrics"]
+            out[a] = d
+        return out
+
+
+def parallel_env(**kwargs: Any) -> MultiServerAllocationParallelEnv:
+    """PettingZoo ParallelEnv of MultiServerAllocation-v0 (servers as agents); kwargs as the single env."""
+    return MultiServerAllocationParallelEnv(**kwargs)

@@ -1,0 +1,131 @@
+"""P1 as a PettingZoo ParallelEnv: MultiServerChannel with ports as agents (esdp.md §2)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+from gymnasium import spaces
+
+from clustergym.parallel import ClusterParallelEnv
+from clustergym.envs.multiserver.channel_env import MultiServerChannelEnv
+
+__all__ = ["MultiServerChannelParallelEnv", "parallel_env"]
+
+
+class MultiServerChannelParallelEnv(ClusterParallelEnv):
+    """MultiServerChannel-v0 with one agent per port; drives one :class:`MultiServerChannelEnv`.
+
+    ## Description
+    The single env's model (esdp.md §2), decided by the ports: agent ``port_l`` chooses which of
+    its own channels e ∈ E_l = {(l, r) ∈ E} to use this slot. The agents' choices are joined into
+    the single env's x ∈ {0,1}^|E| and the single env steps once (arrivals, utilities, capacity
+    repair and reward are all the single env's). Agents are the ports with at least one channel
+    (every port in generated scenarios).
+
+    ## Action Space
+    ``port_l``: ``MultiBinary(|E_l|)``, entry i = channel ``agent_edges[port_l][i]`` (edge order).
+    ``infos[port_l]["action_mask"]`` (|E_l|,) bool marks the allowed channels: all of them when
+    port l has a job, none otherwise (eq. 4). The mask is *not* in the observation: for a
+    MultiBinary space gymnasium reads a sample mask as {0: force 0, 1: force 1, 2: free}, a
+    different meaning; the port's own ``job`` bit already determines it.
+
+    ## Observation Space (per agent: what port l knows by itself)
+    | key  | space                 | meaning                              |
+    |------|-----------------------|--------------------------------------|
+    | job  | MultiBinary(1)        | 1_l(t): port l has a job this slot   |
+    | t    | Box(0, T, (1,), f32)  | slots elapsed                        |
+    The static public problem (its channels' demands a^e, costs, the capacities c) is in
+    ``problem`` as for the single env. ``state()``: float32 (L + 1,) = [arrivals of all ports, t],
+    the single env's observation.
+
+    ## Rewards
+    ``port_l`` gets the realised utility of its executed channels, r_l(t) = Σ_{e∈E_l} x_e Z̃_e(t);
+    the ports partition E, so Σ_l r_l(t) = Σ_e x_e Z̃_e(t), the single env's reward (eq. 5), up to
+    float rounding (the tests use |Σ_l r_l − r| <= 1e-9 max(1, |r|)).
+
+    ## Infeasible actions
+    As the single env (kwarg ``infeasible``): under "repair" channels of ports without a job are
+    dropped, then selected channels from the highest edge index down until eq. 2 holds — so when
+    the joint selection exceeds capacity, the ports with higher index lose channels first.
+
+    ## Info (per agent)
+    ``feedback``: ``channels`` (positions in the agent's action that were executed), ``edges``
+    (their global edge ids) and ``utilities`` (their realised Z̃); ``action_mask``; ``t``;
+    ``metrics``: the single env's evaluation-only metrics (hidden-truth based; never for learning).
+
+    ## Episode End
+    All agents are truncated together at ``horizon``.
+
+    ## Arguments
+    Exactly the single env's kwargs (``scenario``, ``scenario_seed``, ``horizon``, ``oracle``,
+    ``infeasible``, ``render_mode``, scenario parameters); ``render`` draws the single env.
+    """
+
+    metadata = {**ClusterParallelEnv.metadata, "name": "multiserver_channel_parallel_v0"}
+
+    def __init__(self, scenario: Any = "paper", **kwargs: Any):
+        env = MultiServerChannelEnv(scenario, **kwargs)
+        pb = env.problem
+        L, T = pb.num_ports, float(env.horizon)
+        edges = [np.flatnonzero(pb.edge_port == l) for l in range(L)]
+        self.agent_ports = [l for l in range(L) if edges[l].size]  # ports with a channel
+        agents = [f"port_{l}" for l in self.agent_ports]
+        self.agent_edges = {a: edges[l] for a, l in zip(agents, self.agent_ports)}  # (|E_l|,) edge ids
+        obs_spaces = {a: spaces.Dict({"job": spaces.MultiBinary(1),
+                                      "t": spaces.Box(0.0, T, shape=(1,), dtype=np.float32)}) for a in agents}
+        act_spaces = {a: spaces.MultiBinary(int(self.agent_edges[a].size)) for a in agents}
+        state_space = spaces.Box(0.0, max(T, 1.0), shape=(L + 1,), dtype=np.float32)
+        super().__init__(env, agents, obs_spaces, act_spaces, state_space)
+        self._order = np.concatenate([self.agent_edges[a] for a in agents])  # agent-major position -> edge id
+        self._edge_agent = np.empty(pb.num_edges, dtype=np.int64)  # (E,) agent index of each edge
+        for i, a in enumerate(agents):
+            self._edge_agent[self.agent_edges[a]] = i
+
+    # -- joint action ---------------------------------------------------------------------------
+    def _join(self, vals: list[np.ndarray]) -> np.ndarray:
+        flat = np.concatenate(vals)  # the single env validates the values (0/1, no NaN)
+        joint = np.empty_like(flat)
+        joint[self._order] = flat
+        return joint
+
+    def _split(self, joint: np.ndarray) -> dict[str, np.ndarray]:
+        return {a: joint[self.agent_edges[a]].copy() for a in self.possible_agents}
+
+    # -- observations ---------------------------------------------------------------------------
+    def _observe(self, obs: dict, info: dict) -> dict[str, dict]:
+        arr, t = obs["arrivals"], obs["t"]
+        return {a: {"job": arr[l:l + 1].copy(), "t": t.copy()} for a, l in zip(self.possible_agents, self.agent_ports)}
+
+    def _state(self, obs: dict) -> np.ndarray:
+        return np.concatenate([obs["arrivals"].astype(np.float32), obs["t"].astype(np.float32)])
+
+    # -- reward and infos -----------------------------------------------------------------------
+    def _split_reward(self, reward: float, info: dict) -> dict[str, float]:
+        fb = info["feedback"]
+        per_agent = np.bincount(self._edge_agent[fb["channels"]], weights=fb["utilities"],
+                                minlength=len(self.possible_agents))  # r_l = Σ_{e∈E_l} x_e Z̃_e
+        self._executed = fb
+        return {a: float(per_agent[i]) for i, a in enumerate(self.possible_agents)}
+
+    def _infos(self, info: dict, rewards: dict | None) -> dict[str, dict]:
+        mask = info["action_mask"]
+        out = {}
+        if rewards is not None:
+            ch, z = self._executed["channels"], self._executed["utilities"]
+            owner = self._edge_agent[ch]
+        for i, a in enumerate(self.possible_agents):
+            edges = self.agent_edges[a]
+            d = {"action_mask": mask[edges].copy(), "t": info["t"]}
+            if rewards is not None:
+                mine = owner == i
+                ids = ch[mine]
+                d["feedback"] = {"channels": np.searchsorted(edges, ids), "edges": ids, "utilities": z[mine]}
+                d["metrics"] = info["metrics"]
+            out[a] = d
+        return out
+
+
+def parallel_env(**kwargs: Any) -> MultiServerChannelParallelEnv:
+    """PettingZoo ParallelEnv of MultiServerChannel-v0 (ports as agents); kwargs as the single env."""
+    return MultiServerChannelParallelEnv(**kwargs)
