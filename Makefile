@@ -35,13 +35,15 @@ figures: $(STAMP)
 	cp runs/p1-8000/cumulative_regret.png docs/figures/p1_cumulative_regret.png
 
 # The DRL comparison docs/drl.md shows: PPO, 200,000 steps on the P1 and P2 defaults, then evaluated
-# on held-out seeds beside the paper agents and baselines (about 1.5 hours on 2 cores).
+# on held-out seeds beside the paper agents and baselines, plus MaskablePPO on P1 (about 1.5 hours on 2 cores).
 DRL := runs/drl
 drl: $(STAMP)
 	$(BIN)/clustergym train clustergym/MultiServerChannel-v0 --algo ppo --timesteps 200000 --n-envs 4 \
 		--hp n_steps=512 --hp batch_size=256 --eval-freq 20000 --eval-episodes 2 --out $(DRL)/ppo-MultiServerChannel
 	$(BIN)/clustergym train clustergym/MultiServerAllocation-v0 --algo ppo --timesteps 200000 --n-envs 4 \
 		--hp n_steps=512 --hp batch_size=256 --eval-freq 20000 --eval-episodes 2 --out $(DRL)/ppo-MultiServerAllocation
+	$(BIN)/clustergym train clustergym/MultiServerChannel-v0 --algo maskable_ppo --timesteps 200000 --n-envs 4 \
+		--hp n_steps=512 --hp batch_size=256 --eval-freq 20000 --eval-episodes 2 --out $(DRL)/maskppo-MultiServerChannel
 	$(BIN)/python benchmarks/drl_compare.py --runs $(DRL) --seeds 1000,1001,1002 --figures docs/figures
 
 clean:

@@ -30,15 +30,16 @@ def main() -> None:
     p.add_argument("--runs", default="runs/drl")
     p.add_argument("--seeds", default="1000,1001,1002")
     p.add_argument("--workers", type=int, default=2)
-    p.add_argument("--figures", default=None, help="copy the training curves here as drl_<p>_training.png")
+    p.add_argument("--figures", default=None, help="copy the training curves here as drl_<run>_training.png")
+    p.add_argument("--only", action="append", default=None, metavar="RUN", help="only these run names (repeatable)")
     args = p.parse_args()
     seeds = [int(s) for s in args.seeds.split(",")]
-    lines = []
     for name in sorted(os.listdir(args.runs)):
         run = os.path.join(args.runs, name)
         side = os.path.join(run, "clustergym.json")
-        if not os.path.exists(side):
+        if not os.path.exists(side) or (args.only and name not in args.only):
             continue
+        lines = []
         meta = json.load(open(side))
         env_id, fam = meta["env_id"], meta["family"]
         env_kwargs = {k: v for k, v in meta["env_kwargs"].items() if k != "horizon"}
@@ -47,8 +48,8 @@ def main() -> None:
         model = f"sb3:{run}/model.zip"
         agents = [model, paper, *[a for a in list_agents(env_id) if a != paper]]
         res = clustergym.evaluate(env_id, agents, seeds, horizon, env_kwargs=env_kwargs, workers=args.workers)
-        short = SHORT[env_id.split("/")[1][:-3]]
-        out = os.path.join(args.runs, f"cmp-{short}")
+        short = f"{meta['algo']}_{SHORT[env_id.split('/')[1][:-3]]}"
+        out = os.path.join(args.runs, f"cmp-{name}")
         res.write(out)
         summ = {s["agent"]: s for s in res.summary()}
         ref = {f"{a} (held-out mean)": summ[a]["mean_total_reward"] for a in (paper, "random") if a in summ}
@@ -67,10 +68,15 @@ def main() -> None:
                          f"{(s['mean_total_reward'] - best) / abs(best) * 100:+.1f}% | {reg} |")
         lines.append("")
         print(res.table(), flush=True)
-    text = "\n".join(lines)
+        with open(os.path.join(out, "summary.md"), "w") as f:
+            f.write("\n".join(lines) + "\n")
+    # One summary over every compared run (also those compared in earlier invocations).
+    parts = [open(os.path.join(args.runs, d, "summary.md")).read() for d in sorted(os.listdir(args.runs))
+             if d.startswith("cmp-") and os.path.exists(os.path.join(args.runs, d, "summary.md"))]
+    text = "\n".join(parts)
     print(text)
     with open(os.path.join(args.runs, "summary.md"), "w") as f:
-        f.write(text + "\n")
+        f.write(text)
 
 
 if __name__ == "__main__":
