@@ -113,3 +113,24 @@ def test_cli_list(capsys):
 
 def test_list_agents_by_env():
     assert {"esdp", "hauf", "lcf", "lwtf", "random"} <= set(clustergym.list_agents(ID))
+
+
+def test_combined_reproduce_report(tmp_path):
+    """`reproduce all` writes one report: every paper's section, links pointing into its folder."""
+    from clustergym.experiments import write_combined_report
+
+    reports = []
+    for name in ("esdp", "opm"):
+        d = tmp_path / name
+        d.mkdir()
+        (d / "report.md").write_text(f"# {name} reproduction\n\n| a | b |\n|---|---|\n\n![fig](fig.png)\n"
+                                     f"[data](results.json) [web](https://example.org/x)\n")
+        reports.append(str(d / "report.md"))
+    path = write_combined_report(str(tmp_path), ["esdp", "opm"], reports, [61.0, 119.0], True, 2)
+    text = open(path).read()
+    assert path == str(tmp_path / "report.md")
+    assert "total wall time 3.0 min" in text
+    assert "| esdp | [esdp/report.md](esdp/report.md) | 61 s |" in text
+    assert "## esdp reproduction" in text and "## opm reproduction" in text
+    assert "![fig](esdp/fig.png)" in text and "![fig](opm/fig.png)" in text
+    assert "[data](opm/results.json)" in text and "(https://example.org/x)" in text
