@@ -38,6 +38,9 @@ def p1_env_steps(quick: bool) -> Row:
     pb = env.unwrapped.problem
     rng = np.random.default_rng(0)
     obs, info = env.reset(seed=0)
+    # Warm-up, untimed: the first step loads (or, on a fresh install, compiles) the numba kernels.
+    for _ in range(20):
+        obs, r, term, trunc, info = env.step(np.zeros(pb.num_edges, dtype=np.int8))
     n = 20_000 if quick else 100_000
     spent = 0.0
     for _ in range(n):

@@ -246,6 +246,8 @@ def p2_env_steps(quick: bool):
     base = proportional_share(pb)
     actions = [base * rng.random(base.shape) for _ in range(64)]  # feasible (inside Y), varied
     env.reset(seed=0)
+    for i in range(20):  # warm-up, untimed: loads (or on a fresh install compiles) the numba kernels
+        env.step(actions[i])
     n = 20_000 if quick else 100_000
     t0 = time.perf_counter()
     for i in range(n):
