@@ -136,7 +136,9 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--horizon", type=int, default=2000)
     r.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="env kwarg (JSON value)")
     r.add_argument("--workers", type=int, default=1)
-    r.add_argument("--backend", default="local", choices=["local"])
+    r.add_argument("--backend", default="local", choices=["local", "ray"],
+                   help="ray: one Ray task per run on $RAY_ADDRESS or a local Ray with --workers CPUs "
+                        "(pip install 'clustergym[ray]'); results equal the local backend's")
     r.add_argument("--out", required=True)
     r.add_argument("--no-plots", action="store_true")
     r.add_argument("--no-progress", action="store_true")

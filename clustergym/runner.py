@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import logging
 import math
 import os
 import time
@@ -12,7 +13,12 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-__all__ = ["RunResult", "Results", "evaluate", "run_one"]
+__all__ = ["BACKENDS", "TIMING_FIELDS", "RunResult", "Results", "evaluate", "run_one"]
+
+BACKENDS = ("local", "ray")
+# Fields of results.json that measure time on the machine that ran them: they differ between any two
+# runs (even two local ones); everything else is a function of (env, agents, seeds, horizon, kwargs).
+TIMING_FIELDS = ("wall_s", "decision_ms_median", "decision_ms_p95")
 
 
 @dataclass
@@ -199,6 +205,81 @@ def _run_task(args):
     return run_one(*args)
 
 
+def _run_local(tasks: list[tuple], workers: int, bar) -> list[RunResult]:
+    runs: list[RunResult | None] = [None] * len(tasks)
+    if workers == 1:
+        for i, task in enumerate(tasks):
+            if bar is not None:
+                bar.set_postfix_str(f"{task[1]} seed {task[2]}")
+            runs[i] = run_one(*task, progress=bar.update if bar is not None else None)
+    else:
+        import multiprocessing as mp
+
+        with ProcessPoolExecutor(max_workers=workers, mp_context=mp.get_context("spawn")) as ex:
+            futs = {ex.submit(_run_task, task): i for i, task in enumerate(tasks)}
+            for fut in as_completed(futs):
+                i = futs[fut]
+                runs[i] = fut.result()
+                if bar is not None:
+                    bar.update(runs[i].steps)
+    return runs
+
+
+def _import_ray():
+    try:
+        import ray
+    except ImportError:  # a ValueError like every missing optional extra (see baselines/drl.py)
+        raise ValueError("backend='ray' needs Ray: pip install 'clustergym[ray]'") from None
+    return ray
+
+
+def _run_ray(tasks: list[tuple], workers: int, bar) -> list[RunResult]:
+    """Each task is one Ray task; results go back to task order, so they equal the local backend's.
+
+    Uses the Ray instance this process is already connected to (``ray.init(address=...)``), else
+    connects to ``$RAY_ADDRESS`` when set, else starts a private local instance with ``workers`` CPUs.
+    Shuts down only what it started (a connection to ``$RAY_ADDRESS`` is closed, the cluster lives on).
+    """
+    ray = _import_ray()
+    started = False
+    if not ray.is_initialized():
+        if address := os.environ.get("RAY_ADDRESS"):
+            # ray.init() honours RAY_ADDRESS when address is None; num_cpus must not be given then.
+            try:
+                ray.init(log_to_driver=False)
+            except ConnectionError as exc:  # a user error: one line on the command line, not a traceback
+                raise ValueError(f"backend='ray' cannot connect to RAY_ADDRESS={address!r} ({exc}); if the "
+                                 "cluster uses token authentication, set RAY_AUTH_MODE=token") from exc
+        else:
+            # address="local": never attach to a stray `ray start` instance, whose CPUs we cannot set.
+            ray.init(address="local", num_cpus=workers, include_dashboard=False, log_to_driver=False,
+                     ignore_reinit_error=True, logging_level=logging.WARNING)
+        started = True
+    try:
+        # Runs are pure functions of their arguments, so Ray may retry one whose worker died.
+        remote_run = ray.remote(num_cpus=1)(run_one)
+        refs = [remote_run.remote(*task) for task in tasks]
+        index = {ref: i for i, ref in enumerate(refs)}
+        runs: list[RunResult | None] = [None] * len(tasks)
+        pending = list(refs)
+        try:
+            while pending:
+                done, pending = ray.wait(pending, num_returns=1)
+                for ref in done:
+                    i = index[ref]
+                    runs[i] = ray.get(ref)
+                    if bar is not None:
+                        bar.update(runs[i].steps)
+        except BaseException:
+            for ref in pending:
+                ray.cancel(ref, force=True)
+            raise
+        return runs
+    finally:
+        if started:
+            ray.shutdown()
+
+
 def evaluate(env_id: str, agents: Sequence[str], seeds: Sequence[int], horizon: int,
              env_kwargs: dict | None = None, workers: int = 1, backend: str = "local",
              progress: bool = True) -> Results:
@@ -210,8 +291,15 @@ def evaluate(env_id: str, agents: Sequence[str], seeds: Sequence[int], horizon: 
         seeds: env seeds; each (agent, seed) run is independent.
         horizon: slots per run.
         env_kwargs: keyword arguments for ``gym.make`` (scenario parameters etc.).
-        workers: parallel processes (1 = in this process).
-        backend: "local" (processes on this machine).
+        workers: parallel processes (1 = in this process). With ``backend="ray"``, the CPUs of the
+            local Ray instance started for this call (unused when Ray is already initialised or
+            ``RAY_ADDRESS`` is set: the cluster's own CPUs decide).
+        backend: ``"local"`` (processes on this machine) or ``"ray"`` (one Ray task per (agent, seed)
+            run; needs ``pip install 'clustergym[ray]'``). Uses the Ray instance this process is
+            connected to (``ray.init(address=...)`` beforehand), else ``$RAY_ADDRESS``, else starts
+            and afterwards shuts down a local one. The results are identical to the local backend's:
+            same runs in the same order; only the timing fields (:data:`TIMING_FIELDS`) differ, as
+            they do between any two runs.
         progress: show a progress bar (tqdm) over all slots of all runs.
     """
     import gymnasium as gym
@@ -220,8 +308,8 @@ def evaluate(env_id: str, agents: Sequence[str], seeds: Sequence[int], horizon: 
     from clustergym.agent import env_family, list_agents, parse_agent_spec
 
     env_kwargs = dict(env_kwargs or {})
-    if backend != "local":
-        raise ValueError(f"backend={backend!r} is invalid: expected 'local'")
+    if backend not in BACKENDS:
+        raise ValueError(f"backend={backend!r} is invalid: expected one of {', '.join(map(repr, BACKENDS))}")
     if int(horizon) < 1:
         raise ValueError(f"horizon={horizon!r} is invalid: expected an integer >= 1")
     if int(workers) < 1:
@@ -230,6 +318,8 @@ def evaluate(env_id: str, agents: Sequence[str], seeds: Sequence[int], horizon: 
         raise ValueError("no agents given")
     if not seeds:
         raise ValueError("no seeds given")
+    if backend == "ray":
+        _import_ray()  # fail before any work when Ray is missing
     family = env_family(env_id)  # validates env_id
     known = list_agents(family=family)
     for a in agents:
@@ -250,23 +340,11 @@ def evaluate(env_id: str, agents: Sequence[str], seeds: Sequence[int], horizon: 
         from tqdm.auto import tqdm
 
         bar = tqdm(total=total, unit="slot", desc=env_id.split("/")[-1], leave=False, dynamic_ncols=True)
-    runs: list[RunResult | None] = [None] * len(tasks)
     try:
-        if workers == 1:
-            for i, task in enumerate(tasks):
-                if bar is not None:
-                    bar.set_postfix_str(f"{task[1]} seed {task[2]}")
-                runs[i] = run_one(*task, progress=bar.update if bar is not None else None)
+        if backend == "ray":
+            runs = _run_ray(tasks, int(workers), bar)
         else:
-            import multiprocessing as mp
-
-            with ProcessPoolExecutor(max_workers=int(workers), mp_context=mp.get_context("spawn")) as ex:
-                futs = {ex.submit(_run_task, task): i for i, task in enumerate(tasks)}
-                for fut in as_completed(futs):
-                    i = futs[fut]
-                    runs[i] = fut.result()
-                    if bar is not None:
-                        bar.update(runs[i].steps)
+            runs = _run_local(tasks, int(workers), bar)
     finally:
         if bar is not None:
             bar.close()

@@ -1,0 +1,99 @@
+"""Ray backend: the same results.json as the local backend; one clear error without Ray (SPEC §3.4).
+
+Compared: every byte of curves.csv and every field of results.json except the timing fields
+``clustergym.runner.TIMING_FIELDS`` (wall_s, decision_ms_median, decision_ms_p95, per run and the
+summary's median): they measure the clock of the machine that ran them and differ between any two
+runs, two local ones included. Everything else must be equal, in the same order.
+"""
+
+import json
+import sys
+
+import pytest
+
+from clustergym.cli import main
+from clustergym.runner import TIMING_FIELDS, evaluate
+
+P1 = "clustergym/MultiServerChannel-v0"
+P4 = "clustergym/ApproxJobs-v0"
+RAY_MISSING = "backend='ray' needs Ray: pip install 'clustergym[ray]'"
+
+
+@pytest.fixture(scope="module")
+def ray_cluster():
+    """One Ray instance for the module (startup takes seconds), as a user's own ``ray.init`` would."""
+    ray = pytest.importorskip("ray")
+    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
+    yield ray
+    ray.shutdown()
+
+
+def _without_timings(d: dict) -> dict:
+    for row in d["runs"] + d["summary"]:
+        for key in TIMING_FIELDS:
+            row.pop(key, None)
+    return d
+
+
+def _assert_same_outputs(dir_a, dir_b) -> dict:
+    a = json.loads((dir_a / "results.json").read_text())
+    b = json.loads((dir_b / "results.json").read_text())
+    assert all(set(TIMING_FIELDS) <= r.keys() for r in a["runs"] + b["runs"])  # present, just not compared
+    assert _without_timings(a) == _without_timings(b)
+    assert (dir_a / "curves.csv").read_bytes() == (dir_b / "curves.csv").read_bytes()
+    return a
+
+
+def _sweep(tmp_path, env_id, agents, horizon, backend, **kw):
+    res = evaluate(env_id, agents, seeds=[0, 1], horizon=horizon, workers=2, backend=backend, progress=False, **kw)
+    out = tmp_path / backend
+    res.write(str(out), plots=False)
+    return out
+
+
+def test_ray_backend_starts_and_stops_its_own_ray(tmp_path):
+    # First in the file: runs before the module fixture connects this process to Ray.
+    ray = pytest.importorskip("ray")
+    if ray.is_initialized():
+        pytest.skip("Ray already initialised in this process (test order changed)")
+    d = _assert_same_outputs(_sweep(tmp_path, P1, ["hauf", "lwtf"], 50, "ray", env_kwargs={"num_servers": 12}),
+                             _sweep(tmp_path, P1, ["hauf", "lwtf"], 50, "local", env_kwargs={"num_servers": 12}))
+    assert not ray.is_initialized()  # the Ray it started is shut down again
+    assert [(r["agent"], r["seed"]) for r in d["runs"]] == [("hauf", 0), ("hauf", 1), ("lwtf", 0), ("lwtf", 1)]
+    assert all(r["total_reward"] > 0 and r["regret"] is not None for r in d["runs"])
+
+
+def test_ray_backend_uses_existing_ray_and_matches_local(ray_cluster, tmp_path):
+    d = _assert_same_outputs(_sweep(tmp_path, P4, ["opm", "fair"], 200, "ray"),
+                             _sweep(tmp_path, P4, ["opm", "fair"], 200, "local"))
+    assert ray_cluster.is_initialized()  # the user's Ray is left running
+    assert [(r["agent"], r["seed"]) for r in d["runs"]] == [("opm", 0), ("opm", 1), ("fair", 0), ("fair", 1)]
+    assert all(r["total_reward"] > 0 for r in d["runs"])
+
+
+def test_cli_backend_ray_writes_same_results_as_local(ray_cluster, tmp_path, capsys):
+    base = ["run", P1, "--agents", "hauf,lcf", "--seeds", "0,1", "--horizon", "50", "--set", "num_servers=12",
+            "--workers", "2", "--no-plots", "--no-progress"]
+    assert main([*base, "--backend", "ray", "--out", str(tmp_path / "ray")]) == 0
+    assert main([*base, "--out", str(tmp_path / "local")]) == 0
+    assert "hauf" in capsys.readouterr().out
+    _assert_same_outputs(tmp_path / "ray", tmp_path / "local")
+
+
+def test_missing_ray_is_one_clear_error(monkeypatch, capsys, tmp_path):
+    monkeypatch.setitem(sys.modules, "ray", None)  # `import ray` now fails as if Ray were absent
+    with pytest.raises(ValueError, match=r"backend='ray' needs Ray: pip install 'clustergym\[ray\]'"):
+        evaluate(P1, ["hauf"], seeds=[0], horizon=10, backend="ray", progress=False)
+    out = tmp_path / "out"
+    assert main(["run", P1, "--agents", "hauf", "--horizon", "10", "--backend", "ray", "--out", str(out)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err == f"clustergym: error: {RAY_MISSING}"
+    assert not out.exists()
+
+
+def test_unknown_backend_lists_the_valid_ones(capsys):
+    with pytest.raises(ValueError, match=r"backend='dask' is invalid: expected one of 'local', 'ray'"):
+        evaluate(P1, ["hauf"], seeds=[0], horizon=10, backend="dask", progress=False)
+    with pytest.raises(SystemExit) as exc:
+        main(["run", P1, "--agents", "hauf", "--backend", "dask", "--out", "x"])
+    assert exc.value.code == 2 and "invalid choice: 'dask'" in capsys.readouterr().err
