@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import math
@@ -205,6 +206,31 @@ def _run_task(args):
     return run_one(*args)
 
 
+_SHARED_POOL: dict[int, ProcessPoolExecutor] = {}
+
+
+@contextlib.contextmanager
+def worker_pool(workers: int):
+    """Yield a pool of ``workers`` spawned processes, kept for every local ``evaluate(..., workers=workers)``
+    inside the block (instead of a new pool per call), e.g. the many short sweeps of ``reproduce``.
+
+    Runs depend only on their arguments, so results are the same with or without the shared pool;
+    it saves the start-up of the worker processes (imports, compiled kernels) on every call.
+    """
+    import multiprocessing as mp
+
+    if workers in _SHARED_POOL:  # an outer block already shares one
+        yield _SHARED_POOL[workers]
+        return
+    ex = ProcessPoolExecutor(max_workers=workers, mp_context=mp.get_context("spawn"))
+    _SHARED_POOL[workers] = ex
+    try:
+        yield ex
+    finally:
+        del _SHARED_POOL[workers]
+        ex.shutdown(wait=True, cancel_futures=True)
+
+
 def _run_local(tasks: list[tuple], workers: int, bar) -> list[RunResult]:
     runs: list[RunResult | None] = [None] * len(tasks)
     if workers == 1:
@@ -212,16 +238,19 @@ def _run_local(tasks: list[tuple], workers: int, bar) -> list[RunResult]:
             if bar is not None:
                 bar.set_postfix_str(f"{task[1]} seed {task[2]}")
             runs[i] = run_one(*task, progress=bar.update if bar is not None else None)
-    else:
-        import multiprocessing as mp
-
-        with ProcessPoolExecutor(max_workers=workers, mp_context=mp.get_context("spawn")) as ex:
-            futs = {ex.submit(_run_task, task): i for i, task in enumerate(tasks)}
+        return runs
+    with worker_pool(workers) as ex:
+        futs = {ex.submit(_run_task, task): i for i, task in enumerate(tasks)}
+        try:
             for fut in as_completed(futs):
                 i = futs[fut]
                 runs[i] = fut.result()
                 if bar is not None:
                     bar.update(runs[i].steps)
+        except BaseException:
+            for f in futs:  # a failed run (or Ctrl-C) stops this call's pending runs
+                f.cancel()
+            raise
     return runs
 
 

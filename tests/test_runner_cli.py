@@ -134,3 +134,21 @@ def test_combined_reproduce_report(tmp_path):
     assert "## esdp reproduction" in text and "## opm reproduction" in text
     assert "![fig](esdp/fig.png)" in text and "![fig](opm/fig.png)" in text
     assert "[data](opm/results.json)" in text and "(https://example.org/x)" in text
+
+
+def test_shared_worker_pool_gives_same_results():
+    """evaluate() calls inside one worker_pool reuse its processes; results equal the in-process runs."""
+    from clustergym.runner import _SHARED_POOL, worker_pool
+
+    env_id, agents = "clustergym/ApproxJobs-v0", ["fair", "random"]
+    ref = clustergym.evaluate(env_id, agents, [0, 1], 60, workers=1, progress=False)
+    with worker_pool(2) as ex:
+        a = clustergym.evaluate(env_id, agents, [0, 1], 60, workers=2, progress=False)
+        b = clustergym.evaluate(env_id, agents, [0, 1], 60, workers=2, progress=False)
+        assert _SHARED_POOL[2] is ex
+    assert 2 not in _SHARED_POOL  # shut down at the end of the block
+    for res in (a, b):
+        assert [(r.agent, r.seed, r.total_reward) for r in res.runs] == \
+            [(r.agent, r.seed, r.total_reward) for r in ref.runs]
+        for r, q in zip(res.runs, ref.runs):
+            np.testing.assert_array_equal(r.reward, q.reward)

@@ -37,11 +37,14 @@ def reproduce(paper: str, quick: bool = False, out: str = "runs/reproduce", work
 
     names = list_papers() if paper == "all" else [paper]
     mods = [load(n) for n in names]  # validate every name before running anything
+    from clustergym.runner import worker_pool
+
     reports, walls = [], []
-    for m in mods:
-        t0 = time.perf_counter()
-        reports.append(m.reproduce(quick, out, workers, progress))
-        walls.append(time.perf_counter() - t0)
+    with worker_pool(workers):  # one set of worker processes for every sweep of every paper
+        for m in mods:
+            t0 = time.perf_counter()
+            reports.append(m.reproduce(quick, out, workers, progress))
+            walls.append(time.perf_counter() - t0)
     if paper == "all":
         reports.append(write_combined_report(out, names, reports, walls, quick, workers))
     return reports

@@ -81,10 +81,11 @@ def _run_all(tasks: list, workers: int, progress: bool) -> list[dict]:
                 out[i] = _task(t)
                 bar.update(1)
         else:
-            import multiprocessing as mp
-            from concurrent.futures import ProcessPoolExecutor, as_completed
+            from concurrent.futures import as_completed
 
-            with ProcessPoolExecutor(max_workers=workers, mp_context=mp.get_context("spawn")) as ex:
+            from clustergym.runner import worker_pool
+
+            with worker_pool(workers) as ex:
                 futs = {ex.submit(_task, t): i for i, t in enumerate(tasks)}
                 for f in as_completed(futs):
                     out[futs[f]] = f.result()
