@@ -1,8 +1,8 @@
 """Evaluate trained SB3 runs beside the paper agent and the baselines on held-out seeds.
 
 For every run directory under ``--runs`` (written by ``clustergym train``): evaluates
-``sb3:RUN/model.zip``, the paper agent and every baseline of that env on ``--seeds`` (never used in
-training) with the training episode length, writes ``RUN/../cmp-<env>/`` (results.json, curves.csv,
+``sb3:RUN/model.zip``, the paper agent (and its documented options) and every baseline of that env
+on ``--seeds`` (never used in training) with the training episode length, writes ``RUN/../cmp-<env>/`` (results.json, curves.csv,
 plots), draws the training curve with each agent's held-out mean return as a reference line, and
 prints a markdown table (also written to ``--runs``/summary.md). ``make drl`` runs it.
 
@@ -22,6 +22,9 @@ from clustergym.baselines.drl import plot_training_curve
 
 PAPER_AGENT = {"multiserver-channel": "esdp", "multiserver-allocation": "ogasched", "ringallreduce": "gadget",
                "approxjobs": "opm"}
+# The paper agents' documented options shown beside the faithful version ({T} = the episode length).
+PAPER_OPTIONS = {"multiserver-channel": ["esdp[only_active=true]"],
+                 "multiserver-allocation": ["ogasched[lr=eq26,horizon={T}]"]}
 SHORT = {"MultiServerChannel": "p1", "MultiServerAllocation": "p2", "RingAllReduce": "p3", "ApproxJobs": "p4"}
 
 
@@ -46,7 +49,8 @@ def main() -> None:
         horizon = int(meta["env_kwargs"].get("horizon", 2000))
         paper = PAPER_AGENT[fam]
         model = f"sb3:{run}/model.zip"
-        agents = [model, paper, *[a for a in list_agents(env_id) if a != paper]]
+        options = [o.format(T=horizon) for o in PAPER_OPTIONS.get(fam, [])]
+        agents = [model, paper, *options, *[a for a in list_agents(env_id) if a != paper]]
         res = clustergym.evaluate(env_id, agents, seeds, horizon, env_kwargs=env_kwargs, workers=args.workers)
         short = f"{meta['algo']}_{SHORT[env_id.split('/')[1][:-3]]}"
         out = os.path.join(args.runs, f"cmp-{name}")
