@@ -32,7 +32,7 @@ try:
 except ImportError:  # pragma: no cover
     HAVE_NUMBA = False
 
-__all__ = ["HAVE_NUMBA", "reward_sums", "check_slot", "slot_reward", "step_batch"]
+__all__ = ["HAVE_NUMBA", "build_plan", "reward_sums", "slot_step", "step_batch"]
 
 if HAVE_NUMBA:
 
@@ -78,57 +78,76 @@ if HAVE_NUMBA:
         return a * math.sqrt(v + 1.0) - a
 
     @numba.njit(cache=True, nogil=True)
-    def check_slot(y, upper, edge_server, cap_tol, tol, sums):  # pragma: no cover - compiled
-        """Feasibility of y (E, K) for eqs. 3–4: (non-finite entries, entries outside [0, a] beyond ``tol``,
-        (r, k) pairs with Σ_{l∈L_r} y > c_r^k + tol). ``sums`` (R, K) receives Σ_{l∈L_r} y (non-finite
-        entries left out)."""
-        E, K = y.shape
-        sums[:, :] = 0.0
-        bad = 0
-        nonfinite = 0
-        for e in range(E):
-            r = edge_server[e]
-            for k in range(K):
-                v = np.float64(y[e, k])
-                if not math.isfinite(v):
-                    nonfinite += 1
-                    continue
-                if v < -tol or v > upper[e, k] + tol:
-                    bad += 1
-                sums[r, k] += v
-        over = 0
-        for r in range(sums.shape[0]):
-            for k in range(K):
-                if sums[r, k] > cap_tol[r, k]:
-                    over += 1
-        return nonfinite, bad, over
+    def slot_step(y, x, live, live_srv, live_k, live_up, live_a, live_ia, ptr, dead, dead_srv, dead_port, dead_k,
+                  dead_up, dead_a, dead_code, cap_tol, tol, beta, util_w, sums, gain, per_type, port_reward,
+                  used):  # pragma: no cover - compiled
+        """One slot of one env in one pass over y: the feasibility check of eqs. 3–4 and eq. 5 (eq. 7).
 
-    @numba.njit(cache=True, nogil=True)
-    def slot_reward(y, x, alpha, code, edge_port, beta, util_w, gain, per_type, port_reward, used):  # pragma: no cover
-        """Eq. 5 (nice setup, eq. 7) for one slot and one env, over the ports with a job (x_l = 1).
-
+        y is the flat (E·K,) allocation (float32 or float64), x (L,) the arrivals, the entry lists come
+        from :func:`build_plan` and ``cap_tol`` is the flat (R·K,) c + tol. Scratch: ``sums`` (R·K,)
+        receives Σ_{l∈L_r} y (non-finite entries left out), ``gain`` (L,) and ``per_type`` (L, K).
         Writes x_l q_l into ``port_reward`` (L,) and the devices allocated to ports with a job into
-        ``used`` (K,); ``gain`` (L,) and ``per_type`` (L, K) are scratch. Returns (Σ_l x_l gain_l,
-        Σ_l x_l overhead_l, utilisation Σ_k used_k w_k). Sums run in edge order, then device order, as
-        in :func:`reward_sums`; the utilisation is a plain loop (not a BLAS dot, whose summation order
-        depends on the BLAS build), so the single and the vector env agree on every machine.
+        ``used`` (K,). Returns (non-finite entries, entries outside [0, a] beyond ``tol``, (r, k) pairs
+        with Σ y > c + tol, Σ_l x_l gain_l, Σ_l x_l overhead_l, utilisation Σ_k used_k w_k); the reward
+        parts are meaningful only for a feasible y (callers repair and call again otherwise).
+
+        Live entries are visited port by port, family by family, in edge/device order inside a block;
+        every sum (server sums, per-port gains and per-type sums) adds in that order, then adds the
+        dead entries that are non-zero in edge/device order. Utilities are evaluated for every live
+        entry of a port with a job, zeros included (f(0) = ±0 and x + ±0 = x for the sums here, which
+        start at +0, so this equals skipping them); the reciprocal family uses the precomputed 1/α
+        (the same division, so the same bits).
         """
-        E, K = y.shape
+        K = per_type.shape[1]
         L = x.shape[0]
-        gain[:] = 0.0
+        sums[:] = 0.0
         per_type[:, :] = 0.0
         port_reward[:] = 0.0
         used[:] = 0.0
-        for e in range(E):
-            l = edge_port[e]
-            if not x[l]:
-                continue  # idle port: its utilities never count
-            for k in range(K):
-                v = np.float64(y[e, k])
-                if v == 0.0:
-                    continue  # f(0) = ±0: skipping is exact (module docstring)
-                gain[l] += utility(v, alpha[e, k], code[e, k])
-                per_type[l, k] += v
+        nonfinite = 0
+        bad = 0
+        for l in range(L):
+            active = x[l]
+            g = 0.0
+            for c in range(4):
+                lo = ptr[l, c]
+                hi = ptr[l, c + 1]
+                for j in range(lo, hi):
+                    v = np.float64(y[live[j]])
+                    if not math.isfinite(v):
+                        nonfinite += 1
+                        continue
+                    if v < -tol or v > live_up[j] + tol:
+                        bad += 1
+                    sums[live_srv[j]] += v
+                    if active:
+                        per_type[l, live_k[j]] += v
+                        if c == 0:
+                            g += live_a[j] * v
+                        elif c == 1:
+                            g += live_a[j] * math.log1p(v)
+                        elif c == 2:
+                            g += live_ia[j] - 1.0 / (v + live_a[j])
+                        else:
+                            g += live_a[j] * math.sqrt(v + 1.0) - live_a[j]
+            gain[l] = g
+        for j in range(dead.shape[0]):
+            v = np.float64(y[dead[j]])
+            if v != 0.0:  # a feasible y is 0 here up to tol; NaN also lands here
+                if not math.isfinite(v):
+                    nonfinite += 1
+                    continue
+                if v < -tol or v > dead_up[j] + tol:
+                    bad += 1
+                sums[dead_srv[j]] += v
+                l = dead_port[j]
+                if x[l]:
+                    per_type[l, dead_k[j]] += v
+                    gain[l] += utility(v, dead_a[j], dead_code[j])
+        over = 0
+        for s in range(sums.shape[0]):
+            if sums[s] > cap_tol[s]:
+                over += 1
         g_sum = 0.0
         o_sum = 0.0
         for l in range(L):
@@ -144,40 +163,90 @@ if HAVE_NUMBA:
         util = 0.0
         for k in range(K):
             util += used[k] * util_w[k]
-        return g_sum, o_sum, util
+        return nonfinite, bad, over, g_sum, o_sum, util
 
     @numba.njit(cache=True, parallel=True)
-    def step_batch(y, x, stepping, upper, edge_server, cap_tol, tol, alpha, code, edge_port, beta, util_w,
+    def step_batch(y, x, stepping, live, live_srv, live_k, live_up, live_a, live_ia, ptr, dead, dead_srv, dead_port,
+                   dead_k, dead_up, dead_a, dead_code, cap_tol, tol, beta, util_w,
                    nonfinite, bad_box, bad_cap, port_reward, gain, overhead, used, util):  # pragma: no cover
-        """:func:`check_slot` then, for feasible sub-envs that step, :func:`slot_reward`, for N envs at once.
+        """:func:`slot_step` for N envs at once (``prange`` over chunks of sub-envs, scratch per chunk).
 
-        y (N, E, K) float32/float64; x (N, L) bool arrivals; stepping (N,) bool. Outputs, all with a
+        y (N, E·K) float32/float64; x (N, L) bool arrivals; stepping (N,) bool. Outputs, all with a
         leading N axis: nonfinite, bad_box, bad_cap (counts), port_reward (N, L), gain, overhead, util
         (N,), used (N, K). Sub-envs that do not step or are infeasible get zero rewards here.
         """
-        N, E, K = y.shape
+        N = y.shape[0]
         L = x.shape[1]
-        R = cap_tol.shape[0]
-        for i in numba.prange(N):
-            sums = np.empty((R, K))
-            nf, bb, bc = check_slot(y[i], upper, edge_server, cap_tol, tol, sums)
-            nonfinite[i] = nf
-            bad_box[i] = bb
-            bad_cap[i] = bc
-            if stepping[i] and nf == 0 and bb == 0 and bc == 0:
-                g_l = np.empty(L)
-                per_type = np.empty((L, K))
-                g, o, u = slot_reward(y[i], x[i], alpha, code, edge_port, beta, util_w, g_l, per_type,
-                                      port_reward[i], used[i])
-                gain[i] = g
-                overhead[i] = o
-                util[i] = u
-            else:
-                port_reward[i, :] = 0.0
-                used[i, :] = 0.0
-                gain[i] = 0.0
-                overhead[i] = 0.0
-                util[i] = 0.0
+        K = used.shape[1]
+        RK = cap_tol.shape[0]
+        chunk = 16
+        for c in numba.prange((N + chunk - 1) // chunk):
+            sums = np.empty(RK)
+            g_l = np.empty(L)
+            per_type = np.empty((L, K))
+            for i in range(c * chunk, min(N, (c + 1) * chunk)):
+                nf, bb, bc, g, o, u = slot_step(y[i], x[i], live, live_srv, live_k, live_up, live_a, live_ia, ptr,
+                                                dead, dead_srv, dead_port, dead_k, dead_up, dead_a, dead_code,
+                                                cap_tol, tol, beta, util_w, sums, g_l, per_type, port_reward[i],
+                                                used[i])
+                nonfinite[i] = nf
+                bad_box[i] = bb
+                bad_cap[i] = bc
+                if stepping[i] and nf == 0 and bb == 0 and bc == 0:
+                    gain[i] = g
+                    overhead[i] = o
+                    util[i] = u
+                else:
+                    port_reward[i, :] = 0.0
+                    used[i, :] = 0.0
+                    gain[i] = 0.0
+                    overhead[i] = 0.0
+                    util[i] = 0.0
 
 else:  # pragma: no cover
-    utility = check_slot = slot_reward = step_batch = None
+    utility = slot_step = step_batch = None
+
+
+def build_plan(upper, capacity, edge_server, edge_port, alpha_e, code_e, num_ports):
+    """The static entry lists of :func:`slot_step` for one problem (a tuple of contiguous arrays).
+
+    An entry (e, k) is *live* when its box a_e^k > 0 and its server has c_r^k > 0, else *dead*: a
+    feasible y has |y| <= tol there, and in practice exactly 0. Live entries are listed port by
+    port, then family by family (codes 0–3 of eq. 27), then in edge/device order, so the utility
+    loops run without a family branch; ``ptr`` (L, 5) gives each (port, family) block. Dead entries
+    are listed in edge/device order and only looked at for y != 0.
+    """
+    upper = np.asarray(upper, dtype=np.float64)
+    E, K = upper.shape
+    srv = np.asarray(edge_server, dtype=np.int64)
+    port = np.asarray(edge_port, dtype=np.int64)
+    cap = np.asarray(capacity, dtype=np.float64)
+    alpha = np.asarray(alpha_e, dtype=np.float64)
+    code = np.asarray(code_e, dtype=np.int64)
+    if code.min() < 0 or code.max() > 3:
+        raise ValueError("utility codes must be 0..3 (eq. 27)")
+    e_idx, k_idx = np.meshgrid(np.arange(E), np.arange(K), indexing="ij")
+    live = (upper > 0) & (cap[srv[:, None], np.arange(K)[None, :]] > 0)
+    lives, ptr = [], np.zeros((num_ports, 5), dtype=np.int64)
+    n = 0
+    for l in range(num_ports):
+        for c in range(4):
+            ptr[l, c] = n
+            sel = np.flatnonzero((live & (port[:, None] == l) & (code == c)).ravel())  # edge, then device order
+            lives.append(sel)
+            n += sel.size
+        ptr[l, 4] = n
+    lf = np.concatenate(lives).astype(np.int64)
+    df = np.flatnonzero(~live.ravel()).astype(np.int64)
+    ef, kf = e_idx.ravel(), k_idx.ravel()
+    a_f, up_f = alpha.ravel(), upper.ravel()
+    c = np.ascontiguousarray
+    return (c(lf), c(srv[ef[lf]] * K + kf[lf]), c(kf[lf]), c(up_f[lf]), c(a_f[lf]), c(_inv(a_f[lf])), c(ptr),
+            c(df), c(srv[ef[df]] * K + kf[df]), c(port[ef[df]]), c(kf[df]), c(up_f[df]), c(a_f[df]),
+            c(code.ravel()[df]))
+
+
+def _inv(a: np.ndarray) -> np.ndarray:
+    """1/α (only read for the reciprocal family, whose α > 0)."""
+    with np.errstate(divide="ignore"):
+        return 1.0 / a

@@ -94,9 +94,7 @@ class MultiServerAllocationVectorEnv(ClusterVectorEnv):
         self.action_space = batch_space(self.single_action_space, N)
         self.observation_space = batch_space(self.single_observation_space, N)
         self._space_desc = s._space_desc
-        rm = s.reward_model
-        self._kernel_args = (s._upper, s._edge_server, s._cap_tol, _TOL, rm.alpha_e, rm.code_e, rm._edge_port,
-                             rm.beta, s._util_w)
+        self._kernel_args = (*s._plan, *s._kernel_tail)  # the single env's entry lists and constants
         self._arr_block = np.zeros((N, _BLOCK, self._L), dtype=bool)  # (N, B, L) arrivals of the block
         self._pos = np.zeros(N, dtype=np.int64)  # (N,) current slot's index in the block
         self._counts = np.zeros((N, self._L))  # (N, L) n_l = Σ_t x_l(t) (the hindsight optimum's input)
@@ -147,7 +145,7 @@ class MultiServerAllocationVectorEnv(ClusterVectorEnv):
         overhead = np.empty(N)
         used = np.empty((N, K))
         util = np.empty(N)
-        _kern.step_batch(y, self._arrivals, stepping, *self._kernel_args,
+        _kern.step_batch(y.reshape(N, -1), self._arrivals, stepping, *self._kernel_args,
                          nonfinite, bad_box, bad_cap, port_reward, gain, overhead, used, util)
         if nonfinite.any():
             raise ValueError(f"sub-env {int(np.argmax(nonfinite > 0))}: action contains NaN or inf, "
@@ -160,15 +158,14 @@ class MultiServerAllocationVectorEnv(ClusterVectorEnv):
             if self.infeasible == "raise":
                 i = int(bad[0])
                 yi = np.asarray(y[i], dtype=np.float64)
-                sums = np.empty((self.problem.num_servers, K))
-                _kern.check_slot(yi, s._upper, s._edge_server, s._cap_tol, _TOL, sums)
-                raise ValueError(f"sub-env {i}: " + s._infeasible_message(yi, sums, int(bad_box[i])))
+                _kern.slot_step(yi.reshape(-1), self._arrivals[i], *self._kernel_args, s._sums.reshape(-1),
+                                np.empty(L), np.empty((L, K)), np.empty(L), np.empty(K))  # s._sums: Σ y per (r, k)
+                raise ValueError(f"sub-env {i}: " + s._infeasible_message(yi, s._sums, int(bad_box[i])))
             allocation = y.astype(np.float64)
-            rm = s.reward_model
             for i in bad:  # exact Euclidean projection onto Y (eqs. 11–13), then eq. 5 on it
                 allocation[i] = s.layout.project(allocation[i])
-                gain[i], overhead[i], util[i] = _kern.slot_reward(
-                    allocation[i], self._arrivals[i], rm.alpha_e, rm.code_e, rm._edge_port, rm.beta, s._util_w,
+                _, _, _, gain[i], overhead[i], util[i] = _kern.slot_step(
+                    allocation[i].reshape(-1), self._arrivals[i], *self._kernel_args, s._sums.reshape(-1),
                     np.empty(L), np.empty((L, K)), port_reward[i], used[i])
         # The state changes only from here on.
         reward = port_reward.sum(axis=1)  # (N,) eq. 5 (rows of the autoresetting sub-envs are 0)
