@@ -166,7 +166,7 @@ class MultiServerAllocationEnv(ClusterEnv):
         if self.reward_model.use_numba:  # static entry lists of the fused kernel (allocation_kernels.slot_step)
             rm = self.reward_model
             self._plan = _kern.build_plan(self._upper, cap, self._edge_server, rm._edge_port, rm.alpha_e, rm.code_e,
-                                          self._L)
+                                          self._L, _TOL)
             self._kernel_tail = (np.ascontiguousarray(self._cap_tol.reshape(-1)), _TOL, rm.beta, self._util_w)
         self._sums = np.zeros((pb.num_servers, self._K))  # (R, K) scratch of the feasibility check
         self._gain_buf = np.zeros(self._L)  # (L,) scratch of eq. 5

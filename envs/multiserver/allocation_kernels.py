@@ -78,72 +78,82 @@ if HAVE_NUMBA:
         return a * math.sqrt(v + 1.0) - a
 
     @numba.njit(cache=True, nogil=True)
-    def slot_step(y, x, live, live_srv, live_k, live_up, live_a, live_ia, ptr, dead, dead_srv, dead_port, dead_k,
-                  dead_up, dead_a, dead_code, cap_tol, tol, beta, util_w, sums, gain, per_type, port_reward,
+    def slot_step(y, x, box_hi, dead_mask, live, live_srv, live_k, live_a, live_ia, ptr, dead, dead_srv, dead_port,
+                  dead_k, dead_a, dead_code, cap_tol, tol, beta, util_w, sums, gain, per_type, port_reward,
                   used):  # pragma: no cover - compiled
-        """One slot of one env in one pass over y: the feasibility check of eqs. 3–4 and eq. 5 (eq. 7).
+        """One slot of one env: the feasibility check of eqs. 3–4 and eq. 5 (eq. 7), fused.
 
         y is the flat (E·K,) allocation (float32 or float64), x (L,) the arrivals, the entry lists come
-        from :func:`build_plan` and ``cap_tol`` is the flat (R·K,) c + tol. Scratch: ``sums`` (R·K,)
-        receives Σ_{l∈L_r} y (non-finite entries left out), ``gain`` (L,) and ``per_type`` (L, K).
-        Writes x_l q_l into ``port_reward`` (L,) and the devices allocated to ports with a job into
-        ``used`` (K,). Returns (non-finite entries, entries outside [0, a] beyond ``tol``, (r, k) pairs
-        with Σ y > c + tol, Σ_l x_l gain_l, Σ_l x_l overhead_l, utilisation Σ_k used_k w_k); the reward
-        parts are meaningful only for a feasible y (callers repair and call again otherwise).
+        from :func:`build_plan` (``box_hi`` = a + tol flat) and ``cap_tol`` is the flat (R·K,) c + tol.
+        Scratch: ``sums`` (R·K,) receives Σ_{l∈L_r} y, ``gain`` (L,) and ``per_type`` (L, K). Writes
+        x_l q_l into ``port_reward`` (L,) and the devices allocated to ports with a job into ``used``
+        (K,). Returns (non-finite entries, finite entries outside [0, a] beyond ``tol``, (r, k) pairs
+        with Σ y > c + tol, Σ_l x_l gain_l, Σ_l x_l overhead_l, utilisation Σ_k used_k w_k); with a
+        non-finite entry only the first count is set, and the reward parts are meaningful only for a
+        feasible y (callers repair and call again otherwise).
 
-        Live entries are visited port by port, family by family, in edge/device order inside a block;
-        every sum (server sums, per-port gains and per-type sums) adds in that order, then adds the
-        dead entries that are non-zero in edge/device order. Utilities are evaluated for every live
-        entry of a port with a job, zeros included (f(0) = ±0 and x + ±0 = x for the sums here, which
-        start at +0, so this equals skipping them); the reciprocal family uses the precomputed 1/α
-        (the same division, so the same bits).
+        A branch-free pass over the contiguous y counts the non-finite and out-of-box entries and
+        whether any dead entry is non-zero. A second pass visits the live entries port by port, family
+        by family, in edge/device order inside a block: every sum (server sums, per-port gains and
+        per-type sums) adds in that order, then adds the dead entries that are non-zero in edge/device
+        order. Utilities are evaluated for every live entry of a port with a job, zeros included
+        (f(0) = ±0 and x + ±0 = x for the sums here, which start at +0, so this equals skipping them);
+        the reciprocal family uses the precomputed 1/α (the same division, so the same bits).
         """
         K = per_type.shape[1]
         L = x.shape[0]
+        nonfinite = 0
+        bad = 0
+        stray = 0
+        for j in range(y.shape[0]):  # vectorisable: no branches
+            v = np.float64(y[j])
+            finite = abs(v) <= 1.7976931348623157e308  # False for NaN and ±inf
+            nonfinite += not finite
+            bad += finite & ((v < -tol) | (v > box_hi[j]))
+            stray += dead_mask[j] & (v != 0.0)
+        if nonfinite:
+            return nonfinite, bad, 0, 0.0, 0.0, 0.0
         sums[:] = 0.0
         per_type[:, :] = 0.0
         port_reward[:] = 0.0
         used[:] = 0.0
-        nonfinite = 0
-        bad = 0
         for l in range(L):
-            active = x[l]
+            if not x[l]:  # idle port: server sums only
+                for j in range(ptr[l, 0], ptr[l, 4]):
+                    sums[live_srv[j]] += np.float64(y[live[j]])
+                gain[l] = 0.0
+                continue
             g = 0.0
-            for c in range(4):
-                lo = ptr[l, c]
-                hi = ptr[l, c + 1]
-                for j in range(lo, hi):
-                    v = np.float64(y[live[j]])
-                    if not math.isfinite(v):
-                        nonfinite += 1
-                        continue
-                    if v < -tol or v > live_up[j] + tol:
-                        bad += 1
-                    sums[live_srv[j]] += v
-                    if active:
-                        per_type[l, live_k[j]] += v
-                        if c == 0:
-                            g += live_a[j] * v
-                        elif c == 1:
-                            g += live_a[j] * math.log1p(v)
-                        elif c == 2:
-                            g += live_ia[j] - 1.0 / (v + live_a[j])
-                        else:
-                            g += live_a[j] * math.sqrt(v + 1.0) - live_a[j]
+            for j in range(ptr[l, 0], ptr[l, 1]):  # linear
+                v = np.float64(y[live[j]])
+                sums[live_srv[j]] += v
+                per_type[l, live_k[j]] += v
+                g += live_a[j] * v
+            for j in range(ptr[l, 1], ptr[l, 2]):  # log
+                v = np.float64(y[live[j]])
+                sums[live_srv[j]] += v
+                per_type[l, live_k[j]] += v
+                g += live_a[j] * math.log1p(v)
+            for j in range(ptr[l, 2], ptr[l, 3]):  # reciprocal
+                v = np.float64(y[live[j]])
+                sums[live_srv[j]] += v
+                per_type[l, live_k[j]] += v
+                g += live_ia[j] - 1.0 / (v + live_a[j])
+            for j in range(ptr[l, 3], ptr[l, 4]):  # polynomial (sqrt)
+                v = np.float64(y[live[j]])
+                sums[live_srv[j]] += v
+                per_type[l, live_k[j]] += v
+                g += live_a[j] * math.sqrt(v + 1.0) - live_a[j]
             gain[l] = g
-        for j in range(dead.shape[0]):
-            v = np.float64(y[dead[j]])
-            if v != 0.0:  # a feasible y is 0 here up to tol; NaN also lands here
-                if not math.isfinite(v):
-                    nonfinite += 1
-                    continue
-                if v < -tol or v > dead_up[j] + tol:
-                    bad += 1
-                sums[dead_srv[j]] += v
-                l = dead_port[j]
-                if x[l]:
-                    per_type[l, dead_k[j]] += v
-                    gain[l] += utility(v, dead_a[j], dead_code[j])
+        if stray:  # rare: values within tol (or beyond) on dead entries
+            for j in range(dead.shape[0]):
+                v = np.float64(y[dead[j]])
+                if v != 0.0:
+                    sums[dead_srv[j]] += v
+                    l = dead_port[j]
+                    if x[l]:
+                        per_type[l, dead_k[j]] += v
+                        gain[l] += utility(v, dead_a[j], dead_code[j])
         over = 0
         for s in range(sums.shape[0]):
             if sums[s] > cap_tol[s]:
@@ -166,8 +176,8 @@ if HAVE_NUMBA:
         return nonfinite, bad, over, g_sum, o_sum, util
 
     @numba.njit(cache=True, parallel=True)
-    def step_batch(y, x, stepping, live, live_srv, live_k, live_up, live_a, live_ia, ptr, dead, dead_srv, dead_port,
-                   dead_k, dead_up, dead_a, dead_code, cap_tol, tol, beta, util_w,
+    def step_batch(y, x, stepping, box_hi, dead_mask, live, live_srv, live_k, live_a, live_ia, ptr, dead, dead_srv,
+                   dead_port, dead_k, dead_a, dead_code, cap_tol, tol, beta, util_w,
                    nonfinite, bad_box, bad_cap, port_reward, gain, overhead, used, util):  # pragma: no cover
         """:func:`slot_step` for N envs at once (``prange`` over chunks of sub-envs, scratch per chunk).
 
@@ -185,8 +195,8 @@ if HAVE_NUMBA:
             g_l = np.empty(L)
             per_type = np.empty((L, K))
             for i in range(c * chunk, min(N, (c + 1) * chunk)):
-                nf, bb, bc, g, o, u = slot_step(y[i], x[i], live, live_srv, live_k, live_up, live_a, live_ia, ptr,
-                                                dead, dead_srv, dead_port, dead_k, dead_up, dead_a, dead_code,
+                nf, bb, bc, g, o, u = slot_step(y[i], x[i], box_hi, dead_mask, live, live_srv, live_k, live_a, live_ia,
+                                                ptr, dead, dead_srv, dead_port, dead_k, dead_a, dead_code,
                                                 cap_tol, tol, beta, util_w, sums, g_l, per_type, port_reward[i],
                                                 used[i])
                 nonfinite[i] = nf
@@ -207,14 +217,16 @@ else:  # pragma: no cover
     utility = slot_step = step_batch = None
 
 
-def build_plan(upper, capacity, edge_server, edge_port, alpha_e, code_e, num_ports):
+def build_plan(upper, capacity, edge_server, edge_port, alpha_e, code_e, num_ports, tol):
     """The static entry lists of :func:`slot_step` for one problem (a tuple of contiguous arrays).
 
+    ``box_hi`` (E·K,) = a + tol (the same addition the check would do) and ``dead_mask`` (E·K,).
     An entry (e, k) is *live* when its box a_e^k > 0 and its server has c_r^k > 0, else *dead*: a
     feasible y has |y| <= tol there, and in practice exactly 0. Live entries are listed port by
     port, then family by family (codes 0–3 of eq. 27), then in edge/device order, so the utility
-    loops run without a family branch; ``ptr`` (L, 5) gives each (port, family) block. Dead entries
-    are listed in edge/device order and only looked at for y != 0.
+    loops run without a family branch; ``ptr`` (L, 5) gives each (port, family) block; with their
+    flat server slot r·K + k, device k, α and 1/α. Dead entries are listed in edge/device order
+    (flat index, server slot, port, device, α, family code) and only looked at when one is non-zero.
     """
     upper = np.asarray(upper, dtype=np.float64)
     E, K = upper.shape
@@ -241,8 +253,8 @@ def build_plan(upper, capacity, edge_server, edge_port, alpha_e, code_e, num_por
     ef, kf = e_idx.ravel(), k_idx.ravel()
     a_f, up_f = alpha.ravel(), upper.ravel()
     c = np.ascontiguousarray
-    return (c(lf), c(srv[ef[lf]] * K + kf[lf]), c(kf[lf]), c(up_f[lf]), c(a_f[lf]), c(_inv(a_f[lf])), c(ptr),
-            c(df), c(srv[ef[df]] * K + kf[df]), c(port[ef[df]]), c(kf[df]), c(up_f[df]), c(a_f[df]),
+    return (c(up_f + tol), c(~live.ravel()), c(lf), c(srv[ef[lf]] * K + kf[lf]), c(kf[lf]), c(a_f[lf]),
+            c(_inv(a_f[lf])), c(ptr), c(df), c(srv[ef[df]] * K + kf[df]), c(port[ef[df]]), c(kf[df]), c(a_f[df]),
             c(code.ravel()[df]))
 
 
