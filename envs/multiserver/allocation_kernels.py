@@ -94,9 +94,10 @@ if HAVE_NUMBA:
 
         A branch-free pass over the contiguous y counts the non-finite and out-of-box entries and
         whether any dead entry is non-zero. A second pass visits the live entries port by port, family
-        by family, in edge/device order inside a block: every sum (server sums, per-port gains and
-        per-type sums) adds in that order, then adds the dead entries that are non-zero in edge/device
-        order. Utilities are evaluated for every live entry of a port with a job, zeros included
+        by family, in edge/device order inside a block: server sums and per-type sums add in that
+        order; a port's gain adds, block after block, g_even + g_odd, the sums of the utilities at even
+        and odd positions of the block (two accumulators, so that consecutive additions do not wait
+        for each other). All sums then add the dead entries that are non-zero, in edge/device order. Utilities are evaluated for every live entry of a port with a job, zeros included
         (f(0) = ±0 and x + ±0 = x for the sums here, which start at +0, so this equals skipping them);
         the reciprocal family uses the precomputed 1/α (the same division, so the same bits).
         """
@@ -124,26 +125,86 @@ if HAVE_NUMBA:
                 gain[l] = 0.0
                 continue
             g = 0.0
-            for j in range(ptr[l, 0], ptr[l, 1]):  # linear
+            j = ptr[l, 0]
+            hi = ptr[l, 1]
+            g0 = 0.0
+            g1 = 0.0
+            while j + 1 < hi:  # linear
+                v = np.float64(y[live[j]])
+                v1 = np.float64(y[live[j + 1]])
+                sums[live_srv[j]] += v
+                sums[live_srv[j + 1]] += v1
+                per_type[l, live_k[j]] += v
+                per_type[l, live_k[j + 1]] += v1
+                g0 += live_a[j] * v
+                g1 += live_a[j + 1] * v1
+                j += 2
+            if j < hi:
                 v = np.float64(y[live[j]])
                 sums[live_srv[j]] += v
                 per_type[l, live_k[j]] += v
-                g += live_a[j] * v
-            for j in range(ptr[l, 1], ptr[l, 2]):  # log
+                g0 += live_a[j] * v
+            g += g0 + g1
+            j = ptr[l, 1]
+            hi = ptr[l, 2]
+            g0 = 0.0
+            g1 = 0.0
+            while j + 1 < hi:  # log
+                v = np.float64(y[live[j]])
+                v1 = np.float64(y[live[j + 1]])
+                sums[live_srv[j]] += v
+                sums[live_srv[j + 1]] += v1
+                per_type[l, live_k[j]] += v
+                per_type[l, live_k[j + 1]] += v1
+                g0 += live_a[j] * math.log1p(v)
+                g1 += live_a[j + 1] * math.log1p(v1)
+                j += 2
+            if j < hi:
                 v = np.float64(y[live[j]])
                 sums[live_srv[j]] += v
                 per_type[l, live_k[j]] += v
-                g += live_a[j] * math.log1p(v)
-            for j in range(ptr[l, 2], ptr[l, 3]):  # reciprocal
+                g0 += live_a[j] * math.log1p(v)
+            g += g0 + g1
+            j = ptr[l, 2]
+            hi = ptr[l, 3]
+            g0 = 0.0
+            g1 = 0.0
+            while j + 1 < hi:  # reciprocal
+                v = np.float64(y[live[j]])
+                v1 = np.float64(y[live[j + 1]])
+                sums[live_srv[j]] += v
+                sums[live_srv[j + 1]] += v1
+                per_type[l, live_k[j]] += v
+                per_type[l, live_k[j + 1]] += v1
+                g0 += live_ia[j] - 1.0 / (v + live_a[j])
+                g1 += live_ia[j + 1] - 1.0 / (v1 + live_a[j + 1])
+                j += 2
+            if j < hi:
                 v = np.float64(y[live[j]])
                 sums[live_srv[j]] += v
                 per_type[l, live_k[j]] += v
-                g += live_ia[j] - 1.0 / (v + live_a[j])
-            for j in range(ptr[l, 3], ptr[l, 4]):  # polynomial (sqrt)
+                g0 += live_ia[j] - 1.0 / (v + live_a[j])
+            g += g0 + g1
+            j = ptr[l, 3]
+            hi = ptr[l, 4]
+            g0 = 0.0
+            g1 = 0.0
+            while j + 1 < hi:  # polynomial (sqrt)
+                v = np.float64(y[live[j]])
+                v1 = np.float64(y[live[j + 1]])
+                sums[live_srv[j]] += v
+                sums[live_srv[j + 1]] += v1
+                per_type[l, live_k[j]] += v
+                per_type[l, live_k[j + 1]] += v1
+                g0 += live_a[j] * math.sqrt(v + 1.0) - live_a[j]
+                g1 += live_a[j + 1] * math.sqrt(v1 + 1.0) - live_a[j + 1]
+                j += 2
+            if j < hi:
                 v = np.float64(y[live[j]])
                 sums[live_srv[j]] += v
                 per_type[l, live_k[j]] += v
-                g += live_a[j] * math.sqrt(v + 1.0) - live_a[j]
+                g0 += live_a[j] * math.sqrt(v + 1.0) - live_a[j]
+            g += g0 + g1
             gain[l] = g
         if stray:  # rare: values within tol (or beyond) on dead entries
             for j in range(dead.shape[0]):
