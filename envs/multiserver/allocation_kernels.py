@@ -1,20 +1,24 @@
 """Fused per-step kernels for P2 (numba when installed; the numpy code in ``allocation_env`` is the
 reference and the fallback, and ``tests/test_allocation_env.py`` checks that both agree).
 
-The dynamics of one slot are written once, as per-env kernels that the single env calls directly
+The dynamics of one slot are written once, as one per-env kernel that the single env calls directly
 and the native vector env (``allocation_vector``) calls for every sub-env inside one ``prange``
 kernel (``step_batch``), so the two cannot drift (STYLE.md, "copied dynamics"):
 
-* :func:`check_slot` — one pass over the (E, K) allocation for the feasibility check of eqs. 3–4
-  (non-finite entries, entries outside [0, a] beyond the tolerance, per-server sums Σ_{l∈L_r} y
-  compared with c_r^k);
-* :func:`slot_reward` — eq. 5 with eq. 7 for the ports with a job: per-port gain Σ_k Σ_{r∈R_l}
-  f_r^k(y) (eq. 27), per-port per-type sums Σ_{r∈R_l} y, the dominant overhead max_k β_k Σ y, and
-  the devices used by ports with a job. Utilities are evaluated only where they count: ports with
-  a job and entries y ≠ 0 (f(0) = ±0 for every family of eq. 27 and adding ±0 to a sum that starts
-  at +0 is exact, so skipping them changes no bit).
+* :func:`slot_step` — the feasibility check of eqs. 3–4 (non-finite entries, entries outside
+  [0, a] beyond the tolerance, per-server sums Σ_{l∈L_r} y compared with c_r^k) and eq. 5 with
+  eq. 7 for the ports with a job (per-port gain Σ_k Σ_{r∈R_l} f_r^k(y) of eq. 27, per-port per-type
+  sums Σ_{r∈R_l} y, the dominant overhead max_k β_k Σ y, the devices used by ports with a job), in
+  one call: a branch-free pass over the contiguous allocation for the checks, then one pass over
+  the *live* entries (a > 0 and c_r^k > 0), grouped by port and utility family so the utility
+  loops have no family branch. Entries that are structurally zero (a = 0 or c_r^k = 0) are only
+  read by the check pass; the rare non-zero ones (within the tolerance, or infeasible) are then
+  added after the live ones. Ports without a job get their server sums only.
+* :func:`build_plan` — the static entry lists of one problem that :func:`slot_step` walks.
 
-Both accept float32 or float64 allocations (numba compiles one version per dtype; float32 values
+The summation order of every sum is fixed by the kernel (documented in :func:`slot_step`); it
+differs from the numpy reference's, which agrees to rounding (``rtol=1e-12`` in the test). The
+kernel accepts float32 or float64 allocations (numba compiles one version per dtype; float32 values
 widen exactly to float64, so the results equal those of the float64 copy of the action).
 :func:`reward_sums` serves :class:`~clustergym.envs.multiserver.allocation_env.RewardModel`.
 """

@@ -21,10 +21,13 @@ class MultiServerAllocationVectorEnv(ClusterVectorEnv):
     ## Description
     The model, rewards and infeasibility rules are those of the single env (eqs. 1–7 and 27, see
     :class:`~clustergym.envs.multiserver.allocation_env.MultiServerAllocationEnv`), computed by the
-    same code: ``allocation_kernels.step_batch`` runs the single env's per-env kernels
-    ``check_slot`` (eqs. 3–4) and ``slot_reward`` (eq. 5 with eq. 7) for every sub-env in one
-    parallel numba kernel (``prange`` over sub-envs), reading float32 or float64 actions as given
-    (no conversion pass) and evaluating utilities only for ports with a job and non-zero entries.
+    same code: ``allocation_kernels.step_batch`` runs the single env's per-env kernel ``slot_step``
+    (the check of eqs. 3–4 and eq. 5 with eq. 7, fused) for every sub-env in one parallel numba
+    kernel (``prange`` over chunks of 16 sub-envs, scratch per chunk), reading float32 or float64
+    actions as given (no conversion pass), with the single env's static entry lists
+    (``allocation_kernels.build_plan``): utilities only for ports with a job and entries that are
+    not structurally zero (a = 0 or c_r^k = 0; non-zero values there are checked and, if within the
+    tolerance, counted).
     Arrivals come from each sub-env's own child generator in blocks of 256 slots, as in the single
     env, so sub-env i seeded with s_i replays a single env reset with ``seed=s_i``
     (``clustergym.vector_env``). Create it with ``gym.make_vec("clustergym/MultiServerAllocation-v0",
