@@ -81,7 +81,7 @@ if HAVE_NUMBA:
             return 1.0 / a - 1.0 / (v + a)
         return a * math.sqrt(v + 1.0) - a
 
-    @numba.njit(cache=True, nogil=True)
+    @numba.njit(cache=True, nogil=True, inline="always")  # inlined into step_batch: no per-env call
     def slot_step(y, x, box_hi, dead_mask, live, live_srv, live_k, live_a, live_ia, ptr, dead, dead_srv, dead_port,
                   dead_k, dead_a, dead_code, cap_tol, tol, beta, util_w, sums, gain, per_type, port_reward,
                   used):  # pragma: no cover - compiled
