@@ -103,6 +103,8 @@ class MultiServerAllocationVectorEnv(ClusterVectorEnv):
         self._counts = np.zeros((N, self._L))  # (N, L) n_l = Σ_t x_l(t) (the hindsight optimum's input)
         self._total = np.zeros(N)  # (N,) Σ_t q(x(t), y(t))
         self._arrivals = np.zeros((N, self._L), dtype=bool)  # (N, L)
+        self._rows = np.arange(N)
+        self._counts_buf = np.empty((3, N), dtype=np.int64)  # kernel's violation counts (not returned)
 
     # -- per sub-env episode state ------------------------------------------------------------
     def _refill(self, i: int) -> None:
@@ -140,9 +142,7 @@ class MultiServerAllocationVectorEnv(ClusterVectorEnv):
         y = self._as_actions(actions)
         N, L, K = self.num_envs, self._L, self._K
         stepping = ~self._autoreset  # (N,) sub-envs that step (the others reset now)
-        nonfinite = np.empty(N, dtype=np.int64)
-        bad_box = np.empty(N, dtype=np.int64)
-        bad_cap = np.empty(N, dtype=np.int64)
+        nonfinite, bad_box, bad_cap = self._counts_buf  # (N,) each, overwritten by the kernel
         port_reward = np.empty((N, L))
         gain = np.empty(N)
         overhead = np.empty(N)
@@ -174,7 +174,7 @@ class MultiServerAllocationVectorEnv(ClusterVectorEnv):
         reward = port_reward.sum(axis=1)  # (N,) eq. 5 (rows of the autoresetting sub-envs are 0)
         metrics = {"expected_reward": reward.copy(), "gain": gain, "overhead": overhead, "repaired": repaired,
                    "utilisation": util}
-        self._counts += self._arrivals * stepping[:, None]
+        np.add(self._counts, self._arrivals, out=self._counts, where=stepping[:, None])
         self._total += reward
         self._t += stepping
         truncated = stepping & (self._t >= self.horizon)
@@ -194,7 +194,7 @@ class MultiServerAllocationVectorEnv(ClusterVectorEnv):
         for i in np.flatnonzero(self._pos >= _BLOCK):
             self._refill(int(i))
         self._autoreset_envs()  # NEXT_STEP: sub-envs that ended at the last step start over now
-        self._arrivals = self._arr_block[np.arange(N), self._pos]
+        self._arrivals = self._arr_block[self._rows, self._pos]
         self._autoreset = truncated | terminated
         info = with_masks({"t": self._t.copy()}, np.ones(N, dtype=bool))
         info.update(with_masks({"feedback": {"allocation": allocation, "port_reward": port_reward},
