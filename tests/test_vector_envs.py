@@ -29,6 +29,13 @@ def actions_for(env_id, vec, rng, t):
             a &= vec.unwrapped._mask  # only active channels, often still over capacity
         return a
     hi = vec.single_action_space.high
+    if t % 4 == 1:  # feasible: the fused kernel's fast path, with values within tol on some structural zeros
+        from clustergym.agents.ogasched import proportional_share
+
+        a = proportional_share(vec.unwrapped.problem) * rng.uniform(0.0, 0.99, size=(N, *hi.shape))
+        stray = (a == 0) & (rng.random(a.shape) < 0.05)
+        a[stray] = rng.uniform(-5e-7, 5e-7, size=int(stray.sum()))
+        return a.astype(np.float32 if t % 3 else np.float64)
     a = (hi * rng.random((N, *hi.shape)) * (0.6 if t % 2 else 1.3)).astype(np.float32 if t % 3 else np.float64)
     if t % 7 == 0:
         a[:, 0, 0] = -0.1  # eq. 3 violated

@@ -163,6 +163,11 @@ class MultiServerAllocationEnv(ClusterEnv):
             "arrivals": spaces.MultiBinary(self._L),
             "t": spaces.Box(0.0, float(self.horizon), shape=(1,), dtype=np.float32),
         })
+        if self.reward_model.use_numba:  # static entry lists of the fused kernel (allocation_kernels.slot_step)
+            rm = self.reward_model
+            self._plan = _kern.build_plan(self._upper, cap, self._edge_server, rm._edge_port, rm.alpha_e, rm.code_e,
+                                          self._L, _TOL)
+            self._kernel_tail = (np.ascontiguousarray(self._cap_tol.reshape(-1)), _TOL, rm.beta, self._util_w)
         self._sums = np.zeros((pb.num_servers, self._K))  # (R, K) scratch of the feasibility check
         self._gain_buf = np.zeros(self._L)  # (L,) scratch of eq. 5
         self._per_type_buf = np.zeros((self._L, self._K))  # (L, K) scratch of eq. 5
@@ -197,29 +202,22 @@ class MultiServerAllocationEnv(ClusterEnv):
         return {"arrivals": self._arrivals.astype(np.int8), "t": np.array([self._t], dtype=np.float32)}
 
     def _check(self, action: Any) -> tuple[np.ndarray, int]:
-        """Validate and (under "repair") project an action; returns (y (E, K) float64, violations)."""
-        if self._rngs is None:
-            raise RuntimeError("call reset() before step()")
-        if self.reward_model.use_numba:
-            if isinstance(action, np.ndarray) and action.dtype == np.float64 and action.shape == (self._E, self._K):
-                y = np.ascontiguousarray(action)
-            else:
-                y = np.ascontiguousarray(self._as_float_action(action, (self._E, self._K), self._space_desc))
-            sums = self._sums
-            nonfinite, bad_box, bad_cap = _kern.check_slot(y, self._upper, self._edge_server, self._cap_tol, _TOL, sums)
-            if nonfinite:
-                raise ValueError(f"action contains NaN or inf, expected {self._space_desc}")
-        else:
-            y = self._as_float_action(action, (self._E, self._K), self._space_desc)
-            sums = self.layout.server_sums(y)  # (R, K) left side of eq. 4
-            over = sums > self._cap_tol
-            bad_box = int(np.count_nonzero((y < -_TOL) | (y > self._upper + _TOL)))
-            bad_cap = int(over.sum())
+        """numpy path: validate and (under "repair") project an action; returns (y (E, K) float64, violations)."""
+        y = self._as_float_action(action, (self._E, self._K), self._space_desc)
+        sums = self.layout.server_sums(y)  # (R, K) left side of eq. 4
+        bad_box = int(np.count_nonzero((y < -_TOL) | (y > self._upper + _TOL)))
+        bad_cap = int((sums > self._cap_tol).sum())
         if bad_box or bad_cap:
             if self.infeasible == "raise":
                 raise ValueError(self._infeasible_message(y, sums, bad_box))
             y = self.layout.project(y)  # exact Euclidean projection onto Y (eqs. 11–13)
         return y, bad_box + bad_cap
+
+    def _fused(self, y: np.ndarray, port_reward: np.ndarray, used: np.ndarray) -> tuple:
+        """The fused per-env kernel the vector env also runs (``allocation_kernels.slot_step``): check of
+        eqs. 3–4 and eq. 5 in one pass; fills ``self._sums`` (R, K), ``port_reward`` (L,), ``used`` (K,)."""
+        return _kern.slot_step(y.reshape(-1), self._arrivals, *self._plan, *self._kernel_tail,
+                               self._sums.reshape(-1), self._gain_buf, self._per_type_buf, port_reward, used)
 
     def _infeasible_message(self, y: np.ndarray, sums: np.ndarray, bad_box: int) -> str:
         """The ValueError text of ``infeasible="raise"``: the first entry outside [0, a] (eq. 3) if any,
@@ -235,15 +233,28 @@ class MultiServerAllocationEnv(ClusterEnv):
                 f"{pb.capacity[r, k]:.6g} (excess {sums[r, k] - pb.capacity[r, k]:.6g}, eq. 4)")
 
     def step(self, action: Any):
-        y, repaired = self._check(action)
+        if self._rngs is None:
+            raise RuntimeError("call reset() before step()")
         x = self._arrivals
         rm = self.reward_model
-        if rm.use_numba:  # the per-env kernel the vector env also runs (allocation_kernels)
+        if rm.use_numba:
+            if isinstance(action, np.ndarray) and action.dtype == np.float64 and action.shape == (self._E, self._K):
+                y = np.ascontiguousarray(action)
+            else:
+                y = np.ascontiguousarray(self._as_float_action(action, (self._E, self._K), self._space_desc))
             port_reward, used = np.empty(self._L), np.empty(self._K)
-            gain, overhead, util = _kern.slot_reward(y, x, rm.alpha_e, rm.code_e, rm._edge_port, rm.beta, self._util_w,
-                                                     self._gain_buf, self._per_type_buf, port_reward, used)
+            nonfinite, bad_box, bad_cap, gain, overhead, util = self._fused(y, port_reward, used)
+            if nonfinite:
+                raise ValueError(f"action contains NaN or inf, expected {self._space_desc}")
+            repaired = bad_box + bad_cap
+            if repaired:
+                if self.infeasible == "raise":
+                    raise ValueError(self._infeasible_message(y, self._sums, bad_box))
+                y = np.ascontiguousarray(self.layout.project(y))  # exact Euclidean projection onto Y (eqs. 11–13)
+                _, _, _, gain, overhead, util = self._fused(y, port_reward, used)  # eq. 5 on the repaired y
             reward = float(port_reward.sum())
         else:
+            y, repaired = self._check(action)
             gain_l, over_l, per_type = rm.parts(y, with_sums=True)
             port_reward = np.where(x, gain_l - over_l, 0.0)  # x_l q_l, eq. 5
             reward = float(port_reward.sum())

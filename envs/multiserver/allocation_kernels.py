@@ -1,20 +1,24 @@
 """Fused per-step kernels for P2 (numba when installed; the numpy code in ``allocation_env`` is the
 reference and the fallback, and ``tests/test_allocation_env.py`` checks that both agree).
 
-The dynamics of one slot are written once, as per-env kernels that the single env calls directly
+The dynamics of one slot are written once, as one per-env kernel that the single env calls directly
 and the native vector env (``allocation_vector``) calls for every sub-env inside one ``prange``
 kernel (``step_batch``), so the two cannot drift (STYLE.md, "copied dynamics"):
 
-* :func:`check_slot` — one pass over the (E, K) allocation for the feasibility check of eqs. 3–4
-  (non-finite entries, entries outside [0, a] beyond the tolerance, per-server sums Σ_{l∈L_r} y
-  compared with c_r^k);
-* :func:`slot_reward` — eq. 5 with eq. 7 for the ports with a job: per-port gain Σ_k Σ_{r∈R_l}
-  f_r^k(y) (eq. 27), per-port per-type sums Σ_{r∈R_l} y, the dominant overhead max_k β_k Σ y, and
-  the devices used by ports with a job. Utilities are evaluated only where they count: ports with
-  a job and entries y ≠ 0 (f(0) = ±0 for every family of eq. 27 and adding ±0 to a sum that starts
-  at +0 is exact, so skipping them changes no bit).
+* :func:`slot_step` — the feasibility check of eqs. 3–4 (non-finite entries, entries outside
+  [0, a] beyond the tolerance, per-server sums Σ_{l∈L_r} y compared with c_r^k) and eq. 5 with
+  eq. 7 for the ports with a job (per-port gain Σ_k Σ_{r∈R_l} f_r^k(y) of eq. 27, per-port per-type
+  sums Σ_{r∈R_l} y, the dominant overhead max_k β_k Σ y, the devices used by ports with a job), in
+  one call: a branch-free pass over the contiguous allocation for the checks, then one pass over
+  the *live* entries (a > 0 and c_r^k > 0), grouped by port and utility family so the utility
+  loops have no family branch. Entries that are structurally zero (a = 0 or c_r^k = 0) are only
+  read by the check pass; the rare non-zero ones (within the tolerance, or infeasible) are then
+  added after the live ones. Ports without a job get their server sums only.
+* :func:`build_plan` — the static entry lists of one problem that :func:`slot_step` walks.
 
-Both accept float32 or float64 allocations (numba compiles one version per dtype; float32 values
+The summation order of every sum is fixed by the kernel (documented in :func:`slot_step`); it
+differs from the numpy reference's, which agrees to rounding (``rtol=1e-12`` in the test). The
+kernel accepts float32 or float64 allocations (numba compiles one version per dtype; float32 values
 widen exactly to float64, so the results equal those of the float64 copy of the action).
 :func:`reward_sums` serves :class:`~clustergym.envs.multiserver.allocation_env.RewardModel`.
 """
@@ -32,7 +36,7 @@ try:
 except ImportError:  # pragma: no cover
     HAVE_NUMBA = False
 
-__all__ = ["HAVE_NUMBA", "reward_sums", "check_slot", "slot_reward", "step_batch"]
+__all__ = ["HAVE_NUMBA", "build_plan", "reward_sums", "slot_step", "step_batch"]
 
 if HAVE_NUMBA:
 
@@ -77,58 +81,148 @@ if HAVE_NUMBA:
             return 1.0 / a - 1.0 / (v + a)
         return a * math.sqrt(v + 1.0) - a
 
-    @numba.njit(cache=True, nogil=True)
-    def check_slot(y, upper, edge_server, cap_tol, tol, sums):  # pragma: no cover - compiled
-        """Feasibility of y (E, K) for eqs. 3–4: (non-finite entries, entries outside [0, a] beyond ``tol``,
-        (r, k) pairs with Σ_{l∈L_r} y > c_r^k + tol). ``sums`` (R, K) receives Σ_{l∈L_r} y (non-finite
-        entries left out)."""
-        E, K = y.shape
-        sums[:, :] = 0.0
-        bad = 0
-        nonfinite = 0
-        for e in range(E):
-            r = edge_server[e]
-            for k in range(K):
-                v = np.float64(y[e, k])
-                if not math.isfinite(v):
-                    nonfinite += 1
-                    continue
-                if v < -tol or v > upper[e, k] + tol:
-                    bad += 1
-                sums[r, k] += v
-        over = 0
-        for r in range(sums.shape[0]):
-            for k in range(K):
-                if sums[r, k] > cap_tol[r, k]:
-                    over += 1
-        return nonfinite, bad, over
+    @numba.njit(cache=True, nogil=True, inline="always")  # inlined into step_batch: no per-env call
+    def slot_step(y, x, box_hi, dead_mask, live, live_srv, live_k, live_a, live_ia, ptr, dead, dead_srv, dead_port,
+                  dead_k, dead_a, dead_code, cap_tol, tol, beta, util_w, sums, gain, per_type, port_reward,
+                  used):  # pragma: no cover - compiled
+        """One slot of one env: the feasibility check of eqs. 3–4 and eq. 5 (eq. 7), fused.
 
-    @numba.njit(cache=True, nogil=True)
-    def slot_reward(y, x, alpha, code, edge_port, beta, util_w, gain, per_type, port_reward, used):  # pragma: no cover
-        """Eq. 5 (nice setup, eq. 7) for one slot and one env, over the ports with a job (x_l = 1).
+        y is the flat (E·K,) allocation (float32 or float64), x (L,) the arrivals, the entry lists come
+        from :func:`build_plan` (``box_hi`` = a + tol flat) and ``cap_tol`` is the flat (R·K,) c + tol.
+        Scratch: ``sums`` (R·K,) receives Σ_{l∈L_r} y, ``gain`` (L,) and ``per_type`` (L, K). Writes
+        x_l q_l into ``port_reward`` (L,) and the devices allocated to ports with a job into ``used``
+        (K,). Returns (non-finite entries, finite entries outside [0, a] beyond ``tol``, (r, k) pairs
+        with Σ y > c + tol, Σ_l x_l gain_l, Σ_l x_l overhead_l, utilisation Σ_k used_k w_k); with a
+        non-finite entry only the first count is set, and the reward parts are meaningful only for a
+        feasible y (callers repair and call again otherwise).
 
-        Writes x_l q_l into ``port_reward`` (L,) and the devices allocated to ports with a job into
-        ``used`` (K,); ``gain`` (L,) and ``per_type`` (L, K) are scratch. Returns (Σ_l x_l gain_l,
-        Σ_l x_l overhead_l, utilisation Σ_k used_k w_k). Sums run in edge order, then device order, as
-        in :func:`reward_sums`; the utilisation is a plain loop (not a BLAS dot, whose summation order
-        depends on the BLAS build), so the single and the vector env agree on every machine.
+        A branch-free pass over the contiguous y counts the non-finite and out-of-box entries and
+        whether any dead entry is non-zero. A second pass visits the live entries port by port, family
+        by family, in edge/device order inside a block: server sums and per-type sums add in that
+        order; a port's gain adds, block after block, g_even + g_odd, the sums of the utilities at even
+        and odd positions of the block (two accumulators, so that consecutive additions do not wait
+        for each other). All sums then add the dead entries that are non-zero, in edge/device order. Utilities are evaluated for every live entry of a port with a job, zeros included
+        (f(0) = ±0 and x + ±0 = x for the sums here, which start at +0, so this equals skipping them);
+        the reciprocal family uses the precomputed 1/α (the same division, so the same bits).
         """
-        E, K = y.shape
+        K = per_type.shape[1]
         L = x.shape[0]
-        gain[:] = 0.0
+        nonfinite = 0
+        bad = 0
+        stray = 0
+        for j in range(y.shape[0]):  # vectorisable: no branches
+            v = np.float64(y[j])
+            finite = abs(v) <= 1.7976931348623157e308  # False for NaN and ±inf
+            nonfinite += not finite
+            bad += finite & ((v < -tol) | (v > box_hi[j]))
+            stray += dead_mask[j] & (v != 0.0)
+        if nonfinite:
+            return nonfinite, bad, 0, 0.0, 0.0, 0.0
+        sums[:] = 0.0
         per_type[:, :] = 0.0
         port_reward[:] = 0.0
         used[:] = 0.0
-        for e in range(E):
-            l = edge_port[e]
-            if not x[l]:
-                continue  # idle port: its utilities never count
-            for k in range(K):
-                v = np.float64(y[e, k])
-                if v == 0.0:
-                    continue  # f(0) = ±0: skipping is exact (module docstring)
-                gain[l] += utility(v, alpha[e, k], code[e, k])
-                per_type[l, k] += v
+        for l in range(L):
+            if not x[l]:  # idle port: server sums only
+                for j in range(ptr[l, 0], ptr[l, 4]):
+                    sums[live_srv[j]] += np.float64(y[live[j]])
+                gain[l] = 0.0
+                continue
+            g = 0.0
+            j = ptr[l, 0]
+            hi = ptr[l, 1]
+            g0 = 0.0
+            g1 = 0.0
+            while j + 1 < hi:  # linear
+                v = np.float64(y[live[j]])
+                v1 = np.float64(y[live[j + 1]])
+                sums[live_srv[j]] += v
+                sums[live_srv[j + 1]] += v1
+                per_type[l, live_k[j]] += v
+                per_type[l, live_k[j + 1]] += v1
+                g0 += live_a[j] * v
+                g1 += live_a[j + 1] * v1
+                j += 2
+            if j < hi:
+                v = np.float64(y[live[j]])
+                sums[live_srv[j]] += v
+                per_type[l, live_k[j]] += v
+                g0 += live_a[j] * v
+            g += g0 + g1
+            j = ptr[l, 1]
+            hi = ptr[l, 2]
+            g0 = 0.0
+            g1 = 0.0
+            while j + 1 < hi:  # log
+                v = np.float64(y[live[j]])
+                v1 = np.float64(y[live[j + 1]])
+                sums[live_srv[j]] += v
+                sums[live_srv[j + 1]] += v1
+                per_type[l, live_k[j]] += v
+                per_type[l, live_k[j + 1]] += v1
+                g0 += live_a[j] * math.log1p(v)
+                g1 += live_a[j + 1] * math.log1p(v1)
+                j += 2
+            if j < hi:
+                v = np.float64(y[live[j]])
+                sums[live_srv[j]] += v
+                per_type[l, live_k[j]] += v
+                g0 += live_a[j] * math.log1p(v)
+            g += g0 + g1
+            j = ptr[l, 2]
+            hi = ptr[l, 3]
+            g0 = 0.0
+            g1 = 0.0
+            while j + 1 < hi:  # reciprocal
+                v = np.float64(y[live[j]])
+                v1 = np.float64(y[live[j + 1]])
+                sums[live_srv[j]] += v
+                sums[live_srv[j + 1]] += v1
+                per_type[l, live_k[j]] += v
+                per_type[l, live_k[j + 1]] += v1
+                g0 += live_ia[j] - 1.0 / (v + live_a[j])
+                g1 += live_ia[j + 1] - 1.0 / (v1 + live_a[j + 1])
+                j += 2
+            if j < hi:
+                v = np.float64(y[live[j]])
+                sums[live_srv[j]] += v
+                per_type[l, live_k[j]] += v
+                g0 += live_ia[j] - 1.0 / (v + live_a[j])
+            g += g0 + g1
+            j = ptr[l, 3]
+            hi = ptr[l, 4]
+            g0 = 0.0
+            g1 = 0.0
+            while j + 1 < hi:  # polynomial (sqrt)
+                v = np.float64(y[live[j]])
+                v1 = np.float64(y[live[j + 1]])
+                sums[live_srv[j]] += v
+                sums[live_srv[j + 1]] += v1
+                per_type[l, live_k[j]] += v
+                per_type[l, live_k[j + 1]] += v1
+                g0 += live_a[j] * math.sqrt(v + 1.0) - live_a[j]
+                g1 += live_a[j + 1] * math.sqrt(v1 + 1.0) - live_a[j + 1]
+                j += 2
+            if j < hi:
+                v = np.float64(y[live[j]])
+                sums[live_srv[j]] += v
+                per_type[l, live_k[j]] += v
+                g0 += live_a[j] * math.sqrt(v + 1.0) - live_a[j]
+            g += g0 + g1
+            gain[l] = g
+        if stray:  # rare: values within tol (or beyond) on dead entries
+            for j in range(dead.shape[0]):
+                v = np.float64(y[dead[j]])
+                if v != 0.0:
+                    sums[dead_srv[j]] += v
+                    l = dead_port[j]
+                    if x[l]:
+                        per_type[l, dead_k[j]] += v
+                        gain[l] += utility(v, dead_a[j], dead_code[j])
+        over = 0
+        for s in range(sums.shape[0]):
+            if sums[s] > cap_tol[s]:
+                over += 1
         g_sum = 0.0
         o_sum = 0.0
         for l in range(L):
@@ -144,40 +238,92 @@ if HAVE_NUMBA:
         util = 0.0
         for k in range(K):
             util += used[k] * util_w[k]
-        return g_sum, o_sum, util
+        return nonfinite, bad, over, g_sum, o_sum, util
 
     @numba.njit(cache=True, parallel=True)
-    def step_batch(y, x, stepping, upper, edge_server, cap_tol, tol, alpha, code, edge_port, beta, util_w,
+    def step_batch(y, x, stepping, box_hi, dead_mask, live, live_srv, live_k, live_a, live_ia, ptr, dead, dead_srv,
+                   dead_port, dead_k, dead_a, dead_code, cap_tol, tol, beta, util_w,
                    nonfinite, bad_box, bad_cap, port_reward, gain, overhead, used, util):  # pragma: no cover
-        """:func:`check_slot` then, for feasible sub-envs that step, :func:`slot_reward`, for N envs at once.
+        """:func:`slot_step` for N envs at once (``prange`` over chunks of sub-envs, scratch per chunk).
 
-        y (N, E, K) float32/float64; x (N, L) bool arrivals; stepping (N,) bool. Outputs, all with a
+        y (N, E·K) float32/float64; x (N, L) bool arrivals; stepping (N,) bool. Outputs, all with a
         leading N axis: nonfinite, bad_box, bad_cap (counts), port_reward (N, L), gain, overhead, util
         (N,), used (N, K). Sub-envs that do not step or are infeasible get zero rewards here.
         """
-        N, E, K = y.shape
+        N = y.shape[0]
         L = x.shape[1]
-        R = cap_tol.shape[0]
-        for i in numba.prange(N):
-            sums = np.empty((R, K))
-            nf, bb, bc = check_slot(y[i], upper, edge_server, cap_tol, tol, sums)
-            nonfinite[i] = nf
-            bad_box[i] = bb
-            bad_cap[i] = bc
-            if stepping[i] and nf == 0 and bb == 0 and bc == 0:
-                g_l = np.empty(L)
-                per_type = np.empty((L, K))
-                g, o, u = slot_reward(y[i], x[i], alpha, code, edge_port, beta, util_w, g_l, per_type,
-                                      port_reward[i], used[i])
-                gain[i] = g
-                overhead[i] = o
-                util[i] = u
-            else:
-                port_reward[i, :] = 0.0
-                used[i, :] = 0.0
-                gain[i] = 0.0
-                overhead[i] = 0.0
-                util[i] = 0.0
+        K = used.shape[1]
+        RK = cap_tol.shape[0]
+        chunk = 16
+        for c in numba.prange((N + chunk - 1) // chunk):
+            sums = np.empty(RK)
+            g_l = np.empty(L)
+            per_type = np.empty((L, K))
+            for i in range(c * chunk, min(N, (c + 1) * chunk)):
+                nf, bb, bc, g, o, u = slot_step(y[i], x[i], box_hi, dead_mask, live, live_srv, live_k, live_a, live_ia,
+                                                ptr, dead, dead_srv, dead_port, dead_k, dead_a, dead_code,
+                                                cap_tol, tol, beta, util_w, sums, g_l, per_type, port_reward[i],
+                                                used[i])
+                nonfinite[i] = nf
+                bad_box[i] = bb
+                bad_cap[i] = bc
+                if stepping[i] and nf == 0 and bb == 0 and bc == 0:
+                    gain[i] = g
+                    overhead[i] = o
+                    util[i] = u
+                else:
+                    port_reward[i, :] = 0.0
+                    used[i, :] = 0.0
+                    gain[i] = 0.0
+                    overhead[i] = 0.0
+                    util[i] = 0.0
 
 else:  # pragma: no cover
-    utility = check_slot = slot_reward = step_batch = None
+    utility = slot_step = step_batch = None
+
+
+def build_plan(upper, capacity, edge_server, edge_port, alpha_e, code_e, num_ports, tol):
+    """The static entry lists of :func:`slot_step` for one problem (a tuple of contiguous arrays).
+
+    ``box_hi`` (E·K,) = a + tol (the same addition the check would do) and ``dead_mask`` (E·K,).
+    An entry (e, k) is *live* when its box a_e^k > 0 and its server has c_r^k > 0, else *dead*: a
+    feasible y has |y| <= tol there, and in practice exactly 0. Live entries are listed port by
+    port, then family by family (codes 0–3 of eq. 27), then in edge/device order, so the utility
+    loops run without a family branch; ``ptr`` (L, 5) gives each (port, family) block; with their
+    flat server slot r·K + k, device k, α and 1/α. Dead entries are listed in edge/device order
+    (flat index, server slot, port, device, α, family code) and only looked at when one is non-zero.
+    """
+    upper = np.asarray(upper, dtype=np.float64)
+    E, K = upper.shape
+    srv = np.asarray(edge_server, dtype=np.int64)
+    port = np.asarray(edge_port, dtype=np.int64)
+    cap = np.asarray(capacity, dtype=np.float64)
+    alpha = np.asarray(alpha_e, dtype=np.float64)
+    code = np.asarray(code_e, dtype=np.int64)
+    if code.min() < 0 or code.max() > 3:
+        raise ValueError("utility codes must be 0..3 (eq. 27)")
+    e_idx, k_idx = np.meshgrid(np.arange(E), np.arange(K), indexing="ij")
+    live = (upper > 0) & (cap[srv[:, None], np.arange(K)[None, :]] > 0)
+    lives, ptr = [], np.zeros((num_ports, 5), dtype=np.int64)
+    n = 0
+    for l in range(num_ports):
+        for c in range(4):
+            ptr[l, c] = n
+            sel = np.flatnonzero((live & (port[:, None] == l) & (code == c)).ravel())  # edge, then device order
+            lives.append(sel)
+            n += sel.size
+        ptr[l, 4] = n
+    lf = np.concatenate(lives).astype(np.int64)
+    df = np.flatnonzero(~live.ravel()).astype(np.int64)
+    ef, kf = e_idx.ravel(), k_idx.ravel()
+    a_f, up_f = alpha.ravel(), upper.ravel()
+    c = np.ascontiguousarray
+    return (c(up_f + tol), c(~live.ravel()), c(lf), c(srv[ef[lf]] * K + kf[lf]), c(kf[lf]), c(a_f[lf]),
+            c(_inv(a_f[lf])), c(ptr), c(df), c(srv[ef[df]] * K + kf[df]), c(port[ef[df]]), c(kf[df]), c(a_f[df]),
+            c(code.ravel()[df]))
+
+
+def _inv(a: np.ndarray) -> np.ndarray:
+    """1/α (only read for the reciprocal family, whose α > 0)."""
+    with np.errstate(divide="ignore"):
+        return 1.0 / a

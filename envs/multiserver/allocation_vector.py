@@ -21,10 +21,13 @@ class MultiServerAllocationVectorEnv(ClusterVectorEnv):
     ## Description
     The model, rewards and infeasibility rules are those of the single env (eqs. 1–7 and 27, see
     :class:`~clustergym.envs.multiserver.allocation_env.MultiServerAllocationEnv`), computed by the
-    same code: ``allocation_kernels.step_batch`` runs the single env's per-env kernels
-    ``check_slot`` (eqs. 3–4) and ``slot_reward`` (eq. 5 with eq. 7) for every sub-env in one
-    parallel numba kernel (``prange`` over sub-envs), reading float32 or float64 actions as given
-    (no conversion pass) and evaluating utilities only for ports with a job and non-zero entries.
+    same code: ``allocation_kernels.step_batch`` runs the single env's per-env kernel ``slot_step``
+    (the check of eqs. 3–4 and eq. 5 with eq. 7, fused) for every sub-env in one parallel numba
+    kernel (``prange`` over chunks of 16 sub-envs, scratch per chunk), reading float32 or float64
+    actions as given (no conversion pass), with the single env's static entry lists
+    (``allocation_kernels.build_plan``): utilities only for ports with a job and entries that are
+    not structurally zero (a = 0 or c_r^k = 0; non-zero values there are checked and, if within the
+    tolerance, counted).
     Arrivals come from each sub-env's own child generator in blocks of 256 slots, as in the single
     env, so sub-env i seeded with s_i replays a single env reset with ``seed=s_i``
     (``clustergym.vector_env``). Create it with ``gym.make_vec("clustergym/MultiServerAllocation-v0",
@@ -94,14 +97,14 @@ class MultiServerAllocationVectorEnv(ClusterVectorEnv):
         self.action_space = batch_space(self.single_action_space, N)
         self.observation_space = batch_space(self.single_observation_space, N)
         self._space_desc = s._space_desc
-        rm = s.reward_model
-        self._kernel_args = (s._upper, s._edge_server, s._cap_tol, _TOL, rm.alpha_e, rm.code_e, rm._edge_port,
-                             rm.beta, s._util_w)
+        self._kernel_args = (*s._plan, *s._kernel_tail)  # the single env's entry lists and constants
         self._arr_block = np.zeros((N, _BLOCK, self._L), dtype=bool)  # (N, B, L) arrivals of the block
         self._pos = np.zeros(N, dtype=np.int64)  # (N,) current slot's index in the block
         self._counts = np.zeros((N, self._L))  # (N, L) n_l = Σ_t x_l(t) (the hindsight optimum's input)
         self._total = np.zeros(N)  # (N,) Σ_t q(x(t), y(t))
         self._arrivals = np.zeros((N, self._L), dtype=bool)  # (N, L)
+        self._rows = np.arange(N)
+        self._counts_buf = np.empty((3, N), dtype=np.int64)  # kernel's violation counts (not returned)
 
     # -- per sub-env episode state ------------------------------------------------------------
     def _refill(self, i: int) -> None:
@@ -139,15 +142,13 @@ class MultiServerAllocationVectorEnv(ClusterVectorEnv):
         y = self._as_actions(actions)
         N, L, K = self.num_envs, self._L, self._K
         stepping = ~self._autoreset  # (N,) sub-envs that step (the others reset now)
-        nonfinite = np.empty(N, dtype=np.int64)
-        bad_box = np.empty(N, dtype=np.int64)
-        bad_cap = np.empty(N, dtype=np.int64)
+        nonfinite, bad_box, bad_cap = self._counts_buf  # (N,) each, overwritten by the kernel
         port_reward = np.empty((N, L))
         gain = np.empty(N)
         overhead = np.empty(N)
         used = np.empty((N, K))
         util = np.empty(N)
-        _kern.step_batch(y, self._arrivals, stepping, *self._kernel_args,
+        _kern.step_batch(y.reshape(N, -1), self._arrivals, stepping, *self._kernel_args,
                          nonfinite, bad_box, bad_cap, port_reward, gain, overhead, used, util)
         if nonfinite.any():
             raise ValueError(f"sub-env {int(np.argmax(nonfinite > 0))}: action contains NaN or inf, "
@@ -160,21 +161,20 @@ class MultiServerAllocationVectorEnv(ClusterVectorEnv):
             if self.infeasible == "raise":
                 i = int(bad[0])
                 yi = np.asarray(y[i], dtype=np.float64)
-                sums = np.empty((self.problem.num_servers, K))
-                _kern.check_slot(yi, s._upper, s._edge_server, s._cap_tol, _TOL, sums)
-                raise ValueError(f"sub-env {i}: " + s._infeasible_message(yi, sums, int(bad_box[i])))
+                _kern.slot_step(yi.reshape(-1), self._arrivals[i], *self._kernel_args, s._sums.reshape(-1),
+                                np.empty(L), np.empty((L, K)), np.empty(L), np.empty(K))  # s._sums: Σ y per (r, k)
+                raise ValueError(f"sub-env {i}: " + s._infeasible_message(yi, s._sums, int(bad_box[i])))
             allocation = y.astype(np.float64)
-            rm = s.reward_model
             for i in bad:  # exact Euclidean projection onto Y (eqs. 11–13), then eq. 5 on it
                 allocation[i] = s.layout.project(allocation[i])
-                gain[i], overhead[i], util[i] = _kern.slot_reward(
-                    allocation[i], self._arrivals[i], rm.alpha_e, rm.code_e, rm._edge_port, rm.beta, s._util_w,
+                _, _, _, gain[i], overhead[i], util[i] = _kern.slot_step(
+                    allocation[i].reshape(-1), self._arrivals[i], *self._kernel_args, s._sums.reshape(-1),
                     np.empty(L), np.empty((L, K)), port_reward[i], used[i])
         # The state changes only from here on.
         reward = port_reward.sum(axis=1)  # (N,) eq. 5 (rows of the autoresetting sub-envs are 0)
         metrics = {"expected_reward": reward.copy(), "gain": gain, "overhead": overhead, "repaired": repaired,
                    "utilisation": util}
-        self._counts += self._arrivals * stepping[:, None]
+        np.add(self._counts, self._arrivals, out=self._counts, where=stepping[:, None])
         self._total += reward
         self._t += stepping
         truncated = stepping & (self._t >= self.horizon)
@@ -194,7 +194,7 @@ class MultiServerAllocationVectorEnv(ClusterVectorEnv):
         for i in np.flatnonzero(self._pos >= _BLOCK):
             self._refill(int(i))
         self._autoreset_envs()  # NEXT_STEP: sub-envs that ended at the last step start over now
-        self._arrivals = self._arr_block[np.arange(N), self._pos]
+        self._arrivals = self._arr_block[self._rows, self._pos]
         self._autoreset = truncated | terminated
         info = with_masks({"t": self._t.copy()}, np.ones(N, dtype=bool))
         info.update(with_masks({"feedback": {"allocation": allocation, "port_reward": port_reward},
