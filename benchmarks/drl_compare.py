@@ -3,7 +3,8 @@
 For every run directory under ``--runs`` (written by ``clustergym train``): evaluates
 ``sb3:RUN/model.zip``, the paper agent (and its documented options) and every baseline of that env
 on ``--seeds`` (never used in training) with the training episode length, writes ``RUN/../cmp-<env>/`` (results.json, curves.csv,
-plots), draws the training curve with each agent's held-out mean return as a reference line, and
+plots), draws the training curve with the held-out mean returns of the best non-learned agent, the paper
+agent and random as reference lines, and
 prints a markdown table (also written to ``--runs``/summary.md). ``make drl`` runs it.
 
     python benchmarks/drl_compare.py --runs runs/drl --seeds 1000,1001,1002 --figures docs/figures
@@ -56,7 +57,10 @@ def main() -> None:
         out = os.path.join(args.runs, f"cmp-{name}")
         res.write(out)
         summ = {s["agent"]: s for s in res.summary()}
-        ref = {f"{a} (held-out mean)": summ[a]["mean_total_reward"] for a in (paper, "random") if a in summ}
+        # Reference lines: the paper agent, the best non-learned agent (if another one), random.
+        top = max((a for a in summ if a != model), key=lambda a: summ[a]["mean_total_reward"])
+        ref = {f"{a} (held-out mean)": summ[a]["mean_total_reward"]
+               for a in dict.fromkeys((top, paper, "random")) if a in summ}
         curve = plot_training_curve(run, reference=ref)
         if args.figures:
             os.makedirs(args.figures, exist_ok=True)
