@@ -40,6 +40,22 @@ __all__ = ["HAVE_NUMBA", "build_plan", "reward_sums", "slot_step", "step_batch"]
 
 if HAVE_NUMBA:
 
+    @numba.njit(cache=True, nogil=True, inline="always")
+    def _family_utility(v, a, ia, c):  # pragma: no cover - compiled
+        """f_r^k(v) of eq. 27 for family code c (0 linear, 1 log, 2 reciprocal, 3 poly), α = a, 1/α = ia."""
+        if c == 0:
+            return a * v
+        if c == 1:
+            return a * math.log1p(v)
+        if c == 2:
+            return ia - 1.0 / (v + a)
+        return a * math.sqrt(v + 1.0) - a
+
+    @numba.njit(cache=True, nogil=True)
+    def utility(v, a, c):  # pragma: no cover - compiled
+        """f_r^k(v) of eq. 27 for family code c and α = a."""
+        return _family_utility(v, a, 1.0 / a if c == 2 else 0.0, c)  # α may be 0 outside the reciprocal family
+
     @numba.njit(cache=True, nogil=True)
     def reward_sums(y, alpha, code, edge_port, num_ports):  # pragma: no cover - compiled
         """(gain (L,), per_type (L, K)) for y (E, K): eq. 27 utilities summed per port, and Σ_{r∈R_l} y."""
@@ -51,16 +67,7 @@ if HAVE_NUMBA:
             for k in range(K):
                 v = y[e, k]
                 a = alpha[e, k]
-                c = code[e, k]
-                if c == 0:
-                    f = a * v
-                elif c == 1:
-                    f = a * math.log1p(v)
-                elif c == 2:
-                    f = 1.0 / a - 1.0 / (v + a)
-                else:
-                    f = a * math.sqrt(v + 1.0) - a
-                gain[l] += f
+                gain[l] += utility(v, a, code[e, k])
                 per_type[l, k] += v
         return gain, per_type
 
@@ -70,16 +77,31 @@ else:  # pragma: no cover
 
 if HAVE_NUMBA:
 
-    @numba.njit(cache=True, nogil=True)
-    def utility(v, a, c):  # pragma: no cover - compiled
-        """f_r^k(v) of eq. 27 for family code c (0 linear, 1 log, 2 reciprocal, 3 poly) and α = a."""
-        if c == 0:
-            return a * v
-        if c == 1:
-            return a * math.log1p(v)
-        if c == 2:
-            return 1.0 / a - 1.0 / (v + a)
-        return a * math.sqrt(v + 1.0) - a
+    @numba.njit(cache=True, nogil=True, inline="always")
+    def _family_block(y, live, live_srv, live_k, live_a, live_ia, j, hi, l, c, sums,
+                      per_type):  # pragma: no cover - compiled
+        """Σ f(y) over the live entries j..hi-1 of port l, all of family c (see :func:`slot_step`).
+
+        Adds each value to its server sum and to ``per_type[l]``; returns g_even + g_odd.
+        """
+        g0 = 0.0
+        g1 = 0.0
+        while j + 1 < hi:
+            v = np.float64(y[live[j]])
+            v1 = np.float64(y[live[j + 1]])
+            sums[live_srv[j]] += v
+            sums[live_srv[j + 1]] += v1
+            per_type[l, live_k[j]] += v
+            per_type[l, live_k[j + 1]] += v1
+            g0 += _family_utility(v, live_a[j], live_ia[j], c)
+            g1 += _family_utility(v1, live_a[j + 1], live_ia[j + 1], c)
+            j += 2
+        if j < hi:
+            v = np.float64(y[live[j]])
+            sums[live_srv[j]] += v
+            per_type[l, live_k[j]] += v
+            g0 += _family_utility(v, live_a[j], live_ia[j], c)
+        return g0 + g1
 
     @numba.njit(cache=True, nogil=True, inline="always")  # inlined into step_batch: no per-env call
     def slot_step(y, x, box_hi, dead_mask, live, live_srv, live_k, live_a, live_ia, ptr, dead, dead_srv, dead_port,
@@ -129,86 +151,9 @@ if HAVE_NUMBA:
                 gain[l] = 0.0
                 continue
             g = 0.0
-            j = ptr[l, 0]
-            hi = ptr[l, 1]
-            g0 = 0.0
-            g1 = 0.0
-            while j + 1 < hi:  # linear
-                v = np.float64(y[live[j]])
-                v1 = np.float64(y[live[j + 1]])
-                sums[live_srv[j]] += v
-                sums[live_srv[j + 1]] += v1
-                per_type[l, live_k[j]] += v
-                per_type[l, live_k[j + 1]] += v1
-                g0 += live_a[j] * v
-                g1 += live_a[j + 1] * v1
-                j += 2
-            if j < hi:
-                v = np.float64(y[live[j]])
-                sums[live_srv[j]] += v
-                per_type[l, live_k[j]] += v
-                g0 += live_a[j] * v
-            g += g0 + g1
-            j = ptr[l, 1]
-            hi = ptr[l, 2]
-            g0 = 0.0
-            g1 = 0.0
-            while j + 1 < hi:  # log
-                v = np.float64(y[live[j]])
-                v1 = np.float64(y[live[j + 1]])
-                sums[live_srv[j]] += v
-                sums[live_srv[j + 1]] += v1
-                per_type[l, live_k[j]] += v
-                per_type[l, live_k[j + 1]] += v1
-                g0 += live_a[j] * math.log1p(v)
-                g1 += live_a[j + 1] * math.log1p(v1)
-                j += 2
-            if j < hi:
-                v = np.float64(y[live[j]])
-                sums[live_srv[j]] += v
-                per_type[l, live_k[j]] += v
-                g0 += live_a[j] * math.log1p(v)
-            g += g0 + g1
-            j = ptr[l, 2]
-            hi = ptr[l, 3]
-            g0 = 0.0
-            g1 = 0.0
-            while j + 1 < hi:  # reciprocal
-                v = np.float64(y[live[j]])
-                v1 = np.float64(y[live[j + 1]])
-                sums[live_srv[j]] += v
-                sums[live_srv[j + 1]] += v1
-                per_type[l, live_k[j]] += v
-                per_type[l, live_k[j + 1]] += v1
-                g0 += live_ia[j] - 1.0 / (v + live_a[j])
-                g1 += live_ia[j + 1] - 1.0 / (v1 + live_a[j + 1])
-                j += 2
-            if j < hi:
-                v = np.float64(y[live[j]])
-                sums[live_srv[j]] += v
-                per_type[l, live_k[j]] += v
-                g0 += live_ia[j] - 1.0 / (v + live_a[j])
-            g += g0 + g1
-            j = ptr[l, 3]
-            hi = ptr[l, 4]
-            g0 = 0.0
-            g1 = 0.0
-            while j + 1 < hi:  # polynomial (sqrt)
-                v = np.float64(y[live[j]])
-                v1 = np.float64(y[live[j + 1]])
-                sums[live_srv[j]] += v
-                sums[live_srv[j + 1]] += v1
-                per_type[l, live_k[j]] += v
-                per_type[l, live_k[j + 1]] += v1
-                g0 += live_a[j] * math.sqrt(v + 1.0) - live_a[j]
-                g1 += live_a[j + 1] * math.sqrt(v1 + 1.0) - live_a[j + 1]
-                j += 2
-            if j < hi:
-                v = np.float64(y[live[j]])
-                sums[live_srv[j]] += v
-                per_type[l, live_k[j]] += v
-                g0 += live_a[j] * math.sqrt(v + 1.0) - live_a[j]
-            g += g0 + g1
+            for c in range(4):  # utility families in plan order: linear, log, reciprocal, poly
+                g += _family_block(y, live, live_srv, live_k, live_a, live_ia, ptr[l, c], ptr[l, c + 1], l, c,
+                                   sums, per_type)
             gain[l] = g
         if stray:  # rare: values within tol (or beyond) on dead entries
             for j in range(dead.shape[0]):
