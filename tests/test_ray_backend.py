@@ -54,8 +54,7 @@ def _sweep(tmp_path, env_id, agents, horizon, backend, **kw):
 def test_ray_backend_starts_and_stops_its_own_ray(tmp_path):
     # First in the file: runs before the module fixture connects this process to Ray.
     ray = pytest.importorskip("ray")
-    if ray.is_initialized():
-        pytest.skip("Ray already initialised in this process (test order changed)")
+    assert not ray.is_initialized(), "this test must run before the module fixture connects to Ray"
     d = _assert_same_outputs(_sweep(tmp_path, P1, ["hauf", "lwtf"], 50, "ray", env_kwargs={"num_servers": 12}),
                              _sweep(tmp_path, P1, ["hauf", "lwtf"], 50, "local", env_kwargs={"num_servers": 12}))
     assert not ray.is_initialized()  # the Ray it started is shut down again
