@@ -2,9 +2,9 @@
 
 For every run directory under ``--runs`` (written by ``clustergym train``): evaluates
 ``sb3:RUN/model.zip``, the paper agent (and its documented options) and every baseline of that env
-on ``--seeds`` (never used in training) with the training episode length, writes ``RUN/../cmp-<env>/`` (results.json, curves.csv,
-plots), draws the training curve with the held-out mean returns of the best non-learned agent, the paper
-agent and random as reference lines, and
+on ``--seeds`` (never used in training) with the training episode length; writes
+``RUN/../cmp-<env>/`` (results.json, curves.csv, plots); draws the training curve with the held-out
+mean returns of the best non-learned agent, the paper agent and random as reference lines; and
 prints a markdown table (also written to ``--runs``/summary.md). ``make drl`` runs it.
 
     python benchmarks/drl_compare.py --runs runs/drl --seeds 1000,1001,1002 --figures docs/figures
