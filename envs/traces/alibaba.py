@@ -272,7 +272,7 @@ def channel_scenario_from_preset(seed=0, preset: dict | None = None, **params) -
     probability ``channel_prob`` (every port keeps one), integer demands a_k^e = clip(round(request /
     median request over types), 1, demand_max) for CPU, MEM, GPU (GPU demand 1 for CPU-only types:
     P1 needs a_k^e >= 1), capacity and utilities as in the P1 paper scenario, ρ_l from the trace."""
-    from clustergym.envs.multiserver.channel_scenario import ChannelProblem, ChannelTruth, _half_width
+    from clustergym.envs.multiserver.channel_scenario import ChannelProblem, channel_truth
 
     unknown = set(params) - set(CHANNEL_DEFAULTS)
     if unknown:
@@ -321,5 +321,5 @@ def channel_scenario_from_preset(seed=0, preset: dict | None = None, **params) -
         num_ports=L, num_servers=R, num_device_types=K, edge_port=freeze(edge_port.astype(np.int64)),
         edge_server=freeze(edge_server.astype(np.int64)), demand=freeze(demand), capacity=freeze(capacity),
         cost=freeze(cost), cost_table=freeze(cost_table), device_names=("CPU", "MEM", "GPU"))
-    truth = ChannelTruth(rho=freeze(rho), mean_utility=freeze(v), half_width=freeze(_half_width(v, std)))
+    truth = channel_truth(rho, v, std)
     return Scenario(name=PRESET_NAME, problem=problem, truth=truth, params=p)
