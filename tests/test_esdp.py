@@ -168,3 +168,56 @@ def test_untried_weight_dominates_eq21():
         M = untried_weight(F, s_max, n)
         for k in range(n):
             assert math.sqrt((k + 1) * M) > s_max + math.sqrt(k * M + F)
+
+
+def test_fig7_delta_sequences_match_the_paper():
+    # esdp.md §4.2, Fig. 7: (ln(t+1)+1)^-1, (ln(ln(t+1)+1))^-1, (ln(ln(ln(t+1)+1))+1)^-1; default eq. 14 form.
+    for t in (1, 2, 10, 8000):
+        L1 = math.log(t + 1)
+        assert DELTAS["log"](t) == pytest.approx(1 / (L1 + 1))
+        assert DELTAS["loglog"](t) == pytest.approx(1 / math.log(L1 + 1))
+        assert DELTAS["logloglog"](t) == pytest.approx(1 / (math.log(math.log(L1 + 1)) + 1))
+        assert DELTAS["default"](t) == pytest.approx(1 / (math.log(L1 + 1) + 1))
+    # By hand at t = 10: ln 11 + 1 = 3.397895, ln -> 1.223156, ln -> 0.201435, +1 and invert -> 0.832338.
+    assert DELTAS["logloglog"](10) == pytest.approx(0.832338, abs=1e-6)
+
+
+def _esdp_after(steps, **agent_kw):
+    env = gym.make(ID, horizon=10_000)
+    obs, info = env.reset(seed=0)
+    agent = ESDP(**agent_kw)
+    agent.reset(env.unwrapped.problem, seed=0)
+    for _ in range(steps):
+        a = agent.act(obs, public_info(info))
+        nxt, r, _, _, info = env.step(a)
+        agent.update(obs, a, r, nxt, public_info(info))
+        obs = nxt
+    return env, agent, obs, info
+
+
+def test_pickle_leaves_out_the_dp_scratch_and_stays_small():
+    import pickle
+
+    env, agent, obs, info = _esdp_after(5)
+    assert agent._workspace["take"].nbytes > 20e6  # the scratch exists (≈ 60 MB at the default) ...
+    blob = pickle.dumps(agent)
+    assert len(blob) < 5e6  # ... but is not pickled
+    back = pickle.loads(blob)
+    assert back._workspace == {} and agent._workspace  # the original keeps its buffer
+    assert np.array_equal(back.act(obs, public_info(info)), agent.act(obs, public_info(info)))
+
+
+def test_deep_copy_continues_identically():
+    import copy
+
+    env, agent, obs, info = _esdp_after(8)
+    twin = copy.deepcopy(agent)
+    assert twin._workspace == {}
+    for _ in range(25):
+        a = agent.act(obs, public_info(info))
+        assert np.array_equal(twin.act(obs, public_info(info)), a)
+        nxt, r, _, _, info = env.step(a)
+        agent.update(obs, a, r, nxt, public_info(info))
+        twin.update(obs, a, r, nxt, public_info(info))
+        obs = nxt
+    assert np.array_equal(twin.n, agent.n) and np.array_equal(twin.sum_z, agent.sum_z)
