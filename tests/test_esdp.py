@@ -221,3 +221,18 @@ def test_deep_copy_continues_identically():
         twin.update(obs, a, r, nxt, public_info(info))
         obs = nxt
     assert np.array_equal(twin.n, agent.n) and np.array_equal(twin.sum_z, agent.sum_z)
+
+
+def test_overtake_slot_and_regret_exponent_measure_what_they_say():
+    from clustergym.experiments.esdp import overtake_slot, regret_exponent
+
+    hauf = np.full(100, 1.0)
+    esdp = np.concatenate([np.full(10, 0.5), np.full(90, 2.0)])  # behind for 10 slots, then catches up
+    # cumsum difference: −0.5 t for t <= 10, then −5 + (t − 10); >= 0 from t = 15 on.
+    assert overtake_slot(esdp, hauf) == 15
+    assert overtake_slot(hauf + 1, hauf) == 1  # never behind
+    assert overtake_slot(hauf - 0.1, hauf) == 101  # ends behind
+    t = np.arange(1, 8001)
+    assert regret_exponent(3.0 * np.log(t + 1)) < 0.15  # c ln t: b = ln(ln 8001 / ln 2001)/ln 4 ≈ 0.12
+    assert regret_exponent(0.9 * t) == pytest.approx(1.0, abs=1e-3)  # flat per-slot regret
+    assert regret_exponent(np.sqrt(t)) == pytest.approx(0.5, abs=1e-3)
