@@ -16,7 +16,7 @@ runner's default pairing), and prints
 - HAUF's rule given the TRUE means: its share of the oracle, per reading, over instances (what
   limits HAUF without any estimation error).
 
-Quick mode: 3 instances × 600 slots; full mode: 5 instances × 8000 slots (the paper's Fig. 2).
+Quick mode: 3 instances × 500 slots; full mode: 5 instances × 8000 slots (the paper's Fig. 2).
 ``python -m clustergym.experiments.esdp --horizon H --instances N --figures docs/figures`` writes the
 figures ``docs/esdp.md`` shows (the ``figures`` target of the Makefile).
 """
@@ -341,7 +341,7 @@ def reproduce(quick: bool, out: str, workers: int, progress: bool) -> str:
     """ESDP vs HAUF, LCF, LWTF, their other readings and random over instances of the paper scenario."""
     from clustergym.stats import claims_table
 
-    horizon, n_inst = (600, 3) if quick else (8000, 5)
+    horizon, n_inst = (500, 3) if quick else (8000, 5)
     res = run_study(horizon, n_inst, workers, progress)
     d = os.path.join(out, "esdp")
     main = _subset(res, MAIN_AGENTS)
