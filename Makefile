@@ -28,8 +28,8 @@ bench: $(STAMP)
 
 # The P1 figures docs/esdp.md shows: every agent on 5 instances of the paper scenario (scenario_seed
 # 0..4, seed = instance), 2000 slots (Table 3's T), means with 95% bands over instances; the claims,
-# sensitivity and true-means tables are printed. About 35 minutes on 2 shared cores under heavy load
-# (see docs/esdp.md for the measured time).
+# sensitivity and true-means tables are printed. Measured: 21 minutes on 2 cores shared with other
+# jobs (load average 7-13); about 2,000 s of run wall time in all, most of it ESDP's decisions.
 figures: $(STAMP)
 	$(BIN)/python -m clustergym.experiments.esdp --horizon 2000 --instances 5 --workers 2 \
 		--out runs/p1-2000 --figures docs/figures
