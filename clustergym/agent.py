@@ -205,11 +205,8 @@ def coerce_options(cls, base: str, opts: dict) -> dict:
             if isinstance(val, bool) or not isinstance(val, int):
                 raise ValueError(bad + "an integer")
         elif isinstance(default, float) or (default is None and "float" in str(params[key].annotation)):
-            if isinstance(val, bool) or not isinstance(val, (int, float)):
-                if not (default is None and val is None):
-                    raise ValueError(bad + "a number")
-            elif val is not None:
-                val = float(val)
+            if (isinstance(val, bool) or not isinstance(val, (int, float))) and not (default is None and val is None):
+                raise ValueError(bad + "a number")
         out[key] = val
     return out
 

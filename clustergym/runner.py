@@ -459,6 +459,13 @@ def _run_ray(tasks: list[tuple], workers: int, bar) -> list[RunResult]:
             ray.shutdown()
 
 
+def _check_count(name: str, value, lo: int = 1) -> int:
+    """An integer argument (no floats, bools or strings: ``horizon=5.9`` is an error, not 5)."""
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < lo:
+        raise ValueError(f"{name}: {value!r} is invalid: expected an integer >= {lo}")
+    return int(value)
+
+
 def evaluate(env_id: str, agents: Sequence[str], seeds: Sequence[int], horizon: int,
              env_kwargs: dict | None = None, workers: int = 1, backend: str = "local",
              progress: bool = True, instances: Sequence[int] | None = None, score: bool = True) -> Results:
@@ -497,15 +504,16 @@ def evaluate(env_id: str, agents: Sequence[str], seeds: Sequence[int], horizon: 
     env_kwargs = dict(env_kwargs or {})
     if backend not in BACKENDS:
         raise ValueError(f"backend={backend!r} is invalid: expected one of {', '.join(map(repr, BACKENDS))}")
-    if int(horizon) < 1:
-        raise ValueError(f"horizon={horizon!r} is invalid: expected an integer >= 1")
-    if int(workers) < 1:
-        raise ValueError(f"workers={workers!r} is invalid: expected an integer >= 1")
+    horizon, workers = _check_count("horizon", horizon), _check_count("workers", workers)
+    if isinstance(agents, str):  # one agent, not its letters
+        agents = [agents]
     if not agents:
         raise ValueError("no agents given")
     if not seeds:
         raise ValueError("no seeds given")
+    seeds = [_check_count("seeds", s, lo=0) for s in seeds]
     if instances is not None:
+        instances = [_check_count("instances", i, lo=0) for i in instances]
         if "scenario_seed" in env_kwargs:
             raise ValueError("instances= and env_kwargs['scenario_seed'] cannot be combined: scenario_seed "
                              "pins one instance for every run")
@@ -524,14 +532,24 @@ def evaluate(env_id: str, agents: Sequence[str], seeds: Sequence[int], horizon: 
     gym.make(env_id, horizon=int(horizon), **env_kwargs).close()
     from clustergym.agent import make
 
-    for a in agents:
-        make(a, family=family)
+    made = [make(a, family=family) for a in agents]
+    # A trained SB3 model acts only on the instance it was trained on (its spaces depend on the graph,
+    # the job window, ...): such a comparison is pinned to that instance.
+    trained_on = {int(m.meta.get("env_kwargs", {}).get("scenario_seed", 0)) for m in made if hasattr(m, "meta")}
+    pinned_by_model = False
+    if trained_on and "scenario_seed" not in env_kwargs:
+        if len(trained_on) > 1 or (instances is not None and set(instances) != trained_on):
+            raise ValueError(f"the sb3: models were trained on instance(s) {sorted(trained_on)} (scenario_seed) and "
+                             "act only there: pass those instances, or --set scenario_seed=K, not others")
+        env_kwargs["scenario_seed"] = trained_on.pop()
+        instances, pinned_by_model = None, True
 
     # The instance of each seed: pinned, explicit (instance × seed) or one per seed.
     axis = "scenario_seed"
     if "scenario_seed" in env_kwargs:
         pairs = [(env_kwargs["scenario_seed"], int(s)) for s in seeds]
-        axis = f"scenario_seed pinned to {env_kwargs['scenario_seed']}"
+        axis = f"scenario_seed pinned to {env_kwargs['scenario_seed']}" + (
+            " (the instance the sb3: model was trained on)" if pinned_by_model else "")
     elif instances is not None:
         pairs = [(i, int(s)) for i in instances for s in seeds]
     else:
