@@ -50,6 +50,28 @@ def _parse_seeds(text: str, flag: str = "--seeds") -> list[int]:
     return seeds
 
 
+def _check_out(path: str, *, is_file: bool = False) -> None:
+    """Check an output location before any work starts (a long run must not die at the end on a bad --out).
+
+    A folder (``is_file=False``) must be a folder or not exist yet; a file must not be a folder. Either
+    way the nearest existing ancestor must be a writable folder.
+    """
+    import os
+
+    if not path:
+        raise UsageError("--out is empty")
+    if os.path.exists(path) and (os.path.isdir(path) if is_file else not os.path.isdir(path)):
+        kind = "a folder" if is_file else "a file"
+        raise UsageError(f"--out {path!r} is {kind}; expected {'a file' if is_file else 'a folder'} path")
+    parent = os.path.dirname(os.path.abspath(path)) if is_file or not os.path.exists(path) else os.path.abspath(path)
+    while not os.path.exists(parent):
+        parent = os.path.dirname(parent)
+    if not os.path.isdir(parent):
+        raise UsageError(f"--out {path!r} lies under {parent!r}, which is a file")
+    if not os.access(parent, os.W_OK | os.X_OK):
+        raise UsageError(f"--out {path!r}: {parent!r} is not writable")
+
+
 def _split_agents(text: str) -> list[str]:
     """Split ``a,b[x=1,y=2],c`` on commas outside brackets."""
     out, depth, cur = [], 0, ""
@@ -80,6 +102,7 @@ def cmd_run(args) -> int:
     agents = _split_agents(args.agents)
     if not agents:
         raise UsageError("--agents is empty")
+    _check_out(args.out)
     instances = None if args.instances is None else _parse_seeds(args.instances, "--instances")
     res = evaluate(args.env_id, agents, _parse_seeds(args.seeds), args.horizon, env_kwargs=_parse_set(args.set),
                    workers=args.workers, backend=args.backend, progress=not args.no_progress,
@@ -93,6 +116,7 @@ def cmd_run(args) -> int:
 def cmd_reproduce(args) -> int:
     from clustergym.experiments import reproduce
 
+    _check_out(args.out)
     reproduce(args.paper, quick=args.quick, out=args.out, workers=args.workers, progress=not args.no_progress)
     return 0
 
@@ -100,6 +124,7 @@ def cmd_reproduce(args) -> int:
 def cmd_train(args) -> int:
     from clustergym.baselines.drl import train
 
+    _check_out(args.out)
     env_kwargs = _parse_set(args.set)
     if args.horizon is not None:
         env_kwargs["horizon"] = args.horizon
@@ -118,6 +143,8 @@ def cmd_train(args) -> int:
 def cmd_bench(args) -> int:
     from clustergym.bench import run_bench
 
+    if args.out is not None:
+        _check_out(args.out, is_file=True)
     run_bench(only=args.only, quick=args.quick, out=args.out)
     return 0
 

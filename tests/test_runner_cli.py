@@ -187,3 +187,24 @@ def test_curves_csv_round_trips_bracketed_agent_names(tmp_path):
     assert rows[0] == ["agent", "seed", "t", "reward", "cumulative_reward", "cumulative_regret", "instance"]
     assert {r[0] for r in rows[1:]} == {name, "hauf"}
     assert all(len(r) == 7 for r in rows)
+
+
+@pytest.mark.parametrize("argv", [
+    ["run", "clustergym/MultiServerChannel-v0", "--agents", "hauf", "--horizon", "5", "--out", "{f}"],
+    ["run", "clustergym/MultiServerChannel-v0", "--agents", "hauf", "--horizon", "5", "--out", "{f}/x"],
+    ["bench", "--only", "esdp", "--quick", "--out", "{f}/x.json"],
+    ["bench", "--only", "esdp", "--quick", "--out", "{d}"],
+    ["reproduce", "esdp", "--quick", "--out", "{f}/r"],
+    ["train", "clustergym/MultiServerChannel-v0", "--algo", "ppo", "--timesteps", "10", "--out", "{f}"],
+])
+def test_bad_out_fails_before_any_work(tmp_path, capsys, argv):
+    import time
+
+    f = tmp_path / "afile"
+    f.write_text("keep me")
+    t0 = time.perf_counter()
+    rc = main([a.format(f=f, d=tmp_path) for a in argv])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert rc == 2 and len(err) == 1 and "--out" in err[0]
+    assert time.perf_counter() - t0 < 5  # refused up front, not after the work
+    assert f.read_text() == "keep me"
