@@ -276,6 +276,10 @@ def train(env_id: str, algo: str, timesteps: int, out: str, *, env_kwargs: dict 
         raise ValueError(f"timesteps={timesteps!r} is invalid: expected an integer >= 1")
     if int(n_envs) < 1:
         raise ValueError(f"n_envs={n_envs!r} is invalid: expected an integer >= 1")
+    if int(eval_freq) < 1:
+        raise ValueError(f"eval_freq={eval_freq!r} is invalid: expected an integer >= 1 (timesteps between evaluations)")
+    if int(eval_episodes) < 1:
+        raise ValueError(f"eval_episodes={eval_episodes!r} is invalid: expected an integer >= 1")
     if algo == "sac" and n_envs != 1:
         n_envs = 1  # SAC: one env (off-policy; SB3's default)
     env_kwargs = dict(env_kwargs or {})
@@ -298,7 +302,11 @@ def train(env_id: str, algo: str, timesteps: int, out: str, *, env_kwargs: dict 
         venv = VecNormalize(venv, norm_obs=True, norm_reward=True, clip_obs=10.0)
         eval_env = VecNormalize(eval_env, training=False, norm_obs=True, norm_reward=False, clip_obs=10.0)
     hp = dict(hyperparams or {})
-    model = cls("MlpPolicy", venv, seed=seed, verbose=verbose, tensorboard_log=os.path.join(out, "tb"), **hp)
+    try:
+        model = cls("MlpPolicy", venv, seed=seed, verbose=verbose, tensorboard_log=os.path.join(out, "tb"), **hp)
+    except (AssertionError, ValueError, TypeError) as exc:  # SB3 checks hyperparameters with asserts
+        raise ValueError(f"bad hyperparameters for {algo} ({', '.join(f'{k}={v!r}' for k, v in hp.items())}): "
+                         f"{str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__}") from None
     if algo == "maskable_ppo":
         from sb3_contrib.common.maskable.callbacks import MaskableEvalCallback as EvalCallback
     else:
@@ -382,6 +390,25 @@ def plot_training_curve(run_dir: str, path: str | None = None, reference: dict[s
 
 
 # -- evaluation: saved models as agents ----------------------------------------------------------
+def _check_side_car(meta, side: str) -> None:
+    """The side-car is data from a file: its env id must be a registered clustergym id (gym.make would
+    import any module named in an id like ``"pkg:Env-v0"``) and its family that id's family."""
+    import clustergym
+
+    if not isinstance(meta, dict):
+        raise ValueError(f"{side}: expected a JSON object")
+    missing = [k for k in ("env_id", "family", "algo", "stats", "env_kwargs") if k not in meta]
+    if missing:
+        raise ValueError(f"{side}: missing field(s) {', '.join(missing)}; was it written by 'clustergym train'?")
+    if meta["env_id"] not in clustergym.ENV_IDS:
+        raise ValueError(f"{side}: env_id {meta['env_id']!r} is not a clustergym env "
+                         f"(expected one of {', '.join(clustergym.ENV_IDS)})")
+    if meta["family"] != env_family(meta["env_id"]):
+        raise ValueError(f"{side}: family {meta['family']!r} does not match env_id {meta['env_id']!r}")
+    if not isinstance(meta["env_kwargs"], dict):
+        raise ValueError(f"{side}: env_kwargs must be an object")
+
+
 class SB3Agent(BaseAgent):
     """A saved SB3 model as an agent: ``make("sb3:runs/ppo-p1/model.zip")``.
 
@@ -401,7 +428,11 @@ class SB3Agent(BaseAgent):
         if not os.path.exists(side):
             raise ValueError(f"{path!r} has no {SIDE_CAR} beside it: was it written by 'clustergym train'?")
         with open(side) as f:
-            self.meta = json.load(f)
+            try:
+                self.meta = json.load(f)
+            except json.JSONDecodeError as exc:
+                raise ValueError(f"{side}: not valid JSON ({exc})") from None
+        _check_side_car(self.meta, side)
         self.path = path
         self.deterministic = bool(deterministic)
         self.family = self.meta["family"]

@@ -37,9 +37,12 @@ def _parse_seeds(text: str, flag: str = "--seeds") -> list[int]:
         if "-" in part[1:]:
             lo, _, hi = part.partition("-")
             try:
-                seeds.extend(range(int(lo), int(hi) + 1))
+                lo, hi = int(lo), int(hi)
             except ValueError:
                 raise UsageError(f"malformed {flag} {text!r}: expected e.g. 0,1,2 or 0-4") from None
+            if hi < lo:
+                raise UsageError(f"malformed {flag} {text!r}: the range {part} is empty (expected lo-hi, lo <= hi)")
+            seeds.extend(range(lo, hi + 1))
         else:
             try:
                 seeds.append(int(part))
@@ -103,8 +106,14 @@ def cmd_run(args) -> int:
     if not agents:
         raise UsageError("--agents is empty")
     _check_out(args.out)
+    env_kwargs = _parse_set(args.set)
+    if "horizon" in env_kwargs:
+        raise UsageError("set the episode length with --horizon, not --set horizon=...")
+    if env_kwargs.get("render_mode") is not None:
+        raise UsageError("--set render_mode is not for runs (the runner does not render); render with "
+                         "gym.make(..., render_mode='ansi' or 'rgb_array')")
     instances = None if args.instances is None else _parse_seeds(args.instances, "--instances")
-    res = evaluate(args.env_id, agents, _parse_seeds(args.seeds), args.horizon, env_kwargs=_parse_set(args.set),
+    res = evaluate(args.env_id, agents, _parse_seeds(args.seeds), args.horizon, env_kwargs=env_kwargs,
                    workers=args.workers, backend=args.backend, progress=not args.no_progress,
                    instances=instances, score=not args.no_score)
     print(res.table())
@@ -117,6 +126,8 @@ def cmd_reproduce(args) -> int:
     from clustergym.experiments import reproduce
 
     _check_out(args.out)
+    if args.workers < 1:
+        raise UsageError(f"--workers {args.workers} is invalid: expected an integer >= 1")
     reproduce(args.paper, quick=args.quick, out=args.out, workers=args.workers, progress=not args.no_progress)
     return 0
 
@@ -155,10 +166,13 @@ def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="clustergym", description="Online cluster scheduling environments and agents.")
     p.add_argument("--debug", action="store_true", help="show full tracebacks on errors")
     sub = p.add_subparsers(dest="command", required=True)
+    # --debug also after the subcommand (SUPPRESS: a subcommand without it keeps the top-level value)
+    debug = argparse.ArgumentParser(add_help=False)
+    debug.add_argument("--debug", action="store_true", default=argparse.SUPPRESS, help="show full tracebacks on errors")
 
-    sub.add_parser("list", help="registered envs and the agents that can act in each").set_defaults(func=cmd_list)
+    sub.add_parser("list", parents=[debug], help="registered envs and the agents that can act in each").set_defaults(func=cmd_list)
 
-    r = sub.add_parser("run", help="evaluate agents on an env over instances and seeds")
+    r = sub.add_parser("run", parents=[debug], help="evaluate agents on an env over instances and seeds")
     r.add_argument("env_id")
     r.add_argument("--agents", required=True, help="comma-separated, options in brackets: esdp[only_active=true],hauf")
     r.add_argument("--seeds", default="0", help="dynamics seeds, e.g. 0,1,2 or 0-4; by default the run with "
@@ -178,7 +192,7 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--no-progress", action="store_true")
     r.set_defaults(func=cmd_run)
 
-    rp = sub.add_parser("reproduce", help="the papers' comparisons with tables, plots and a report")
+    rp = sub.add_parser("reproduce", parents=[debug], help="the papers' comparisons with tables, plots and a report")
     rp.add_argument("paper", help=f"one of {', '.join([*list_papers(), 'all'])}")
     rp.add_argument("--quick", action="store_true", help="shorter horizons and fewer seeds")
     rp.add_argument("--out", default="runs/reproduce")
@@ -186,7 +200,7 @@ def build_parser() -> argparse.ArgumentParser:
     rp.add_argument("--no-progress", action="store_true")
     rp.set_defaults(func=cmd_reproduce)
 
-    t = sub.add_parser("train", help="train a Stable-Baselines3 agent (saved model = agent sb3:DIR/model.zip)")
+    t = sub.add_parser("train", parents=[debug], help="train a Stable-Baselines3 agent (saved model = agent sb3:DIR/model.zip)")
     t.add_argument("env_id")
     t.add_argument("--algo", required=True, choices=["ppo", "a2c", "sac", "maskable_ppo"])
     t.add_argument("--timesteps", type=int, required=True)
@@ -205,7 +219,7 @@ def build_parser() -> argparse.ArgumentParser:
     t.add_argument("--verbose", type=int, default=0)
     t.set_defaults(func=cmd_train)
 
-    b = sub.add_parser("bench", help="performance table (SPEC §10)")
+    b = sub.add_parser("bench", parents=[debug], help="performance table (SPEC §10)")
     b.add_argument("--only", default=None, metavar="PAPER", help=f"one of {', '.join(list_papers())}")
     b.add_argument("--quick", action="store_true", help="fewer repetitions")
     b.add_argument("--out", default=None, help="also write the table as JSON here")
@@ -221,7 +235,11 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("clustergym: interrupted", file=sys.stderr)
         return 130
-    except (UsageError, ValueError, TypeError, FileNotFoundError) as exc:
+    except Exception as exc:  # noqa: BLE001 - user errors are one line; everything else too, unless --debug
+        import gymnasium
+
+        if not isinstance(exc, (UsageError, ValueError, TypeError, FileNotFoundError, gymnasium.error.Error)):
+            raise
         if args.debug:
             raise
         msg = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__

@@ -514,6 +514,10 @@ def evaluate(env_id: str, agents: Sequence[str], seeds: Sequence[int], horizon: 
     seeds = [_check_count("seeds", s, lo=0) for s in seeds]
     if instances is not None:
         instances = [_check_count("instances", i, lo=0) for i in instances]
+    if "horizon" in env_kwargs:
+        raise ValueError("pass the episode length as horizon=, not in env_kwargs")
+    if "scenario_seed" in env_kwargs:
+        env_kwargs["scenario_seed"] = _check_count("scenario_seed", env_kwargs["scenario_seed"], lo=0)
         if "scenario_seed" in env_kwargs:
             raise ValueError("instances= and env_kwargs['scenario_seed'] cannot be combined: scenario_seed "
                              "pins one instance for every run")

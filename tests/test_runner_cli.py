@@ -208,3 +208,52 @@ def test_bad_out_fails_before_any_work(tmp_path, capsys, argv):
     assert rc == 2 and len(err) == 1 and "--out" in err[0]
     assert time.perf_counter() - t0 < 5  # refused up front, not after the work
     assert f.read_text() == "keep me"
+
+
+_E = "clustergym/MultiServerChannel-v0"
+
+
+@pytest.mark.parametrize("argv,word", [
+    (["run", _E, "--agents", "hauf", "--seeds=-1", "--horizon", "5"], "seeds"),
+    (["run", _E, "--agents", "hauf", "--set", "render_mode=human", "--horizon", "5"], "render_mode"),
+    (["run", _E, "--agents", "hauf", "--set", "horizon=5"], "--horizon"),
+    (["run", _E, "--agents", "hauf", "--seeds", "5-1"], "empty"),
+    (["run", _E, "--agents", "hauf", "--set", "scenario_seed=-1", "--horizon", "5"], "scenario_seed"),
+    (["run", _E, "--agents", "hauf", "--set", "scenario_seed=1.5", "--horizon", "5"], "scenario_seed"),
+    (["run", _E, "--agents", "hauf", "--instances", "3-1", "--horizon", "5"], "--instances"),
+    (["reproduce", "esdp", "--workers", "0"], "--workers"),
+    (["train", _E, "--algo", "ppo", "--timesteps", "100", "--eval-freq", "0"], "eval_freq"),
+    (["train", _E, "--algo", "ppo", "--timesteps", "100", "--eval-episodes", "0"], "eval_episodes"),
+    (["train", _E, "--algo", "ppo", "--timesteps", "100", "--hp", "n_steps=-5"], "n_steps"),
+    (["train", _E, "--algo", "ppo", "--timesteps", "100", "--hp", "learning_rate=abc"], "learning_rate"),
+])
+def test_more_bad_input_is_one_line_exit_2(tmp_path, capsys, argv, word):
+    rc = main([*argv, "--out", str(tmp_path / "o")])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert rc == 2 and len(err) == 1 and err[0].startswith("clustergym: error:") and word in err[0]
+
+
+def test_debug_is_accepted_after_the_subcommand(tmp_path):
+    assert main(["run", _E, "--agents", "hauf", "--horizon", "3", "--no-progress", "--no-plots", "--debug",
+                 "--out", str(tmp_path / "o")]) == 0
+    with pytest.raises(ValueError):  # --debug after the subcommand shows the exception
+        main(["run", _E, "--agents", "hauf", "--seeds", "5-1", "--debug", "--out", str(tmp_path / "o")])
+
+
+@pytest.mark.parametrize("patch,word", [({"env_id": "os:Foo-v0"}, "not a clustergym env"),
+                                        ({"family": None}, "family"),
+                                        ({"family": "approxjobs"}, "does not match")])
+def test_sb3_side_car_is_checked_before_use(tmp_path, patch, word):
+    import json as _json
+
+    from clustergym.agent import make
+
+    side = {"env_id": _E, "family": "multiserver-channel", "algo": "ppo", "stats": True, "env_kwargs": {},
+            "normalize": False}
+    side.update(patch)
+    if side["family"] is None:
+        del side["family"]
+    (tmp_path / "model.zip").write_bytes(b"not read: the side-car is checked first")
+    (tmp_path / "clustergym.json").write_text(_json.dumps(side))
+    with pytest.raises(ValueError, match=word):
+        make(f"sb3:{tmp_path}/model.zip")
