@@ -75,6 +75,50 @@ def _check_out(path: str, *, is_file: bool = False) -> None:
         raise UsageError(f"--out {path!r}: {parent!r} is not writable")
 
 
+MANIFEST = ".clustergym-files.json"  # what a command wrote into its --out (so --overwrite clears exactly that)
+
+
+def _check_fresh(path: str, overwrite: bool, marks: tuple[str, ...]) -> None:
+    """Refuse an --out that holds an earlier run's results unless --overwrite (checked before any work)."""
+    import os
+
+    found = [m for m in (MANIFEST, *marks) if os.path.exists(os.path.join(path, m))]
+    if found and not overwrite:
+        raise UsageError(f"--out {path!r} holds an earlier run's results ({found[0]}); pass --overwrite to replace "
+                         "them, or choose another folder")
+
+
+def _clear_previous(path: str, marks: tuple[str, ...]) -> None:
+    """Remove what an earlier command wrote into ``path`` (its manifest, else the known result names)."""
+    import json
+    import os
+    import shutil
+
+    names = list(marks)
+    man = os.path.join(path, MANIFEST)
+    if os.path.exists(man):
+        try:
+            names = json.load(open(man))["files"]
+        except (ValueError, KeyError, TypeError):
+            pass
+    for n in [*names, MANIFEST]:
+        p = os.path.normpath(os.path.join(path, n))
+        if os.path.dirname(p) != os.path.normpath(path):  # only direct children of --out
+            continue
+        if os.path.isdir(p) and not os.path.islink(p):
+            shutil.rmtree(p)
+        elif os.path.lexists(p):
+            os.remove(p)
+
+
+def _write_manifest(path: str, names) -> None:
+    import json
+    import os
+
+    with open(os.path.join(path, MANIFEST), "w") as f:
+        json.dump({"files": sorted(set(names))}, f, indent=1)
+
+
 def _split_agents(text: str) -> list[str]:
     """Split ``a,b[x=1,y=2],c`` on commas outside brackets."""
     out, depth, cur = [], 0, ""
@@ -106,6 +150,7 @@ def cmd_run(args) -> int:
     if not agents:
         raise UsageError("--agents is empty")
     _check_out(args.out)
+    _check_fresh(args.out, args.overwrite, RUN_FILES)
     env_kwargs = _parse_set(args.set)
     if "horizon" in env_kwargs:
         raise UsageError("set the episode length with --horizon, not --set horizon=...")
@@ -117,9 +162,36 @@ def cmd_run(args) -> int:
                    workers=args.workers, backend=args.backend, progress=not args.no_progress,
                    instances=instances, score=not args.no_score)
     print(res.table())
-    paths = res.write(args.out, plots=not args.no_plots)
+    paths = _write_run(res, args.out, plots=not args.no_plots)
     print("wrote " + ", ".join(paths))
     return 0
+
+
+RUN_FILES = ("results.json", "curves.csv", "avg_reward.png", "cumulative_regret.png")
+
+
+def _write_run(res, out: str, plots: bool) -> list[str]:
+    """Write a run's files into a temporary folder beside ``out``, then move them in: a crash never leaves
+    half a result, and the files of an earlier run (cleared with --overwrite) never mix with the new ones."""
+    import os
+    import shutil
+    import tempfile
+
+    parent = os.path.dirname(os.path.abspath(out))
+    os.makedirs(parent, exist_ok=True)
+    tmp = tempfile.mkdtemp(prefix=".clustergym-", dir=parent)
+    try:
+        written = [os.path.basename(p) for p in res.write(tmp, plots=plots)]
+        _write_manifest(tmp, written)
+        if os.path.isdir(out):
+            _clear_previous(out, RUN_FILES)
+            for n in [*written, MANIFEST]:
+                os.replace(os.path.join(tmp, n), os.path.join(out, n))
+        else:
+            os.replace(tmp, out)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return [os.path.join(out, n) for n in written]
 
 
 def cmd_reproduce(args) -> int:
@@ -136,19 +208,29 @@ def cmd_train(args) -> int:
     from clustergym.baselines.drl import train
 
     _check_out(args.out)
+    _check_fresh(args.out, args.overwrite, TRAIN_FILES)
     env_kwargs = _parse_set(args.set)
     if args.horizon is not None:
         env_kwargs["horizon"] = args.horizon
     hp = _parse_set(args.hp)
+    import os
+
+    if os.path.isdir(args.out):  # --overwrite: nothing of the earlier run may leak into this one's curves
+        _clear_previous(args.out, TRAIN_FILES)
     meta = train(args.env_id, args.algo, args.timesteps, args.out, env_kwargs=env_kwargs, seed=args.seed,
                  n_envs=args.n_envs, eval_freq=args.eval_freq, eval_episodes=args.eval_episodes,
                  stats=not args.no_stats, normalize=not args.no_normalize, hyperparams=hp,
                  progress=not args.no_progress, verbose=args.verbose)
+    _write_manifest(args.out, [n for n in TRAIN_FILES if os.path.lexists(os.path.join(args.out, n))])
     model = f"{args.out.rstrip('/')}/model.zip"
     print(f"trained {meta['algo']} on {meta['env_id']} for {meta['timesteps']:,} steps in {meta['train_wall_s']:.0f} s")
     print(f"wrote {model}, training_curve.png, evaluations.npz, TensorBoard logs in {args.out.rstrip('/')}/tb")
     print(f"evaluate: clustergym run {meta['env_id']} --agents sb3:{model} --seeds 100-102 --out runs/eval")
     return 0
+
+
+TRAIN_FILES = ("model.zip", "clustergym.json", "vecnormalize.pkl", "evaluations.npz", "training_curve.png",
+               "monitor", "tb")
 
 
 def cmd_bench(args) -> int:
@@ -189,6 +271,7 @@ def build_parser() -> argparse.ArgumentParser:
                         "(pip install 'clustergym[ray]'); results equal the local backend's")
     r.add_argument("--out", required=True)
     r.add_argument("--no-plots", action="store_true")
+    r.add_argument("--overwrite", action="store_true", help="replace the results of an earlier run in --out")
     r.add_argument("--no-progress", action="store_true")
     r.set_defaults(func=cmd_run)
 
@@ -216,6 +299,7 @@ def build_parser() -> argparse.ArgumentParser:
     t.add_argument("--no-stats", action="store_true", help="do not append the empirical statistics to observations")
     t.add_argument("--no-normalize", action="store_true", help="no VecNormalize")
     t.add_argument("--no-progress", action="store_true")
+    t.add_argument("--overwrite", action="store_true", help="replace an earlier training run in --out")
     t.add_argument("--verbose", type=int, default=0)
     t.set_defaults(func=cmd_train)
 

@@ -139,3 +139,17 @@ def test_empirical_stats_p1_match_hand_computation():
         np.testing.assert_allclose(v[:E], np.where(n > 0, s / np.maximum(n, 1), 0), rtol=1e-6)
         np.testing.assert_allclose(v[E:2 * E], n / t, rtol=1e-6)
         np.testing.assert_allclose(v[2 * E:], jobs / t, rtol=1e-6)
+
+
+def test_train_into_an_earlier_run_needs_overwrite_and_starts_clean(tmp_path, capsys):
+    out = tmp_path / "r"
+    args = ["train", P1, "--algo", "ppo", "--timesteps", "64", "--horizon", "24", "--n-envs", "2", "--hp",
+            "n_steps=32", "--hp", "batch_size=32", "--eval-freq", "64", "--eval-episodes", "1", "--no-progress",
+            "--out", str(out)]
+    assert main(args) == 0
+    (out / "monitor" / "stale.monitor.csv").write_text("# old run\n")
+    capsys.readouterr()
+    assert main(args) == 2 and "--overwrite" in capsys.readouterr().err
+    assert main([*args, "--overwrite"]) == 0
+    assert not (out / "monitor" / "stale.monitor.csv").exists()  # nothing of the earlier run is plotted again
+    assert (out / "model.zip").exists()

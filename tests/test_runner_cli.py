@@ -257,3 +257,21 @@ def test_sb3_side_car_is_checked_before_use(tmp_path, patch, word):
     (tmp_path / "clustergym.json").write_text(_json.dumps(side))
     with pytest.raises(ValueError, match=word):
         make(f"sb3:{tmp_path}/model.zip")
+
+
+def test_second_run_into_the_same_out_needs_overwrite_and_leaves_nothing_of_the_first(tmp_path, capsys):
+    out = str(tmp_path / "o")
+    base = ["--horizon", "4", "--no-progress", "--out", out]
+    assert main(["run", _E, "--agents", "hauf", *base]) == 0
+    assert (tmp_path / "o" / "cumulative_regret.png").exists()  # P1 has regret
+    capsys.readouterr()
+    assert main(["run", "clustergym/ApproxJobs-v0", "--agents", "fair", *base]) == 2
+    assert "--overwrite" in capsys.readouterr().err
+    assert json.loads((tmp_path / "o" / "results.json").read_text())["env_id"] == _E  # untouched
+    assert main(["run", "clustergym/ApproxJobs-v0", "--agents", "fair", *base, "--overwrite"]) == 0
+    assert json.loads((tmp_path / "o" / "results.json").read_text())["env_id"] == "clustergym/ApproxJobs-v0"
+    assert not (tmp_path / "o" / "cumulative_regret.png").exists()  # the first run's plot is gone
+    (tmp_path / "o" / "notes.txt").write_text("mine")  # a user's own file survives --overwrite
+    assert main(["run", "clustergym/ApproxJobs-v0", "--agents", "fair", *base, "--overwrite"]) == 0
+    assert (tmp_path / "o" / "notes.txt").read_text() == "mine"
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith(".clustergym-")]  # no temp folder left
