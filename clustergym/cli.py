@@ -311,13 +311,24 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
+def _on_sigterm(signum, frame):
+    raise KeyboardInterrupt("terminated")
+
+
 def main(argv: list[str] | None = None) -> int:
+    import signal
+    import threading
+
     parser = build_parser()
     args = parser.parse_args(argv)
+    old = None
+    if threading.current_thread() is threading.main_thread():
+        # SIGTERM stops a run like Ctrl-C: the worker processes are terminated, nothing half-written is left.
+        old = signal.signal(signal.SIGTERM, _on_sigterm)
     try:
         return int(args.func(args) or 0)
-    except KeyboardInterrupt:
-        print("clustergym: interrupted", file=sys.stderr)
+    except KeyboardInterrupt as exc:
+        print(f"clustergym: {exc or 'interrupted'}", file=sys.stderr)
         return 130
     except Exception as exc:  # noqa: BLE001 - user errors are one line; everything else too, unless --debug
         import gymnasium
@@ -329,3 +340,6 @@ def main(argv: list[str] | None = None) -> int:
         msg = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         print(f"clustergym: error: {msg}", file=sys.stderr)
         return 2
+    finally:
+        if old is not None:
+            signal.signal(signal.SIGTERM, old)

@@ -372,13 +372,43 @@ def worker_pool(workers: int):
     if workers in _SHARED_POOL:  # an outer block already shares one
         yield _SHARED_POOL[workers]
         return
-    ex = ProcessPoolExecutor(max_workers=workers, mp_context=mp.get_context("spawn"))
+    ex = ProcessPoolExecutor(max_workers=workers, mp_context=mp.get_context("spawn"), initializer=_worker_init)
     _SHARED_POOL[workers] = ex
     try:
         yield ex
+    except BaseException:  # Ctrl-C, SIGTERM (the CLI turns it into KeyboardInterrupt) or a failed run
+        terminate_pool(ex)
+        raise
+    else:
+        ex.shutdown(wait=True, cancel_futures=True)
     finally:
         del _SHARED_POOL[workers]
-        ex.shutdown(wait=True, cancel_futures=True)
+
+
+def _worker_init() -> None:
+    """Workers ignore SIGINT: a Ctrl-C in the terminal reaches the whole process group, and the parent
+    alone decides (it terminates the workers), so no worker prints a traceback of its own."""
+    import signal
+
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
+def terminate_pool(ex: ProcessPoolExecutor, timeout: float = 5.0) -> None:
+    """Stop a pool now: cancel what has not started, terminate the worker processes (kill after ``timeout``)."""
+    procs = list((getattr(ex, "_processes", None) or {}).values())
+    ex.shutdown(wait=False, cancel_futures=True)
+    for p in procs:
+        if p.is_alive():
+            p.terminate()
+    for p in procs:
+        p.join(timeout)
+        if p.is_alive():
+            p.kill()
+            p.join(timeout)
+
+
+class Interrupted(KeyboardInterrupt):
+    """A sweep stopped by Ctrl-C or SIGTERM; the message says how much was done (nothing is written)."""
 
 
 def _run_local(tasks: list[tuple], workers: int, bar) -> list[RunResult]:
@@ -397,8 +427,14 @@ def _run_local(tasks: list[tuple], workers: int, bar) -> list[RunResult]:
                 runs[i] = fut.result()
                 if bar is not None:
                     bar.update(runs[i].steps)
+        except KeyboardInterrupt:
+            for f in futs:
+                f.cancel()
+            done = sum(r is not None for r in runs)
+            raise Interrupted(f"interrupted after {done} of {len(tasks)} runs; the workers were stopped and "
+                              "nothing was written") from None
         except BaseException:
-            for f in futs:  # a failed run (or Ctrl-C) stops this call's pending runs
+            for f in futs:  # a failed run stops this call's pending runs
                 f.cancel()
             raise
     return runs
@@ -412,6 +448,21 @@ def _import_ray():
     return ray
 
 
+def _probe_ray_address(address: str, timeout: float = 10.0) -> None:
+    """One TCP connection to ``host:port`` of ``$RAY_ADDRESS`` (``ray://`` or plain), within ``timeout`` s."""
+    import socket
+
+    hostport = address.split("://", 1)[-1].rstrip("/")
+    if hostport in ("auto", "local") or ":" not in hostport:
+        return
+    host, _, port = hostport.rpartition(":")
+    try:
+        socket.create_connection((host.strip("[]"), int(port)), timeout=timeout).close()
+    except (OSError, ValueError) as exc:
+        raise ValueError(f"backend='ray': nothing answers at RAY_ADDRESS={address!r} within {timeout:g} s ({exc}); "
+                         "start the cluster or unset RAY_ADDRESS to run a local Ray") from None
+
+
 def _run_ray(tasks: list[tuple], workers: int, bar) -> list[RunResult]:
     """Each task is one Ray task; results go back to task order, so they equal the local backend's.
 
@@ -423,6 +474,7 @@ def _run_ray(tasks: list[tuple], workers: int, bar) -> list[RunResult]:
     started = False
     if not ray.is_initialized():
         if address := os.environ.get("RAY_ADDRESS"):
+            _probe_ray_address(address)  # ray.init would wait minutes for an address where nothing listens
             # ray.init() honours RAY_ADDRESS when address is None; num_cpus must not be given then.
             try:
                 ray.init(log_to_driver=False)

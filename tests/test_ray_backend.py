@@ -96,3 +96,22 @@ def test_unknown_backend_lists_the_valid_ones(capsys):
     with pytest.raises(SystemExit) as exc:
         main(["run", P1, "--agents", "hauf", "--backend", "dask", "--out", "x"])
     assert exc.value.code == 2 and "invalid choice: 'dask'" in capsys.readouterr().err
+
+
+def test_ray_address_where_nothing_listens_is_one_line_quickly(tmp_path, capsys, monkeypatch):
+    import socket
+    import time
+
+    from clustergym.cli import main
+
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()  # a free port: nothing listens there
+    monkeypatch.setenv("RAY_ADDRESS", f"127.0.0.1:{port}")
+    t0 = time.perf_counter()
+    rc = main(["run", "clustergym/MultiServerChannel-v0", "--agents", "hauf", "--horizon", "5", "--backend", "ray",
+               "--no-progress", "--out", str(tmp_path / "o")])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert rc == 2 and len(err) == 1 and "RAY_ADDRESS" in err[0]
+    assert time.perf_counter() - t0 < 30
