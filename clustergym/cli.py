@@ -229,7 +229,7 @@ def cmd_train(args) -> int:
     return 0
 
 
-TRAIN_FILES = ("model.zip", "clustergym.json", "vecnormalize.pkl", "evaluations.npz", "training_curve.png",
+TRAIN_FILES = ("model.zip", "clustergym.json", "vecnormalize.npz", "vecnormalize.pkl", "evaluations.npz", "training_curve.png",
                "monitor", "tb")
 
 
