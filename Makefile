@@ -6,7 +6,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: setup test reproduce bench figures drl clean
+.PHONY: setup test fuzz reproduce bench figures drl clean
 
 $(STAMP): pyproject.toml constraints.txt
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -19,6 +19,10 @@ setup: $(STAMP)
 
 test: $(STAMP)
 	$(BIN)/python -m pytest -n 2 -q
+
+# The fuzz suite of the tests with many more examples (random, not derandomised).
+fuzz: $(STAMP)
+	CLUSTERGYM_FUZZ_EXAMPLES=500 $(BIN)/python -m pytest -n 2 -q tests/test_fuzz.py
 
 reproduce: $(STAMP)
 	$(BIN)/clustergym reproduce all --quick --out runs/reproduce

@@ -16,6 +16,14 @@ class UsageError(ValueError):
     """Bad input from the command line."""
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse with one-line errors (``clustergym: error: ...``, exit 2), like every other CLI error."""
+
+    def error(self, message: str):
+        hint = f" (see {self.prog} --help)"
+        self.exit(2, f"clustergym: error: {message}{hint}\n")
+
+
 def _parse_set(items: list[str]) -> dict:
     """``--set key=value``: values parsed as JSON when they parse, else kept as strings."""
     out = {}
@@ -245,11 +253,11 @@ def cmd_bench(args) -> int:
 def build_parser() -> argparse.ArgumentParser:
     from clustergym.experiments import list_papers
 
-    p = argparse.ArgumentParser(prog="clustergym", description="Online cluster scheduling environments and agents.")
+    p = _Parser(prog="clustergym", description="Online cluster scheduling environments and agents.")
     p.add_argument("--debug", action="store_true", help="show full tracebacks on errors")
     sub = p.add_subparsers(dest="command", required=True)
     # --debug also after the subcommand (SUPPRESS: a subcommand without it keeps the top-level value)
-    debug = argparse.ArgumentParser(add_help=False)
+    debug = _Parser(add_help=False)
     debug.add_argument("--debug", action="store_true", default=argparse.SUPPRESS, help="show full tracebacks on errors")
 
     sub.add_parser("list", parents=[debug], help="registered envs and the agents that can act in each").set_defaults(func=cmd_list)
