@@ -75,7 +75,8 @@ def _algo_class(algo: str):
     try:
         return getattr(importlib.import_module(mod), cls)
     except ImportError:
-        raise ValueError(f"algo {algo!r} needs {mod}: pip install 'clustergym[contrib]'") from None
+        extra = "contrib" if mod == "sb3_contrib" else "drl"
+        raise ValueError(f"algo {algo!r} needs {mod}: pip install 'clustergym[{extra}]'") from None
 
 
 def check_algo(algo: str, family: str) -> None:
@@ -274,13 +275,14 @@ def train(env_id: str, algo: str, timesteps: int, out: str, *, env_kwargs: dict 
     Training envs are seeded ``seed, seed+1, ...``; periodic evaluation uses separate envs seeded
     from ``eval_seed`` (held out from training). Returns the side-car dictionary.
     """
+    family = env_family(env_id)
+    check_algo(algo, family)
+    _algo_class(algo)  # a clear error when the [drl] extra is not installed
     import torch
     from stable_baselines3.common.vec_env import DummyVecEnv, VecNormalize
 
     import clustergym  # noqa: F401
 
-    family = env_family(env_id)
-    check_algo(algo, family)
     if int(timesteps) < 1:
         raise ValueError(f"timesteps={timesteps!r} is invalid: expected an integer >= 1")
     if int(n_envs) < 1:

@@ -280,3 +280,12 @@ def test_malformed_trace_files_load_or_name_file_and_line(tmp_path_factory, kind
         _load(kind, path)
     except TraceFormatError as exc:
         assert re.match(re.escape(str(path)) + r":\d+: ", str(exc)), str(exc)
+
+
+@pytest.mark.parametrize("dtype", [str, complex, "datetime64[s]", object])
+def test_p2_refuses_actions_that_are_not_real_numbers(dtype):
+    env = gym.make(P2, horizon=5, oracle=False).unwrapped
+    env.reset(seed=0)
+    bad = np.zeros(env.action_space.shape).astype(dtype)
+    with pytest.raises(ValueError, match="expected real numbers"):
+        env.step(bad)

@@ -275,3 +275,19 @@ def test_second_run_into_the_same_out_needs_overwrite_and_leaves_nothing_of_the_
     assert main(["run", "clustergym/ApproxJobs-v0", "--agents", "fair", *base, "--overwrite"]) == 0
     assert (tmp_path / "o" / "notes.txt").read_text() == "mine"
     assert not [p for p in tmp_path.iterdir() if p.name.startswith(".clustergym-")]  # no temp folder left
+
+
+def test_core_use_never_imports_torch_or_sb3():
+    """The core install has no torch/SB3 ([drl] extra): envs, every agent but sb3:, and a run work without."""
+    import subprocess
+    import sys
+
+    code = ("import sys, gymnasium as gym, clustergym\n"
+            "from clustergym.agent import list_agents, make\n"
+            "for e in clustergym.ENV_IDS:\n"
+            "    gym.make(e)\n"
+            "    [make(a, env_id=e) for a in list_agents(e)]\n"
+            "clustergym.evaluate(clustergym.ENV_IDS[0], ['esdp', 'random'], [0], 3, progress=False)\n"
+            "bad = [m for m in ('torch', 'stable_baselines3', 'sb3_contrib', 'tensorboard', 'ray') if m in sys.modules]\n"
+            "assert not bad, bad\n")
+    subprocess.run([sys.executable, "-c", code], check=True, timeout=300)
