@@ -333,6 +333,7 @@ def train(env_id: str, algo: str, timesteps: int, out: str, *, env_kwargs: dict 
         save_normalization(venv, out)
     meta = {"env_id": env_id, "family": family, "env_kwargs": env_kwargs, "algo": algo, "stats": bool(stats),
             "normalize": bool(normalize), "seed": int(seed), "n_envs": int(n_envs), "timesteps": int(timesteps),
+            "timesteps_trained": int(model.num_timesteps),
             "eval_seed": int(eval_seed), "hyperparams": hp, "train_wall_s": wall,
             "rescale_action": isinstance(venv.action_space, gym.spaces.Box)}
     with open(os.path.join(out, SIDE_CAR), "w") as f:

@@ -231,9 +231,19 @@ def cmd_train(args) -> int:
                  progress=not args.no_progress, verbose=args.verbose)
     _write_manifest(args.out, [n for n in TRAIN_FILES if os.path.lexists(os.path.join(args.out, n))])
     model = f"{args.out.rstrip('/')}/model.zip"
-    print(f"trained {meta['algo']} on {meta['env_id']} for {meta['timesteps']:,} steps in {meta['train_wall_s']:.0f} s")
-    print(f"wrote {model}, training_curve.png, evaluations.npz, TensorBoard logs in {args.out.rstrip('/')}/tb")
-    print(f"evaluate: clustergym run {meta['env_id']} --agents sb3:{model} --seeds 100-102 --out runs/eval")
+    done = meta.get("timesteps_trained", meta["timesteps"])
+    note = "" if done == meta["timesteps"] else (f" (asked {meta['timesteps']:,}; {meta['algo']} trains whole "
+                                                 "rollouts of n_steps x n_envs)")
+    print(f"trained {meta['algo']} on {meta['env_id']} for {done:,} steps{note} in {meta['train_wall_s']:.0f} s")
+    out = args.out.rstrip("/")
+    wrote = [n for n in ("model.zip", "vecnormalize.npz", "clustergym.json", "training_curve.png", "evaluations.npz")
+             if os.path.exists(os.path.join(out, n))]
+    if os.path.isdir(os.path.join(out, "tb")):
+        wrote.append("TensorBoard logs (tb/)")
+    print(f"wrote {', '.join(wrote)} in {out}")
+    inst = meta.get("env_kwargs", {}).get("scenario_seed", 0)
+    print(f"evaluate: clustergym run {meta['env_id']} --agents sb3:{model} --seeds 100-102 --out runs/eval "
+          f"(instance {inst}, the one it was trained on)")
     return 0
 
 
