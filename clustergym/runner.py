@@ -23,6 +23,7 @@ So ``random`` scores 0 and a policy that plays the oracle's actions scores 1.
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import logging
 import math
@@ -352,8 +353,14 @@ def _json_default(o):
     return str(o)
 
 
-def _run_task(args):
-    return run_one(*args)
+def _run_task(args, queue=None):
+    """A run in a worker process; with ``queue``, its progress (slots done) is reported as it goes."""
+    progress = None if queue is None else functools.partial(_put_progress, queue)
+    return run_one(*args, progress=progress)
+
+
+def _put_progress(queue, n: int) -> None:
+    queue.put(n)
 
 
 _SHARED_POOL: dict[int, ProcessPoolExecutor] = {}
@@ -419,13 +426,13 @@ def _run_local(tasks: list[tuple], workers: int, bar) -> list[RunResult]:
                 bar.set_postfix_str(f"{task[1]} seed {task[2]}")
             runs[i] = run_one(*task, progress=bar.update if bar is not None else None)
         return runs
-    with worker_pool(workers) as ex:
-        futs = {ex.submit(_run_task, task): i for i, task in enumerate(tasks)}
+    with worker_pool(workers) as ex, _progress_queue(bar) as queue:
+        futs = {ex.submit(_run_task, task, queue): i for i, task in enumerate(tasks)}
         try:
             for fut in as_completed(futs):
                 i = futs[fut]
                 runs[i] = fut.result()
-                if bar is not None:
+                if bar is not None and queue is None:
                     bar.update(runs[i].steps)
         except KeyboardInterrupt:
             for f in futs:
@@ -438,6 +445,40 @@ def _run_local(tasks: list[tuple], workers: int, bar) -> list[RunResult]:
                 f.cancel()
             raise
     return runs
+
+
+@contextlib.contextmanager
+def _progress_queue(bar):
+    """A queue the workers report their slots to, drained into ``bar`` by a thread (so the bar moves
+    during long runs, not only when a whole run ends); ``None`` without a bar."""
+    if bar is None:
+        yield None
+        return
+    import multiprocessing as mp
+    import queue as queue_mod
+    import threading
+
+    manager = mp.get_context("spawn").Manager()
+    q = manager.Queue()
+    stop = threading.Event()
+
+    def drain():
+        while not stop.is_set() or not q.empty():
+            try:
+                bar.update(q.get(timeout=0.2))
+            except queue_mod.Empty:
+                continue
+            except (EOFError, OSError, BrokenPipeError):  # the manager went away (interrupt)
+                return
+
+    th = threading.Thread(target=drain, daemon=True)
+    th.start()
+    try:
+        yield q
+    finally:
+        stop.set()
+        th.join(timeout=5)
+        manager.shutdown()
 
 
 def _import_ray():

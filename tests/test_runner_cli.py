@@ -291,3 +291,19 @@ def test_core_use_never_imports_torch_or_sb3():
             "bad = [m for m in ('torch', 'stable_baselines3', 'sb3_contrib', 'tensorboard', 'ray') if m in sys.modules]\n"
             "assert not bad, bad\n")
     subprocess.run([sys.executable, "-c", code], check=True, timeout=300)
+
+
+def test_progress_moves_during_parallel_runs_not_only_at_their_end():
+    from clustergym import runner
+
+    class Bar:
+        def __init__(self):
+            self.updates = []
+
+        def update(self, n):
+            self.updates.append(n)
+
+    bar = Bar()
+    tasks = [("clustergym/MultiServerChannel-v0", a, 0, 1000, {"scenario_seed": 0}) for a in ("hauf", "lcf")]
+    runner._run_local(tasks, 2, bar)
+    assert sum(bar.updates) == 2000 and len(bar.updates) >= 10  # every 200 slots of each run
