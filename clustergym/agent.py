@@ -140,8 +140,21 @@ def make(name: str, family: str | None = None, *, env_id: str | None = None, **k
                              f"and cannot act in family {family!r}")
         agent.name = base
         return agent
+    if is_custom_spec(base):  # your own agent: "pkg.module:Class" or "path/to/file.py:Class"
+        cls = load_custom_agent(base)
+        fams = tuple(getattr(cls, "families", ()) or ())
+        if family is not None and fams and family not in fams:
+            raise ValueError(f"agent {base!r} cannot act in family {family!r}; its families are {', '.join(fams)}")
+        opts = coerce_options(cls, base, opts)
+        try:
+            agent = cls(**opts)
+        except TypeError as exc:
+            raise ValueError(f"bad options for agent {base!r}: {exc}") from None
+        agent.name = base
+        return agent
     if base not in _REGISTRY:
-        raise ValueError(f"unknown agent {base!r}; known: {', '.join(sorted(_REGISTRY))}")
+        raise ValueError(f"unknown agent {base!r}; known: {', '.join(sorted(_REGISTRY))} (or your own: "
+                         "pkg.module:Class, path/to/file.py:Class, sb3:PATH/model.zip)")
     fams = _REGISTRY[base]
     if family is None:
         if len(fams) != 1:
@@ -209,6 +222,52 @@ def coerce_options(cls, base: str, opts: dict) -> dict:
                 raise ValueError(bad + "a number")
         out[key] = val
     return out
+
+
+def is_custom_spec(name: str) -> bool:
+    """``pkg.module:Class`` or ``path/to/file.py:Class`` (not ``sb3:...``)."""
+    return ":" in name and not name.startswith(SB3_PREFIX)
+
+
+def load_custom_agent(spec: str):
+    """The class named by ``pkg.module:Class`` or ``path/to/file.py:Class``; it must follow the Agent
+    protocol (``reset``, ``act``, ``update``). A file is loaded by path (relative to the working
+    directory, which worker processes share); a module must be importable (on ``sys.path``)."""
+    import importlib.util
+    import os
+    import sys
+
+    where, _, cls_name = spec.rpartition(":")
+    if not where or not cls_name.isidentifier():
+        raise ValueError(f"malformed agent {spec!r}: expected pkg.module:Class or path/to/file.py:Class")
+    if where.endswith(".py") or os.sep in where or "/" in where:
+        path = os.path.abspath(where)
+        if not os.path.isfile(path):
+            raise ValueError(f"agent {spec!r}: no file {where!r}")
+        mod_name = "clustergym_user_" + "".join(c if c.isalnum() else "_" for c in path)
+        module = sys.modules.get(mod_name)
+        if module is None:
+            loader_spec = importlib.util.spec_from_file_location(mod_name, path)
+            module = importlib.util.module_from_spec(loader_spec)
+            sys.modules[mod_name] = module
+            try:
+                loader_spec.loader.exec_module(module)
+            except Exception as exc:  # noqa: BLE001 - the user's file failed to import
+                del sys.modules[mod_name]
+                raise ValueError(f"agent {spec!r}: importing {where!r} failed: {type(exc).__name__}: {exc}") from None
+    else:
+        try:
+            module = importlib.import_module(where)
+        except ImportError as exc:
+            raise ValueError(f"agent {spec!r}: cannot import module {where!r} ({exc})") from None
+    cls = getattr(module, cls_name, None)
+    if cls is None:
+        raise ValueError(f"agent {spec!r}: {where!r} has no {cls_name!r}")
+    missing = [m for m in ("reset", "act", "update") if not callable(getattr(cls, m, None))]
+    if not isinstance(cls, type) or missing:
+        raise ValueError(f"agent {spec!r} is not an agent: it lacks {', '.join(missing) or 'a class'} "
+                         "(see clustergym.agent.Agent)")
+    return cls
 
 
 def public_info(info: dict) -> dict:

@@ -623,7 +623,7 @@ def evaluate(env_id: str, agents: Sequence[str], seeds: Sequence[int], horizon: 
     known = list_agents(family=family)
     for a in agents:
         name, _ = parse_agent_spec(a)
-        if name not in known and not name.startswith("sb3:"):
+        if name not in known and not name.startswith("sb3:") and ":" not in name:
             raise ValueError(f"unknown agent {name!r} for {env_id}; available: {', '.join(known)}")
     # Fail fast on bad env kwargs and agent options, before any long run starts.
     gym.make(env_id, horizon=int(horizon), **env_kwargs).close()

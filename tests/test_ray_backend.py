@@ -118,3 +118,13 @@ def test_ray_address_where_nothing_listens_is_one_line_quickly(tmp_path):
     err = p.stderr.strip().splitlines()
     assert p.returncode == 2 and len(err) == 1 and "RAY_ADDRESS" in err[0], p.stderr
     assert time.perf_counter() - t0 < 60
+
+
+def test_custom_file_agent_on_ray_equals_local(ray_cluster):
+    import os
+
+    spec = os.path.join(os.path.dirname(__file__), "..", "examples", "my_agent.py") + ":MyAgent"
+    kw = dict(seeds=[0, 1], horizon=40, progress=False, score=False)
+    local = evaluate(P1, [spec, "hauf"], workers=1, **kw)
+    ray_ = evaluate(P1, [spec, "hauf"], workers=2, backend="ray", **kw)
+    assert [r.total_reward for r in local.runs] == [r.total_reward for r in ray_.runs]
