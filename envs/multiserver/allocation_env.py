@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 import numpy as np
@@ -142,7 +143,9 @@ class MultiServerAllocationEnv(ClusterEnv):
                  oracle: bool = True, infeasible: str = "repair", render_mode: str | None = None, **params: Any):
         super().__init__(horizon=horizon, infeasible=infeasible, render_mode=render_mode, oracle=oracle)
         self.scenario = resolve_scenario(scenario, params, make_allocation_scenario, ALLOCATION_SCENARIOS, scenario_seed)
-        pb = self.scenario.problem
+        # The horizon T is public (the episode is truncated after T slots): agents read it from the
+        # problem (OGASched's eq. 26 step needs T).
+        pb = dataclasses.replace(self.scenario.problem, horizon=self.horizon)
         self.problem = pb
         self._truth = self.scenario.truth
         self._E, self._L, self._K = pb.num_edges, pb.num_ports, pb.num_device_types

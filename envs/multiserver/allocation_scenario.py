@@ -64,6 +64,7 @@ class AllocationProblem:
     utility: np.ndarray  # (R, K) int, family code of f_r^k (index into UTILITY_FAMILIES)
     beta: np.ndarray  # (K,) float, β_k of eq. 5
     device_names: tuple[str, ...] = field(default=())
+    horizon: int | None = None  # T, slots per episode (public: the env truncates at T); set by the env
 
     @property
     def num_edges(self) -> int:
@@ -83,6 +84,7 @@ class AllocationTruth:
 
 
 PAPER_DEFAULTS = dict(
+    units="paper-code",  # device units: the authors' code's ranges (module docstring, "Device units")
     num_ports=10,  # Table 1: |L| = 10
     num_servers=128,  # Table 1: |R| = 128
     num_device_types=6,  # Table 1: K = 6 (CPU, MEM, GPU, NPU, TPU, FPGA)
@@ -96,8 +98,21 @@ PAPER_DEFAULTS = dict(
     beta_high=0.5,
 )
 LARGE_DEFAULTS = dict(PAPER_DEFAULTS, num_ports=100, num_servers=1024)  # §4.3
+# Fig. 2's caption: "T = 8000, β ∈ [0.4, 0.6], and contention level is 11" (the rest is Table 1).
+FIG2_DEFAULTS = dict(PAPER_DEFAULTS, beta_low=0.4, beta_high=0.6, contention=11.0)
+FIG2_HORIZON = 8000  # Fig. 2's T: pass horizon=FIG2_HORIZON with scenario="fig2"
 
-ALLOCATION_SCENARIOS = ("paper", "large", "toy", "alibaba-v2023")
+ALLOCATION_SCENARIOS = ("paper", "fig2", "large", "toy", "alibaba-v2023")
+UNITS = ("paper-code", "device")
+
+# units="paper-code": per device type, the authors' integer capacity range [low, high) (their
+# np.random.randint(min, max) with min/max of ogasched/parameter.py: vCPU cores 1..127, MEM GiB
+# 2..511, GPUs 0..63, TPU and NPU 0..7, FPGA 0..3); D7, D8 (beyond the paper's K = 6) take 0..7.
+# Columns follow DEVICE_NAMES (CPU, MEM, GPU, NPU, TPU, FPGA, D7, D8).
+_CODE_LOW = np.array([1, 2, 0, 0, 0, 0, 0, 0])
+_CODE_HIGH = np.array([128, 512, 64, 8, 8, 4, 8, 8])
+# Our contention 10 is the authors' contention 1 (module docstring): a_l^k = (contention / 10) × U(low, high).
+CODE_CONTENTION_SCALE = 10.0
 
 # Per device type: probability that a server has it, and the count law (paper scenario).
 _PRESENT = np.array([1.0, 1.0, 0.5, 0.25, 0.25, 0.25, 0.25, 0.25])
@@ -140,6 +155,7 @@ def utility_derivative(y: np.ndarray, alpha: np.ndarray, code: np.ndarray) -> np
 
 
 def _validate(p: dict) -> dict:
+    p["units"] = check_choice("units", p["units"], UNITS)
     p["num_ports"] = check_int("num_ports", p["num_ports"], 1, 10_000)
     p["num_servers"] = check_int("num_servers", p["num_servers"], 1, 100_000)
     p["num_device_types"] = check_int("num_device_types", p["num_device_types"], 1, 8)
@@ -202,22 +218,28 @@ def make_allocation_scenario(name: str = "paper", seed: int | np.random.Generato
         from clustergym.envs.traces.alibaba import allocation_scenario_from_preset
 
         return allocation_scenario_from_preset(seed=seed, **params)
-    if name not in ("paper", "large"):
+    defaults = {"paper": PAPER_DEFAULTS, "fig2": FIG2_DEFAULTS, "large": LARGE_DEFAULTS}
+    if name not in defaults:
         raise ValueError(f"scenario={name!r} is invalid: expected one of {', '.join(map(repr, ALLOCATION_SCENARIOS))}")
-    p = _validate(_check_params(name, params, PAPER_DEFAULTS if name == "paper" else LARGE_DEFAULTS))
+    p = _validate(_check_params(name, params, defaults[name]))
     rng = as_generator(seed)
     L, R, K = p["num_ports"], p["num_servers"], p["num_device_types"]
 
     edge_port, edge_server = random_graph(rng, L, R, p["density"])
-    present = _PRESENT[:K]
-    has = rng.random((R, K)) < present[None, :]
-    counts = rng.choice(np.array([1, 2, 4, 8]), size=(R, K)).astype(np.float64)
-    counts[:, :min(K, 2)] = rng.integers(8, 33, size=(R, min(K, 2)))  # CPU cores, MEM in 8 GiB
-    capacity = np.where(has, counts, 0.0)
+    if p["units"] == "device":
+        present = _PRESENT[:K]
+        has = rng.random((R, K)) < present[None, :]
+        counts = rng.choice(np.array([1, 2, 4, 8]), size=(R, K)).astype(np.float64)
+        counts[:, :min(K, 2)] = rng.integers(8, 33, size=(R, min(K, 2)))  # CPU cores, MEM in 8 GiB
+        capacity = np.where(has, counts, 0.0)  # (R, K) device units
 
-    wants = rng.random((L, K)) < present[None, :]
-    base = np.where(wants, rng.uniform(0.5, 1.5, size=(L, K)), 0.0)
-    demand = scale_demands(base, capacity, edge_port, p["contention"])
+        wants = rng.random((L, K)) < present[None, :]
+        base = np.where(wants, rng.uniform(0.5, 1.5, size=(L, K)), 0.0)
+        demand = scale_demands(base, capacity, edge_port, p["contention"])  # (L, K) device units
+    else:  # "paper-code": the authors' ranges (ogasched/env.py generate_graph, non-simplified: all K types)
+        low, high = _CODE_LOW[:K], _CODE_HIGH[:K]
+        capacity = rng.integers(low, high, size=(R, K)).astype(np.float64)  # (R, K) cores, GiB, devices
+        demand = (p["contention"] / CODE_CONTENTION_SCALE) * rng.uniform(low, high, size=(L, K))  # (L, K)
     alpha, code, beta = _utilities(rng, R, K, p)
 
     problem = AllocationProblem(
