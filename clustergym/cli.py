@@ -31,7 +31,7 @@ def _parse_set(items: list[str]) -> dict:
     return out
 
 
-def _parse_seeds(text: str) -> list[int]:
+def _parse_seeds(text: str, flag: str = "--seeds") -> list[int]:
     seeds = []
     for part in filter(None, (p.strip() for p in text.split(","))):
         if "-" in part[1:]:
@@ -39,15 +39,37 @@ def _parse_seeds(text: str) -> list[int]:
             try:
                 seeds.extend(range(int(lo), int(hi) + 1))
             except ValueError:
-                raise UsageError(f"malformed --seeds {text!r}: expected e.g. 0,1,2 or 0-4") from None
+                raise UsageError(f"malformed {flag} {text!r}: expected e.g. 0,1,2 or 0-4") from None
         else:
             try:
                 seeds.append(int(part))
             except ValueError:
-                raise UsageError(f"malformed --seeds {text!r}: expected e.g. 0,1,2 or 0-4") from None
+                raise UsageError(f"malformed {flag} {text!r}: expected e.g. 0,1,2 or 0-4") from None
     if not seeds:
-        raise UsageError("--seeds is empty")
+        raise UsageError(f"{flag} is empty")
     return seeds
+
+
+def _check_out(path: str, *, is_file: bool = False) -> None:
+    """Check an output location before any work starts (a long run must not die at the end on a bad --out).
+
+    A folder (``is_file=False``) must be a folder or not exist yet; a file must not be a folder. Either
+    way the nearest existing ancestor must be a writable folder.
+    """
+    import os
+
+    if not path:
+        raise UsageError("--out is empty")
+    if os.path.exists(path) and (os.path.isdir(path) if is_file else not os.path.isdir(path)):
+        kind = "a folder" if is_file else "a file"
+        raise UsageError(f"--out {path!r} is {kind}; expected {'a file' if is_file else 'a folder'} path")
+    parent = os.path.dirname(os.path.abspath(path)) if is_file or not os.path.exists(path) else os.path.abspath(path)
+    while not os.path.exists(parent):
+        parent = os.path.dirname(parent)
+    if not os.path.isdir(parent):
+        raise UsageError(f"--out {path!r} lies under {parent!r}, which is a file")
+    if not os.access(parent, os.W_OK | os.X_OK):
+        raise UsageError(f"--out {path!r}: {parent!r} is not writable")
 
 
 def _split_agents(text: str) -> list[str]:
@@ -80,8 +102,11 @@ def cmd_run(args) -> int:
     agents = _split_agents(args.agents)
     if not agents:
         raise UsageError("--agents is empty")
+    _check_out(args.out)
+    instances = None if args.instances is None else _parse_seeds(args.instances, "--instances")
     res = evaluate(args.env_id, agents, _parse_seeds(args.seeds), args.horizon, env_kwargs=_parse_set(args.set),
-                   workers=args.workers, backend=args.backend, progress=not args.no_progress)
+                   workers=args.workers, backend=args.backend, progress=not args.no_progress,
+                   instances=instances, score=not args.no_score)
     print(res.table())
     paths = res.write(args.out, plots=not args.no_plots)
     print("wrote " + ", ".join(paths))
@@ -91,6 +116,7 @@ def cmd_run(args) -> int:
 def cmd_reproduce(args) -> int:
     from clustergym.experiments import reproduce
 
+    _check_out(args.out)
     reproduce(args.paper, quick=args.quick, out=args.out, workers=args.workers, progress=not args.no_progress)
     return 0
 
@@ -98,6 +124,7 @@ def cmd_reproduce(args) -> int:
 def cmd_train(args) -> int:
     from clustergym.baselines.drl import train
 
+    _check_out(args.out)
     env_kwargs = _parse_set(args.set)
     if args.horizon is not None:
         env_kwargs["horizon"] = args.horizon
@@ -116,6 +143,8 @@ def cmd_train(args) -> int:
 def cmd_bench(args) -> int:
     from clustergym.bench import run_bench
 
+    if args.out is not None:
+        _check_out(args.out, is_file=True)
     run_bench(only=args.only, quick=args.quick, out=args.out)
     return 0
 
@@ -129,10 +158,15 @@ def build_parser() -> argparse.ArgumentParser:
 
     sub.add_parser("list", help="registered envs and the agents that can act in each").set_defaults(func=cmd_list)
 
-    r = sub.add_parser("run", help="evaluate agents on an env over seeds")
+    r = sub.add_parser("run", help="evaluate agents on an env over instances and seeds")
     r.add_argument("env_id")
     r.add_argument("--agents", required=True, help="comma-separated, options in brackets: esdp[only_active=true],hauf")
-    r.add_argument("--seeds", default="0", help="e.g. 0,1,2 or 0-4")
+    r.add_argument("--seeds", default="0", help="dynamics seeds, e.g. 0,1,2 or 0-4; by default the run with "
+                                                "seed s uses instance (scenario_seed) s")
+    r.add_argument("--instances", default=None, help="scenario seeds, e.g. 0-4: every instance x every seed "
+                                                     "(--set scenario_seed=K pins one instance instead)")
+    r.add_argument("--no-score", action="store_true",
+                   help="skip the normalised score (saves the random reference runs)")
     r.add_argument("--horizon", type=int, default=2000)
     r.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="env kwarg (JSON value)")
     r.add_argument("--workers", type=int, default=1)

@@ -56,7 +56,7 @@ def test_results_json_contract_and_files(tmp_path):
     for s in summ.values():
         assert {"mean_total_reward", "std_total_reward", "mean_regret", "n"} <= s.keys()
     lines = open(tmp_path / "curves.csv").read().splitlines()
-    assert lines[0] == "agent,seed,t,reward,cumulative_reward,cumulative_regret"
+    assert lines[0] == "agent,seed,t,reward,cumulative_reward,cumulative_regret,instance"
     assert len(lines) == 1 + 4 * 40
     assert {os.path.basename(p) for p in paths} >= {"avg_reward.png", "cumulative_regret.png"}
     for p in paths:
@@ -152,3 +152,59 @@ def test_shared_worker_pool_gives_same_results():
             [(r.agent, r.seed, r.total_reward) for r in ref.runs]
         for r, q in zip(res.runs, ref.runs):
             np.testing.assert_array_equal(r.reward, q.reward)
+
+
+@pytest.mark.parametrize("kw,word", [({"seeds": [0.7, 1.9]}, "seeds"), ({"horizon": 5.9}, "horizon"),
+                                     ({"horizon": "5"}, "horizon"), ({"workers": 1.9}, "workers"),
+                                     ({"instances": [0.5]}, "instances"), ({"seeds": [True]}, "seeds")])
+def test_evaluate_rejects_coerced_arguments(kw, word):
+    from clustergym.runner import evaluate
+
+    args = dict(env_id="clustergym/MultiServerChannel-v0", agents=["hauf"], seeds=[0], horizon=5, progress=False)
+    args.update(kw)
+    with pytest.raises(ValueError, match=word):
+        evaluate(**args)
+
+
+def test_evaluate_takes_a_single_agent_name_as_one_agent():
+    from clustergym.runner import evaluate
+
+    res = evaluate("clustergym/MultiServerChannel-v0", "hauf", seeds=[0], horizon=5, progress=False, score=False)
+    assert [r.agent for r in res.runs] == ["hauf"]
+
+
+def test_curves_csv_round_trips_bracketed_agent_names(tmp_path):
+    import csv
+
+    from clustergym.runner import evaluate
+
+    name = "esdp[alpha=0.4,only_active=true]"
+    res = evaluate("clustergym/MultiServerChannel-v0", [name, "hauf"], seeds=[0], horizon=4, progress=False,
+                   score=False)
+    res.write(str(tmp_path), plots=False)
+    with open(tmp_path / "curves.csv", newline="") as f:
+        rows = list(csv.reader(f))
+    assert rows[0] == ["agent", "seed", "t", "reward", "cumulative_reward", "cumulative_regret", "instance"]
+    assert {r[0] for r in rows[1:]} == {name, "hauf"}
+    assert all(len(r) == 7 for r in rows)
+
+
+@pytest.mark.parametrize("argv", [
+    ["run", "clustergym/MultiServerChannel-v0", "--agents", "hauf", "--horizon", "5", "--out", "{f}"],
+    ["run", "clustergym/MultiServerChannel-v0", "--agents", "hauf", "--horizon", "5", "--out", "{f}/x"],
+    ["bench", "--only", "esdp", "--quick", "--out", "{f}/x.json"],
+    ["bench", "--only", "esdp", "--quick", "--out", "{d}"],
+    ["reproduce", "esdp", "--quick", "--out", "{f}/r"],
+    ["train", "clustergym/MultiServerChannel-v0", "--algo", "ppo", "--timesteps", "10", "--out", "{f}"],
+])
+def test_bad_out_fails_before_any_work(tmp_path, capsys, argv):
+    import time
+
+    f = tmp_path / "afile"
+    f.write_text("keep me")
+    t0 = time.perf_counter()
+    rc = main([a.format(f=f, d=tmp_path) for a in argv])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert rc == 2 and len(err) == 1 and "--out" in err[0]
+    assert time.perf_counter() - t0 < 5  # refused up front, not after the work
+    assert f.read_text() == "keep me"
