@@ -95,6 +95,33 @@ def eq26_steps(units: str, instance: int, horizon: int, slots: int, seed: int = 
     return etas
 
 
+def dominant_type_shares(units: str, agent: str, instances, slots: int, seed: int = 0) -> np.ndarray:
+    """Share of (port with a job, slot) pairs whose overhead max_k β_k Σ_{r∈R_l} y^k (eq. 5) is attained
+    by each device type k*, over the first ``slots`` slots of ``agent`` on each instance, shape (K,)."""
+    import gymnasium as gym
+
+    import clustergym  # noqa: F401
+    from clustergym.agent import make, public_info
+
+    cnt = None
+    for i in instances:
+        env = gym.make(ENV_ID, horizon=slots, oracle=False, units=units, scenario_seed=i).unwrapped
+        ag = make(agent, family="multiserver-allocation")
+        obs, info = env.reset(seed=seed)
+        ag.reset(env.problem, seed=seed)
+        K = env.problem.num_device_types
+        cnt = np.zeros(K) if cnt is None else cnt
+        for _ in range(slots):
+            a = ag.act(obs, public_info(info))
+            x = np.asarray(obs["arrivals"]).astype(bool)
+            _, _, per_type = env.reward_model.parts(np.asarray(a, dtype=np.float64), with_sums=True)  # (L, K)
+            cnt += np.bincount(np.argmax(per_type * env.problem.beta, axis=1)[x], minlength=K)  # k* of eq. 10
+            nxt, r, _, _, info = env.step(a)
+            ag.update(obs, a, r, nxt, public_info(info))
+            obs = nxt
+    return cnt / max(cnt.sum(), 1.0)
+
+
 def best_static_values(env_kwargs: dict, seed: int, checkpoints) -> list[float]:
     """Q(y*) of the best static allocation of every prefix [1, t], t in ``checkpoints`` (eq. 6's comparator).
     Arrivals do not depend on actions, so they are regenerated from the env seed."""
@@ -153,6 +180,15 @@ def reproduce(quick: bool, out: str, workers: int, progress: bool) -> str:
     for u in UNIT_SYSTEMS:
         print(f"eq. 26 step, units={u}: median η_t over the first {slots} slots, mean over instances "
               f"{_ci_of(steps[u].values())}; η0/eq26 = {_ci_of(25.0 / v for v in steps[u].values())}")
+
+    # 2b. Which device type sets the overhead max_k of eq. 5 (the k* of eq. 10), per unit system.
+    kslots = 300
+    kshare = {(u, a): dominant_type_shares(u, a, instances, kslots) for u in UNIT_SYSTEMS
+              for a in ("fairness[active_share=true]", "ogasched")}
+    names = ("CPU", "MEM", "GPU", "NPU", "TPU", "FPGA")
+    kstar_lines = [f"| {u} | {a} | " + " | ".join(f"{v:.3f}" for v in sh) + " |" for (u, a), sh in kshare.items()]
+    for (u, a), sh in kshare.items():
+        print(f"k* shares, units={u}, {a}: " + ", ".join(f"{n} {v:.3f}" for n, v in zip(names, sh)))
 
     # 3. Regret growth (Theorem 1, eq. 6) in the default units: R(T) / R(T/4) per instance.
     Tq = T // 4
@@ -274,6 +310,10 @@ def reproduce(quick: bool, out: str, workers: int, progress: bool) -> str:
               f"Median η_t of eq. 26 (T = {T}) over the first {slots} slots of each instance (seed 0).", "",
               "| units | eq. 26 η_t, mean [95% CI] over instances | range over instances | η0 / eq. 26 |",
               "|---|---|---|---|", *step_lines, "",
+              "## Which device type sets the overhead (k* of eq. 10)", "",
+              f"Share of (port with a job, slot) pairs whose max_k β_k Σ_r y^k (eq. 5) is attained by type k, "
+              f"first {kslots} slots of instances {instances}, seed 0.", "",
+              "| units | agent | " + " | ".join(names) + " |", "|---|---|" + "---|" * len(names), *kstar_lines, "",
               "## Regret growth (Theorem 1), units=paper-code, seed 0", "",
               f"R(t) = Q(y*) of [1, t] − Σ_(τ<=t) q (eq. 6). R(T)/R(T/4) per instance, T = {T}.", "",
               claims_table(growth_rows), "",

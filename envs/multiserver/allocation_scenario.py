@@ -6,19 +6,37 @@ weights β_k of eq. 5. Hidden truth (:class:`AllocationTruth`): the arrival prob
 
 Modelling choices (SPEC §5), each a documented reading of the paper:
 
-* **Servers (Table 1: |R| = 128, K = 6 CPU, MEM, GPU, NPU, TPU, FPGA).** The paper draws its
-  machines from Alibaba traces we do not have; the ``paper`` scenario draws heterogeneous servers in
-  device units: CPU cores U{8..32}, MEM U{8..32} (units of 8 GiB); each accelerator type is present
-  with probability 0.5 (GPU) or 0.25 (NPU, TPU, FPGA) with a count from {1, 2, 4, 8}; absent means
-  c_r^k = 0 (a server that cannot serve that type; every server has CPU and MEM).
-* **Demands and the contention level (Table 1: 10; Fig. 3(c)).** The paper calls contention "a
-  multiplier to the resource requirements of jobs". Each port l has a base profile w_l^k ~ U(0.5, 1.5)
-  for CPU and MEM and, for each accelerator type, with the presence probability above (0 otherwise).
-  The base is scaled per type so that at contention 1 the channel caps sum to a quarter of the
-  capacity, Σ_{(l,r)∈E} base_l^k = Σ_r c_r^k / 4 (light load), and a_l^k = contention × base_l^k.
-  Contention 10 thus offers 2.5× the capacity through the channel caps (fierce: with ρ = 0.7 the
-  jobs present in a slot can absorb about 1.75× of every device type). Demands are real numbers in
-  device units (y is fractional anyway, eq. 2 footnote).
+* **Device units (``units``; Table 1: |R| = 128, K = 6 CPU, MEM, GPU, NPU, TPU, FPGA).** The paper
+  draws its machines from Alibaba traces we do not have and does not say in which units a_l^k and
+  c_r^k are counted. With linear utilities the whole problem scales with the units: multiplying every
+  a and c by s multiplies every reward by s, and η_0 at units × s behaves like η_0 / s at units × 1
+  (tested exactly, ``test_scale_equivariance_with_linear_utilities``). Table 1's η_0 = 25 therefore
+  only means something in some unit system. Two are offered:
+
+  - ``"paper-code"`` (default): the ranges of the authors' public review code
+    (github.com/anonymity-for-review/OGASched, ``ogasched/parameter.py`` and ``env.py``): c_r^k
+    uniform integers, vCPU cores 1..127, MEM GiB 2..511, GPUs 0..63, NPUs and TPUs 0..7, FPGAs 0..3
+    (all K types present, their non-"simplified" mode; D7, D8 beyond K = 6 take 0..7); demands
+    a_l^k = (contention / 10) × U(low_k, high_k) — the authors draw the request from the node
+    capacity range and multiply by a contention level in (0, 1), so **our contention 10 is their
+    1**. At contention 10 the channel caps offer, in expectation, density × (lo+hi+1)/(lo+hi) ≈ 2.5×
+    the capacity of every type (FPGA 3.3×), as in ``"device"``.
+  - ``"device"`` (this package's original units): CPU cores U{8..32}, MEM U{8..32} (units of 8 GiB);
+    each accelerator type is present with probability 0.5 (GPU) or 0.25 (NPU, TPU, FPGA) with a
+    count from {1, 2, 4, 8}; absent means c_r^k = 0. Each port l has a base profile w_l^k ~
+    U(0.5, 1.5) for CPU and MEM and, for each accelerator type, with the presence probability above
+    (0 otherwise), scaled per type so that at contention 1 the channel caps sum to a quarter of the
+    capacity, Σ_{(l,r)∈E} base_l^k = Σ_r c_r^k / 4, and a_l^k = contention × base_l^k: contention 10
+    offers exactly 2.5× the capacity.
+
+  Why ``"paper-code"`` is the default: Table 1's η_0 and decay "tune the learning rate around the
+  value (26)"; eq. 26's step η_t = diam(Y) / (||∇q|| √T) at T = 2000 has a median of about 4.7
+  (instances 0–4: 4.4–4.9) in paper-code units and about 0.40 (0.36–0.44) in device units, so
+  η_0 = 25 is ≈ 5× eq. 26 in the first and ≈ 60× in the second (docs/ogasched.md, "Device units").
+* **Contention level (Table 1: 10; Fig. 3(c)).** "A multiplier to the resource requirements of jobs":
+  a_l^k is proportional to ``contention`` in both unit systems (above). Fierce at 10: with ρ = 0.7 the
+  jobs present in a slot can absorb about 1.75× of every device type. Demands are real numbers
+  (y is fractional anyway, eq. 2 footnote).
 * **Graph density (Table 2: Σ_r |L_r| / |R| ≈ 2–3).** Server r connects to d_r ports drawn without
   replacement, d_r = ⌊density⌋ + Bernoulli(density − ⌊density⌋) (so the mean is ``density``, default
   2.5); a port left without a server gets one uniformly drawn server. Edges are ordered by
@@ -31,7 +49,9 @@ Modelling choices (SPEC §5), each a documented reading of the paper:
 
 Scenario ``alibaba-v2023`` builds the same objects from the shipped preset (see
 ``clustergym.envs.traces.alibaba``); ``toy`` is a hand-checked instance with a known optimum;
-``large`` is §4.3's |L| = 100, |R| = 1024 on the paper generator.
+``large`` is §4.3's |L| = 100, |R| = 1024 on the paper generator; ``fig2`` is Fig. 2's caption
+setting, "T = 8000, β ∈ [0.4, 0.6], and contention level is 11", on Table 1 otherwise (the horizon is
+an env argument: ``gym.make(..., scenario="fig2", horizon=FIG2_HORIZON)``).
 """
 
 from __future__ import annotations
@@ -43,7 +63,8 @@ import numpy as np
 from clustergym.core import Scenario, as_generator, check_choice, check_int, check_real, freeze
 
 __all__ = ["AllocationProblem", "AllocationTruth", "make_allocation_scenario", "ALLOCATION_SCENARIOS",
-           "PAPER_DEFAULTS", "UTILITY_FAMILIES", "utility_value", "utility_derivative"]
+           "PAPER_DEFAULTS", "FIG2_DEFAULTS", "FIG2_HORIZON", "UNITS", "UTILITY_FAMILIES", "utility_value",
+           "utility_derivative"]
 
 UTILITY_FAMILIES = ("linear", "log", "reciprocal", "poly")  # codes 0..3, eq. 27
 DEVICE_NAMES = ("CPU", "MEM", "GPU", "NPU", "TPU", "FPGA", "D7", "D8")
