@@ -150,10 +150,65 @@ def make(name: str, family: str | None = None, *, env_id: str | None = None, **k
     if family not in fams:
         raise ValueError(f"agent {base!r} cannot act in family {family!r}; it supports {', '.join(fams)}")
     cls = _load(fams[family])
+    opts = coerce_options(cls, base, opts)
     try:
         return cls(**opts)
     except TypeError as exc:
         raise ValueError(f"bad options for agent {base!r}: {exc}") from None
+    except ValueError as exc:
+        msg = str(exc)
+        raise ValueError(msg if base in msg else f"agent {base!r}: {msg}") from None
+
+
+def _option_params(cls) -> dict:
+    """The keyword parameters of ``cls.__init__``, following ``**kwargs`` into the base classes."""
+    import inspect
+
+    params: dict = {}
+    for klass in cls.__mro__:
+        init = klass.__dict__.get("__init__")
+        if init is None:
+            continue
+        sig = inspect.signature(init)
+        for name, p in sig.parameters.items():
+            if name != "self" and p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY):
+                params.setdefault(name, p)
+        if not any(p.kind == p.VAR_KEYWORD for p in sig.parameters.values()):
+            break
+    return params
+
+
+_TRUE, _FALSE = ("true",), ("false",)
+
+
+def coerce_options(cls, base: str, opts: dict) -> dict:
+    """Check and convert agent options against the types of their defaults in ``cls.__init__``.
+
+    A bool option accepts only ``true``/``false`` (JSON booleans, or the strings in any case:
+    ``False`` from a shell); an int option only integers (``2.5`` and ``true`` are errors); a float
+    option only numbers. Options whose default is None or a string pass through (the agent checks
+    them). An unknown option is an error naming the agent's options.
+    """
+    params = _option_params(cls)
+    out = {}
+    for key, val in opts.items():
+        if key not in params:
+            raise ValueError(f"agent {base!r} has no option {key!r}; options: {', '.join(params) or 'none'}")
+        default = params[key].default
+        bad = f"agent {base!r} option {key}={val!r} is invalid: expected "
+        if isinstance(default, bool):
+            if isinstance(val, str) and val.strip().lower() in _TRUE + _FALSE:
+                val = val.strip().lower() in _TRUE
+            if not isinstance(val, bool):
+                raise ValueError(bad + "true or false")
+        elif isinstance(default, int):
+            if isinstance(val, bool) or not isinstance(val, int):
+                raise ValueError(bad + "an integer")
+        elif isinstance(default, float) or (default is None and "float" in str(params[key].annotation)):
+            if (isinstance(val, bool) or not isinstance(val, (int, float))) and not (default is None and val is None):
+                raise ValueError(bad + "a number")
+        out[key] = val
+    return out
 
 
 def public_info(info: dict) -> dict:

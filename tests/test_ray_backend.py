@@ -29,7 +29,7 @@ def ray_cluster():
 
 
 def _without_timings(d: dict) -> dict:
-    for row in d["runs"] + d["summary"]:
+    for row in d["runs"] + d["summary"] + d.get("reference_runs", []):
         for key in TIMING_FIELDS:
             row.pop(key, None)
     return d
@@ -96,3 +96,25 @@ def test_unknown_backend_lists_the_valid_ones(capsys):
     with pytest.raises(SystemExit) as exc:
         main(["run", P1, "--agents", "hauf", "--backend", "dask", "--out", "x"])
     assert exc.value.code == 2 and "invalid choice: 'dask'" in capsys.readouterr().err
+
+
+def test_ray_address_where_nothing_listens_is_one_line_quickly(tmp_path):
+    import os
+    import socket
+    import subprocess
+    import time
+
+    pytest.importorskip("ray")
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()  # a free port: nothing listens there
+    env = {**os.environ, "RAY_ADDRESS": f"127.0.0.1:{port}"}
+    t0 = time.perf_counter()
+    # a fresh process: this module's fixture keeps a Ray instance initialised in the test process
+    p = subprocess.run([sys.executable, "-m", "clustergym", "run", P1, "--agents", "hauf", "--horizon", "5",
+                        "--backend", "ray", "--no-progress", "--out", str(tmp_path / "o")],
+                       env=env, capture_output=True, text=True, timeout=120)
+    err = p.stderr.strip().splitlines()
+    assert p.returncode == 2 and len(err) == 1 and "RAY_ADDRESS" in err[0], p.stderr
+    assert time.perf_counter() - t0 < 60
