@@ -151,3 +151,20 @@ def test_reproduce_plan_compares_over_enough_job_lists():
         assert scales == {"paper", "default"}
         assert all(pl["configs"][k]["speed_low"] == 1.0 for k in pl["configs"] if k[1] == "identical")
         assert any(k[1] == "light" for k in pl["configs"])
+
+
+def test_runner_scores_p4_against_the_bound():
+    """issue 13's normalised score on P4: random scores 0, every run's B is the env's episode_bound,
+    and the scores of the baselines lie in (0, 1] on these job lists."""
+    from clustergym.runner import evaluate
+
+    kw = dict(SMALL, oracle=True)
+    kw.pop("horizon")
+    res = evaluate(ENV, ["fair", "edf", "random"], seeds=[0, 1], horizon=300, env_kwargs=kw, progress=False)
+    for r in res.runs:
+        sc = make_approx_scenario("paper", seed=r.instance, **{k: v for k, v in SMALL.items()})
+        assert r.bound_total == pytest.approx(fluid_bound(sc, 300))
+        if r.agent == "random":
+            assert r.score == 0.0
+        else:
+            assert 0.0 < r.score <= 1.0
