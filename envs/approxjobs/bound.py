@@ -15,8 +15,8 @@ jobs in their windows a_j+1..min(d_j, T) (eq. 2), L_e their lengths. It uses the
 the whole job list and the mean rates θ_i.
 
 **Claim.** For every policy whose machine choices are independent of the service-rate realisation
-(Fair, EDF, random, OPM without estimation with progress="estimate": their inputs are arrivals, budgets and spending, and
-spending is priced by p_i, not by the work done), E[Σ_j f_j(X_j)] ≤ F* ≤ F̄. With
+(Fair, EDF, random, OPM without estimation with progress="estimate": their inputs are arrivals,
+budgets and spending, and spending is priced by p_i, not by the work done), E[Σ_j f_j(X_j)] ≤ F* ≤ F̄. With
 ``service="iid"`` (Assumption 1) the same holds for every non-anticipating policy (one that
 chooses x(t) from what it saw before slot t), OPM included.
 

@@ -81,7 +81,8 @@ class ApproxJobsEnv(ClusterEnv):
     ``scenario`` ("paper", "philly", "single" or a Scenario), ``scenario_seed`` (default 0),
     ``horizon`` (default: the scenario's, 2000; 50,000 with ``scale="paper"``), ``oracle`` (default
     False; True adds ``episode_bound`` to the last step's metrics: an upper bound on the expected
-    episode utility, ``bound.py``; there is no per-slot oracle), ``infeasible``, ``render_mode``, and scenario parameters (``scenario.py``):
+    episode utility, ``bound.py``; there is no per-slot oracle), ``infeasible``, ``render_mode``, and
+    scenario parameters (``scenario.py``):
     ``num_machines``, ``max_jobs``, ``beta``, ``load``, ``scale``, ``arrival_rate``, ``life_min``,
     ``life_max``, ``budget_low``, ``budget_high``, ``value_low``, ``value_high``, ``speed_low``,
     ``service``, ``price``, ``price_low``, ``price_high``, ``arrivals``, ``trace_path``,
