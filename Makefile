@@ -6,19 +6,23 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: setup test reproduce bench figures drl clean
+.PHONY: setup test fuzz reproduce bench figures drl clean
 
 $(STAMP): pyproject.toml constraints.txt
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	# CPU torch first, then everything else pinned to it (see constraints.txt).
 	$(BIN)/pip install -q torch==2.13.0
-	$(BIN)/pip install -q -c constraints.txt -e ".[dev,contrib,ray]"
+	$(BIN)/pip install -q -c constraints.txt -e ".[dev,drl,contrib,ray]"
 	touch $(STAMP)
 
 setup: $(STAMP)
 
 test: $(STAMP)
 	$(BIN)/python -m pytest -n 2 -q
+
+# The fuzz suite of the tests with many more examples (random, not derandomised).
+fuzz: $(STAMP)
+	CLUSTERGYM_FUZZ_EXAMPLES=500 $(BIN)/python -m pytest -n 2 -q tests/test_fuzz.py
 
 reproduce: $(STAMP)
 	$(BIN)/clustergym reproduce all --quick --out runs/reproduce

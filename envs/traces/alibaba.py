@@ -65,8 +65,8 @@ class PodList:
 
 def load_nodes(path) -> NodeList:
     """Read an ``openb_node_list_*.csv`` file (errors name file, line and column)."""
-    c = read_csv(path, [Column("sn", "str"), Column("cpu_milli", "float"), Column("memory_mib", "float"),
-                        Column("gpu", "int"), Column("model", "str", required=False, default="")])
+    c = read_csv(path, [Column("sn", "str"), Column("cpu_milli", "float", lo=0, lo_open=True),
+                        Column("memory_mib", "float", lo=0, lo_open=True), Column("gpu", "int", lo=0), Column("model", "str", required=False, default="")])
     n = c["cpu_milli"].shape[0]
     model = c.get("model", np.full(n, "", dtype=object))
     return NodeList(sn=c["sn"], cpu=c["cpu_milli"] / 1000.0, mem=c["memory_mib"] / 1024.0, gpu=c["gpu"],
@@ -75,10 +75,10 @@ def load_nodes(path) -> NodeList:
 
 def load_pods(path) -> PodList:
     """Read an ``openb_pod_list_*.csv`` file (errors name file, line and column)."""
-    c = read_csv(path, [Column("name", "str"), Column("cpu_milli", "float"), Column("memory_mib", "float"),
-                        Column("num_gpu", "int"), Column("gpu_milli", "float"),
+    c = read_csv(path, [Column("name", "str"), Column("cpu_milli", "float", lo=0),
+                        Column("memory_mib", "float", lo=0), Column("num_gpu", "int", lo=0), Column("gpu_milli", "float", lo=0),
                         Column("gpu_spec", "str", required=False, default=""),
-                        Column("creation_time", "float", required=False)])
+                        Column("creation_time", "float", required=False, lo=0)])
     n = c["cpu_milli"].shape[0]
     num = c["num_gpu"].astype(np.float64)
     gpu = np.where(num == 1, c["gpu_milli"] / 1000.0, num)
