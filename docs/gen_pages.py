@@ -54,8 +54,8 @@ ESDP (esdp.md §3, Algorithms 1–2), per slot t:
   g(t) = ln t + 4 ln(ln t + 1) · max‖x‖₁ (eq. 11; default ln(t+1) + 4 ln(ln(t+1)+1)·α|E|);
 * δ(t) = 1 / (ln(ln t + 1) + 1) (eq. 14), ξ(t) = ⌈max‖x‖₁ / δ(t)⌉ (eq. 18),
   Υ̂ = ⌈ξ(t) v̂(t)⌉ and Σ̂² = ⌈ξ(t)² σ̂²(t)⌉ (eqs. 16–17), S(t) = {0, 1, …, ξ(t)·max‖x‖₁} (eq. 19);
-* P4(s, t): x*(s, t) ∈ argmax {Σ̂²ᵀx : Υ̂ᵀx ≥ s, x ∈ Φ(t)} for every s ∈ S(t), all by one dynamic
-  program (Algorithm 2);
+* P4(s, t) (eq. 20): x*(s, t) ∈ argmax Σ̂²ᵀx subject to the capacities (eq. 2), eq. 12 and
+  Υ̂ᵀx ≥ s, for every s ∈ S(t), all by one dynamic program (Algorithm 2);
 * s* ∈ argmax_{s∈S(t)} { s + √(Σ̂²ᵀ x*(s, t)) } (eq. 21), play x*(s*, t) with the channels of ports
   without a job set to 0 (Algorithm 1, lines 10–16).
 """,
@@ -200,9 +200,12 @@ def _space_rows(space, prefix: str = "") -> list[tuple[str, str, str, str]]:
     return [(name, desc, str(tuple(space.shape)) if space.shape is not None else "-", str(space.dtype))]
 
 
-def _value_desc(v) -> str:
+def _value_desc(v, later=None) -> str:
+    """Type of an info value; an array's shape only when it is the same at the first and last slot."""
     if isinstance(v, np.ndarray):
-        return f"array {tuple(v.shape)} {v.dtype}"
+        if isinstance(later, np.ndarray) and later.shape != v.shape:
+            return f"{v.dtype} array, {v.ndim}-d, length varies with the slot"
+        return f"{v.dtype} array {tuple(v.shape)}"
     if isinstance(v, (list, tuple)):
         return f"{type(v).__name__} (len {len(v)})"
     if isinstance(v, dict):
@@ -317,6 +320,10 @@ def env_page(env_id: str) -> str:
     ]
     out += ["| | |", "|---|---|"] + [f"| {k} | {_md_escape(v)} |" for k, v in rows] + [""]
 
+    out += ["## Specification", "",
+            "The class docstring, which is the env's spec (Gymnasium's sections). The sections after it "
+            "are measured on the code.", "",
+            f"::: {cls.__module__}.{cls.__qualname__}", "    options:", "      heading_level: 2", ""]
     out += ["## Spaces at the default arguments", "",
             "Measured on `gym.make(\"%s\")`; the sizes follow the instance (|E|, |L|, numbers of servers, "
             "machines, visible jobs), so other arguments give other shapes." % env_id, ""]
@@ -325,7 +332,9 @@ def env_page(env_id: str) -> str:
         choices = ("placement", "ring_size")
         variants = [(f" (`action_mode=\"{m}\"`)", gym.make(env_id, action_mode=m)) for m in choices]
     for label, e in variants:
-        out += [f"**Action space**{label}: `{e.action_space}`", "",
+        rep = str(e.action_space)
+        rep = rep if len(rep) <= 100 else f"{type(e.action_space).__name__}(shape={tuple(e.action_space.shape)})"
+        out += [f"**Action space**{label}: `{rep}`", "",
                 "| key | space | shape | dtype |", "|---|---|---|---|"]
         out += [f"| {k} | {_md_escape(d)} | {s} | {t} |" for k, s, t, d in
                 [(r[0], r[2], r[3], r[1]) for r in _space_rows(e.action_space)]] + [""]
@@ -341,20 +350,20 @@ def env_page(env_id: str) -> str:
             "(first slot; `episode_*` keys appear at the last slot). Agents get `info` without "
             "`metrics` (`clustergym.agent.public_info`); the runner reads `metrics` for evaluation "
             "(see [Evaluation](../evaluation.md) and the docstring below for their meaning).", "",
-            "| key | type at the defaults |", "|---|---|"]
+            "| key | type (shape as seen in that rollout) |", "|---|---|"]
     first, last = _rollout_info(env_id, {})
     for k, v in first.items():
         if isinstance(v, dict):
             for k2, v2 in v.items():
-                out.append(f"| `{k}[\"{k2}\"]` | {_value_desc(v2)} |")
+                out.append(f"| `{k}[\"{k2}\"]` | {_value_desc(v2, last.get(k, {}).get(k2))} |")
         else:
-            out.append(f"| `{k}` | {_value_desc(v)} |")
+            out.append(f"| `{k}` | {_value_desc(v, last.get(k))} |")
     for k, v in last.get("metrics", {}).items():
         if k not in first.get("metrics", {}):
             out.append(f"| `metrics[\"{k}\"]` (last slot) | {_value_desc(v)} |")
     out.append("")
 
-    out += ["## Arguments", "",
+    out += ["## Arguments: defaults and valid values", "",
             "Keyword arguments of `gym.make` (constructor arguments, then the scenario parameters of the "
             f"`paper` scenario, defaults from `{smod}.PAPER_DEFAULTS`). *Valid values* is what the env's "
             "own check says when given an invalid value (bounds that depend on another argument are "
@@ -365,7 +374,10 @@ def env_page(env_id: str) -> str:
         if p.name == "self" or p.kind in (p.VAR_KEYWORD, p.VAR_POSITIONAL):
             continue
         seen.add(p.name)
-        out.append(f"| `{p.name}` | {_md_escape(_fmt_default(p.default))} | {_md_escape(_probe(cls, p.name))} |")
+        dflt = _fmt_default(p.default)
+        if p.default is None and defaults.get(p.name) is not None:
+            dflt += f" (then the scenario's: `{defaults[p.name]!r}`)"
+        out.append(f"| `{p.name}` | {_md_escape(dflt)} | {_md_escape(_probe(cls, p.name))} |")
     for k, v in defaults.items():
         if k in seen:
             continue
@@ -376,11 +388,10 @@ def env_page(env_id: str) -> str:
                 + ". The parameters above belong to `paper`; other named scenarios take their own "
                   "(the docstring and the paper page say which).", ""]
 
-    out += ["## Specification (class docstring)", "",
-            f"::: {cls.__module__}.{cls.__qualname__}", "    options:", "      heading_level: 3", ""]
     if smod:
-        out += ["## Scenario model (module docstring)", "", f"::: {smod}", "    options:",
-                "      heading_level: 3", ""]
+        out += ["## Scenario model", "", f"The docstring of `{smod}`: how the `paper` scenario is drawn, "
+                "and the choices where the paper is ambiguous.", "", f"::: {smod}", "    options:",
+                "      heading_level: 2", ""]
     return "\n".join(out)
 
 
