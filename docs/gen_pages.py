@@ -263,6 +263,13 @@ def _probe(cls, name: str) -> str:
     return "not checked at construction"
 
 
+def _summary(cls) -> str:
+    """First paragraph of the class's own docstring (not one inherited from a base class), else of
+    its module's docstring."""
+    doc = cls.__dict__.get("__doc__") or sys.modules[cls.__module__].__doc__ or ""
+    return inspect.cleandoc(doc).split("\n\n", 1)[0].replace("\n", " ")
+
+
 def _md_escape(s: str) -> str:
     return s.replace("|", "\\|")
 
@@ -296,8 +303,7 @@ def env_page(env_id: str) -> str:
     fam = cls.family
     short = _short(env_id)
     paper, paper_md, _ = PAPER_PAGE.get(fam, ("", "", ""))
-    doc = inspect.getdoc(cls) or ""
-    summary = doc.split("\n\n", 1)[0].replace("\n", " ")
+    summary = _summary(cls)
     defaults, scen_names, smod = _scenario_defaults(cls)
     sig = inspect.signature(cls.__init__)
 
@@ -406,7 +412,7 @@ def envs_index(env_ids) -> str:
            "| id | summary |", "|---|---|"]
     for i in env_ids:
         cls = _load(gym.spec(i).entry_point)
-        s = (inspect.getdoc(cls) or "").split("\n\n", 1)[0].replace("\n", " ")
+        s = _summary(cls)
         out.append(f"| [`{i}`]({_short(i)}.md) | {_md_escape(s)} |")
     return "\n".join(out) + "\n"
 
@@ -423,7 +429,7 @@ def agent_page(name: str) -> str:
         fam_env.setdefault(_load(gym.spec(i).entry_point).family, i)
     fams = _REGISTRY[name]
     first_cls = _load(next(iter(fams.values())))
-    summary = (inspect.getdoc(first_cls) or "").split("\n\n", 1)[0].replace("\n", " ")
+    summary = _summary(first_cls)
     out = [f"# {name}", ""]
     if len(fams) == 1:
         out += [summary, ""]
@@ -485,6 +491,7 @@ def agents_index(names) -> str:
 def cli_page() -> str:
     from clustergym.cli import build_parser
 
+    os.environ["COLUMNS"] = "100"  # argparse wraps usage to the terminal width: fix it, so the page is stable
     parser = build_parser()
     out = ["# Command line", "",
            "`clustergym` (also `python -m clustergym`). Generated from the argparse parser "
