@@ -605,18 +605,17 @@ def evaluate(env_id: str, agents: Sequence[str], seeds: Sequence[int], horizon: 
     if not seeds:
         raise ValueError("no seeds given")
     seeds = [_check_count("seeds", s, lo=0) for s in seeds]
-    if instances is not None:
-        instances = [_check_count("instances", i, lo=0) for i in instances]
     if "horizon" in env_kwargs:
         raise ValueError("pass the episode length as horizon=, not in env_kwargs")
     if "scenario_seed" in env_kwargs:
         env_kwargs["scenario_seed"] = _check_count("scenario_seed", env_kwargs["scenario_seed"], lo=0)
+    if instances is not None:
         if "scenario_seed" in env_kwargs:
             raise ValueError("instances= and env_kwargs['scenario_seed'] cannot be combined: scenario_seed "
                              "pins one instance for every run")
         if not len(instances):
             raise ValueError("instances is empty")
-        instances = list(dict.fromkeys(int(i) for i in instances))
+        instances = list(dict.fromkeys(_check_count("instances", i, lo=0) for i in instances))
     if backend == "ray":
         _import_ray()  # fail before any work when Ray is missing
     family = env_family(env_id)  # validates env_id
