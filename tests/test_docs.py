@@ -5,6 +5,7 @@ unresolved mkdocstrings references fail it)."""
 from __future__ import annotations
 
 import importlib.util
+import json
 import os
 import subprocess
 import sys
@@ -24,11 +25,15 @@ def _module(name: str, path: str):
 
 
 def _registered():
-    import clustergym  # noqa: F401
-    from clustergym.agent import list_agents
-    from clustergym.envs import ENV_IDS
-
-    return list(ENV_IDS), list_agents()
+    """Env ids and agent names that clustergym itself registers, read in a fresh interpreter: other
+    test modules register agents of their own (e.g. a spy) in this process's registry."""
+    code = ("import json, clustergym; from clustergym.agent import list_agents; "
+            "from clustergym.envs import ENV_IDS; print(json.dumps([list(ENV_IDS), list_agents()]))")
+    r = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    env_ids, agents = json.loads(r.stdout.strip().splitlines()[-1])
+    assert len(env_ids) >= 4 and "esdp" in agents
+    return env_ids, agents
 
 
 def test_every_registered_env_and_agent_has_a_page():
