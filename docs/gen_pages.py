@@ -313,8 +313,7 @@ def env_page(env_id: str) -> str:
         ("Env id", f"`{env_id}`"),
         ("Make", f'`gym.make("{env_id}")` (after `import clustergym`)'),
         ("Problem family", f"`{fam}`"),
-        ("Paper", f"{paper} ([paper page](../{paper_md}))" if os.path.exists(os.path.join(DOCS, paper_md))
-         else paper),
+        ("Paper", f"{paper} ([paper page](../{paper_md}))"),  # docs/hooks.py: a page not written yet is text
         ("Entry point", f"`{spec.entry_point}`"),
         ("Vector entry point", f"`{spec.vector_entry_point}`" if spec.vector_entry_point else "none "
          "(use `gym.vector.SyncVectorEnv` / `AsyncVectorEnv`)"),

@@ -10,8 +10,9 @@
 * ``on_page_markdown``: the hand-written pages link files of the repository outside ``docs/``
   (``../README.md``, ``../examples/my_agent.py``) so that they work when browsed in the repository.
   The site has no copy of those files, so such a link, when its target exists in the repository,
-  becomes the path in code style. A link whose target exists nowhere is left alone, and the strict
-  build fails on it as it should.
+  becomes the path in code style. A link to an ``OPTIONAL`` page that does not exist yet becomes its
+  text. Any other link whose target exists nowhere is left alone, and the strict build fails on it
+  as it should.
 """
 
 from __future__ import annotations
@@ -98,7 +99,12 @@ def on_page_markdown(markdown, page, config, files, **kwargs):
         if re.match(r"^[a-z][a-z0-9+.-]*:", target):  # http:, https:, mailto:
             return m.group(0)
         path = os.path.normpath(os.path.join(here, target))
-        if path.startswith(docs_dir + os.sep) or not path.startswith(repo + os.sep):
+        if path.startswith(docs_dir + os.sep):
+            rel_docs = os.path.relpath(path, docs_dir).replace(os.sep, "/")
+            if rel_docs in OPTIONAL and not os.path.exists(path):
+                return text  # an optional page not written yet: plain text, no broken link
+            return m.group(0)
+        if not path.startswith(repo + os.sep):
             return m.group(0)
         if not os.path.exists(path):
             return m.group(0)  # broken: keep it, the strict build reports it

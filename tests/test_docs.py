@@ -100,6 +100,10 @@ def test_hook_keeps_broken_links_and_rewrites_links_to_repository_files():
     assert "ok (`examples/my_agent.py`)" in out  # exists in the repo, not in the site: plain path
     assert "[site](envs/index.md)" in out and "[web](https://x.org/a.md)" in out
     assert "[bad](../no/such_file.py)" in out  # broken: left for the strict build to report
+    for page in hooks.OPTIONAL:  # an optional page: a link while it exists, its text before
+        md = f"[the page]({page})"
+        want = md if os.path.exists(os.path.join(DOCS, page)) else "the page"
+        assert hooks.on_page_markdown(md, _P(), _C(), None) == want
     nav = hooks._expand([{"Papers": ["esdp.md", "opm.md"]}, {"Agents": "agents/*.md"}], DOCS)
     agents = nav[1]["Agents"]
     assert agents[0] == "agents/index.md" and "agents/esdp.md" in agents
