@@ -6,13 +6,13 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: setup test fuzz reproduce bench figures drl clean
+.PHONY: setup test fuzz reproduce bench figures drl docs clean
 
 $(STAMP): pyproject.toml constraints.txt
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	# CPU torch first, then everything else pinned to it (see constraints.txt).
 	$(BIN)/pip install -q torch==2.13.0
-	$(BIN)/pip install -q -c constraints.txt -e ".[dev,drl,contrib,ray]"
+	$(BIN)/pip install -q -c constraints.txt -e ".[dev,drl,contrib,ray,docs]"
 	touch $(STAMP)
 
 setup: $(STAMP)
@@ -50,5 +50,11 @@ drl: $(STAMP)
 		--hp n_steps=512 --hp batch_size=256 --eval-freq 20000 --eval-episodes 2 --out $(DRL)/maskppo-MultiServerChannel
 	$(BIN)/python benchmarks/drl_compare.py --runs $(DRL) --seeds 1000,1001,1002 --figures docs/figures
 
+# The docs site, offline, into site/ (open site/index.html): regenerate the reference pages from the
+# code (docs/gen_pages.py), then build in strict mode (any warning, e.g. a broken link, fails).
+docs: $(STAMP)
+	$(BIN)/python docs/gen_pages.py
+	NO_MKDOCS_2_WARNING=1 $(BIN)/python -m mkdocs build --strict --site-dir site
+
 clean:
-	rm -rf $(VENV) runs
+	rm -rf $(VENV) runs site build/docs-src
