@@ -348,6 +348,11 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt as exc:
         print(f"clustergym: {exc or 'interrupted'}", file=sys.stderr)
         return 130
+    except BrokenPipeError:  # `clustergym list | head`: the reader left; not an error of ours
+        import os
+
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
     except Exception as exc:  # noqa: BLE001 - user errors are one line; everything else too, unless --debug
         import gymnasium
 

@@ -7,7 +7,7 @@ from typing import Any
 import numpy as np
 from gymnasium import spaces
 
-from clustergym.core import Scenario, child_generators
+from clustergym.core import Scenario, check_int, child_generators
 from clustergym.env import ClusterEnv
 from clustergym.envs.approxjobs.kernels import budget_prefix
 from clustergym.envs.approxjobs.scenario import APPROX_SCENARIOS, PAPER_DEFAULTS, PAPER_SCALE, make_approx_scenario
@@ -107,7 +107,8 @@ class ApproxJobsEnv(ClusterEnv):
             super().__init__(horizon=horizon, infeasible=infeasible, render_mode=render_mode, oracle=oracle)
             if scenario not in APPROX_SCENARIOS:
                 raise ValueError(f"scenario={scenario!r} is invalid: expected one of {APPROX_SCENARIOS} or a Scenario")
-            sc = make_approx_scenario(scenario, seed=scenario_seed, horizon=self.horizon, **params)
+            sc = make_approx_scenario(scenario, seed=check_int("scenario_seed", scenario_seed, 0), horizon=self.horizon,
+                                      **params)
         else:
             raise ValueError(f"scenario={scenario!r} is invalid: expected one of {APPROX_SCENARIOS} or a Scenario")
         super().__init__(horizon=horizon, infeasible=infeasible, render_mode=render_mode, oracle=oracle)
