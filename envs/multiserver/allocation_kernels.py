@@ -190,7 +190,7 @@ if HAVE_NUMBA:
     @numba.njit(cache=True, parallel=True)
     def step_batch(y, x, stepping, box_hi, dead_mask, live, live_srv, live_k, live_a, live_ia, ptr, dead, dead_srv,
                    dead_port, dead_k, dead_a, dead_code, cap_tol, tol, beta, util_w,
-                   repair, out, srv_ptr, srv_edge, p_upper, p_cap, width,
+                   repair, out, srv_ptr, srv_edge, p_group, p_upper, p_cap,
                    nonfinite, bad_box, bad_cap, port_reward, gain, overhead, used, util):  # pragma: no cover
         """:func:`slot_step` for N envs at once (``prange`` over chunks of sub-envs, scratch per chunk).
 
@@ -198,8 +198,8 @@ if HAVE_NUMBA:
         leading N axis: nonfinite, bad_box, bad_cap (counts of the action as sent), port_reward (N, L),
         gain, overhead, util (N,), used (N, K). With ``repair`` True, a stepping sub-env whose action
         is finite but outside Y is projected onto Y by ``projection.project_into`` (the kernel the
-        single env, its numpy path and OGASched call; args ``srv_ptr, srv_edge, p_upper, p_cap,
-        width`` of ``AllocationLayout.groups``) into ``out[i]`` (N, E·K) float64, and eq. 5 is
+        single env, its numpy path and OGASched call; args ``srv_ptr, srv_edge, p_group, p_upper, p_cap`` of
+        ``AllocationLayout.groups``) into ``out[i]`` (N, E·K) float64, and eq. 5 is
         evaluated on that projection; rows of ``out`` that are not repaired are left untouched.
         Sub-envs that do not step, are non-finite or are infeasible without ``repair`` get zero
         rewards here.
@@ -213,8 +213,6 @@ if HAVE_NUMBA:
             sums = np.empty(RK)
             g_l = np.empty(L)
             per_type = np.empty((L, K))
-            bp = np.empty(width)
-            code = np.empty(width, dtype=np.int64)
             for i in range(c * chunk, min(N, (c + 1) * chunk)):
                 nf, bb, bc, g, o, u = slot_step(y[i], x[i], box_hi, dead_mask, live, live_srv, live_k, live_a, live_ia,
                                                 ptr, dead, dead_srv, dead_port, dead_k, dead_a, dead_code,
@@ -225,7 +223,7 @@ if HAVE_NUMBA:
                 bad_cap[i] = bc
                 feasible = nf == 0 and bb == 0 and bc == 0
                 if repair and stepping[i] and nf == 0 and not feasible:  # Π_Y (eqs. 11–13), then eq. 5 on it
-                    project_into(y[i], out[i], srv_ptr, srv_edge, p_upper, p_cap, sums, bp, code)
+                    project_into(y[i], out[i], srv_ptr, srv_edge, p_group, p_upper, p_cap, sums)
                     _, _, _, g, o, u = slot_step(out[i], x[i], box_hi, dead_mask, live, live_srv, live_k, live_a,
                                                  live_ia, ptr, dead, dead_srv, dead_port, dead_k, dead_a, dead_code,
                                                  cap_tol, tol, beta, util_w, sums, g_l, per_type, port_reward[i],

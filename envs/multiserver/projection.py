@@ -15,11 +15,11 @@ g(τ) = Σ_{B³} z_i + Σ_{B¹} u_i − |B³| τ, so the root is eq. 13,
 
     τ = (Σ_{B³} z_i − c + Σ_{B¹} u_i) / |B³|.
 
-:func:`project_into` sorts the breakpoints of a binding group (insertion sort: the groups of P2
-hold |L_r| ≈ 1–3 ports), walks them from the left keeping Σ_{B³} z, Σ_{B¹} u and |B³|, and stops at
-the first interval whose eq. 13 root lies inside it (Algorithm 1's sort, line 7, without its repeat
-loop). Cost O(D²) per binding group of D ports (O(D) for a group where eq. 4 does not bind), compiled
-with numba. The same compiled function serves OGASched (eq. 11), the single env's repair and,
+:func:`project_into` brackets the root of a binding group between two consecutive breakpoints by
+evaluating g at every breakpoint (no sort: the groups of P2 hold |L_r| ≈ 1–3 ports, and this
+has no data-dependent branches to mispredict), reads B¹, B³ off the bracket and applies eq. 13
+(the result of Algorithm 1's sort-and-repeat, lines 7–31, without the loop). Cost O(D²) per binding
+group of D ports (O(D) for a group where eq. 4 does not bind), compiled with numba. The same compiled function serves OGASched (eq. 11), the single env's repair and,
 inlined into ``allocation_kernels.step_batch``, the vector env's repair batched over sub-envs, so
 every caller gets the same bits.
 
@@ -43,106 +43,92 @@ except ImportError:  # pragma: no cover
 __all__ = ["project_into", "project_flat", "project_groups", "AllocationLayout", "SegmentSum", "project"]
 
 
-def _project_into(z, out, srv_ptr, srv_edge, upper, cap, sums, bp, code):  # pragma: no cover - compiled
+def _project_into(z, out, srv_ptr, srv_edge, group_of, upper, cap, sums):  # pragma: no cover - compiled
     """Write Π_Y(z) into ``out`` (eqs. 11–13); z float32 or float64 (flat (E·K,)), out float64 (E·K,).
 
     Layout (:class:`AllocationLayout`): server r holds the edges ``srv_edge[srv_ptr[r]:srv_ptr[r+1]]``;
     K = ``cap.shape[0] // (srv_ptr.shape[0] − 1)``; entry (e, k) sits at e·K + k; group (r, k) is
     {e·K + k : e ∈ L_r} with capacity ``cap[r·K + k]`` (eq. 4) and caps ``upper`` (E·K,) (eq. 3,
-    a_e^k, set to 0 where c_r^k = 0 so that such groups project to 0). Scratch: ``sums`` (R·K,)
-    float64, ``bp`` (float64) and ``code`` (int64) of at least twice the largest |L_r|.
+    u >= 0; :class:`AllocationLayout` passes min(a_e^k, c_r^k), which defines the same set).
+    ``sums`` (R·K,) is scratch.
 
-    Three passes: (1) the box clip of eq. 3 on every entry (τ = 0, branch-free); (2) the per-group
-    sums Σ_{l∈L_r} clip(z, 0, u) (eq. 4's left side); (3) for each group where that sum exceeds c
-    (eq. 4 binds, ρ_r^k > 0): τ by eq. 13 on the interval that holds the root (module docstring), then
-    ŷ_i = clip(z_i − τ, 0, u_i). Ties between breakpoints keep their insertion order (stable sort),
-    so the result is a fixed function of the inputs.
+    Two passes: (1) entry by entry, the box clip of eq. 3 (τ = 0) and the per-group (``group_of``
+    (E·K,) = r·K + k) sums Σ_{l∈L_r} clip(z, 0, u) (eq. 4's left side); (2) for each group where that sum exceeds c
+    (eq. 4 binds, ρ_r^k > 0): the bracket of the root of g (module docstring) by evaluating g at
+    every breakpoint, τ by eq. 13 on it, and ŷ_i = clip(z_i − τ, 0, u_i). The result is a fixed
+    function of the inputs (no order of ties matters).
     """
     R = srv_ptr.shape[0] - 1
     K = cap.shape[0] // R if R > 0 else 0
-    for j in range(out.shape[0]):  # (1) eq. 3 box clip, vectorisable
-        out[j] = min(max(np.float64(z[j]), 0.0), upper[j])
     sums[:] = 0.0
-    for r in range(R):  # (2) Σ_{l∈L_r} per (r, k), contiguous over k
-        for p in range(srv_ptr[r], srv_ptr[r + 1]):
-            base = srv_edge[p] * K
-            for k in range(K):
-                sums[r * K + k] += out[base + k]
-    for g in range(R * K):  # (3) groups where eq. 4 binds
-        c = cap[g]
-        if not sums[g] > c:
-            continue
-        r = g // K
-        k = g - r * K
+    for j in range(out.shape[0]):  # (1) eq. 3 box clip and Σ_{l∈L_r} per group (edge order in each)
+        v = min(max(np.float64(z[j]), 0.0), upper[j])
+        out[j] = v
+        sums[group_of[j]] += v
+    for r in range(R):  # (2) groups where eq. 4 binds
         lo = srv_ptr[r]
         hi = srv_ptr[r + 1]
-        # Breakpoints of g(τ): code 2i marks z_i − u_i (i enters B³), 2i + 1 marks z_i (i leaves B³).
-        m = 0
-        c_sum = 0.0  # Σ_{B¹} u: left of every breakpoint each term sits at its cap
-        for i in range(hi - lo):
-            pos = srv_edge[lo + i] * K + k
-            u = upper[pos]
-            if u > 0.0:
-                zj = np.float64(z[pos])
-                bp[m] = zj - u
-                code[m] = 2 * i
-                bp[m + 1] = zj
-                code[m + 1] = 2 * i + 1
-                m += 2
-                c_sum += u
-        for a in range(1, m):  # stable insertion sort (tiny groups)
-            v = bp[a]
-            cd = code[a]
-            b = a - 1
-            while b >= 0 and bp[b] > v:
-                bp[b + 1] = bp[b]
-                code[b + 1] = code[b]
-                b -= 1
-            bp[b + 1] = v
-            code[b + 1] = cd
-        f_sum = 0.0  # Σ_{B³} z
-        n = 0  # |B³|
-        tau = bp[m - 1]
-        for p in range(m):
-            pos = srv_edge[lo + (code[p] >> 1)] * K + k
-            zj = np.float64(z[pos])
-            if code[p] & 1 == 0:  # B¹ -> B³
-                f_sum += zj
-                c_sum -= upper[pos]
-                n += 1
-            else:  # B³ -> B² (zero)
-                f_sum -= zj
-                n -= 1
-            # g on (bp[p], bp[p+1]) is f_sum + c_sum − n τ; g(bp[p]) > c holds by the previous step.
+        for k in range(K):
+            c = cap[r * K + k]
+            if not sums[r * K + k] > c:
+                continue
+            # Bracket: b_lo = the largest breakpoint with g > c, b_hi = the smallest with g <= c
+            # (g at the smallest breakpoint is Σ u >= Σ clip(z, 0, u) > c; at the largest it is 0).
+            b_lo = -np.inf
+            g_lo = 0.0
+            b_hi = np.inf
+            g_hi = 0.0
+            for i in range(lo, hi):  # selects, not branches: the comparisons are data-dependent
+                pi = srv_edge[i] * K + k
+                zi = np.float64(z[pi])
+                for side in range(2):
+                    b = zi - upper[pi] if side == 0 else zi  # z − u: i enters B³; z: i leaves B³
+                    gb = 0.0
+                    for j in range(lo, hi):
+                        pj = srv_edge[j] * K + k
+                        gb += min(max(np.float64(z[pj]) - b, 0.0), upper[pj])
+                    above = gb > c
+                    to_lo = above & (b > b_lo)
+                    to_hi = (not above) & (b < b_hi)
+                    b_lo = b if to_lo else b_lo
+                    g_lo = gb if to_lo else g_lo
+                    b_hi = b if to_hi else b_hi
+                    g_hi = gb if to_hi else g_hi
+            # No breakpoint lies strictly inside (b_lo, b_hi): B¹ = {z − u >= b_hi}, B³ = {z − u <= b_lo,
+            # z >= b_hi}, B² (zero) = the rest, and g(τ) = Σ_{B³} z + Σ_{B¹} u − |B³| τ there.
+            f_sum = 0.0
+            c_sum = 0.0
+            n = 0
+            for i in range(lo, hi):
+                pi = srv_edge[i] * K + k
+                zi = np.float64(z[pi])
+                capped = zi - upper[pi] >= b_hi
+                free = (not capped) & (zi >= b_hi)
+                c_sum += upper[pi] if capped else 0.0
+                f_sum += zi if free else 0.0
+                n += free
             if n > 0:
-                t = (f_sum - c + c_sum) / n  # eq. 13
-                if p == m - 1 or t <= bp[p + 1]:
-                    tau = max(t, bp[p])
-                    break
-            elif c_sum <= c:  # flat piece at or below c: the root is its left end (rounding only)
-                tau = bp[p]
-                break
-        tau = max(tau, 0.0)  # ρ_r^k >= 0
-        for i in range(hi - lo):
-            pos = srv_edge[lo + i] * K + k
-            out[pos] = min(max(np.float64(z[pos]) - tau, 0.0), upper[pos])
+                tau = (f_sum - c + c_sum) / n  # eq. 13
+            else:  # (rounding only) interpolate g linearly on the bracket
+                tau = b_lo + (g_lo - c) / (g_lo - g_hi) * (b_hi - b_lo)
+            tau = max(min(max(tau, b_lo), b_hi), 0.0)  # inside the bracket; ρ_r^k >= 0
+            for i in range(lo, hi):
+                pi = srv_edge[i] * K + k
+                out[pi] = min(max(np.float64(z[pi]) - tau, 0.0), upper[pi])
 
 
 if HAVE_NUMBA:
     project_into = numba.njit(cache=True, nogil=True, inline="always")(_project_into)
 
     @numba.njit(cache=True, nogil=True)
-    def project_flat(z, out, srv_ptr, srv_edge, upper, cap, width):  # pragma: no cover - compiled
-        """:func:`project_into` for one flat point z (float32/float64) into ``out`` (float64), with
-        scratch of ``width`` >= 2·max_r |L_r| entries."""
-        project_into(z, out, srv_ptr, srv_edge, upper, cap, np.empty(cap.shape[0]), np.empty(width),
-                     np.empty(width, dtype=np.int64))
+    def project_flat(z, out, srv_ptr, srv_edge, group_of, upper, cap):  # pragma: no cover - compiled
+        """:func:`project_into` for one flat point z (float32/float64) into ``out`` (float64)."""
+        project_into(z, out, srv_ptr, srv_edge, group_of, upper, cap, np.empty(cap.shape[0]))
 else:  # pragma: no cover
     project_into = _project_into
 
-    def project_flat(z, out, srv_ptr, srv_edge, upper, cap, width):
-        _project_into(z, out, srv_ptr, srv_edge, upper, cap, np.empty(cap.shape[0]), np.empty(width),
-                      np.empty(width, dtype=np.int64))
+    def project_flat(z, out, srv_ptr, srv_edge, group_of, upper, cap):
+        _project_into(z, out, srv_ptr, srv_edge, group_of, upper, cap, np.empty(cap.shape[0]))
 
 
 def project_groups(z: np.ndarray, upper: np.ndarray, cap: np.ndarray) -> np.ndarray:
@@ -163,8 +149,8 @@ def project_groups(z: np.ndarray, upper: np.ndarray, cap: np.ndarray) -> np.ndar
     u = np.ascontiguousarray(np.where(c[:, None] > 0, u, 0.0)).reshape(-1)  # a row with c = 0 projects to 0
     out = np.empty(G * D)
     # Each row is a "server" with D single-type "edges" (K = 1).
-    project_flat(z.reshape(-1), out, np.arange(G + 1, dtype=np.int64) * D, np.arange(G * D, dtype=np.int64), u, c,
-                 max(2 * D, 2))
+    project_flat(z.reshape(-1), out, np.arange(G + 1, dtype=np.int64) * D, np.arange(G * D, dtype=np.int64),
+                 np.repeat(np.arange(G, dtype=np.int64), D), u, c)
     return out.reshape(G, D)
 
 
@@ -176,10 +162,11 @@ class AllocationLayout:
         pad_mask: (R, D) bool, True where ``index`` is padding.
         upper: (R, D, K) float, a_l^k of the port of each slot (0 on padding), eq. 3.
         capacity: (R, K) float, c_r^k, eq. 4.
-        server_ptr, server_edge, group_upper, group_cap, width: the arguments of
+        server_ptr, server_edge, group_of, group_upper, group_cap: the arguments of
             :func:`project_into`: the edges of server r are ``server_edge[server_ptr[r]:server_ptr[r+1]]``,
+            entry e·K + k belongs to group ``group_of[e·K + k]`` = r_e·K + k,
             group (r, k) holds the flat positions e·K + k of an (E, K) allocation, with caps a_e^k
-            (0 where c_r^k = 0) and capacity c_r^k; ``width`` = 2·max_r |L_r| (scratch size).
+            capped at c_r^k (the same set Y) and capacity c_r^k.
     """
 
     def __init__(self, edge_port: np.ndarray, edge_server: np.ndarray, demand: np.ndarray,
@@ -208,10 +195,12 @@ class AllocationLayout:
         # The layout of :func:`project_into`: edges by server, caps a_e^k zeroed where c_r^k = 0.
         self.server_ptr = np.concatenate([[0], np.cumsum(deg)]).astype(np.int64)  # (R+1,)
         self.server_edge = np.ascontiguousarray(order.astype(np.int64))  # (E,) edges of server r, in edge order
-        live = self.capacity[edge_server] > 0  # (E, K)
-        self.group_upper = np.ascontiguousarray(np.where(live, dem[:E], 0.0).reshape(-1))  # (E·K,)
+        self.group_of = np.ascontiguousarray((edge_server[:, None] * K + np.arange(K)).reshape(-1))  # (E·K,) r·K + k
+        # Caps min(a_e^k, c_r^k): the same set Y (y_i <= Σ_{L_r} y <= c with y >= 0), so the same
+        # projection; a group of one port is then never binding (its box clip is the projection), and
+        # a group with c_r^k = 0 projects to 0 by the box clip.
+        self.group_upper = np.ascontiguousarray(np.minimum(dem[:E], self.capacity[edge_server]).reshape(-1))  # (E·K,)
         self.group_cap = np.ascontiguousarray(self.capacity.reshape(-1))  # (R·K,) c_r^k
-        self.width = 2 * D
 
     def gather(self, y: np.ndarray) -> np.ndarray:
         """(E, K) -> (R, D, K) with zeros on padding."""
@@ -237,8 +226,8 @@ class AllocationLayout:
 
     @property
     def groups(self) -> tuple:
-        """(server_ptr, server_edge, upper, cap, width): what :func:`project_flat` takes after (z, out)."""
-        return self.server_ptr, self.server_edge, self.group_upper, self.group_cap, self.width
+        """(server_ptr, server_edge, group_of, upper, cap): what :func:`project_flat` takes after (z, out)."""
+        return self.server_ptr, self.server_edge, self.group_of, self.group_upper, self.group_cap
 
 
 def project(z: np.ndarray, edge_port, edge_server, demand, capacity, num_servers: int) -> np.ndarray:
