@@ -128,6 +128,11 @@ if HAVE_NUMBA:
         for each other). All sums then add the dead entries that are non-zero, in edge/device order. Utilities are evaluated for every live entry of a port with a job, zeros included
         (f(0) = ±0 and x + ±0 = x for the sums here, which start at +0, so this equals skipping them);
         the reciprocal family uses the precomputed 1/α (the same division, so the same bits).
+
+        An action with a non-zero dead entry or an entry outside [0, a] (what a sampled action looks
+        like; a feasible-by-construction one has exact zeros there) first gets the server sums alone,
+        in the same order, so an infeasible one returns without evaluating eq. 5 (reward parts 0,
+        ``port_reward`` and ``used`` zeroed); the counts and ``sums`` are those of the full pass.
         """
         K = per_type.shape[1]
         L = x.shape[0]
@@ -142,6 +147,22 @@ if HAVE_NUMBA:
             stray += dead_mask[j] & (v != 0.0)
         if nonfinite:
             return nonfinite, bad, 0, 0.0, 0.0, 0.0
+        if stray or bad:  # not built to be feasible (e.g. sampled): check eq. 4 before evaluating eq. 5
+            sums[:] = 0.0
+            for j in range(live.shape[0]):  # the order of the main pass below: live entries, then dead
+                sums[live_srv[j]] += np.float64(y[live[j]])
+            for j in range(dead.shape[0]):
+                v = np.float64(y[dead[j]])
+                if v != 0.0:
+                    sums[dead_srv[j]] += v
+            over = 0
+            for s in range(sums.shape[0]):
+                if sums[s] > cap_tol[s]:
+                    over += 1
+            if bad or over:  # infeasible: the reward parts are not needed (callers repair or raise)
+                port_reward[:] = 0.0
+                used[:] = 0.0
+                return nonfinite, bad, over, 0.0, 0.0, 0.0
         sums[:] = 0.0
         per_type[:, :] = 0.0
         port_reward[:] = 0.0
