@@ -29,7 +29,7 @@ import math
 
 import numpy as np
 
-from clustergym.envs.multiserver.projection import project_into
+from clustergym.envs.multiserver.projection import max_degree, project_into
 
 try:
     import numba
@@ -234,6 +234,7 @@ if HAVE_NUMBA:
             sums = np.empty(RK)
             g_l = np.empty(L)
             per_type = np.empty((L, K))
+            buf = np.empty(2 * max_degree(srv_ptr))
             for i in range(c * chunk, min(N, (c + 1) * chunk)):
                 nf, bb, bc, g, o, u = slot_step(y[i], x[i], box_hi, dead_mask, live, live_srv, live_k, live_a, live_ia,
                                                 ptr, dead, dead_srv, dead_port, dead_k, dead_a, dead_code,
@@ -244,7 +245,7 @@ if HAVE_NUMBA:
                 bad_cap[i] = bc
                 feasible = nf == 0 and bb == 0 and bc == 0
                 if repair and stepping[i] and nf == 0 and not feasible:  # Π_Y (eqs. 11–13), then eq. 5 on it
-                    project_into(y[i], out[i], srv_ptr, srv_edge, p_group, p_upper, p_cap, sums)
+                    project_into(y[i], out[i], srv_ptr, srv_edge, p_group, p_upper, p_cap, sums, buf)
                     _, _, _, g, o, u = slot_step(out[i], x[i], box_hi, dead_mask, live, live_srv, live_k, live_a,
                                                  live_ia, ptr, dead, dead_srv, dead_port, dead_k, dead_a, dead_code,
                                                  cap_tol, tol, beta, util_w, sums, g_l, per_type, port_reward[i],

@@ -43,14 +43,14 @@ except ImportError:  # pragma: no cover
 __all__ = ["project_into", "project_flat", "project_groups", "AllocationLayout", "SegmentSum", "project"]
 
 
-def _project_into(z, out, srv_ptr, srv_edge, group_of, upper, cap, sums):  # pragma: no cover - compiled
+def _project_into(z, out, srv_ptr, srv_edge, group_of, upper, cap, sums, buf):  # pragma: no cover - compiled
     """Write Π_Y(z) into ``out`` (eqs. 11–13); z float32 or float64 (flat (E·K,)), out float64 (E·K,).
 
     Layout (:class:`AllocationLayout`): server r holds the edges ``srv_edge[srv_ptr[r]:srv_ptr[r+1]]``;
     K = ``cap.shape[0] // (srv_ptr.shape[0] − 1)``; entry (e, k) sits at e·K + k; group (r, k) is
     {e·K + k : e ∈ L_r} with capacity ``cap[r·K + k]`` (eq. 4) and caps ``upper`` (E·K,) (eq. 3,
     u >= 0; :class:`AllocationLayout` passes min(a_e^k, c_r^k), which defines the same set).
-    ``sums`` (R·K,) is scratch.
+    ``sums`` (R·K,) and ``buf`` (>= 2·max_r |L_r|, :func:`max_degree`) are scratch.
 
     Two passes: (1) entry by entry, the box clip of eq. 3 (τ = 0) and the per-group (``group_of``
     (E·K,) = r·K + k) sums Σ_{l∈L_r} clip(z, 0, u) (eq. 4's left side); (2) for each group where that sum exceeds c
@@ -72,21 +72,23 @@ def _project_into(z, out, srv_ptr, srv_edge, group_of, upper, cap, sums):  # pra
             c = cap[r * K + k]
             if not sums[r * K + k] > c:
                 continue
+            d = hi - lo
+            for i in range(d):  # the group's z and u, gathered once
+                pi = srv_edge[lo + i] * K + k
+                buf[i] = np.float64(z[pi])
+                buf[d + i] = upper[pi]
             # Bracket: b_lo = the largest breakpoint with g > c, b_hi = the smallest with g <= c
             # (g at the smallest breakpoint is Σ u >= Σ clip(z, 0, u) > c; at the largest it is 0).
             b_lo = -np.inf
             g_lo = 0.0
             b_hi = np.inf
             g_hi = 0.0
-            for i in range(lo, hi):  # selects, not branches: the comparisons are data-dependent
-                pi = srv_edge[i] * K + k
-                zi = np.float64(z[pi])
+            for i in range(d):  # selects, not branches: the comparisons are data-dependent
                 for side in range(2):
-                    b = zi - upper[pi] if side == 0 else zi  # z − u: i enters B³; z: i leaves B³
+                    b = buf[i] - buf[d + i] if side == 0 else buf[i]  # z − u: i enters B³; z: i leaves B³
                     gb = 0.0
-                    for j in range(lo, hi):
-                        pj = srv_edge[j] * K + k
-                        gb += min(max(np.float64(z[pj]) - b, 0.0), upper[pj])
+                    for j in range(d):
+                        gb += min(max(buf[j] - b, 0.0), buf[d + j])
                     above = gb > c
                     to_lo = above & (b > b_lo)
                     to_hi = (not above) & (b < b_hi)
@@ -99,36 +101,44 @@ def _project_into(z, out, srv_ptr, srv_edge, group_of, upper, cap, sums):  # pra
             f_sum = 0.0
             c_sum = 0.0
             n = 0
-            for i in range(lo, hi):
-                pi = srv_edge[i] * K + k
-                zi = np.float64(z[pi])
-                capped = zi - upper[pi] >= b_hi
-                free = (not capped) & (zi >= b_hi)
-                c_sum += upper[pi] if capped else 0.0
-                f_sum += zi if free else 0.0
+            for i in range(d):
+                capped = buf[i] - buf[d + i] >= b_hi
+                free = (not capped) & (buf[i] >= b_hi)
+                c_sum += buf[d + i] if capped else 0.0
+                f_sum += buf[i] if free else 0.0
                 n += free
             if n > 0:
                 tau = (f_sum - c + c_sum) / n  # eq. 13
             else:  # (rounding only) interpolate g linearly on the bracket
                 tau = b_lo + (g_lo - c) / (g_lo - g_hi) * (b_hi - b_lo)
             tau = max(min(max(tau, b_lo), b_hi), 0.0)  # inside the bracket; ρ_r^k >= 0
-            for i in range(lo, hi):
-                pi = srv_edge[i] * K + k
-                out[pi] = min(max(np.float64(z[pi]) - tau, 0.0), upper[pi])
+            for i in range(d):
+                out[srv_edge[lo + i] * K + k] = min(max(buf[i] - tau, 0.0), buf[d + i])
+
+
+def _max_degree(srv_ptr):  # pragma: no cover - compiled
+    d = 1
+    for r in range(srv_ptr.shape[0] - 1):
+        d = max(d, srv_ptr[r + 1] - srv_ptr[r])
+    return d
 
 
 if HAVE_NUMBA:
     project_into = numba.njit(cache=True, nogil=True, inline="always")(_project_into)
+    max_degree = numba.njit(cache=True, nogil=True, inline="always")(_max_degree)
 
     @numba.njit(cache=True, nogil=True)
     def project_flat(z, out, srv_ptr, srv_edge, group_of, upper, cap):  # pragma: no cover - compiled
         """:func:`project_into` for one flat point z (float32/float64) into ``out`` (float64)."""
-        project_into(z, out, srv_ptr, srv_edge, group_of, upper, cap, np.empty(cap.shape[0]))
+        project_into(z, out, srv_ptr, srv_edge, group_of, upper, cap, np.empty(cap.shape[0]),
+                     np.empty(2 * max_degree(srv_ptr)))
 else:  # pragma: no cover
     project_into = _project_into
+    max_degree = _max_degree
 
     def project_flat(z, out, srv_ptr, srv_edge, group_of, upper, cap):
-        _project_into(z, out, srv_ptr, srv_edge, group_of, upper, cap, np.empty(cap.shape[0]))
+        _project_into(z, out, srv_ptr, srv_edge, group_of, upper, cap, np.empty(cap.shape[0]),
+                      np.empty(2 * _max_degree(srv_ptr)))
 
 
 def project_groups(z: np.ndarray, upper: np.ndarray, cap: np.ndarray) -> np.ndarray:
