@@ -99,6 +99,7 @@ class MultiServerAllocationVectorEnv(ClusterVectorEnv):
         self._space_desc = s._space_desc
         self._kernel_args = (*s._plan, *s._kernel_tail)  # the single env's entry lists and constants
         self._groups = s.layout.groups  # the projection's layout (projection.project_into), the single env's
+        self._repair_buf = np.empty((N, self._E, self._K))  # (N, E, K) float64, see step()
         self._arr_block = np.zeros((N, _BLOCK, self._L), dtype=bool)  # (N, B, L) arrivals of the block
         self._pos = np.zeros(N, dtype=np.int64)  # (N,) current slot's index in the block
         self._counts = np.zeros((N, self._L))  # (N, L) n_l = Σ_t x_l(t) (the hindsight optimum's input)
@@ -150,7 +151,7 @@ class MultiServerAllocationVectorEnv(ClusterVectorEnv):
         used = np.empty((N, K))
         util = np.empty(N)
         repair = self.infeasible == "repair"
-        out = np.empty((N, self._E, self._K))  # the repaired allocations (untouched, so unpaged, if none)
+        out = self._repair_buf  # (N, E, K) receives the repaired rows; handed out (and replaced) only if used
         _kern.step_batch(y.reshape(N, -1), self._arrivals, stepping, *self._kernel_args, repair, out.reshape(N, -1),
                          *self._groups, nonfinite, bad_box, bad_cap, port_reward, gain, overhead, used, util)
         if nonfinite.any():
@@ -169,6 +170,7 @@ class MultiServerAllocationVectorEnv(ClusterVectorEnv):
                 raise ValueError(f"sub-env {i}: " + s._infeasible_message(yi, s._sums, int(bad_box[i])))
             # The kernel projected the repaired rows into ``out`` (eqs. 11–13) and evaluated eq. 5 there.
             allocation = out
+            self._repair_buf = np.empty_like(out)  # the caller keeps ``allocation``: never write into it again
             kept = repaired == 0
             if kept.any():
                 allocation[kept] = y[kept]
