@@ -124,11 +124,15 @@ def test_p2_sampled_actions_repaired_in_the_vector_kernel_equal_the_single_env(d
     vec.action_space.seed(1)
     ended = np.zeros(N, dtype=bool)
     repaired = 0
+    kept = None
     for t in range(2 * horizon + 3):
         a = vec.action_space.sample().astype(dtype)
         if t % 5 == 2:  # a mixed batch: row 1 feasible (zeros), the others repaired
             a[1] = 0
         obs, reward, terminated, truncated, info = vec.step(a)
+        if kept is not None:  # an allocation handed out earlier is never overwritten by a later step
+            assert np.array_equal(kept[0], kept[1])
+        kept = (info["feedback"]["allocation"], info["feedback"]["allocation"].copy())
         for i, s in enumerate(singles):
             if ended[i]:
                 s_obs, s_info = s.reset()
