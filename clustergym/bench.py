@@ -194,12 +194,13 @@ def vector_sampled_rate(env_id: str, label: str, steps: int, num_envs: int = 102
                f">= {target:,.0f}" if target else "", rate >= target if target else None)
 
 
-def ppo_rate(env_id: str, label: str, quick: bool, n_envs: int = 4, n_steps: int = 256, **env_kw) -> Row:
+def ppo_rate(env_id: str, label: str, quick: bool, n_envs: int = 4, n_steps: int = 256, rollouts: int | None = None,
+             **env_kw) -> Row:
     """SB3 PPO training throughput (env steps/s of ``model.learn``), as ``clustergym train`` sets it up:
     ``make_train_env`` (flattened observation + statistics, [-1, 1] Box actions) in a DummyVecEnv of
     ``n_envs``, VecNormalize, an MLP policy with SB3's defaults except ``n_steps``, one torch thread.
-    One rollout + update is run first, untimed (torch and the env kernels warm up); then 2 (quick)
-    or 6 rollouts + updates are timed, so the rate includes PPO's gradient steps."""
+    One rollout + update is run first, untimed (torch and the env kernels warm up); then ``rollouts``
+    (default 2 quick, 6 full) rollouts + updates are timed, so the rate includes PPO's gradient steps."""
     import torch
     from stable_baselines3 import PPO
     from stable_baselines3.common.vec_env import DummyVecEnv, VecNormalize
@@ -214,7 +215,7 @@ def ppo_rate(env_id: str, label: str, quick: bool, n_envs: int = 4, n_steps: int
     model = PPO("MlpPolicy", venv, n_steps=n_steps, seed=0, verbose=0, device="cpu")
     per_rollout = n_envs * n_steps
     model.learn(per_rollout)  # warm-up, untimed
-    total = per_rollout * (2 if quick else 6)
+    total = per_rollout * (rollouts if rollouts is not None else (2 if quick else 6))
     t0 = time.perf_counter()
     model.learn(total, reset_num_timesteps=False)
     rate = total / (time.perf_counter() - t0)
