@@ -49,8 +49,8 @@ class MultiServerAllocationVectorEnv(ClusterVectorEnv):
     ## Infeasible actions
     As the single env, per row: ``"repair"`` replaces an allocation outside Y (beyond 1e-6 device
     units) by its exact Euclidean projection Π_Y, computed inside ``step_batch`` by the compiled
-    kernel the single env uses (``projection.project_into``), in parallel over sub-envs; ``"raise"``: ValueError naming the sub-env, then the constraint (eq. 3 or
-    eq. 4). Shape other than (N, |E|, K), NaN/inf: ValueError naming the first offending sub-env.
+    kernel the single env uses (``projection.project_into``), in parallel over sub-envs;
+    ``"raise"``: ValueError naming the sub-env, then the constraint (eq. 3 or eq. 4). Shape other than (N, |E|, K), NaN/inf: ValueError naming the first offending sub-env.
 
     ## Info
     Arrays with a leading N axis, each with a ``_key`` mask (Gymnasium's vector layout): ``t`` (N,)
