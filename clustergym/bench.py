@@ -148,6 +148,82 @@ def esdp_rows(quick: bool) -> list[Row]:
     return rows
 
 
+def sampled_action_rate(env_id: str, label: str, n: int, target: float | None = None, **env_kw) -> Row:
+    """Steps/s of ``gym.make(env_id)`` on ``env.action_space.sample()`` actions: what a random policy
+    (or an untrained learner) sends, nearly always outside the feasible set, so the env's default
+    ``infeasible="repair"`` path runs. 64 pre-drawn actions (space seeded 0) are cycled; only
+    ``env.step`` is timed; an episode end resets untimed."""
+    import gymnasium as gym
+
+    import clustergym  # noqa: F401
+
+    env = gym.make(env_id, oracle=False, horizon=10**9, **env_kw)
+    env.reset(seed=0)
+    env.action_space.seed(0)
+    actions = [env.action_space.sample() for _ in range(64)]
+    repaired = 0
+    for i in range(20):  # warm-up, untimed: loads the compiled kernels
+        env.step(actions[i])
+    spent = 0.0
+    for i in range(n):
+        t0 = time.perf_counter()
+        obs, r, term, trunc, info = env.step(actions[i & 63])
+        spent += time.perf_counter() - t0
+        repaired += bool(info.get("metrics", {}).get("repaired", 0))
+        if term or trunc:
+            env.reset()
+    rate = n / spent
+    what = f"{label} env step, action_space.sample() ({100 * repaired / n:.0f}% repaired)"
+    return Row(what, rate, "steps/s", f">= {target:,.0f}" if target else "", rate >= target if target else None)
+
+
+def vector_sampled_rate(env_id: str, label: str, steps: int, num_envs: int = 1024, target: float | None = None,
+                        **env_kw) -> Row:
+    """Env-steps/s of the native vector env on ``action_space.sample()`` batches (the repair path)."""
+    import gymnasium as gym
+
+    import clustergym  # noqa: F401
+
+    env = gym.make_vec(env_id, num_envs=num_envs, vectorization_mode="vector_entry_point", oracle=False,
+                       horizon=10**9, **env_kw)
+    env.reset(seed=0)
+    env.action_space.seed(0)
+    batches = [env.action_space.sample() for _ in range(4)]
+    rate = _vector_rate(env, batches, steps)
+    return Row(f"{label} native vector env, {num_envs} envs, action_space.sample()", rate, "env-steps/s",
+               f">= {target:,.0f}" if target else "", rate >= target if target else None)
+
+
+def ppo_rate(env_id: str, label: str, quick: bool, n_envs: int = 4, n_steps: int = 256, rollouts: int | None = None,
+             **env_kw) -> Row:
+    """SB3 PPO training throughput (env steps/s of ``model.learn``), as ``clustergym train`` sets it up:
+    ``make_train_env`` (flattened observation + statistics, [-1, 1] Box actions) in a DummyVecEnv of
+    ``n_envs``, VecNormalize, an MLP policy with SB3's defaults except ``n_steps``, one torch thread.
+    One rollout + update is run first, untimed (torch and the env kernels warm up); then ``rollouts``
+    (default 2 quick, 6 full) rollouts + updates are timed, so the rate includes PPO's gradient steps."""
+    import torch
+    from stable_baselines3 import PPO
+    from stable_baselines3.common.vec_env import DummyVecEnv, VecNormalize
+
+    import clustergym  # noqa: F401
+    from clustergym.baselines.drl import make_train_env
+
+    torch.set_num_threads(1)
+    venv = DummyVecEnv([lambda i=i: make_train_env(env_id, env_kw, rank=i) for i in range(n_envs)])
+    venv.seed(0)
+    venv = VecNormalize(venv, norm_obs=True, norm_reward=True, clip_obs=10.0)
+    model = PPO("MlpPolicy", venv, n_steps=n_steps, seed=0, verbose=0, device="cpu")
+    per_rollout = n_envs * n_steps
+    model.learn(per_rollout)  # warm-up, untimed
+    total = per_rollout * (rollouts if rollouts is not None else (2 if quick else 6))
+    t0 = time.perf_counter()
+    model.learn(total, reset_num_timesteps=False)
+    rate = total / (time.perf_counter() - t0)
+    venv.close()
+    return Row(f"{label} SB3 PPO training ({n_envs} envs, n_steps={n_steps}, 1 torch thread)", rate, "steps/s", "",
+               None)
+
+
 def _rss_mb() -> float:
     """Resident set size of this process (Linux /proc; 0 elsewhere)."""
     import os

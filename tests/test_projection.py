@@ -97,3 +97,90 @@ def test_layout_projection_on_a_scenario_matches_groupwise_qp():
     assert np.all(y <= pb.edge_demand + 1e-12) and np.all(y >= 0)
     # Idempotent on Y.
     assert np.allclose(lay.project(y), y, atol=1e-12)
+
+
+def qp_reference_grouped(z: np.ndarray, u: np.ndarray, group: np.ndarray, c: np.ndarray) -> np.ndarray:
+    """min Σ ½(y − z)² s.t. 0 <= y <= u, Σ_{i: group_i = g} y_i <= c_g (HiGHS), any group sizes."""
+    n, G = z.shape[0], c.shape[0]
+    h = highspy.Highs()
+    h.setOptionValue("output_flag", False)
+    for opt in ("primal_feasibility_tolerance", "dual_feasibility_tolerance"):
+        h.setOptionValue(opt, 1e-10)
+    h.setOptionValue("qp_regularization_value", 0.0)
+    lp = highspy.HighsLp()
+    lp.num_col_, lp.num_row_ = n, G
+    lp.col_cost_ = (-z).tolist()
+    lp.col_lower_ = [0.0] * n
+    lp.col_upper_ = u.tolist()
+    lp.row_lower_ = [-highspy.kHighsInf] * G
+    lp.row_upper_ = c.tolist()
+    lp.a_matrix_.format_ = highspy.MatrixFormat.kColwise
+    lp.a_matrix_.start_ = list(range(n + 1))
+    lp.a_matrix_.index_ = group.tolist()
+    lp.a_matrix_.value_ = [1.0] * n
+    h.passModel(lp)
+    h.passHessian(n, n, 1, np.arange(n + 1, dtype=np.int32), np.arange(n, dtype=np.int32), np.ones(n))
+    h.run()
+    assert h.getModelStatus() == highspy.HighsModelStatus.kOptimal
+    return np.array(h.getSolution().col_value)
+
+
+def random_layout(rng):
+    """A random small P2 instance: servers with 1–6 ports, some zero caps a and capacities c, and a
+    point z drawn as a learner would send it (uniform in the box, beyond it, Gaussian, or with ties)."""
+    R, K = int(rng.integers(1, 6)), int(rng.integers(1, 4))
+    deg = rng.integers(1, 7, R)
+    server = rng.permutation(np.repeat(np.arange(R), deg))  # edges in random server order
+    E = server.shape[0]
+    a = rng.uniform(0, 8, (E, K)) * (rng.random((E, K)) < 0.85)
+    c = rng.uniform(0, 10, (R, K)) * (rng.random((R, K)) < 0.85)
+    kind = rng.integers(4)
+    if kind == 0:  # action_space.sample()
+        z = rng.random((E, K)) * a
+    elif kind == 1:  # beyond the box on both sides
+        z = rng.uniform(-0.5, 1.8, (E, K)) * a
+    elif kind == 2:
+        z = rng.normal(1.0, 4.0, (E, K))
+    else:  # ties: repeated values, caps and capacities, so breakpoints coincide
+        z, a, c = np.round(rng.normal(2, 2, (E, K))), np.round(a), np.round(c)
+    return server, a, c, z
+
+
+def test_layout_projection_equals_qp_on_thousands_of_random_instances():
+    """3,000 random instances (about 60,000 entries), solved as a few QPs with HiGHS, agree within 1e-6."""
+    rng = np.random.default_rng(2026)
+    checked = binding = 0
+    for batch in range(100):  # small QPs: HiGHS's active-set QP time grows faster than linearly
+        zs, us, gs, cs, ys = [], [], [], [], []
+        for _ in range(30):
+            server, a, c, z = random_layout(rng)
+            R, K = c.shape
+            lay = AllocationLayout(np.zeros_like(server), server, a, c, R)
+            y = lay.project(z)
+            # feasible (eqs. 3–4) and the box clip wherever eq. 4 does not bind
+            assert np.all(y >= 0) and np.all(y <= a) and np.all(lay.server_sums(y) <= c + 1e-9)
+            free = lay.server_sums(np.clip(z, 0, a)) <= c  # (R, K) non-binding groups
+            assert np.array_equal(y[free[server]], np.clip(z, 0, a)[free[server]])
+            binding += int((~free).sum())
+            # float32 input: the same bits as its float64 widening
+            z32 = z.astype(np.float32)
+            assert np.array_equal(lay.project(z32), lay.project(z32.astype(np.float64)))
+            offset = sum(x.shape[0] for x in cs)
+            zs.append(z.ravel()), us.append(a.ravel()), ys.append(y.ravel()), cs.append(c.ravel())
+            gs.append((offset + server[:, None] * K + np.arange(K)).ravel())
+            checked += 1
+        ref = qp_reference_grouped(np.concatenate(zs), np.concatenate(us), np.concatenate(gs), np.concatenate(cs))
+        assert np.abs(np.concatenate(ys) - ref).max() <= 1e-6
+    assert checked == 3000 and binding > 3000  # the search for τ (eq. 13) ran thousands of times
+
+
+def test_projection_is_idempotent_and_moves_the_least():
+    """Π_Y(Π_Y(z)) = Π_Y(z) (to 1e-12), and no random point of Y is closer to z than Π_Y(z)."""
+    rng = np.random.default_rng(7)
+    for _ in range(200):
+        server, a, c, z = random_layout(rng)
+        lay = AllocationLayout(np.zeros_like(server), server, a, c, c.shape[0])
+        y = lay.project(z)
+        assert np.abs(lay.project(y) - y).max() <= 1e-12
+        other = lay.project(rng.random(z.shape) * a * 2)  # some other point of Y
+        assert np.sum((y - z) ** 2) <= np.sum((other - z) ** 2) + 1e-9

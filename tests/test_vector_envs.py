@@ -110,6 +110,43 @@ def test_sub_envs_replay_single_env_exactly(env_id, seed):
     assert vec.observation_space.contains(obs)
 
 
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_p2_sampled_actions_repaired_in_the_vector_kernel_equal_the_single_env(dtype):
+    """action_space.sample() (what a random policy or PPO sends): nearly every row is outside Y and
+    repaired inside ``step_batch``; each sub-env still equals a single env exactly (reward, executed
+    allocation, every metric), also in batches where some rows are feasible and across an autoreset."""
+    N, horizon = 4, 30
+    vec = make_vec(P2, N, horizon=horizon, oracle=False)
+    singles = [gym.make(P2, horizon=horizon, oracle=False).unwrapped for _ in range(N)]
+    vec.reset(seed=5)
+    for i, s in enumerate(singles):
+        s.reset(seed=5 + i)
+    vec.action_space.seed(1)
+    ended = np.zeros(N, dtype=bool)
+    repaired = 0
+    kept = None
+    for t in range(2 * horizon + 3):
+        a = vec.action_space.sample().astype(dtype)
+        if t % 5 == 2:  # a mixed batch: row 1 feasible (zeros), the others repaired
+            a[1] = 0
+        obs, reward, terminated, truncated, info = vec.step(a)
+        if kept is not None:  # an allocation handed out earlier is never overwritten by a later step
+            assert np.array_equal(kept[0], kept[1])
+        kept = (info["feedback"]["allocation"], info["feedback"]["allocation"].copy())
+        for i, s in enumerate(singles):
+            if ended[i]:
+                s_obs, s_info = s.reset()
+                s_r = 0.0
+            else:
+                s_obs, s_r, _, _, s_info = s.step(a[i])
+                repaired += s_info["metrics"]["repaired"] > 0
+            assert deep_equal(row(obs, i), s_obs)
+            assert reward[i] == s_r, (t, i, reward[i], s_r)
+            assert_row_equals_single(P2, info, i, s_info)
+        ended = terminated | truncated
+    assert repaired >= 0.7 * N * 2 * horizon  # the repair path, not the feasible one, was exercised
+
+
 @pytest.mark.parametrize("env_id", VECTOR_IDS)
 def test_seed_list_and_reset_mask(env_id):
     vec = make_vec(env_id, 3, horizon=50, oracle=False)

@@ -408,9 +408,12 @@ def reproduce(quick: bool, out: str, workers: int, progress: bool) -> str:
 
 
 def bench_rows(quick: bool):
-    from clustergym.bench import p1_env_steps, p1_oracle, p1_vector_steps, esdp_rows
+    from clustergym.bench import esdp_rows, p1_env_steps, p1_oracle, p1_vector_steps, ppo_rate, sampled_action_rate
 
-    return [p1_env_steps(quick), p1_vector_steps(quick), p1_oracle(quick), *esdp_rows(quick)]
+    env_id = "clustergym/MultiServerChannel-v0"
+    return [p1_env_steps(quick), sampled_action_rate(env_id, "P1", 1_000 if quick else 5_000), p1_vector_steps(quick),
+            p1_oracle(quick), *esdp_rows(quick), ppo_rate(env_id, "P1", quick)]
+
 
 
 def main(argv=None) -> None:

@@ -468,7 +468,13 @@ def large_run(horizon: int, seed: int = 0) -> dict:
 def bench_rows(quick: bool):
     from clustergym.bench import Row
 
-    rows = [p2_env_steps(quick), p2_vector_steps(quick)]
+    from clustergym.bench import ppo_rate, sampled_action_rate, vector_sampled_rate
+
+    rows = [p2_env_steps(quick),
+            sampled_action_rate(ENV_ID, "P2", 5_000 if quick else 30_000, target=10_000),
+            p2_vector_steps(quick),
+            vector_sampled_rate(ENV_ID, "P2", 10 if quick else 60, target=100_000),
+            ppo_rate(ENV_ID, "P2", quick)]
     times, pb = _ogasched_decisions(300 if quick else 2000, "paper")
     ms = float(np.median(times) * 1000)
     rows.append(Row(f"OGASched decision, paper default (|E|={pb.num_edges}, K={pb.num_device_types})", ms,

@@ -485,4 +485,7 @@ def _paper_scale(quick: bool):
 
 
 def bench_rows(quick: bool):
-    return [_env_steps(quick), *_opm_decision(quick), *_paper_scale(quick)]
+    from clustergym.bench import ppo_rate, sampled_action_rate
+
+    return [_env_steps(quick), sampled_action_rate(ENV, "P4", 2_000 if quick else 10_000), *_opm_decision(quick),
+            *_paper_scale(quick), ppo_rate(ENV, "P4", quick)]

@@ -257,7 +257,7 @@ class MultiServerAllocationEnv(ClusterEnv):
             if repaired:
                 if self.infeasible == "raise":
                     raise ValueError(self._infeasible_message(y, self._sums, bad_box))
-                y = np.ascontiguousarray(self.layout.project(y))  # exact Euclidean projection onto Y (eqs. 11–13)
+                y = self.layout.project(y)  # exact Euclidean projection onto Y (eqs. 11–13), compiled
                 _, _, _, gain, overhead, util = self._fused(y, port_reward, used)  # eq. 5 on the repaired y
             reward = float(port_reward.sum())
         else:

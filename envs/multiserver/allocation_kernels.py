@@ -29,6 +29,8 @@ import math
 
 import numpy as np
 
+from clustergym.envs.multiserver.projection import max_degree, project_into
+
 try:
     import numba
 
@@ -126,6 +128,11 @@ if HAVE_NUMBA:
         for each other). All sums then add the dead entries that are non-zero, in edge/device order. Utilities are evaluated for every live entry of a port with a job, zeros included
         (f(0) = ±0 and x + ±0 = x for the sums here, which start at +0, so this equals skipping them);
         the reciprocal family uses the precomputed 1/α (the same division, so the same bits).
+
+        An action with a non-zero dead entry or an entry outside [0, a] (what a sampled action looks
+        like; a feasible-by-construction one has exact zeros there) first gets the server sums alone,
+        in the same order, so an infeasible one returns without evaluating eq. 5 (reward parts 0,
+        ``port_reward`` and ``used`` zeroed); the counts and ``sums`` are those of the full pass.
         """
         K = per_type.shape[1]
         L = x.shape[0]
@@ -140,6 +147,22 @@ if HAVE_NUMBA:
             stray += dead_mask[j] & (v != 0.0)
         if nonfinite:
             return nonfinite, bad, 0, 0.0, 0.0, 0.0
+        if stray or bad:  # not built to be feasible (e.g. sampled): check eq. 4 before evaluating eq. 5
+            sums[:] = 0.0
+            for j in range(live.shape[0]):  # the order of the main pass below: live entries, then dead
+                sums[live_srv[j]] += np.float64(y[live[j]])
+            for j in range(dead.shape[0]):
+                v = np.float64(y[dead[j]])
+                if v != 0.0:
+                    sums[dead_srv[j]] += v
+            over = 0
+            for s in range(sums.shape[0]):
+                if sums[s] > cap_tol[s]:
+                    over += 1
+            if bad or over:  # infeasible: the reward parts are not needed (callers repair or raise)
+                port_reward[:] = 0.0
+                used[:] = 0.0
+                return nonfinite, bad, over, 0.0, 0.0, 0.0
         sums[:] = 0.0
         per_type[:, :] = 0.0
         port_reward[:] = 0.0
@@ -188,12 +211,19 @@ if HAVE_NUMBA:
     @numba.njit(cache=True, parallel=True)
     def step_batch(y, x, stepping, box_hi, dead_mask, live, live_srv, live_k, live_a, live_ia, ptr, dead, dead_srv,
                    dead_port, dead_k, dead_a, dead_code, cap_tol, tol, beta, util_w,
+                   repair, out, srv_ptr, srv_edge, p_group, p_upper, p_cap,
                    nonfinite, bad_box, bad_cap, port_reward, gain, overhead, used, util):  # pragma: no cover
         """:func:`slot_step` for N envs at once (``prange`` over chunks of sub-envs, scratch per chunk).
 
         y (N, E·K) float32/float64; x (N, L) bool arrivals; stepping (N,) bool. Outputs, all with a
-        leading N axis: nonfinite, bad_box, bad_cap (counts), port_reward (N, L), gain, overhead, util
-        (N,), used (N, K). Sub-envs that do not step or are infeasible get zero rewards here.
+        leading N axis: nonfinite, bad_box, bad_cap (counts of the action as sent), port_reward (N, L),
+        gain, overhead, util (N,), used (N, K). With ``repair`` True, a stepping sub-env whose action
+        is finite but outside Y is projected onto Y by ``projection.project_into`` (the kernel the
+        single env, its numpy path and OGASched call; args ``srv_ptr, srv_edge, p_group, p_upper, p_cap`` of
+        ``AllocationLayout.groups``) into ``out[i]`` (N, E·K) float64, and eq. 5 is
+        evaluated on that projection; rows of ``out`` that are not repaired are left untouched.
+        Sub-envs that do not step, are non-finite or are infeasible without ``repair`` get zero
+        rewards here.
         """
         N = y.shape[0]
         L = x.shape[1]
@@ -204,6 +234,7 @@ if HAVE_NUMBA:
             sums = np.empty(RK)
             g_l = np.empty(L)
             per_type = np.empty((L, K))
+            buf = np.empty(2 * max_degree(srv_ptr))
             for i in range(c * chunk, min(N, (c + 1) * chunk)):
                 nf, bb, bc, g, o, u = slot_step(y[i], x[i], box_hi, dead_mask, live, live_srv, live_k, live_a, live_ia,
                                                 ptr, dead, dead_srv, dead_port, dead_k, dead_a, dead_code,
@@ -212,7 +243,15 @@ if HAVE_NUMBA:
                 nonfinite[i] = nf
                 bad_box[i] = bb
                 bad_cap[i] = bc
-                if stepping[i] and nf == 0 and bb == 0 and bc == 0:
+                feasible = nf == 0 and bb == 0 and bc == 0
+                if repair and stepping[i] and nf == 0 and not feasible:  # Π_Y (eqs. 11–13), then eq. 5 on it
+                    project_into(y[i], out[i], srv_ptr, srv_edge, p_group, p_upper, p_cap, sums, buf)
+                    _, _, _, g, o, u = slot_step(out[i], x[i], box_hi, dead_mask, live, live_srv, live_k, live_a,
+                                                 live_ia, ptr, dead, dead_srv, dead_port, dead_k, dead_a, dead_code,
+                                                 cap_tol, tol, beta, util_w, sums, g_l, per_type, port_reward[i],
+                                                 used[i])
+                    feasible = True
+                if stepping[i] and feasible:
                     gain[i] = g
                     overhead[i] = o
                     util[i] = u

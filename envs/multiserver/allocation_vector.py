@@ -48,9 +48,9 @@ class MultiServerAllocationVectorEnv(ClusterVectorEnv):
 
     ## Infeasible actions
     As the single env, per row: ``"repair"`` replaces an allocation outside Y (beyond 1e-6 device
-    units) by its exact Euclidean projection Π_Y (per repaired sub-env, in Python: slow only when
-    actions need repair); ``"raise"``: ValueError naming the sub-env, then the constraint (eq. 3 or
-    eq. 4). Shape other than (N, |E|, K), NaN/inf: ValueError naming the first offending sub-env.
+    units) by its exact Euclidean projection Π_Y, computed inside ``step_batch`` by the compiled
+    kernel the single env uses (``projection.project_into``), in parallel over sub-envs;
+    ``"raise"``: ValueError naming the sub-env, then the constraint (eq. 3 or eq. 4). Shape other than (N, |E|, K), NaN/inf: ValueError naming the first offending sub-env.
 
     ## Info
     Arrays with a leading N axis, each with a ``_key`` mask (Gymnasium's vector layout): ``t`` (N,)
@@ -98,6 +98,8 @@ class MultiServerAllocationVectorEnv(ClusterVectorEnv):
         self.observation_space = batch_space(self.single_observation_space, N)
         self._space_desc = s._space_desc
         self._kernel_args = (*s._plan, *s._kernel_tail)  # the single env's entry lists and constants
+        self._groups = s.layout.groups  # the projection's layout (projection.project_into), the single env's
+        self._repair_buf = np.empty((N, self._E, self._K))  # (N, E, K) float64, see step()
         self._arr_block = np.zeros((N, _BLOCK, self._L), dtype=bool)  # (N, B, L) arrivals of the block
         self._pos = np.zeros(N, dtype=np.int64)  # (N,) current slot's index in the block
         self._counts = np.zeros((N, self._L))  # (N, L) n_l = Σ_t x_l(t) (the hindsight optimum's input)
@@ -148,8 +150,10 @@ class MultiServerAllocationVectorEnv(ClusterVectorEnv):
         overhead = np.empty(N)
         used = np.empty((N, K))
         util = np.empty(N)
-        _kern.step_batch(y.reshape(N, -1), self._arrivals, stepping, *self._kernel_args,
-                         nonfinite, bad_box, bad_cap, port_reward, gain, overhead, used, util)
+        repair = self.infeasible == "repair"
+        out = self._repair_buf  # (N, E, K) receives the repaired rows; handed out (and replaced) only if used
+        _kern.step_batch(y.reshape(N, -1), self._arrivals, stepping, *self._kernel_args, repair, out.reshape(N, -1),
+                         *self._groups, nonfinite, bad_box, bad_cap, port_reward, gain, overhead, used, util)
         if nonfinite.any():
             raise ValueError(f"sub-env {int(np.argmax(nonfinite > 0))}: action contains NaN or inf, "
                              f"expected {self._space_desc}")
@@ -158,18 +162,18 @@ class MultiServerAllocationVectorEnv(ClusterVectorEnv):
         if repaired.any():
             s = self._single
             bad = np.flatnonzero(repaired)
-            if self.infeasible == "raise":
+            if not repair:  # "raise"
                 i = int(bad[0])
                 yi = np.asarray(y[i], dtype=np.float64)
                 _kern.slot_step(yi.reshape(-1), self._arrivals[i], *self._kernel_args, s._sums.reshape(-1),
                                 np.empty(L), np.empty((L, K)), np.empty(L), np.empty(K))  # s._sums: Σ y per (r, k)
                 raise ValueError(f"sub-env {i}: " + s._infeasible_message(yi, s._sums, int(bad_box[i])))
-            allocation = y.astype(np.float64)
-            for i in bad:  # exact Euclidean projection onto Y (eqs. 11–13), then eq. 5 on it
-                allocation[i] = s.layout.project(allocation[i])
-                _, _, _, gain[i], overhead[i], util[i] = _kern.slot_step(
-                    allocation[i].reshape(-1), self._arrivals[i], *self._kernel_args, s._sums.reshape(-1),
-                    np.empty(L), np.empty((L, K)), port_reward[i], used[i])
+            # The kernel projected the repaired rows into ``out`` (eqs. 11–13) and evaluated eq. 5 there.
+            allocation = out
+            self._repair_buf = np.empty_like(out)  # the caller keeps ``allocation``: never write into it again
+            kept = repaired == 0
+            if kept.any():
+                allocation[kept] = y[kept]
         # The state changes only from here on.
         reward = port_reward.sum(axis=1)  # (N,) eq. 5 (rows of the autoresetting sub-envs are 0)
         metrics = {"expected_reward": reward.copy(), "gain": gain, "overhead": overhead, "repaired": repaired,

@@ -6,76 +6,164 @@ into one independent problem per (r, k) (the "do in parallel" of Algorithm 1, li
 conditions (eq. 12) give, with τ = ρ_r^k / 2 >= 0 the multiplier of eq. 4,
 
     ŷ_i = clip(z_i − τ, 0, u_i),   τ = 0 if Σ_i clip(z_i, 0, u_i) <= c, else the root of
-    g(τ) = Σ_i clip(z_i − τ, 0, u_i) = c,
+    g(τ) = Σ_i clip(z_i − τ, 0, u_i) = c.
 
-and eq. 13 is the same root written on the set B³ of coordinates strictly inside (0, u):
-τ = (Σ_{B³} z_i − c + Σ_{B¹} u_i) / |B³|. g is continuous, piecewise linear and non-increasing with
-breakpoints {z_i − u_i} ∪ {z_i}; we sort the breakpoints of every group at once, evaluate g at all of
-them by a cumulative sum of slopes, find the bracketing interval and interpolate (exact on a linear
-piece). Cost O(G·D log D) for G = |R|·K groups of at most D ports each, all groups vectorised
-(Algorithm 1's sort, line 7, without its repeat loop).
+g is continuous, piecewise linear and non-increasing, with breakpoints z_i − u_i (entry i leaves its
+cap and enters B³, the set strictly inside (0, u)) and z_i (it reaches 0 and leaves B³). On the
+interval between two consecutive breakpoints the sets B¹ (at the cap) and B³ are fixed and
+g(τ) = Σ_{B³} z_i + Σ_{B¹} u_i − |B³| τ, so the root is eq. 13,
 
-Groups use a padded layout: ``index`` (R, D) holds the edge ids of the ports of server r, padded
-with E (a dummy row whose cap is 0, so padding never receives mass).
+    τ = (Σ_{B³} z_i − c + Σ_{B¹} u_i) / |B³|.
+
+:func:`project_into` brackets the root of a binding group between two consecutive breakpoints by
+evaluating g at every breakpoint (no sort: the groups of P2 hold |L_r| ≈ 1–3 ports; the
+comparisons compile to selects, not branches: measured 10.3 vs 11.9 µs per projection of 1,024
+different sampled actions with branches, 1 thread), reads B¹, B³ off the bracket and applies eq. 13
+(the result of Algorithm 1's sort-and-repeat, lines 7–31, without the loop). Cost O(D²) per binding
+group of D ports (O(D) for a group where eq. 4 does not bind), compiled with numba. The same
+compiled function serves OGASched (eq. 11), the single env's repair and, inlined into
+``allocation_kernels.step_batch``, the vector env's repair batched over sub-envs, so every caller
+gets the same bits.
+
+The kernel reads the allocation in its own flat (E·K,) order (entry (e, k) at e·K + k) and walks
+the servers through a CSR list of their edges (:class:`AllocationLayout`); a group (r, k) is
+{e·K + k : e ∈ L_r}. The box clip of eq. 3 and the group sums run over every entry; the breakpoint
+search only over the groups where eq. 4 binds.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["project_groups", "AllocationLayout", "SegmentSum", "project"]
+try:
+    import numba
+
+    HAVE_NUMBA = True
+except ImportError:  # pragma: no cover
+    HAVE_NUMBA = False
+
+__all__ = ["project_into", "project_flat", "project_groups", "AllocationLayout", "SegmentSum", "project"]
+
+
+def _project_into(z, out, srv_ptr, srv_edge, group_of, upper, cap, sums, buf):  # pragma: no cover - compiled
+    """Write Π_Y(z) into ``out`` (eqs. 11–13); z float32 or float64 (flat (E·K,)), out float64 (E·K,).
+
+    Layout (:class:`AllocationLayout`): server r holds the edges ``srv_edge[srv_ptr[r]:srv_ptr[r+1]]``;
+    K = ``cap.shape[0] // (srv_ptr.shape[0] − 1)``; entry (e, k) sits at e·K + k; group (r, k) is
+    {e·K + k : e ∈ L_r} with capacity ``cap[r·K + k]`` (eq. 4) and caps ``upper`` (E·K,) (eq. 3,
+    u >= 0; :class:`AllocationLayout` passes min(a_e^k, c_r^k), which defines the same set).
+    ``sums`` (R·K,) and ``buf`` (>= 2·max_r |L_r|, :func:`max_degree`) are scratch.
+
+    Two passes: (1) entry by entry, the box clip of eq. 3 (τ = 0) and the per-group (``group_of``
+    (E·K,) = r·K + k) sums Σ_{l∈L_r} clip(z, 0, u) (eq. 4's left side); (2) for each group where
+    that sum exceeds c (eq. 4 binds, ρ_r^k > 0): the bracket of the root of g (module docstring) by evaluating g at
+    every breakpoint, τ by eq. 13 on it, and ŷ_i = clip(z_i − τ, 0, u_i). The result is a fixed
+    function of the inputs (no order of ties matters).
+    """
+    R = srv_ptr.shape[0] - 1
+    K = cap.shape[0] // R if R > 0 else 0
+    sums[:] = 0.0
+    for j in range(out.shape[0]):  # (1) eq. 3 box clip and Σ_{l∈L_r} per group (edge order in each)
+        v = min(max(np.float64(z[j]), 0.0), upper[j])
+        out[j] = v
+        sums[group_of[j]] += v
+    for r in range(R):  # (2) groups where eq. 4 binds
+        lo = srv_ptr[r]
+        hi = srv_ptr[r + 1]
+        for k in range(K):
+            c = cap[r * K + k]
+            if not sums[r * K + k] > c:
+                continue
+            d = hi - lo
+            for i in range(d):  # the group's z and u, gathered once
+                pi = srv_edge[lo + i] * K + k
+                buf[i] = np.float64(z[pi])
+                buf[d + i] = upper[pi]
+            # Bracket: b_lo = the largest breakpoint with g > c, b_hi = the smallest with g <= c
+            # (g at the smallest breakpoint is Σ u >= Σ clip(z, 0, u) > c; at the largest it is 0).
+            b_lo = -np.inf
+            g_lo = 0.0
+            b_hi = np.inf
+            g_hi = 0.0
+            for i in range(d):  # selects, not branches: the comparisons are data-dependent
+                for side in range(2):
+                    b = buf[i] - buf[d + i] if side == 0 else buf[i]  # z − u: i enters B³; z: i leaves B³
+                    gb = 0.0
+                    for j in range(d):
+                        gb += min(max(buf[j] - b, 0.0), buf[d + j])
+                    above = gb > c
+                    to_lo = above & (b > b_lo)
+                    to_hi = (not above) & (b < b_hi)
+                    b_lo = b if to_lo else b_lo
+                    g_lo = gb if to_lo else g_lo
+                    b_hi = b if to_hi else b_hi
+                    g_hi = gb if to_hi else g_hi
+            # No breakpoint lies strictly inside (b_lo, b_hi): B¹ = {z − u >= b_hi}, B³ = {z − u <= b_lo,
+            # z >= b_hi}, B² (zero) = the rest, and g(τ) = Σ_{B³} z + Σ_{B¹} u − |B³| τ there.
+            f_sum = 0.0
+            c_sum = 0.0
+            n = 0
+            for i in range(d):
+                capped = buf[i] - buf[d + i] >= b_hi
+                free = (not capped) & (buf[i] >= b_hi)
+                c_sum += buf[d + i] if capped else 0.0
+                f_sum += buf[i] if free else 0.0
+                n += free
+            if n > 0:
+                tau = (f_sum - c + c_sum) / n  # eq. 13
+            else:  # (rounding only) interpolate g linearly on the bracket
+                tau = b_lo + (g_lo - c) / (g_lo - g_hi) * (b_hi - b_lo)
+            tau = max(min(max(tau, b_lo), b_hi), 0.0)  # inside the bracket; ρ_r^k >= 0
+            for i in range(d):
+                out[srv_edge[lo + i] * K + k] = min(max(buf[i] - tau, 0.0), buf[d + i])
+
+
+def _max_degree(srv_ptr):  # pragma: no cover - compiled
+    d = 1
+    for r in range(srv_ptr.shape[0] - 1):
+        d = max(d, srv_ptr[r + 1] - srv_ptr[r])
+    return d
+
+
+if HAVE_NUMBA:
+    project_into = numba.njit(cache=True, nogil=True, inline="always")(_project_into)
+    max_degree = numba.njit(cache=True, nogil=True, inline="always")(_max_degree)
+
+    @numba.njit(cache=True, nogil=True)
+    def project_flat(z, out, srv_ptr, srv_edge, group_of, upper, cap):  # pragma: no cover - compiled
+        """:func:`project_into` for one flat point z (float32/float64) into ``out`` (float64)."""
+        project_into(z, out, srv_ptr, srv_edge, group_of, upper, cap, np.empty(cap.shape[0]),
+                     np.empty(2 * max_degree(srv_ptr)))
+else:  # pragma: no cover
+    project_into = _project_into
+    max_degree = _max_degree
+
+    def project_flat(z, out, srv_ptr, srv_edge, group_of, upper, cap):
+        _project_into(z, out, srv_ptr, srv_edge, group_of, upper, cap, np.empty(cap.shape[0]),
+                      np.empty(2 * _max_degree(srv_ptr)))
 
 
 def project_groups(z: np.ndarray, upper: np.ndarray, cap: np.ndarray) -> np.ndarray:
-    """Project every row of ``z`` onto {0 <= v <= upper, Σ v <= cap}.
+    """Project every row of ``z`` onto {0 <= v <= upper, Σ v <= cap} (the compiled kernel, dense rows).
 
     Args:
-        z: (G, D) points, one group per row (padding entries must have ``upper`` 0).
+        z: (G, D) points, one group per row.
         upper: (G, D) caps u >= 0 (eq. 3).
         cap: (G,) capacities c >= 0 (eq. 4).
 
     Returns:
         (G, D) projections (float64).
     """
-    z = np.asarray(z, dtype=np.float64)
-    u = np.asarray(upper, dtype=np.float64)
-    c = np.asarray(cap, dtype=np.float64)
+    z = np.ascontiguousarray(z, dtype=np.float64)
     G, D = z.shape
-    box = np.clip(z, 0.0, u)  # τ = 0 candidate
-    over = box.sum(axis=1) > c  # groups where eq. 4 binds (ρ_r^k > 0)
-    if not over.any():
-        return box
-    zi, ui, ci = z[over], u[over], c[over]
-    n = zi.shape[0]
-    # Breakpoints: at z−u the slope of term i drops by 1 (it leaves its cap), at z it rises by 1 (hits 0).
-    bp = np.concatenate([zi - ui, zi], axis=1)  # (n, 2D)
-    dslope = np.concatenate([-np.ones_like(zi), np.ones_like(zi)], axis=1)
-    dslope[:, :D][ui == 0] = 0.0  # a zero cap never moves
-    dslope[:, D:][ui == 0] = 0.0
-    order = np.argsort(bp, axis=1, kind="stable")
-    bps = np.take_along_axis(bp, order, axis=1)
-    slope_after = np.cumsum(np.take_along_axis(dslope, order, axis=1), axis=1)  # slope on (b_j, b_{j+1})
-    # g(b_0) = Σ u (every term at its cap); g(b_j) = g(b_{j-1}) + slope(b_{j-1}, b_j)·(b_j − b_{j-1}).
-    gaps = np.diff(bps, axis=1)
-    g = np.empty_like(bps)
-    g[:, 0] = ui.sum(axis=1)
-    g[:, 1:] = g[:, :1] + np.cumsum(slope_after[:, :-1] * gaps, axis=1)
-    g[:, -1] = 0.0  # exactly: past the last breakpoint every term is 0 (the cumsum leaves ~1e-16)
-    # First breakpoint with g <= c (exists: g at the last breakpoint is 0 <= c); g(b_0) = Σu > c since
-    # the group binds, so the root lies in (b_{j−1}, b_j].
-    j = np.argmax(g <= ci[:, None], axis=1)
-    j = np.maximum(j, 1)
-    rows = np.arange(n)
-    b0, b1 = bps[rows, j - 1], bps[rows, j]
-    g0, g1 = g[rows, j - 1], g[rows, j]
-    denom = g0 - g1
-    frac = np.where(denom > 0, (g0 - ci) / np.where(denom > 0, denom, 1.0), 0.0)
-    tau = b0 + frac * (b1 - b0)
-    tau = np.maximum(tau, 0.0)
-    out = box
-    out[over] = np.clip(zi - tau[:, None], 0.0, ui)
-    out[c <= 0] = 0.0  # exactly (the interpolation leaves ~1e-16 there)
-    return out
+    c = np.ascontiguousarray(np.asarray(cap, dtype=np.float64).reshape(G))
+    u = np.broadcast_to(np.asarray(upper, dtype=np.float64), (G, D))
+    u = np.ascontiguousarray(np.where(c[:, None] > 0, u, 0.0)).reshape(-1)  # a row with c = 0 projects to 0
+    out = np.empty(G * D)
+    # Each row is a "server" with D single-type "edges" (K = 1).
+    project_flat(z.reshape(-1), out, np.arange(G + 1, dtype=np.int64) * D, np.arange(G * D, dtype=np.int64),
+                 np.repeat(np.arange(G, dtype=np.int64), D), u, c)
+    return out.reshape(G, D)
 
 
 class AllocationLayout:
@@ -86,6 +174,11 @@ class AllocationLayout:
         pad_mask: (R, D) bool, True where ``index`` is padding.
         upper: (R, D, K) float, a_l^k of the port of each slot (0 on padding), eq. 3.
         capacity: (R, K) float, c_r^k, eq. 4.
+        server_ptr, server_edge, group_of, group_upper, group_cap: the arguments of
+            :func:`project_into`: the edges of server r are ``server_edge[server_ptr[r]:server_ptr[r+1]]``,
+            entry e·K + k belongs to group ``group_of[e·K + k]`` = r_e·K + k,
+            group (r, k) holds the flat positions e·K + k of an (E, K) allocation, with caps a_e^k
+            capped at c_r^k (the same set Y) and capacity c_r^k.
     """
 
     def __init__(self, edge_port: np.ndarray, edge_server: np.ndarray, demand: np.ndarray,
@@ -106,13 +199,20 @@ class AllocationLayout:
         dem = np.vstack([np.asarray(demand, dtype=np.float64), np.zeros((1, K))])  # (E+1, K)
         self.upper = dem[index]  # (R, D, K)
         self.capacity = np.asarray(capacity, dtype=np.float64)  # (R, K)
-        self._upper_g = np.ascontiguousarray(self.upper.transpose(0, 2, 1)).reshape(-1, D)  # (R·K, D)
-        self._cap_g = self.capacity.reshape(-1)
         # Edge e sits at (server_e, slot_e) of the padded layout.
         self.edge_slot = np.empty(E, dtype=np.int64)
         self.edge_slot[order] = slot
         self.edge_server = edge_server
         self._sums = SegmentSum(edge_server, num_servers)
+        # The layout of :func:`project_into`: edges by server, caps a_e^k zeroed where c_r^k = 0.
+        self.server_ptr = np.concatenate([[0], np.cumsum(deg)]).astype(np.int64)  # (R+1,)
+        self.server_edge = np.ascontiguousarray(order.astype(np.int64))  # (E,) edges of server r, in edge order
+        self.group_of = np.ascontiguousarray((edge_server[:, None] * K + np.arange(K)).reshape(-1))  # (E·K,) r·K + k
+        # Caps min(a_e^k, c_r^k): the same set Y (y_i <= Σ_{L_r} y <= c with y >= 0), so the same
+        # projection; a group of one port is then never binding (its box clip is the projection), and
+        # a group with c_r^k = 0 projects to 0 by the box clip.
+        self.group_upper = np.ascontiguousarray(np.minimum(dem[:E], self.capacity[edge_server]).reshape(-1))  # (E·K,)
+        self.group_cap = np.ascontiguousarray(self.capacity.reshape(-1))  # (R·K,) c_r^k
 
     def gather(self, y: np.ndarray) -> np.ndarray:
         """(E, K) -> (R, D, K) with zeros on padding."""
@@ -123,13 +223,23 @@ class AllocationLayout:
         """(E, K) -> (R, K): Σ_{l∈L_r} y_(l,r)^k (left side of eq. 4)."""
         return self._sums(y)
 
-    def project(self, z: np.ndarray) -> np.ndarray:
-        """Π_Y(z) for z of shape (E, K) (eq. 11), all (r, k) groups at once."""
-        R, D = self.index.shape
-        K = z.shape[1]
-        zg = np.ascontiguousarray(self.gather(z).transpose(0, 2, 1)).reshape(-1, D)  # (R·K, D)
-        yg = project_groups(zg, self._upper_g, self._cap_g).reshape(R, K, D)
-        return yg[self.edge_server, :, self.edge_slot]  # (E, K)
+    def project(self, z: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
+        """Π_Y(z) for z of shape (E, K) (eq. 11), all (r, k) groups at once (:func:`project_into`).
+
+        ``z`` may be float32 or float64; the result is float64 (written into ``out`` if given, a
+        C-contiguous (E, K) float64 array)."""
+        z = np.asarray(z)
+        if z.dtype not in (np.float32, np.float64) or not z.flags.c_contiguous:
+            z = np.ascontiguousarray(z, dtype=np.float64)
+        if out is None:
+            out = np.empty(z.shape)
+        project_flat(z.reshape(-1), out.reshape(-1), *self.groups)
+        return out
+
+    @property
+    def groups(self) -> tuple:
+        """(server_ptr, server_edge, group_of, upper, cap): what :func:`project_flat` takes after (z, out)."""
+        return self.server_ptr, self.server_edge, self.group_of, self.group_upper, self.group_cap
 
 
 def project(z: np.ndarray, edge_port, edge_server, demand, capacity, num_servers: int) -> np.ndarray:
