@@ -414,8 +414,6 @@ def bench_rows(quick: bool):
     return [p1_env_steps(quick), sampled_action_rate(env_id, "P1", 1_000 if quick else 5_000), p1_vector_steps(quick),
             p1_oracle(quick), *esdp_rows(quick), ppo_rate(env_id, "P1", quick)]
 
-
-
 def main(argv=None) -> None:
     """``python -m clustergym.experiments.esdp``: the study at any size, figures copied for the docs."""
     import argparse
@@ -458,7 +456,6 @@ def main(argv=None) -> None:
                 base = os.path.basename(src)
                 dst = base if base.startswith("esdp_") else f"p1_{base}"
                 shutil.copy(src, os.path.join(a.figures, dst))
-
 
 if __name__ == "__main__":
     main()
