@@ -31,7 +31,7 @@ def _parse_set(items: list[str]) -> dict:
     return out
 
 
-def _parse_seeds(text: str) -> list[int]:
+def _parse_seeds(text: str, flag: str = "--seeds") -> list[int]:
     seeds = []
     for part in filter(None, (p.strip() for p in text.split(","))):
         if "-" in part[1:]:
@@ -39,14 +39,14 @@ def _parse_seeds(text: str) -> list[int]:
             try:
                 seeds.extend(range(int(lo), int(hi) + 1))
             except ValueError:
-                raise UsageError(f"malformed --seeds {text!r}: expected e.g. 0,1,2 or 0-4") from None
+                raise UsageError(f"malformed {flag} {text!r}: expected e.g. 0,1,2 or 0-4") from None
         else:
             try:
                 seeds.append(int(part))
             except ValueError:
-                raise UsageError(f"malformed --seeds {text!r}: expected e.g. 0,1,2 or 0-4") from None
+                raise UsageError(f"malformed {flag} {text!r}: expected e.g. 0,1,2 or 0-4") from None
     if not seeds:
-        raise UsageError("--seeds is empty")
+        raise UsageError(f"{flag} is empty")
     return seeds
 
 
@@ -80,8 +80,10 @@ def cmd_run(args) -> int:
     agents = _split_agents(args.agents)
     if not agents:
         raise UsageError("--agents is empty")
+    instances = None if args.instances is None else _parse_seeds(args.instances, "--instances")
     res = evaluate(args.env_id, agents, _parse_seeds(args.seeds), args.horizon, env_kwargs=_parse_set(args.set),
-                   workers=args.workers, backend=args.backend, progress=not args.no_progress)
+                   workers=args.workers, backend=args.backend, progress=not args.no_progress,
+                   instances=instances, score=not args.no_score)
     print(res.table())
     paths = res.write(args.out, plots=not args.no_plots)
     print("wrote " + ", ".join(paths))
@@ -129,10 +131,15 @@ def build_parser() -> argparse.ArgumentParser:
 
     sub.add_parser("list", help="registered envs and the agents that can act in each").set_defaults(func=cmd_list)
 
-    r = sub.add_parser("run", help="evaluate agents on an env over seeds")
+    r = sub.add_parser("run", help="evaluate agents on an env over instances and seeds")
     r.add_argument("env_id")
     r.add_argument("--agents", required=True, help="comma-separated, options in brackets: esdp[only_active=true],hauf")
-    r.add_argument("--seeds", default="0", help="e.g. 0,1,2 or 0-4")
+    r.add_argument("--seeds", default="0", help="dynamics seeds, e.g. 0,1,2 or 0-4; by default the run with "
+                                                "seed s uses instance (scenario_seed) s")
+    r.add_argument("--instances", default=None, help="scenario seeds, e.g. 0-4: every instance x every seed "
+                                                     "(--set scenario_seed=K pins one instance instead)")
+    r.add_argument("--no-score", action="store_true",
+                   help="skip the normalised score (saves the random reference runs)")
     r.add_argument("--horizon", type=int, default=2000)
     r.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="env kwarg (JSON value)")
     r.add_argument("--workers", type=int, default=1)

@@ -1,4 +1,4 @@
-"""Plots in the papers' Fig. 2/4 style: one line per agent, a band over seeds (min–max)."""
+"""Plots in the papers' Fig. 2/4 style: one line per agent, a band (min–max) over its runs (instances × seeds)."""
 
 from __future__ import annotations
 
@@ -42,7 +42,9 @@ def plot_results(results, out_dir: str, prefix: str = "") -> list[str]:
     agents = list(dict.fromkeys(r.agent for r in results.runs))
     colors = plt.cm.tab10(np.linspace(0, 1, 10))
     name = results.env_id.split("/")[-1]
-    n_seeds = len(results.runs) // max(len(agents), 1)
+    n_runs = len(results.runs) // max(len(agents), 1)
+    n_inst = len({r.instance for r in results.runs})
+    over = f"{n_runs} runs, {n_inst} instance{'s' if n_inst != 1 else ''}"
     paths = []
 
     fig, ax = plt.subplots(figsize=(7, 4.2), dpi=110)
@@ -52,7 +54,7 @@ def plot_results(results, out_dir: str, prefix: str = "") -> list[str]:
         t = np.arange(1, n + 1)
         _band(ax, t, [np.cumsum(r.reward[:n]) / t for r in rs], a, colors[i % 10])
     paths.append(_finish(plt, fig, ax, "time slot t", "average reward per slot, (1/t) Σ reward",
-                         f"{name}: average reward vs t (band: min–max over {n_seeds} seeds)",
+                         f"{name}: average reward vs t (band: min–max over {over})",
                          os.path.join(out_dir, f"{prefix}avg_reward.png")))
 
     if any(r.cum_regret is not None and not np.all(np.isnan(r.cum_regret)) for r in results.runs):
@@ -63,6 +65,6 @@ def plot_results(results, out_dir: str, prefix: str = "") -> list[str]:
                 n = min(r.steps for r in rs)
                 _band(ax, np.arange(1, n + 1), [r.cum_regret[:n] for r in rs], a, colors[i % 10])
         paths.append(_finish(plt, fig, ax, "time slot t", "cumulative regret (expected, eq. 6)",
-                             f"{name}: cumulative regret vs t (band: min–max over {n_seeds} seeds)",
+                             f"{name}: cumulative regret vs t (band: min–max over {over})",
                              os.path.join(out_dir, f"{prefix}cumulative_regret.png")))
     return paths

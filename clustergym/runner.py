@@ -1,4 +1,24 @@
-"""Runner: agents × seeds on one env, with common random numbers (SPEC §3.4)."""
+"""Runner: agents × instances × seeds on one env, with common random numbers (SPEC §3.4).
+
+A run is (agent, instance, seed). The **instance** is the scenario seed (env kwarg ``scenario_seed``:
+graph, demands, hidden means, topology, job list); the **seed** drives the dynamics (arrivals, realised
+utilities, service rates). Comparisons are made over instances (:mod:`clustergym.stats`): a result that
+holds on one instance may flip on the next.
+
+**Normalised score.** Where the env reports a bound, every run gets
+``score = (V − V_random) / (B − V_random)`` on the same instance and seed, where
+
+- ``V`` is the run's evaluated total: the expected reward (``Σ_t expected_reward``) when the env reports
+  it, else the total reward;
+- ``B`` is the bound: the per-slot oracle summed (``Σ_t oracle_reward``: P1's exact knapsack, P3's
+  per-slot MILP when enabled), else ``info["metrics"]["episode_bound"]`` at the last step (an upper bound
+  on the episode's total reward, e.g. P4's), else ``episode_best_static`` (P2: the best static allocation
+  in hindsight, eq. 6; an online policy may beat it, so P2 scores can exceed 1);
+- ``V_random`` is the evaluated total of the ``random`` agent on the same instance and seed (run for the
+  purpose when ``random`` is not among the agents; those runs go to ``reference_runs``).
+
+So ``random`` scores 0 and a policy that plays the oracle's actions scores 1.
+"""
 
 from __future__ import annotations
 
@@ -35,6 +55,10 @@ class RunResult:
     decision_ms_median: float
     decision_ms_p95: float
     metrics: dict = field(default_factory=dict)
+    instance: int | None = None  # scenario seed of the run (None: a fixed Scenario object or preset)
+    value_total: float = 0.0  # evaluated total: Σ expected_reward where reported, else total_reward
+    bound_total: float | None = None  # oracle total / episode bound / best static (see module docstring)
+    score: float | None = None  # (V − V_random) / (B − V_random), set by evaluate()
     # per-slot curves (not in results.json; written to curves.csv)
     reward: np.ndarray | None = field(default=None, repr=False)
     cum_regret: np.ndarray | None = field(default=None, repr=False)
@@ -57,6 +81,7 @@ def run_one(env_id: str, agent_spec: str, seed: int, horizon: int, env_kwargs: d
             progress: Callable[[int], None] | None = None) -> RunResult:
     """One episode of ``agent_spec`` on ``env_id`` with env seed ``seed``.
 
+    The instance is ``env_kwargs["scenario_seed"]`` when given (recorded as ``RunResult.instance``).
     The agent gets the public problem and ``info`` without ``"metrics"``; the runner keeps the
     metrics for evaluation (per-slot ``regret`` when the env has an oracle).
     """
@@ -113,6 +138,17 @@ def run_one(env_id: str, agent_spec: str, seed: int, horizon: int, env_kwargs: d
     else:
         regret = float(np.nansum(regrets)) if has_regret else None
         cum = np.nancumsum(regrets) if has_regret else None
+    oracle_total = float(np.nansum(oracle)) if not np.all(np.isnan(oracle)) else None
+    value_total = float(sums["expected_reward"]) if "expected_reward" in sums else float(rewards.sum())
+    if oracle_total is not None:
+        bound_total = oracle_total
+    elif _scalar(final_metrics.get("episode_bound")) is not None:
+        bound_total = float(final_metrics["episode_bound"])
+    elif _scalar(final_metrics.get("episode_best_static")) is not None:
+        bound_total = float(final_metrics["episode_best_static"])
+    else:
+        bound_total = None
+    instance = (env_kwargs or {}).get("scenario_seed")
     metrics = {f"mean_{k}": v / max(steps, 1) for k, v in sums.items()}
     metrics.update({f"total_{k}": v for k, v in sums.items() if k in ("repaired",)})
     for k, v in final_metrics.items():
@@ -122,11 +158,12 @@ def run_one(env_id: str, agent_spec: str, seed: int, horizon: int, env_kwargs: d
     return RunResult(
         agent=agent_spec, seed=int(seed), total_reward=float(rewards.sum()),
         mean_reward=float(rewards.mean()) if steps else 0.0,
-        regret=regret, oracle_total=float(np.nansum(oracle)) if not np.all(np.isnan(oracle)) else None,
+        regret=regret, oracle_total=oracle_total,
         steps=steps, wall_s=wall,
         decision_ms_median=float(np.median(decision) * 1000) if steps else 0.0,
         decision_ms_p95=float(np.percentile(decision, 95) * 1000) if steps else 0.0,
-        metrics=metrics, reward=rewards, cum_regret=cum,
+        metrics=metrics, instance=None if instance is None else int(instance), value_total=value_total,
+        bound_total=bound_total, reward=rewards, cum_regret=cum,
     )
 
 
@@ -137,59 +174,172 @@ class Results:
     horizon: int
     runs: list[RunResult]
     version: str = ""
+    reference_runs: list[RunResult] = field(default_factory=list)  # random runs made only for the score
+    instance_axis: str = "scenario_seed"  # or a note saying why the runs share one instance
+
+    @property
+    def agents(self) -> list[str]:
+        return list(dict.fromkeys(r.agent for r in self.runs))
+
+    @property
+    def instances(self) -> list:
+        return list(dict.fromkeys(r.instance for r in self.runs))
+
+    def per_instance(self, agent: str, key: str = "total_reward") -> dict:
+        """``{instance: mean over that instance's seeds}`` of a run field (e.g. ``total_reward``,
+        ``score``, ``regret``) or of a run metric (``metrics[key]``), for one agent."""
+        groups: dict = {}
+        for r in self.runs:
+            if r.agent != agent:
+                continue
+            v = getattr(r, key) if hasattr(r, key) else r.metrics.get(key)
+            if v is not None:
+                groups.setdefault(r.instance, []).append(float(v))
+        return {i: float(np.mean(v)) for i, v in groups.items()}
+
+    def comparisons(self, reference: str | None = None, key: str = "total_reward") -> list:
+        """Every other agent vs ``reference`` (default: the first agent), paired over instances:
+        mean relative improvement (%) with a 95% t-interval over instances, wins/losses/ties
+        (:func:`clustergym.stats.paired_comparison`)."""
+        from clustergym.stats import paired_comparison
+
+        agents = self.agents
+        reference = agents[0] if reference is None else reference
+        if reference not in agents:
+            raise ValueError(f"reference={reference!r} is not among the agents: {', '.join(agents)}")
+        ref = self.per_instance(reference, key)
+        return [paired_comparison(self.per_instance(a, key), ref, agent=a, reference=reference)
+                for a in agents if a != reference]
 
     def summary(self) -> list[dict]:
         out = []
-        for agent in dict.fromkeys(r.agent for r in self.runs):
+        for agent in self.agents:
             rs = [r for r in self.runs if r.agent == agent]
             tot = np.array([r.total_reward for r in rs])
             reg = [r.regret for r in rs if r.regret is not None]
+            sc = [r.score for r in rs if r.score is not None]
             out.append({
                 "agent": agent,
                 "mean_total_reward": float(tot.mean()),
                 "std_total_reward": float(tot.std(ddof=1)) if len(rs) > 1 else 0.0,
                 "mean_regret": float(np.mean(reg)) if reg else None,
                 "n": len(rs),
+                "n_instances": len({r.instance for r in rs}),
+                "mean_score": float(np.mean(sc)) if sc else None,
                 "decision_ms_median": float(np.median([r.decision_ms_median for r in rs])),
             })
         return out
 
     def to_json(self) -> dict:
         return {"env_id": self.env_id, "env_kwargs": self.env_kwargs, "horizon": self.horizon,
-                "version": self.version, "runs": [r.to_json() for r in self.runs], "summary": self.summary()}
+                "version": self.version, "instance_axis": self.instance_axis,
+                "instances": self.instances, "runs": [r.to_json() for r in self.runs],
+                "summary": self.summary(),
+                "comparisons": [c.to_json() for c in self.comparisons()] if len(self.agents) > 1 else [],
+                "score": SCORE_DEFINITION,
+                "reference_runs": [r.to_json() for r in self.reference_runs]}
 
     def table(self) -> str:
-        """A plain-text comparison table (one row per agent)."""
+        """A plain-text comparison table (one row per agent).
+
+        "vs best" is each agent's mean relative difference to the agent with the highest mean total
+        reward, paired over instances, with its 95% t-interval and the wins/losses over instances.
+        """
+        from clustergym.stats import fmt_ci
+
         rows = self.summary()
-        best = max(r["mean_total_reward"] for r in rows) if rows else 0.0
-        head = f"{'agent':<28} {'total reward (mean ± std)':>28} {'vs best':>8} {'regret':>10} {'decision ms':>12}"
-        lines = [head, "-" * len(head)]
+        if not rows:
+            return ""
+        best = max(rows, key=lambda r: r["mean_total_reward"])["agent"]
+        comps = {c.agent: c for c in self.comparisons(reference=best)} if len(rows) > 1 else {}
+        n_inst = len(self.instances)
+        head = (f"{'agent':<28} {'total reward (mean ± std)':>27}  {'vs best [95% CI]':<26} {'W/L':>7} "
+                f"{'score':>6} {'regret':>10} {'decision ms':>11}")
+        lines = [f"{len(self.runs) // max(len(rows), 1)} runs per agent over {n_inst} instance(s)"
+                 f" ({self.instance_axis}); intervals: 95% t over instances", head, "-" * len(head)]
         for r in sorted(rows, key=lambda r: -r["mean_total_reward"]):
-            gap = (r["mean_total_reward"] - best) / abs(best) * 100 if best else 0.0
+            c = comps.get(r["agent"])
+            vs = "(best)" if c is None else fmt_ci(c)
+            wl = "" if c is None else f"{c.wins}/{c.losses}"
             reg = "-" if r["mean_regret"] is None else f"{r['mean_regret']:.1f}"
-            lines.append(f"{r['agent']:<28} {r['mean_total_reward']:>16.1f} ± {r['std_total_reward']:<9.1f} "
-                         f"{gap:>7.1f}% {reg:>10} {r['decision_ms_median']:>12.3f}")
+            sc = "-" if r["mean_score"] is None else f"{r['mean_score']:.3f}"
+            lines.append(f"{r['agent']:<28} {r['mean_total_reward']:>15.1f} ± {r['std_total_reward']:<9.1f} "
+                         f"{vs:<26} {wl:>7} {sc:>6} {reg:>10} {r['decision_ms_median']:>11.3f}")
         return "\n".join(lines)
 
     def write(self, out_dir: str, plots: bool = True) -> list[str]:
-        """Write results.json, curves.csv and (optionally) PNG plots into ``out_dir``; return paths."""
+        """Write results.json, curves.csv and (optionally) PNG plots into ``out_dir``; return paths.
+
+        curves.csv is written with the csv module (agent names with commas or brackets are quoted).
+        """
+        import csv
+
         os.makedirs(out_dir, exist_ok=True)
         paths = [os.path.join(out_dir, "results.json"), os.path.join(out_dir, "curves.csv")]
-        with open(paths[0], "w") as f:
-            json.dump(self.to_json(), f, indent=1, default=_json_default)
-        with open(paths[1], "w") as f:
-            f.write("agent,seed,t,reward,cumulative_reward,cumulative_regret\n")
+        _atomic_write(paths[0], lambda f: json.dump(self.to_json(), f, indent=1, default=_json_default))
+
+        def curves(f):
+            w = csv.writer(f, lineterminator="\n")
+            w.writerow(["agent", "seed", "t", "reward", "cumulative_reward", "cumulative_regret", "instance"])
             for r in self.runs:
                 cr = np.cumsum(r.reward)
                 reg = r.cum_regret if r.cum_regret is not None else np.full(r.steps, np.nan)
+                inst = "" if r.instance is None else r.instance
                 for t in range(r.steps):
-                    f.write(f"{r.agent},{r.seed},{t + 1},{r.reward[t]:.6g},{cr[t]:.6g},"
-                            f"{'' if math.isnan(reg[t]) else format(reg[t], '.6g')}\n")
+                    w.writerow([r.agent, r.seed, t + 1, f"{r.reward[t]:.6g}", f"{cr[t]:.6g}",
+                                "" if math.isnan(reg[t]) else format(reg[t], ".6g"), inst])
+
+        _atomic_write(paths[1], curves)
         if plots:
             from clustergym.plots import plot_results
 
             paths += plot_results(self, out_dir)
         return paths
+
+
+SCORE_DEFINITION = ("score = (V - V_random) / (B - V_random) on the same instance and seed; V = sum of "
+                    "expected_reward where the env reports it, else total reward; B = per-slot oracle total, "
+                    "else episode_bound, else episode_best_static (P2; can be exceeded online); "
+                    "V_random = the random agent's V")
+
+
+def _atomic_write(path: str, write) -> None:
+    """Write through a temporary file renamed into place, so a crash never leaves half a file."""
+    tmp = f"{path}.tmp{os.getpid()}"
+    try:
+        with open(tmp, "w", newline="") as f:
+            write(f)
+        os.replace(tmp, path)
+    finally:
+        if os.path.exists(tmp):
+            os.remove(tmp)
+
+
+def _scenario_fingerprint(env_id: str, horizon: int, env_kwargs: dict) -> str | None:
+    """A hash of the scenario an env is built from (None if it cannot be pickled)."""
+    import hashlib
+    import pickle
+
+    import gymnasium as gym
+
+    env = gym.make(env_id, horizon=horizon, **env_kwargs)
+    try:
+        return hashlib.sha256(pickle.dumps(env.unwrapped.scenario)).hexdigest()
+    except Exception:  # noqa: BLE001 - an unpicklable scenario: assume the seed matters
+        return None
+    finally:
+        env.close()
+
+
+def attach_scores(runs: list[RunResult], reference: list[RunResult]) -> None:
+    """Set ``score`` on every run that has a bound, from the random run on the same (instance, seed)."""
+    ref = {(r.instance, r.seed): r.value_total for r in reference}
+    for r in runs:
+        v0 = ref.get((r.instance, r.seed))
+        if r.bound_total is None or v0 is None:
+            continue
+        gap = r.bound_total - v0
+        r.score = float((r.value_total - v0) / gap) if gap > 1e-12 * max(1.0, abs(r.bound_total)) else None
 
 
 def _json_default(o):
@@ -311,25 +461,33 @@ def _run_ray(tasks: list[tuple], workers: int, bar) -> list[RunResult]:
 
 def evaluate(env_id: str, agents: Sequence[str], seeds: Sequence[int], horizon: int,
              env_kwargs: dict | None = None, workers: int = 1, backend: str = "local",
-             progress: bool = True) -> Results:
-    """Run every agent on every seed (same env seed for every agent: common random numbers).
+             progress: bool = True, instances: Sequence[int] | None = None, score: bool = True) -> Results:
+    """Run every agent on every (instance, seed) (the same for every agent: common random numbers).
 
     Args:
         env_id: a registered id, e.g. ``"clustergym/MultiServerChannel-v0"``.
         agents: agent names, optionally with options: ``"esdp[only_active=true]"``.
-        seeds: env seeds; each (agent, seed) run is independent.
+        seeds: env (dynamics) seeds; each (agent, instance, seed) run is independent.
         horizon: slots per run.
-        env_kwargs: keyword arguments for ``gym.make`` (scenario parameters etc.).
+        env_kwargs: keyword arguments for ``gym.make`` (scenario parameters etc.). A
+            ``scenario_seed`` here pins that one instance for every run.
         workers: parallel processes (1 = in this process). With ``backend="ray"``, the CPUs of the
             local Ray instance started for this call (unused when Ray is already initialised or
             ``RAY_ADDRESS`` is set: the cluster's own CPUs decide).
-        backend: ``"local"`` (processes on this machine) or ``"ray"`` (one Ray task per (agent, seed)
-            run; needs ``pip install 'clustergym[ray]'``). Uses the Ray instance this process is
-            connected to (``ray.init(address=...)`` beforehand), else ``$RAY_ADDRESS``, else starts
-            and afterwards shuts down a local one. The results are identical to the local backend's:
-            same runs in the same order; only the timing fields (:data:`TIMING_FIELDS`) differ, as
-            they do between any two runs.
+        backend: ``"local"`` (processes on this machine) or ``"ray"`` (one Ray task per run; needs
+            ``pip install 'clustergym[ray]'``). Uses the Ray instance this process is connected to
+            (``ray.init(address=...)`` beforehand), else ``$RAY_ADDRESS``, else starts and afterwards
+            shuts down a local one. The results are identical to the local backend's: same runs in
+            the same order; only the timing fields (:data:`TIMING_FIELDS`) differ, as they do between
+            any two runs.
         progress: show a progress bar (tqdm) over all slots of all runs.
+        instances: scenario seeds. ``None`` (default): a new instance per seed, the run with seed s
+            uses instance s. A list: every instance × every seed. Cannot be combined with
+            ``env_kwargs["scenario_seed"]``. When the scenario does not depend on ``scenario_seed``
+            (a trace preset, a Scenario object), every run shares one instance (``instance`` None)
+            and ``Results.instance_axis`` says so; an explicit list of several instances is an error.
+        score: compute the normalised score (module docstring) where the env reports a bound; runs
+            the ``random`` agent on every (instance, seed) when it is not among ``agents``.
     """
     import gymnasium as gym
 
@@ -347,6 +505,13 @@ def evaluate(env_id: str, agents: Sequence[str], seeds: Sequence[int], horizon: 
         raise ValueError("no agents given")
     if not seeds:
         raise ValueError("no seeds given")
+    if instances is not None:
+        if "scenario_seed" in env_kwargs:
+            raise ValueError("instances= and env_kwargs['scenario_seed'] cannot be combined: scenario_seed "
+                             "pins one instance for every run")
+        if not len(instances):
+            raise ValueError("instances is empty")
+        instances = list(dict.fromkeys(int(i) for i in instances))
     if backend == "ray":
         _import_ray()  # fail before any work when Ray is missing
     family = env_family(env_id)  # validates env_id
@@ -362,20 +527,57 @@ def evaluate(env_id: str, agents: Sequence[str], seeds: Sequence[int], horizon: 
     for a in agents:
         make(a, family=family)
 
-    tasks = [(env_id, a, int(s), int(horizon), env_kwargs) for a in agents for s in seeds]
+    # The instance of each seed: pinned, explicit (instance × seed) or one per seed.
+    axis = "scenario_seed"
+    if "scenario_seed" in env_kwargs:
+        pairs = [(env_kwargs["scenario_seed"], int(s)) for s in seeds]
+        axis = f"scenario_seed pinned to {env_kwargs['scenario_seed']}"
+    elif instances is not None:
+        pairs = [(i, int(s)) for i in instances for s in seeds]
+    else:
+        pairs = [(int(s), int(s)) for s in seeds]
+    distinct = list(dict.fromkeys(i for i, _ in pairs))
+    if "scenario_seed" not in env_kwargs and len(distinct) > 1:
+        fp = [_scenario_fingerprint(env_id, int(horizon), {**env_kwargs, "scenario_seed": i}) for i in distinct[:2]]
+        if fp[0] is not None and fp[0] == fp[1]:
+            scen = env_kwargs.get("scenario", "the default scenario")
+            scen = scen if isinstance(scen, str) else "a Scenario object"
+            if instances is not None and len(instances) > 1:
+                raise ValueError(f"scenario {scen!r} does not depend on scenario_seed, so instances={instances} "
+                                 "would repeat one instance; vary the seeds instead")
+            axis = f"none: scenario {scen!r} does not depend on scenario_seed (one instance)"
+            pairs = [(None, s) for _, s in pairs]
+
+    def kwargs_of(inst):
+        return env_kwargs if inst is None or "scenario_seed" in env_kwargs else {**env_kwargs, "scenario_seed": inst}
+
+    tasks = [(env_id, a, s, int(horizon), kwargs_of(i)) for a in agents for i, s in pairs]
     total = len(tasks) * int(horizon)
     bar = None
     if progress:
         from tqdm.auto import tqdm
 
         bar = tqdm(total=total, unit="slot", desc=env_id.split("/")[-1], leave=False, dynamic_ncols=True)
+    run = _run_ray if backend == "ray" else _run_local
+    reference: list[RunResult] = []
     try:
-        if backend == "ray":
-            runs = _run_ray(tasks, int(workers), bar)
-        else:
-            runs = _run_local(tasks, int(workers), bar)
+        runs = run(tasks, int(workers), bar)
+        if score and any(r.bound_total is not None for r in runs) and "random" in known:
+            reference = [r for r in runs if r.agent == "random"]
+            if not reference:
+                ref_tasks = [(env_id, "random", s, int(horizon), kwargs_of(i)) for i, s in pairs]
+                if bar is not None:
+                    bar.total += len(ref_tasks) * int(horizon)
+                    bar.set_description_str("random (score reference)")
+                reference = run(ref_tasks, int(workers), bar)
+                runs_ref = reference
+            else:
+                runs_ref = []
+            attach_scores(runs, reference)
+            attach_scores(runs_ref, reference)
+            reference = runs_ref
     finally:
         if bar is not None:
             bar.close()
     return Results(env_id=env_id, env_kwargs=env_kwargs, horizon=int(horizon), runs=list(runs),
-                   version=clustergym.__version__)
+                   version=clustergym.__version__, reference_runs=reference, instance_axis=axis)

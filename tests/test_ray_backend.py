@@ -29,7 +29,7 @@ def ray_cluster():
 
 
 def _without_timings(d: dict) -> dict:
-    for row in d["runs"] + d["summary"]:
+    for row in d["runs"] + d["summary"] + d.get("reference_runs", []):
         for key in TIMING_FIELDS:
             row.pop(key, None)
     return d

@@ -56,7 +56,7 @@ def test_results_json_contract_and_files(tmp_path):
     for s in summ.values():
         assert {"mean_total_reward", "std_total_reward", "mean_regret", "n"} <= s.keys()
     lines = open(tmp_path / "curves.csv").read().splitlines()
-    assert lines[0] == "agent,seed,t,reward,cumulative_reward,cumulative_regret"
+    assert lines[0] == "agent,seed,t,reward,cumulative_reward,cumulative_regret,instance"
     assert len(lines) == 1 + 4 * 40
     assert {os.path.basename(p) for p in paths} >= {"avg_reward.png", "cumulative_regret.png"}
     for p in paths:
