@@ -22,10 +22,9 @@ CONFIG = {
                fig56_rate=12.0, gscales=[0.5, 2.0], bscales=[0.02, 1.0],
                fig7_horizon=15, fig7_instances=[0, 1, 2]),
     False: dict(horizon=200, instances=[0, 1, 2, 3, 4],
-                fig4={"iterations": [2.0, 4.0, 8.0, 12.0], "worker_slots": [0.5, 1.0, 2.0]},
-                fig4_agents=["gadget", "fifo", "drf", "las", "drf[share=demand]", "random",
-                             "gadget[work_conserving=true]"],
-                fig56_rate=12.0, gscales=[0.25, 0.5, 1.0, 2.0, 4.0], bscales=[0.01, 0.02, 0.1, 1.0],
+                fig4={"iterations": [2.0, 4.0, 8.0, 10.0], "worker_slots": [0.5, 1.0, 2.0]},
+                fig4_agents=["gadget", "fifo", "drf", "las", "drf[share=demand]", "random"],
+                fig56_rate=10.0, gscales=[0.25, 0.5, 1.0, 2.0, 4.0], bscales=[0.01, 0.02, 0.1, 1.0],
                 fig7_horizon=40, fig7_instances=[0, 1, 2, 3, 4]),
 }
 # Fig. 7 instance: small enough for the exact MILP every slot (12 servers, <= 6 visible jobs), links
