@@ -58,11 +58,12 @@ largest true π first, the capacity left (:func:`reoffer_support`):
 **Work conservation.** μ_i is increasing, so the exact optimum of problem (10) never leaves a GPU
 idle that a visible job could use: leaving such GPUs idle is an approximation error of
 Algorithm 2 (it can happen because the ring sizes of line 3 come from an LP that sees only the
-total GPU count, and the rounding may find no embedding of them), not a property of problem (10). Option ``work_conserving=True`` (off
-by default) places every visible job that still has no workers after Algorithm 2 with the greedy
-ring placement on the leftover capacity, largest increment first, at the largest size ≤
-min(N_i, budget left) that fits. With the default repair it changes little (+0.1–0.2% total
-utility at 12 jobs/slot, nothing at lower loads measured; docs/gadget.md, "Work conservation").
+total GPU count, and the rounding may find no embedding of them), not a property of problem (10).
+Option ``work_conserving=True`` (off by default) places every visible job that still has no
+workers after Algorithm 2 with the greedy ring placement on the leftover capacity, largest
+increment first, at the largest size ≤ min(N_i, budget left) that fits. With the default repair
+it changes little: +0.1–0.2% total utility at 12 jobs/slot, identical at 8 jobs/slot and in the
+worker_slots runs measured (docs/gadget.md, "Work conservation").
 
 In ``ring_size`` action mode the agent outputs the ring sizes of its embedding (the env places them
 with its own greedy placement).
@@ -164,8 +165,8 @@ def log_increments(cap, zeta, z, lam1, lam2, lam3) -> np.ndarray:
 
 
 def gadget_slot(window: dict, topo, rng: np.random.Generator, *, u_b: int = 20, alpha: float = 1.0,
-                rounding_repair: bool = True, reoffer: str = "candidates", work_conserving: bool = False, rounds: int = 0,
-                cache: dict | None = None, stats: dict | None = None) -> np.ndarray:
+                rounding_repair: bool = True, reoffer: str = "candidates", work_conserving: bool = False,
+                rounds: int = 0, cache: dict | None = None, stats: dict | None = None) -> np.ndarray:
     """One slot of Algorithm 2 for the visible jobs; returns y (J, S).
 
     ``rounds`` = 0 (default: as many as needed) emulates exact arithmetic: far below λ3 the increments π_iκ are ~1e-60 or
@@ -300,7 +301,8 @@ def _alg2(w, q, bw, free_gpu, free_srv, free_rack, topo, rng, u_b, alpha, roundi
     # M_i in decreasing φ (ties: column order) for the re-offer of dropped jobs
     support = [cs[np.argsort(-phi[cs], kind="stable")] for cs in cols_by_job]
     if reoffer == "candidates":  # then every other candidate mapping of the κ_i-ring, in column order
-        support = [np.concatenate([sp, np.flatnonzero((job_of == t) & (phi <= _TOL))]) for t, sp in enumerate(support)]
+        support = [np.concatenate([sp, np.flatnonzero((job_of == t) & (phi <= _TOL))])
+                   for t, sp in enumerate(support)]
     cums = [np.cumsum(phi[cs]) for cs in cols_by_job]
     dense = A2[ns:].toarray()  # (2S+R, m) loads of each mapping
     limit = cap_vec[ns:] + 1e-9
