@@ -220,8 +220,8 @@ def gadget_slot(window: dict, topo, rng: np.random.Generator, *, u_b: int = 20, 
         srv, rack = placement_loads(yy, np.asarray(window["bw"], float)[jobs[idx]], np.asarray(topo.rack_of),
                                     topo.num_racks)
         free_gpu = free_gpu - yy.sum(axis=0)
-        free_srv = free_srv - srv
-        free_rack = free_rack - rack
+        free_srv = np.maximum(free_srv - srv, 0.0)  # a try may use up to 1e-9 more than is left: no drift
+        free_rack = np.maximum(free_rack - rack, 0.0)
         info["rounds"] = rnd + 1
     if stats is not None:
         stats.update(info)
@@ -378,6 +378,8 @@ def repair_overfill(loads: np.ndarray, limit: np.ndarray, weight: np.ndarray, lo
             return keep
         users = keep & (loads[over] > 0).any(axis=0)
         cand = np.flatnonzero(users)
+        if cand.size == 0:  # an "overfilled" resource nobody in the try uses (limit < 0 by rounding)
+            return keep
         j = cand[np.argmin(rank[cand])]
         keep[j] = False
         total = total - loads[:, j]

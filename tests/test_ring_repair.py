@@ -77,3 +77,10 @@ def test_gadget_embeds_every_visible_job_when_uncontended(seed):
     ratios, util = _embedded("gadget", seed)
     assert util.max() < 0.4
     assert (ratios == 1.0).all(), ratios
+
+
+def test_repair_ignores_a_resource_no_kept_job_uses():
+    # a capacity left slightly negative by floating point (limit < 0) with no job on it: nothing to remove
+    loads = np.array([[0.0, 0.0], [1.0, 1.0]])
+    keep = repair_overfill(loads, np.array([-1e-12, 2.0]), np.array([0.5, 0.4]), np.log([0.5, 0.4]))
+    assert keep.tolist() == [True, True]
