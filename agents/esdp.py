@@ -19,7 +19,9 @@ DELTAS = {
     "default": lambda t: 1.0 / (math.log(math.log(t + 1) + 1) + 1),
     "log": lambda t: 1.0 / (math.log(t + 1) + 1),
     "loglog": lambda t: 1.0 / math.log(math.log(t + 1) + 1),
-    "logloglog": lambda t: 1.0 / (math.log(math.log(math.log(t + 1) + 1) + 1) + 1),
+    # Fig. 7's third sequence, (ln(ln(ln(t+1)+1))+1)^-1 (esdp.md §4.2); positive for every t >= 1
+    # since ln(ln(ln 2 + 1)) = −0.64 > −1.
+    "logloglog": lambda t: 1.0 / (math.log(math.log(math.log(t + 1) + 1)) + 1),
 }
 # g(t) sequences (eq. 11 as set in "Default Algorithmic Settings"; the alternatives of Fig. 8).
 # m = max_{x∈Ω} ||x||_1, taken as α|E|.
@@ -176,12 +178,20 @@ def solve_p4_all(upsilon: np.ndarray, sigma2: np.ndarray, demand: np.ndarray, ca
 
 
 def untried_weight(finite_total: int, s_max: int, n: int) -> int:
-    """Finite stand-in M for Σ̂² = +∞ (untried channel), exact for both the DP and eq. 21.
+    """Finite stand-in M for Σ̂² = +∞ (an untried channel, eq. 10).
 
-    With F = total finite Σ̂² and M > max(2F, 16 s_max² n): (i) M > F, so every P4(s, t) optimum
-    has the most untried channels possible, then the largest finite Σ̂²; (ii) for k < n untried,
-    √((k+1)M) − √(kM + F) >= (M − F) / (2√(nM)) > s_max, so in eq. 21 (s + √V) a solution with
-    one more untried channel always wins, as it would with a true +∞.
+    What the code guarantees, and no more: **more untried channels always win; otherwise M is
+    arbitrary.** With F = total finite Σ̂² and M > max(2F, 16 s_max² n):
+
+    (i) in every P4(s, t) (eq. 20), M > F, so an optimum has the most untried channels any x with
+        Υ̂ᵀx >= s can have, then (among those) the largest finite Σ̂²ᵀx;
+    (ii) in eq. 21, for k < n untried channels, √((k+1)M) − √(kM + F) >= (M − F)/(2√(nM)) > s_max,
+        so an s whose P4 optimum has one more untried channel beats every s with fewer.
+
+    Among values of s whose optima have the *same* number k >= 1 of untried channels, eq. 21
+    compares s + √(kM + F_s): the trade between s and the finite part F_s depends on the value of
+    M chosen here, not on the paper (with a true +∞ all these scores are +∞ and eq. 21 does not
+    decide). So ESDP's choice there is a consequence of M, not an exact reading of eq. 21.
     """
     return max(2 * finite_total, 16 * s_max * s_max * max(n, 1)) + 1
 
@@ -196,12 +206,16 @@ class ESDP(BaseAgent):
 
     Choices where the paper is silent (each tested):
 
+    * The DP's decision table (|E|·Π(c_k+1)·|S(t)| bytes, ≈ 60 MB at the default) is scratch
+      reused between slots; it is not part of the agent's state: pickling or deep-copying the agent
+      leaves it out and the next decision rebuilds it (same decisions, tested).
     * ``max_{x∈Ω} ||x||_1`` is α|E| (paper's default settings), used in g(t) (eq. 11), ξ(t) (eq. 18)
       and S(t) (eq. 19); S(t) = {0, ..., ⌊ξ(t) α|E|⌋}.
-    * **Untried channels** (σ̂² = +∞). Any x containing one has P4 objective +∞ (and eq. 21 score
-      +∞), so solutions are ordered lexicographically: first by the number of untried channels,
-      then as the paper says. Exactly: each untried channel gets a finite weight M large enough for
-      both the DP and eq. 21 (:func:`untried_weight`). So ESDP first selects a maximum-cardinality
+    * **Untried channels** (σ̂² = +∞, eq. 10). Any x containing one has P4 objective +∞ (and eq. 21
+      score +∞), where the paper's comparisons do not decide. Each untried channel gets a finite
+      weight M (:func:`untried_weight`) that guarantees: more untried channels always win, in every
+      P4(s, t) and in eq. 21; otherwise (between choices with the same number of untried channels)
+      the outcome depends on M and is arbitrary. So ESDP first selects a maximum-cardinality
       feasible set of untried channels, and tries every channel before trusting its estimates.
     * s values above Σ_e Υ̂_e are infeasible for every x; they are left out of the DP (exact), and so
       are, at edge i, the s above Σ_{j>=i} Υ̂_j. The DP visits channels in descending Υ̂ (the paper
@@ -231,6 +245,15 @@ class ESDP(BaseAgent):
         self.alpha, self.delta_name, self.g_name, self.only_active = float(alpha), delta, g, bool(only_active)
         self.backend = backend
         self._workspace: dict = {}
+
+    def __getstate__(self) -> dict:
+        state = self.__dict__.copy()
+        state["_workspace"] = {}  # DP scratch: rebuilt lazily by the next decision
+        return state
+
+    def __setstate__(self, state: dict) -> None:
+        self.__dict__.update(state)
+        self.__dict__.setdefault("_workspace", {})
 
     def reset(self, problem, *, seed=None) -> None:
         super().reset(problem, seed=seed)

@@ -20,14 +20,18 @@ from clustergym.envs.multiserver.projection import AllocationLayout
 __all__ = ["OGASched", "proportional_share"]
 
 
-def proportional_share(problem) -> np.ndarray:
+def proportional_share(problem, active: np.ndarray | None = None) -> np.ndarray:
     """y_(l,r)^k = min(a_l^k, c_r^k a_l^k / Σ_{l'∈L_r} a_l'^k): every port's share of every server.
 
     Feasible (eqs. 3–4); the paper's "well designed initial solution" (§4.1) is not specified; we use
-    this proportional share (SPEC §5).
+    this proportional share (SPEC §5). With ``active`` ((L,) bool), only the active ports take a
+    share and the sum runs over the active ports of L_r (the authors' code's initial solution,
+    ``Y.init_value``).
     """
     pb = problem
     a = pb.edge_demand  # (E, K)
+    if active is not None:
+        a = a * np.asarray(active, dtype=bool)[pb.edge_port][:, None]
     tot = np.zeros((pb.num_servers, pb.num_device_types))
     np.add.at(tot, pb.edge_server, a)  # once per reset, not per step
     denom = tot[pb.edge_server]
@@ -42,14 +46,27 @@ class OGASched(BaseAgent):
         eta0: initial learning rate η_0 (Table 1: 25).
         decay: η_{t+1} = decay · η_t (Table 1: 0.9999).
         lr: "decay" (the paper's experiments) or "eq26": η_t = diam(Y) / (||∇q(x(t), y(t))|| √T) with
-            diam(Y) bounded by eq. 25 and T = ``horizon`` (the theory's step, §3.3).
-        horizon: T for ``lr="eq26"``.
-        arrival_aware: False (default, the paper): play y(t), which was computed before x(t) was
-            seen, so idle ports hold resources. True (a documented improvement, not in the paper):
-            since x(t) is observed at the start of the slot (Alg. 1 line 3), play
-            Π_Y((y(t) + η_t ∇q(x(t), y(t))) restricted to the ports with a job) — only active ports are
-            projected, so they take the capacity idle ports would hold; the learner's own state y(t+1)
-            still follows eq. 11 unchanged.
+            diam(Y) bounded by eq. 25 (the theory's step, §3.3).
+        horizon: T for ``lr="eq26"``. Default None: T is the env's horizon, read from the public
+            problem (``problem.horizon``, set by the env: the episode is truncated after T slots).
+            Passing a number overrides it (e.g. to tune for a different T); with neither, reset()
+            raises ValueError rather than assume a T.
+        play: the play order.
+            "algorithm1" (default, faithful to Algorithm 1 and to the regret proof): play y(t),
+            chosen at the end of slot t−1 before x(t) is seen (idle ports hold resources), then
+            y(t+1) = Π_Y(y(t) + η_t ∇q(x(t), y(t))) (eq. 11).
+            "authors" (the authors' public code, ``ogasched/oga/oga.py``): at slot t, with x(t)
+            observed, take the gradient ∇q(x(t), y) at the previous *played* allocation y, project
+            Π_Y(y + η_t ∇q) (eq. 11), set the channels of idle ports to 0, play that and carry it as
+            the next state. Slot 1 plays the proportional share among the active ports (their
+            ``Y.init_value``) without a gradient step; η decays after every later slot.
+        arrival_aware: False (default, the paper). True (a documented improvement, not in the
+            paper, only with play="algorithm1"): since x(t) is observed at the start of the slot
+            (Alg. 1 line 3), play Π_Y((y(t) + η_t ∇q(x(t), y(t))) restricted to the ports with a
+            job) — only active ports are projected, so they take the capacity idle ports would hold;
+            the learner's own state y(t+1) still follows eq. 11 unchanged. It differs from
+            play="authors" in two ways: idle ports are removed *before* the projection (so active
+            ports receive their capacity) and the state is not the played allocation.
 
     Where the paper is silent: ties in k* (eq. 10) go to the lowest k; the max of eq. 5 is not
     differentiable at ties and eq. 9 picks that one k* (a subgradient); y(1) is the proportional share.
@@ -58,15 +75,23 @@ class OGASched(BaseAgent):
     name = "ogasched"
     families = ("multiserver-allocation",)
 
-    def __init__(self, eta0: float = 25.0, decay: float = 0.9999, lr: str = "decay", horizon: int = 2000,
-                 arrival_aware: bool = False):
+    # Table 1 of ogasched.md: "initial learning rate η_0 25, decay 0.9999".
+    TABLE1_ETA0 = 25.0
+    TABLE1_DECAY = 0.9999
+
+    def __init__(self, eta0: float = TABLE1_ETA0, decay: float = TABLE1_DECAY, lr: str = "decay",
+                 horizon: int | None = None, play: str = "algorithm1", arrival_aware: bool = False):
         self.eta0 = check_real("eta0", eta0, 0.0, None, lo_open=True)
         self.decay = check_real("decay", decay, 0.0, None, lo_open=True)
         self.lr = check_choice("lr", lr, ("decay", "eq26"))
-        self.horizon = check_int("horizon", horizon, 1, None)
+        self.horizon = None if horizon is None else check_int("horizon", horizon, 1, None)
+        self.play = check_choice("play", play, ("algorithm1", "authors"))
         if not isinstance(arrival_aware, (bool, np.bool_)):
             raise ValueError(f"arrival_aware={arrival_aware!r} is invalid: expected true or false")
         self.arrival_aware = bool(arrival_aware)
+        if self.arrival_aware and self.play == "authors":
+            raise ValueError("arrival_aware=true is valid only with play='algorithm1' (play='authors' already "
+                             "uses x(t) before playing)")
 
     def reset(self, problem, *, seed=None) -> None:
         super().reset(problem, seed=seed)
@@ -78,9 +103,14 @@ class OGASched(BaseAgent):
         self.beta = np.asarray(pb.beta, dtype=np.float64)
         self.edge_port = np.asarray(pb.edge_port)
         self.y = proportional_share(pb)  # y(1)
+        self.t = 0  # slots played
         self.eta = self.eta0
         a_bar = pb.demand.max(axis=0)  # (K,) ā^k
         self.diam = float(np.sqrt(2.0 * np.sum(a_bar * pb.capacity.sum(axis=0))))  # eq. 25
+        self.T = self.horizon if self.horizon is not None else getattr(pb, "horizon", None)
+        if self.lr == "eq26" and self.T is None:
+            raise ValueError("lr='eq26' needs the horizon T: the problem has none (problem.horizon is None); "
+                             "pass horizon=<int >= 1>")
 
     def gradient(self, x: np.ndarray, y: np.ndarray) -> np.ndarray:
         """∇q(x, y) of eq. 9, shape (E, K)."""
@@ -91,16 +121,30 @@ class OGASched(BaseAgent):
         g[np.arange(g.shape[0]), k_star[self.edge_port]] -= self.beta[k_star[self.edge_port]]  # k = k*
         return g * x[self.edge_port][:, None]  # x_l(t) factor of eq. 9
 
-    def act(self, obs, info):
-        x = np.asarray(obs["arrivals"]).astype(bool)
-        y = self.y
-        g = self.gradient(x, y)
+    def step_size(self, g: np.ndarray) -> float:
+        """η_t: eq. 26 (diam(Y) / (||∇q|| √T)) or Table 1's decayed η_0 · decay^t."""
         if self.lr == "eq26":
             norm = float(np.sqrt(np.sum(g * g)))
-            eta = self.diam / (norm * np.sqrt(self.horizon)) if norm > 0 else 0.0  # eq. 26
-        else:
-            eta = self.eta
-        z = y + eta * g  # Alg. 1 line 5
+            return self.diam / (norm * np.sqrt(self.T)) if norm > 0 else 0.0  # eq. 26
+        return self.eta
+
+    def act(self, obs, info):
+        x = np.asarray(obs["arrivals"]).astype(bool)
+        self.t += 1
+        if self.play == "authors":
+            if self.t == 1:  # the authors' initial solution: proportional share among active ports
+                self.y = proportional_share(self.problem, active=x)
+                return self.y
+            g = self.gradient(x, self.y)  # ∇q(x(t), y) at the previous played y (eq. 9)
+            z = self.y + self.step_size(g) * g
+            y = self.layout.project(z)  # eq. 11
+            y[~x[self.edge_port]] = 0.0  # the authors zero the channels of idle ports
+            self.y = y  # played and carried as the next state
+            self.eta *= self.decay
+            return y
+        y = self.y
+        g = self.gradient(x, y)
+        z = y + self.step_size(g) * g  # Alg. 1 line 5
         played = y
         if self.arrival_aware:
             played = self.layout.project(z * x[self.edge_port][:, None])

@@ -7,8 +7,11 @@ with a job (SPEC §5). Readings of the paper's one-line descriptions:
   s_l = max_k a_l^k / Σ_{r∈R_l} c_r^k (the paper's formula, fixed per instance; ties by port index);
   on every (r, k) each port in turn takes min(a_l^k, what is left) (partial fills).
 * **FAIRNESS**: y_(l,r)^k = x_l · min(a_l^k, c_r^k a_l^k / Σ_{l'∈L_r} a_l'^k) — the share's
-  denominator runs over all of L_r, as written; the shares of idle ports stay unused. Option
-  ``active_share=True`` divides by the ports with a job only (not the paper's).
+  denominator runs over all of L_r (default, ``active_share=False``); the shares of idle ports stay
+  unused. ``active_share=True`` divides among the active ports of L_r only,
+  Σ_{l'∈L_r, x_l'(t)=1} a_l'^k: the authors' code (``ogasched/baselines/fairness.py``) and the
+  paper's §4.1 wording "allocates resources to each non-empty port without bias". Both readings are
+  reported beside each other (docs/ogasched.md).
 * **BINPACKING / SPREADING** (Kubernetes MostAllocated / LeastAllocated, Volcano binpack): on node r
   the request of port l is q_lr^k = min(a_l^k, c_r^k); a pod is placed only if its whole request fits
   (all k). The Kubernetes score of placing l on r is the node's utilisation after placement,
@@ -96,6 +99,8 @@ class Fairness(_AllocationBaseline):
     name = "fairness"
 
     def __init__(self, active_share: bool = False):
+        if not isinstance(active_share, (bool, np.bool_)):
+            raise ValueError(f"active_share={active_share!r} is invalid: expected true or false")
         self.active_share = bool(active_share)
 
     def act(self, obs, info):

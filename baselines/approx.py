@@ -40,21 +40,49 @@ class _ApproxBaseline(BaseAgent):
 
 
 class Fair(_ApproxBaseline):
-    """Fair scheduler: the machines are shared equally among the jobs with budget left.
+    """Fair scheduler (§VI: "the cluster resource is shared equally among all ongoing jobs whenever
+    the budget has not run out").
 
-    Machines (in the fixed random order) are dealt round-robin to the live jobs, so each gets ⌊M/n⌋ or ⌈M/n⌉;
-    a job keeps its machines while its budget lasts.
+    Reading (documented choice): machines, in the fixed random order, are dealt round-robin to the
+    live jobs, so each gets ⌊M/n⌋ or ⌈M/n⌉. A job keeps its dealt machines in that order while its
+    remaining budget pays for them (Algorithm 1 lines 7–12); the machines a job cannot pay for are
+    **not left idle**: they are dealt again, round-robin, among the jobs that could pay for every
+    machine they were dealt (those with the fewest machines first), and so on until no machine is left over or every job is out of
+    budget for this slot (water-filling: a job's share is min(what it can pay for, the equal
+    share of what the others leave)). ``redistribute=False`` is the older reading that leaves
+    them idle. At most one round per job, each vectorised.
     """
 
     name = "fair"
+
+    def __init__(self, redistribute: bool = True):
+        if not isinstance(redistribute, (bool, np.bool_)):
+            raise ValueError(f"redistribute={redistribute!r} is invalid: expected true or false")
+        self.redistribute = bool(redistribute)
 
     def act(self, obs, info):
         feats, rem, live = self._jobs(obs)
         M = self.price.size
         action = np.zeros(M, dtype=np.int64)
-        if live.size:
+        if live.size == 0:
+            return action
+        if not self.redistribute:
             action[self.order] = live[np.arange(M) % live.size] + 1
-        return self._within_budget(action, rem)
+            return self._within_budget(action, rem)
+        rem = rem.copy()
+        pool, jobs = self.order, live
+        count = np.zeros(rem.size, dtype=np.int64)
+        while pool.size and jobs.size:
+            jobs = jobs[np.argsort(count[jobs], kind="stable")]  # fewest machines first: shares stay within 1
+            slot = jobs[np.arange(pool.size) % jobs.size] + 1  # deal round-robin
+            keep = budget_prefix(slot, self.price[pool], rem)  # each job: affordable prefix of its deal
+            action[pool[keep]] = slot[keep]
+            rem -= np.bincount(slot[keep] - 1, weights=self.price[pool[keep]], minlength=rem.size)
+            count += np.bincount(slot[keep] - 1, minlength=rem.size)
+            short = np.unique(slot[~keep] - 1)  # jobs that could not pay for all they were dealt
+            pool = pool[~keep]
+            jobs = jobs[~np.isin(jobs, short)]
+        return action
 
 
 class EDF(_ApproxBaseline):

@@ -5,6 +5,11 @@ the cluster greedily in their own order: "set the corresponding x as 1 in turn u
 satisfied". Read literally, filling stops at the first channel that does not fit; that is the
 default. ``skip_unfit=True`` skips such a channel and keeps going (first fit), an option.
 Only channels of ports with a job are considered (constraint 4). Ties are broken by index.
+
+The readings decide results (issue 16; the sensitivity table in ``docs/esdp.md`` measures them over
+instances): stop-at-first-unfit vs first fit (``skip_unfit``), and for LCF, which "ranks each job
+(non-empty port) in the ascending order of cost Σ_k f_k(a_k^(l,r))", whether channels or jobs are
+ranked (``rank``).
 """
 
 from __future__ import annotations
@@ -82,14 +87,35 @@ class HAUF(_ChannelHeuristic):
 
 
 class LCF(_ChannelHeuristic):
-    """Lowest Cost First: channels of ports with a job in ascending supply cost Σ_k f_k(a_k^e)."""
+    """Lowest Cost First (esdp.md §4, "Baselines").
+
+    ``rank="channels"`` (default): channels of ports with a job in ascending supply cost
+    Σ_k f_k(a_k^e), the quantity the paper names. ``rank="jobs"``: the paper's "ranks each job
+    (non-empty port)" read literally: ports with a job in ascending total cost of their channels
+    Σ_{r∈R_l} Σ_k f_k(a_k^(l,r)) (the port-level sum, as HAUF's ranking sums over R_l), and within
+    a port its channels in ascending cost. Ties by index. Costs are public; LCF never uses its
+    estimates.
+    """
 
     name = "lcf"
 
+    def __init__(self, skip_unfit: bool = False, rank: str = "channels"):
+        super().__init__(skip_unfit=skip_unfit)
+        if rank not in ("channels", "jobs"):
+            raise ValueError(f"rank={rank!r} is invalid: expected 'channels' or 'jobs'")
+        self.rank = rank
+
     def act(self, obs, info):
+        pb = self.problem
         arrivals = np.asarray(obs["arrivals"]).astype(bool)
-        active = np.flatnonzero(arrivals[self.problem.edge_port])
-        order = active[np.lexsort((active, self.problem.cost[active]))]
+        active = np.flatnonzero(arrivals[pb.edge_port])
+        if self.rank == "channels":
+            order = active[np.lexsort((active, pb.cost[active]))]
+        else:
+            port_cost = np.bincount(pb.edge_port, weights=pb.cost, minlength=pb.num_ports)  # Σ_{r∈R_l} cost
+            port = pb.edge_port[active]
+            # lexsort: last key primary. Port cost ascending, then port, then channel cost, then index.
+            order = active[np.lexsort((active, pb.cost[active], port, port_cost[port]))]
         return self._fill(order)
 
 

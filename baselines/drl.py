@@ -27,9 +27,17 @@ the observations it was trained on:
   env's ``action_masks()``. Observations (and, for training only, rewards) are normalised by
   SB3's ``VecNormalize``; its statistics are saved beside the model and applied at evaluation.
 
-A run directory holds ``model.zip``, ``vecnormalize.pkl``, ``clustergym.json`` (env id, kwargs,
+A run directory holds ``model.zip``, ``vecnormalize.npz``, ``clustergym.json`` (env id, kwargs,
 algorithm, wrapper settings), ``monitor/`` (episode returns), ``evaluations.npz`` (periodic
 evaluation on held-out seeds), ``tb/`` (TensorBoard logs) and ``training_curve.png``.
+
+**Trusted files only.** A ``model.zip`` written by SB3 carries pickled Python objects (cloudpickle),
+and unpickling a crafted file runs code. The ``sb3:`` agent therefore never unpickles them: it reads
+the zip's ``data`` JSON, supplies every pickled entry itself (the spaces from the env the side-car
+names, which must be a registered clustergym id; the algorithm's own policy class; constants for
+training-only schedules and buffers) and refuses a file with any other pickled entry; the weights
+are read with ``torch.load(weights_only=True)`` (SB3's default). Normalisation statistics are an
+``.npz`` read with ``allow_pickle=False``. Still: load models only from sources you trust.
 """
 
 from __future__ import annotations
@@ -55,6 +63,7 @@ ALGOS: dict[str, tuple[str, str, tuple[str, ...] | None]] = {
     "maskable_ppo": ("sb3_contrib", "MaskablePPO", ("multiserver-channel", "approxjobs")),
 }
 SIDE_CAR = "clustergym.json"
+NORM_FILE = "vecnormalize.npz"
 
 
 def _algo_class(algo: str):
@@ -66,7 +75,8 @@ def _algo_class(algo: str):
     try:
         return getattr(importlib.import_module(mod), cls)
     except ImportError:
-        raise ValueError(f"algo {algo!r} needs {mod}: pip install 'clustergym[contrib]'") from None
+        extra = "contrib" if mod == "sb3_contrib" else "drl"
+        raise ValueError(f"algo {algo!r} needs {mod}: pip install 'clustergym[{extra}]'") from None
 
 
 def check_algo(algo: str, family: str) -> None:
@@ -265,17 +275,22 @@ def train(env_id: str, algo: str, timesteps: int, out: str, *, env_kwargs: dict 
     Training envs are seeded ``seed, seed+1, ...``; periodic evaluation uses separate envs seeded
     from ``eval_seed`` (held out from training). Returns the side-car dictionary.
     """
+    family = env_family(env_id)
+    check_algo(algo, family)
+    _algo_class(algo)  # a clear error when the [drl] extra is not installed
     import torch
     from stable_baselines3.common.vec_env import DummyVecEnv, VecNormalize
 
     import clustergym  # noqa: F401
 
-    family = env_family(env_id)
-    check_algo(algo, family)
     if int(timesteps) < 1:
         raise ValueError(f"timesteps={timesteps!r} is invalid: expected an integer >= 1")
     if int(n_envs) < 1:
         raise ValueError(f"n_envs={n_envs!r} is invalid: expected an integer >= 1")
+    if int(eval_freq) < 1:
+        raise ValueError(f"eval_freq={eval_freq!r} is invalid: expected an integer >= 1 (timesteps between evaluations)")
+    if int(eval_episodes) < 1:
+        raise ValueError(f"eval_episodes={eval_episodes!r} is invalid: expected an integer >= 1")
     if algo == "sac" and n_envs != 1:
         n_envs = 1  # SAC: one env (off-policy; SB3's default)
     env_kwargs = dict(env_kwargs or {})
@@ -298,7 +313,11 @@ def train(env_id: str, algo: str, timesteps: int, out: str, *, env_kwargs: dict 
         venv = VecNormalize(venv, norm_obs=True, norm_reward=True, clip_obs=10.0)
         eval_env = VecNormalize(eval_env, training=False, norm_obs=True, norm_reward=False, clip_obs=10.0)
     hp = dict(hyperparams or {})
-    model = cls("MlpPolicy", venv, seed=seed, verbose=verbose, tensorboard_log=os.path.join(out, "tb"), **hp)
+    try:
+        model = cls("MlpPolicy", venv, seed=seed, verbose=verbose, tensorboard_log=os.path.join(out, "tb"), **hp)
+    except (AssertionError, ValueError, TypeError) as exc:  # SB3 checks hyperparameters with asserts
+        raise ValueError(f"bad hyperparameters for {algo} ({', '.join(f'{k}={v!r}' for k, v in hp.items())}): "
+                         f"{str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__}") from None
     if algo == "maskable_ppo":
         from sb3_contrib.common.maskable.callbacks import MaskableEvalCallback as EvalCallback
     else:
@@ -311,9 +330,10 @@ def train(env_id: str, algo: str, timesteps: int, out: str, *, env_kwargs: dict 
     wall = time.perf_counter() - t0
     model.save(os.path.join(out, "model.zip"))
     if normalize:
-        venv.save(os.path.join(out, "vecnormalize.pkl"))
+        save_normalization(venv, out)
     meta = {"env_id": env_id, "family": family, "env_kwargs": env_kwargs, "algo": algo, "stats": bool(stats),
             "normalize": bool(normalize), "seed": int(seed), "n_envs": int(n_envs), "timesteps": int(timesteps),
+            "timesteps_trained": int(model.num_timesteps),
             "eval_seed": int(eval_seed), "hyperparams": hp, "train_wall_s": wall,
             "rescale_action": isinstance(venv.action_space, gym.spaces.Box)}
     with open(os.path.join(out, SIDE_CAR), "w") as f:
@@ -382,6 +402,25 @@ def plot_training_curve(run_dir: str, path: str | None = None, reference: dict[s
 
 
 # -- evaluation: saved models as agents ----------------------------------------------------------
+def _check_side_car(meta, side: str) -> None:
+    """The side-car is data from a file: its env id must be a registered clustergym id (gym.make would
+    import any module named in an id like ``"pkg:Env-v0"``) and its family that id's family."""
+    import clustergym
+
+    if not isinstance(meta, dict):
+        raise ValueError(f"{side}: expected a JSON object")
+    missing = [k for k in ("env_id", "family", "algo", "stats", "env_kwargs") if k not in meta]
+    if missing:
+        raise ValueError(f"{side}: missing field(s) {', '.join(missing)}; was it written by 'clustergym train'?")
+    if meta["env_id"] not in clustergym.ENV_IDS:
+        raise ValueError(f"{side}: env_id {meta['env_id']!r} is not a clustergym env "
+                         f"(expected one of {', '.join(clustergym.ENV_IDS)})")
+    if meta["family"] != env_family(meta["env_id"]):
+        raise ValueError(f"{side}: family {meta['family']!r} does not match env_id {meta['env_id']!r}")
+    if not isinstance(meta["env_kwargs"], dict):
+        raise ValueError(f"{side}: env_kwargs must be an object")
+
+
 class SB3Agent(BaseAgent):
     """A saved SB3 model as an agent: ``make("sb3:runs/ppo-p1/model.zip")``.
 
@@ -401,19 +440,24 @@ class SB3Agent(BaseAgent):
         if not os.path.exists(side):
             raise ValueError(f"{path!r} has no {SIDE_CAR} beside it: was it written by 'clustergym train'?")
         with open(side) as f:
-            self.meta = json.load(f)
+            try:
+                self.meta = json.load(f)
+            except json.JSONDecodeError as exc:
+                raise ValueError(f"{side}: not valid JSON ({exc})") from None
+        _check_side_car(self.meta, side)
         self.path = path
         self.deterministic = bool(deterministic)
         self.family = self.meta["family"]
         self.families = (self.family,)
-        self.model = _algo_class(self.meta["algo"]).load(path, device="cpu")
+        self.model = safe_load(path, self.meta)
         self._norm = None
         if self.meta.get("normalize"):
-            import pickle
-
-            with open(os.path.join(run_dir, "vecnormalize.pkl"), "rb") as f:
-                self._norm = pickle.load(f)  # a VecNormalize without its venv; only its statistics are used
-            self._norm.training = False
+            norm = os.path.join(run_dir, NORM_FILE)
+            if not os.path.exists(norm):
+                raise ValueError(f"{run_dir!r} has no {NORM_FILE} (a run written by an older clustergym keeps its "
+                                 "statistics in a pickle, which is not loaded: train it again)")
+            with np.load(norm, allow_pickle=False) as z:
+                self._norm = {k: np.asarray(z[k], dtype=np.float64) for k in ("mean", "var", "clip_obs", "epsilon")}
 
     def reset(self, problem, *, seed=None) -> None:
         super().reset(problem, seed=seed)
@@ -431,8 +475,10 @@ class SB3Agent(BaseAgent):
     def act(self, obs, info):
         x = self.pipeline.observe(obs) if self._started else self.pipeline.reset(obs)
         self._started = True
-        if self._norm is not None:
-            x = self._norm.normalize_obs(x)
+        if self._norm is not None:  # VecNormalize.normalize_obs, from the saved statistics
+            n = self._norm
+            x = np.clip((x - n["mean"]) / np.sqrt(n["var"] + n["epsilon"]), -n["clip_obs"], n["clip_obs"]).astype(
+                np.float32)
         kw = {}
         if self.meta["algo"] == "maskable_ppo":
             kw["action_masks"] = sb3_mask(self.family, info)
@@ -444,6 +490,84 @@ class SB3Agent(BaseAgent):
 
     def update(self, obs, action, reward, next_obs, info) -> None:
         self.pipeline.update(info)
+
+
+def save_normalization(venv, out: str) -> str:
+    """Save a ``VecNormalize``'s observation statistics as plain arrays (``vecnormalize.npz``), which the
+    ``sb3:`` agent reads with ``allow_pickle=False`` (a pickled VecNormalize could carry code)."""
+    rms = venv.obs_rms
+    path = os.path.join(out, NORM_FILE)
+    np.savez(path, mean=np.asarray(rms.mean, dtype=np.float64), var=np.asarray(rms.var, dtype=np.float64),
+             count=np.float64(rms.count), clip_obs=np.float64(venv.clip_obs), epsilon=np.float64(venv.epsilon))
+    return path
+
+
+# Pickled entries of a model.zip that the sb3: agent supplies itself (everything else is refused).
+_STATE_ENTRIES = ("_last_obs", "_last_episode_starts", "_last_original_obs", "ep_info_buffer", "ep_success_buffer",
+                  "rollout_buffer_class", "replay_buffer_class", "_last_dones")
+
+
+def safe_load(path: str, meta: dict):
+    """Load a saved SB3 model without unpickling anything from the file (module docstring)."""
+    import zipfile
+
+    cls = _algo_class(meta["algo"])
+    try:
+        with zipfile.ZipFile(path) as z:
+            data = json.loads(z.read("data"))
+    except (OSError, KeyError, ValueError, zipfile.BadZipFile) as exc:
+        raise ValueError(f"{path!r} is not a model saved by SB3 ({exc})") from None
+    env = make_train_env(meta["env_id"], meta["env_kwargs"], algo=meta["algo"], stats=bool(meta["stats"]))
+    obs_space, act_space = env.observation_space, env.action_space
+    env.close()
+    lr = data.get("learning_rate")
+    lr = float(lr) if isinstance(lr, (int, float)) else 3e-4
+    custom: dict[str, Any] = {}
+    for key, val in data.items():
+        if not (isinstance(val, dict) and ":serialized:" in val):
+            continue
+        if key == "policy_class":
+            custom[key] = cls.policy_aliases["MlpPolicy"]
+        elif key == "observation_space":
+            custom[key] = obs_space
+        elif key == "action_space":
+            custom[key] = act_space
+        elif key == "lr_schedule":
+            custom[key] = _Constant(lr)
+        elif key == "policy_kwargs":  # pickled only because of A2C's optimizer class: rebuild it as A2C does
+            hp = meta.get("hyperparams") or {}
+            kw = dict(hp.get("policy_kwargs") or {})
+            if meta["algo"] != "a2c" or not hp.get("use_rms_prop", True) or "optimizer_class" in kw:
+                raise ValueError(f"{path!r}: pickled policy_kwargs are only rebuilt for A2C's RMSprop")
+            import torch
+
+            okw = val.get("optimizer_kwargs")
+            kw["optimizer_class"] = torch.optim.RMSprop
+            kw["optimizer_kwargs"] = okw if isinstance(okw, dict) else dict(
+                alpha=0.99, eps=float(hp.get("rms_prop_eps", 1e-5)), weight_decay=0)
+            custom[key] = kw
+        elif key == "train_freq":  # SAC, training only
+            from stable_baselines3.common.type_aliases import TrainFreq, TrainFrequencyUnit
+
+            custom[key] = TrainFreq(1, TrainFrequencyUnit.STEP)
+        elif key in ("clip_range", "clip_range_vf"):  # training only; the value does not matter for acting
+            custom[key] = 0.2
+        elif key in _STATE_ENTRIES:
+            custom[key] = None
+        else:
+            raise ValueError(f"{path!r} holds a pickled entry {key!r} that the sb3: agent does not unpickle "
+                             "(pickles can run code)")
+    return cls.load(path, device="cpu", custom_objects=custom)
+
+
+class _Constant:
+    """A constant schedule (picklable, unlike a lambda)."""
+
+    def __init__(self, value: float):
+        self.value = float(value)
+
+    def __call__(self, _progress: float) -> float:
+        return self.value
 
 
 def _obs_space_for(meta: dict, problem) -> gym.spaces.Space:

@@ -16,6 +16,14 @@ class UsageError(ValueError):
     """Bad input from the command line."""
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse with one-line errors (``clustergym: error: ...``, exit 2), like every other CLI error."""
+
+    def error(self, message: str):
+        hint = f" (see {self.prog} --help)"
+        self.exit(2, f"clustergym: error: {message}{hint}\n")
+
+
 def _parse_set(items: list[str]) -> dict:
     """``--set key=value``: values parsed as JSON when they parse, else kept as strings."""
     out = {}
@@ -37,9 +45,12 @@ def _parse_seeds(text: str, flag: str = "--seeds") -> list[int]:
         if "-" in part[1:]:
             lo, _, hi = part.partition("-")
             try:
-                seeds.extend(range(int(lo), int(hi) + 1))
+                lo, hi = int(lo), int(hi)
             except ValueError:
                 raise UsageError(f"malformed {flag} {text!r}: expected e.g. 0,1,2 or 0-4") from None
+            if hi < lo:
+                raise UsageError(f"malformed {flag} {text!r}: the range {part} is empty (expected lo-hi, lo <= hi)")
+            seeds.extend(range(lo, hi + 1))
         else:
             try:
                 seeds.append(int(part))
@@ -48,6 +59,72 @@ def _parse_seeds(text: str, flag: str = "--seeds") -> list[int]:
     if not seeds:
         raise UsageError(f"{flag} is empty")
     return seeds
+
+
+def _check_out(path: str, *, is_file: bool = False) -> None:
+    """Check an output location before any work starts (a long run must not die at the end on a bad --out).
+
+    A folder (``is_file=False``) must be a folder or not exist yet; a file must not be a folder. Either
+    way the nearest existing ancestor must be a writable folder.
+    """
+    import os
+
+    if not path:
+        raise UsageError("--out is empty")
+    if os.path.exists(path) and (os.path.isdir(path) if is_file else not os.path.isdir(path)):
+        kind = "a folder" if is_file else "a file"
+        raise UsageError(f"--out {path!r} is {kind}; expected {'a file' if is_file else 'a folder'} path")
+    parent = os.path.dirname(os.path.abspath(path)) if is_file or not os.path.exists(path) else os.path.abspath(path)
+    while not os.path.exists(parent):
+        parent = os.path.dirname(parent)
+    if not os.path.isdir(parent):
+        raise UsageError(f"--out {path!r} lies under {parent!r}, which is a file")
+    if not os.access(parent, os.W_OK | os.X_OK):
+        raise UsageError(f"--out {path!r}: {parent!r} is not writable")
+
+
+MANIFEST = ".clustergym-files.json"  # what a command wrote into its --out (so --overwrite clears exactly that)
+
+
+def _check_fresh(path: str, overwrite: bool, marks: tuple[str, ...]) -> None:
+    """Refuse an --out that holds an earlier run's results unless --overwrite (checked before any work)."""
+    import os
+
+    found = [m for m in (MANIFEST, *marks) if os.path.exists(os.path.join(path, m))]
+    if found and not overwrite:
+        raise UsageError(f"--out {path!r} holds an earlier run's results ({found[0]}); pass --overwrite to replace "
+                         "them, or choose another folder")
+
+
+def _clear_previous(path: str, marks: tuple[str, ...]) -> None:
+    """Remove what an earlier command wrote into ``path`` (its manifest, else the known result names)."""
+    import json
+    import os
+    import shutil
+
+    names = list(marks)
+    man = os.path.join(path, MANIFEST)
+    if os.path.exists(man):
+        try:
+            names = json.load(open(man))["files"]
+        except (ValueError, KeyError, TypeError):
+            pass
+    for n in [*names, MANIFEST]:
+        p = os.path.normpath(os.path.join(path, n))
+        if os.path.dirname(p) != os.path.normpath(path):  # only direct children of --out
+            continue
+        if os.path.isdir(p) and not os.path.islink(p):
+            shutil.rmtree(p)
+        elif os.path.lexists(p):
+            os.remove(p)
+
+
+def _write_manifest(path: str, names) -> None:
+    import json
+    import os
+
+    with open(os.path.join(path, MANIFEST), "w") as f:
+        json.dump({"files": sorted(set(names))}, f, indent=1)
 
 
 def _split_agents(text: str) -> list[str]:
@@ -80,19 +157,57 @@ def cmd_run(args) -> int:
     agents = _split_agents(args.agents)
     if not agents:
         raise UsageError("--agents is empty")
+    _check_out(args.out)
+    _check_fresh(args.out, args.overwrite, RUN_FILES)
+    env_kwargs = _parse_set(args.set)
+    if "horizon" in env_kwargs:
+        raise UsageError("set the episode length with --horizon, not --set horizon=...")
+    if env_kwargs.get("render_mode") is not None:
+        raise UsageError("--set render_mode is not for runs (the runner does not render); render with "
+                         "gym.make(..., render_mode='ansi' or 'rgb_array')")
     instances = None if args.instances is None else _parse_seeds(args.instances, "--instances")
-    res = evaluate(args.env_id, agents, _parse_seeds(args.seeds), args.horizon, env_kwargs=_parse_set(args.set),
+    res = evaluate(args.env_id, agents, _parse_seeds(args.seeds), args.horizon, env_kwargs=env_kwargs,
                    workers=args.workers, backend=args.backend, progress=not args.no_progress,
                    instances=instances, score=not args.no_score)
     print(res.table())
-    paths = res.write(args.out, plots=not args.no_plots)
+    paths = _write_run(res, args.out, plots=not args.no_plots)
     print("wrote " + ", ".join(paths))
     return 0
+
+
+RUN_FILES = ("results.json", "curves.csv", "avg_reward.png", "cumulative_regret.png")
+
+
+def _write_run(res, out: str, plots: bool) -> list[str]:
+    """Write a run's files into a temporary folder beside ``out``, then move them in: a crash never leaves
+    half a result, and the files of an earlier run (cleared with --overwrite) never mix with the new ones."""
+    import os
+    import shutil
+    import tempfile
+
+    parent = os.path.dirname(os.path.abspath(out))
+    os.makedirs(parent, exist_ok=True)
+    tmp = tempfile.mkdtemp(prefix=".clustergym-", dir=parent)
+    try:
+        written = [os.path.basename(p) for p in res.write(tmp, plots=plots)]
+        _write_manifest(tmp, written)
+        if os.path.isdir(out):
+            _clear_previous(out, RUN_FILES)
+            for n in [*written, MANIFEST]:
+                os.replace(os.path.join(tmp, n), os.path.join(out, n))
+        else:
+            os.replace(tmp, out)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return [os.path.join(out, n) for n in written]
 
 
 def cmd_reproduce(args) -> int:
     from clustergym.experiments import reproduce
 
+    _check_out(args.out)
+    if args.workers < 1:
+        raise UsageError(f"--workers {args.workers} is invalid: expected an integer >= 1")
     reproduce(args.paper, quick=args.quick, out=args.out, workers=args.workers, progress=not args.no_progress)
     return 0
 
@@ -100,24 +215,47 @@ def cmd_reproduce(args) -> int:
 def cmd_train(args) -> int:
     from clustergym.baselines.drl import train
 
+    _check_out(args.out)
+    _check_fresh(args.out, args.overwrite, TRAIN_FILES)
     env_kwargs = _parse_set(args.set)
     if args.horizon is not None:
         env_kwargs["horizon"] = args.horizon
     hp = _parse_set(args.hp)
+    import os
+
+    if os.path.isdir(args.out):  # --overwrite: nothing of the earlier run may leak into this one's curves
+        _clear_previous(args.out, TRAIN_FILES)
     meta = train(args.env_id, args.algo, args.timesteps, args.out, env_kwargs=env_kwargs, seed=args.seed,
                  n_envs=args.n_envs, eval_freq=args.eval_freq, eval_episodes=args.eval_episodes,
                  stats=not args.no_stats, normalize=not args.no_normalize, hyperparams=hp,
                  progress=not args.no_progress, verbose=args.verbose)
+    _write_manifest(args.out, [n for n in TRAIN_FILES if os.path.lexists(os.path.join(args.out, n))])
     model = f"{args.out.rstrip('/')}/model.zip"
-    print(f"trained {meta['algo']} on {meta['env_id']} for {meta['timesteps']:,} steps in {meta['train_wall_s']:.0f} s")
-    print(f"wrote {model}, training_curve.png, evaluations.npz, TensorBoard logs in {args.out.rstrip('/')}/tb")
-    print(f"evaluate: clustergym run {meta['env_id']} --agents sb3:{model} --seeds 100-102 --out runs/eval")
+    done = meta.get("timesteps_trained", meta["timesteps"])
+    note = "" if done == meta["timesteps"] else (f" (asked {meta['timesteps']:,}; {meta['algo']} trains whole "
+                                                 "rollouts of n_steps x n_envs)")
+    print(f"trained {meta['algo']} on {meta['env_id']} for {done:,} steps{note} in {meta['train_wall_s']:.0f} s")
+    out = args.out.rstrip("/")
+    wrote = [n for n in ("model.zip", "vecnormalize.npz", "clustergym.json", "training_curve.png", "evaluations.npz")
+             if os.path.exists(os.path.join(out, n))]
+    if os.path.isdir(os.path.join(out, "tb")):
+        wrote.append("TensorBoard logs (tb/)")
+    print(f"wrote {', '.join(wrote)} in {out}")
+    inst = meta.get("env_kwargs", {}).get("scenario_seed", 0)
+    print(f"evaluate: clustergym run {meta['env_id']} --agents sb3:{model} --seeds 100-102 --out runs/eval "
+          f"(instance {inst}, the one it was trained on)")
     return 0
+
+
+TRAIN_FILES = ("model.zip", "clustergym.json", "vecnormalize.npz", "vecnormalize.pkl", "evaluations.npz", "training_curve.png",
+               "monitor", "tb")
 
 
 def cmd_bench(args) -> int:
     from clustergym.bench import run_bench
 
+    if args.out is not None:
+        _check_out(args.out, is_file=True)
     run_bench(only=args.only, quick=args.quick, out=args.out)
     return 0
 
@@ -125,13 +263,16 @@ def cmd_bench(args) -> int:
 def build_parser() -> argparse.ArgumentParser:
     from clustergym.experiments import list_papers
 
-    p = argparse.ArgumentParser(prog="clustergym", description="Online cluster scheduling environments and agents.")
+    p = _Parser(prog="clustergym", description="Online cluster scheduling environments and agents.")
     p.add_argument("--debug", action="store_true", help="show full tracebacks on errors")
     sub = p.add_subparsers(dest="command", required=True)
+    # --debug also after the subcommand (SUPPRESS: a subcommand without it keeps the top-level value)
+    debug = _Parser(add_help=False)
+    debug.add_argument("--debug", action="store_true", default=argparse.SUPPRESS, help="show full tracebacks on errors")
 
-    sub.add_parser("list", help="registered envs and the agents that can act in each").set_defaults(func=cmd_list)
+    sub.add_parser("list", parents=[debug], help="registered envs and the agents that can act in each").set_defaults(func=cmd_list)
 
-    r = sub.add_parser("run", help="evaluate agents on an env over instances and seeds")
+    r = sub.add_parser("run", parents=[debug], help="evaluate agents on an env over instances and seeds")
     r.add_argument("env_id")
     r.add_argument("--agents", required=True, help="comma-separated, options in brackets: esdp[only_active=true],hauf")
     r.add_argument("--seeds", default="0", help="dynamics seeds, e.g. 0,1,2 or 0-4; by default the run with "
@@ -148,10 +289,11 @@ def build_parser() -> argparse.ArgumentParser:
                         "(pip install 'clustergym[ray]'); results equal the local backend's")
     r.add_argument("--out", required=True)
     r.add_argument("--no-plots", action="store_true")
+    r.add_argument("--overwrite", action="store_true", help="replace the results of an earlier run in --out")
     r.add_argument("--no-progress", action="store_true")
     r.set_defaults(func=cmd_run)
 
-    rp = sub.add_parser("reproduce", help="the papers' comparisons with tables, plots and a report")
+    rp = sub.add_parser("reproduce", parents=[debug], help="the papers' comparisons with tables, plots and a report")
     rp.add_argument("paper", help=f"one of {', '.join([*list_papers(), 'all'])}")
     rp.add_argument("--quick", action="store_true", help="shorter horizons and fewer seeds")
     rp.add_argument("--out", default="runs/reproduce")
@@ -159,7 +301,7 @@ def build_parser() -> argparse.ArgumentParser:
     rp.add_argument("--no-progress", action="store_true")
     rp.set_defaults(func=cmd_reproduce)
 
-    t = sub.add_parser("train", help="train a Stable-Baselines3 agent (saved model = agent sb3:DIR/model.zip)")
+    t = sub.add_parser("train", parents=[debug], help="train a Stable-Baselines3 agent (saved model = agent sb3:DIR/model.zip)")
     t.add_argument("env_id")
     t.add_argument("--algo", required=True, choices=["ppo", "a2c", "sac", "maskable_ppo"])
     t.add_argument("--timesteps", type=int, required=True)
@@ -175,10 +317,11 @@ def build_parser() -> argparse.ArgumentParser:
     t.add_argument("--no-stats", action="store_true", help="do not append the empirical statistics to observations")
     t.add_argument("--no-normalize", action="store_true", help="no VecNormalize")
     t.add_argument("--no-progress", action="store_true")
+    t.add_argument("--overwrite", action="store_true", help="replace an earlier training run in --out")
     t.add_argument("--verbose", type=int, default=0)
     t.set_defaults(func=cmd_train)
 
-    b = sub.add_parser("bench", help="performance table (SPEC §10)")
+    b = sub.add_parser("bench", parents=[debug], help="performance table (SPEC §10)")
     b.add_argument("--only", default=None, metavar="PAPER", help=f"one of {', '.join(list_papers())}")
     b.add_argument("--quick", action="store_true", help="fewer repetitions")
     b.add_argument("--out", default=None, help="also write the table as JSON here")
@@ -186,17 +329,40 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
+def _on_sigterm(signum, frame):
+    raise KeyboardInterrupt("terminated")
+
+
 def main(argv: list[str] | None = None) -> int:
+    import signal
+    import threading
+
     parser = build_parser()
     args = parser.parse_args(argv)
+    old = None
+    if threading.current_thread() is threading.main_thread():
+        # SIGTERM stops a run like Ctrl-C: the worker processes are terminated, nothing half-written is left.
+        old = signal.signal(signal.SIGTERM, _on_sigterm)
     try:
         return int(args.func(args) or 0)
-    except KeyboardInterrupt:
-        print("clustergym: interrupted", file=sys.stderr)
+    except KeyboardInterrupt as exc:
+        print(f"clustergym: {exc or 'interrupted'}", file=sys.stderr)
         return 130
-    except (UsageError, ValueError, TypeError, FileNotFoundError) as exc:
+    except BrokenPipeError:  # `clustergym list | head`: the reader left; not an error of ours
+        import os
+
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
+    except Exception as exc:  # noqa: BLE001 - user errors are one line; everything else too, unless --debug
+        import gymnasium
+
+        if not isinstance(exc, (UsageError, ValueError, TypeError, FileNotFoundError, gymnasium.error.Error)):
+            raise
         if args.debug:
             raise
         msg = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         print(f"clustergym: error: {msg}", file=sys.stderr)
         return 2
+    finally:
+        if old is not None:
+            signal.signal(signal.SIGTERM, old)

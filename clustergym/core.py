@@ -53,7 +53,7 @@ def resolve_scenario(scenario: Any, params: dict, factory, names: tuple, seed: i
             raise ValueError("scenario parameters cannot be combined with a Scenario object")
         return scenario
     if isinstance(scenario, str):
-        return factory(scenario, seed=seed, **params)
+        return factory(scenario, seed=check_int("scenario_seed", seed, 0), **params)
     raise ValueError(f"scenario={scenario!r} is invalid: expected one of {names} or a Scenario")
 
 

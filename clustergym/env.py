@@ -52,9 +52,14 @@ class ClusterEnv(gym.Env):
 
     def _as_float_action(self, action: Any, shape: tuple[int, ...], space_desc: str) -> np.ndarray:
         try:
-            a = np.asarray(action, dtype=np.float64)
-        except (TypeError, ValueError):
+            raw = np.asarray(action)
+        except Exception:  # noqa: BLE001 - ragged lists and exotic objects
             raise ValueError(f"action cannot be read as numbers, expected {space_desc}") from None
+        # Real numbers only: complex (imaginary part dropped), strings, datetimes and objects are refused,
+        # as the integer-action envs refuse them.
+        if raw.dtype.kind not in "biuf":
+            raise ValueError(f"action has dtype {raw.dtype}, expected real numbers ({space_desc})")
+        a = raw.astype(np.float64, copy=False)
         if a.shape != shape:
             raise ValueError(f"action has shape {a.shape}, expected {shape} ({space_desc})")
         if not np.all(np.isfinite(a)):

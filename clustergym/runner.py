@@ -23,6 +23,7 @@ So ``random`` scores 0 and a policy that plays the oracle's actions scores 1.
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import logging
 import math
@@ -352,8 +353,14 @@ def _json_default(o):
     return str(o)
 
 
-def _run_task(args):
-    return run_one(*args)
+def _run_task(args, queue=None):
+    """A run in a worker process; with ``queue``, its progress (slots done) is reported as it goes."""
+    progress = None if queue is None else functools.partial(_put_progress, queue)
+    return run_one(*args, progress=progress)
+
+
+def _put_progress(queue, n: int) -> None:
+    queue.put(n)
 
 
 _SHARED_POOL: dict[int, ProcessPoolExecutor] = {}
@@ -372,13 +379,43 @@ def worker_pool(workers: int):
     if workers in _SHARED_POOL:  # an outer block already shares one
         yield _SHARED_POOL[workers]
         return
-    ex = ProcessPoolExecutor(max_workers=workers, mp_context=mp.get_context("spawn"))
+    ex = ProcessPoolExecutor(max_workers=workers, mp_context=mp.get_context("spawn"), initializer=_worker_init)
     _SHARED_POOL[workers] = ex
     try:
         yield ex
+    except BaseException:  # Ctrl-C, SIGTERM (the CLI turns it into KeyboardInterrupt) or a failed run
+        terminate_pool(ex)
+        raise
+    else:
+        ex.shutdown(wait=True, cancel_futures=True)
     finally:
         del _SHARED_POOL[workers]
-        ex.shutdown(wait=True, cancel_futures=True)
+
+
+def _worker_init() -> None:
+    """Workers ignore SIGINT: a Ctrl-C in the terminal reaches the whole process group, and the parent
+    alone decides (it terminates the workers), so no worker prints a traceback of its own."""
+    import signal
+
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
+def terminate_pool(ex: ProcessPoolExecutor, timeout: float = 5.0) -> None:
+    """Stop a pool now: cancel what has not started, terminate the worker processes (kill after ``timeout``)."""
+    procs = list((getattr(ex, "_processes", None) or {}).values())
+    ex.shutdown(wait=False, cancel_futures=True)
+    for p in procs:
+        if p.is_alive():
+            p.terminate()
+    for p in procs:
+        p.join(timeout)
+        if p.is_alive():
+            p.kill()
+            p.join(timeout)
+
+
+class Interrupted(KeyboardInterrupt):
+    """A sweep stopped by Ctrl-C or SIGTERM; the message says how much was done (nothing is written)."""
 
 
 def _run_local(tasks: list[tuple], workers: int, bar) -> list[RunResult]:
@@ -389,19 +426,59 @@ def _run_local(tasks: list[tuple], workers: int, bar) -> list[RunResult]:
                 bar.set_postfix_str(f"{task[1]} seed {task[2]}")
             runs[i] = run_one(*task, progress=bar.update if bar is not None else None)
         return runs
-    with worker_pool(workers) as ex:
-        futs = {ex.submit(_run_task, task): i for i, task in enumerate(tasks)}
+    with worker_pool(workers) as ex, _progress_queue(bar) as queue:
+        futs = {ex.submit(_run_task, task, queue): i for i, task in enumerate(tasks)}
         try:
             for fut in as_completed(futs):
                 i = futs[fut]
                 runs[i] = fut.result()
-                if bar is not None:
+                if bar is not None and queue is None:
                     bar.update(runs[i].steps)
+        except KeyboardInterrupt:
+            for f in futs:
+                f.cancel()
+            done = sum(r is not None for r in runs)
+            raise Interrupted(f"interrupted after {done} of {len(tasks)} runs; the workers were stopped and "
+                              "nothing was written") from None
         except BaseException:
-            for f in futs:  # a failed run (or Ctrl-C) stops this call's pending runs
+            for f in futs:  # a failed run stops this call's pending runs
                 f.cancel()
             raise
     return runs
+
+
+@contextlib.contextmanager
+def _progress_queue(bar):
+    """A queue the workers report their slots to, drained into ``bar`` by a thread (so the bar moves
+    during long runs, not only when a whole run ends); ``None`` without a bar."""
+    if bar is None:
+        yield None
+        return
+    import multiprocessing as mp
+    import queue as queue_mod
+    import threading
+
+    manager = mp.get_context("spawn").Manager()
+    q = manager.Queue()
+    stop = threading.Event()
+
+    def drain():
+        while not stop.is_set() or not q.empty():
+            try:
+                bar.update(q.get(timeout=0.2))
+            except queue_mod.Empty:
+                continue
+            except (EOFError, OSError, BrokenPipeError):  # the manager went away (interrupt)
+                return
+
+    th = threading.Thread(target=drain, daemon=True)
+    th.start()
+    try:
+        yield q
+    finally:
+        stop.set()
+        th.join(timeout=5)
+        manager.shutdown()
 
 
 def _import_ray():
@@ -410,6 +487,21 @@ def _import_ray():
     except ImportError:  # a ValueError like every missing optional extra (see baselines/drl.py)
         raise ValueError("backend='ray' needs Ray: pip install 'clustergym[ray]'") from None
     return ray
+
+
+def _probe_ray_address(address: str, timeout: float = 10.0) -> None:
+    """One TCP connection to ``host:port`` of ``$RAY_ADDRESS`` (``ray://`` or plain), within ``timeout`` s."""
+    import socket
+
+    hostport = address.split("://", 1)[-1].rstrip("/")
+    if hostport in ("auto", "local") or ":" not in hostport:
+        return
+    host, _, port = hostport.rpartition(":")
+    try:
+        socket.create_connection((host.strip("[]"), int(port)), timeout=timeout).close()
+    except (OSError, ValueError) as exc:
+        raise ValueError(f"backend='ray': nothing answers at RAY_ADDRESS={address!r} within {timeout:g} s ({exc}); "
+                         "start the cluster or unset RAY_ADDRESS to run a local Ray") from None
 
 
 def _run_ray(tasks: list[tuple], workers: int, bar) -> list[RunResult]:
@@ -423,6 +515,7 @@ def _run_ray(tasks: list[tuple], workers: int, bar) -> list[RunResult]:
     started = False
     if not ray.is_initialized():
         if address := os.environ.get("RAY_ADDRESS"):
+            _probe_ray_address(address)  # ray.init would wait minutes for an address where nothing listens
             # ray.init() honours RAY_ADDRESS when address is None; num_cpus must not be given then.
             try:
                 ray.init(log_to_driver=False)
@@ -457,6 +550,13 @@ def _run_ray(tasks: list[tuple], workers: int, bar) -> list[RunResult]:
     finally:
         if started:
             ray.shutdown()
+
+
+def _check_count(name: str, value, lo: int = 1) -> int:
+    """An integer argument (no floats, bools or strings: ``horizon=5.9`` is an error, not 5)."""
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < lo:
+        raise ValueError(f"{name}: {value!r} is invalid: expected an integer >= {lo}")
+    return int(value)
 
 
 def evaluate(env_id: str, agents: Sequence[str], seeds: Sequence[int], horizon: int,
@@ -497,41 +597,55 @@ def evaluate(env_id: str, agents: Sequence[str], seeds: Sequence[int], horizon: 
     env_kwargs = dict(env_kwargs or {})
     if backend not in BACKENDS:
         raise ValueError(f"backend={backend!r} is invalid: expected one of {', '.join(map(repr, BACKENDS))}")
-    if int(horizon) < 1:
-        raise ValueError(f"horizon={horizon!r} is invalid: expected an integer >= 1")
-    if int(workers) < 1:
-        raise ValueError(f"workers={workers!r} is invalid: expected an integer >= 1")
+    horizon, workers = _check_count("horizon", horizon), _check_count("workers", workers)
+    if isinstance(agents, str):  # one agent, not its letters
+        agents = [agents]
     if not agents:
         raise ValueError("no agents given")
     if not seeds:
         raise ValueError("no seeds given")
+    seeds = [_check_count("seeds", s, lo=0) for s in seeds]
+    if "horizon" in env_kwargs:
+        raise ValueError("pass the episode length as horizon=, not in env_kwargs")
+    if "scenario_seed" in env_kwargs:
+        env_kwargs["scenario_seed"] = _check_count("scenario_seed", env_kwargs["scenario_seed"], lo=0)
     if instances is not None:
         if "scenario_seed" in env_kwargs:
             raise ValueError("instances= and env_kwargs['scenario_seed'] cannot be combined: scenario_seed "
                              "pins one instance for every run")
         if not len(instances):
             raise ValueError("instances is empty")
-        instances = list(dict.fromkeys(int(i) for i in instances))
+        instances = list(dict.fromkeys(_check_count("instances", i, lo=0) for i in instances))
     if backend == "ray":
         _import_ray()  # fail before any work when Ray is missing
     family = env_family(env_id)  # validates env_id
     known = list_agents(family=family)
     for a in agents:
         name, _ = parse_agent_spec(a)
-        if name not in known and not name.startswith("sb3:"):
+        if name not in known and not name.startswith("sb3:") and ":" not in name:
             raise ValueError(f"unknown agent {name!r} for {env_id}; available: {', '.join(known)}")
     # Fail fast on bad env kwargs and agent options, before any long run starts.
     gym.make(env_id, horizon=int(horizon), **env_kwargs).close()
     from clustergym.agent import make
 
-    for a in agents:
-        make(a, family=family)
+    made = [make(a, family=family) for a in agents]
+    # A trained SB3 model acts only on the instance it was trained on (its spaces depend on the graph,
+    # the job window, ...): such a comparison is pinned to that instance.
+    trained_on = {int(m.meta.get("env_kwargs", {}).get("scenario_seed", 0)) for m in made if hasattr(m, "meta")}
+    pinned_by_model = False
+    if trained_on and "scenario_seed" not in env_kwargs:
+        if len(trained_on) > 1 or (instances is not None and set(instances) != trained_on):
+            raise ValueError(f"the sb3: models were trained on instance(s) {sorted(trained_on)} (scenario_seed) and "
+                             "act only there: pass those instances, or --set scenario_seed=K, not others")
+        env_kwargs["scenario_seed"] = trained_on.pop()
+        instances, pinned_by_model = None, True
 
     # The instance of each seed: pinned, explicit (instance × seed) or one per seed.
     axis = "scenario_seed"
     if "scenario_seed" in env_kwargs:
         pairs = [(env_kwargs["scenario_seed"], int(s)) for s in seeds]
-        axis = f"scenario_seed pinned to {env_kwargs['scenario_seed']}"
+        axis = f"scenario_seed pinned to {env_kwargs['scenario_seed']}" + (
+            " (the instance the sb3: model was trained on)" if pinned_by_model else "")
     elif instances is not None:
         pairs = [(i, int(s)) for i in instances for s in seeds]
     else:

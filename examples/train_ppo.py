@@ -22,7 +22,7 @@ from stable_baselines3.common.vec_env import DummyVecEnv, VecNormalize
 
 import clustergym  # noqa: F401  (registers the envs)
 from clustergym.agent import env_family
-from clustergym.baselines.drl import SIDE_CAR, make_train_env
+from clustergym.baselines.drl import SIDE_CAR, make_train_env, save_normalization
 
 
 @dataclass
@@ -61,7 +61,7 @@ def main(cfg: Config) -> str:
 
     # 3. Save what the sb3: agent needs: the model, the normalisation statistics, and a side-car.
     model.save(os.path.join(cfg.out, "model.zip"))
-    venv.save(os.path.join(cfg.out, "vecnormalize.pkl"))
+    save_normalization(venv, cfg.out)  # plain arrays (vecnormalize.npz), not a pickle
     meta = {"env_id": cfg.env_id, "family": env_family(cfg.env_id), "env_kwargs": env_kwargs, "algo": "ppo",
             "stats": True, "normalize": True, "seed": cfg.seed, "n_envs": cfg.n_envs, "timesteps": cfg.timesteps,
             "hyperparams": {"n_steps": cfg.n_steps}, "rescale_action": hasattr(venv.action_space, "low")}

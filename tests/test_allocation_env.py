@@ -16,6 +16,7 @@ ID = "clustergym/MultiServerAllocation-v0"
 def test_paper_defaults_match_table1():
     sc = make_allocation_scenario("paper", seed=0)
     pb = sc.problem
+    assert sc.params["units"] == "paper-code"  # the default (docs/ogasched.md, "Device units")
     assert (pb.num_ports, pb.num_servers, pb.num_device_types) == (10, 128, 6)
     assert np.all(sc.truth.rho == 0.7)
     assert pb.device_names == ("CPU", "MEM", "GPU", "NPU", "TPU", "FPGA")
@@ -24,10 +25,52 @@ def test_paper_defaults_match_table1():
     assert np.all(np.bincount(pb.edge_port, minlength=10) >= 1) and np.all(np.bincount(pb.edge_server) >= 1)
     assert np.all((pb.alpha >= 1.0) & (pb.alpha <= 1.5)) and np.all((pb.beta >= 0.3) & (pb.beta <= 0.5))
     assert set(np.unique(pb.utility)) == {0, 1, 2, 3}  # "mixed"
+    assert sc.params["contention"] == 10.0
+
+
+def test_paper_code_units_are_the_authors_ranges():
+    sc = make_allocation_scenario("paper", seed=0, num_servers=2000, num_ports=2000)
+    pb = sc.problem
+    lo = np.array([1, 2, 0, 0, 0, 0])
+    hi = np.array([127, 511, 63, 7, 7, 3])  # inclusive: cores, GiB, GPUs, NPUs, TPUs, FPGAs
+    assert np.array_equal(pb.capacity, np.round(pb.capacity))
+    assert np.array_equal(pb.capacity.min(axis=0), lo) and np.array_equal(pb.capacity.max(axis=0), hi)
+    # Demands: (contention / 10) × U(low, high); contention 10 is the authors' 1.
+    d = pb.demand / (sc.params["contention"] / 10.0)
+    assert np.all(d >= lo) and np.all(d <= hi + 1)
+    assert np.allclose(d.mean(axis=0), (lo + hi + 1) / 2, rtol=0.05)
+    # So contention 10 offers ≈ density × E[U(lo, hi+1)] / E[U{lo..hi}] of every type's capacity through
+    # the channel caps (about the device units' 2.5, in expectation rather than exactly; FPGA 4/3 more).
+    offered = pb.edge_demand.sum(axis=0) / pb.capacity.sum(axis=0)
+    expect = pb.num_edges / pb.num_servers * (lo + hi + 1) / (lo + hi)
+    assert np.allclose(offered, expect, rtol=0.05)
+
+
+def test_device_units_offer_a_quarter_of_capacity_per_contention_unit():
+    pb = make_allocation_scenario("paper", seed=0, units="device").problem
+    assert np.all(pb.capacity[:, :2] >= 8) and np.all(pb.capacity[:, :2] <= 32)
+    assert set(np.unique(pb.capacity[:, 2:])) <= {0.0, 1.0, 2.0, 4.0, 8.0}
     # Contention 10: the channel caps offer 10/4 of the capacity of every type someone requests.
     offered = pb.edge_demand.sum(axis=0)
     req = offered > 0
     assert np.allclose(offered[req], 2.5 * pb.capacity.sum(axis=0)[req])
+
+
+def test_fig2_preset_is_the_caption_setting():
+    from clustergym.envs.multiserver.allocation_scenario import FIG2_HORIZON
+
+    sc = make_allocation_scenario("fig2", seed=0)
+    assert FIG2_HORIZON == 8000  # "T = 8000"
+    assert (sc.params["beta_low"], sc.params["beta_high"], sc.params["contention"]) == (0.4, 0.6, 11.0)
+    assert np.all((sc.problem.beta >= 0.4) & (sc.problem.beta <= 0.6))
+    base = make_allocation_scenario("paper", seed=0, contention=11.0, beta_low=0.4, beta_high=0.6).problem
+    assert np.array_equal(sc.problem.demand, base.demand) and np.array_equal(sc.problem.beta, base.beta)
+
+
+def test_env_problem_carries_the_public_horizon():
+    env = gym.make(ID, horizon=37, oracle=False).unwrapped
+    assert env.problem.horizon == 37
+    assert make_allocation_scenario("paper", seed=0).problem.horizon is None
 
 
 def test_contention_multiplies_demands():
@@ -46,6 +89,7 @@ def test_large_preset_and_density_kwarg():
 @pytest.mark.parametrize("kw, msg", [
     (dict(rho=1.5), r"rho=1\.5 is invalid"),
     (dict(contention=0), r"contention=0 is invalid"),
+    (dict(units="furlongs"), r"units='furlongs' is invalid"),
     (dict(density=0.5), r"density=0\.5 is invalid"),
     (dict(utility="cubic"), r"utility='cubic' is invalid"),
     (dict(num_device_types=9), r"num_device_types=9 is invalid"),

@@ -84,12 +84,15 @@ def test_opm_noest_keeps_constant_estimates_and_opm_learns_rates():
     assert np.corrcoef(th[played], theta[played])[0, 1] > 0.8
 
 
-def test_opm_dual_update_follows_eq_73():
-    env = gym.make(ENV, **SMALL).unwrapped
-    agent = make("opm[alpha=0.3]", family="approxjobs")
+def test_opm_dual_update_follows_eq_73_where_budgets_bind():
+    """Eq. 73 checked on every slot of a run whose budgets bind (small q_j), so λ_j > 0 occurs."""
+    kw = dict(SMALL, budget_low=0.5, budget_high=2.0)  # a job affords ≈ 1–2 of the 16 machines per slot
+    env = gym.make(ENV, **kw).unwrapped
+    agent = make("opm", family="approxjobs")  # Theorem 3's parameters
     obs, info = env.reset(seed=2)
     agent.reset(env.problem, seed=2)
-    for _ in range(120):
+    positive = 0
+    for _ in range(150):
         lam, g1, g2 = agent.lam.copy(), agent.g1.copy(), agent.g2.copy()
         ids = agent.ids.copy()
         a = agent.act(obs, public_info(info))
@@ -98,6 +101,7 @@ def test_opm_dual_update_follows_eq_73():
         live = same & (feats[:, 3] - feats[:, 4] >= env.problem.price.min())
         expect = np.maximum(0.0, lam + 2 * agent.mu_ * g1 - agent.mu_ * g2)
         np.testing.assert_allclose(agent.lam[live], expect[live])
+        positive += int((agent.lam[live] > 0).sum())
         # g_j(x_j(t)) = Σ_i p_i x_j^i(t) − (1−ε) B_j/(d_j − a_j) (eq. 64) for the new iterate
         target = feats[:, 3] / np.maximum(feats[:, 2] - feats[:, 1], 1)
         np.testing.assert_allclose(agent.g1[live], (env.problem.price @ agent.x - target)[live], rtol=1e-6, atol=1e-6)
@@ -105,6 +109,45 @@ def test_opm_dual_update_follows_eq_73():
         nxt, r, term, trunc, info = env.step(a)
         agent.update(obs, a, r, nxt, public_info(info))
         obs = nxt
+    assert positive >= 50  # the dual is active, not stuck at 0
+
+
+def test_opm_gradient_step_is_eq_69_by_hand():
+    """One OPM decision on a hand-made state: λ by eq. 73, y = x + α(θ̂_i f_j' − λ_j p_i) (eqs. 68–69),
+    z = projection of each machine's row (P4). θ̂ differs across machines and λ > 0, so dropping
+    either term of the gradient changes the result."""
+    from clustergym.envs.approxjobs.scenario import ApproxProblem
+
+    price = np.array([0.5, 1.0, 0.25])
+    pb = ApproxProblem(num_machines=3, max_jobs=2, horizon=400, price=price, beta=0.5)
+    ag = make("opm[alpha=0.5,mu=1,gamma=1,dtype=float64]", family="approxjobs")
+    ag.reset(pb, seed=0)
+    ag.plays[:] = [99.0, 99.0, 0.0]
+    ag.work_sum[:] = [20.0, 60.0, 0.0]
+    # eq. 66 by hand (γ = 1): θ̄ = 0.2, 0.6, 0; P = 100, 100, 1; rad = sqrt(θ̄/P) + 1/P
+    th = np.array([0.2 + 2 * (np.sqrt(0.2 / 100) + 0.01), 0.6 + 2 * (np.sqrt(0.6 / 100) + 0.01), 1.0])
+    np.testing.assert_allclose(ag.theta_hat(), th)
+    ag.ids[:] = [0, 1]
+    x0 = np.array([[0.2, 0.1], [0.0, 0.5], [0.3, 0.3]])
+    ag.x[:] = x0
+    ag.lam[:] = [0.5, 0.0]
+    ag.g1[:] = [0.3, 0.2]
+    ag.g2[:] = [0.1, -0.4]
+    ag.W[:] = [30.0, 4.0]
+    #                 job_id  a   d    B     spent  v    β    X
+    jobs = np.array([[0.0, 0.0, 100.0, 100.0, 10.0, 2.0, 0.5, 25.0],
+                     [1.0, 5.0, 50.0, 20.0, 5.0, 3.0, 0.5, 3.0]])
+    obs = {"jobs": jobs, "job_mask": np.array([1, 1], dtype=np.int8), "t": np.array([20.0], dtype=np.float32)}
+    ag.act(obs, {})
+    lam = np.array([max(0.0, 0.5 + 2 * 0.3 - 0.1), max(0.0, 0.0 + 2 * 0.2 + 0.4)])  # eq. 73: 1.0, 0.8
+    np.testing.assert_allclose(ag.lam, lam)
+    # f_j' at the average estimated work per slot of age t−1−a_j = 20, 15: 30/20 = 1.5; 4/15 < 1 → floor 1
+    fp = np.array([2.0 * 0.5 * 1.5 ** -0.5, 3.0 * 0.5 * 1.0 ** -0.5])
+    y = x0 + 0.5 * (th[:, None] * fp[None, :] - lam[None, :] * price[:, None])  # eq. 69
+    z = np.array([_project_reference(row) for row in y])  # P4
+    np.testing.assert_allclose(ag.x, z, atol=1e-9)
+    np.testing.assert_allclose(ag.g1, price @ z - jobs[:, 3] / (jobs[:, 2] - jobs[:, 1]))  # eq. 64
+    np.testing.assert_allclose(ag.W, [30.0 + th @ z[:, 0], 4.0 + th @ z[:, 1]])  # eq. 68
 
 
 def test_agent_copies_continue_identically():
@@ -144,10 +187,14 @@ def test_fair_shares_machines_equally_and_edf_serves_earliest_deadline():
             assert counts[np.argmin(d)] == counts.max() and counts.max() >= 15
 
 
-def test_opm_beats_random_on_default_scenario():
-    kw = dict(SMALL, horizon=800)
-    u = {n: episode(n, kw)[0] for n in ("opm[alpha=1]", "random")}
-    assert u["opm[alpha=1]"] > u["random"]
+def test_opm_with_default_parameters_beats_random_in_the_papers_regime():
+    """Theorem 3's parameters, scale="paper" (1000 machines, ≈ 24 jobs at once, each affording a few
+    % of the cluster), short horizon, three job lists: OPM beats random on every one. (At the small
+    default scale it does not reliably: docs/opm.md.)"""
+    for inst in range(3):
+        kw = dict(scale="paper", horizon=600, scenario_seed=inst)
+        u = {n: episode(n, kw, seed=inst)[0] for n in ("opm", "random")}
+        assert u["opm"] > u["random"], inst
 
 
 def _ops_gap(T, seed):

@@ -76,3 +76,27 @@ def test_baselines_beat_random_where_the_paper_says_they_help():
             tot += info["metrics"]["expected_reward"]
         totals[name] = tot
     assert totals["hauf"] > totals["random"] and totals["lcf"] > totals["random"]
+
+
+def test_lcf_rank_jobs_ranks_ports_by_total_channel_cost():
+    env, agent, obs, info = setup("lcf[rank=\"jobs\"]", rho=1.0, capacity_ratio=0.3)
+    pb = env.unwrapped.problem
+    x = agent.act(obs, public_info(info)).astype(bool)
+    port_cost = np.array([pb.cost[pb.edge_port == l].sum() for l in range(pb.num_ports)])
+    first = int(np.argmin(port_cost))
+    assert np.all(x[pb.edge_port == first])  # the cheapest job's channels all go first
+    # Stop at the first unfit: the selection is a prefix of (ports by total cost, channels by cost).
+    order = sorted(range(pb.num_edges), key=lambda e: (port_cost[pb.edge_port[e]], pb.edge_port[e], pb.cost[e], e))
+    k = int(x.sum())
+    assert set(np.flatnonzero(x)) == set(order[:k])
+    assert np.any(pb.demand[order[: k + 1]].sum(axis=0) > pb.capacity)
+    # The two readings differ on this instance.
+    _, ch, obs2, info2 = setup("lcf", rho=1.0, capacity_ratio=0.3)
+    assert not np.array_equal(ch.act(obs2, public_info(info2)).astype(bool), x)
+
+
+def test_lcf_rank_rejects_unknown_reading():
+    import pytest
+
+    with pytest.raises(ValueError, match="rank='ports' is invalid"):
+        make("lcf[rank=\"ports\"]", env_id=ID)

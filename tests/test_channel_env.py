@@ -44,17 +44,50 @@ def test_invalid_parameters_raise_naming_parameter(kw, name):
         gym.make(ID, **kw)
 
 
-def test_utility_law_has_exact_mean():
-    tr = make_channel_scenario("paper", seed=0).truth
-    v, h = tr.mean_utility, tr.half_width
-    assert np.all(h > 0) and np.all(v - h >= -1e-12) and np.all(v + h <= 1 + 1e-12)  # support in [0, 1]
-    env = gym.make(ID, horizon=5).unwrapped
+def _realised_utilities(seed: int, blocks: int = 200) -> tuple:
+    """(truth, Z̃ of ``blocks`` x 256 slots drawn by the env's own kernel) on instance ``seed``."""
+    env = gym.make(ID, horizon=5, scenario_seed=seed).unwrapped
     env.reset(seed=0)
-    env._rngs["utilities"] = np.random.default_rng(0)
-    z = np.concatenate([(env._refill(), env._z_block)[1] for _ in range(200)])  # 51,200 slots
+    env._rngs["utilities"] = np.random.default_rng(seed)
+    z = np.concatenate([(env._refill(), env._z_block)[1] for _ in range(blocks)])  # (blocks·256, E)
+    return env.scenario.truth, z
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_utility_law_has_exact_mean_and_the_intended_std(seed):
+    """Noise law (channel_scenario "Noise law", esdp.md §4): Beta with mean ṽ_e exactly and std
+    σ_e = min(s_e, √(0.95 ṽ_e(1−ṽ_e))), s_e the paper's μ_e/2 through the normalising map."""
+    tr, z = _realised_utilities(seed)
+    v, s, sig = tr.mean_utility, tr.intended_std, tr.noise_std
+    n = z.shape[0]  # 51,200 slots
     assert np.all((z >= 0) & (z <= 1))
-    se = h / np.sqrt(6) / np.sqrt(z.shape[0])  # std of the sample mean
-    assert np.all(np.abs(z.mean(axis=0) - v) < 5 * se + 1e-12)
+    # The law's parameters: mean a/(a+b) = ṽ exactly, variance ṽ(1−ṽ)/(a+b+1) = σ².
+    a, b = tr.beta_a, tr.beta_b
+    np.testing.assert_allclose(a / (a + b), v, rtol=0, atol=1e-15)
+    np.testing.assert_allclose(v * (1 - v) / (a + b + 1), sig**2, rtol=1e-12)
+    np.testing.assert_allclose(sig, np.minimum(s, np.sqrt(0.95 * v * (1 - v))), rtol=1e-12)
+    # Realised mean within 5 standard errors of ṽ, per channel.
+    assert np.all(np.abs(z.mean(axis=0) - v) < 5 * sig / np.sqrt(n))
+    # Realised std within 3% of σ_e, per channel (std error of a sample std here <= 0.6%).
+    real = z.std(axis=0, ddof=1)
+    np.testing.assert_allclose(real, sig, rtol=0.03)
+    # The intended std is reached wherever [0, 1] allows it: on most channels, and the median
+    # channel's realised std is the intended one (the old triangular law gave 58–63%).
+    at = sig >= s * (1 - 1e-12)
+    assert at.mean() >= 0.7  # 94%, 76%, 71% of the channels on instances 0, 1, 2
+    assert np.median(real / s) > 0.97
+
+
+def test_deterministic_channel_yields_its_mean():
+    from clustergym.envs.multiserver.channel_scenario import channel_truth
+
+    tr = channel_truth(np.ones(1), np.array([0.3, 0.0, 0.6]), np.array([0.0, 0.2, 0.1]))
+    assert tr.beta_a[0] == 0 and tr.beta_a[1] == 0 and tr.beta_a[2] > 0
+    from clustergym.envs.multiserver.channel_core import draw_block
+    from clustergym.core import child_generators
+
+    _, z = draw_block(child_generators(np.random.default_rng(0), ("arrivals", "utilities")), tr, 64)
+    assert np.all(z[:, 0] == 0.3) and np.all(z[:, 1] == 0.0) and z[:, 2].std() > 0.05
 
 
 def test_realised_utilities_average_to_hidden_mean():
@@ -204,3 +237,11 @@ def test_public_problem_is_read_only():
     env = gym.make(ID).unwrapped
     with pytest.raises(ValueError):
         env.problem.capacity[0] = 99
+
+
+def test_truth_rejects_a_std_no_law_on_unit_interval_has():
+    from clustergym.envs.multiserver.channel_scenario import ChannelTruth
+
+    v = np.array([0.5, 0.1])
+    with pytest.raises(ValueError, match="noise_std is invalid"):
+        ChannelTruth(rho=np.ones(1), mean_utility=v, intended_std=v, noise_std=np.array([0.1, 0.35]))  # 0.1225 > 0.09

@@ -96,3 +96,35 @@ def test_unknown_backend_lists_the_valid_ones(capsys):
     with pytest.raises(SystemExit) as exc:
         main(["run", P1, "--agents", "hauf", "--backend", "dask", "--out", "x"])
     assert exc.value.code == 2 and "invalid choice: 'dask'" in capsys.readouterr().err
+
+
+def test_ray_address_where_nothing_listens_is_one_line_quickly(tmp_path):
+    import os
+    import socket
+    import subprocess
+    import time
+
+    pytest.importorskip("ray")
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()  # a free port: nothing listens there
+    env = {**os.environ, "RAY_ADDRESS": f"127.0.0.1:{port}"}
+    t0 = time.perf_counter()
+    # a fresh process: this module's fixture keeps a Ray instance initialised in the test process
+    p = subprocess.run([sys.executable, "-m", "clustergym", "run", P1, "--agents", "hauf", "--horizon", "5",
+                        "--backend", "ray", "--no-progress", "--out", str(tmp_path / "o")],
+                       env=env, capture_output=True, text=True, timeout=120)
+    err = p.stderr.strip().splitlines()
+    assert p.returncode == 2 and len(err) == 1 and "RAY_ADDRESS" in err[0], p.stderr
+    assert time.perf_counter() - t0 < 60
+
+
+def test_custom_file_agent_on_ray_equals_local(ray_cluster):
+    import os
+
+    spec = os.path.join(os.path.dirname(__file__), "..", "examples", "my_agent.py") + ":MyAgent"
+    kw = dict(seeds=[0, 1], horizon=40, progress=False, score=False)
+    local = evaluate(P1, [spec, "hauf"], workers=1, **kw)
+    ray_ = evaluate(P1, [spec, "hauf"], workers=2, backend="ray", **kw)
+    assert [r.total_reward for r in local.runs] == [r.total_reward for r in ray_.runs]

@@ -9,6 +9,8 @@ from clustergym.envs.traces.csvread import TraceFormatError
 from clustergym.envs.traces.tiresias import load_tiresias_cluster, load_tiresias_jobs
 
 REAL = os.path.join(os.path.dirname(__file__), "..", "..", "..", "shared", "traces", "tiresias")
+if not os.path.isdir(REAL):  # the checkout beside shared/ (dev tree, CI clone)
+    REAL = os.path.join(os.path.dirname(__file__), "..", "..", "shared", "traces", "tiresias")
 
 
 def test_jobs_fixture(tmp_path):

@@ -152,3 +152,158 @@ def test_shared_worker_pool_gives_same_results():
             [(r.agent, r.seed, r.total_reward) for r in ref.runs]
         for r, q in zip(res.runs, ref.runs):
             np.testing.assert_array_equal(r.reward, q.reward)
+
+
+@pytest.mark.parametrize("kw,word", [({"seeds": [0.7, 1.9]}, "seeds"), ({"horizon": 5.9}, "horizon"),
+                                     ({"horizon": "5"}, "horizon"), ({"workers": 1.9}, "workers"),
+                                     ({"instances": [0.5]}, "instances"), ({"seeds": [True]}, "seeds")])
+def test_evaluate_rejects_coerced_arguments(kw, word):
+    from clustergym.runner import evaluate
+
+    args = dict(env_id="clustergym/MultiServerChannel-v0", agents=["hauf"], seeds=[0], horizon=5, progress=False)
+    args.update(kw)
+    with pytest.raises(ValueError, match=word):
+        evaluate(**args)
+
+
+def test_evaluate_takes_a_single_agent_name_as_one_agent():
+    from clustergym.runner import evaluate
+
+    res = evaluate("clustergym/MultiServerChannel-v0", "hauf", seeds=[0], horizon=5, progress=False, score=False)
+    assert [r.agent for r in res.runs] == ["hauf"]
+
+
+def test_curves_csv_round_trips_bracketed_agent_names(tmp_path):
+    import csv
+
+    from clustergym.runner import evaluate
+
+    name = "esdp[alpha=0.4,only_active=true]"
+    res = evaluate("clustergym/MultiServerChannel-v0", [name, "hauf"], seeds=[0], horizon=4, progress=False,
+                   score=False)
+    res.write(str(tmp_path), plots=False)
+    with open(tmp_path / "curves.csv", newline="") as f:
+        rows = list(csv.reader(f))
+    assert rows[0] == ["agent", "seed", "t", "reward", "cumulative_reward", "cumulative_regret", "instance"]
+    assert {r[0] for r in rows[1:]} == {name, "hauf"}
+    assert all(len(r) == 7 for r in rows)
+
+
+@pytest.mark.parametrize("argv", [
+    ["run", "clustergym/MultiServerChannel-v0", "--agents", "hauf", "--horizon", "5", "--out", "{f}"],
+    ["run", "clustergym/MultiServerChannel-v0", "--agents", "hauf", "--horizon", "5", "--out", "{f}/x"],
+    ["bench", "--only", "esdp", "--quick", "--out", "{f}/x.json"],
+    ["bench", "--only", "esdp", "--quick", "--out", "{d}"],
+    ["reproduce", "esdp", "--quick", "--out", "{f}/r"],
+    ["train", "clustergym/MultiServerChannel-v0", "--algo", "ppo", "--timesteps", "10", "--out", "{f}"],
+])
+def test_bad_out_fails_before_any_work(tmp_path, capsys, argv):
+    import time
+
+    f = tmp_path / "afile"
+    f.write_text("keep me")
+    t0 = time.perf_counter()
+    rc = main([a.format(f=f, d=tmp_path) for a in argv])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert rc == 2 and len(err) == 1 and "--out" in err[0]
+    assert time.perf_counter() - t0 < 5  # refused up front, not after the work
+    assert f.read_text() == "keep me"
+
+
+_E = "clustergym/MultiServerChannel-v0"
+
+
+@pytest.mark.parametrize("argv,word", [
+    (["run", _E, "--agents", "hauf", "--seeds=-1", "--horizon", "5"], "seeds"),
+    (["run", _E, "--agents", "hauf", "--set", "render_mode=human", "--horizon", "5"], "render_mode"),
+    (["run", _E, "--agents", "hauf", "--set", "horizon=5"], "--horizon"),
+    (["run", _E, "--agents", "hauf", "--seeds", "5-1"], "empty"),
+    (["run", _E, "--agents", "hauf", "--set", "scenario_seed=-1", "--horizon", "5"], "scenario_seed"),
+    (["run", _E, "--agents", "hauf", "--set", "scenario_seed=1.5", "--horizon", "5"], "scenario_seed"),
+    (["run", _E, "--agents", "hauf", "--instances", "3-1", "--horizon", "5"], "--instances"),
+    (["reproduce", "esdp", "--workers", "0"], "--workers"),
+    (["train", _E, "--algo", "ppo", "--timesteps", "100", "--eval-freq", "0"], "eval_freq"),
+    (["train", _E, "--algo", "ppo", "--timesteps", "100", "--eval-episodes", "0"], "eval_episodes"),
+    (["train", _E, "--algo", "ppo", "--timesteps", "100", "--hp", "n_steps=-5"], "n_steps"),
+    (["train", _E, "--algo", "ppo", "--timesteps", "100", "--hp", "learning_rate=abc"], "learning_rate"),
+])
+def test_more_bad_input_is_one_line_exit_2(tmp_path, capsys, argv, word):
+    rc = main([*argv, "--out", str(tmp_path / "o")])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert rc == 2 and len(err) == 1 and err[0].startswith("clustergym: error:") and word in err[0]
+
+
+def test_debug_is_accepted_after_the_subcommand(tmp_path):
+    assert main(["run", _E, "--agents", "hauf", "--horizon", "3", "--no-progress", "--no-plots", "--debug",
+                 "--out", str(tmp_path / "o")]) == 0
+    with pytest.raises(ValueError):  # --debug after the subcommand shows the exception
+        main(["run", _E, "--agents", "hauf", "--seeds", "5-1", "--debug", "--out", str(tmp_path / "o")])
+
+
+@pytest.mark.parametrize("patch,word", [({"env_id": "os:Foo-v0"}, "not a clustergym env"),
+                                        ({"family": None}, "family"),
+                                        ({"family": "approxjobs"}, "does not match")])
+def test_sb3_side_car_is_checked_before_use(tmp_path, patch, word):
+    import json as _json
+
+    from clustergym.agent import make
+
+    side = {"env_id": _E, "family": "multiserver-channel", "algo": "ppo", "stats": True, "env_kwargs": {},
+            "normalize": False}
+    side.update(patch)
+    if side["family"] is None:
+        del side["family"]
+    (tmp_path / "model.zip").write_bytes(b"not read: the side-car is checked first")
+    (tmp_path / "clustergym.json").write_text(_json.dumps(side))
+    with pytest.raises(ValueError, match=word):
+        make(f"sb3:{tmp_path}/model.zip")
+
+
+def test_second_run_into_the_same_out_needs_overwrite_and_leaves_nothing_of_the_first(tmp_path, capsys):
+    out = str(tmp_path / "o")
+    base = ["--horizon", "4", "--no-progress", "--out", out]
+    assert main(["run", _E, "--agents", "hauf", *base]) == 0
+    assert (tmp_path / "o" / "cumulative_regret.png").exists()  # P1 has regret
+    capsys.readouterr()
+    assert main(["run", "clustergym/ApproxJobs-v0", "--agents", "fair", *base]) == 2
+    assert "--overwrite" in capsys.readouterr().err
+    assert json.loads((tmp_path / "o" / "results.json").read_text())["env_id"] == _E  # untouched
+    assert main(["run", "clustergym/ApproxJobs-v0", "--agents", "fair", *base, "--overwrite"]) == 0
+    assert json.loads((tmp_path / "o" / "results.json").read_text())["env_id"] == "clustergym/ApproxJobs-v0"
+    assert not (tmp_path / "o" / "cumulative_regret.png").exists()  # the first run's plot is gone
+    (tmp_path / "o" / "notes.txt").write_text("mine")  # a user's own file survives --overwrite
+    assert main(["run", "clustergym/ApproxJobs-v0", "--agents", "fair", *base, "--overwrite"]) == 0
+    assert (tmp_path / "o" / "notes.txt").read_text() == "mine"
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith(".clustergym-")]  # no temp folder left
+
+
+def test_core_use_never_imports_torch_or_sb3():
+    """The core install has no torch/SB3 ([drl] extra): envs, every agent but sb3:, and a run work without."""
+    import subprocess
+    import sys
+
+    code = ("import sys, gymnasium as gym, clustergym\n"
+            "from clustergym.agent import list_agents, make\n"
+            "for e in clustergym.ENV_IDS:\n"
+            "    gym.make(e)\n"
+            "    [make(a, env_id=e) for a in list_agents(e)]\n"
+            "clustergym.evaluate(clustergym.ENV_IDS[0], ['esdp', 'random'], [0], 3, progress=False)\n"
+            "bad = [m for m in ('torch', 'stable_baselines3', 'sb3_contrib', 'tensorboard', 'ray') if m in sys.modules]\n"
+            "assert not bad, bad\n")
+    subprocess.run([sys.executable, "-c", code], check=True, timeout=300)
+
+
+def test_progress_moves_during_parallel_runs_not_only_at_their_end():
+    from clustergym import runner
+
+    class Bar:
+        def __init__(self):
+            self.updates = []
+
+        def update(self, n):
+            self.updates.append(n)
+
+    bar = Bar()
+    tasks = [("clustergym/MultiServerChannel-v0", a, 0, 1000, {"scenario_seed": 0}) for a in ("hauf", "lcf")]
+    runner._run_local(tasks, 2, bar)
+    assert sum(bar.updates) == 2000 and len(bar.updates) >= 10  # every 200 slots of each run

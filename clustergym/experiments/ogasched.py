@@ -7,7 +7,7 @@ import time
 
 import numpy as np
 
-__all__ = ["reproduce", "bench_rows", "PAPER_GAPS"]
+__all__ = ["reproduce", "bench_rows", "PAPER_GAPS", "units_claims", "eq26_steps", "best_static_values"]
 
 ENV_ID = "clustergym/MultiServerAllocation-v0"
 BASELINES = ["drf", "fairness", "binpacking", "spreading"]
@@ -15,172 +15,356 @@ BASELINES = ["drf", "fairness", "binpacking", "spreading"]
 PAPER_GAPS = {"drf": 11.33, "fairness": 7.75, "binpacking": 13.89, "spreading": 13.44}
 
 
-def _eq26(T: int) -> str:
-    return f"ogasched[lr=eq26,horizon={T}]"
+# The agents of the units table (docs/ogasched.md): three OGASched variants, both FAIRNESS readings,
+# the other baselines and random.
+OGA = {"ogasched": "OGASched, Table 1 step (η0=25, decay 0.9999)",
+       "ogasched[lr=eq26]": "OGASched, eq. 26 step (T = the env's horizon)",
+       "ogasched[play=authors]": "OGASched, the authors' play order (Table 1 step)"}
+FAIR = ["fairness", "fairness[active_share=true]"]
+OTHER = ["drf", "binpacking", "spreading"]
+AGENTS = [*OGA, *FAIR, *OTHER, "random"]
+UNIT_SYSTEMS = ("paper-code", "device")
+_LABEL = {"fairness": "FAIRNESS (share of all L_r)", "fairness[active_share=true]": "FAIRNESS (active ports, authors')",
+          "drf": "DRF", "binpacking": "BINPACKING", "spreading": "SPREADING"}
 
 
-def _gaps(summ: dict, agent: str) -> dict:
-    return {b: (summ[agent]["mean_total_reward"] / summ[b]["mean_total_reward"] - 1) * 100 for b in BASELINES}
+def _ci_of(values) -> str:
+    from clustergym.stats import fmt_ci, mean_ci
+
+    return fmt_ci(mean_ci(list(values)), unit="", digits=2, signed=False)
+
+
+def _ratio_verdict(ratios, predicted_sublinear: bool) -> str:
+    """Theorem 1: R(T)/R(T/4) ≈ 2 (√4) for eq. 26, 4 for a linear regret. *reproduced* when the 95%
+    interval and every instance are on the predicted side of 3 (halfway between), *not reproduced*
+    when all are on the other side, else *depends on the instance*."""
+    from clustergym.stats import DEPENDS, NOT_REPRODUCED, REPRODUCED, TOO_FEW, mean_ci
+
+    ci = mean_ci(list(ratios))
+    if ci.n < 2:
+        return TOO_FEW
+    below = ci.high < 3 and all(r < 3 for r in ratios)
+    above = ci.low > 3 and all(r > 3 for r in ratios)
+    if below:
+        return REPRODUCED if predicted_sublinear else NOT_REPRODUCED
+    if above:
+        return NOT_REPRODUCED if predicted_sublinear else REPRODUCED
+    return DEPENDS
+
+
+def units_claims(res) -> tuple[list[dict], dict]:
+    """Claim rows for one unit system: each OGASched variant vs each baseline (paper: Fig. 2 gaps) and
+    "FAIRNESS is the best baseline" (for each reading: FAIRNESS vs the best other baseline per instance)."""
+    from clustergym.stats import paired_comparison
+
+    per = {a: res.per_instance(a) for a in res.agents}
+    rows, comps = [], {}
+    for oga, label in OGA.items():
+        for b in [*FAIR, *OTHER]:
+            paper = PAPER_GAPS[b.split("[")[0]]
+            c = paired_comparison(per[oga], per[b], agent=oga, reference=b)
+            comps[(oga, b)] = c
+            rows.append({"claim": f"{label} > {_LABEL[b]}", "paper": f"+{paper:.2f}%", "comparison": c,
+                         "predicted": +1})
+    for f in FAIR:
+        others = [b for b in OTHER]
+        best_other = {i: max(per[b][i] for b in others) for i in per[f]}
+        c = paired_comparison(per[f], best_other, agent=f, reference="best of DRF/BINPACKING/SPREADING")
+        comps[(f, "best-other")] = c
+        rows.append({"claim": f"{_LABEL[f]} is the best baseline (vs the best of DRF, BINPACKING, SPREADING "
+                              "per instance)", "paper": "FAIRNESS best", "comparison": c, "predicted": +1})
+    return rows, comps
+
+
+def eq26_steps(units: str, instance: int, horizon: int, slots: int, seed: int = 0) -> np.ndarray:
+    """η_t of eq. 26 over the first ``slots`` slots of an ``ogasched[lr=eq26]`` run (T = horizon)."""
+    import gymnasium as gym
+
+    import clustergym  # noqa: F401
+    from clustergym.agent import make
+
+    env = gym.make(ENV_ID, horizon=horizon, oracle=False, units=units, scenario_seed=instance).unwrapped
+    ag = make("ogasched[lr=eq26]", family="multiserver-allocation")
+    obs, _ = env.reset(seed=seed)
+    ag.reset(env.problem, seed=seed)
+    etas = np.empty(slots)
+    for t in range(slots):
+        x = np.asarray(obs["arrivals"]).astype(bool)
+        etas[t] = ag.step_size(ag.gradient(x, ag.y))  # the step act() takes next (eq. 26)
+        obs, *_ = env.step(ag.act(obs, {}))
+    return etas
+
+
+def dominant_type_shares(units: str, agent: str, instances, slots: int, seed: int = 0) -> np.ndarray:
+    """Share of (port with a job, slot) pairs whose overhead max_k β_k Σ_{r∈R_l} y^k (eq. 5) is attained
+    by each device type k*, over the first ``slots`` slots of ``agent`` on each instance, shape (K,)."""
+    import gymnasium as gym
+
+    import clustergym  # noqa: F401
+    from clustergym.agent import make, public_info
+
+    cnt = None
+    for i in instances:
+        env = gym.make(ENV_ID, horizon=slots, oracle=False, units=units, scenario_seed=i).unwrapped
+        ag = make(agent, family="multiserver-allocation")
+        obs, info = env.reset(seed=seed)
+        ag.reset(env.problem, seed=seed)
+        K = env.problem.num_device_types
+        cnt = np.zeros(K) if cnt is None else cnt
+        for _ in range(slots):
+            a = ag.act(obs, public_info(info))
+            x = np.asarray(obs["arrivals"]).astype(bool)
+            _, _, per_type = env.reward_model.parts(np.asarray(a, dtype=np.float64), with_sums=True)  # (L, K)
+            cnt += np.bincount(np.argmax(per_type * env.problem.beta, axis=1)[x], minlength=K)  # k* of eq. 10
+            nxt, r, _, _, info = env.step(a)
+            ag.update(obs, a, r, nxt, public_info(info))
+            obs = nxt
+    return cnt / max(cnt.sum(), 1.0)
+
+
+def best_static_values(env_kwargs: dict, seed: int, checkpoints) -> list[float]:
+    """Q(y*) of the best static allocation of every prefix [1, t], t in ``checkpoints`` (eq. 6's comparator).
+    Arrivals do not depend on actions, so they are regenerated from the env seed."""
+    import gymnasium as gym
+
+    import clustergym  # noqa: F401
+    from clustergym.envs.multiserver.best_static import best_static_allocation
+
+    T = int(max(checkpoints))
+    env = gym.make(ENV_ID, horizon=T, oracle=False, **env_kwargs).unwrapped
+    obs, _ = env.reset(seed=seed)
+    zero = np.zeros((env.problem.num_edges, env.problem.num_device_types))
+    arr = [obs["arrivals"]]
+    for _ in range(T - 1):
+        obs, *_ = env.step(zero)
+        arr.append(obs["arrivals"])
+    cum = np.cumsum(np.array(arr, dtype=float), axis=0)
+    return [best_static_allocation(env.problem, cum[int(c) - 1]).value for c in checkpoints]
 
 
 def reproduce(quick: bool, out: str, workers: int, progress: bool) -> str:
-    """Fig. 2 (OGASched vs DRF, FAIRNESS, BINPACKING, SPREADING), regret growth, Fig. 7 (utilities)."""
+    """The units table (Fig. 2 claims under both unit systems, over instances), eq. 26's step vs Table 1's
+    η0, regret growth (Theorem 1), Fig. 7 (utility families) and, in full mode, Fig. 2's caption setting."""
     from clustergym.plots import _plt
     from clustergym.runner import evaluate
+    from clustergym.stats import claims_table, fmt_ci, mean_ci
 
     d = os.path.join(out, "ogasched")
     os.makedirs(d, exist_ok=True)
     T = 1000 if quick else 2000
-    seeds = [0, 1] if quick else [0, 1, 2]
-    options = [_eq26(T), "ogasched[arrival_aware=true]", f"ogasched[lr=eq26,horizon={T},arrival_aware=true]"]
-    agents = ["ogasched", *BASELINES, "random", *options]
+    instances = [0, 1, 2] if quick else [0, 1, 2, 3, 4]
+    seeds = [0] if quick else [0, 1]
     t0 = time.perf_counter()
-    res = evaluate(ENV_ID, agents, seeds, T, workers=workers, progress=progress)
-    paths = res.write(d)
-    table = res.table()
-    print(table)
-    summ = {s["agent"]: s for s in res.summary()}
-    gaps = {a: _gaps(summ, a) for a in ("ogasched", _eq26(T))}
-    runs_of = lambda a: [r for r in res.runs if r.agent == a]  # noqa: E731
-    gain_over = {a: (np.mean([r.metrics["mean_gain"] for r in runs_of(a)]),
-                     np.mean([r.metrics["mean_overhead"] for r in runs_of(a)]),
-                     np.mean([r.metrics["mean_utilisation"] for r in runs_of(a)])) for a in agents}
+    paths: list[str] = []
+
+    # 1. The units table: every agent, both unit systems, instances × seeds (oracle off: regret in 3.).
+    res, claims, comps, gain_over = {}, {}, {}, {}
+    for units in UNIT_SYSTEMS:
+        r = evaluate(ENV_ID, AGENTS, seeds, T, env_kwargs={"units": units, "oracle": False}, instances=instances,
+                     score=False, workers=workers, progress=progress)
+        res[units] = r
+        paths += r.write(os.path.join(d, units), plots=units == "paper-code")
+        claims[units], comps[units] = units_claims(r)
+        gain_over[units] = {a: tuple(mean_ci(list(r.per_instance(a, k).values())).mean
+                                     for k in ("mean_gain", "mean_overhead", "mean_utilisation")) for a in AGENTS}
+        print(f"\n== units={units}, T={T}, instances {instances}, seeds {seeds}")
+        print(r.table())
+        print(claims_table(claims[units]))
+
+    # 2. Eq. 26's step in each unit system vs Table 1's η0 = 25.
+    slots = 250 if quick else T
+    steps = {units: {i: float(np.median(eq26_steps(units, i, T, slots))) for i in instances} for units in UNIT_SYSTEMS}
+    step_lines = [f"| {u} | {_ci_of(steps[u].values())} | "
+                  f"{min(steps[u].values()):.2f}–{max(steps[u].values()):.2f} | "
+                  f"{_ci_of(25.0 / v for v in steps[u].values())} |" for u in UNIT_SYSTEMS]
+    for u in UNIT_SYSTEMS:
+        print(f"eq. 26 step, units={u}: median η_t over the first {slots} slots, mean over instances "
+              f"{_ci_of(steps[u].values())}; η0/eq26 = {_ci_of(25.0 / v for v in steps[u].values())}")
+
+    # 2b. Which device type sets the overhead max_k of eq. 5 (the k* of eq. 10), per unit system.
+    kslots = 300
+    kshare = {(u, a): dominant_type_shares(u, a, instances, kslots) for u in UNIT_SYSTEMS
+              for a in ("fairness[active_share=true]", "ogasched")}
+    names = ("CPU", "MEM", "GPU", "NPU", "TPU", "FPGA")
+    kstar_lines = [f"| {u} | {a} | " + " | ".join(f"{v:.3f}" for v in sh) + " |" for (u, a), sh in kshare.items()]
+    for (u, a), sh in kshare.items():
+        print(f"k* shares, units={u}, {a}: " + ", ".join(f"{n} {v:.3f}" for n, v in zip(names, sh)))
+
+    # 3. Regret growth (Theorem 1, eq. 6) in the default units: R(T) / R(T/4) per instance.
+    Tq = T // 4
+    r_small = evaluate(ENV_ID, ["ogasched[lr=eq26]"], [0], Tq, env_kwargs={"oracle": False}, instances=instances,
+                       score=False, workers=workers, progress=progress)
+    base = res["paper-code"]
+    checkpoints = [Tq, T // 2, 3 * T // 4, T]
+    best = {i: best_static_values({"units": "paper-code", "scenario_seed": i}, 0, checkpoints) for i in instances}
+    run_of = {(x.agent, x.instance): x for x in base.runs if x.seed == 0}
+    growth_agents = ["ogasched", "ogasched[lr=eq26]", "ogasched[play=authors]", *FAIR]
+    prefix = {a: np.array([[best[i][j] - np.cumsum(run_of[(a, i)].reward)[c - 1] for j, c in enumerate(checkpoints)]
+                           for i in instances]) for a in growth_agents}  # (instances, checkpoints)
+    small = {x.instance: best[x.instance][0] - x.total_reward for x in r_small.runs}
+    ratios = {a: [prefix[a][k, -1] / (small[i] if a == "ogasched[lr=eq26]" else prefix[a][k, 0])
+                  for k, i in enumerate(instances)] for a in growth_agents}
+    growth_rows = []
+    for a in growth_agents:
+        sub = a.startswith("ogasched")
+        growth_rows.append({"claim": f"{a}: R(T)/R(T/4), T={T}" + (" (separate T/4 runs: eq. 26 depends on T)"
+                                                                     if a == "ogasched[lr=eq26]" else ""),
+                            "paper": ("≈ 2 (Theorem 1, √4)" if a == "ogasched[lr=eq26]" else
+                                      "< 3: sublinear (Theorem 1 is for eq. 26's step)" if sub else
+                                      "≈ 4 (a fixed rule: linear regret)"),
+                            "ours": f"{_ci_of(ratios[a])} (n={len(instances)})",
+                            "wins": "–", "verdict": _ratio_verdict(ratios[a], predicted_sublinear=sub)})
+    print(claims_table(growth_rows))
 
     plt = _plt()
-    # Fig. 2(c) style: ratio of average rewards over t.
-    avg = {a: np.mean([np.cumsum(r.reward) / np.arange(1, r.steps + 1) for r in runs_of(a)], axis=0) for a in agents}
-    fig, axes = plt.subplots(1, 2, figsize=(11, 4.2), dpi=110, sharey=True)
-    for ax, a, title in ((axes[0], "ogasched", "OGASched (Table 1: η0=25, decay 0.9999)"),
-                         (axes[1], _eq26(T), "OGASched, step of eq. 26")):
-        for b in BASELINES:
-            ax.plot(np.arange(1, T + 1), avg[a] / avg[b], label=f"/ {b.upper()}")
-        ax.axhline(1.0, color="0.5", lw=0.8, ls="--")
-        ax.set_title(title, fontsize=9)
-        ax.set_xlabel("time slot t")
-        ax.grid(alpha=0.3)
-    axes[0].set_ylabel("ratio of average rewards")
-    axes[1].legend(fontsize=8)
-    fig.tight_layout()
-    ratio_png = os.path.join(d, "ogasched_ratio.png")
-    fig.savefig(ratio_png)
-    plt.close(fig)
-
-    # Regret vs T (eq. 6): the hindsight optimum is recomputed for each T.
-    Ts = (500, 2000) if quick else (1000, 4000)
-    reg = {}
-    long_runs = None
-    for T2 in Ts:
-        r2 = evaluate(ENV_ID, ["ogasched", _eq26(T2), "fairness"], seeds[:1] if quick else seeds, T2,
-                      workers=workers, progress=progress)
-        long_runs = r2
-        for s in r2.summary():
-            key = "ogasched[lr=eq26]" if s["agent"].startswith("ogasched[lr=eq26") else s["agent"]
-            reg[(key, T2)] = s["mean_regret"]
-    # Regret of every prefix of the longest runs: R(t) = max_y Σ_{τ<=t} q(x(τ), y) − Σ_{τ<=t} q(x(τ), y(τ)).
-    n_cp = 4 if quick else 8
-    checkpoints = np.linspace(Ts[1] / n_cp, Ts[1], n_cp).astype(int)
-    prefix = _prefix_regret(long_runs, checkpoints)
     fig, ax = plt.subplots(figsize=(7, 4.2), dpi=110)
-    for a, curves in prefix.items():
-        arr = np.array(curves)
-        ax.plot(checkpoints, arr.mean(axis=0), marker="o", label=a)
-        ax.fill_between(checkpoints, arr.min(axis=0), arr.max(axis=0), alpha=0.15)
-    tt = np.linspace(0, Ts[1], 100)
-    ref = np.array(prefix[next(a for a in prefix if a.startswith("ogasched[lr=eq26"))]).mean(axis=0)[-1]
-    ax.plot(tt, ref * np.sqrt(tt / Ts[1]), color="0.5", ls=":", label="c·√t (through the eq. 26 end point)")
+    for a in growth_agents:
+        m = prefix[a].mean(axis=0)
+        ax.plot([0, *checkpoints], [0, *m], marker="o", label=a)
+        if len(instances) > 1:
+            ci = [mean_ci(prefix[a][:, j]) for j in range(len(checkpoints))]
+            ax.fill_between(checkpoints, [c.low for c in ci], [c.high for c in ci], alpha=0.15)
     ax.set_xlabel("time slot t")
     ax.set_ylabel("regret vs best static allocation of [1, t] (eq. 6)")
-    ax.set_title("Regret of every prefix (mean over seeds, band min–max)")
+    ax.set_title(f"Regret of every prefix, units=paper-code (mean and 95% interval over {len(instances)} instances)",
+                 fontsize=8)
     ax.grid(alpha=0.3)
-    ax.legend(fontsize=8)
+    ax.legend(fontsize=7)
     fig.tight_layout()
     regret_png = os.path.join(d, "ogasched_regret.png")
     fig.savefig(regret_png)
     plt.close(fig)
 
-    # Fig. 7: total reward per utility family per agent.
-    T7 = 500 if quick else 1000
+    # Fig. 2(c) style: ratio of average rewards over t (paper-code units, mean over instances and seeds).
+    def avg_curve(a):
+        return np.mean([np.cumsum(x.reward) / np.arange(1, x.steps + 1) for x in base.runs if x.agent == a], axis=0)
+
+    avg = {a: avg_curve(a) for a in AGENTS}
+    fig, axes = plt.subplots(1, 3, figsize=(14, 4.2), dpi=110, sharey=True)
+    for ax, (a, title) in zip(axes, OGA.items()):
+        for b in [*FAIR, *OTHER]:
+            ax.plot(np.arange(1, T + 1), avg[a] / avg[b], label=f"/ {_LABEL[b]}")
+        ax.axhline(1.0, color="0.5", lw=0.8, ls="--")
+        ax.set_title(title, fontsize=8)
+        ax.set_xlabel("time slot t")
+        ax.grid(alpha=0.3)
+    axes[0].set_ylabel("ratio of average rewards (units=paper-code)")
+    axes[-1].legend(fontsize=7)
+    fig.tight_layout()
+    ratio_png = os.path.join(d, "ogasched_ratio.png")
+    fig.savefig(ratio_png)
+    plt.close(fig)
+
+    units_png = os.path.join(d, "ogasched_units.png")
+    plot_units(comps, units_png)
+
+    # 4. Fig. 7: utility families (default units).
+    T7 = 300 if quick else 1000
     fams = ["linear", "log", "reciprocal", "poly", "mixed"]
-    base7 = ["drf", "fairness"] if quick else BASELINES  # quick mode: the two best baselines only
-    fig7 = {}
+    agents7 = (["ogasched", "ogasched[lr=eq26]", "fairness[active_share=true]", "drf"] if quick
+               else [*OGA, *FAIR, *OTHER])
+    fig7, claims7 = {}, []
     for u in fams:
-        r7 = evaluate(ENV_ID, ["ogasched", _eq26(T7), *base7], seeds[:1] if quick else seeds, T7,
-                      env_kwargs={"utility": u}, workers=workers, progress=progress)
-        for s in r7.summary():
-            key = "ogasched[lr=eq26]" if s["agent"].startswith("ogasched[lr=eq26") else s["agent"]
-            fig7[(u, key)] = s["mean_total_reward"]
-    names7 = ["ogasched", "ogasched[lr=eq26]", *base7]
+        r7 = evaluate(ENV_ID, agents7, [0], T7, env_kwargs={"utility": u, "oracle": False}, instances=instances,
+                      score=False, workers=workers, progress=progress)
+        per = {a: r7.per_instance(a) for a in agents7}
+        for a in agents7:
+            fig7[(u, a)] = float(np.mean(list(per[a].values())))
+        bases = [a for a in agents7 if not a.startswith("ogasched")]
+        best_b = {i: max(per[b][i] for b in bases) for i in per["ogasched"]}
+        from clustergym.stats import paired_comparison
+
+        for a in ("ogasched", "ogasched[lr=eq26]"):
+            claims7.append({"claim": f"{u}: {a} > the best of {', '.join(bases)} per instance",
+                            "paper": "OGASched best for every utility (Fig. 7)",
+                            "comparison": paired_comparison(per[a], best_b, agent=a, reference="best baseline"),
+                            "predicted": +1})
+    print(claims_table(claims7))
     fig7_png = os.path.join(d, "ogasched_utilities.png")
-    plot_utilities(fig7, fams, names7, T7, fig7_png)
+    plot_utilities(fig7, fams, agents7, T7, fig7_png)
+
+    # 5. Fig. 2's caption setting (full mode only: T = 8000).
+    fig2_block: list[str] = []
+    if not quick:
+        from clustergym.envs.multiserver.allocation_scenario import FIG2_HORIZON
+
+        r2 = evaluate(ENV_ID, [*OGA, *FAIR, *OTHER], [0], FIG2_HORIZON, env_kwargs={"scenario": "fig2", "oracle": False},
+                      instances=instances, score=False, workers=workers, progress=progress)
+        c2, _ = units_claims(r2)
+        print(r2.table())
+        print(claims_table(c2))
+        fig2_block = [f"## Fig. 2's caption setting (scenario `fig2`: β ∈ [0.4, 0.6], contention 11, units=paper-code; "
+                      f"T = {FIG2_HORIZON}, instances {instances}, seed 0)", "", "```", r2.table(), "```", "",
+                      claims_table(c2), ""]
     wall = time.perf_counter() - t0
 
-    best = max(summ, key=lambda a: summ[a]["mean_total_reward"])
-    paper_set = ["ogasched", *BASELINES]
-    best_paper = max(paper_set, key=lambda a: summ[a]["mean_total_reward"])
-    best_base = max(BASELINES, key=lambda a: summ[a]["mean_total_reward"])
-    lines = [
-        f"# OGASched reproduction ({'quick' if quick else 'full'} mode)",
-        "",
-        f"`{ENV_ID}`, paper scenario (ogasched.md Table 1: |L|=10, |R|=128, K=6, ρ=0.7, contention 10, "
-        f"density 2.5, mixed utilities), horizon {T}, seeds {seeds}, common random numbers across agents.",
-        "Regret = Q(y*) − Q(online) against the best static allocation in hindsight (eq. 6).",
-        "",
-        "```",
-        table,
-        "```",
-        "",
-        "| OGASched vs | paper (Fig. 2) | ours, Table 1 step (η0=25, decay 0.9999) | ours, eq. 26 step |",
-        "|---|---|---|---|",
-        *[f"| {b.upper()} | +{PAPER_GAPS[b]:.2f}% | {gaps['ogasched'][b]:+.2f}% | {gaps[_eq26(T)][b]:+.2f}% |"
-          for b in BASELINES],
-        "",
-        f"- Highest mean total reward among the paper's five agents: **{best_paper}**; best baseline: "
-        f"**{best_base}** (paper: FAIRNESS). Highest overall (including options): **{best}**.",
-        "",
-        "| agent | mean gain / slot | mean overhead / slot | utilisation |",
-        "|---|---|---|---|",
-        *[f"| {a} | {g:.1f} | {o:.1f} | {u:.3f} |" for a, (g, o, u) in gain_over.items()],
-        "",
-        "Regret against the best static allocation (mean over seeds):",
-        "",
-        "| agent | " + " | ".join(f"regret T={x}" for x in Ts) + " | " + " | ".join(f"regret/T, T={x}" for x in Ts) + " | regret/T falls? |",
-        "|---|" + "---|" * (2 * len(Ts) + 1),
-        *[f"| {a} | " + " | ".join(f"{reg[(a, x)]:.1f}" for x in Ts) + " | "
-          + " | ".join(f"{reg[(a, x)] / x:.2f}" for x in Ts) + " | "
-          + ("yes" if reg[(a, Ts[1])] / Ts[1] < reg[(a, Ts[0])] / Ts[0] else "NO") + " |"
-          for a in ("ogasched", "ogasched[lr=eq26]", "fairness")],
-        "",
-        f"Regret of every prefix [1, t] of the T={Ts[1]} runs (mean over seeds {seeds[:1] if quick else seeds}; "
-        "R(t)/t in brackets):",
-        "",
-        "| agent | " + " | ".join(f"t={c}" for c in checkpoints) + " |",
-        "|---|" + "---|" * len(checkpoints),
-        *[f"| {a} | " + " | ".join(f"{m:.0f} ({m / c:.2f})" for m, c in zip(np.mean(v, axis=0), checkpoints)) + " |"
-          for a, v in prefix.items()],
-        "",
-        f"Fig. 7 style (T={T7}): accumulative reward per utility family.",
-        "",
-        "| agent | " + " | ".join(fams) + " |",
-        "|---|" + "---|" * len(fams),
-        *[f"| {a} | " + " | ".join(f"{fig7[(u, a)]:.0f}" for u in fams) + " |" for a in names7],
-        "",
-        f"Wall time of this reproduction: {wall:.0f} s.",
-        "",
-        "![average reward](avg_reward.png)",
-        "![cumulative regret](cumulative_regret.png)",
-        "![ratio](ogasched_ratio.png)",
-        "![regret](ogasched_regret.png)",
-        "![utilities](ogasched_utilities.png)",
-        "",
-    ]
+    mode = "quick" if quick else "full"
+    lines = [f"# OGASched reproduction ({mode} mode)", "",
+             f"`{ENV_ID}`, paper scenario (Table 1: |L|=10, |R|=128, K=6, ρ=0.7, contention 10, density 2.5, mixed "
+             f"utilities), horizon {T}, instances (scenario_seed) {instances}, seeds {seeds}; common random numbers "
+             "across agents. Intervals: 95% t over instances (each instance: mean over seeds); verdicts by "
+             "`clustergym.stats.verdict` (reproduced = interval and every instance on the claimed side).", ""]
+    for units in UNIT_SYSTEMS:
+        lines += [f"## units = {units}", "", "```", res[units].table(), "```", "", claims_table(claims[units]), "",
+                  "| agent | mean gain / slot | mean overhead / slot | utilisation |", "|---|---|---|---|",
+                  *[f"| {a} | {g:.1f} | {o:.1f} | {u_:.3f} |" for a, (g, o, u_) in gain_over[units].items()], ""]
+    lines += ["## Eq. 26's step vs Table 1's η0 = 25", "",
+              f"Median η_t of eq. 26 (T = {T}) over the first {slots} slots of each instance (seed 0).", "",
+              "| units | eq. 26 η_t, mean [95% CI] over instances | range over instances | η0 / eq. 26 |",
+              "|---|---|---|---|", *step_lines, "",
+              "## Which device type sets the overhead (k* of eq. 10)", "",
+              f"Share of (port with a job, slot) pairs whose max_k β_k Σ_r y^k (eq. 5) is attained by type k, "
+              f"first {kslots} slots of instances {instances}, seed 0.", "",
+              "| units | agent | " + " | ".join(names) + " |", "|---|---|" + "---|" * len(names), *kstar_lines, "",
+              "## Regret growth (Theorem 1), units=paper-code, seed 0", "",
+              f"R(t) = Q(y*) of [1, t] − Σ_(τ<=t) q (eq. 6). R(T)/R(T/4) per instance, T = {T}.", "",
+              claims_table(growth_rows), "",
+              "| agent | " + " | ".join(f"R(t={c}) mean [95% CI]" for c in checkpoints) + " |",
+              "|---|" + "---|" * len(checkpoints),
+              *[f"| {a} | " + " | ".join(fmt_ci(mean_ci(prefix[a][:, j]), unit="", digits=0, signed=False)
+                                         for j in range(len(checkpoints))) + " |" for a in growth_agents], "",
+              f"## Fig. 7 style: utility families (units=paper-code, T={T7}, instances {instances}, seed 0)", "",
+              "| agent | " + " | ".join(fams) + " |", "|---|" + "---|" * len(fams),
+              *[f"| {a} | " + " | ".join(f"{fig7[(u, a)]:.0f}" for u in fams) + " |" for a in agents7], "",
+              claims_table(claims7), "", *fig2_block,
+              f"Wall time of this reproduction: {wall:.0f} s.", "",
+              "![units](ogasched_units.png)", "![ratio](ogasched_ratio.png)", "![regret](ogasched_regret.png)",
+              "![utilities](ogasched_utilities.png)", ""]
     report = os.path.join(d, "report.md")
     with open(report, "w") as f:
         f.write("\n".join(lines))
-    for a in ("ogasched", _eq26(T)):
-        print(f"{a} vs " + ", ".join(f"{b.upper()} {gaps[a][b]:+.2f}% (paper +{PAPER_GAPS[b]}%)" for b in BASELINES))
-    print("regret/T: " + ", ".join(f"{a} T={x}: {reg[(a, x)] / x:.2f}" for a in ("ogasched", "ogasched[lr=eq26]") for x in Ts))
-    print("wrote " + ", ".join(paths + [ratio_png, regret_png, fig7_png, report]))
+    print(f"wall {wall:.0f} s")
+    print("wrote " + ", ".join(paths + [units_png, ratio_png, regret_png, fig7_png, report]))
     return report
+
+
+def plot_units(comps: dict, path: str) -> None:
+    """Relative improvement (%) of each OGASched variant over each baseline with its 95% interval over
+    instances, one panel per unit system (``comps[units][(agent, baseline)]``), the paper's gaps marked."""
+    from clustergym.plots import _plt
+
+    plt = _plt()
+    bases = [*FAIR, *OTHER]
+    fig, axes = plt.subplots(1, len(comps), figsize=(13, 4.4), dpi=110)
+    for ax, (units, cs) in zip(np.atleast_1d(axes), comps.items()):
+        w = 0.8 / len(OGA)
+        x = np.arange(len(bases))
+        for j, a in enumerate(OGA):
+            m = np.array([cs[(a, b)].mean for b in bases])
+            err = np.array([[cs[(a, b)].mean - cs[(a, b)].low for b in bases],
+                            [cs[(a, b)].high - cs[(a, b)].mean for b in bases]])
+            ax.bar(x + j * w, m, w, yerr=np.nan_to_num(err), capsize=2, label=OGA[a])
+        ax.scatter(x + w, [PAPER_GAPS[b.split("[")[0]] for b in bases], marker="_", s=300, color="k", zorder=3,
+                   label="paper (Fig. 2)")
+        ax.set_xticks(x + w, [_LABEL[b].replace(" (", "\n(") for b in bases], fontsize=7)
+        ax.axhline(0, color="0.3", lw=0.8)
+        ax.set_title(f"units = {units}", fontsize=9)
+        ax.set_ylabel("OGASched vs baseline, % (95% CI over instances)", fontsize=8)
+        ax.grid(alpha=0.3, axis="y")
+    np.atleast_1d(axes)[0].legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(path)
+    plt.close(fig)
 
 
 def plot_utilities(fig7: dict, fams: list, names: list, T: int, path: str) -> None:
@@ -202,33 +386,6 @@ def plot_utilities(fig7: dict, fams: list, names: list, T: int, path: str) -> No
     fig.tight_layout()
     fig.savefig(path)
     plt.close(fig)
-
-
-def _prefix_regret(results, checkpoints) -> dict:
-    """R(t) at each checkpoint for every run: the best static allocation of the prefix minus the run's
-    cumulative reward. Arrivals are regenerated from the env seed (they do not depend on actions)."""
-    import gymnasium as gym
-
-    import clustergym  # noqa: F401
-    from clustergym.envs.multiserver.best_static import best_static_allocation
-
-    out: dict = {}
-    counts_of: dict = {}
-    for r in results.runs:
-        if r.seed not in counts_of:
-            env = gym.make(ENV_ID, horizon=int(checkpoints[-1]), oracle=False, **results.env_kwargs).unwrapped
-            obs, _ = env.reset(seed=r.seed)
-            zero = np.zeros((env.problem.num_edges, env.problem.num_device_types))
-            arr = [obs["arrivals"]]
-            for _ in range(int(checkpoints[-1]) - 1):
-                obs, *_ = env.step(zero)
-                arr.append(obs["arrivals"])
-            cum = np.cumsum(np.array(arr, dtype=float), axis=0)
-            counts_of[r.seed] = [best_static_allocation(env.problem, cum[c - 1]).value for c in checkpoints]
-        best = counts_of[r.seed]
-        cr = np.cumsum(r.reward)
-        out.setdefault(r.agent, []).append([best[i] - cr[c - 1] for i, c in enumerate(checkpoints)])
-    return out
 
 
 # -- benchmark rows (SPEC §10) -------------------------------------------------------------------

@@ -7,7 +7,7 @@ from typing import Any
 import numpy as np
 from gymnasium import spaces
 
-from clustergym.core import Scenario, child_generators
+from clustergym.core import Scenario, check_int, child_generators
 from clustergym.env import ClusterEnv
 from clustergym.envs.approxjobs.kernels import budget_prefix
 from clustergym.envs.approxjobs.scenario import APPROX_SCENARIOS, PAPER_DEFAULTS, PAPER_SCALE, make_approx_scenario
@@ -67,7 +67,8 @@ class ApproxJobsEnv(ClusterEnv):
     ``migrations`` (machines whose task of a still-active job j stopped while j is still active:
     the task was moved or pre-empted, Fig. 3b), ``migration_rate`` (migrations / M), ``busy``,
     ``repaired``; at the last step ``episode_*`` summaries (utility, spent, fit, jobs, medians of
-    the per-job cost-to-utility and budget-used ratios of Fig. 1, migrations).
+    the per-job cost-to-utility and budget-used ratios of Fig. 1, migrations, and with
+    ``oracle=True`` ``episode_bound``).
     ``job_records()`` returns per-job arrays for CDFs.
 
     ## Starting State / Episode End
@@ -78,8 +79,10 @@ class ApproxJobsEnv(ClusterEnv):
 
     ## Arguments
     ``scenario`` ("paper", "philly", "single" or a Scenario), ``scenario_seed`` (default 0),
-    ``horizon`` (default: the scenario's, 2000; 50,000 with ``scale="paper"``), ``oracle`` (unused:
-    no per-slot oracle), ``infeasible``, ``render_mode``, and scenario parameters (``scenario.py``):
+    ``horizon`` (default: the scenario's, 2000; 50,000 with ``scale="paper"``), ``oracle`` (default
+    False; True adds ``episode_bound`` to the last step's metrics: an upper bound on the expected
+    episode utility, ``bound.py``; there is no per-slot oracle), ``infeasible``, ``render_mode``, and
+    scenario parameters (``scenario.py``):
     ``num_machines``, ``max_jobs``, ``beta``, ``load``, ``scale``, ``arrival_rate``, ``life_min``,
     ``life_max``, ``budget_low``, ``budget_high``, ``value_low``, ``value_high``, ``speed_low``,
     ``service``, ``price``, ``price_low``, ``price_high``, ``arrivals``, ``trace_path``,
@@ -104,7 +107,8 @@ class ApproxJobsEnv(ClusterEnv):
             super().__init__(horizon=horizon, infeasible=infeasible, render_mode=render_mode, oracle=oracle)
             if scenario not in APPROX_SCENARIOS:
                 raise ValueError(f"scenario={scenario!r} is invalid: expected one of {APPROX_SCENARIOS} or a Scenario")
-            sc = make_approx_scenario(scenario, seed=scenario_seed, horizon=self.horizon, **params)
+            sc = make_approx_scenario(scenario, seed=check_int("scenario_seed", scenario_seed, 0), horizon=self.horizon,
+                                      **params)
         else:
             raise ValueError(f"scenario={scenario!r} is invalid: expected one of {APPROX_SCENARIOS} or a Scenario")
         super().__init__(horizon=horizon, infeasible=infeasible, render_mode=render_mode, oracle=oracle)
@@ -292,9 +296,21 @@ class ApproxJobsEnv(ClusterEnv):
                    "migrations": migr, "migration_rate": migr / self._M, "busy": int(mach.size), "repaired": dropped}
         if done or truncated:
             metrics.update(self._episode_summary())
+            if self.oracle:
+                metrics["episode_bound"] = self.episode_bound()
         info = {"feedback": {"machines": mach, "slots": slot, "job_ids": jid, "work": work, "cost": cost},
                 "metrics": metrics, "action_mask": self.action_masks(), "t": self._t}
         return self._obs(), reward, bool(done), bool(truncated), info
+
+    def episode_bound(self) -> float:
+        """Upper bound on the expected episode utility (``bound.fluid_bound``: the fluid program
+        with the hidden job list and mean rates; see its docstring for exactly what it bounds).
+        Depends only on the instance and the horizon, so it is computed once per env."""
+        if getattr(self, "_bound", None) is None:
+            from clustergym.envs.approxjobs.bound import fluid_bound
+
+            self._bound = float(fluid_bound(self.scenario, self.horizon))
+        return self._bound
 
     def _fit(self) -> float:
         return float(np.maximum(self._spent - self._jobs.budget, 0.0).sum())  # eq. 8, violations only

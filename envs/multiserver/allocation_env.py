@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 import numpy as np
@@ -126,14 +127,18 @@ class MultiServerAllocationEnv(ClusterEnv):
     the same seed (common random numbers). The episode is truncated after ``horizon`` slots.
 
     ## Arguments
-    ``scenario`` ("paper", "large", "toy", "alibaba-v2023" or a Scenario), ``scenario_seed`` (default
-    0), ``horizon`` (default 2000), ``oracle`` (default True: the hindsight optimum at episode end),
-    ``infeasible``, ``render_mode`` ("ansi" or "rgb_array"), and scenario parameters:
+    ``scenario`` ("paper", "fig2", "large", "toy", "alibaba-v2023" or a Scenario), ``scenario_seed``
+    (default 0), ``horizon`` (default 2000; public: ``env.problem.horizon`` carries it, so an agent
+    can use T, e.g. OGASched's eq. 26 step), ``oracle`` (default True: the hindsight optimum at
+    episode end), ``infeasible``, ``render_mode`` ("ansi" or "rgb_array"), and scenario parameters:
+    ``units`` ("paper-code", default, or "device": the device units, see the scenario module),
     ``num_ports``, ``num_servers``, ``num_device_types``, ``rho``, ``contention``, ``density``,
     ``utility``, ``alpha_low``, ``alpha_high``, ``beta_low``, ``beta_high`` (see the scenario module).
 
     ## Version History
-    * v0: initial version.
+    * v0: initial version. Later in v0: the default device units became ``units="paper-code"``
+      (the authors' code's ranges; ``units="device"`` gives the earlier instances bit for bit), and
+      ``problem.horizon`` was added.
     """
 
     family = "multiserver-allocation"
@@ -142,7 +147,9 @@ class MultiServerAllocationEnv(ClusterEnv):
                  oracle: bool = True, infeasible: str = "repair", render_mode: str | None = None, **params: Any):
         super().__init__(horizon=horizon, infeasible=infeasible, render_mode=render_mode, oracle=oracle)
         self.scenario = resolve_scenario(scenario, params, make_allocation_scenario, ALLOCATION_SCENARIOS, scenario_seed)
-        pb = self.scenario.problem
+        # The horizon T is public (the episode is truncated after T slots): agents read it from the
+        # problem (OGASched's eq. 26 step needs T).
+        pb = dataclasses.replace(self.scenario.problem, horizon=self.horizon)
         self.problem = pb
         self._truth = self.scenario.truth
         self._E, self._L, self._K = pb.num_edges, pb.num_ports, pb.num_device_types

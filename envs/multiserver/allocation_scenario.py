@@ -6,19 +6,37 @@ weights β_k of eq. 5. Hidden truth (:class:`AllocationTruth`): the arrival prob
 
 Modelling choices (SPEC §5), each a documented reading of the paper:
 
-* **Servers (Table 1: |R| = 128, K = 6 CPU, MEM, GPU, NPU, TPU, FPGA).** The paper draws its
-  machines from Alibaba traces we do not have; the ``paper`` scenario draws heterogeneous servers in
-  device units: CPU cores U{8..32}, MEM U{8..32} (units of 8 GiB); each accelerator type is present
-  with probability 0.5 (GPU) or 0.25 (NPU, TPU, FPGA) with a count from {1, 2, 4, 8}; absent means
-  c_r^k = 0 (a server that cannot serve that type; every server has CPU and MEM).
-* **Demands and the contention level (Table 1: 10; Fig. 3(c)).** The paper calls contention "a
-  multiplier to the resource requirements of jobs". Each port l has a base profile w_l^k ~ U(0.5, 1.5)
-  for CPU and MEM and, for each accelerator type, with the presence probability above (0 otherwise).
-  The base is scaled per type so that at contention 1 the channel caps sum to a quarter of the
-  capacity, Σ_{(l,r)∈E} base_l^k = Σ_r c_r^k / 4 (light load), and a_l^k = contention × base_l^k.
-  Contention 10 thus offers 2.5× the capacity through the channel caps (fierce: with ρ = 0.7 the
-  jobs present in a slot can absorb about 1.75× of every device type). Demands are real numbers in
-  device units (y is fractional anyway, eq. 2 footnote).
+* **Device units (``units``; Table 1: |R| = 128, K = 6 CPU, MEM, GPU, NPU, TPU, FPGA).** The paper
+  draws its machines from Alibaba traces we do not have and does not say in which units a_l^k and
+  c_r^k are counted. With linear utilities the whole problem scales with the units: multiplying every
+  a and c by s multiplies every reward by s, and η_0 at units × s behaves like η_0 / s at units × 1
+  (tested exactly, ``test_scale_equivariance_with_linear_utilities``). Table 1's η_0 = 25 therefore
+  only means something in some unit system. Two are offered:
+
+  - ``"paper-code"`` (default): the ranges of the authors' public review code
+    (github.com/anonymity-for-review/OGASched, ``ogasched/parameter.py`` and ``env.py``): c_r^k
+    uniform integers, vCPU cores 1..127, MEM GiB 2..511, GPUs 0..63, NPUs and TPUs 0..7, FPGAs 0..3
+    (all K types present, their non-"simplified" mode; D7, D8 beyond K = 6 take 0..7); demands
+    a_l^k = (contention / 10) × U(low_k, high_k) — the authors draw the request from the node
+    capacity range and multiply by a contention level in (0, 1), so **our contention 10 is their
+    1**. At contention 10 the channel caps offer, in expectation, density × (lo+hi+1)/(lo+hi) ≈ 2.5×
+    the capacity of every type (FPGA 3.3×), as in ``"device"``.
+  - ``"device"`` (this package's original units): CPU cores U{8..32}, MEM U{8..32} (units of 8 GiB);
+    each accelerator type is present with probability 0.5 (GPU) or 0.25 (NPU, TPU, FPGA) with a
+    count from {1, 2, 4, 8}; absent means c_r^k = 0. Each port l has a base profile w_l^k ~
+    U(0.5, 1.5) for CPU and MEM and, for each accelerator type, with the presence probability above
+    (0 otherwise), scaled per type so that at contention 1 the channel caps sum to a quarter of the
+    capacity, Σ_{(l,r)∈E} base_l^k = Σ_r c_r^k / 4, and a_l^k = contention × base_l^k: contention 10
+    offers exactly 2.5× the capacity.
+
+  Why ``"paper-code"`` is the default: Table 1's η_0 and decay "tune the learning rate around the
+  value (26)"; eq. 26's step η_t = diam(Y) / (||∇q|| √T) at T = 2000 has a median of about 4.7
+  (instances 0–4: 4.4–4.9) in paper-code units and about 0.40 (0.36–0.44) in device units, so
+  η_0 = 25 is ≈ 5× eq. 26 in the first and ≈ 60× in the second (docs/ogasched.md, "Device units").
+* **Contention level (Table 1: 10; Fig. 3(c)).** "A multiplier to the resource requirements of jobs":
+  a_l^k is proportional to ``contention`` in both unit systems (above). Fierce at 10: with ρ = 0.7 the
+  jobs present in a slot can absorb about 1.75× of every device type. Demands are real numbers
+  (y is fractional anyway, eq. 2 footnote).
 * **Graph density (Table 2: Σ_r |L_r| / |R| ≈ 2–3).** Server r connects to d_r ports drawn without
   replacement, d_r = ⌊density⌋ + Bernoulli(density − ⌊density⌋) (so the mean is ``density``, default
   2.5); a port left without a server gets one uniformly drawn server. Edges are ordered by
@@ -31,7 +49,9 @@ Modelling choices (SPEC §5), each a documented reading of the paper:
 
 Scenario ``alibaba-v2023`` builds the same objects from the shipped preset (see
 ``clustergym.envs.traces.alibaba``); ``toy`` is a hand-checked instance with a known optimum;
-``large`` is §4.3's |L| = 100, |R| = 1024 on the paper generator.
+``large`` is §4.3's |L| = 100, |R| = 1024 on the paper generator; ``fig2`` is Fig. 2's caption
+setting, "T = 8000, β ∈ [0.4, 0.6], and contention level is 11", on Table 1 otherwise (the horizon is
+an env argument: ``gym.make(..., scenario="fig2", horizon=FIG2_HORIZON)``).
 """
 
 from __future__ import annotations
@@ -43,7 +63,8 @@ import numpy as np
 from clustergym.core import Scenario, as_generator, check_choice, check_int, check_real, freeze
 
 __all__ = ["AllocationProblem", "AllocationTruth", "make_allocation_scenario", "ALLOCATION_SCENARIOS",
-           "PAPER_DEFAULTS", "UTILITY_FAMILIES", "utility_value", "utility_derivative"]
+           "PAPER_DEFAULTS", "FIG2_DEFAULTS", "FIG2_HORIZON", "UNITS", "UTILITY_FAMILIES", "utility_value",
+           "utility_derivative"]
 
 UTILITY_FAMILIES = ("linear", "log", "reciprocal", "poly")  # codes 0..3, eq. 27
 DEVICE_NAMES = ("CPU", "MEM", "GPU", "NPU", "TPU", "FPGA", "D7", "D8")
@@ -64,6 +85,7 @@ class AllocationProblem:
     utility: np.ndarray  # (R, K) int, family code of f_r^k (index into UTILITY_FAMILIES)
     beta: np.ndarray  # (K,) float, β_k of eq. 5
     device_names: tuple[str, ...] = field(default=())
+    horizon: int | None = None  # T, slots per episode (public: the env truncates at T); set by the env
 
     @property
     def num_edges(self) -> int:
@@ -83,6 +105,7 @@ class AllocationTruth:
 
 
 PAPER_DEFAULTS = dict(
+    units="paper-code",  # device units: the authors' code's ranges (module docstring, "Device units")
     num_ports=10,  # Table 1: |L| = 10
     num_servers=128,  # Table 1: |R| = 128
     num_device_types=6,  # Table 1: K = 6 (CPU, MEM, GPU, NPU, TPU, FPGA)
@@ -96,8 +119,21 @@ PAPER_DEFAULTS = dict(
     beta_high=0.5,
 )
 LARGE_DEFAULTS = dict(PAPER_DEFAULTS, num_ports=100, num_servers=1024)  # §4.3
+# Fig. 2's caption: "T = 8000, β ∈ [0.4, 0.6], and contention level is 11" (the rest is Table 1).
+FIG2_DEFAULTS = dict(PAPER_DEFAULTS, beta_low=0.4, beta_high=0.6, contention=11.0)
+FIG2_HORIZON = 8000  # Fig. 2's T: pass horizon=FIG2_HORIZON with scenario="fig2"
 
-ALLOCATION_SCENARIOS = ("paper", "large", "toy", "alibaba-v2023")
+ALLOCATION_SCENARIOS = ("paper", "fig2", "large", "toy", "alibaba-v2023")
+UNITS = ("paper-code", "device")
+
+# units="paper-code": per device type, the authors' integer capacity range [low, high) (their
+# np.random.randint(min, max) with min/max of ogasched/parameter.py: vCPU cores 1..127, MEM GiB
+# 2..511, GPUs 0..63, TPU and NPU 0..7, FPGA 0..3); D7, D8 (beyond the paper's K = 6) take 0..7.
+# Columns follow DEVICE_NAMES (CPU, MEM, GPU, NPU, TPU, FPGA, D7, D8).
+_CODE_LOW = np.array([1, 2, 0, 0, 0, 0, 0, 0])
+_CODE_HIGH = np.array([128, 512, 64, 8, 8, 4, 8, 8])
+# Our contention 10 is the authors' contention 1 (module docstring): a_l^k = (contention / 10) × U(low, high).
+CODE_CONTENTION_SCALE = 10.0
 
 # Per device type: probability that a server has it, and the count law (paper scenario).
 _PRESENT = np.array([1.0, 1.0, 0.5, 0.25, 0.25, 0.25, 0.25, 0.25])
@@ -140,6 +176,7 @@ def utility_derivative(y: np.ndarray, alpha: np.ndarray, code: np.ndarray) -> np
 
 
 def _validate(p: dict) -> dict:
+    p["units"] = check_choice("units", p["units"], UNITS)
     p["num_ports"] = check_int("num_ports", p["num_ports"], 1, 10_000)
     p["num_servers"] = check_int("num_servers", p["num_servers"], 1, 100_000)
     p["num_device_types"] = check_int("num_device_types", p["num_device_types"], 1, 8)
@@ -202,22 +239,28 @@ def make_allocation_scenario(name: str = "paper", seed: int | np.random.Generato
         from clustergym.envs.traces.alibaba import allocation_scenario_from_preset
 
         return allocation_scenario_from_preset(seed=seed, **params)
-    if name not in ("paper", "large"):
+    defaults = {"paper": PAPER_DEFAULTS, "fig2": FIG2_DEFAULTS, "large": LARGE_DEFAULTS}
+    if name not in defaults:
         raise ValueError(f"scenario={name!r} is invalid: expected one of {', '.join(map(repr, ALLOCATION_SCENARIOS))}")
-    p = _validate(_check_params(name, params, PAPER_DEFAULTS if name == "paper" else LARGE_DEFAULTS))
+    p = _validate(_check_params(name, params, defaults[name]))
     rng = as_generator(seed)
     L, R, K = p["num_ports"], p["num_servers"], p["num_device_types"]
 
     edge_port, edge_server = random_graph(rng, L, R, p["density"])
-    present = _PRESENT[:K]
-    has = rng.random((R, K)) < present[None, :]
-    counts = rng.choice(np.array([1, 2, 4, 8]), size=(R, K)).astype(np.float64)
-    counts[:, :min(K, 2)] = rng.integers(8, 33, size=(R, min(K, 2)))  # CPU cores, MEM in 8 GiB
-    capacity = np.where(has, counts, 0.0)
+    if p["units"] == "device":
+        present = _PRESENT[:K]
+        has = rng.random((R, K)) < present[None, :]
+        counts = rng.choice(np.array([1, 2, 4, 8]), size=(R, K)).astype(np.float64)
+        counts[:, :min(K, 2)] = rng.integers(8, 33, size=(R, min(K, 2)))  # CPU cores, MEM in 8 GiB
+        capacity = np.where(has, counts, 0.0)  # (R, K) device units
 
-    wants = rng.random((L, K)) < present[None, :]
-    base = np.where(wants, rng.uniform(0.5, 1.5, size=(L, K)), 0.0)
-    demand = scale_demands(base, capacity, edge_port, p["contention"])
+        wants = rng.random((L, K)) < present[None, :]
+        base = np.where(wants, rng.uniform(0.5, 1.5, size=(L, K)), 0.0)
+        demand = scale_demands(base, capacity, edge_port, p["contention"])  # (L, K) device units
+    else:  # "paper-code": the authors' ranges (ogasched/env.py generate_graph, non-simplified: all K types)
+        low, high = _CODE_LOW[:K], _CODE_HIGH[:K]
+        capacity = rng.integers(low, high, size=(R, K)).astype(np.float64)  # (R, K) cores, GiB, devices
+        demand = (p["contention"] / CODE_CONTENTION_SCALE) * rng.uniform(low, high, size=(L, K))  # (L, K)
     alpha, code, beta = _utilities(rng, R, K, p)
 
     problem = AllocationProblem(

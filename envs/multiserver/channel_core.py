@@ -28,17 +28,24 @@ BLOCK = 256  # slots of arrivals/utilities drawn at once (same values as drawing
 OK, IDLE_CHANNEL, OVER_CAPACITY = 0, 1, 2  # status codes of channel_slot
 
 
-def draw_block(rngs: dict, rho: np.ndarray, mean_utility: np.ndarray, half_width: np.ndarray,
-               block: int = BLOCK) -> tuple[np.ndarray, np.ndarray]:
+def draw_block(rngs: dict, truth, block: int = BLOCK) -> tuple[np.ndarray, np.ndarray]:
     """The next ``block`` slots of one env: arrivals (B, L) bool and realised utilities Z̃ (B, E).
 
-    Arrivals 1_l(t) ~ Bernoulli(ρ_l) from ``rngs["arrivals"]``; Z̃_e(t) = ṽ_e + h_e (U₁ − U₂) from
-    ``rngs["utilities"]`` (triangular with mean ṽ_e, see ``channel_scenario``), drawn as one
-    (2, B, E) array so the draw layout is fixed.
+    Arrivals 1_l(t) ~ Bernoulli(ρ_l) from ``rngs["arrivals"]``; Z̃_e(t) ~ Beta(a_e, b_e) with mean
+    exactly ṽ_e (``truth.beta_a``, ``truth.beta_b``; see ``channel_scenario``, "Noise law") from
+    ``rngs["utilities"]``, one (B, E') draw over the E' non-deterministic channels (edge order), so
+    the draw layout is fixed; a deterministic channel (a_e = 0) yields ṽ_e.
     """
+    rho, v = truth.rho, truth.mean_utility
     arrivals = rngs["arrivals"].random((block, rho.shape[0])) < rho[None, :]
-    u = rngs["utilities"].random((2, block, mean_utility.shape[0]))
-    z = mean_utility + half_width * (u[0] - u[1])  # triangular, mean ṽ (scenario docs)
+    live = truth.beta_a > 0  # (E,)
+    if live.all():
+        z = rngs["utilities"].beta(truth.beta_a, truth.beta_b, size=(block, v.shape[0]))
+    else:
+        z = np.repeat(v[None, :], block, axis=0)
+        idx = np.flatnonzero(live)
+        if idx.size:
+            z[:, idx] = rngs["utilities"].beta(truth.beta_a[idx], truth.beta_b[idx], size=(block, idx.size))
     return arrivals, z
 
 

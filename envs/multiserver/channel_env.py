@@ -74,6 +74,8 @@ class MultiServerChannelEnv(ClusterEnv):
 
     ## Version History
     * v0: initial version.
+    * v0, issue 16: Z̃ is drawn from a Beta law with mean ṽ_e and the paper's std where [0, 1] allows
+      it (was a triangular law that reached a median 58–63% of it); same id, different draws.
     """
 
     family = "multiserver-channel"
@@ -102,7 +104,7 @@ class MultiServerChannelEnv(ClusterEnv):
     def _refill(self) -> None:
         """Draw the next block of arrivals (B, L) and realised utilities (B, E) (``channel_core.draw_block``)."""
         tr = self._truth
-        self._arr_block, self._z_block = draw_block(self._rngs, tr.rho, tr.mean_utility, tr.half_width, _BLOCK)
+        self._arr_block, self._z_block = draw_block(self._rngs, tr, _BLOCK)
         self._block_start = self._t
 
     def _slot(self) -> tuple[np.ndarray, np.ndarray]:

@@ -15,12 +15,20 @@ Modelling choices (SPEC §4), each one a documented reading of the paper:
   channel is Σ_k f_k(a_k^e). The costs are public (they are inputs of Algorithm 1).
 * **Net utility and normalisation (eqs. 3, 5, 7).** The raw mean of channel e is
   m_e = μ_e − Σ_k f_k(a_k^e) with μ_e ~ U(0.1, 1). The paper normalises Z̃ into [0, 1] "by tuning
-  the f_k"; we do it with one affine map per instance, ṽ_e = 0.05 + 0.9 (m_e − min m)/(max m − min m),
-  so ṽ ∈ [0.05, 0.95]. The paper's noise N(μ_e, μ_e/2) is carried through the same map
-  (std s_e = (μ_e/2)·0.9/(max m − min m)) and realised as a symmetric triangular law on
-  [ṽ_e − h_e, ṽ_e + h_e] with h_e = min(ṽ_e, 1 − ṽ_e, √6 s_e) (std h_e/√6 = s_e unless the bounds
-  bind): Z̃_e(t) ∈ [0, 1] and E[Z̃_e(t)] = ṽ_e exactly, which the oracle uses. It is bell-shaped
-  like the paper's Normal, and drawn as ṽ + h (U₁ − U₂), five times cheaper than a Beta law.
+  the f_k" (§3.1); we do it with one affine map per instance, ṽ_e = 0.05 + 0.9 (m_e − min m)/(max m − min m),
+  so ṽ ∈ [0.05, 0.95].
+* **Noise law (§4 "Default Scenario Settings": Z ~ N(μ_e, μ_e/2)).** The paper's std μ_e/2 carried
+  through the same affine map is the *intended* std s_e = (μ_e/2)·0.9/(max m − min m) (0.22–0.27 on
+  average over instances). Z̃_e(t) is drawn from a **Beta law with mean exactly ṽ_e** (the oracle
+  uses ṽ) and variance σ_e² = min(s_e², 0.95 ṽ_e(1 − ṽ_e)): Beta(ṽ_e κ_e, (1 − ṽ_e) κ_e) with
+  κ_e = ṽ_e(1 − ṽ_e)/σ_e² − 1 ≥ 1/19. A law on [0, 1] with mean ṽ cannot have a variance above
+  ṽ(1 − ṽ) (the two-point law), so σ_e = s_e wherever [0, 1] allows it with the 5% margin, and
+  ``truth.noise_std`` (realised) is below ``truth.intended_std`` only for channels with ṽ_e close
+  to 0 or 1 (``tests/test_channel_env.py`` checks the realised std per channel against σ_e and
+  the fraction of channels at the intended std). Version note: up to this change Z̃ was a
+  symmetric triangular law on [ṽ_e − h_e, ṽ_e + h_e], h_e ≤ min(ṽ_e, 1 − ṽ_e); its std cannot
+  exceed min(ṽ, 1 − ṽ)/√6 ≤ 0.204, a median 58–63% of the intended std (issue 16).
+  A channel with σ_e = 0 (ṽ_e ∈ {0, 1} or s_e = 0) is deterministic: Z̃_e(t) = ṽ_e.
 * **Graph.** Each (l, r) is a channel with probability ``channel_prob``; a port left without a
   channel gets one to a uniformly drawn server. Edges are ordered by (port, server).
 """
@@ -33,7 +41,7 @@ import numpy as np
 
 from clustergym.core import Scenario, as_generator, check_int, check_real, freeze
 
-__all__ = ["ChannelProblem", "ChannelTruth", "make_channel_scenario", "CHANNEL_SCENARIOS", "PAPER_DEFAULTS"]
+__all__ = ["ChannelProblem", "ChannelTruth", "channel_truth", "make_channel_scenario", "CHANNEL_SCENARIOS", "PAPER_DEFAULTS"]
 
 
 @dataclass(frozen=True, eq=False)
@@ -63,11 +71,41 @@ class ChannelProblem:
 
 @dataclass(frozen=True, eq=False)
 class ChannelTruth:
-    """What only the environment, oracles and metrics know."""
+    """What only the environment, oracles and metrics know.
+
+    Z̃_e(t) ~ Beta(``beta_a[e]``, ``beta_b[e]``), derived from (ṽ_e, σ_e) so the two cannot drift
+    apart: mean ṽ_e exactly, variance σ_e² (module docstring, "Noise law").
+    """
 
     rho: np.ndarray  # (L,) arrival probability of each port per slot
     mean_utility: np.ndarray  # (E,) ṽ_e = E[Z̃_e(t)] in [0, 1] (eq. 7)
-    half_width: np.ndarray  # (E,) h_e: Z̃_e(t) = ṽ_e + h_e (U₁ − U₂), triangular on [ṽ_e − h_e, ṽ_e + h_e]
+    intended_std: np.ndarray  # (E,) s_e, the paper's std μ_e/2 through the normalising map
+    noise_std: np.ndarray  # (E,) σ_e = min(s_e, √(0.95 ṽ_e(1 − ṽ_e))), the std of Z̃_e(t)
+
+    def __post_init__(self):
+        v, sig = np.asarray(self.mean_utility), np.asarray(self.noise_std)
+        if v.shape != sig.shape or np.any((v < 0) | (v > 1)) or np.any(sig < 0):
+            raise ValueError("mean_utility must lie in [0, 1] and noise_std must be >= 0, both of shape (E,)")
+        if np.any(sig * sig >= v * (1 - v) * (sig > 0) + (sig == 0)):
+            raise ValueError("noise_std is invalid: expected noise_std² < ṽ(1 − ṽ) (a law on [0, 1] with mean ṽ "
+                             "has variance at most ṽ(1 − ṽ)) or 0")
+
+    @property
+    def beta_kappa(self) -> np.ndarray:
+        """(E,) κ_e = ṽ_e(1 − ṽ_e)/σ_e² − 1 (Var Beta(ṽκ, (1 − ṽ)κ) = ṽ(1 − ṽ)/(κ + 1)); 0 if σ_e = 0."""
+        v, var = self.mean_utility, self.noise_std ** 2
+        live = var > 0
+        return np.where(live, v * (1.0 - v) / np.where(live, var, 1.0) - 1.0, 0.0)
+
+    @property
+    def beta_a(self) -> np.ndarray:
+        """(E,) ṽ_e κ_e; 0 marks a deterministic channel (σ_e = 0)."""
+        return self.mean_utility * self.beta_kappa
+
+    @property
+    def beta_b(self) -> np.ndarray:
+        """(E,) (1 − ṽ_e) κ_e."""
+        return (1.0 - self.mean_utility) * self.beta_kappa
 
 
 PAPER_DEFAULTS = dict(
@@ -88,9 +126,19 @@ PAPER_DEFAULTS = dict(
 CHANNEL_SCENARIOS = ("paper", "toy", "alibaba-v2023")
 
 
-def _half_width(mean: np.ndarray, std: np.ndarray) -> np.ndarray:
-    """Half-width of the symmetric triangular law with this mean and std, kept inside [0, 1]."""
-    return np.minimum(np.minimum(mean, 1.0 - mean), np.sqrt(6.0) * std)
+VARIANCE_CAP = 0.95  # σ² <= 0.95 ṽ(1 − ṽ): keeps the Beta law proper (κ >= 1/19)
+
+
+def channel_truth(rho: np.ndarray, mean_utility: np.ndarray, intended_std: np.ndarray) -> ChannelTruth:
+    """The hidden truth of a P1 instance: Beta noise with mean exactly ``mean_utility`` and std
+    σ = min(``intended_std``, √(0.95 ṽ(1 − ṽ))) per channel (module docstring, "Noise law")."""
+    v = np.asarray(mean_utility, dtype=float)  # (E,) ṽ_e
+    s = np.asarray(intended_std, dtype=float)  # (E,) s_e
+    if np.any(s < 0):
+        raise ValueError("intended_std is invalid: expected values >= 0")
+    sig = np.sqrt(np.minimum(s * s, VARIANCE_CAP * v * (1.0 - v)))  # σ_e
+    return ChannelTruth(rho=freeze(np.asarray(rho, dtype=float)), mean_utility=freeze(v),
+                        intended_std=freeze(s), noise_std=freeze(sig))
 
 
 def _validate(p: dict) -> dict:
@@ -156,8 +204,7 @@ def make_channel_scenario(name: str = "paper", seed: int | np.random.Generator |
         demand=freeze(demand.astype(np.int64)), capacity=freeze(capacity), cost=freeze(cost),
         cost_table=freeze(cost_table), device_names=("CPU", "MEM", "GPU", "NPU", "TPU", "FPGA", "D7", "D8")[:K],
     )
-    truth = ChannelTruth(rho=freeze(np.full(L, p["rho"])), mean_utility=freeze(v),
-                         half_width=freeze(_half_width(v, std)))
+    truth = channel_truth(np.full(L, p["rho"]), v, std)
     return Scenario(name="paper", problem=problem, truth=truth, params=p)
 
 
@@ -177,5 +224,5 @@ def _toy() -> Scenario:
         demand=freeze(demand), capacity=freeze(np.array([3])),
         cost=freeze(cost_table[0, demand[:, 0]]), cost_table=freeze(cost_table), device_names=("CPU",),
     )
-    truth = ChannelTruth(rho=freeze(np.ones(2)), mean_utility=freeze(v), half_width=freeze(_half_width(v, np.full(4, 0.05))))
+    truth = channel_truth(np.ones(2), v, np.full(4, 0.05))
     return Scenario(name="toy", problem=problem, truth=truth, params={})

@@ -104,7 +104,7 @@ class MultiServerChannelVectorEnv(ClusterVectorEnv):
     # -- per sub-env episode state ------------------------------------------------------------
     def _refill(self, i: int) -> None:
         tr = self._truth
-        self._arr_block[i], self._z_block[i] = draw_block(self._rngs[i], tr.rho, tr.mean_utility, tr.half_width, BLOCK)
+        self._arr_block[i], self._z_block[i] = draw_block(self._rngs[i], tr, BLOCK)
         self._pos[i] = 0
 
     def _start_episode(self, i: int) -> None:

@@ -65,8 +65,8 @@ class PodList:
 
 def load_nodes(path) -> NodeList:
     """Read an ``openb_node_list_*.csv`` file (errors name file, line and column)."""
-    c = read_csv(path, [Column("sn", "str"), Column("cpu_milli", "float"), Column("memory_mib", "float"),
-                        Column("gpu", "int"), Column("model", "str", required=False, default="")])
+    c = read_csv(path, [Column("sn", "str"), Column("cpu_milli", "float", lo=0, lo_open=True),
+                        Column("memory_mib", "float", lo=0, lo_open=True), Column("gpu", "int", lo=0), Column("model", "str", required=False, default="")])
     n = c["cpu_milli"].shape[0]
     model = c.get("model", np.full(n, "", dtype=object))
     return NodeList(sn=c["sn"], cpu=c["cpu_milli"] / 1000.0, mem=c["memory_mib"] / 1024.0, gpu=c["gpu"],
@@ -75,10 +75,10 @@ def load_nodes(path) -> NodeList:
 
 def load_pods(path) -> PodList:
     """Read an ``openb_pod_list_*.csv`` file (errors name file, line and column)."""
-    c = read_csv(path, [Column("name", "str"), Column("cpu_milli", "float"), Column("memory_mib", "float"),
-                        Column("num_gpu", "int"), Column("gpu_milli", "float"),
+    c = read_csv(path, [Column("name", "str"), Column("cpu_milli", "float", lo=0),
+                        Column("memory_mib", "float", lo=0), Column("num_gpu", "int", lo=0), Column("gpu_milli", "float", lo=0),
                         Column("gpu_spec", "str", required=False, default=""),
-                        Column("creation_time", "float", required=False)])
+                        Column("creation_time", "float", required=False, lo=0)])
     n = c["cpu_milli"].shape[0]
     num = c["num_gpu"].astype(np.float64)
     gpu = np.where(num == 1, c["gpu_milli"] / 1000.0, num)
@@ -272,7 +272,7 @@ def channel_scenario_from_preset(seed=0, preset: dict | None = None, **params) -
     probability ``channel_prob`` (every port keeps one), integer demands a_k^e = clip(round(request /
     median request over types), 1, demand_max) for CPU, MEM, GPU (GPU demand 1 for CPU-only types:
     P1 needs a_k^e >= 1), capacity and utilities as in the P1 paper scenario, ρ_l from the trace."""
-    from clustergym.envs.multiserver.channel_scenario import ChannelProblem, ChannelTruth, _half_width
+    from clustergym.envs.multiserver.channel_scenario import ChannelProblem, channel_truth
 
     unknown = set(params) - set(CHANNEL_DEFAULTS)
     if unknown:
@@ -321,5 +321,5 @@ def channel_scenario_from_preset(seed=0, preset: dict | None = None, **params) -
         num_ports=L, num_servers=R, num_device_types=K, edge_port=freeze(edge_port.astype(np.int64)),
         edge_server=freeze(edge_server.astype(np.int64)), demand=freeze(demand), capacity=freeze(capacity),
         cost=freeze(cost), cost_table=freeze(cost_table), device_names=("CPU", "MEM", "GPU"))
-    truth = ChannelTruth(rho=freeze(rho), mean_utility=freeze(v), half_width=freeze(_half_width(v, std)))
+    truth = channel_truth(rho, v, std)
     return Scenario(name=PRESET_NAME, problem=problem, truth=truth, params=p)

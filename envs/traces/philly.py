@@ -45,7 +45,7 @@ def _sorted(submit, duration, gpus, source) -> JobTrace:
 
 def load_philly(path, *, cluster: str | None = None, max_rows: int | None = None) -> JobTrace:
     """Read ``philly.csv``; optionally keep one virtual cluster (the ``cluster`` column)."""
-    cols = read_csv(path, [Column("timestamp", "datetime"), Column("duration", "float"), Column("num_gpus", "int"),
+    cols = read_csv(path, [Column("timestamp", "datetime"), Column("duration", "float", lo=0), Column("num_gpus", "int", lo=1),
                            Column("cluster", "str", required=False, default="")], max_rows=max_rows)
     keep = np.ones(cols["timestamp"].shape[0], dtype=bool)
     if cluster is not None:
@@ -57,6 +57,6 @@ def load_philly(path, *, cluster: str | None = None, max_rows: int | None = None
 
 def load_pollux_workload(path) -> JobTrace:
     """Read a Pollux ``workload-*.csv`` (240 jobs): submit ``time`` and ``num_replicas``."""
-    cols = read_csv(path, [Column("time", "float"), Column("num_replicas", "int")])
+    cols = read_csv(path, [Column("time", "float", lo=0), Column("num_replicas", "int", lo=1)])
     n = cols["time"].shape[0]
     return _sorted(cols["time"], np.full(n, np.nan), cols["num_replicas"], str(path))

@@ -46,8 +46,8 @@ class TiresiasCluster:
 
 def load_tiresias_jobs(path) -> TiresiasJobs:
     """Read a Tiresias job file (e.g. ``60_job.csv``)."""
-    cols = read_csv(path, [Column("job_id", "int"), Column("num_gpu", "int"), Column("submit_time", "float"),
-                           Column("iterations", "int"), Column("duration", "float"),
+    cols = read_csv(path, [Column("job_id", "int", lo=0), Column("num_gpu", "int", lo=1), Column("submit_time", "float", lo=0),
+                           Column("iterations", "int", lo=1), Column("duration", "float", lo=0, lo_open=True),
                            Column("model_name", "str", required=False, default="")])
     for name in ("num_gpu", "iterations", "duration"):
         bad = np.flatnonzero(cols[name] <= 0)
@@ -64,8 +64,8 @@ def load_tiresias_jobs(path) -> TiresiasJobs:
 
 def load_tiresias_cluster(path) -> TiresiasCluster:
     """Read a Tiresias cluster file (e.g. ``n32g4.csv``); the first row is used."""
-    cols = read_csv(path, [Column("num_switch", "int"), Column("num_node_p_switch", "int"),
-                           Column("num_gpu_p_node", "int")], max_rows=1)
+    cols = read_csv(path, [Column("num_switch", "int", lo=1), Column("num_node_p_switch", "int", lo=1),
+                           Column("num_gpu_p_node", "int", lo=1)], max_rows=1)
     vals = {k: int(v[0]) for k, v in cols.items()}
     for k, v in vals.items():
         if v <= 0:

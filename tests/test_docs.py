@@ -1,0 +1,133 @@
+"""The docs site (issue 18, must-show 2): a page per registered env id and per agent name, pages
+generated from the code and up to date, and ``mkdocs build --strict`` passing (broken links and
+unresolved mkdocstrings references fail it)."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import subprocess
+import sys
+import time
+
+import pytest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+DOCS = os.path.join(ROOT, "docs")
+
+
+def _module(name: str, path: str):
+    spec = importlib.util.spec_from_file_location(name, path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def _registered():
+    """Env ids and agent names that clustergym itself registers, read in a fresh interpreter: other
+    test modules register agents of their own (e.g. a spy) in this process's registry."""
+    code = ("import json, clustergym; from clustergym.agent import list_agents; "
+            "from clustergym.envs import ENV_IDS; print(json.dumps([list(ENV_IDS), list_agents()]))")
+    r = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    env_ids, agents = json.loads(r.stdout.strip().splitlines()[-1])
+    assert len(env_ids) >= 4 and "esdp" in agents
+    return env_ids, agents
+
+
+def test_every_registered_env_and_agent_has_a_page():
+    env_ids, agents = _registered()
+    missing = [f"envs/{i.split('/', 1)[1]}.md" for i in env_ids]
+    missing += [f"agents/{a}.md" for a in agents]
+    missing = [p for p in missing if not os.path.isfile(os.path.join(DOCS, p))]
+    assert not missing, f"registered but without a docs page: {missing} (run python docs/gen_pages.py)"
+
+
+def test_generated_pages_are_up_to_date():
+    r = subprocess.run([sys.executable, os.path.join(DOCS, "gen_pages.py"), "--check"], cwd=ROOT,
+                       capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stdout + r.stderr
+
+
+def test_a_newly_registered_agent_gets_a_page_and_the_check_fails_until_written(monkeypatch):
+    """The generator follows the registry: a new agent name is a new page, so ``--check`` (and the
+    test above) fails until the page is written."""
+    from clustergym import agent as agent_mod
+
+    gen = _module("gen_pages_under_test", os.path.join(DOCS, "gen_pages.py"))
+    agent_mod._load_builtins()
+    reg = {k: dict(v) for k, v in agent_mod._REGISTRY.items()}
+    reg["zz-docs-probe"] = {"multiserver-channel": "clustergym.baselines.channel:HAUF"}
+    monkeypatch.setattr(agent_mod, "_REGISTRY", reg)
+    pages = gen.pages()
+    assert "agents/zz-docs-probe.md" in pages
+    assert "[`zz-docs-probe`](zz-docs-probe.md)" in pages["agents/index.md"]
+    assert "| `skip_unfit` |" in pages["agents/zz-docs-probe.md"]  # options read from __init__
+    assert not os.path.exists(os.path.join(DOCS, "agents", "zz-docs-probe.md"))
+
+
+def test_env_pages_state_the_spaces_and_ranges_of_the_code():
+    """Spot checks that the generated facts are the code's: P1's action space at the defaults and a
+    valid range quoted from the env's own ValueError."""
+    import gymnasium as gym
+
+    import clustergym  # noqa: F401
+
+    env = gym.make("clustergym/MultiServerChannel-v0")
+    text = open(os.path.join(DOCS, "envs", "MultiServerChannel-v0.md"), encoding="utf-8").read()
+    assert f"`{env.action_space}`" in text
+    with pytest.raises(ValueError) as e:
+        gym.make("clustergym/MultiServerChannel-v0", rho=2.0)
+    expected = str(e.value).split("expected ", 1)[1]  # "a number in [0, 1]"
+    assert f"| `rho` | `0.9` | {expected} |" in text
+
+
+def test_hook_keeps_broken_links_and_rewrites_links_to_repository_files():
+    hooks = _module("docs_hooks_under_test", os.path.join(DOCS, "hooks.py"))
+
+    class _F:
+        src_path = "extending.md"
+
+    class _P:
+        file = _F()
+
+    class _C:
+        docs_dir = DOCS
+
+    md = "[ok](../examples/my_agent.py) [site](envs/index.md) [bad](../no/such_file.py) [web](https://x.org/a.md)"
+    out = hooks.on_page_markdown(md, _P(), _C(), None)
+    assert "ok (`examples/my_agent.py`)" in out  # exists in the repo, not in the site: plain path
+    assert "[site](envs/index.md)" in out and "[web](https://x.org/a.md)" in out
+    assert "[bad](../no/such_file.py)" in out  # broken: left for the strict build to report
+    for page in hooks.OPTIONAL:  # an optional page: a link while it exists, its text before
+        md = f"[the page]({page})"
+        want = md if os.path.exists(os.path.join(DOCS, page)) else "the page"
+        assert hooks.on_page_markdown(md, _P(), _C(), None) == want
+    nav = hooks._expand([{"Papers": ["esdp.md", "opm.md"]}, {"Agents": "agents/*.md"}], DOCS)
+    agents = nav[1]["Agents"]
+    assert agents[0] == "agents/index.md" and "agents/esdp.md" in agents
+    if not os.path.exists(os.path.join(DOCS, "esdp.md")):
+        assert nav[0]["Papers"] == ["opm.md"]  # optional page not written yet: dropped, no warning
+
+
+def test_site_builds_in_strict_mode(tmp_path):
+    """``mkdocs build --strict`` (what ``make docs`` runs): no warning at all, every page present."""
+    assert importlib.util.find_spec("mkdocs") and importlib.util.find_spec("mkdocstrings_handlers"), \
+        "the docs extra is not installed: pip install -e '.[docs]' (make setup does)"
+    env_ids, agents = _registered()
+    site = tmp_path / "site"
+    t0 = time.perf_counter()
+    r = subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict", "--site-dir", str(site)], cwd=ROOT,
+                       capture_output=True, text=True, timeout=300, env={**os.environ, "NO_MKDOCS_2_WARNING": "1"})
+    wall = time.perf_counter() - t0
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
+    assert "WARNING" not in r.stderr, r.stderr[-3000:]
+    for i in env_ids:
+        page = site / "envs" / f"{i.split('/', 1)[1]}.html"
+        html = page.read_text(encoding="utf-8")
+        assert "Version History" in html and "Observation Space" in html, page  # docstring rendered
+    for a in agents:
+        assert (site / "agents" / f"{a}.html").is_file(), a
+    assert (site / "cli.html").is_file() and (site / "results-schema.html").is_file()
+    assert wall < 120, f"docs build took {wall:.0f} s"

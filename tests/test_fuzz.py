@@ -1,0 +1,291 @@
+"""Fuzz suite (hypothesis): the CLI, env actions, scenario kwargs and trace files under random input.
+
+Each property is what the reliability contract (SPEC §11) promises:
+- every CLI argument list ends in exit 0, or exit 2 with one line on stderr; never a traceback, never a
+  file written outside ``--out``;
+- an action an env rejects (ValueError) leaves it unchanged: stepping on afterwards equals a clean run;
+- random scenario kwargs either build an env or raise a ValueError naming the parameter;
+- a malformed trace file either loads or raises a TraceFormatError starting ``file:line:``.
+
+Example counts are bounded to keep the suite fast; ``make fuzz`` runs the same properties with many
+more examples (``CLUSTERGYM_FUZZ_EXAMPLES``).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+
+import gymnasium as gym
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import clustergym
+from clustergym.cli import main
+
+N = int(os.environ.get("CLUSTERGYM_FUZZ_EXAMPLES", "0"))
+FAST = settings(max_examples=N or 25, deadline=None, derandomize=not N,
+                suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+
+P1, P2, P3, P4 = clustergym.ENV_IDS
+
+
+# -- CLI -------------------------------------------------------------------------------------------
+
+TOKENS = ["run", "list", "reproduce", "train", "bench", "esdp", "all", "--quick", "--agents", "hauf", "random",
+          "esdp[only_active=maybe]", "hauf,lcf", "fair", "drf", "--seeds", "0", "0-1", "5-1", "-1", "x", "0,,1",
+          "--instances", "1", "--horizon", "3", "0", "-5", "2.5", "--set", "rho=0.5", "rho=7", "num_ports=0",
+          "scenario_seed=2", "horizon=3", "bogus", "--workers", "1", "0", "--backend", "ray", "local", "--out",
+          "OUT", "OUT/sub", "FILE", "FILE/x", "--no-progress", "--no-plots", "--no-score", "--overwrite",
+          "--debug", "--algo", "ppo", "sac", "--timesteps", "16", "--hp", "n_steps=-5", "--only", "gadget",
+          P1, P2, P3, P4, "clustergym/Nope-v0", "", "--", "-h"]
+
+
+@pytest.fixture
+def stub_heavy(monkeypatch):
+    """The CLI layer is fuzzed; the long jobs behind ``reproduce``, ``bench`` and ``train`` are stubbed
+    (they write one file into --out, as the real ones do, so a write outside --out would show)."""
+    import clustergym.baselines.drl as drl
+    import clustergym.bench as bench
+    import clustergym.experiments as experiments
+
+    def fake_reproduce(paper, quick=False, out="runs/reproduce", workers=2, progress=True):
+        experiments.load(paper) if paper != "all" else None
+        os.makedirs(out, exist_ok=True)
+        open(os.path.join(out, "report.md"), "w").close()
+
+    def fake_bench(only=None, quick=False, out=None):
+        if only is not None:
+            experiments.load(only)
+        if out:
+            open(out, "w").close()
+
+    def fake_train(env_id, algo, timesteps, out, **kw):
+        drl.check_algo(algo, __import__("clustergym.agent", fromlist=["env_family"]).env_family(env_id))
+        os.makedirs(out, exist_ok=True)
+        open(os.path.join(out, "model.zip"), "w").close()
+        return {"algo": algo, "env_id": env_id, "timesteps": timesteps, "train_wall_s": 0.0}
+
+    monkeypatch.setattr(experiments, "reproduce", fake_reproduce)
+    monkeypatch.setattr(bench, "run_bench", fake_bench)
+    monkeypatch.setattr(drl, "train", fake_train)
+
+
+def _snapshot(root):
+    return {os.path.join(d, f) for d, _, fs in os.walk(root) for f in fs} | {d for d, _, _ in os.walk(root)}
+
+
+@FAST
+@given(st.lists(st.sampled_from(TOKENS), min_size=0, max_size=10))
+def test_cli_random_arguments_exit_0_or_2_with_one_line(tmp_path_factory, capsys, stub_heavy, tokens):
+    root = tmp_path_factory.mktemp("cli")
+    (root / "FILE").write_text("x")
+    out = root / "OUT"
+    argv = [str(root / t) if t.split("/")[0] in ("OUT", "FILE") else t for t in tokens]
+    cwd = os.getcwd()
+    os.chdir(root)
+    before = _snapshot(root)
+    try:
+        rc = main(argv)
+    except SystemExit as exc:  # argparse: --help (0) or a usage error (2)
+        rc = exc.code
+    finally:
+        os.chdir(cwd)
+    err = capsys.readouterr().err
+    assert rc in (0, 2), (argv, rc, err)
+    assert "Traceback" not in err, (argv, err)
+    if rc == 2:
+        assert len(err.strip().splitlines()) == 1, (argv, err)
+    new = _snapshot(root) - before
+    outside = [p for p in new if not (p == str(out) or p.startswith(str(out) + os.sep)
+                                      or p.startswith(str(root / "OUT") + os.sep))]
+    assert not outside, (argv, outside)
+
+
+# -- actions ---------------------------------------------------------------------------------------
+
+ENV_CASES = [(P1, {}), (P2, {}), (P3, {"action_mode": "placement"}), (P3, {"action_mode": "ring_size"}), (P4, {})]
+
+
+def _idle(space):
+    return np.zeros(space.shape, dtype=space.dtype)
+
+
+def _weird_action(draw, space):
+    shape = space.shape
+    kind = draw(st.sampled_from(["sample", "shape", "nan", "inf", "big", "neg", "float", "str", "obj", "complex",
+                                 "bool", "list", "none", "scalar"]))
+    rng = np.random.default_rng(draw(st.integers(0, 2**16)))
+    base = np.asarray(space.sample(), dtype=np.float64) if kind != "shape" else None
+    if kind == "sample":
+        space.seed(int(rng.integers(2**31)))
+        return space.sample()
+    if kind == "shape":
+        extra = draw(st.sampled_from([(1,), (2, 3), (shape[0] + 1,) + tuple(shape[1:]), ()]))
+        return rng.integers(0, 2, size=extra)
+    if kind == "nan":
+        base.flat[rng.integers(base.size)] = np.nan
+        return base
+    if kind == "inf":
+        base.flat[rng.integers(base.size)] = np.inf
+        return base
+    if kind == "big":
+        return base * 1e12 + 1e9
+    if kind == "neg":
+        return -np.abs(base) - 1
+    if kind == "float":
+        return base + 0.5
+    if kind == "str":
+        return base.astype(str)
+    if kind == "obj":
+        return base.astype(object)
+    if kind == "complex":
+        return base.astype(complex) + 1j
+    if kind == "bool":
+        return base.astype(bool)
+    if kind == "list":
+        return base.tolist()
+    if kind == "none":
+        return None
+    return 1
+
+
+def _same(a, b):
+    if isinstance(a, dict):
+        return a.keys() == b.keys() and all(_same(a[k], b[k]) for k in a)
+    return np.array_equal(np.asarray(a), np.asarray(b), equal_nan=True)
+
+
+@pytest.mark.parametrize("infeasible", ["repair", "raise"])
+@pytest.mark.parametrize("env_id,kw", ENV_CASES, ids=["P1", "P2", "P3-placement", "P3-ring_size", "P4"])
+@FAST
+@given(data=st.data())
+def test_rejected_actions_leave_the_env_unchanged(env_id, kw, infeasible, data):
+    small = {P1: {}, P2: {"num_servers": 16}, P3: {"scenario": "toy"}, P4: {"num_machines": 12}}[env_id]
+    mk = lambda: gym.make(env_id, horizon=12, oracle=False, infeasible=infeasible, **small, **kw)  # noqa: E731
+    fuzz, clean = mk(), mk()
+    seed = data.draw(st.integers(0, 50))
+    o1, _ = fuzz.reset(seed=seed)
+    o2, _ = clean.reset(seed=seed)
+    space = fuzz.action_space
+    for _ in range(data.draw(st.integers(1, 6))):
+        action = _weird_action(data.draw, space)
+        try:
+            r1 = fuzz.step(action)
+        except ValueError:
+            action = _idle(space)  # rejected: the env must be as before, so both now take the same valid step
+            r1 = fuzz.step(action)
+        r2 = clean.step(action)
+        assert _same(r1[0], r2[0]) and r1[1] == r2[1] and r1[2:4] == r2[2:4]
+        if r1[2] or r1[3]:
+            break
+
+
+# -- scenario kwargs -------------------------------------------------------------------------------
+
+def _valid_names(env_id):
+    try:
+        gym.make(env_id, __fuzz_probe__=1)
+    except ValueError as exc:
+        return [n.strip() for n in str(exc).split("valid:")[1].split(",")]
+    raise AssertionError("an unknown kwarg was accepted")
+
+
+VALUES = st.one_of(st.integers(-50, 300), st.floats(-10, 1000), st.sampled_from([float("nan"), float("inf")]),
+                   st.sampled_from(["", "paper", "x", None, True, False, [], [1, 2], "philly", "synthetic"]))
+
+
+@pytest.mark.parametrize("env_id", [P1, P2, P3, P4])
+@FAST
+@given(data=st.data())
+def test_random_scenario_kwargs_build_or_name_the_parameter(env_id, data):
+    names = _valid_names(env_id)
+    name = data.draw(st.sampled_from(names))
+    value = data.draw(VALUES)
+    if name in ("trace_path",) and isinstance(value, str) and value:
+        value = "/nonexistent/trace.csv"
+    kwargs = {"horizon": 3, "oracle": False, name: value}
+    # a min/max pair is checked together: the message may name the partner ("bw_max=5 ... expected [6, inf]")
+    partner = {name.replace(a, b) for a, b in (("_min", "_max"), ("_max", "_min"), ("_low", "_high"),
+                                               ("_high", "_low"))} - {name}
+    try:
+        env = gym.make(env_id, **kwargs)
+    except (ValueError, FileNotFoundError) as exc:
+        assert any(n in str(exc) for n in (name, *partner)) or "trace" in str(exc), (name, value, str(exc))
+        return
+    env.reset(seed=0)
+    env.step(_idle(env.action_space))
+
+
+# -- trace files -----------------------------------------------------------------------------------
+
+HEADERS = {
+    "philly": "timestamp,duration,num_gpus,gpu_time,cluster",
+    "pollux": "time,num_replicas",
+    "tiresias": "job_id,num_gpu,submit_time,iterations,model_name,duration",
+}
+GOOD_ROWS = {
+    "philly": "2017-10-03 10:00:00,3600,4,14400,a",
+    "pollux": "12.0,4",
+    "tiresias": "1,4,0,1000,resnet50,3600",
+}
+CORRUPT = st.sampled_from(["", "abc", "-1", "0", "1e30", "6_6.0", "\u0661", "nan", "\ufeff", "\"", "1,2,3,4,5,6,7",
+                           "2017-13-45", "x" * 50, " ", "\r", "ü"])
+
+
+def _load(kind, path):
+    from clustergym.envs.traces import philly, tiresias
+
+    if kind == "philly":
+        return philly.load_philly(path)
+    if kind == "pollux":
+        return philly.load_pollux_workload(path)
+    return tiresias.load_tiresias_jobs(path)
+
+
+@pytest.mark.parametrize("kind", list(HEADERS))
+@FAST
+@given(data=st.data())
+def test_malformed_trace_files_load_or_name_file_and_line(tmp_path_factory, kind, data):
+    from clustergym.envs.traces.csvread import TraceFormatError
+
+    rows = [GOOD_ROWS[kind]] * data.draw(st.integers(0, 4))
+    header = HEADERS[kind]
+    op = data.draw(st.sampled_from(["cell", "header", "bom", "crlf", "extra", "drop", "empty"]))
+    if op == "cell" and rows:
+        i = data.draw(st.integers(0, len(rows) - 1))
+        cells = rows[i].split(",")
+        cells[data.draw(st.integers(0, len(cells) - 1))] = data.draw(CORRUPT)
+        rows[i] = ",".join(cells)
+    elif op == "header":
+        cols = header.split(",")
+        cols[data.draw(st.integers(0, len(cols) - 1))] = data.draw(st.sampled_from(["", "x", cols[0]]))
+        header = ",".join(cols)
+    elif op == "extra":
+        rows = [r + ",extra" for r in rows]
+    elif op == "drop" and rows:
+        rows[0] = ",".join(rows[0].split(",")[:-2])
+    text = "\n".join([header, *rows]) + "\n"
+    if op == "bom":
+        text = "\ufeff" + text
+    if op == "crlf":
+        text = text.replace("\n", "\r\n")
+    if op == "empty":
+        text = ""
+    path = tmp_path_factory.mktemp("tr") / f"{kind}.csv"
+    path.write_text(text, encoding="utf-8")
+    try:
+        _load(kind, path)
+    except TraceFormatError as exc:
+        assert re.match(re.escape(str(path)) + r":\d+: ", str(exc)), str(exc)
+
+
+@pytest.mark.parametrize("dtype", [str, complex, "datetime64[s]", object])
+def test_p2_refuses_actions_that_are_not_real_numbers(dtype):
+    env = gym.make(P2, horizon=5, oracle=False).unwrapped
+    env.reset(seed=0)
+    bad = np.zeros(env.action_space.shape).astype(dtype)
+    with pytest.raises(ValueError, match="expected real numbers"):
+        env.step(bad)

@@ -1,0 +1,66 @@
+"""Ctrl-C and SIGTERM stop a parallel run cleanly: no worker survives, nothing half-written is left."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+
+def _children(pid: int) -> list[int]:
+    out = []
+    for d in os.listdir("/proc"):
+        if d.isdigit():
+            try:
+                with open(f"/proc/{d}/stat") as f:
+                    fields = f.read().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            if int(fields[1]) == pid:
+                out.append(int(d))
+    return out
+
+
+def _alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc"), reason="needs /proc (Linux) to list child processes")
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
+def test_signal_stops_every_worker_and_writes_nothing(tmp_path, sig):
+    out = tmp_path / "o"
+    proc = subprocess.Popen([sys.executable, "-m", "clustergym", "run", "clustergym/MultiServerChannel-v0",
+                             "--agents", "hauf,lcf", "--seeds", "0-3", "--horizon", "200000", "--workers", "2",
+                             "--no-progress", "--no-score", "--out", str(out)],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.time() + 90
+        kids: set[int] = set()
+        while time.time() < deadline:  # wait until both workers run
+            kids |= set(_children(proc.pid))
+            workers = [k for k in _children(proc.pid) if "spawn_main" in open(f"/proc/{k}/cmdline").read()]
+            if len(workers) >= 2:
+                break
+            time.sleep(0.2)
+        assert len(workers) >= 2, "the workers never started"
+        time.sleep(1.0)
+        kids |= set(_children(proc.pid))
+        proc.send_signal(sig)
+        _, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 130
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and "interrupted after 0 of 8 runs" in lines[0], err
+    time.sleep(0.5)
+    assert not [k for k in kids if _alive(k)], "a child process survived"
+    assert not out.exists()  # results are complete or absent: here absent
