@@ -25,18 +25,45 @@ every slot it solves problem (10) for the active jobs I[t] with Algorithm 2. Per
    the full set of mappings is exponential; see docs/gadget.md).
 4. **Randomized rounding (lines 7–9).** Each try picks ω_i^k with probability φ_i^k (none with
    probability 1 − Σ_k φ_i^k) for every job independently; a try is kept if it respects every
-   capacity and beats the best so far; stop after ``u_b`` tries or once a try reaches ``alpha``
-   times the LP value (Alg. 2 line 7's (α, β=1, γ=1)-approximation test: a real cluster admits no
-   violation). Default ``alpha=1`` ("u_b tries keeping the best": stop early only at the LP
-   value); ``alpha=1/3`` is Theorem 8's guarantee as the stopping test, an option.
-   ``rounding_repair=True`` (default) makes a violating try capacity-respecting by dropping its
-   jobs in increasing π order until it fits, instead of discarding it (with few jobs both agree;
-   with many, independent rounding almost always violates some server). ``False`` discards.
+   capacity and beats the best so far (ties of the weighted value: the larger true Σ π); stop
+   after ``u_b`` tries or once a try reaches ``alpha`` times the LP value (Alg. 2 line 7's
+   (α, β=1, γ=1)-approximation test: a real cluster admits no violation). Default ``alpha=1``
+   ("u_b tries keeping the best": stop early only at the LP value); ``alpha=1/3`` is Theorem 8's
+   guarantee as the stopping test, an option.
 
-Option ``work_conserving=True`` (an improvement, off by default) then places jobs left without
-workers with the greedy ring placement on the leftover capacity, at their size min(N_i, budget
-left), in decreasing π order: the per-slot greedy of Algorithm 1 gives nothing to jobs whose next
-increments are ~0 (the steep sigmoid far below λ3), which can leave GPUs idle.
+**Repair of a violating try (our choice; the paper has none).** The paper's rounding has no
+repair step: Theorem 8 (and Theorem 10) allow capacity overruns by factors β^r, γ with probability
+at most |V_s|^−4 per node / |E_s|^−4 per link, which our env (and a real cluster) cannot execute.
+``rounding_repair=False`` discards a violating try (only capacity-respecting tries are kept, the
+closest reading of line 7 with β = γ = 1). ``rounding_repair=True`` (default) keeps it after
+:func:`repair_overfill`: while some resource (GPUs of a server, eq. 18; a server or rack uplink
+direction, eq. 19) is overfilled, remove, **among the jobs whose drawn mapping uses an overfilled
+resource**, the one with the smallest increment π_iκi (ties, e.g. in the last lexicographic round
+whose weights are floored to one value, by the true log π_iκi; exact ties by the newest). A job
+that uses no overfilled resource is never removed. Then ``reoffer`` gives the removed jobs,
+largest true π first, the capacity left (:func:`reoffer_support`):
+
+* ``"support"``: the first mapping of the job's own M_i (φ_i^k > 0, decreasing φ) that fits. The
+  result is one mapping of M_i or none per job, an outcome line 8 itself can draw: **Algorithm 2
+  allows this re-offer**.
+* ``"candidates"`` (default): M_i first, then any other candidate embedding of the same κ_i-ring
+  (φ = 0). Line 8 never draws a φ = 0 mapping, so **this goes beyond Algorithm 2's output set**;
+  it only adds jobs on capacity the rounding left unused, so the value can only rise and every
+  capacity holds. Without it, the fractional φ of the embedding LP makes independent draws
+  collide; with ``"support"`` a removed job often finds no fitting mapping in its small M_i and
+  visible jobs get nothing even on an uncontended cluster (measured: embedded ratio < 1 at 12–24%
+  GPU use; ``tests/test_ring_repair.py`` fails with ``"none"``; docs/gadget.md, "Repair").
+* ``"none"``: removed jobs stay out.
+
+**Work conservation.** μ_i is increasing, so the exact optimum of problem (10) never leaves a GPU
+idle that a visible job could use: leaving such GPUs idle is an approximation error of
+Algorithm 2 (it can happen because the ring sizes of line 3 come from an LP that sees only the
+total GPU count, and the rounding may find no embedding of them), not a property of problem (10).
+Option ``work_conserving=True`` (off by default) places every visible job that still has no
+workers after Algorithm 2 with the greedy ring placement on the leftover capacity, largest
+increment first, at the largest size ≤ min(N_i, budget left) that fits. With the default repair
+it changes little: +0.1–0.2% total utility at 12 jobs/slot, identical at 8 jobs/slot and in the
+worker_slots runs measured (docs/gadget.md, "Work conservation").
 
 In ``ring_size`` action mode the agent outputs the ring sizes of its embedding (the env places them
 with its own greedy placement).
@@ -49,9 +76,9 @@ import highspy
 from scipy.sparse import coo_matrix, csc_matrix
 
 from clustergym.agent import BaseAgent
-from clustergym.envs.ringallreduce.placement import place_jobs
+from clustergym.envs.ringallreduce.placement import place_one
 
-__all__ = ["GADGET", "gadget_slot", "log_increments"]
+__all__ = ["GADGET", "gadget_slot", "log_increments", "repair_overfill", "reoffer_support"]
 
 _TOL = 1e-9
 _HIGHS: highspy.Highs | None = None  # one solver object per process, reused (not part of agent state)
@@ -138,8 +165,8 @@ def log_increments(cap, zeta, z, lam1, lam2, lam3) -> np.ndarray:
 
 
 def gadget_slot(window: dict, topo, rng: np.random.Generator, *, u_b: int = 20, alpha: float = 1.0,
-                rounding_repair: bool = True, work_conserving: bool = False, rounds: int = 0,
-                cache: dict | None = None, stats: dict | None = None) -> np.ndarray:
+                rounding_repair: bool = True, reoffer: str = "candidates", work_conserving: bool = False,
+                rounds: int = 0, cache: dict | None = None, stats: dict | None = None) -> np.ndarray:
     """One slot of Algorithm 2 for the visible jobs; returns y (J, S).
 
     ``rounds`` = 0 (default: as many as needed) emulates exact arithmetic: far below λ3 the increments π_iκ are ~1e-60 or
@@ -183,7 +210,8 @@ def gadget_slot(window: dict, topo, rng: np.random.Generator, *, u_b: int = 20, 
             w = np.where(np.isfinite(logpi[idx]), np.maximum(w, 1e-6), 0.0)
         w[:, 0] = 0.0
         yy = _alg2(w, q[idx], np.asarray(window["bw"], float)[jobs[idx]], free_gpu, free_srv, free_rack, topo, rng,
-                   u_b, alpha, rounding_repair, cache if rnd == 0 else None, info, top, fixed_sizes=merge)
+                   u_b, alpha, rounding_repair, reoffer, cache if rnd == 0 else None, info, top, logpi[idx],
+                   fixed_sizes=merge)
         y[jobs[idx]] = yy
         left[idx] = False
         # capacity left after this round (cheapest-ring accounting)
@@ -192,8 +220,8 @@ def gadget_slot(window: dict, topo, rng: np.random.Generator, *, u_b: int = 20, 
         srv, rack = placement_loads(yy, np.asarray(window["bw"], float)[jobs[idx]], np.asarray(topo.rack_of),
                                     topo.num_racks)
         free_gpu = free_gpu - yy.sum(axis=0)
-        free_srv = free_srv - srv
-        free_rack = free_rack - rack
+        free_srv = np.maximum(free_srv - srv, 0.0)  # a try may use up to 1e-9 more than is left: no drift
+        free_rack = np.maximum(free_rack - rack, 0.0)
         info["rounds"] = rnd + 1
     if stats is not None:
         stats.update(info)
@@ -203,8 +231,8 @@ def gadget_slot(window: dict, topo, rng: np.random.Generator, *, u_b: int = 20, 
     return y
 
 
-def _alg2(w, q, bw, free_gpu, free_srv, free_rack, topo, rng, u_b, alpha, rounding_repair, cache, info, scale_log,
-          fixed_sizes=False):
+def _alg2(w, q, bw, free_gpu, free_srv, free_rack, topo, rng, u_b, alpha, rounding_repair, reoffer, cache, info,
+          scale_log, true_log, fixed_sizes=False):
     """Algorithm 2 lines 3–9 for n jobs with increments w (n, K+1) on the capacity left; returns y (n, S)."""
     n, K = w.shape[0], w.shape[1] - 1
     S, R = free_gpu.shape[0], topo.num_racks
@@ -269,38 +297,44 @@ def _alg2(w, q, bw, free_gpu, free_srv, free_rack, topo, rng, u_b, alpha, roundi
     phi = np.zeros(m) if phi is None else phi
     lp_value = float(value @ phi)
     # lines 7–9: randomized rounding, u_b tries, keep the best capacity-respecting outcome
-    cols_by_job = [np.flatnonzero((job_of == t) & (phi > _TOL)) for t in range(ns)]
+    cols_by_job = [np.flatnonzero((job_of == t) & (phi > _TOL)) for t in range(ns)]  # M_i: φ_i^k > 0
+    # M_i in decreasing φ (ties: column order) for the re-offer of dropped jobs
+    support = [cs[np.argsort(-phi[cs], kind="stable")] for cs in cols_by_job]
+    if reoffer == "candidates":  # then every other candidate mapping of the κ_i-ring, in column order
+        support = [np.concatenate([sp, np.flatnonzero((job_of == t) & (phi <= _TOL))])
+                   for t, sp in enumerate(support)]
     cums = [np.cumsum(phi[cs]) for cs in cols_by_job]
     dense = A2[ns:].toarray()  # (2S+R, m) loads of each mapping
     limit = cap_vec[ns:] + 1e-9
     jval = w[sel, kappa[sel]]
-    drop_order = np.argsort(jval, kind="stable")  # increasing π
-    best_val, best_pick = 0.0, None
+    prio = true_log[sel, kappa[sel]]  # true log π_iκi: removal priority and tie-break of tries
+    best_key, best_pick = (0.0, -np.inf), None
     U = rng.random((u_b, ns))
     it = 0
     for it in range(u_b):
         pick = np.full(ns, -1)
-        for t in range(ns):
+        for t in range(ns):  # line 8: ω_i^k with probability φ_i^k, none with 1 − Σ_k φ_i^k
             h = int(np.searchsorted(cums[t], U[it, t], side="right"))
             if h < cols_by_job[t].size:
                 pick[t] = cols_by_job[t][h]
-        chosen = pick >= 0
+        chosen = np.flatnonzero(pick >= 0)
         load = dense[:, pick[chosen]].sum(axis=1)
         if (load > limit).any():
             if not rounding_repair:
                 continue
-            for t in drop_order:
-                if chosen[t]:
-                    load -= dense[:, pick[t]]
-                    chosen[t] = False
-                    pick[t] = -1
-                    if (load <= limit).all():
-                        break
-        val = float(jval[chosen].sum())
-        if val > best_val:
-            best_val, best_pick = val, pick.copy()
-        if best_pick is not None and best_val >= alpha * lp_value - 1e-12:
+            keep = repair_overfill(dense[:, pick[chosen]], limit, jval[chosen], prio[chosen])
+            dropped = chosen[~keep]
+            pick[dropped] = -1
+            if reoffer != "none" and dropped.size:
+                load = dense[:, pick[pick >= 0]].sum(axis=1)
+                reoffer_support(pick, dropped, support, dense, load, limit, prio)
+        on = pick >= 0
+        key = (float(jval[on].sum()), float(np.logaddexp.reduce(prio[on])) if on.any() else -np.inf)
+        if key > best_key:
+            best_key, best_pick = key, pick.copy()
+        if best_pick is not None and best_key[0] >= alpha * lp_value - 1e-12:
             break
+    best_val = best_key[0]
     scale = float(np.exp(scale_log))
     info["lp_value"] += lp_value * scale
     info["value"] += best_val * scale
@@ -312,6 +346,60 @@ def _alg2(w, q, bw, free_gpu, free_srv, free_rack, topo, rng, u_b, alpha, roundi
                 _, srv, cnt, _ = cand_all[col]
                 y[sel[t], srv] = cnt
     return y
+
+
+def repair_overfill(loads: np.ndarray, limit: np.ndarray, weight: np.ndarray, log_pi: np.ndarray) -> np.ndarray:
+    """Make one rounded try capacity-respecting by removing jobs that use an overfilled resource.
+
+    Args:
+        loads: (D, n) resource loads (GPUs per server, Gbps per server / rack uplink) of the
+            mapping each of n chosen jobs drew.
+        limit: (D,) capacity left on each resource.
+        weight: (n,) the increment each job brings in the objective Algorithm 2 maximises
+            (π_iκi, or its floored rescaling in the last lexicographic round).
+        log_pi: (n,) the true log π_iκi, which breaks ties of ``weight`` (the floored round gives
+            many jobs the same weight).
+    Returns:
+        keep: (n,) bool.
+
+    While some resource is overfilled, the job with the smallest (weight, log π) among the jobs
+    whose mapping puts load on an overfilled resource is removed (exact ties: the newest, i.e. the
+    highest index). A job that uses no overfilled resource is never removed; each removal lowers
+    the load of some overfilled resource, so at most n removals.
+    """
+    n = loads.shape[1]
+    keep = np.ones(n, dtype=bool)
+    total = loads.sum(axis=1)
+    rank = np.empty(n, dtype=np.int64)
+    rank[np.lexsort((-np.arange(n), log_pi, weight))] = np.arange(n)  # 0 = removed first
+    while True:
+        over = total > limit
+        if not over.any():
+            return keep
+        users = keep & (loads[over] > 0).any(axis=0)
+        cand = np.flatnonzero(users)
+        if cand.size == 0:  # an "overfilled" resource nobody in the try uses (limit < 0 by rounding)
+            return keep
+        j = cand[np.argmin(rank[cand])]
+        keep[j] = False
+        total = total - loads[:, j]
+
+
+def reoffer_support(pick: np.ndarray, dropped: np.ndarray, support: list, loads: np.ndarray, load: np.ndarray,
+                    limit: np.ndarray, log_pi: np.ndarray) -> None:
+    """Re-offer jobs removed by :func:`repair_overfill` the capacity left (in place on ``pick``).
+
+    Dropped jobs, in decreasing true increment log π, take the first mapping of their own M_i (the
+    mappings with φ_i^k > 0, in decreasing φ) that fits what is left. The result is still one
+    mapping of M_i or none per job, i.e. an outcome Algorithm 2's rounding (line 8) can draw;
+    mappings outside M_i (φ = 0) are never offered.
+    """
+    for t in dropped[np.argsort(-log_pi[dropped], kind="stable")]:
+        for col in support[t]:
+            if (load + loads[:, col] <= limit).all():
+                pick[t] = col
+                load += loads[:, col]
+                break
 
 
 def _fill(y, window, topo, jobs, rank, cap) -> None:
@@ -329,9 +417,13 @@ def _fill(y, window, topo, jobs, rank, cap) -> None:
     if empty.size == 0:
         return
     order = empty[np.argsort(-rank[empty], kind="stable")]  # largest increments first
-    yy, placed = place_jobs(np.arange(order.size), cap[jobs[order]], bw[jobs[order]], free_gpu, free_srv, free_rack,
-                            rack_of, topo.num_racks)
-    y[jobs[order[placed]]] = yy[placed]
+    rows = jobs[order]
+    for a, j in zip(order, rows):  # the largest ring ≤ min(N_i, budget left) that fits what is left
+        for k in range(int(cap[j]), 0, -1):
+            row, ok = place_one(k, bw[j], free_gpu, free_srv, free_rack, rack_of, topo.num_racks)
+            if ok:
+                y[j] = row
+                break
 
 
 class GADGET(BaseAgent):
@@ -340,7 +432,7 @@ class GADGET(BaseAgent):
     name = "gadget"
     families = ("ringallreduce",)
 
-    def __init__(self, u_b: int = 20, alpha: float = 1.0, rounding_repair: bool = True,
+    def __init__(self, u_b: int = 20, alpha: float = 1.0, rounding_repair: bool = True, reoffer: str = "candidates",
                  work_conserving: bool = False, rounds: int = 0):
         if int(rounds) < 0:
             raise ValueError(f"rounds={rounds!r} is invalid: expected an integer >= 0 (0 = as many as needed)")
@@ -351,6 +443,9 @@ class GADGET(BaseAgent):
             raise ValueError(f"alpha={alpha!r} is invalid: expected a number in [0, 1]")
         self.u_b, self.alpha = int(u_b), float(alpha)
         self.rounding_repair, self.work_conserving = bool(rounding_repair), bool(work_conserving)
+        if reoffer not in ("none", "support", "candidates"):
+            raise ValueError(f"reoffer={reoffer!r} is invalid: expected 'none', 'support' or 'candidates'")
+        self.reoffer = reoffer
 
     def reset(self, problem, *, seed=None) -> None:
         super().reset(problem, seed=seed)
@@ -359,7 +454,8 @@ class GADGET(BaseAgent):
 
     def act(self, obs, info):
         y = gadget_slot(info["window"], self.problem.topology, self.rng, u_b=self.u_b, alpha=self.alpha,
-                        rounding_repair=self.rounding_repair, work_conserving=self.work_conserving,
+                        rounding_repair=self.rounding_repair, reoffer=self.reoffer,
+                        work_conserving=self.work_conserving,
                         rounds=self.rounds, cache=self._cache, stats=self.last_stats)
         if self.problem.action_mode == "ring_size":
             return y.sum(axis=1)

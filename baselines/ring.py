@@ -13,8 +13,16 @@ cannot be placed at its size waits (later jobs may still use what is left: no he
 blocking).
 
 * ``fifo``: arrival order (Hadoop/Spark FIFO).
-* ``drf``: increasing dominant share of the job's demand, max(w_i / Σ_s C_s, w_i b_i / Σ_s B_s) over
-  GPUs and server-uplink bandwidth (Yarn/Mesos DRF; ties by arrival).
+* ``drf``: Dominant Resource Fairness (Yarn/Mesos; the paper: "Jobs are scheduled based on their
+  dominant resource share"). Default ``share="allocated"``, the usual DRF (Ghodsi et al.): jobs in
+  increasing dominant share of the resources *already allocated* to them, i.e. held in the
+  previous slot (jobs are preempted and re-placed every slot, so what a job holds when the
+  scheduler decides is its last allocation), max(GPUs held / Σ_s C_s, uplink bandwidth held /
+  Σ_s B_s), where a ring over m > 1 servers holds b_i on each of its m server uplinks and B_s is
+  the server-uplink capacity (one direction); ties (e.g. all jobs that held nothing) by arrival.
+  Option ``share="demand"``: the dominant share of the job's fixed *requested* size,
+  max(w_i / Σ_s C_s, w_i b_i / Σ_s B_s) (our earlier reading: the paper's sentence does not say
+  allocated or requested; with fixed sizes this order never changes while a job runs).
 * ``las``: increasing attained service z_i (worker-slots used so far; Tiresias' least attained
   service; ties by arrival), which round-robins among jobs as their service grows.
 * ``random``: random order, random size in {0..min(N_i, budget left)}.
@@ -94,15 +102,56 @@ class FIFO(_RingHeuristic):
 
 
 class DRF(_RingHeuristic):
-    """Dominant resource fairness over GPUs and server-uplink bandwidth, fixed sizes."""
+    """Dominant resource fairness over GPUs and server-uplink bandwidth, fixed sizes.
+
+    ``share="allocated"`` (default, the usual DRF): order by the dominant share of what each job
+    held in the previous slot (from ``info["feedback"]["allocation"]``); ``share="demand"``: by the
+    dominant share of its fixed requested size.
+    """
 
     name = "drf"
 
+    def __init__(self, workers: int | None = None, workers_low: int = 1, workers_high: int = 10,
+                 share: str = "allocated"):
+        super().__init__(workers, workers_low, workers_high)
+        if share not in ("allocated", "demand"):
+            raise ValueError(f"share={share!r} is invalid: expected 'allocated' or 'demand'")
+        self.share = share
+
+    def reset(self, problem, *, seed=None) -> None:
+        super().reset(problem, seed=seed)
+        self._held: dict[int, float] = {}  # job id -> dominant share held in the previous slot
+        self._bw_of: dict[int, float] = {}  # job id -> b_i (public once the job arrived)
+        topo = problem.topology
+        self._gpu_total = float(self._gpus.sum())
+        self._bw_total = float(np.asarray(topo.server_bw)[:, 0].sum())
+
     def _order(self, win, rows, size):
-        topo = self.problem.topology
-        share = np.maximum(size / self._gpus.sum(),
-                           size * win["bw"][rows] / np.asarray(topo.server_bw)[:, 0].sum())
-        return np.lexsort((win["id"][rows], win["arrival"][rows], share))
+        ids = win["id"][rows]
+        if self.share == "demand":
+            share = np.maximum(size / self._gpu_total, size * win["bw"][rows] / self._bw_total)
+        else:
+            for i, b in zip(ids.tolist(), win["bw"][rows].tolist()):
+                self._bw_of[i] = b
+            share = np.array([self._held.get(i, 0.0) for i in ids.tolist()])
+        return np.lexsort((ids, win["arrival"][rows], share))
+
+    def update(self, obs, action, reward, next_obs, info) -> None:
+        if self.share != "allocated":
+            return
+        fb = info.get("feedback") if isinstance(info, dict) else None
+        if fb is None:
+            return
+        y = np.asarray(fb["allocation"])
+        ids = np.asarray(fb["job_ids"])
+        gpus = y.sum(axis=1)
+        nsrv = (y > 0).sum(axis=1)
+        held = {}
+        for j in np.flatnonzero(ids >= 0):
+            i = int(ids[j])
+            bw = self._bw_of.get(i, 0.0) * (nsrv[j] if nsrv[j] > 1 else 0)  # b_i on each used server uplink
+            held[i] = max(gpus[j] / self._gpu_total, bw / self._bw_total)
+        self._held = held
 
 
 class LAS(_RingHeuristic):

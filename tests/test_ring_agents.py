@@ -27,7 +27,8 @@ def _run(agent_name, mode="placement", seed=0, horizon=25, **kw):
     return out, agent
 
 
-@pytest.mark.parametrize("name", ["gadget", "fifo", "drf", "las", "random"])
+@pytest.mark.parametrize("name", ["gadget", "gadget[work_conserving=true]", "gadget[reoffer=support]", "fifo", "drf",
+                                  "drf[share=demand]", "las", "random"])
 @pytest.mark.parametrize("mode", ["placement", "ring_size"])
 def test_agents_act_feasibly_and_deterministically(name, mode):
     a, _ = _run(name, mode)
@@ -99,3 +100,21 @@ def test_gadget_options_validate():
         make("gadget[u_b=0]", family="ringallreduce")
     with pytest.raises(ValueError, match="alpha"):
         make("gadget[alpha=2]", family="ringallreduce")
+
+
+def test_drf_orders_by_dominant_share_already_allocated():
+    env = RingAllReduceEnv(horizon=3, num_servers=2, num_racks=1, max_jobs=3, gpu_choices=[2])
+    win = dict(present=np.array([True, True, True]), cap=np.array([2, 2, 2]), id=np.array([0, 1, 2]),
+               arrival=np.array([0, 0, 1]), attained=np.array([0, 0, 0]), bw=np.array([0.5, 0.5, 0.5]))
+    out = {}
+    for share in ("allocated", "demand"):
+        agent = make(f"drf[workers=2,share={share}]", family="ringallreduce")
+        agent.reset(env.problem, seed=0)
+        y1 = agent.act(None, {"window": win}).reshape(3, 2)
+        agent.update(None, None, 0.0, None, {"window": win, "feedback": {"allocation": y1, "job_ids": win["id"]}})
+        y2 = agent.act(None, {"window": win}).reshape(3, 2)
+        out[share] = (y1.sum(axis=1).tolist(), y2.sum(axis=1).tolist())
+    assert out["allocated"] == ([2, 2, 0], [2, 0, 2])  # job 2 held nothing: it goes first, then job 0 (arrival)
+    assert out["demand"] == ([2, 2, 0], [2, 2, 0])  # equal requested shares: arrival order every slot
+    with pytest.raises(ValueError, match="share"):
+        make("drf[share=x]", family="ringallreduce")

@@ -60,10 +60,10 @@ def _check_invariants(env, info, budget_used, rng_dummy=None):
         changes = sum(racks[k] != racks[k - 1] for k in range(len(racks)))  # cyclic rack changes
         assert changes == (0 if len(set(racks)) == 1 else len(set(racks)))  # racks contiguous on the ring
         bw = info["_bw"][j]
-        load += ring_hops_loads(ring, bw, topo)  # hop by hop along the tree paths (eq. 8)
+        load += ring_hops_loads(ring, bw, topo)  # hop by hop along the tree paths (summed per link, eq. 19)
         budget_used[int(ids[j])] = budget_used.get(int(ids[j]), 0) + int(w[j])
         assert w[j] <= info["_cap"][j]  # eqs. 2 and 11
-    assert (load <= topo.link_capacity + 1e-9).all()  # eq. 8 per link direction
+    assert (load <= topo.link_capacity + 1e-9).all()  # eq. 19 per link direction
 
 
 @settings(max_examples=25, deadline=None)
@@ -142,7 +142,7 @@ def test_raise_names_each_violated_constraint():
     j2 = int(np.flatnonzero(info2["window"]["present"] & (info2["window"]["cap"] >= 2))[0])
     y = np.zeros((5, 4), dtype=np.int64)
     y[j2, 0] = y[j2, 1] = 1
-    with pytest.raises(ValueError, match=r"uplink .* Gbps > .* eq\. 8"):
+    with pytest.raises(ValueError, match=r"uplink .* Gbps > .* eq\. 19, per link"):
         env2.step(y)
     # a rejected action leaves the state unchanged
     t = env2._t

@@ -128,3 +128,15 @@ def test_gadget_reaches_half_of_optimum_on_small_instances():
         ratios.append(val / opt)
     assert len(ratios) >= 20
     assert np.mean(ratios) >= 0.5, ratios
+
+
+def test_fig7_slot_ratios_same_slots_and_bounded_by_the_optimum():
+    from clustergym.experiments.gadget import FIG7_SMALL, slot_ratios
+
+    r = slot_ratios([0], 8, **FIG7_SMALL)
+    n = {a: len(v[0]) for a, v in r.items()}
+    assert len(set(n.values())) == 1 and n["gadget"] >= 3  # every agent scored on the same slots
+    for a, v in r.items():
+        v = np.asarray(v[0])
+        assert (v >= -1e-9).all() and (v <= 1 + 1e-6).all(), (a, v)  # the MILP optimum bounds every decision
+    assert np.mean(r["gadget"][0]) >= np.mean(r["random"][0])

@@ -38,8 +38,9 @@ class RingAllReduceEnv(ClusterEnv):
     μ_i(x) = λ1 / (1 + exp(−λ2 (x − λ3))) of x = ζ_i z (iterations). Every slot the scheduler sets
     y_is, the workers of job i on server s: Σ_s y_is ≤ N_i (eq. 2), Σ_s y_is ≤ budget_i − z_i
     (eq. 11), Σ_i y_is ≤ C_s (eq. 4), and the workers of a job on several servers form a ring
-    (eq. 9) whose every hop has b_i free on its path (eqs. 7–8): with the cheapest (rack-grouped)
-    ring, b_i each way on every used server uplink, and b_i each way on every used rack uplink when
+    (eq. 9) whose hops fit the bandwidth of every link they cross (eq. 19, per link; eq. 8
+    bounds each path by its bottleneck link and does not add up jobs sharing a link): with the
+    cheapest (rack-grouped) ring, b_i each way on every used server uplink, and b_i each way on every used rack uplink when
     the job spans racks (``topology`` proves this is exact). Jobs are preemptive: a job may get no
     workers in a slot. A job is active from its arrival until its budget is used up
     (Alg. 1 line 3: I[t]).
@@ -74,7 +75,7 @@ class RingAllReduceEnv(ClusterEnv):
     Values outside the space, wrong shape or NaN: always ValueError. Otherwise, with
     ``infeasible="raise"`` a ValueError names the first violated constraint and its excess
     (eq. 6: workers for an empty window row; eq. 2: more than N_i; eq. 11: more than the budget
-    left; eq. 4: a server over its GPUs; eq. 8: a link direction over its bandwidth; in
+    left; eq. 4: a server over its GPUs; eq. 19: a link direction over its bandwidth; in
     ``ring_size`` mode also "no feasible ring placement"). With ``"repair"`` (default), in this
     order: rows of empty window entries are zeroed; a job over min(N_i, budget left) keeps its
     workers on the lowest-index servers; a server over C_s keeps the workers of the earliest
@@ -309,7 +310,7 @@ class RingAllReduceEnv(ClusterEnv):
                 name = f"server {li} uplink" if li < self._S else f"rack {li - self._S} uplink"
                 self._raise(f"{name} ({'up' if d == 0 else 'down'}) carries {load[li, 0]:.4g} Gbps > "
                             f"{self._link_cap[li, d]:.4g} Gbps (excess {load[li, 0] - self._link_cap[li, d]:.4g}, "
-                            f"eq. 8)")
+                            f"eq. 19, per link)")
             y = self._admit_rings(y)
         repaired = int((y != y0).any(axis=1).sum())
         return y, repaired
@@ -352,7 +353,7 @@ class RingAllReduceEnv(ClusterEnv):
         if failed.any() and strict:
             j = int(np.flatnonzero(failed)[0])
             self._raise(f"no feasible ring placement for {int(k[j])} workers of job {int(self._W[j, 0])} "
-                        f"(window row {j}) in the GPUs and bandwidth left (eqs. 4, 8)")
+                        f"(window row {j}) in the GPUs and bandwidth left (eqs. 4, 19)")
         repaired = int(((k != kappa) | failed).sum())
         return y, repaired
 

@@ -13,8 +13,8 @@ variables ℓ_is ≥ x_is + m_i − 1 and ℓ'_ir ≥ v_ir + M_i − 1 carry b_i
     x_is ≤ y_is ≤ min(cap_i, C_s) x_is                             (eq. 5)
     Σ_s x_is ≤ 1 + (S − 1) m_i,  x_is ≤ v_i,rack(s),  Σ_r v_ir ≤ 1 + (R − 1) M_i
     Σ_i y_is ≤ C_s                                                 (eq. 4)
-    Σ_i b_i ℓ_is ≤ cap(server s uplink, each direction)             (eq. 8, server–ToR)
-    Σ_i b_i ℓ'_ir ≤ cap(rack r uplink, each direction)              (eq. 8, ToR–core)
+    Σ_i b_i ℓ_is ≤ cap(server s uplink, each direction)             (eq. 19, server–ToR)
+    Σ_i b_i ℓ'_ir ≤ cap(rack r uplink, each direction)              (eq. 19, ToR–core)
 
 An integer solution is exactly a placement whose cheapest ring fits (``topology`` module).
 """

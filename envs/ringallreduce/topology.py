@@ -13,7 +13,8 @@ and when the job spans several racks, every used rack must be left and entered a
 its uplink carries at least b_i each way. The ring that visits the used servers grouped by rack
 (:func:`ring_order`: racks ascending, servers ascending within a rack) meets both lower bounds on
 every link at once, so it is the cheapest ring on *every* link simultaneously, and a placement
-admits a feasible ring (eq. 8) iff these loads fit. This is exactly what the env validates.
+admits a feasible ring iff these loads fit every link (eq. 19, per link; eq. 8 is the
+per-path bottleneck form). This is exactly what the env validates.
 """
 
 from __future__ import annotations
@@ -60,7 +61,7 @@ def ring_order(servers, rack_of: np.ndarray) -> tuple[int, ...]:
 
 
 def ring_hops_loads(ring: tuple[int, ...], b: float, topo: Topology) -> np.ndarray:
-    """(S+R, 2) link loads of a ring, computed hop by hop along its tree paths (eq. 8).
+    """(S+R, 2) link loads of a ring, computed hop by hop along its tree paths (summed per link as in eq. 19).
 
     Hop s -> s' (cyclic, s != s'): up the uplink of s, down the uplink of s'; if the racks differ,
     also up the uplink of rack(s) and down the uplink of rack(s'). A one-server ring uses nothing.
@@ -92,7 +93,7 @@ def placement_loads(y: np.ndarray, b: np.ndarray, rack_of: np.ndarray, num_racks
     """
     used = y > 0  # (J, S) x_is
     multi = used.sum(axis=1) > 1  # (J,) spans several servers
-    server_load = (used & multi[:, None]).T.astype(np.float64) @ b  # eq. 8 on server uplinks
+    server_load = (used & multi[:, None]).T.astype(np.float64) @ b  # eq. 19 on server uplinks
     racks = np.zeros((y.shape[0], num_racks), dtype=bool)
     jj, ss = np.nonzero(used)
     racks[jj, rack_of[ss]] = True
