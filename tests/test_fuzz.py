@@ -289,3 +289,19 @@ def test_p2_refuses_actions_that_are_not_real_numbers(dtype):
     bad = np.zeros(env.action_space.shape).astype(dtype)
     with pytest.raises(ValueError, match="expected real numbers"):
         env.step(bad)
+
+
+@pytest.mark.parametrize("env_id,kw,word", [
+    (P3, {"scenario": "tiresias-60", "num_racks": 3}, "num_racks"),
+    (P3, {"scenario": "tiresias-60", "gpu_choices": [8]}, "gpu_choices"),
+    (P3, {"scenario": "tiresias-60", "budget_max": 100}, "budget_max"),
+    (P3, {"scenario": "philly", "workers_min": 2}, "workers_min"),
+    (P3, {"slot_seconds": 30.0}, "slot_seconds"),
+    (P4, {"scenario": "philly", "arrivals": "synthetic"}, "arrivals"),
+    (P4, {"trace_path": "/tmp/x.csv"}, "trace_path"),
+    (P4, {"trace_start": 100.0}, "trace_start"),
+])
+def test_preset_parameters_that_would_be_ignored_are_refused(env_id, kw, word):
+    """A value a preset does not use is an error, never recorded in results.json as if applied."""
+    with pytest.raises(ValueError, match=word):
+        gym.make(env_id, horizon=3, **kw)

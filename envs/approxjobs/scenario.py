@@ -193,7 +193,15 @@ def make_approx_scenario(name: str = "paper", seed: int | np.random.Generator | 
         raise ValueError(f"unknown scenario parameter(s) {', '.join(sorted(unknown))}; valid: {', '.join(PAPER_DEFAULTS)}")
     base = dict(PAPER_DEFAULTS)
     if name == "philly":
+        if params.get("arrivals", "philly") != "philly":
+            raise ValueError(f"arrivals={params['arrivals']!r} contradicts scenario='philly' (its arrivals are the "
+                             "trace's); use scenario='paper' for synthetic arrivals")
         base["arrivals"] = "philly"
+    arrivals = params.get("arrivals", base["arrivals"])
+    unused = {"synthetic": ("trace_path", "trace_start", "slot_seconds")}.get(arrivals, ())
+    given = sorted(set(unused) & set(params))
+    if given:  # a parameter that would be ignored is an error, not silently recorded in the results
+        raise ValueError(f"{', '.join(given)} is not used with arrivals={arrivals!r} (scenario {name!r})")
     if params.get("scale", "default") == "paper":
         base.update(PAPER_SCALE)
     p = _validate({**base, **params})

@@ -221,6 +221,16 @@ def make_ring_scenario(name: str = "paper", seed: int | np.random.Generator | No
     unknown = set(params) - set(PAPER_DEFAULTS)
     if unknown:
         raise ValueError(f"unknown scenario parameter(s) {', '.join(sorted(unknown))}; valid: {', '.join(PAPER_DEFAULTS)}")
+    # Parameters a preset takes from its trace: giving one is an error, never a value silently recorded in
+    # results.json but not applied.
+    fixed = {"tiresias-60": ("num_racks", "gpu_choices", "arrival_rate", "workers_min", "workers_max", "budget_min",
+                             "budget_max", "zeta_min", "zeta_max", "lambda3_min", "lambda3_max"),
+             "philly": ("workers_min", "slot_seconds"),  # workers_max caps the trace's GPU counts
+             "paper": ("slot_seconds",)}[name]
+    given = sorted(set(fixed) & set(params))
+    if given:
+        raise ValueError(f"{', '.join(given)} cannot be set for scenario {name!r}: "
+                         + ("its trace fixes them" if name != "paper" else "tiresias-60 only"))
     defaults = dict(PAPER_DEFAULTS)
     if name == "tiresias-60":
         defaults.update(num_servers=32, num_racks=1)
