@@ -82,7 +82,7 @@ class OGASched(BaseAgent):
     def __init__(self, eta0: float = TABLE1_ETA0, decay: float = TABLE1_DECAY, lr: str = "decay",
                  horizon: int | None = None, play: str = "algorithm1", arrival_aware: bool = False):
         self.eta0 = check_real("eta0", eta0, 0.0, None, lo_open=True)
-        self.decay = check_real("decay", decay, 0.0, None, lo_open=True)
+        self.decay = check_real("decay", decay, 0.0, 1.0, lo_open=True)  # η_t = η0·decay^t must not grow (Table 1: 0.9999)
         self.lr = check_choice("lr", lr, ("decay", "eq26"))
         self.horizon = None if horizon is None else check_int("horizon", horizon, 1, None)
         self.play = check_choice("play", play, ("algorithm1", "authors"))

@@ -24,6 +24,8 @@ __all__ = [
     "as_generator",
     "freeze",
     "INFEASIBLE_MODES",
+    "available_memory",
+    "check_memory",
 ]
 
 P = TypeVar("P")
@@ -131,3 +133,29 @@ def freeze(a: np.ndarray) -> np.ndarray:
     a = np.asarray(a)
     a.setflags(write=False)
     return a
+
+
+def available_memory() -> int:
+    """Bytes of memory available now (``MemAvailable`` of /proc/meminfo; elsewhere the free pages)."""
+    import os
+
+    try:
+        with open("/proc/meminfo") as f:
+            for line in f:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    try:
+        return int(os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE"))
+    except (ValueError, OSError, AttributeError):  # pragma: no cover - unknown platform: no guard
+        return 1 << 62
+
+
+def check_memory(nbytes: float, names: str, what: str, fraction: float = 0.8) -> None:
+    """ValueError naming the parameters when ``nbytes`` (an estimate) exceeds ``fraction`` of the
+    memory available: a clear line before the work, not an allocation that swaps or kills the machine."""
+    avail = available_memory()
+    if nbytes > fraction * avail:
+        raise ValueError(f"{names} would need about {nbytes / 2**30:.1f} GiB ({what}), more than the "
+                         f"{avail / 2**30:.1f} GiB of memory available; choose smaller values")

@@ -666,6 +666,11 @@ def evaluate(env_id: str, agents: Sequence[str], seeds: Sequence[int], horizon: 
         return env_kwargs if inst is None or "scenario_seed" in env_kwargs else {**env_kwargs, "scenario_seed": inst}
 
     tasks = [(env_id, a, s, int(horizon), kwargs_of(i)) for a in agents for i, s in pairs]
+    from clustergym.core import check_memory
+
+    # per running run: 4 float64 arrays of length horizon; kept for every run: 2 (reward, cumulative regret)
+    check_memory(8.0 * horizon * (4 * min(workers, len(tasks)) + 2 * len(tasks)), f"horizon={horizon}",
+                 f"the per-slot curves of {len(tasks)} runs")
     total = len(tasks) * int(horizon)
     bar = None
     if progress:

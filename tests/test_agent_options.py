@@ -70,3 +70,9 @@ def test_typed_options(spec, word):
     family = {"esdp": "multiserver-channel", "gadget": "ringallreduce"}[spec.split("[")[0]]
     with pytest.raises(ValueError, match=word):
         make(spec, family=family)
+
+
+@pytest.mark.parametrize("spec", ["ogasched[decay=2]", "ogasched[decay=0]", "ogasched[eta0=-1]"])
+def test_ogasched_step_parameters_are_range_checked(spec):
+    with pytest.raises(ValueError, match="decay|eta0"):
+        make(spec, family="multiserver-allocation")

@@ -305,3 +305,17 @@ def test_preset_parameters_that_would_be_ignored_are_refused(env_id, kw, word):
     """A value a preset does not use is an error, never recorded in results.json as if applied."""
     with pytest.raises(ValueError, match=word):
         gym.make(env_id, horizon=3, **kw)
+
+
+def test_memory_guard_names_the_parameter(monkeypatch):
+    """Sizes whose arrays would not fit are one ValueError naming the parameter, before any allocation."""
+    import clustergym.core as core
+    from clustergym.runner import evaluate
+
+    monkeypatch.setattr(core, "available_memory", lambda: 2**30)  # pretend 1 GiB is available
+    with pytest.raises(ValueError, match="horizon=100000000 would need"):
+        evaluate(P1, ["hauf"], seeds=[0], horizon=100_000_000, progress=False)
+    for env_id in (P1, P2):
+        with pytest.raises(ValueError, match="num_ports=2000, num_servers=100000 would need"):
+            gym.make(env_id, num_ports=2000, num_servers=100_000)
+    gym.make(P1, num_ports=8, num_servers=40)  # the defaults fit easily

@@ -60,7 +60,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from clustergym.core import Scenario, as_generator, check_choice, check_int, check_real, freeze
+from clustergym.core import Scenario, as_generator, check_choice, check_int, check_memory, check_real, freeze
 
 __all__ = ["AllocationProblem", "AllocationTruth", "make_allocation_scenario", "ALLOCATION_SCENARIOS",
            "PAPER_DEFAULTS", "FIG2_DEFAULTS", "FIG2_HORIZON", "UNITS", "UTILITY_FAMILIES", "utility_value",
@@ -179,6 +179,9 @@ def _validate(p: dict) -> dict:
     p["units"] = check_choice("units", p["units"], UNITS)
     p["num_ports"] = check_int("num_ports", p["num_ports"], 1, 10_000)
     p["num_servers"] = check_int("num_servers", p["num_servers"], 1, 100_000)
+    # the generator works on dense (ports x servers) arrays: about 25 bytes per pair at the peak (measured)
+    check_memory(25.0 * p["num_ports"] * p["num_servers"], f"num_ports={p['num_ports']}, num_servers={p['num_servers']}",
+                 "the dense port x server arrays of the graph generator")
     p["num_device_types"] = check_int("num_device_types", p["num_device_types"], 1, 8)
     p["rho"] = check_real("rho", p["rho"], 0.0, 1.0)
     p["contention"] = check_real("contention", p["contention"], 0.0, 1e6, lo_open=True)

@@ -39,7 +39,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from clustergym.core import Scenario, as_generator, check_int, check_real, freeze
+from clustergym.core import Scenario, as_generator, check_int, check_memory, check_real, freeze
 
 __all__ = ["ChannelProblem", "ChannelTruth", "channel_truth", "make_channel_scenario", "CHANNEL_SCENARIOS", "PAPER_DEFAULTS"]
 
@@ -144,6 +144,9 @@ def channel_truth(rho: np.ndarray, mean_utility: np.ndarray, intended_std: np.nd
 def _validate(p: dict) -> dict:
     p["num_ports"] = check_int("num_ports", p["num_ports"], 1, 10_000)
     p["num_servers"] = check_int("num_servers", p["num_servers"], 1, 100_000)
+    # the generator works on dense (ports x servers) arrays: about 16 bytes per pair at the peak (measured)
+    check_memory(16.0 * p["num_ports"] * p["num_servers"], f"num_ports={p['num_ports']}, num_servers={p['num_servers']}",
+                 "the dense port x server arrays of the graph generator")
     p["num_device_types"] = check_int("num_device_types", p["num_device_types"], 1, 8)
     p["channel_prob"] = check_real("channel_prob", p["channel_prob"], 0.0, 1.0, lo_open=True)
     p["rho"] = check_real("rho", p["rho"], 0.0, 1.0)
