@@ -319,3 +319,11 @@ def test_memory_guard_names_the_parameter(monkeypatch):
         with pytest.raises(ValueError, match="num_ports=2000, num_servers=100000 would need"):
             gym.make(env_id, num_ports=2000, num_servers=100_000)
     gym.make(P1, num_ports=8, num_servers=40)  # the defaults fit easily
+
+
+@pytest.mark.parametrize("dtype", [str, complex, "datetime64[s]", object])
+def test_p2_vector_env_refuses_actions_that_are_not_real_numbers(dtype):
+    envs = gym.make_vec(P2, num_envs=2, vectorization_mode="vector_entry_point", oracle=False)
+    envs.reset(seed=0)
+    with pytest.raises(ValueError, match="expected real numbers"):
+        envs.step(np.zeros(envs.action_space.shape).astype(dtype))

@@ -132,3 +132,9 @@ def test_naive_trace_times_are_utc_whatever_the_machine_timezone(tmp_path):
                                   check=True).stdout
     assert len(set(outs.values())) == 1
     assert outs["UTC"].strip() == "[1507024800.0, 1498867200.0]"  # 2017-10-03T10:00Z, 2017-07-01T00:00Z
+
+
+def test_rows_with_more_fields_than_the_header_are_refused(tmp_path):
+    p = _write(tmp_path, "a,b\n1,2\n3,4,5\n")
+    with pytest.raises(TraceFormatError, match=r"t\.csv:3: the row has 3 fields, the header 2"):
+        read_csv(p, [Column("a", "int"), Column("b", "int")])

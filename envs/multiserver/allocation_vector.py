@@ -131,9 +131,12 @@ class MultiServerAllocationVectorEnv(ClusterVectorEnv):
         if isinstance(actions, np.ndarray) and actions.dtype in (np.float32, np.float64) and actions.shape == shape:
             return np.ascontiguousarray(actions)  # no copy for a C-contiguous float32/float64 batch
         try:
-            y = np.asarray(actions, dtype=np.float64)
-        except (TypeError, ValueError):
+            raw = np.asarray(actions)
+        except Exception:  # noqa: BLE001 - ragged lists and exotic objects
             raise ValueError(f"actions cannot be read as numbers, expected {self._space_desc} per sub-env") from None
+        if raw.dtype.kind not in "biuf":  # like the single env: no complex, strings, datetimes or objects
+            raise ValueError(f"actions have dtype {raw.dtype}, expected real numbers ({self._space_desc} per sub-env)")
+        y = raw.astype(np.float64, copy=False)
         if y.shape != shape:
             raise ValueError(f"actions have shape {y.shape}, expected {shape} (one row per sub-env, each "
                              f"{self._space_desc})")

@@ -103,6 +103,8 @@ def read_csv(path: str | os.PathLike, columns: Sequence[Column], *, max_rows: in
             lineno = reader.line_num  # physical line (a quoted field may span several)
             if not row or all(not cell.strip() for cell in row):
                 continue
+            if len(row) > len(header):  # a stray comma or a shifted row: its columns cannot be trusted
+                raise TraceFormatError(f"{path}:{lineno}: the row has {len(row)} fields, the header {len(header)}")
             for col in columns:
                 if col.name not in index:
                     continue
