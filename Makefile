@@ -43,11 +43,11 @@ figures: $(STAMP)
 DRL := runs/drl
 drl: $(STAMP)
 	$(BIN)/clustergym train clustergym/MultiServerChannel-v0 --algo ppo --timesteps 200000 --n-envs 4 \
-		--hp n_steps=512 --hp batch_size=256 --eval-freq 20000 --eval-episodes 2 --out $(DRL)/ppo-MultiServerChannel
+		--hp n_steps=512 --hp batch_size=256 --eval-freq 20000 --eval-episodes 2 --overwrite --out $(DRL)/ppo-MultiServerChannel
 	$(BIN)/clustergym train clustergym/MultiServerAllocation-v0 --algo ppo --timesteps 200000 --n-envs 4 \
-		--hp n_steps=512 --hp batch_size=256 --eval-freq 20000 --eval-episodes 2 --out $(DRL)/ppo-MultiServerAllocation
+		--hp n_steps=512 --hp batch_size=256 --eval-freq 20000 --eval-episodes 2 --overwrite --out $(DRL)/ppo-MultiServerAllocation
 	$(BIN)/clustergym train clustergym/MultiServerChannel-v0 --algo maskable_ppo --timesteps 200000 --n-envs 4 \
-		--hp n_steps=512 --hp batch_size=256 --eval-freq 20000 --eval-episodes 2 --out $(DRL)/maskppo-MultiServerChannel
+		--hp n_steps=512 --hp batch_size=256 --eval-freq 20000 --eval-episodes 2 --overwrite --out $(DRL)/maskppo-MultiServerChannel
 	$(BIN)/python benchmarks/drl_compare.py --runs $(DRL) --seeds 1000,1001,1002 --figures docs/figures
 
 # The docs site, offline, into site/ (open site/index.html): regenerate the reference pages from the

@@ -438,8 +438,8 @@ def _run_local(tasks: list[tuple], workers: int, bar) -> list[RunResult]:
             for f in futs:
                 f.cancel()
             done = sum(r is not None for r in runs)
-            raise Interrupted(f"interrupted after {done} of {len(tasks)} runs; the workers were stopped and "
-                              "nothing was written") from None
+            raise Interrupted(f"interrupted after {done} of {len(tasks)} runs; the workers were stopped and these "
+                              "runs discarded (no results of this sweep were written)") from None
         except BaseException:
             for f in futs:  # a failed run stops this call's pending runs
                 f.cancel()
