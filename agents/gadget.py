@@ -84,12 +84,32 @@ _TOL = 1e-9
 _HIGHS: highspy.Highs | None = None  # one solver object per process, reused (not part of agent state)
 
 
+def _quiet_highs() -> "highspy.Highs":
+    """A Highs object with its output off. Its constructor prints a copyright banner on the C-level
+    stdout before any option can be set (it appeared in the middle of ``reproduce``), so file
+    descriptor 1 points to /dev/null while it runs."""
+    import os
+    import sys
+
+    sys.stdout.flush()
+    saved = os.dup(1)
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(devnull, 1)
+        h = highspy.Highs()
+        h.setOptionValue("output_flag", False)
+    finally:
+        os.dup2(saved, 1)
+        os.close(saved)
+        os.close(devnull)
+    return h
+
+
 def lp_max(c: np.ndarray, A, ub: np.ndarray) -> np.ndarray | None:
     """max cᵀx s.t. A x ≤ ub, 0 ≤ x ≤ 1 with HiGHS (highspy); None unless solved to optimality."""
     global _HIGHS
     if _HIGHS is None:
-        _HIGHS = highspy.Highs()
-        _HIGHS.setOptionValue("output_flag", False)
+        _HIGHS = _quiet_highs()
     A = csc_matrix(A)
     lp = highspy.HighsLp()
     lp.num_col_, lp.num_row_ = A.shape[1], A.shape[0]

@@ -118,3 +118,14 @@ def test_drf_orders_by_dominant_share_already_allocated():
     assert out["demand"] == ([2, 2, 0], [2, 2, 0])  # equal requested shares: arrival order every slot
     with pytest.raises(ValueError, match="share"):
         make("drf[share=x]", family="ringallreduce")
+
+
+def test_highs_banner_is_not_printed(capfd):
+    """The HiGHS constructor's copyright banner must not land in the middle of reproduce's output."""
+    import subprocess
+    import sys
+
+    code = ("import numpy as np; from clustergym.agents.gadget import lp_max; "
+            "print(lp_max(np.array([1.0]), np.array([[1.0]]), np.array([1.0])))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert "HiGHS" not in out.stdout + out.stderr and "[1.]" in out.stdout
