@@ -76,7 +76,7 @@ import highspy
 from scipy.sparse import coo_matrix, csc_matrix
 
 from clustergym.agent import BaseAgent
-from clustergym.envs.ringallreduce.placement import place_one
+from clustergym.envs.ringallreduce.dynamics import place_one
 
 __all__ = ["GADGET", "gadget_slot", "log_increments", "repair_overfill", "reoffer_support"]
 

@@ -13,8 +13,8 @@ import numpy as np
 
 from clustergym.agent import BaseAgent
 from clustergym.core import check_choice, check_int, check_real
-from clustergym.envs.multiserver.allocation_env import RewardModel
-from clustergym.envs.multiserver.allocation_scenario import utility_derivative
+from clustergym.envs.multiserver.allocation.env import RewardModel
+from clustergym.envs.multiserver.allocation.scenario import utility_derivative
 from clustergym.envs.multiserver.projection import AllocationLayout
 
 __all__ = ["OGASched", "proportional_share"]

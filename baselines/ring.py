@@ -1,6 +1,6 @@
 """The GADGET paper's baselines for RingAllReduce (gadget.md §VI.2) and a feasible random agent.
 
-All of them use the greedy ring placement of ``envs/ringallreduce/placement.py`` ("greedily
+All of them use the greedy ring placement of ``envs/ringallreduce/dynamics.py`` ("greedily
 allocates workers to servers where a cycle can be attained") and, as in the paper, a *static*
 number of workers per job: "For FIFO and Tiresias, the number of workers is fixed to a number
 within [1, 10]". Our reading: each job gets a fixed size w_i drawn once, uniformly in
@@ -36,7 +36,7 @@ from __future__ import annotations
 import numpy as np
 
 from clustergym.agent import BaseAgent
-from clustergym.envs.ringallreduce.placement import place_jobs
+from clustergym.envs.ringallreduce.dynamics import place_jobs
 
 __all__ = ["FIFO", "DRF", "LAS", "RandomRing"]
 

@@ -2,7 +2,7 @@
 import numpy as np
 from tests.test_ring_milp import _instance
 from clustergym.agents.gadget import gadget_slot
-from clustergym.envs.ringallreduce.milp import ring_increments, solve_slot
+from clustergym.envs.ringallreduce.oracle import ring_increments, solve_slot
 out = {"default": [], "alpha=1/3,rounds=1": []}
 for seed in range(200):
     rng = np.random.default_rng(10_000 + seed)

@@ -92,7 +92,7 @@ def p1_oracle(quick: bool) -> Row:
     import gymnasium as gym
 
     import clustergym  # noqa: F401
-    from clustergym.envs.multiserver.knapsack import knapsack_max
+    from clustergym.envs.multiserver.channel.oracle import knapsack_max
 
     env = gym.make("clustergym/MultiServerChannel-v0", horizon=10**9).unwrapped
     obs, info = env.reset(seed=0)

@@ -4,12 +4,12 @@ from gymnasium.envs.registration import register, registry
 
 _ENVS = [
     dict(id="clustergym/MultiServerChannel-v0",
-         entry_point="clustergym.envs.multiserver.channel_env:MultiServerChannelEnv",
-         vector_entry_point="clustergym.envs.multiserver.channel_vector:MultiServerChannelVectorEnv",
+         entry_point="clustergym.envs.multiserver.channel.env:MultiServerChannelEnv",
+         vector_entry_point="clustergym.envs.multiserver.channel.vector:MultiServerChannelVectorEnv",
          kwargs={}),
     dict(id="clustergym/MultiServerAllocation-v0",
-         entry_point="clustergym.envs.multiserver.allocation_env:MultiServerAllocationEnv",
-         vector_entry_point="clustergym.envs.multiserver.allocation_vector:MultiServerAllocationVectorEnv",
+         entry_point="clustergym.envs.multiserver.allocation.env:MultiServerAllocationEnv",
+         vector_entry_point="clustergym.envs.multiserver.allocation.vector:MultiServerAllocationVectorEnv",
          kwargs={}),
     dict(id="clustergym/RingAllReduce-v0",
          entry_point="clustergym.envs.ringallreduce.env:RingAllReduceEnv",

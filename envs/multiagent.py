@@ -16,8 +16,8 @@ __all__ = ["PARALLEL_ENVS", "parallel_env", "parallel_env_ids"]
 
 # single-env id -> "module:constructor" of its ParallelEnv (agents in the comment)
 PARALLEL_ENVS: dict[str, str] = {
-    "clustergym/MultiServerChannel-v0": "clustergym.envs.multiserver.channel_parallel:parallel_env",  # ports
-    "clustergym/MultiServerAllocation-v0": "clustergym.envs.multiserver.allocation_parallel:parallel_env",  # servers
+    "clustergym/MultiServerChannel-v0": "clustergym.envs.multiserver.channel.parallel:parallel_env",  # ports
+    "clustergym/MultiServerAllocation-v0": "clustergym.envs.multiserver.allocation.parallel:parallel_env",  # servers
     "clustergym/ApproxJobs-v0": "clustergym.envs.approxjobs.parallel:parallel_env",  # machines
 }
 

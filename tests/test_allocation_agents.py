@@ -7,8 +7,8 @@ import pytest
 from clustergym.agent import make, public_info
 from clustergym.agents.ogasched import proportional_share
 from clustergym.core import Scenario, freeze
-from clustergym.envs.multiserver.allocation_env import RewardModel
-from clustergym.envs.multiserver.allocation_scenario import AllocationProblem, AllocationTruth, make_allocation_scenario
+from clustergym.envs.multiserver.allocation.env import RewardModel
+from clustergym.envs.multiserver.allocation.scenario import AllocationProblem, AllocationTruth, make_allocation_scenario
 from clustergym.envs.multiserver.projection import AllocationLayout
 
 ID = "clustergym/MultiServerAllocation-v0"

@@ -5,9 +5,9 @@ import numpy as np
 import pytest
 
 from clustergym.agent import make, public_info
-from clustergym.envs.multiserver.allocation_scenario import (
+from clustergym.envs.multiserver.allocation.scenario import (
     UTILITY_FAMILIES, make_allocation_scenario, utility_derivative, utility_value)
-from clustergym.envs.multiserver.best_static import best_static_allocation, static_value
+from clustergym.envs.multiserver.allocation.oracle import best_static_allocation, static_value
 from clustergym.envs.multiserver.projection import AllocationLayout
 
 ID = "clustergym/MultiServerAllocation-v0"
@@ -57,7 +57,7 @@ def test_device_units_offer_a_quarter_of_capacity_per_contention_unit():
 
 
 def test_fig2_preset_is_the_caption_setting():
-    from clustergym.envs.multiserver.allocation_scenario import FIG2_HORIZON
+    from clustergym.envs.multiserver.allocation.scenario import FIG2_HORIZON
 
     sc = make_allocation_scenario("fig2", seed=0)
     assert FIG2_HORIZON == 8000  # "T = 8000"
@@ -243,8 +243,8 @@ def test_utilisation_and_gain_overhead_metrics():
 
 
 def test_compiled_kernels_agree_with_numpy_reference():
-    from clustergym.envs.multiserver.allocation_env import RewardModel
-    from clustergym.envs.multiserver.allocation_kernels import HAVE_NUMBA
+    from clustergym.envs.multiserver.allocation.env import RewardModel
+    from clustergym.envs.multiserver.allocation.dynamics import HAVE_NUMBA
 
     if not HAVE_NUMBA:
         pytest.skip("numba not installed")

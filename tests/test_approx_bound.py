@@ -1,4 +1,4 @@
-"""The P4 upper bound (envs/approxjobs/bound.py), the efficiency invariant and Fair's reading."""
+"""The P4 upper bound (envs/approxjobs/oracle.py), the efficiency invariant and Fair's reading."""
 
 import gymnasium as gym
 import numpy as np
@@ -7,7 +7,7 @@ import pytest
 import clustergym  # noqa: F401
 from clustergym.agent import make, public_info
 from clustergym.core import Scenario, freeze
-from clustergym.envs.approxjobs.bound import epochs, fluid_bound
+from clustergym.envs.approxjobs.oracle import epochs, fluid_bound
 from clustergym.envs.approxjobs.scenario import ApproxProblem, ApproxTruth, JobList, make_approx_scenario
 from clustergym.envs.approxjobs.service import ServiceModel
 

@@ -5,8 +5,8 @@ import numpy as np
 import pytest
 
 from clustergym.agent import make, public_info
-from clustergym.envs.multiserver.channel_scenario import make_channel_scenario
-from clustergym.envs.multiserver.knapsack import brute_force_knapsack, knapsack_max
+from clustergym.envs.multiserver.channel.scenario import make_channel_scenario
+from clustergym.envs.multiserver.channel.oracle import brute_force_knapsack, knapsack_max
 
 ID = "clustergym/MultiServerChannel-v0"
 
@@ -79,11 +79,11 @@ def test_utility_law_has_exact_mean_and_the_intended_std(seed):
 
 
 def test_deterministic_channel_yields_its_mean():
-    from clustergym.envs.multiserver.channel_scenario import channel_truth
+    from clustergym.envs.multiserver.channel.scenario import channel_truth
 
     tr = channel_truth(np.ones(1), np.array([0.3, 0.0, 0.6]), np.array([0.0, 0.2, 0.1]))
     assert tr.beta_a[0] == 0 and tr.beta_a[1] == 0 and tr.beta_a[2] > 0
-    from clustergym.envs.multiserver.channel_core import draw_block
+    from clustergym.envs.multiserver.channel.dynamics import draw_block
     from clustergym.core import child_generators
 
     _, z = draw_block(child_generators(np.random.default_rng(0), ("arrivals", "utilities")), tr, 64)
@@ -240,7 +240,7 @@ def test_public_problem_is_read_only():
 
 
 def test_truth_rejects_a_std_no_law_on_unit_interval_has():
-    from clustergym.envs.multiserver.channel_scenario import ChannelTruth
+    from clustergym.envs.multiserver.channel.scenario import ChannelTruth
 
     v = np.array([0.5, 0.1])
     with pytest.raises(ValueError, match="noise_std is invalid"):

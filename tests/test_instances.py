@@ -169,7 +169,7 @@ class _P1Oracle(BaseAgent):
         self.v, self.pb = env.scenario.truth.mean_utility, problem
 
     def act(self, obs, info):
-        from clustergym.envs.multiserver.knapsack import knapsack_max
+        from clustergym.envs.multiserver.channel.oracle import knapsack_max
 
         mask = np.asarray(info["action_mask"], dtype=bool)
         active = np.flatnonzero(mask)
@@ -194,7 +194,7 @@ def test_p1_oracle_actions_score_one():
 
 
 def test_p2_best_static_actions_score_one():
-    from clustergym.envs.multiserver.best_static import best_static_allocation
+    from clustergym.envs.multiserver.allocation.oracle import best_static_allocation
 
     env_id, T = "clustergym/MultiServerAllocation-v0", 25
     env = gym.make(env_id, horizon=T, scenario_seed=1).unwrapped
@@ -226,7 +226,7 @@ def test_p3_milp_actions_score_one():
     The per-slot MILP is a bound for the state the run is in, not for the episode: on this toy, seed 1,
     random earns more over 20 slots than the myopic MILP policy (416 vs 399), so the score is only
     defined where B > V_random; seed 2 is such a case (MILP 207.8, random 188.8)."""
-    from clustergym.envs.ringallreduce.milp import solve_slot
+    from clustergym.envs.ringallreduce.oracle import solve_slot
 
     env = gym.make("clustergym/RingAllReduce-v0", scenario="toy", horizon=20, oracle=True,
                    action_mode="placement").unwrapped

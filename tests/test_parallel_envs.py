@@ -15,8 +15,8 @@ from gymnasium import spaces
 from pettingzoo.test import parallel_api_test, parallel_seed_test
 
 from clustergym.envs.multiagent import PARALLEL_ENVS, parallel_env, parallel_env_ids
-from clustergym.envs.multiserver.allocation_env import MultiServerAllocationEnv
-from clustergym.envs.multiserver.channel_env import MultiServerChannelEnv
+from clustergym.envs.multiserver.allocation.env import MultiServerAllocationEnv
+from clustergym.envs.multiserver.channel.env import MultiServerChannelEnv
 from clustergym.envs.approxjobs.env import ApproxJobsEnv
 from clustergym.parallel import ClusterParallelEnv
 from tests.helpers import deep_equal
@@ -269,7 +269,7 @@ def test_raise_mode_names_the_constraint():
 
 def test_allocation_split_is_per_edge_and_exact():
     """P2: each server's reward is its edges' gain minus its share of each port's overhead (eq. 5 split)."""
-    from clustergym.envs.multiserver.allocation_parallel import server_reward_split
+    from clustergym.envs.multiserver.allocation.parallel import server_reward_split
 
     env = parallel_env("MultiServerAllocation-v0", horizon=20, scenario="toy", oracle=False)
     env.reset(seed=0)
@@ -359,7 +359,7 @@ def _run_obs(env, steps, seed=0):
 def test_channel_hidden_utilities_do_not_reach_observations():
     """P1: changing the hidden mean utilities ṽ (same public problem, same ρ) changes the rewards but not one
     observation, mask or state."""
-    from clustergym.envs.multiserver.channel_scenario import make_channel_scenario
+    from clustergym.envs.multiserver.channel.scenario import make_channel_scenario
 
     sc = make_channel_scenario("paper", seed=0)
     tr = sc.truth
@@ -415,11 +415,11 @@ def test_parallel_modules_hold_no_dynamics():
     """Structural check: the parallel modules import only the single env (and its RewardModel), the
     base class and spaces; no scenario, arrival, knapsack, projection, service or kernel code."""
     import clustergym.envs.approxjobs.parallel as p4
-    import clustergym.envs.multiserver.allocation_parallel as p2
-    import clustergym.envs.multiserver.channel_parallel as p1
+    import clustergym.envs.multiserver.allocation.parallel as p2
+    import clustergym.envs.multiserver.channel.parallel as p1
 
     allowed = {"__future__", "typing", "numpy", "gymnasium", "clustergym.parallel",
-               "clustergym.envs.multiserver.channel_env", "clustergym.envs.multiserver.allocation_env",
+               "clustergym.envs.multiserver.channel.env", "clustergym.envs.multiserver.allocation.env",
                "clustergym.envs.approxjobs.env"}
     for mod in (p1, p2, p4):
         tree = ast.parse(inspect.getsource(mod))

@@ -4,7 +4,7 @@ import highspy
 import numpy as np
 import pytest
 
-from clustergym.envs.multiserver.allocation_scenario import make_allocation_scenario
+from clustergym.envs.multiserver.allocation.scenario import make_allocation_scenario
 from clustergym.envs.multiserver.projection import AllocationLayout, project_groups
 
 

@@ -8,7 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from clustergym.envs.ringallreduce.env import RingAllReduceEnv
-from clustergym.envs.ringallreduce.placement import place_jobs
+from clustergym.envs.ringallreduce.dynamics import place_jobs
 from clustergym.envs.ringallreduce.scenario import sigmoid_utility
 from clustergym.envs.ringallreduce.topology import Topology, placement_loads, ring_hops_loads, ring_order
 from tests.helpers import deep_equal, rollout

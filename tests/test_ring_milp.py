@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from clustergym.agents.gadget import gadget_slot, log_increments
-from clustergym.envs.ringallreduce.milp import ring_increments, solve_slot
+from clustergym.envs.ringallreduce.oracle import ring_increments, solve_slot
 from clustergym.envs.ringallreduce.topology import Topology, placement_loads
 
 

@@ -230,7 +230,7 @@ def test_bad_actions_name_the_sub_env_and_change_nothing(env_id):
 
 
 def test_numpy_sum_matches_numpy():
-    from clustergym.envs.multiserver.channel_core import numpy_sum
+    from clustergym.envs.multiserver.channel.dynamics import numpy_sum
 
     rng = np.random.default_rng(0)
     for n in list(range(0, 40)) + [127, 128, 129, 255, 256, 257, 1000, 3001]:

@@ -107,8 +107,8 @@ def phi_limit_regret(instances, samples: int = 1000, seed: int = 0, **params) ->
     over ``samples`` arrival draws Bernoulli(ρ_l) (a diagnostic: it reads the hidden truth);
     ``params`` override the paper scenario's parameters.
     """
-    from clustergym.envs.multiserver.channel_scenario import make_channel_scenario
-    from clustergym.envs.multiserver.knapsack import knapsack_max
+    from clustergym.envs.multiserver.channel.scenario import make_channel_scenario
+    from clustergym.envs.multiserver.channel.oracle import knapsack_max
 
     out = {}
     for inst in instances:

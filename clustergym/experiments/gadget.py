@@ -43,7 +43,7 @@ def slot_ratios(instances, horizon: int, seed: int = 0, agents=("gadget", "fifo"
     """
     from clustergym.agent import make, public_info
     from clustergym.envs.ringallreduce.env import RingAllReduceEnv
-    from clustergym.envs.ringallreduce.milp import ring_increments, solve_slot
+    from clustergym.envs.ringallreduce.oracle import ring_increments, solve_slot
 
     out = {a: {} for a in agents}
     for inst in instances:
@@ -361,7 +361,7 @@ def bench_rows(quick: bool):
     rows.append(Row(f"GADGET decision, paper default (T=200, slots 5-{slots})", med, "ms median", "<= 200 ms",
                     med <= 200))
     rows.append(Row("GADGET decision, paper default, p95", float(np.percentile(times, 95)), "ms", "", None))
-    from clustergym.envs.ringallreduce.milp import solve_slot
+    from clustergym.envs.ringallreduce.oracle import solve_slot
 
     env = gym.make(ENV_ID, num_servers=12, max_jobs=6, arrival_rate=1.0, horizon=10**6).unwrapped
     obs, info = env.reset(seed=0)

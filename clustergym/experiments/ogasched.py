@@ -128,7 +128,7 @@ def best_static_values(env_kwargs: dict, seed: int, checkpoints) -> list[float]:
     import gymnasium as gym
 
     import clustergym  # noqa: F401
-    from clustergym.envs.multiserver.best_static import best_static_allocation
+    from clustergym.envs.multiserver.allocation.oracle import best_static_allocation
 
     T = int(max(checkpoints))
     env = gym.make(ENV_ID, horizon=T, oracle=False, **env_kwargs).unwrapped
@@ -286,7 +286,7 @@ def reproduce(quick: bool, out: str, workers: int, progress: bool) -> str:
     # 5. Fig. 2's caption setting (full mode only: T = 8000).
     fig2_block: list[str] = []
     if not quick:
-        from clustergym.envs.multiserver.allocation_scenario import FIG2_HORIZON
+        from clustergym.envs.multiserver.allocation.scenario import FIG2_HORIZON
 
         r2 = evaluate(ENV_ID, [*OGA, *FAIR, *OTHER], [0], FIG2_HORIZON, env_kwargs={"scenario": "fig2", "oracle": False},
                       instances=instances, score=False, workers=workers, progress=progress)

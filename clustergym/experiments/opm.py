@@ -5,7 +5,7 @@ the paper's (``scale="paper"``: 1000 machines, short horizon) and the small defa
 job lists (instances, ``scenario_seed``), with common random numbers: for an instance and seed,
 every agent sees the same jobs and the same machine service-rate realisation. Each comparison is a
 paired one over job lists (``clustergym.stats``) with a 95% interval and a verdict per claim; each
-utility is also given as a share of the fluid upper bound (``envs/approxjobs/bound.py``).
+utility is also given as a share of the fluid upper bound (``envs/approxjobs/oracle.py``).
 """
 
 from __future__ import annotations

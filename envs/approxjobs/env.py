@@ -9,7 +9,7 @@ from gymnasium import spaces
 
 from clustergym.core import Scenario, check_int, child_generators
 from clustergym.env import ClusterEnv
-from clustergym.envs.approxjobs.kernels import budget_prefix
+from clustergym.envs.approxjobs.dynamics import budget_prefix
 from clustergym.envs.approxjobs.scenario import APPROX_SCENARIOS, PAPER_DEFAULTS, PAPER_SCALE, make_approx_scenario
 from clustergym.envs.approxjobs.service import ServiceProcess
 
@@ -307,7 +307,7 @@ class ApproxJobsEnv(ClusterEnv):
         with the hidden job list and mean rates; see its docstring for exactly what it bounds).
         Depends only on the instance and the horizon, so it is computed once per env."""
         if getattr(self, "_bound", None) is None:
-            from clustergym.envs.approxjobs.bound import fluid_bound
+            from clustergym.envs.approxjobs.oracle import fluid_bound
 
             self._bound = float(fluid_bound(self.scenario, self.horizon))
         return self._bound

@@ -1,1 +1,1 @@
-"""Problem families on the bipartite job-type/server graph: P1 (MultiServerChannel) and P2."""
+"""Problem families on the bipartite job-type/server graph: ``channel/`` (P1 MultiServerChannel) and ``allocation/`` (P2 MultiServerAllocation); ``projection.py`` is the Euclidean projection P2 and its agents share."""

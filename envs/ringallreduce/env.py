@@ -10,7 +10,7 @@ from gymnasium import spaces
 
 from clustergym.core import Scenario, resolve_scenario, check_choice, check_int, check_real, child_generators
 from clustergym.env import ClusterEnv
-from clustergym.envs.ringallreduce.placement import place_jobs
+from clustergym.envs.ringallreduce.dynamics import place_jobs
 from clustergym.envs.ringallreduce.scenario import (RING_SCENARIOS, draw_jobs, make_ring_scenario,
                                                     sigmoid_utility)
 from clustergym.envs.ringallreduce.topology import placement_loads, ring_stats
@@ -376,7 +376,7 @@ class RingAllReduceEnv(ClusterEnv):
         rings, srv, rack = ring_stats(y, self._W[:, 5], self._ring_seq, self._rack_of, self._R)
         metrics = self._metrics(y, w, reward, repaired, srv, rack)
         if self.oracle:
-            from clustergym.envs.ringallreduce.milp import solve_slot
+            from clustergym.envs.ringallreduce.oracle import solve_slot
 
             opt, _ = solve_slot(self._topo, self._cap[:n], zeta, z_old, l1, l2, l3, bw,
                                 time_limit=self.oracle_time_limit)

@@ -225,7 +225,7 @@ def allocation_scenario_from_preset(seed=0, preset: dict | None = None, **params
     """P2 scenario ``alibaba-v2023``: servers sampled from the trace's node configurations, job types
     from the preset, a_l^k = contention × the type's median request (CPU cores, MEM in 8 GiB units,
     GPUs), locality from ``gpu_spec``, ρ_l from creation times (``rho`` overrides with one value)."""
-    from clustergym.envs.multiserver.allocation_scenario import (
+    from clustergym.envs.multiserver.allocation.scenario import (
         AllocationProblem, AllocationTruth, UTILITY_FAMILIES, _utilities)
 
     unknown = set(params) - set(ALLOCATION_DEFAULTS)
@@ -272,7 +272,7 @@ def channel_scenario_from_preset(seed=0, preset: dict | None = None, **params) -
     probability ``channel_prob`` (every port keeps one), integer demands a_k^e = clip(round(request /
     median request over types), 1, demand_max) for CPU, MEM, GPU (GPU demand 1 for CPU-only types:
     P1 needs a_k^e >= 1), capacity and utilities as in the P1 paper scenario, ρ_l from the trace."""
-    from clustergym.envs.multiserver.channel_scenario import ChannelProblem, channel_truth
+    from clustergym.envs.multiserver.channel.scenario import ChannelProblem, channel_truth
 
     unknown = set(params) - set(CHANNEL_DEFAULTS)
     if unknown:

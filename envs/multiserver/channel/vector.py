@@ -8,9 +8,9 @@ import numpy as np
 from gymnasium.vector.utils import batch_space
 
 from clustergym.core import Scenario
-from clustergym.envs.multiserver.channel_core import BLOCK, channel_slot_batch, draw_block
-from clustergym.envs.multiserver.channel_env import MultiServerChannelEnv
-from clustergym.envs.multiserver.knapsack import knapsack_max
+from clustergym.envs.multiserver.channel.dynamics import BLOCK, channel_slot_batch, draw_block
+from clustergym.envs.multiserver.channel.env import MultiServerChannelEnv
+from clustergym.envs.multiserver.channel.oracle import knapsack_max
 from clustergym.vector_env import ClusterVectorEnv, with_masks
 
 __all__ = ["MultiServerChannelVectorEnv"]
@@ -21,9 +21,9 @@ class MultiServerChannelVectorEnv(ClusterVectorEnv):
 
     ## Description
     The model, rewards and infeasibility rules are those of the single env (eqs. 1–5, see
-    :class:`~clustergym.envs.multiserver.channel_env.MultiServerChannelEnv`), computed by the same
-    code: ``channel_core.channel_slot`` (eq. 4, eq. 2 with the repair, eq. 5, ṽᵀx) runs for every
-    sub-env inside one parallel numba kernel, and ``channel_core.draw_block`` draws each sub-env's
+    :class:`~clustergym.envs.multiserver.channel.env.MultiServerChannelEnv`), computed by the same
+    code: ``channel.dynamics.channel_slot`` (eq. 4, eq. 2 with the repair, eq. 5, ṽᵀx) runs for every
+    sub-env inside one parallel numba kernel, and ``channel.dynamics.draw_block`` draws each sub-env's
     arrivals and utilities from its own child generators. Sub-env i seeded with s_i gives exactly
     the trajectory of a single env with ``reset(seed=s_i)`` (``clustergym.vector_env``).
     Create it with ``gym.make_vec("clustergym/MultiServerChannel-v0", num_envs=N,

@@ -8,7 +8,7 @@ import numpy as np
 from gymnasium import spaces
 
 from clustergym.parallel import ClusterParallelEnv
-from clustergym.envs.multiserver.allocation_env import MultiServerAllocationEnv, RewardModel
+from clustergym.envs.multiserver.allocation.env import MultiServerAllocationEnv, RewardModel
 
 __all__ = ["MultiServerAllocationParallelEnv", "parallel_env", "server_reward_split"]
 

@@ -20,7 +20,7 @@ The summation order of every sum is fixed by the kernel (documented in :func:`sl
 differs from the numpy reference's, which agrees to rounding (``rtol=1e-12`` in the test). The
 kernel accepts float32 or float64 allocations (numba compiles one version per dtype; float32 values
 widen exactly to float64, so the results equal those of the float64 copy of the action).
-:func:`reward_sums` serves :class:`~clustergym.envs.multiserver.allocation_env.RewardModel`.
+:func:`reward_sums` serves :class:`~clustergym.envs.multiserver.allocation.env.RewardModel`.
 """
 
 from __future__ import annotations

@@ -8,8 +8,8 @@ import numpy as np
 from gymnasium.vector.utils import batch_space
 
 from clustergym.core import Scenario
-from clustergym.envs.multiserver import allocation_kernels as _kern
-from clustergym.envs.multiserver.allocation_env import _BLOCK, _TOL, MultiServerAllocationEnv
+from clustergym.envs.multiserver.allocation import dynamics as _kern
+from clustergym.envs.multiserver.allocation.env import _BLOCK, _TOL, MultiServerAllocationEnv
 from clustergym.vector_env import ClusterVectorEnv, with_masks
 
 __all__ = ["MultiServerAllocationVectorEnv"]
@@ -20,12 +20,12 @@ class MultiServerAllocationVectorEnv(ClusterVectorEnv):
 
     ## Description
     The model, rewards and infeasibility rules are those of the single env (eqs. 1–7 and 27, see
-    :class:`~clustergym.envs.multiserver.allocation_env.MultiServerAllocationEnv`), computed by the
-    same code: ``allocation_kernels.step_batch`` runs the single env's per-env kernel ``slot_step``
+    :class:`~clustergym.envs.multiserver.allocation.env.MultiServerAllocationEnv`), computed by the
+    same code: ``allocation.dynamics.step_batch`` runs the single env's per-env kernel ``slot_step``
     (the check of eqs. 3–4 and eq. 5 with eq. 7, fused) for every sub-env in one parallel numba
     kernel (``prange`` over chunks of 16 sub-envs, scratch per chunk), reading float32 or float64
     actions as given (no conversion pass), with the single env's static entry lists
-    (``allocation_kernels.build_plan``): utilities only for ports with a job and entries that are
+    (``allocation.dynamics.build_plan``): utilities only for ports with a job and entries that are
     not structurally zero (a = 0 or c_r^k = 0; non-zero values there are checked and, if within the
     tolerance, counted).
     Arrivals come from each sub-env's own child generator in blocks of 256 slots, as in the single
@@ -187,7 +187,7 @@ class MultiServerAllocationVectorEnv(ClusterVectorEnv):
         truncated = stepping & (self._t >= self.horizon)
         terminated = np.zeros(N, dtype=bool)
         if self.oracle and truncated.any():
-            from clustergym.envs.multiserver.best_static import best_static_allocation
+            from clustergym.envs.multiserver.allocation.oracle import best_static_allocation
 
             best, upper, regret = np.zeros(N), np.zeros(N), np.zeros(N)
             for i in np.flatnonzero(truncated):

@@ -9,9 +9,9 @@ from gymnasium import spaces
 
 from clustergym.core import Scenario, resolve_scenario, child_generators
 from clustergym.env import ClusterEnv
-from clustergym.envs.multiserver.channel_core import BLOCK, IDLE_CHANNEL, OK, channel_slot, draw_block
-from clustergym.envs.multiserver.channel_scenario import CHANNEL_SCENARIOS, make_channel_scenario
-from clustergym.envs.multiserver.knapsack import knapsack_max
+from clustergym.envs.multiserver.channel.dynamics import BLOCK, IDLE_CHANNEL, OK, channel_slot, draw_block
+from clustergym.envs.multiserver.channel.scenario import CHANNEL_SCENARIOS, make_channel_scenario
+from clustergym.envs.multiserver.channel.oracle import knapsack_max
 
 __all__ = ["MultiServerChannelEnv"]
 
@@ -102,7 +102,7 @@ class MultiServerChannelEnv(ClusterEnv):
 
     # -- randomness ---------------------------------------------------------------------------
     def _refill(self) -> None:
-        """Draw the next block of arrivals (B, L) and realised utilities (B, E) (``channel_core.draw_block``)."""
+        """Draw the next block of arrivals (B, L) and realised utilities (B, E) (``channel.dynamics.draw_block``)."""
         tr = self._truth
         self._arr_block, self._z_block = draw_block(self._rngs, tr, _BLOCK)
         self._block_start = self._t
@@ -195,7 +195,7 @@ class MultiServerChannelEnv(ClusterEnv):
     def render(self):
         if self.render_mode is None:
             return None
-        from clustergym.envs.multiserver.channel_render import render_ansi, render_rgb
+        from clustergym.envs.multiserver.channel.render import render_ansi, render_rgb
 
         if self.render_mode == "ansi":
             return render_ansi(self.problem, self._t, self._arrivals, self._last_x)

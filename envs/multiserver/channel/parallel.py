@@ -8,7 +8,7 @@ import numpy as np
 from gymnasium import spaces
 
 from clustergym.parallel import ClusterParallelEnv
-from clustergym.envs.multiserver.channel_env import MultiServerChannelEnv
+from clustergym.envs.multiserver.channel.env import MultiServerChannelEnv
 
 __all__ = ["MultiServerChannelParallelEnv", "parallel_env"]
 

@@ -23,7 +23,7 @@ import numpy as np
 import scipy.sparse as sp
 from scipy.optimize import linprog
 
-from clustergym.envs.multiserver.allocation_scenario import utility_derivative, utility_value
+from clustergym.envs.multiserver.allocation.scenario import utility_derivative, utility_value
 
 __all__ = ["StaticOptimum", "best_static_allocation", "static_value"]
 

@@ -10,9 +10,9 @@ from gymnasium import spaces
 
 from clustergym.core import Scenario, resolve_scenario, child_generators
 from clustergym.env import ClusterEnv
-from clustergym.envs.multiserver.allocation_scenario import (
+from clustergym.envs.multiserver.allocation.scenario import (
     ALLOCATION_SCENARIOS, make_allocation_scenario, utility_value)
-from clustergym.envs.multiserver import allocation_kernels as _kern
+from clustergym.envs.multiserver.allocation import dynamics as _kern
 from clustergym.envs.multiserver.projection import AllocationLayout, SegmentSum
 
 __all__ = ["MultiServerAllocationEnv", "RewardModel"]
@@ -118,7 +118,7 @@ class MultiServerAllocationEnv(ClusterEnv):
     ports with a job, Fig. 6), ``repaired``, ``utilisation`` (share of all device units allocated to
     ports with a job, averaged over device types that exist). At the last slot, with ``oracle=True``:
     ``episode_best_static`` = Q(y*) for the best static allocation in hindsight
-    y* = argmax_{y∈Y} Σ_t q(x(t), y) (``best_static.py``, relative tolerance 1e-6),
+    y* = argmax_{y∈Y} Σ_t q(x(t), y) (``allocation/oracle.py``, relative tolerance 1e-6),
     ``episode_best_static_upper`` (its certified upper bound) and ``episode_regret`` = Q(y*) −
     Σ_t q(x(t), y(t)) (eq. 6 for the realised trajectory).
 
@@ -170,7 +170,7 @@ class MultiServerAllocationEnv(ClusterEnv):
             "arrivals": spaces.MultiBinary(self._L),
             "t": spaces.Box(0.0, float(self.horizon), shape=(1,), dtype=np.float32),
         })
-        if self.reward_model.use_numba:  # static entry lists of the fused kernel (allocation_kernels.slot_step)
+        if self.reward_model.use_numba:  # static entry lists of the fused kernel (allocation.dynamics.slot_step)
             rm = self.reward_model
             self._plan = _kern.build_plan(self._upper, cap, self._edge_server, rm._edge_port, rm.alpha_e, rm.code_e,
                                           self._L, _TOL)
@@ -221,7 +221,7 @@ class MultiServerAllocationEnv(ClusterEnv):
         return y, bad_box + bad_cap
 
     def _fused(self, y: np.ndarray, port_reward: np.ndarray, used: np.ndarray) -> tuple:
-        """The fused per-env kernel the vector env also runs (``allocation_kernels.slot_step``): check of
+        """The fused per-env kernel the vector env also runs (``allocation.dynamics.slot_step``): check of
         eqs. 3–4 and eq. 5 in one pass; fills ``self._sums`` (R, K), ``port_reward`` (L,), ``used`` (K,)."""
         return _kern.slot_step(y.reshape(-1), self._arrivals, *self._plan, *self._kernel_tail,
                                self._sums.reshape(-1), self._gain_buf, self._per_type_buf, port_reward, used)
@@ -277,7 +277,7 @@ class MultiServerAllocationEnv(ClusterEnv):
         self._t += 1
         truncated = self._t >= self.horizon
         if truncated and self.oracle:
-            from clustergym.envs.multiserver.best_static import best_static_allocation
+            from clustergym.envs.multiserver.allocation.oracle import best_static_allocation
 
             opt = best_static_allocation(self.problem, self._counts)
             metrics.update(episode_best_static=opt.value, episode_best_static_upper=opt.upper_bound,
@@ -290,7 +290,7 @@ class MultiServerAllocationEnv(ClusterEnv):
     def render(self):
         if self.render_mode is None:
             return None
-        from clustergym.envs.multiserver.allocation_render import render_ansi, render_rgb
+        from clustergym.envs.multiserver.allocation.render import render_ansi, render_rgb
 
         if self.render_mode == "ansi":
             return render_ansi(self, self._t, self._arrivals, self._last_y)

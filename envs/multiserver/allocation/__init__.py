@@ -1,0 +1,1 @@
+"""P2 MultiServerAllocation (OGASched paper)."""
