@@ -311,6 +311,7 @@ class ESDP(BaseAgent):
 
     def update(self, obs, action, reward, next_obs, info) -> None:
         fb = info["feedback"]
-        self.n[fb["channels"]] += 1  # eq. 8
-        self.sum_z[fb["channels"]] += fb["utilities"]
+        x = np.asarray(fb["executed"], dtype=bool)  # the executed channels, x_e(t) = 1
+        self.n[x] += 1  # eq. 8
+        self.sum_z[x] += np.asarray(fb["utilities"])[x]
         self.t += 1

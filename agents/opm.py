@@ -156,8 +156,9 @@ class OPM(BaseAgent):
         if not self.estimate:
             return
         fb = info["feedback"]
-        np.add.at(self.plays, fb["machines"], 1.0)  # a machine appears at most once per slot
-        np.add.at(self.work_sum, fb["machines"], fb["work"])
+        ran = np.asarray(fb["executed"], dtype=bool)  # machines that ran a task this slot
+        self.plays[ran] += 1.0
+        self.work_sum[ran] += np.asarray(fb["work"])[ran]
 
 
 class OPMNoEstimation(OPM):

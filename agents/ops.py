@@ -88,5 +88,6 @@ class OPS(BaseAgent):
 
     def update(self, obs, action, reward, next_obs, info) -> None:
         fb = info["feedback"]
-        np.add.at(self.plays, fb["machines"], 1.0)
-        np.add.at(self.work_sum, fb["machines"], fb["work"])
+        ran = np.asarray(fb["executed"], dtype=bool)  # machines that ran a task this slot
+        self.plays[ran] += 1.0
+        self.work_sum[ran] += np.asarray(fb["work"])[ran]

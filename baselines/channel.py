@@ -56,8 +56,9 @@ class _ChannelHeuristic(BaseAgent):
 
     def update(self, obs, action, reward, next_obs, info) -> None:
         fb = info["feedback"]
-        self.n[fb["channels"]] += 1
-        self.sum_z[fb["channels"]] += fb["utilities"]
+        x = np.asarray(fb["executed"], dtype=bool)
+        self.n[x] += 1
+        self.sum_z[x] += np.asarray(fb["utilities"])[x]
 
     def _fill(self, order):
         return greedy_fill(order, self.problem.demand, self.problem.capacity, self.skip_unfit, self.problem.num_edges)
@@ -141,7 +142,7 @@ class LWTF(_ChannelHeuristic):
         super().update(obs, action, reward, next_obs, info)
         had_job = np.asarray(obs["arrivals"]).astype(bool)
         served = np.zeros(self.problem.num_ports, dtype=bool)
-        served[self.problem.edge_port[info["feedback"]["channels"]]] = True
+        served[self.problem.edge_port[np.asarray(info["feedback"]["executed"], dtype=bool)]] = True
         self.wait = np.where(served, 0, self.wait + had_job)
 
 

@@ -126,18 +126,20 @@ class EmpiricalStats:
         fb = info.get("feedback", {})
         self.t += 1
         if self.family == "multiserver-channel":
-            ch = np.asarray(fb.get("channels", ()), dtype=np.int64)
-            np.add.at(self.n, ch, 1.0)
-            np.add.at(self.sum, ch, np.asarray(fb.get("utilities", ()), dtype=np.float64))
+            if "executed" in fb:
+                x = np.asarray(fb["executed"], dtype=bool)
+                self.n[x] += 1.0
+                self.sum[x] += np.asarray(fb["utilities"], dtype=np.float64)[x]
             self.jobs += np.asarray(obs["arrivals"], dtype=np.float64)
         elif self.family == "multiserver-allocation":
             x = np.asarray(obs["arrivals"], dtype=np.float64)
             self.jobs += x
             self.sum += np.asarray(fb.get("port_reward", np.zeros_like(x)), dtype=np.float64) * x
         elif self.family == "approxjobs":
-            m = np.asarray(fb.get("machines", ()), dtype=np.int64)
-            np.add.at(self.n, m, 1.0)
-            np.add.at(self.sum, m, np.asarray(fb.get("work", ()), dtype=np.float64))
+            if "executed" in fb:
+                m = np.asarray(fb["executed"], dtype=bool)
+                self.n[m] += 1.0
+                self.sum[m] += np.asarray(fb["work"], dtype=np.float64)[m]
 
     def vector(self) -> np.ndarray:
         if self.size == 0:

@@ -44,6 +44,31 @@ class Scenario(Generic[P, H]):
     params: dict  # generator parameters that produced it (for results.json)
 
 
+# The keyword arguments every env constructor takes besides its scenario parameters (SPEC §3.2).
+ENV_KWARGS = ("scenario", "scenario_seed", "horizon", "oracle", "infeasible", "render_mode")
+
+
+class UnknownParameterError(TypeError, ValueError):
+    """An unknown keyword argument of an env or scenario factory.
+
+    A ``TypeError``, as Python and Gymnasium raise for an unexpected keyword (clients such as
+    TorchRL's ``GymEnv`` probe optional kwargs and retry on ``TypeError`` only), and a ``ValueError``,
+    what clustergym raised before, so existing ``except ValueError`` code keeps working.
+    """
+
+
+def check_known(params: dict, valid, scenario: str | None = None) -> None:
+    """:class:`UnknownParameterError` naming the unknown keys of ``params`` and every valid keyword:
+    the scenario parameters ``valid`` and the env's own :data:`ENV_KWARGS`."""
+    unknown = set(params) - set(valid)
+    if unknown:
+        where = f" for scenario {scenario!r}" if scenario else ""
+        raise UnknownParameterError(
+            f"unknown scenario parameter(s) {', '.join(sorted(unknown))}{where}; valid keyword arguments: "
+            f"{', '.join(ENV_KWARGS)} and " + (f"the scenario parameters {', '.join(valid)}" if len(valid)
+                                              else "no scenario parameters"))
+
+
 def resolve_scenario(scenario: Any, params: dict, factory, names: tuple, seed: int) -> Scenario:
     """The Scenario an env is built from: a Scenario object as is, or ``factory(name, seed, **params)``.
 
@@ -52,7 +77,9 @@ def resolve_scenario(scenario: Any, params: dict, factory, names: tuple, seed: i
     """
     if isinstance(scenario, Scenario):
         if params:
-            raise ValueError("scenario parameters cannot be combined with a Scenario object")
+            raise UnknownParameterError(
+                f"scenario parameters cannot be combined with a Scenario object (got {', '.join(sorted(params))}); "
+                f"valid keyword arguments: {', '.join(ENV_KWARGS)}")
         return scenario
     if isinstance(scenario, str):
         return factory(scenario, seed=check_int("scenario_seed", seed, 0), **params)

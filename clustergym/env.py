@@ -29,6 +29,13 @@ class ClusterEnv(gym.Env):
             raise ValueError(f"oracle={oracle!r} is invalid: expected true or false")
         self.oracle = bool(oracle)
 
+    def action_bounds(self) -> tuple[np.ndarray, np.ndarray]:
+        """Exact float64 (low, high) of a Box action space (used by ``clustergym.wrappers.RescaleBox``);
+        envs whose float32 space bounds are rounded override it."""
+        if not isinstance(self.action_space, gym.spaces.Box):
+            raise ValueError(f"action_bounds: the action space is {self.action_space}, not a Box")
+        return self.action_space.low.astype(np.float64), self.action_space.high.astype(np.float64)
+
     # -- helpers for subclasses ------------------------------------------------------------------
     def _as_int_action(self, action: Any, shape: tuple[int, ...], space_desc: str) -> np.ndarray:
         """Convert an action to an int array of ``shape``; ValueError on shape/NaN/non-integers."""

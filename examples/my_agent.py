@@ -37,5 +37,6 @@ class MyAgent(BaseAgent):
 
     def update(self, obs, action, reward, next_obs, info):
         fb = info["feedback"]  # semi-bandit feedback: realised utility of each executed channel
-        np.add.at(self.sum, fb["channels"], fb["utilities"])
-        np.add.at(self.n, fb["channels"], 1)
+        x = fb["executed"]  # (|E|,) bool; utilities are 0 where not executed
+        self.sum[x] += fb["utilities"][x]
+        self.n[x] += 1

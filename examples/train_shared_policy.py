@@ -60,8 +60,9 @@ class ChannelStats:
     def update(self, infos: dict) -> None:
         for info in infos.values():
             fb = info["feedback"]
-            np.add.at(self.n, fb["edges"], 1.0)
-            np.add.at(self.total, fb["edges"], fb["utilities"])
+            ran = fb["executed"]  # the agent's channels that ran (fixed shape (|E_l|,))
+            self.n[fb["edges"][ran]] += 1.0
+            self.total[fb["edges"][ran]] += fb["utilities"][ran]
 
     def mean(self) -> np.ndarray:
         return (self.total + 0.5) / (self.n + 1.0)  # prior 0.5 (Z̃ ∈ [0, 1]) so untried channels look average

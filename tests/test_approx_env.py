@@ -98,8 +98,8 @@ def test_every_agent_sees_the_same_rates_and_jobs():
     assert len(l1) == len(l2) == 300
     for (th1, fb1, *_), (th2, fb2, *_) in zip(l1, l2):
         np.testing.assert_array_equal(th1, th2)
-        np.testing.assert_array_equal(fb1["work"], th1[fb1["machines"]])  # r = θ^t x (eq. 1)
-        np.testing.assert_array_equal(fb2["work"], th2[fb2["machines"]])
+        np.testing.assert_array_equal(fb1["work"], np.where(fb1["executed"], th1, 0.0))  # r = θ^t x (eq. 1)
+        np.testing.assert_array_equal(fb2["work"], np.where(fb2["executed"], th2, 0.0))
     j1, j2 = env1.scenario.truth.jobs, env2.scenario.truth.jobs
     for f in ("arrival", "deadline", "budget", "value", "beta"):
         np.testing.assert_array_equal(getattr(j1, f), getattr(j2, f))
@@ -126,9 +126,12 @@ def test_property_budgets_one_task_per_machine_and_rewards_from_work_log(seed, M
         a = rng.integers(0, J + 1, size=M)  # arbitrary actions: the env repairs them
         obs, r, term, trunc, info = env.step(a)
         fb = info["feedback"]
-        assert np.unique(fb["machines"]).size == fb["machines"].size  # eq. 3: one task per machine
-        assert np.all(a[fb["machines"]] == fb["slots"])  # only requested tasks run
-        for j, w, c in zip(fb["job_ids"], fb["work"], fb["cost"]):
+        mach = np.flatnonzero(fb["executed"])  # eq. 3: one task per machine (one entry per machine)
+        assert all(fb[k].shape == (M,) for k in ("executed", "slot", "job_id", "work", "cost"))
+        assert np.all(a[mach] == fb["slot"][mach])  # only requested tasks run
+        assert np.all(fb["slot"][~fb["executed"]] == 0) and np.all(fb["job_id"][~fb["executed"]] == -1)
+        assert np.all(fb["work"][~fb["executed"]] == 0) and np.all(fb["cost"][~fb["executed"]] == 0)
+        for j, w, c in zip(fb["job_id"][mach], fb["work"][mach], fb["cost"][mach]):
             work[int(j)] = work.get(int(j), 0.0) + float(w)
             spent[int(j)] = spent.get(int(j), 0.0) + float(c)
         for j, c in spent.items():

@@ -183,8 +183,10 @@ def test_feedback_holds_executed_channels_and_their_utilities():
     a = info["action_mask"].astype(np.int8)
     z = env._z.copy()
     _, r, _, _, info = env.step(a)
-    ch = info["feedback"]["channels"]
-    assert np.array_equal(info["feedback"]["utilities"], z[ch])
+    ch = np.flatnonzero(info["feedback"]["executed"])
+    assert info["feedback"]["executed"].shape == info["feedback"]["utilities"].shape == (env.problem.num_edges,)
+    assert np.array_equal(info["feedback"]["utilities"][ch], z[ch])
+    assert np.all(info["feedback"]["utilities"][~info["feedback"]["executed"]] == 0.0)
     assert r == pytest.approx(z[ch].sum())
 
 
@@ -219,7 +221,7 @@ def test_infeasible_repair_keeps_longest_fitting_prefix_and_reports_count():
     pb = env.problem
     _, _, _, _, info = env.step(np.ones(pb.num_edges, dtype=np.int8))
     m = info["metrics"]
-    ch = info["feedback"]["channels"]
+    ch = np.flatnonzero(info["feedback"]["executed"])
     assert m["repaired"] == pb.num_edges - ch.size > 0
     assert np.array_equal(ch, np.arange(ch.size))  # a prefix in edge order
     assert np.all(pb.demand[ch].sum(axis=0) <= pb.capacity)

@@ -130,9 +130,9 @@ def test_empirical_stats_p1_match_hand_computation():
         prev = obs
         obs, r, term, trunc, info = env.step(a)
         st.update(prev, public_info(info))
-        ch = info["feedback"]["channels"]
+        ch = np.flatnonzero(info["feedback"]["executed"])
         n[ch] += 1
-        s[ch] += info["feedback"]["utilities"]
+        s[ch] += info["feedback"]["utilities"][ch]
         jobs += prev["arrivals"]
         v = st.vector()
         E = u.problem.num_edges

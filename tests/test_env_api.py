@@ -84,3 +84,25 @@ def test_bad_kwargs_name_parameter(env_id):
         gym.make(env_id, infeasible="ignore")
     with pytest.raises(ValueError, match="render_mode"):
         gym.make(env_id, render_mode="bogus")
+
+
+@pytest.mark.parametrize("env_id", IDS)
+def test_unknown_kwarg_is_a_type_error_naming_every_valid_kwarg(env_id):
+    """Gymnasium's convention (TorchRL's GymEnv retries without a kwarg on TypeError only); still a
+    ValueError for code written against earlier releases."""
+    from clustergym.core import ENV_KWARGS, UnknownParameterError
+
+    with pytest.raises(TypeError, match="frameskip") as err:
+        gym.make(env_id, frameskip=4)
+    assert isinstance(err.value, ValueError) and isinstance(err.value, UnknownParameterError)
+    msg = str(err.value)
+    for name in (*ENV_KWARGS, "horizon"):
+        assert name in msg
+    # every scenario parameter the default scenario takes is listed, and each one is really accepted
+    # (Gymnasium appends " was raised from the environment creator for ..." to a TypeError's message)
+    params = msg.split("the scenario parameters ")[1].split(" was raised")[0].split(", ")
+    assert len(params) >= 3
+    env = gym.make(env_id)
+    default = env.unwrapped.scenario.params
+    for p in params:
+        assert p in default, p

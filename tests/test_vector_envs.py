@@ -60,8 +60,8 @@ def assert_row_equals_single(env_id, vec_info, i, single_info):
     assert vec_info["_feedback"][i] and vec_info["_metrics"][i]
     fb, sfb = row(vec_info["feedback"], i), single_info["feedback"]
     if env_id == P1:
-        assert np.array_equal(np.flatnonzero(fb["executed"]), sfb["channels"])
-        assert np.array_equal(fb["utilities"][fb["executed"]], sfb["utilities"])
+        assert np.array_equal(fb["executed"], sfb["executed"])
+        assert np.array_equal(fb["utilities"], sfb["utilities"])
         assert np.all(fb["utilities"][~fb["executed"]] == 0.0)
     else:
         assert np.array_equal(fb["allocation"].astype(np.float64), sfb["allocation"])

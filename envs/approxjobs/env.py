@@ -7,7 +7,7 @@ from typing import Any
 import numpy as np
 from gymnasium import spaces
 
-from clustergym.core import Scenario, check_int, child_generators
+from clustergym.core import ENV_KWARGS, Scenario, UnknownParameterError, check_int, child_generators
 from clustergym.env import ClusterEnv
 from clustergym.envs.approxjobs.dynamics import budget_prefix
 from clustergym.envs.approxjobs.scenario import APPROX_SCENARIOS, PAPER_DEFAULTS, PAPER_SCALE, make_approx_scenario
@@ -60,9 +60,10 @@ class ApproxJobsEnv(ClusterEnv):
     construction of the action space.
 
     ## Info
-    ``feedback`` (semi-bandit, §III: r_j^i(t) is known at the end of slot t): ``machines`` (used
-    machine ids), ``slots`` (their window slot k, 1-based), ``job_ids``, ``work`` (r_j^i(t)),
-    ``cost`` (p_i). ``metrics`` (evaluation only): ``utility`` (Σ_j f_j(X_j) so far),
+    ``feedback`` (semi-bandit, §III: r_j^i(t) is known at the end of slot t), one entry per machine
+    (fixed shapes (M,), so Gymnasium's vector envs can stack it): ``executed`` (bool, the machine
+    ran a task), ``slot`` (its window slot k, 1-based; 0 = idle), ``job_id`` (−1 = idle), ``work``
+    (r_j^i(t), 0 when idle) and ``cost`` (p_i if it ran, else 0). ``metrics`` (evaluation only): ``utility`` (Σ_j f_j(X_j) so far),
     ``budget_spent`` (this slot), ``fit`` (Σ_j max(0, spent_j − B_j), eq. 8 positive part),
     ``migrations`` (machines whose task of a still-active job j stopped while j is still active:
     the task was moved or pre-empted, Fig. 3b), ``migration_rate`` (migrations / M), ``busy``,
@@ -90,6 +91,10 @@ class ApproxJobsEnv(ClusterEnv):
 
     ## Version History
     * v0: initial version.
+    * v0, issue 20: ``info["feedback"]`` is per machine with fixed shapes (``executed``, ``slot``,
+      ``job_id``, ``work``, ``cost``, each (M,)); it was the used machines only (``machines``,
+      ``slots``, ``job_ids``, ``work``, ``cost``), whose length changed from slot to slot and broke
+      ``gym.make_vec(..., vectorization_mode="sync")``.
     """
 
     family = "approxjobs"
@@ -98,7 +103,9 @@ class ApproxJobsEnv(ClusterEnv):
                  oracle: bool = False, infeasible: str = "repair", render_mode: str | None = None, **params: Any):
         if isinstance(scenario, Scenario):
             if params:
-                raise ValueError("scenario parameters cannot be combined with a Scenario object")
+                raise UnknownParameterError(
+                    f"scenario parameters cannot be combined with a Scenario object (got {', '.join(sorted(params))}); "
+                    f"valid keyword arguments: {', '.join(ENV_KWARGS)}")
             sc = scenario
             horizon = sc.problem.horizon if horizon is None else horizon
         elif isinstance(scenario, str):
@@ -298,7 +305,14 @@ class ApproxJobsEnv(ClusterEnv):
             metrics.update(self._episode_summary())
             if self.oracle:
                 metrics["episode_bound"] = self.episode_bound()
-        info = {"feedback": {"machines": mach, "slots": slot, "job_ids": jid, "work": work, "cost": cost},
+        job_m = np.full(self._M, -1, dtype=np.int64)  # per-machine feedback (fixed shape (M,))
+        job_m[mach] = jid
+        work_m = np.zeros(self._M)
+        work_m[mach] = work
+        cost_m = np.zeros(self._M)
+        cost_m[mach] = cost
+        feedback = {"executed": now_slot > 0, "slot": now_slot.copy(), "job_id": job_m, "work": work_m, "cost": cost_m}
+        info = {"feedback": feedback,
                 "metrics": metrics, "action_mask": self.action_masks(), "t": self._t}
         return self._obs(), reward, bool(done), bool(truncated), info
 

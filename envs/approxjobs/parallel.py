@@ -28,7 +28,7 @@ class ApproxJobsParallelEnv(ClusterParallelEnv):
     ``machine_i``: ``Discrete(J_max + 1)``: 0 = idle, k = window slot k. The mask (J_max + 1,) —
     idle always, slot k when it holds a job whose remaining budget covers p_i — is in the
     observation as ``action_mask`` (int8, PettingZoo's convention, used by ``parallel_api_test``
-    to sample valid actions) and in ``infos[machine_i]["action_mask"]`` (bool, as the single env).
+    to sample valid actions) and in ``infos[machine_i]["action_mask"]`` (int8 as well).
     Budgets are per job and shared by all machines: several machines may each pass the mask yet
     together exceed a job's budget; the single env then drops the excess tasks in machine order
     (``infeasible="repair"``) or raises (``"raise"``).
@@ -110,7 +110,8 @@ class ApproxJobsParallelEnv(ClusterParallelEnv):
     def _split_reward(self, reward: float, info: dict) -> dict[str, float]:
         fb = info["feedback"]
         util = self.single_env.job_records()["utility"]  # (n',) after the slot, n' >= n
-        mach, jid, work = fb["machines"], fb["job_ids"], fb["work"]
+        mach = np.flatnonzero(fb["executed"])  # used machines, ascending
+        jid, work = fb["job_id"][mach], fb["work"][mach]
         r = np.zeros(self._M)
         if mach.size:
             prev = np.zeros(util.size)
@@ -128,18 +129,11 @@ class ApproxJobsParallelEnv(ClusterParallelEnv):
     def _infos(self, info: dict, rewards: dict | None) -> dict[str, dict]:
         masks = info["action_mask"].reshape(self._M, self._J + 1)
         if rewards is not None:
-            slot = np.zeros(self._M, dtype=np.int64)
-            job = np.full(self._M, -1, dtype=np.int64)
-            work = np.zeros(self._M)
-            cost = np.zeros(self._M)
             fb = self._fb
-            slot[fb["machines"]] = fb["slots"]
-            job[fb["machines"]] = fb["job_ids"]
-            work[fb["machines"]] = fb["work"]
-            cost[fb["machines"]] = fb["cost"]
+            slot, job, work, cost = fb["slot"], fb["job_id"], fb["work"], fb["cost"]
         out = {}
         for i, a in enumerate(self.possible_agents):
-            d = {"action_mask": masks[i].copy(), "t": info["t"]}
+            d = {"action_mask": masks[i].astype(np.int8), "t": info["t"]}
             if rewards is not None:
                 d["feedback"] = {"slot": int(slot[i]), "job_id": int(job[i]), "work": float(work[i]),
                                  "cost": float(cost[i])}

@@ -42,7 +42,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from clustergym.core import Scenario, as_generator, check_choice, check_int, check_real, freeze
+from clustergym.core import Scenario, check_known, as_generator, check_choice, check_int, check_real, freeze
 from clustergym.envs.approxjobs.service import ServiceModel, mean_rate
 
 __all__ = ["ApproxProblem", "ApproxTruth", "JobList", "make_approx_scenario", "APPROX_SCENARIOS",
@@ -188,9 +188,7 @@ def make_approx_scenario(name: str = "paper", seed: int | np.random.Generator | 
         return _single(seed, **params)
     if name not in ("paper", "philly"):
         raise ValueError(f"scenario={name!r} is invalid: expected one of {', '.join(map(repr, APPROX_SCENARIOS))}")
-    unknown = set(params) - set(PAPER_DEFAULTS)
-    if unknown:
-        raise ValueError(f"unknown scenario parameter(s) {', '.join(sorted(unknown))}; valid: {', '.join(PAPER_DEFAULTS)}")
+    check_known(params, PAPER_DEFAULTS, name)
     base = dict(PAPER_DEFAULTS)
     if name == "philly":
         if params.get("arrivals", "philly") != "philly":
@@ -224,9 +222,7 @@ def make_approx_scenario(name: str = "paper", seed: int | np.random.Generator | 
 
 def _single(seed, **params) -> Scenario:
     """One job present from slot 1 to T (a=0, d=T), budget B = budget_rate·T (§IV)."""
-    unknown = set(params) - set(SINGLE_DEFAULTS)
-    if unknown:
-        raise ValueError(f"unknown scenario parameter(s) {', '.join(sorted(unknown))}; valid: {', '.join(SINGLE_DEFAULTS)}")
+    check_known(params, SINGLE_DEFAULTS, "single")
     p = {**SINGLE_DEFAULTS, **params}
     p["num_machines"] = check_int("num_machines", p["num_machines"], 1, 100_000)
     p["horizon"] = check_int("horizon", p["horizon"], 1, None)

@@ -44,7 +44,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from clustergym.core import Scenario, as_generator, check_choice, check_int, check_real, freeze
+from clustergym.core import Scenario, check_known, as_generator, check_choice, check_int, check_real, freeze
 from clustergym.envs.ringallreduce.topology import Topology
 
 __all__ = ["RingProblem", "RingTruth", "JobBatch", "make_ring_scenario", "draw_jobs", "sigmoid_utility",
@@ -213,14 +213,11 @@ def _load_preset(name: str) -> dict:
 def make_ring_scenario(name: str = "paper", seed: int | np.random.Generator | None = 0, **params) -> Scenario:
     """Build a P3 scenario by name; ``params`` override the defaults (validated)."""
     if name == "toy":
-        if params:
-            raise ValueError(f"scenario 'toy' takes no parameters, got {', '.join(params)}")
+        check_known(params, (), "toy")  # the toy scenario takes no parameters
         return _toy()
     if name not in RING_SCENARIOS:
         raise ValueError(f"scenario={name!r} is invalid: expected one of {', '.join(map(repr, RING_SCENARIOS))}")
-    unknown = set(params) - set(PAPER_DEFAULTS)
-    if unknown:
-        raise ValueError(f"unknown scenario parameter(s) {', '.join(sorted(unknown))}; valid: {', '.join(PAPER_DEFAULTS)}")
+    check_known(params, PAPER_DEFAULTS, name)
     # Parameters a preset takes from its trace: giving one is an error, never a value silently recorded in
     # results.json but not applied.
     fixed = {"tiresias-60": ("num_racks", "gpu_choices", "arrival_rate", "workers_min", "workers_max", "budget_min",

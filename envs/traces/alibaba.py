@@ -26,7 +26,7 @@ from importlib import resources
 
 import numpy as np
 
-from clustergym.core import Scenario, as_generator, check_int, check_real, check_choice, freeze
+from clustergym.core import Scenario, check_known, as_generator, check_int, check_real, check_choice, freeze
 from clustergym.envs.traces.csvread import Column, read_csv
 
 __all__ = ["NodeList", "PodList", "load_nodes", "load_pods", "derive_preset", "load_preset",
@@ -228,10 +228,7 @@ def allocation_scenario_from_preset(seed=0, preset: dict | None = None, **params
     from clustergym.envs.multiserver.allocation.scenario import (
         AllocationProblem, AllocationTruth, UTILITY_FAMILIES, _utilities)
 
-    unknown = set(params) - set(ALLOCATION_DEFAULTS)
-    if unknown:
-        raise ValueError(f"unknown scenario parameter(s) {', '.join(sorted(unknown))} for scenario "
-                         f"'{PRESET_NAME}'; valid: {', '.join(ALLOCATION_DEFAULTS)}")
+    check_known(params, ALLOCATION_DEFAULTS, PRESET_NAME)
     preset = preset or load_preset()
     p = {**ALLOCATION_DEFAULTS, **params}
     n_types = len(preset["job_types"])
@@ -274,10 +271,7 @@ def channel_scenario_from_preset(seed=0, preset: dict | None = None, **params) -
     P1 needs a_k^e >= 1), capacity and utilities as in the P1 paper scenario, ρ_l from the trace."""
     from clustergym.envs.multiserver.channel.scenario import ChannelProblem, channel_truth
 
-    unknown = set(params) - set(CHANNEL_DEFAULTS)
-    if unknown:
-        raise ValueError(f"unknown scenario parameter(s) {', '.join(sorted(unknown))} for scenario "
-                         f"'{PRESET_NAME}'; valid: {', '.join(CHANNEL_DEFAULTS)}")
+    check_known(params, CHANNEL_DEFAULTS, PRESET_NAME)
     preset = preset or load_preset()
     p = {**CHANNEL_DEFAULTS, **params}
     p["num_servers"] = check_int("num_servers", p["num_servers"], 1, 100_000)

@@ -194,6 +194,12 @@ class MultiServerAllocationEnv(ClusterEnv):
         return self._arr_block[i]
 
     # -- gymnasium API ------------------------------------------------------------------------
+    def action_bounds(self) -> tuple[np.ndarray, np.ndarray]:
+        """Exact float64 bounds [0, a_l^k] of eq. 3 (the float32 space bounds can round a_l^k up by
+        more than the feasibility tolerance)."""
+        hi = np.asarray(self.problem.edge_demand, dtype=np.float64)
+        return np.zeros_like(hi), hi
+
     def reset(self, *, seed: int | None = None, options: dict | None = None):
         super().reset(seed=seed)
         self._rngs = child_generators(self.np_random, ("arrivals",))

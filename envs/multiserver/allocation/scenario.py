@@ -60,7 +60,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from clustergym.core import Scenario, as_generator, check_choice, check_int, check_memory, check_real, freeze
+from clustergym.core import Scenario, check_known, as_generator, check_choice, check_int, check_memory, check_real, freeze
 
 __all__ = ["AllocationProblem", "AllocationTruth", "make_allocation_scenario", "ALLOCATION_SCENARIOS",
            "PAPER_DEFAULTS", "FIG2_DEFAULTS", "FIG2_HORIZON", "UNITS", "UTILITY_FAMILIES", "utility_value",
@@ -225,18 +225,14 @@ def _utilities(rng: np.random.Generator, R: int, K: int, p: dict):
 
 
 def _check_params(name: str, params: dict, allowed: dict) -> dict:
-    unknown = set(params) - set(allowed)
-    if unknown:
-        raise ValueError(f"unknown scenario parameter(s) {', '.join(sorted(unknown))} for scenario {name!r}; "
-                         f"valid: {', '.join(allowed)}")
+    check_known(params, allowed, name)
     return {**allowed, **params}
 
 
 def make_allocation_scenario(name: str = "paper", seed: int | np.random.Generator | None = 0, **params) -> Scenario:
     """Build a P2 scenario by name; ``params`` override the named defaults (validated)."""
     if name == "toy":
-        if params:
-            raise ValueError(f"scenario 'toy' takes no parameters, got {', '.join(params)}")
+        check_known(params, (), "toy")  # the toy scenario takes no parameters
         return _toy()
     if name == "alibaba-v2023":
         from clustergym.envs.traces.alibaba import allocation_scenario_from_preset

@@ -54,8 +54,9 @@ class MultiServerChannelEnv(ClusterEnv):
     outside {0, 1}, NaN: always ValueError.
 
     ## Info
-    ``feedback`` (what a real scheduler sees): ``channels`` (executed edge ids) and ``utilities``
-    (their realised Z̃). ``metrics`` (evaluation only, agents never get it): ``expected_reward``
+    ``feedback`` (what a real scheduler sees, fixed shapes so that Gymnasium's vector envs can stack
+    it): ``executed`` (|E|,) bool, the channels run this slot, and ``utilities`` (|E|,) float64, their
+    realised Z̃ (0 where not executed). ``metrics`` (evaluation only, agents never get it): ``expected_reward``
     ṽᵀx, ``repaired``, ``used`` (K,) devices in use; with ``oracle=True`` also ``oracle_reward``
     max_{x∈Ω(t)} ṽᵀx (exact knapsack DP), ``regret`` (per-slot gap, eq. 6) and ``cum_regret``.
 
@@ -76,6 +77,9 @@ class MultiServerChannelEnv(ClusterEnv):
     * v0: initial version.
     * v0, issue 16: Z̃ is drawn from a Beta law with mean ṽ_e and the paper's std where [0, 1] allows
       it (was a triangular law that reached a median 58–63% of it); same id, different draws.
+    * v0, issue 20: ``info["feedback"]`` has fixed shapes, ``executed`` (|E|,) bool and ``utilities``
+      (|E|,) (was ``channels``, the executed edge ids, and their utilities, whose length changed
+      from slot to slot and broke ``gym.make_vec(..., vectorization_mode="sync")``).
     """
 
     family = "multiserver-channel"
@@ -173,8 +177,7 @@ class MultiServerChannelEnv(ClusterEnv):
             self.infeasible == "repair", x, used, self._buf)
         if status != OK:
             raise ValueError(self._infeasible_message(status, where, used))
-        executed = np.flatnonzero(x)
-        utilities = self._z[executed]
+        utilities = np.where(x, self._z, 0.0)  # (E,) realised Z̃ of the executed channels, 0 elsewhere
         v = self._truth.mean_utility
         metrics = {"expected_reward": expected, "repaired": dropped, "used": used}
         if self.oracle:
@@ -187,7 +190,7 @@ class MultiServerChannelEnv(ClusterEnv):
         self._t += 1
         self._arrivals, self._z = self._slot()
         self._mask = self._arrivals[self.problem.edge_port]
-        info = {"feedback": {"channels": executed, "utilities": utilities}, "metrics": metrics,
+        info = {"feedback": {"executed": x.copy(), "utilities": utilities}, "metrics": metrics,
                 "action_mask": self._mask.copy(), "t": self._t}
         return self._obs(), reward, False, self._t >= self.horizon, info
 

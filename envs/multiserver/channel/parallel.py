@@ -25,7 +25,7 @@ class MultiServerChannelParallelEnv(ClusterParallelEnv):
 
     ## Action Space
     ``port_l``: ``MultiBinary(|E_l|)``, entry i = channel ``agent_edges[port_l][i]`` (edge order).
-    ``infos[port_l]["action_mask"]`` (|E_l|,) bool marks the allowed channels: all of them when
+    ``infos[port_l]["action_mask"]`` (|E_l|,) int8 marks the allowed channels: all of them when
     port l has a job, none otherwise (eq. 4). The mask is *not* in the observation: for a
     MultiBinary space gymnasium reads a sample mask as {0: force 0, 1: force 1, 2: free}, a
     different meaning; the port's own ``job`` bit already determines it.
@@ -50,8 +50,9 @@ class MultiServerChannelParallelEnv(ClusterParallelEnv):
     the joint selection exceeds capacity, the ports with higher index lose channels first.
 
     ## Info (per agent)
-    ``feedback``: ``channels`` (positions in the agent's action that were executed), ``edges``
-    (their global edge ids) and ``utilities`` (their realised Z̃); ``action_mask``; ``t``;
+    ``feedback`` (fixed shapes, position i = the agent's i-th channel): ``executed`` (|E_l|,) bool,
+    ``utilities`` (|E_l|,) realised Z̃ (0 where not executed) and ``edges`` (|E_l|,) the global edge
+    ids; ``action_mask`` (|E_l|,) int8 (PettingZoo's mask dtype); ``t``;
     ``metrics``: the single env's evaluation-only metrics (hidden-truth based; never for learning).
 
     ## Episode End
@@ -103,7 +104,8 @@ class MultiServerChannelParallelEnv(ClusterParallelEnv):
     # -- reward and infos -----------------------------------------------------------------------
     def _split_reward(self, reward: float, info: dict) -> dict[str, float]:
         fb = info["feedback"]
-        per_agent = np.bincount(self._edge_agent[fb["channels"]], weights=fb["utilities"],
+        ch = np.flatnonzero(fb["executed"])  # executed edge ids, ascending
+        per_agent = np.bincount(self._edge_agent[ch], weights=fb["utilities"][ch],
                                 minlength=len(self.possible_agents))  # r_l = Σ_{e∈E_l} x_e Z̃_e
         self._executed = fb
         return {a: float(per_agent[i]) for i, a in enumerate(self.possible_agents)}
@@ -112,15 +114,12 @@ class MultiServerChannelParallelEnv(ClusterParallelEnv):
         mask = info["action_mask"]
         out = {}
         if rewards is not None:
-            ch, z = self._executed["channels"], self._executed["utilities"]
-            owner = self._edge_agent[ch]
+            x, z = self._executed["executed"], self._executed["utilities"]
         for i, a in enumerate(self.possible_agents):
             edges = self.agent_edges[a]
-            d = {"action_mask": mask[edges].copy(), "t": info["t"]}
+            d = {"action_mask": mask[edges].astype(np.int8), "t": info["t"]}
             if rewards is not None:
-                mine = owner == i
-                ids = ch[mine]
-                d["feedback"] = {"channels": np.searchsorted(edges, ids), "edges": ids, "utilities": z[mine]}
+                d["feedback"] = {"executed": x[edges].copy(), "utilities": z[edges].copy(), "edges": edges.copy()}
                 d["metrics"] = info["metrics"]
             out[a] = d
         return out

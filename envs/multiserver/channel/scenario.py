@@ -39,7 +39,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from clustergym.core import Scenario, as_generator, check_int, check_memory, check_real, freeze
+from clustergym.core import Scenario, check_known, as_generator, check_int, check_memory, check_real, freeze
 
 __all__ = ["ChannelProblem", "ChannelTruth", "channel_truth", "make_channel_scenario", "CHANNEL_SCENARIOS", "PAPER_DEFAULTS"]
 
@@ -163,8 +163,7 @@ def _validate(p: dict) -> dict:
 def make_channel_scenario(name: str = "paper", seed: int | np.random.Generator | None = 0, **params) -> Scenario:
     """Build a P1 scenario by name; ``params`` override the named defaults (validated)."""
     if name == "toy":
-        if params:
-            raise ValueError(f"scenario 'toy' takes no parameters, got {', '.join(params)}")
+        check_known(params, (), "toy")  # the toy scenario takes no parameters
         return _toy()
     if name == "alibaba-v2023":  # trace preset (SPEC §9); built in clustergym.envs.traces.alibaba
         from clustergym.envs.traces.alibaba import channel_scenario_from_preset
@@ -172,10 +171,7 @@ def make_channel_scenario(name: str = "paper", seed: int | np.random.Generator |
         return channel_scenario_from_preset(seed=seed, **params)
     if name != "paper":
         raise ValueError(f"scenario={name!r} is invalid: expected one of {', '.join(map(repr, CHANNEL_SCENARIOS))}")
-    unknown = set(params) - set(PAPER_DEFAULTS)
-    if unknown:
-        raise ValueError(f"unknown scenario parameter(s) {', '.join(sorted(unknown))}; "
-                         f"valid: {', '.join(PAPER_DEFAULTS)}")
+    check_known(params, PAPER_DEFAULTS, name)
     p = _validate({**PAPER_DEFAULTS, **params})
     rng = as_generator(seed)
     L, R, K = p["num_ports"], p["num_servers"], p["num_device_types"]
