@@ -62,9 +62,13 @@ def check_known(params: dict, valid, scenario: str | None = None) -> None:
     the scenario parameters ``valid`` and the env's own :data:`ENV_KWARGS`."""
     unknown = set(params) - set(valid)
     if unknown:
-        where = f" for scenario {scenario!r}" if scenario else ""
+        names = ", ".join(repr(k) for k in sorted(unknown))
+        # Python's own wording ("got an unexpected keyword argument 'x'"), which clients match on.
+        head = (f"got an unexpected keyword argument {names}" if len(unknown) == 1
+                else f"got unexpected keyword arguments {names}")
+        where = f" of scenario {scenario!r}" if scenario else ""
         raise UnknownParameterError(
-            f"unknown scenario parameter(s) {', '.join(sorted(unknown))}{where}; valid keyword arguments: "
+            f"{head} (not an env argument nor a scenario parameter{where}); valid keyword arguments: "
             f"{', '.join(ENV_KWARGS)} and " + (f"the scenario parameters {', '.join(valid)}" if len(valid)
                                               else "no scenario parameters"))
 

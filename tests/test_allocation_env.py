@@ -93,7 +93,7 @@ def test_large_preset_and_density_kwarg():
     (dict(density=0.5), r"density=0\.5 is invalid"),
     (dict(utility="cubic"), r"utility='cubic' is invalid"),
     (dict(num_device_types=9), r"num_device_types=9 is invalid"),
-    (dict(bogus=1), r"unknown scenario parameter\(s\) bogus"),
+    (dict(bogus=1), r"unexpected keyword argument 'bogus'"),
     (dict(scenario="nope"), r"scenario='nope' is invalid"),
 ])
 def test_invalid_parameters_raise_naming_parameter(kw, msg):

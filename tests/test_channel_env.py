@@ -36,7 +36,7 @@ def test_kwargs_override_scenario():
     (dict(channel_prob=0.0), r"channel_prob=0\.0 is invalid"),
     (dict(capacity_ratio=2), r"capacity_ratio=2 is invalid"),
     (dict(demand_max=0), r"demand_max=0 is invalid"),
-    (dict(bogus=1), r"unknown scenario parameter\(s\) bogus"),
+    (dict(bogus=1), r"unexpected keyword argument 'bogus'"),
     (dict(scenario="nope"), r"scenario='nope' is invalid"),
 ])
 def test_invalid_parameters_raise_naming_parameter(kw, name):
