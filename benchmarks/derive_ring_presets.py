@@ -1,11 +1,11 @@
 """Derive the compact P3 presets shipped in ``envs/traces/presets/`` from the public traces.
 
 Usage: ``python benchmarks/derive_ring_presets.py /path/to/traces`` (the folder holding
-``philly-pollux/`` and ``tiresias/``). Writes ``ring_philly.json`` and ``ring_tiresias60.json``.
+``philly-pollux/`` and ``tiresias/``). Writes ``philly.json`` and ``tiresias-60.json``.
 
-* ``ring_philly.json``: 2,000 consecutive submissions of the Philly virtual cluster with the most
+* ``philly.json``: 2,000 consecutive submissions of the Philly virtual cluster with the most
   multi-GPU jobs (``6c71a0``, 10% multi-GPU), starting at the trace's median submit time: submit offsets (s) and GPU counts.
-* ``ring_tiresias60.json``: the 60 jobs of ``60_job.csv`` and the ``n32g4.csv`` cluster shape.
+* ``tiresias-60.json``: the 60 jobs of ``60_job.csv`` and the ``n32g4.csv`` cluster shape.
 """
 
 from __future__ import annotations
@@ -47,7 +47,7 @@ def main(root: str) -> None:
         "cluster": {"num_switch": cl.num_switch, "num_node_p_switch": cl.num_node_p_switch,
                     "num_gpu_p_node": cl.num_gpu_p_node},
     }
-    for name, obj in (("ring_philly.json", philly), ("ring_tiresias60.json", tiresias)):
+    for name, obj in (("philly.json", philly), ("tiresias-60.json", tiresias)):
         with open(os.path.join(OUT, name), "w") as f:
             json.dump(obj, f, separators=(",", ":"))
         print("wrote", os.path.join(OUT, name))

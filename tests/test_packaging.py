@@ -90,8 +90,8 @@ def test_wheel_builds_passes_twine_and_runs_from_outside_the_repo(tmp_path):
     whl = wheels[0]
     names = zipfile.ZipFile(whl).namelist()
     for need in ("clustergym/py.typed", "clustergym/envs/traces/presets/alibaba-v2023.json",
-                 "clustergym/envs/traces/presets/ring_philly.json",
-                 "clustergym/envs/traces/presets/ring_tiresias60.json"):
+                 "clustergym/envs/traces/presets/philly.json",
+                 "clustergym/envs/traces/presets/tiresias-60.json"):
         assert need in names, need
     assert any(n.endswith(".dist-info/licenses/LICENSE") for n in names)
     assert not any(n.split("/")[0] in ("envs", "agents", "baselines", "tests") for n in names)  # no generic top-level

@@ -52,7 +52,7 @@ def test_real_tiresias_files_match_the_shipped_preset():
     j = load_tiresias_jobs(os.path.join(REAL, "60_job.csv"))
     c = load_tiresias_cluster(os.path.join(REAL, "n32g4.csv"))
     assert len(j) == 60 and (c.num_switch, c.num_node_p_switch, c.num_gpu_p_node) == (1, 32, 4)
-    pre = os.path.join(os.path.dirname(__file__), "..", "envs", "traces", "presets", "ring_tiresias60.json")
+    pre = os.path.join(os.path.dirname(__file__), "..", "envs", "traces", "presets", "tiresias-60.json")
     with open(pre) as f:
         d = json.load(f)
     assert d["num_gpu"] == j.num_gpu.tolist() and np.allclose(d["submit_seconds"], j.submit)

@@ -235,7 +235,7 @@ def make_ring_scenario(name: str = "paper", seed: int | np.random.Generator | No
     rng = as_generator(seed)
     truth_kw: dict = {}
     if name == "tiresias-60":
-        pre = _load_preset("ring_tiresias60.json")
+        pre = _load_preset("tiresias-60.json")
         cl = pre["cluster"]
         S = cl["num_switch"] * cl["num_node_p_switch"]
         if p["num_servers"] != S:
@@ -255,7 +255,7 @@ def make_ring_scenario(name: str = "paper", seed: int | np.random.Generator | No
         R = min(R, p["num_servers"])
         topo = _topology(rng, p, p["num_servers"], R)
         if name == "philly":
-            pre = _load_preset("ring_philly.json")
+            pre = _load_preset("philly.json")
             sub = np.asarray(pre["submit_seconds"], dtype=np.float64)
             rate_trace = (sub.size - 1) / max(sub[-1], 1e-9)  # jobs per second
             truth_kw = dict(trace_slot=np.floor(sub * rate_trace / p["arrival_rate"]).astype(np.int64),
