@@ -116,3 +116,36 @@ def test_wheel_builds_passes_twine_and_runs_from_outside_the_repo(tmp_path):
     res = json.loads((out / "results.json").read_text())
     assert res["instances"] == [0, 1, 2] and len(res["runs"]) == 6
     assert not (src / ".venv").exists()
+
+
+def test_core_install_in_a_fresh_venv_runs_without_torch(tmp_path):
+    """Issue 20, must-show 3: ``pip install .`` (core only, non-editable) into a fresh venv pulls no
+    torch/SB3, imports clustergym, makes and steps every env and runs ``clustergym run`` with a paper
+    agent and random. Dependencies come from the package registry (pip's cache makes it ~40 s)."""
+    src, venv, outside = tmp_path / "src", tmp_path / "venv", tmp_path / "elsewhere"
+    src.mkdir()
+    outside.mkdir()
+    _copy_repo(str(src))
+    _run([sys.executable, "-m", "venv", str(venv)])
+    py = str(venv / "bin" / "python")
+    r = subprocess.run([py, "-m", "pip", "install", "-q", "-c", str(src / "constraints.txt"), str(src)],
+                       capture_output=True, text=True, timeout=900)
+    assert r.returncode == 0, r.stderr[-3000:]
+    listed = _run([py, "-m", "pip", "list", "--format=json"]).stdout
+    names = {p["name"].lower() for p in json.loads(listed)}
+    assert {"clustergym", "gymnasium", "numpy", "pettingzoo"} <= names
+    assert not names & {"torch", "stable-baselines3", "stable_baselines3", "tensorboard", "sb3-contrib"}, names
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}
+    check = ("import sys, gymnasium as gym, clustergym\n"
+             "from clustergym.envs import ENV_IDS\n"
+             "for e in ENV_IDS:\n"
+             "    env = gym.make(e, horizon=5); env.reset(seed=0); env.action_space.seed(0)\n"
+             "    env.step(env.action_space.sample())\n"
+             "print(clustergym.__file__, 'torch' in sys.modules)\n")
+    out = _run([py, "-c", check], cwd=outside, env=env).stdout.split()
+    assert out[-1] == "False" and not out[-2].startswith(str(src)) and str(venv) in out[-2]
+    _run([str(venv / "bin" / "clustergym"), "run", "clustergym/MultiServerChannel-v0", "--agents", "esdp,random",
+          "--seeds", "0-1", "--horizon", "30", "--out", str(outside / "run"), "--no-plots", "--no-progress"],
+         cwd=outside, env=env)
+    res = json.loads((outside / "run" / "results.json").read_text())
+    assert sorted({r["agent"] for r in res["runs"]}) == ["esdp", "random"] and len(res["runs"]) == 4
