@@ -56,6 +56,8 @@ class EnvEntry:
     """``"module:function"`` building the PettingZoo ``ParallelEnv`` from the single env's kwargs, or None."""
     kwargs: Mapping[str, Any] = field(default_factory=dict)
     """Default kwargs passed to the entry point."""
+    check_kwargs: Mapping[str, Any] = field(default_factory=dict)
+    """Kwargs of a small instance for quick contract checks (``tests/test_contracts.py``, ``clustergym.testing``)."""
 
     def register_kwargs(self) -> dict:
         """The keyword arguments of ``gymnasium.register`` for this id."""

@@ -13,7 +13,8 @@ FAMILY = FamilySpec(
     envs=(EnvEntry(id="clustergym/MultiServerAllocation-v0",
                    entry_point=f"{_PKG}.env:MultiServerAllocationEnv",
                    vector_entry_point=f"{_PKG}.vector:MultiServerAllocationVectorEnv",
-                   parallel_entry_point=f"{_PKG}.parallel:parallel_env"),  # servers as agents
+                   parallel_entry_point=f"{_PKG}.parallel:parallel_env",  # servers as agents
+                   check_kwargs={"num_servers": 16}),
           ),
     scenario=f"{_PKG}.scenario:make_allocation_scenario",
     drl_hooks=f"{_PKG}.drl_hooks",

@@ -13,7 +13,8 @@ FAMILY = FamilySpec(
     envs=(EnvEntry(id="clustergym/MultiServerChannel-v0",
                    entry_point=f"{_PKG}.env:MultiServerChannelEnv",
                    vector_entry_point=f"{_PKG}.vector:MultiServerChannelVectorEnv",
-                   parallel_entry_point=f"{_PKG}.parallel:parallel_env"),  # ports as agents
+                   parallel_entry_point=f"{_PKG}.parallel:parallel_env",  # ports as agents
+                   check_kwargs={"num_servers": 12}),
           ),
     scenario=f"{_PKG}.scenario:make_channel_scenario",
     drl_hooks=f"{_PKG}.drl_hooks",
