@@ -8,7 +8,10 @@ from clustergym import envs as _envs  # noqa: E402,F401  (registers the shipped 
 from clustergym.envs import ENV_IDS  # noqa: E402
 from clustergym.family import load_plugins as _load_plugins  # noqa: E402
 
-_load_plugins(entry_points=False)  # user families named in $CLUSTERGYM_PLUGINS (entry points: CLI, workers)
+try:  # user families named in $CLUSTERGYM_PLUGINS (entry points: read by the CLI and the runner's workers)
+    _load_plugins(entry_points=False)
+except ValueError:  # a broken plugin must not break ``import clustergym``: the CLI reports it (one line, exit 2),
+    pass  # and so does an explicit clustergym.family.load_plugins()
 
 
 def evaluate(*args, **kwargs):
