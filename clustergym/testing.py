@@ -17,8 +17,10 @@ The contracts are SPEC §3.2–3.3 and §11 (docs/architecture.md):
   (no ValueError, nothing repaired), it never reads ``info["metrics"]`` (it gets an info whose
   ``"metrics"`` raises on access), and the same seed gives the same actions.
 
-An env is given as a registered id (built with ``gym.make(id, **env_kwargs)``), or as a zero-argument
-callable returning a fresh env.
+An env is given as a registered id (built with ``gym.make(id, **env_kwargs)``), as an env object (each
+check works on deep copies of it) or as a zero-argument callable returning a fresh env. The checks that
+need other constructor kwargs (a short horizon, render modes, bad kwargs) build them from an id only;
+for an object or a callable they use its own horizon and skip render/kwargs checks.
 """
 
 from __future__ import annotations
@@ -82,10 +84,10 @@ def _factory(env: Any, env_kwargs: dict | None) -> Callable[..., gym.Env]:
 
         base = dict(env_kwargs or {})
         return lambda **kw: gym.make(env, **{**base, **kw})
-    if isinstance(env, gym.Env):
-        raise TypeError("pass an env id or a zero-argument callable returning a fresh env (the checks need "
-                        "several independent envs), not an env object")
-    if not callable(env):
+    if isinstance(env, gym.Env):  # the checks need several independent envs: deep copies of this one
+        proto = copy.deepcopy(env)
+        env = lambda: copy.deepcopy(proto)  # noqa: E731
+    elif not callable(env):
         raise TypeError(f"expected an env id or a callable, got {type(env).__name__}")
 
     def make(**kw):
@@ -237,8 +239,8 @@ def check_bad_kwargs(env: Any, env_kwargs: dict | None = None) -> None:
 
 def check_env(env: Any, env_kwargs: dict | None = None, *, steps: int = 100, sb3: bool = True,
               render: bool = True) -> None:
-    """Every env check of this module on ``env`` (an id, or a zero-argument callable returning a fresh env;
-    the checks that need other kwargs — horizon, render mode, bad kwargs — run only for an id)."""
+    """Every env check of this module on ``env`` (an id, an env object or a zero-argument callable returning a
+    fresh env; the checks that need other kwargs — render modes, bad kwargs — run only for an id)."""
     is_id = isinstance(env, str)
     check_gymnasium_api(env, env_kwargs)
     if sb3:

@@ -201,3 +201,23 @@ def test_an_installed_family_registers_through_its_entry_point(toy_pkg):
     out = _cli(["list"], toy_pkg, plugins=None)
     assert out.returncode == 0, out.stderr
     assert f"{TOY_ID}\n    agents: random" in out.stdout
+
+
+def test_checkers_take_env_objects_and_catch_a_broken_env(toy_pkg):
+    """``check_env`` on an env object (deep copies of it), and a toy env that draws from numpy's global RNG
+    instead of ``self.np_random`` fails the same-seed check."""
+    import numpy as np
+    import toyfam
+
+    clustergym.register_family(toyfam.FAMILY)
+    testing.check_env(gym.make(TOY_ID, horizon=30), steps=40)
+
+    class GlobalRNG(toyfam.TwoMachineEnv):
+        def step(self, action):
+            obs, r, term, trunc, info = super().step(action)
+            return obs, r + float(np.random.random()), term, trunc, info
+
+    with pytest.raises(AssertionError, match="same seed"):
+        testing.check_determinism(lambda: GlobalRNG(horizon=30), steps=20)
+    with pytest.raises(AssertionError, match="same seed"):
+        testing.check_env(GlobalRNG(horizon=30), steps=20)
