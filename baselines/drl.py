@@ -4,7 +4,8 @@ Three pieces, shared by training and evaluation so that a saved model sees at ev
 the observations it was trained on:
 
 * :class:`EmpiricalStats` — the statistics a learner needs but the raw observation lacks, updated
-  only from what a real scheduler sees (observations and ``info["feedback"]``, never metrics):
+  only from what a real scheduler sees (observations and ``info["feedback"]``, never metrics); each
+  family's ``drl_hooks.Stats`` (named by its ``FamilySpec``) computes them:
 
   =========================  =====================================================================
   family                     statistics appended (all in [0, 1] or means of observed quantities)
@@ -218,8 +219,9 @@ def _box_bounds(family: str, problem, space=None) -> tuple[np.ndarray, np.ndarra
 def sb3_mask(family: str, info: dict) -> np.ndarray | None:
     """The flat per-value action mask sb3-contrib expects, from public ``info["action_mask"]``.
 
-    Equals ``env.action_masks()`` (tested): P1 gives a per-channel mask (|E|,) -> per channel
-    [0 allowed, 1 allowed]; P4's info mask is already per machine [idle, slot 1..J].
+    The family's ``drl_hooks.sb3_mask`` maps it; equals ``env.action_masks()`` (tested): P1 gives a
+    per-channel mask (|E|,) -> per channel [0 allowed, 1 allowed]; P4's info mask is already per machine
+    [idle, slot 1..J].
     """
     m = info.get("action_mask")
     if m is None:

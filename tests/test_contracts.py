@@ -42,3 +42,29 @@ def test_step_info_has_feedback_and_metrics(env_id):
 def test_agent_contract(env_id, agent):
     """Feasible under infeasible="raise", never reads info["metrics"], same seed -> same actions."""
     testing.check_agent(agent, env_id, small(env_id), steps=60)
+
+
+@pytest.mark.parametrize("spec", clustergym.family_specs(), ids=lambda f: f.name)
+def test_family_spec_references_resolve(spec):
+    """Every lazy "module:attr" of a FamilySpec imports, and names what it says it names."""
+    import importlib
+
+    from clustergym.core import Scenario
+    from clustergym.experiments import list_papers
+
+    def load(ep):
+        mod, _, attr = ep.partition(":")
+        return getattr(importlib.import_module(mod), attr)
+
+    assert isinstance(spec.scenario_factory()("paper", 0), Scenario)
+    for e in spec.envs:
+        assert load(e.entry_point).family == spec.name, e.id
+        if e.vector_entry_point:
+            assert load(e.vector_entry_point).family == spec.name, e.id
+        if e.parallel_entry_point:
+            assert callable(load(e.parallel_entry_point)), e.id
+    if spec.drl_hooks:
+        hooks = spec.hooks()
+        assert any(hasattr(hooks, h) for h in ("Stats", "sb3_mask", "box_bounds")), spec.drl_hooks
+    if spec.experiment:
+        assert spec.experiment in list_papers(), spec.experiment
