@@ -4,7 +4,8 @@ Three pieces, shared by training and evaluation so that a saved model sees at ev
 the observations it was trained on:
 
 * :class:`EmpiricalStats` — the statistics a learner needs but the raw observation lacks, updated
-  only from what a real scheduler sees (observations and ``info["feedback"]``, never metrics):
+  only from what a real scheduler sees (observations and ``info["feedback"]``, never metrics); each
+  family's ``drl_hooks.Stats`` (named by its ``FamilySpec``) computes them:
 
   =========================  =====================================================================
   family                     statistics appended (all in [0, 1] or means of observed quantities)
@@ -55,12 +56,13 @@ from clustergym.agent import BaseAgent, env_family
 __all__ = ["ALGOS", "EmpiricalStats", "ObsPipeline", "DRLObservation", "SB3Agent", "make_train_env", "train",
            "sb3_mask", "plot_training_curve"]
 
-# algo -> (module, class, families it supports; None = every family)
-ALGOS: dict[str, tuple[str, str, tuple[str, ...] | None]] = {
+# algo -> (module, class, the family DRL hook it needs; None = every family). A family supports SAC when
+# its FamilySpec.drl_hooks define ``box_bounds`` (Box actions) and MaskablePPO when they define ``sb3_mask``.
+ALGOS: dict[str, tuple[str, str, str | None]] = {
     "ppo": ("stable_baselines3", "PPO", None),
     "a2c": ("stable_baselines3", "A2C", None),
-    "sac": ("stable_baselines3", "SAC", ("multiserver-allocation",)),
-    "maskable_ppo": ("sb3_contrib", "MaskablePPO", ("multiserver-channel", "approxjobs")),
+    "sac": ("stable_baselines3", "SAC", "box_bounds"),
+    "maskable_ppo": ("sb3_contrib", "MaskablePPO", "sb3_mask"),
 }
 SIDE_CAR = "clustergym.json"
 NORM_FILE = "vecnormalize.npz"
@@ -83,78 +85,56 @@ def check_algo(algo: str, family: str) -> None:
     """ValueError unless ``algo`` can train on ``family`` (SPEC §8)."""
     if algo not in ALGOS:
         raise ValueError(f"algo={algo!r} is invalid: expected one of {', '.join(ALGOS)}")
-    fams = ALGOS[algo][2]
-    if fams is not None and family not in fams:
+    need = ALGOS[algo][2]
+    if need is not None and _hook(family, need) is None:
+        from clustergym.family import family_specs
+
+        fams = tuple(f.name for f in family_specs() if f.hook(need) is not None)
         raise ValueError(f"algo {algo!r} supports the families {', '.join(fams)}, not {family!r} "
                          f"(SAC needs Box actions; MaskablePPO needs discrete actions with masks)")
 
 
 # -- empirical statistics ------------------------------------------------------------------------
+def _hook(family: str, name: str):
+    """The family's DRL hook ``name`` (``FamilySpec.drl_hooks``), or None (no hook, or an unknown family)."""
+    from clustergym.family import FAMILIES
+
+    spec = FAMILIES.get(family)
+    return None if spec is None else spec.hook(name)
+
+
 class EmpiricalStats:
-    """Running statistics from observations and feedback only (see the module docstring)."""
+    """Running statistics from observations and feedback only (see the module docstring).
+
+    The family's ``drl_hooks.Stats`` holds and updates them; a family without it appends nothing.
+    """
 
     def __init__(self, family: str, problem: Any):
         self.family = family
         self.problem = problem
-        if family == "multiserver-channel":
-            self.size = 2 * problem.num_edges + problem.num_ports
-        elif family == "multiserver-allocation":
-            self.size = 2 * problem.num_ports
-        elif family == "approxjobs":
-            self.size = 2 * problem.num_machines
-        else:
-            self.size = 0
+        cls = _hook(family, "Stats")
+        self._impl = None if cls is None else cls(problem)
+        self.size = 0 if self._impl is None else int(self._impl.size)
         self.reset()
 
     def reset(self) -> None:
-        pb = self.problem
         self.t = 0
-        if self.family == "multiserver-channel":
-            self.n = np.zeros(pb.num_edges)
-            self.sum = np.zeros(pb.num_edges)
-            self.jobs = np.zeros(pb.num_ports)
-        elif self.family == "multiserver-allocation":
-            self.jobs = np.zeros(pb.num_ports)
-            self.sum = np.zeros(pb.num_ports)
-        elif self.family == "approxjobs":
-            self.n = np.zeros(pb.num_machines)
-            self.sum = np.zeros(pb.num_machines)
+        if self._impl is not None:
+            self._impl.reset()
 
     def update(self, obs: dict, info: dict) -> None:
         """After a step: ``obs`` is the *previous* observation (the slot just played), ``info`` its
         step info (only ``feedback`` is read)."""
         fb = info.get("feedback", {})
         self.t += 1
-        if self.family == "multiserver-channel":
-            if "executed" in fb:
-                x = np.asarray(fb["executed"], dtype=bool)
-                self.n[x] += 1.0
-                self.sum[x] += np.asarray(fb["utilities"], dtype=np.float64)[x]
-            self.jobs += np.asarray(obs["arrivals"], dtype=np.float64)
-        elif self.family == "multiserver-allocation":
-            x = np.asarray(obs["arrivals"], dtype=np.float64)
-            self.jobs += x
-            self.sum += np.asarray(fb.get("port_reward", np.zeros_like(x)), dtype=np.float64) * x
-        elif self.family == "approxjobs":
-            if "executed" in fb:
-                m = np.asarray(fb["executed"], dtype=bool)
-                self.n[m] += 1.0
-                self.sum[m] += np.asarray(fb["work"], dtype=np.float64)[m]
+        if self._impl is not None:
+            self._impl.update(obs, fb)
 
     def vector(self) -> np.ndarray:
         if self.size == 0:
             return np.zeros(0, dtype=np.float32)
         t = max(self.t, 1)
-        if self.family == "multiserver-channel":
-            mean = np.divide(self.sum, self.n, out=np.zeros_like(self.sum), where=self.n > 0)
-            parts = (mean, self.n / t, self.jobs / t)
-        elif self.family == "multiserver-allocation":
-            mean = np.divide(self.sum, self.jobs, out=np.zeros_like(self.sum), where=self.jobs > 0)
-            parts = (self.jobs / t, mean)
-        else:
-            mean = np.divide(self.sum, self.n, out=np.zeros_like(self.sum), where=self.n > 0)
-            parts = (mean, self.n / t)
-        return np.concatenate(parts).astype(np.float32)
+        return np.concatenate(self._impl.parts(t)).astype(np.float32)
 
 
 class ObsPipeline:
@@ -226,11 +206,11 @@ class RescaleBox(gym.ActionWrapper):
 
 
 def _box_bounds(family: str, problem, space=None) -> tuple[np.ndarray, np.ndarray]:
-    """Exact (float64) bounds of a Box action: P2's [0, a_l^k] of eq. 3 (the float32 space bounds
-    can round a up by more than the env's feasibility tolerance)."""
-    if family == "multiserver-allocation":
-        hi = np.asarray(problem.edge_demand, dtype=np.float64)
-        return np.zeros_like(hi), hi
+    """Exact (float64) bounds of a Box action: the family's ``box_bounds`` hook (P2's [0, a_l^k] of eq. 3: the
+    float32 space bounds can round a up by more than the env's feasibility tolerance), else the space's."""
+    bounds = _hook(family, "box_bounds")
+    if bounds is not None:
+        return bounds(problem)
     if space is None:
         raise ValueError(f"no Box action bounds known for family {family!r}")
     return space.low.astype(np.float64), space.high.astype(np.float64)
@@ -239,18 +219,18 @@ def _box_bounds(family: str, problem, space=None) -> tuple[np.ndarray, np.ndarra
 def sb3_mask(family: str, info: dict) -> np.ndarray | None:
     """The flat per-value action mask sb3-contrib expects, from public ``info["action_mask"]``.
 
-    Equals ``env.action_masks()`` (tested): P1 gives a per-channel mask (|E|,) -> per channel
-    [0 allowed, 1 allowed]; P4's info mask is already per machine [idle, slot 1..J].
+    The family's ``drl_hooks.sb3_mask`` maps it; equals ``env.action_masks()`` (tested): P1 gives a
+    per-channel mask (|E|,) -> per channel [0 allowed, 1 allowed]; P4's info mask is already per machine
+    [idle, slot 1..J].
     """
     m = info.get("action_mask")
     if m is None:
         return None
     m = np.asarray(m, dtype=bool)
-    if family == "multiserver-channel":
-        return np.stack([np.ones_like(m), m], axis=1).reshape(-1)
-    if family == "approxjobs":
-        return m
-    raise ValueError(f"no MaskablePPO mask for family {family!r}")
+    hook = _hook(family, "sb3_mask")
+    if hook is None:
+        raise ValueError(f"no MaskablePPO mask for family {family!r}")
+    return hook(m)
 
 
 def make_train_env(env_id: str, env_kwargs: dict | None = None, *, algo: str = "ppo", stats: bool = True,
@@ -407,16 +387,16 @@ def plot_training_curve(run_dir: str, path: str | None = None, reference: dict[s
 def _check_side_car(meta, side: str) -> None:
     """The side-car is data from a file: its env id must be a registered clustergym id (gym.make would
     import any module named in an id like ``"pkg:Env-v0"``) and its family that id's family."""
-    import clustergym
+    from clustergym.family import env_ids
 
     if not isinstance(meta, dict):
         raise ValueError(f"{side}: expected a JSON object")
     missing = [k for k in ("env_id", "family", "algo", "stats", "env_kwargs") if k not in meta]
     if missing:
         raise ValueError(f"{side}: missing field(s) {', '.join(missing)}; was it written by 'clustergym train'?")
-    if meta["env_id"] not in clustergym.ENV_IDS:
+    if meta["env_id"] not in env_ids():
         raise ValueError(f"{side}: env_id {meta['env_id']!r} is not a clustergym env "
-                         f"(expected one of {', '.join(clustergym.ENV_IDS)})")
+                         f"(expected one of {', '.join(env_ids())})")
     if meta["family"] != env_family(meta["env_id"]):
         raise ValueError(f"{side}: family {meta['family']!r} does not match env_id {meta['env_id']!r}")
     if not isinstance(meta["env_kwargs"], dict):

@@ -20,9 +20,8 @@ import shutil
 import clustergym
 from clustergym.agent import list_agents
 from clustergym.baselines.drl import plot_training_curve
+from clustergym.family import family_spec
 
-PAPER_AGENT = {"multiserver-channel": "esdp", "multiserver-allocation": "ogasched", "ringallreduce": "gadget",
-               "approxjobs": "opm"}
 # The paper agents' documented options shown beside the faithful version ({T} = the episode length).
 PAPER_OPTIONS = {"multiserver-channel": ["esdp[only_active=true]"],
                  "multiserver-allocation": ["ogasched[lr=eq26,horizon={T}]"]}
@@ -48,7 +47,7 @@ def main() -> None:
         env_id, fam = meta["env_id"], meta["family"]
         env_kwargs = {k: v for k, v in meta["env_kwargs"].items() if k != "horizon"}
         horizon = int(meta["env_kwargs"].get("horizon", 2000))
-        paper = PAPER_AGENT[fam]
+        paper = family_spec(fam).paper_agent
         model = f"sb3:{run}/model.zip"
         options = [o.format(T=horizon) for o in PAPER_OPTIONS.get(fam, [])]
         agents = [model, paper, *options, *[a for a in list_agents(env_id) if a != paper]]

@@ -3,8 +3,15 @@
 __version__ = "0.1.0"
 
 from clustergym.agent import Agent, BaseAgent, list_agents, register_agent  # noqa: E402
-from clustergym import envs as _envs  # noqa: E402,F401  (registers the env ids)
+from clustergym.family import EnvEntry, FamilySpec, env_ids, family_specs, register_family  # noqa: E402
+from clustergym import envs as _envs  # noqa: E402,F401  (registers the shipped families' env ids)
 from clustergym.envs import ENV_IDS  # noqa: E402
+from clustergym.family import load_plugins as _load_plugins  # noqa: E402
+
+try:  # user families named in $CLUSTERGYM_PLUGINS (entry points: read by the CLI and the runner's workers)
+    _load_plugins(entry_points=False)
+except ValueError:  # a broken plugin must not break ``import clustergym``: the CLI reports it (one line, exit 2),
+    pass  # and so does an explicit clustergym.family.load_plugins()
 
 
 def evaluate(*args, **kwargs):
@@ -14,4 +21,5 @@ def evaluate(*args, **kwargs):
     return _evaluate(*args, **kwargs)
 
 
-__all__ = ["Agent", "BaseAgent", "ENV_IDS", "evaluate", "list_agents", "register_agent", "__version__"]
+__all__ = ["Agent", "BaseAgent", "ENV_IDS", "EnvEntry", "FamilySpec", "env_ids", "evaluate", "family_specs",
+           "list_agents", "register_agent", "register_family", "__version__"]

@@ -73,9 +73,14 @@ def _load(entry_point: str):
 
 
 def env_family(env_id: str) -> str:
-    """The problem family of a registered env id (its class attribute ``family``)."""
+    """The problem family of a registered env id (its ``FamilySpec``; for an id registered with Gymnasium
+    directly, its class attribute ``family``)."""
     import clustergym.envs  # noqa: F401  (registers the ids)
+    from clustergym.family import env_entry
 
+    found = env_entry(env_id)
+    if found is not None:
+        return found[0].name
     try:
         spec = gym.spec(env_id)
     except gym.error.Error:

@@ -143,10 +143,10 @@ def _split_agents(text: str) -> list[str]:
 
 
 def cmd_list(args) -> int:
-    import clustergym
     from clustergym.agent import list_agents
+    from clustergym.family import env_ids
 
-    for env_id in clustergym.ENV_IDS:
+    for env_id in env_ids():
         print(f"{env_id}\n    agents: {', '.join(list_agents(env_id))}")
     return 0
 
@@ -339,6 +339,16 @@ def main(argv: list[str] | None = None) -> int:
 
     parser = build_parser()
     args = parser.parse_args(argv)
+    try:  # user families: $CLUSTERGYM_PLUGINS and the entry-point group clustergym.families
+        from clustergym.family import load_plugins
+
+        load_plugins()
+    except Exception as exc:  # noqa: BLE001 - a broken plugin is one line too, unless --debug
+        if args.debug:
+            raise
+        print(f"clustergym: error: plugin: {str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__}",
+              file=sys.stderr)
+        return 2
     old = None
     if threading.current_thread() is threading.main_thread():
         # SIGTERM stops a run like Ctrl-C: the worker processes are terminated, nothing half-written is left.

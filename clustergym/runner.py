@@ -398,6 +398,9 @@ def _worker_init() -> None:
     import signal
 
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    from clustergym.family import load_plugins
+
+    load_plugins()  # user families registered by entry point (spawned workers start from a fresh import)
 
 
 def terminate_pool(ex: ProcessPoolExecutor, timeout: float = 5.0) -> None:

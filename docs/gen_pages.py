@@ -34,13 +34,14 @@ import numpy as np
 
 DOCS = os.path.dirname(os.path.abspath(__file__))
 
-# Which paper page documents each family (the pages are written by hand beside these ones).
-PAPER_PAGE = {
-    "multiserver-channel": ("ESDP", "esdp.md", "esdp"),
-    "multiserver-allocation": ("OGASched", "ogasched.md", "ogasched"),
-    "ringallreduce": ("GADGET", "gadget.md", "gadget"),
-    "approxjobs": ("OPM", "opm.md", "opm"),
-}
+
+def _paper_page(family: str) -> tuple[str, str, str]:
+    """(paper, paper page, experiment) of a family, from its FamilySpec (the pages are written by hand)."""
+    from clustergym.family import FAMILIES
+
+    f = FAMILIES.get(family)
+    return ("", "", "") if f is None else (f.paper, f.paper_file or "", f.experiment or "")
+
 
 # The equations of each agent, with the paper's equation numbers (papers in ../shared/papers/).
 # Keys are (name, family) or name for every family. Text in Markdown with Unicode math (the site
@@ -302,7 +303,7 @@ def env_page(env_id: str) -> str:
     cls = _load(spec.entry_point)
     fam = cls.family
     short = _short(env_id)
-    paper, paper_md, _ = PAPER_PAGE.get(fam, ("", "", ""))
+    paper, paper_md, _ = _paper_page(fam)
     summary = _summary(cls)
     defaults, scen_names, smod = _scenario_defaults(cls)
     sig = inspect.signature(cls.__init__)

@@ -1,26 +1,25 @@
-"""clustergym environments. Importing ``clustergym`` registers every id below."""
+"""clustergym environments. Importing ``clustergym`` registers every id of every family below.
 
-from gymnasium.envs.registration import register, registry
+A family is one folder exporting ``FAMILY`` (a :class:`clustergym.family.FamilySpec`) from its
+``__init__.py``; adding a shipped family is that folder plus one line in ``FAMILY_PACKAGES``. A user's
+own family registers with ``clustergym.register_family(spec)`` (docs/architecture.md).
+"""
 
-_ENVS = [
-    dict(id="clustergym/MultiServerChannel-v0",
-         entry_point="clustergym.envs.multiserver.channel.env:MultiServerChannelEnv",
-         vector_entry_point="clustergym.envs.multiserver.channel.vector:MultiServerChannelVectorEnv",
-         kwargs={}),
-    dict(id="clustergym/MultiServerAllocation-v0",
-         entry_point="clustergym.envs.multiserver.allocation.env:MultiServerAllocationEnv",
-         vector_entry_point="clustergym.envs.multiserver.allocation.vector:MultiServerAllocationVectorEnv",
-         kwargs={}),
-    dict(id="clustergym/RingAllReduce-v0",
-         entry_point="clustergym.envs.ringallreduce.env:RingAllReduceEnv",
-         kwargs={}),
-    dict(id="clustergym/ApproxJobs-v0",
-         entry_point="clustergym.envs.approxjobs.env:ApproxJobsEnv",
-         kwargs={}),
-]
+import importlib
 
-for _spec in _ENVS:
-    if _spec["id"] not in registry:
-        register(**_spec)
+from clustergym.family import family_spec, register_family
 
-ENV_IDS = tuple(s["id"] for s in _ENVS)
+# One line per family, in the order of the papers (P1..P4).
+FAMILY_PACKAGES = (
+    "clustergym.envs.multiserver.channel",     # P1 ESDP
+    "clustergym.envs.multiserver.allocation",  # P2 OGASched
+    "clustergym.envs.ringallreduce",           # P3 GADGET
+    "clustergym.envs.approxjobs",              # P4 OPM
+)
+
+FAMILIES = tuple(register_family(importlib.import_module(_pkg).FAMILY) for _pkg in FAMILY_PACKAGES)
+
+# The shipped env ids (``clustergym.family.env_ids()`` adds those of registered user families).
+ENV_IDS = tuple(i for _f in FAMILIES for i in _f.env_ids)
+
+__all__ = ["ENV_IDS", "FAMILIES", "FAMILY_PACKAGES", "family_spec"]

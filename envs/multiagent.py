@@ -10,16 +10,36 @@ Modules load on first use, so importing ``clustergym`` does not import PettingZo
 from __future__ import annotations
 
 import importlib
+from collections.abc import Iterator, Mapping
 from typing import Any
+
+from clustergym.family import family_specs
 
 __all__ = ["PARALLEL_ENVS", "parallel_env", "parallel_env_ids"]
 
-# single-env id -> "module:constructor" of its ParallelEnv (agents in the comment)
-PARALLEL_ENVS: dict[str, str] = {
-    "clustergym/MultiServerChannel-v0": "clustergym.envs.multiserver.channel.parallel:parallel_env",  # ports
-    "clustergym/MultiServerAllocation-v0": "clustergym.envs.multiserver.allocation.parallel:parallel_env",  # servers
-    "clustergym/ApproxJobs-v0": "clustergym.envs.approxjobs.parallel:parallel_env",  # machines
-}
+
+class _ParallelIndex(Mapping):
+    """single-env id -> "module:constructor" of its ParallelEnv, read live from every registered
+    family's ``EnvEntry.parallel_entry_point`` (so a user family registered later is included)."""
+
+    def _index(self) -> dict[str, str]:
+        return {e.id: e.parallel_entry_point for f in family_specs() for e in f.envs if e.parallel_entry_point}
+
+    def __getitem__(self, env_id: str) -> str:
+        return self._index()[env_id]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._index())
+
+    def __len__(self) -> int:
+        return len(self._index())
+
+    def __repr__(self) -> str:
+        return f"PARALLEL_ENVS({self._index()!r})"
+
+
+# P1: ports as agents; P2: servers; P4: machines (docs/multiagent.md)
+PARALLEL_ENVS: Mapping[str, str] = _ParallelIndex()
 
 
 def parallel_env_ids() -> tuple[str, ...]:

@@ -16,10 +16,7 @@ from dataclasses import dataclass
 
 import clustergym
 from clustergym.agent import list_agents
-
-# The paper agent first, then the baselines the paper compares against.
-PAPER_AGENT = {"multiserver-channel": "esdp", "multiserver-allocation": "ogasched", "ringallreduce": "gadget",
-               "approxjobs": "opm"}
+from clustergym.family import family_spec
 
 
 @dataclass
@@ -39,7 +36,7 @@ class Config:
 def main(cfg: Config):
     meta = json.load(open(os.path.join(os.path.dirname(cfg.model), "clustergym.json")))
     env_id, env_kwargs = meta["env_id"], {k: v for k, v in meta["env_kwargs"].items() if k != "horizon"}
-    paper = PAPER_AGENT[meta["family"]]
+    paper = family_spec(meta["family"]).paper_agent  # the paper agent first, then the paper's baselines
     others = [a for a in list_agents(env_id) if a != paper]
     agents = [f"sb3:{cfg.model}", paper, *others]
     results = clustergym.evaluate(env_id, agents, [int(s) for s in cfg.seeds.split(",")], cfg.horizon,

@@ -44,7 +44,7 @@ def test_registered_for_the_family():
     assert set(AGENTS) <= set(list_agents(ENV))
 
 
-@pytest.mark.parametrize("name", AGENTS)
+@pytest.mark.parametrize("name", list_agents(ENV))  # every registered P4 agent (AGENTS and any new one)
 def test_agents_respect_budgets_without_repairs_and_are_deterministic(name):
     total, repaired, env, _, acts = episode(name)
     assert repaired == 0  # every agent enforces eq. 4 itself (Algorithm 1 lines 7-12)

@@ -4,7 +4,7 @@ import gymnasium as gym
 import numpy as np
 import pytest
 
-from clustergym.agent import make, public_info
+from clustergym.agent import list_agents, make, public_info
 from clustergym.envs.multiserver.channel.scenario import make_channel_scenario
 from clustergym.envs.multiserver.channel.oracle import brute_force_knapsack, knapsack_max
 
@@ -138,7 +138,7 @@ def test_oracle_dominates_every_feasible_action_and_regret_nonnegative():
         assert np.all(m["used"] <= env.problem.capacity)
 
 
-@pytest.mark.parametrize("agent", ["esdp", "hauf", "lcf", "lwtf", "random"])
+@pytest.mark.parametrize("agent", list_agents(ID))  # every registered P1 agent (esdp, hauf, lcf, lwtf, random, ...)
 def test_agents_regret_never_negative_and_actions_feasible(agent):
     env = gym.make(ID, horizon=150, num_servers=16, infeasible="raise")  # raise: agents must be feasible
     ag = make(agent, env_id=ID)

@@ -6,7 +6,7 @@ import pickle
 import numpy as np
 import pytest
 
-from clustergym.agent import make, public_info
+from clustergym.agent import list_agents, make, public_info
 from clustergym.envs.ringallreduce.env import RingAllReduceEnv
 
 SMALL = dict(num_servers=10, num_racks=2, max_jobs=8, arrival_rate=2.0)
@@ -27,8 +27,9 @@ def _run(agent_name, mode="placement", seed=0, horizon=25, **kw):
     return out, agent
 
 
-@pytest.mark.parametrize("name", ["gadget", "gadget[work_conserving=true]", "gadget[reoffer=support]", "fifo", "drf",
-                                  "drf[share=demand]", "las", "random"])
+# every registered P3 agent (gadget, fifo, drf, las, random, ...) and the option variants
+@pytest.mark.parametrize("name", [*list_agents("clustergym/RingAllReduce-v0"), "gadget[work_conserving=true]",
+                                  "gadget[reoffer=support]", "drf[share=demand]"])
 @pytest.mark.parametrize("mode", ["placement", "ring_size"])
 def test_agents_act_feasibly_and_deterministically(name, mode):
     a, _ = _run(name, mode)

@@ -1,1 +1,23 @@
 """P4: ApproxJobs (OPM paper, opm.md §III–VI)."""
+
+from clustergym.family import EnvEntry, FamilySpec
+
+__all__ = ["FAMILY"]
+
+_PKG = "clustergym.envs.approxjobs"
+
+FAMILY = FamilySpec(
+    name="approxjobs",
+    number="P4",
+    paper="OPM",
+    envs=(EnvEntry(id="clustergym/ApproxJobs-v0",
+                   entry_point=f"{_PKG}.env:ApproxJobsEnv",
+                   parallel_entry_point=f"{_PKG}.parallel:parallel_env",  # machines as agents
+                   check_kwargs={"num_machines": 10, "max_jobs": 5, "arrival_rate": 0.1}),
+          ),
+    scenario=f"{_PKG}.scenario:make_approx_scenario",
+    drl_hooks=f"{_PKG}.drl_hooks",
+    experiment="opm",
+    paper_file="opm.md",
+    paper_agent="opm",
+)

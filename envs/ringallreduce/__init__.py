@@ -1,1 +1,20 @@
 """P3: RingAllReduce-v0 (GADGET paper, gadget.md §IV–VI): fat-tree substrate, ring placement, MILP."""
+
+from clustergym.family import EnvEntry, FamilySpec
+
+__all__ = ["FAMILY"]
+
+_PKG = "clustergym.envs.ringallreduce"
+
+FAMILY = FamilySpec(
+    name="ringallreduce",
+    number="P3",
+    paper="GADGET",
+    envs=(EnvEntry(id="clustergym/RingAllReduce-v0", entry_point=f"{_PKG}.env:RingAllReduceEnv",
+                   check_kwargs={"num_servers": 10, "num_racks": 2, "max_jobs": 8, "arrival_rate": 2.0}),),
+    scenario=f"{_PKG}.scenario:make_ring_scenario",
+    drl_hooks=None,  # no statistics: the observation holds jobs, servers and links; no mask, no Box action
+    experiment="gadget",
+    paper_file="gadget.md",
+    paper_agent="gadget",
+)

@@ -1,1 +1,24 @@
 """P2 MultiServerAllocation (OGASched paper)."""
+
+from clustergym.family import EnvEntry, FamilySpec
+
+__all__ = ["FAMILY"]
+
+_PKG = "clustergym.envs.multiserver.allocation"
+
+FAMILY = FamilySpec(
+    name="multiserver-allocation",
+    number="P2",
+    paper="OGASched",
+    envs=(EnvEntry(id="clustergym/MultiServerAllocation-v0",
+                   entry_point=f"{_PKG}.env:MultiServerAllocationEnv",
+                   vector_entry_point=f"{_PKG}.vector:MultiServerAllocationVectorEnv",
+                   parallel_entry_point=f"{_PKG}.parallel:parallel_env",  # servers as agents
+                   check_kwargs={"num_servers": 16}),
+          ),
+    scenario=f"{_PKG}.scenario:make_allocation_scenario",
+    drl_hooks=f"{_PKG}.drl_hooks",
+    experiment="ogasched",
+    paper_file="ogasched.md",
+    paper_agent="ogasched",
+)

@@ -1,1 +1,24 @@
 """P1 MultiServerChannel (ESDP paper)."""
+
+from clustergym.family import EnvEntry, FamilySpec
+
+__all__ = ["FAMILY"]
+
+_PKG = "clustergym.envs.multiserver.channel"
+
+FAMILY = FamilySpec(
+    name="multiserver-channel",
+    number="P1",
+    paper="ESDP",
+    envs=(EnvEntry(id="clustergym/MultiServerChannel-v0",
+                   entry_point=f"{_PKG}.env:MultiServerChannelEnv",
+                   vector_entry_point=f"{_PKG}.vector:MultiServerChannelVectorEnv",
+                   parallel_entry_point=f"{_PKG}.parallel:parallel_env",  # ports as agents
+                   check_kwargs={"num_servers": 12}),
+          ),
+    scenario=f"{_PKG}.scenario:make_channel_scenario",
+    drl_hooks=f"{_PKG}.drl_hooks",
+    experiment="esdp",
+    paper_file="esdp.md",
+    paper_agent="esdp",
+)

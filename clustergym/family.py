@@ -1,0 +1,218 @@
+"""Problem families as data: one :class:`FamilySpec` per family folder, and the registry that reads them.
+
+Every family folder (``envs/<family>/``) exports ``FAMILY = FamilySpec(...)`` from its ``__init__.py``:
+its name (the agent-registry family, also written into ``results.json`` and model side-cars), the
+paper, its env ids with string entry points, the scenario factory, the PettingZoo constructor, the
+DRL hooks and the paper's experiment module. Everything is a ``"module:attr"`` string loaded on
+first use, so importing ``clustergym`` imports no env, no torch/SB3 and no PettingZoo.
+
+Readers of the specs (nothing else dispatches on a family name):
+
+* ``clustergym.envs`` registers every env id of every spec with Gymnasium;
+* ``clustergym.envs.multiagent.PARALLEL_ENVS`` indexes the ``parallel_entry_point`` of every env;
+* ``clustergym.experiments.KNOWN`` lists the ``experiment`` modules (P1..P4 order);
+* ``clustergym.baselines.drl`` takes the empirical statistics, the MaskablePPO mask and the Box
+  action bounds from the family's ``drl_hooks`` module.
+
+A user's own family (a package outside clustergym) is registered with one line,
+``clustergym.register_family(FAMILY)``; for the command line and the runner's worker processes, name
+the module in ``CLUSTERGYM_PLUGINS`` (comma-separated; each module's ``FAMILY``/``FAMILIES`` are
+registered) or declare a Python entry point in the group ``clustergym.families``
+(``toy = "mypkg:FAMILY"``). See docs/architecture.md, "How to add a family".
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+from dataclasses import dataclass, field
+from types import MappingProxyType, ModuleType
+from typing import Any, Callable, Mapping
+
+__all__ = ["EnvEntry", "FamilySpec", "register_family", "family_specs", "family_spec", "env_ids", "env_entry",
+           "load_plugins", "PLUGINS_ENV_VAR", "ENTRY_POINT_GROUP"]
+
+PLUGINS_ENV_VAR = "CLUSTERGYM_PLUGINS"
+ENTRY_POINT_GROUP = "clustergym.families"
+
+
+def _load(entry_point: str) -> Any:
+    mod, _, attr = entry_point.partition(":")
+    obj = importlib.import_module(mod)
+    return getattr(obj, attr) if attr else obj
+
+
+@dataclass(frozen=True)
+class EnvEntry:
+    """One registered env id of a family (Gymnasium ``register`` arguments, strings only)."""
+
+    id: str
+    """``"namespace/Name-vN"``, e.g. ``"clustergym/MultiServerChannel-v0"``."""
+    entry_point: str
+    """``"module:Class"`` of the single env."""
+    vector_entry_point: str | None = None
+    """``"module:Class"`` of the native vector env (``gym.make_vec(..., vectorization_mode="vector_entry_point")``)."""
+    parallel_entry_point: str | None = None
+    """``"module:function"`` building the PettingZoo ``ParallelEnv`` from the single env's kwargs, or None."""
+    kwargs: Mapping[str, Any] = field(default_factory=dict)
+    """Default kwargs passed to the entry point."""
+    check_kwargs: Mapping[str, Any] = field(default_factory=dict)
+    """Kwargs of a small instance for quick contract checks (``tests/test_contracts.py``, ``clustergym.testing``)."""
+
+    def register_kwargs(self) -> dict:
+        """The keyword arguments of ``gymnasium.register`` for this id."""
+        kw = dict(id=self.id, entry_point=self.entry_point, kwargs=dict(self.kwargs))
+        if self.vector_entry_point is not None:
+            kw["vector_entry_point"] = self.vector_entry_point
+        return kw
+
+
+@dataclass(frozen=True)
+class FamilySpec:
+    """Everything clustergym needs to know about a problem family, as lazy ``"module:attr"`` strings."""
+
+    name: str
+    """Agent-registry family name (``Env.family``, ``Agent.families``), e.g. ``"multiserver-channel"``.
+    Stored in results.json and in ``clustergym train`` side-cars: never rename a shipped one."""
+    number: str
+    """Problem number in the docs, e.g. ``"P1"`` (a user family may use any short label)."""
+    paper: str
+    """The source paper's policy/short name, e.g. ``"ESDP"``."""
+    envs: tuple[EnvEntry, ...]
+    """The family's env ids (one family may have several)."""
+    scenario: str
+    """``"module:function"`` of the scenario factory ``make(name="paper", seed=0, **params) -> Scenario``."""
+    drl_hooks: str | None = None
+    """Module with the DRL hooks (all optional): ``Stats`` (empirical statistics appended to observations:
+    ``Stats(problem)`` with ``size``, ``reset()``, ``update(obs, feedback)``, ``parts(t)``), ``sb3_mask(mask)``
+    (MaskablePPO's flat mask from ``info["action_mask"]``; its presence enables ``maskable_ppo``) and
+    ``box_bounds(problem)`` (exact float64 bounds of a Box action; its presence enables ``sac``)."""
+    experiment: str | None = None
+    """Module name under ``clustergym.experiments`` that reproduces the paper (``clustergym reproduce NAME``)."""
+    paper_file: str | None = None
+    """The paper's markdown file name (docs), e.g. ``"esdp.md"``."""
+    paper_agent: str | None = None
+    """Registered name of the family's paper policy, e.g. ``"esdp"`` (None: no paper policy)."""
+    agents: tuple[tuple[str, str], ...] = ()
+    """``(name, "module:Class")`` agents registered together with the family (a user family's own agents;
+    the shipped families register theirs in ``agents/__init__.py`` and ``baselines/__init__.py``)."""
+
+    @property
+    def env_ids(self) -> tuple[str, ...]:
+        return tuple(e.id for e in self.envs)
+
+    def scenario_factory(self) -> Callable[..., Any]:
+        """The scenario factory (imports the family's scenario module)."""
+        return _load(self.scenario)
+
+    def hooks(self) -> ModuleType | None:
+        """The DRL hooks module, or None when the family has none."""
+        return None if self.drl_hooks is None else importlib.import_module(self.drl_hooks)
+
+    def hook(self, name: str) -> Any:
+        """One DRL hook (``"Stats"``, ``"sb3_mask"``, ``"box_bounds"``) or None."""
+        mod = self.hooks()
+        return None if mod is None else getattr(mod, name, None)
+
+
+# family name -> spec, in registration order (P1..P4 first)
+_FAMILIES: dict[str, FamilySpec] = {}
+FAMILIES = MappingProxyType(_FAMILIES)
+
+
+def register_family(spec: FamilySpec) -> FamilySpec:
+    """Register ``spec``: its env ids with Gymnasium, its ``agents`` with the agent registry.
+
+    Registering the same spec again is a no-op; a different spec under a registered name, or an env id
+    that another family owns, is a ValueError.
+    """
+    from gymnasium.envs.registration import register, registry
+
+    from clustergym.agent import register_agent
+
+    if not isinstance(spec, FamilySpec):
+        raise ValueError(f"register_family expects a clustergym.family.FamilySpec, got {type(spec).__name__}")
+    old = _FAMILIES.get(spec.name)
+    if old is not None:
+        if old == spec:
+            return old
+        raise ValueError(f"family {spec.name!r} is already registered with a different spec")
+    owners = {i: f.name for f in _FAMILIES.values() for i in f.env_ids}
+    clash = [i for i in spec.env_ids if i in owners]
+    if clash:
+        raise ValueError(f"env id {clash[0]!r} already belongs to family {owners[clash[0]]!r}")
+    for entry in spec.envs:
+        if entry.id not in registry:
+            register(**entry.register_kwargs())
+    for name, entry_point in spec.agents:
+        register_agent(name, spec.name, entry_point)
+    _FAMILIES[spec.name] = spec
+    return spec
+
+
+def family_specs() -> tuple[FamilySpec, ...]:
+    """Every registered family, shipped ones first (P1..P4), then plugins in registration order."""
+    return tuple(_FAMILIES.values())
+
+
+def family_spec(name: str) -> FamilySpec:
+    """The spec of family ``name``; ValueError naming the known families otherwise."""
+    try:
+        return _FAMILIES[name]
+    except KeyError:
+        raise ValueError(f"unknown family {name!r}; known: {', '.join(_FAMILIES)}") from None
+
+
+def env_ids() -> tuple[str, ...]:
+    """Every env id of every registered family (shipped ones first)."""
+    return tuple(i for f in _FAMILIES.values() for i in f.env_ids)
+
+
+def env_entry(env_id: str) -> tuple[FamilySpec, EnvEntry] | None:
+    """(family spec, entry) of a registered env id, or None."""
+    for f in _FAMILIES.values():
+        for e in f.envs:
+            if e.id == env_id:
+                return f, e
+    return None
+
+
+def _register_module(mod: ModuleType) -> None:
+    specs = getattr(mod, "FAMILIES", None) or ((mod.FAMILY,) if hasattr(mod, "FAMILY") else ())
+    for spec in specs:
+        register_family(spec)
+
+
+_PLUGINS_DONE: set[str] = set()
+_ENTRY_POINTS_DONE = False
+
+
+def load_plugins(entry_points: bool = True) -> None:
+    """Register the user families named in ``$CLUSTERGYM_PLUGINS`` and (``entry_points=True``) in the
+    entry-point group ``clustergym.families``. Idempotent; a module that fails to import is a ValueError
+    naming it.
+
+    ``import clustergym`` reads the variable (cheap); the entry points are read by the command line and
+    the runner's worker processes (scanning installed distributions costs tens of milliseconds).
+    """
+    global _ENTRY_POINTS_DONE
+    for name in filter(None, (n.strip() for n in os.environ.get(PLUGINS_ENV_VAR, "").split(","))):
+        if name in _PLUGINS_DONE:
+            continue
+        try:
+            mod = importlib.import_module(name)
+        except ImportError as exc:
+            raise ValueError(f"{PLUGINS_ENV_VAR}: cannot import {name!r} ({exc})") from None
+        _register_module(mod)
+        _PLUGINS_DONE.add(name)
+    if entry_points and not _ENTRY_POINTS_DONE:
+        _ENTRY_POINTS_DONE = True
+        from importlib.metadata import entry_points as _eps
+
+        for ep in _eps(group=ENTRY_POINT_GROUP):
+            obj = ep.load()
+            if isinstance(obj, ModuleType):
+                _register_module(obj)
+            else:
+                for spec in obj if isinstance(obj, (list, tuple)) else (obj,):
+                    register_family(spec)

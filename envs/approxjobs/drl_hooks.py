@@ -1,0 +1,39 @@
+"""DRL hooks of P4 (read by ``clustergym.baselines.drl`` through the family's ``FamilySpec.drl_hooks``).
+
+Only public quantities: ``info["feedback"]``; never metrics.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+__all__ = ["Stats", "sb3_mask"]
+
+
+class Stats:
+    """Per machine: the mean work per used slot (the hidden service rate θ_i, §III) and the share of slots
+    it was used."""
+
+    def __init__(self, problem):
+        self.problem = problem
+        self.size = 2 * problem.num_machines
+
+    def reset(self) -> None:
+        pb = self.problem
+        self.n = np.zeros(pb.num_machines)  # (M,) slots each machine was used
+        self.sum = np.zeros(pb.num_machines)  # (M,) work done r_j^i(t)
+
+    def update(self, obs: dict, fb: dict) -> None:
+        if "executed" in fb:  # per-machine feedback (M,)
+            m = np.asarray(fb["executed"], dtype=bool)
+            self.n[m] += 1.0
+            self.sum[m] += np.asarray(fb["work"], dtype=np.float64)[m]
+
+    def parts(self, t: int) -> tuple[np.ndarray, ...]:
+        mean = np.divide(self.sum, self.n, out=np.zeros_like(self.sum), where=self.n > 0)
+        return (mean, self.n / t)
+
+
+def sb3_mask(m: np.ndarray) -> np.ndarray:
+    """P4's ``info["action_mask"]`` is already MaskablePPO's per machine [idle, slot 1..J] mask."""
+    return m

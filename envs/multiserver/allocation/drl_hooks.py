@@ -1,0 +1,40 @@
+"""DRL hooks of P2 (read by ``clustergym.baselines.drl`` through the family's ``FamilySpec.drl_hooks``).
+
+Only public quantities: the observation, ``info["feedback"]`` and the public problem; never metrics.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+__all__ = ["Stats", "box_bounds"]
+
+
+class Stats:
+    """Per port: the share of slots with a job (the hidden ρ_l, eq. 1) and the mean realised reward
+    x_l q_l when it had a job."""
+
+    def __init__(self, problem):
+        self.problem = problem
+        self.size = 2 * problem.num_ports
+
+    def reset(self) -> None:
+        pb = self.problem
+        self.jobs = np.zeros(pb.num_ports)  # (L,) slots with a job
+        self.sum = np.zeros(pb.num_ports)  # (L,) sum of the port's realised reward
+
+    def update(self, obs: dict, fb: dict) -> None:
+        x = np.asarray(obs["arrivals"], dtype=np.float64)
+        self.jobs += x
+        self.sum += np.asarray(fb.get("port_reward", np.zeros_like(x)), dtype=np.float64) * x
+
+    def parts(self, t: int) -> tuple[np.ndarray, ...]:
+        mean = np.divide(self.sum, self.jobs, out=np.zeros_like(self.sum), where=self.jobs > 0)
+        return (self.jobs / t, mean)
+
+
+def box_bounds(problem) -> tuple[np.ndarray, np.ndarray]:
+    """Exact (float64) bounds [0, a_l^k] of eq. 3 (the float32 space bounds can round a up by more than the
+    env's feasibility tolerance)."""
+    hi = np.asarray(problem.edge_demand, dtype=np.float64)
+    return np.zeros_like(hi), hi

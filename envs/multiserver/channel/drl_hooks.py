@@ -1,0 +1,42 @@
+"""DRL hooks of P1 (read by ``clustergym.baselines.drl`` through the family's ``FamilySpec.drl_hooks``).
+
+Only public quantities: the observation and ``info["feedback"]``; never metrics.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+__all__ = ["Stats", "sb3_mask"]
+
+
+class Stats:
+    """Per channel: mean realised utility v̂_e (0 if untried) and the share of slots it was used n_e / t
+    (eqs. 8–9's statistics); per port: the share of slots with a job (the hidden ρ_l)."""
+
+    def __init__(self, problem):
+        self.problem = problem
+        self.size = 2 * problem.num_edges + problem.num_ports
+
+    def reset(self) -> None:
+        pb = self.problem
+        self.n = np.zeros(pb.num_edges)  # (|E|,) slots each channel was executed
+        self.sum = np.zeros(pb.num_edges)  # (|E|,) sum of realised Z̃_e
+        self.jobs = np.zeros(pb.num_ports)  # (L,) slots with a job
+
+    def update(self, obs: dict, fb: dict) -> None:
+        if "executed" in fb:  # per-channel feedback (|E|,)
+            x = np.asarray(fb["executed"], dtype=bool)
+            self.n[x] += 1.0
+            self.sum[x] += np.asarray(fb["utilities"], dtype=np.float64)[x]
+        self.jobs += np.asarray(obs["arrivals"], dtype=np.float64)
+
+    def parts(self, t: int) -> tuple[np.ndarray, ...]:
+        mean = np.divide(self.sum, self.n, out=np.zeros_like(self.sum), where=self.n > 0)
+        return (mean, self.n / t, self.jobs / t)
+
+
+def sb3_mask(m: np.ndarray) -> np.ndarray:
+    """Per-channel mask (|E|,) bool -> MaskablePPO's flat per-value mask [0 allowed, 1 allowed] per channel
+    (equals ``env.action_masks()``)."""
+    return np.stack([np.ones_like(m), m], axis=1).reshape(-1)
