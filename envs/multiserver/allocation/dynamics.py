@@ -37,6 +37,12 @@ differs from that of :func:`reward_sums` and of the numpy reference in ``tests/t
 which agree to rounding (``rtol=1e-12`` in the test). The kernel accepts float32 or float64
 allocations (numba compiles one version per dtype; float32 values widen exactly to float64, so the
 results equal those of the float64 copy of the action).
+
+Known remaining copies (kept because removing them changes numbers, issue 17): :meth:`~AllocationDynamics.parts`
+sums in edge/device order (:func:`reward_sums`) rather than through :func:`slot_step`, whose family-grouped
+order would move the PettingZoo per-server rewards by up to ~1e-13; and the numpy eq. 27
+(``scenario.utility_value``, used by :meth:`~AllocationDynamics.utilities` and the hindsight oracle) is
+kept beside the compiled one, because numpy's vectorised log1p and numba's differ in the last bit.
 """
 
 from __future__ import annotations
@@ -229,7 +235,7 @@ def step_batch(y, x, stepping, box_hi, dead_mask, live, live_srv, live_k, live_a
     leading N axis: nonfinite, bad_box, bad_cap (counts of the action as sent), port_reward (N, L),
     gain, overhead, util (N,), used (N, K). With ``repair`` True, a stepping sub-env whose action
     is finite but outside Y is projected onto Y by ``projection.project_into`` (the kernel the
-    single env, its numpy path and OGASched call; args ``srv_ptr, srv_edge, p_group, p_upper, p_cap`` of
+    single env and OGASched call; args ``srv_ptr, srv_edge, p_group, p_upper, p_cap`` of
     ``AllocationLayout.groups``) into ``out[i]`` (N, E·K) float64, and eq. 5 is
     evaluated on that projection; rows of ``out`` that are not repaired are left untouched.
     Sub-envs that do not step, are non-finite or are infeasible without ``repair`` get zero
