@@ -296,3 +296,31 @@ def test_compiled_kernels_agree_with_numpy_reference():
         for key in ("gain", "overhead", "utilisation", "repaired"):
             assert sa[4]["metrics"][key] == pytest.approx(sb[2][key], rel=1e-12)
         assert np.array_equal(sa[4]["feedback"]["allocation"], sb[3])
+
+
+def test_dynamics_object_is_what_the_envs_step():
+    """The single env's step is AllocationDynamics.step (a SlotResult) plus bookkeeping; the vector env
+    steps the same kind of object and words its "raise" errors with the same message."""
+    from clustergym.envs.multiserver.allocation.dynamics import AllocationDynamics, SlotResult
+
+    env = gym.make(ID, horizon=20, oracle=False).unwrapped
+    obs, _ = env.reset(seed=1)
+    dyn = AllocationDynamics(env.problem, env.scenario.truth.rho)
+    y = np.ascontiguousarray(env.problem.edge_demand * 0.7)  # over capacity: repaired
+    res = dyn.step(y, obs["arrivals"].astype(bool))
+    assert isinstance(res, SlotResult) and res.repaired > 0
+    _, r, _, _, info = env.step(y)
+    assert r == float(res.port_reward.sum()) and info["metrics"]["repaired"] == res.repaired
+    assert np.array_equal(info["feedback"]["allocation"], res.allocation)
+    assert (info["metrics"]["gain"], info["metrics"]["overhead"]) == (res.gain, res.overhead)
+    with pytest.raises(ValueError) as single_err:
+        dyn.step(y, obs["arrivals"].astype(bool), "raise")
+    venv = gym.make_vec(ID, num_envs=2, vectorization_mode="vector_entry_point", horizon=20, oracle=False,
+                        infeasible="raise")
+    venv.reset(seed=0)
+    assert isinstance(venv.unwrapped.dynamics, AllocationDynamics)
+    with pytest.raises(ValueError) as vec_err:
+        venv.step(np.stack([y, y]))
+    assert str(vec_err.value) == "sub-env 0: " + str(single_err.value)
+    with pytest.raises(ValueError, match="without rho"):
+        AllocationDynamics(env.problem).draw_arrivals(np.random.default_rng(0))

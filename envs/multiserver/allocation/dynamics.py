@@ -314,6 +314,9 @@ class SlotResult(NamedTuple):
     repaired: int  # violated constraints of the action as sent (entries outside [0, a] + (r, k) over c)
 
 
+_tuple_new = tuple.__new__
+
+
 class BatchResult(NamedTuple):
     """What :meth:`AllocationDynamics.step_batch` produced for N sub-envs (leading axis N)."""
 
@@ -373,7 +376,7 @@ class AllocationDynamics:
         self._sums_flat = self.sums.reshape(-1)  # (R·K,) view
         self._gain = np.zeros(L)  # (L,) scratch of eq. 5
         self._per_type = np.zeros((L, K))  # (L, K) scratch of eq. 5
-        self._shape = (E, K)
+        self._L, self._K = L, K
 
     # -- arrivals (eq. 1) -----------------------------------------------------------------------
     def draw_arrivals(self, rng: np.random.Generator) -> np.ndarray:
@@ -399,9 +402,10 @@ class AllocationDynamics:
         Raises:
             ValueError: y has a NaN or inf entry, or is infeasible under ``"raise"``.
         """
-        port_reward = np.empty(x.shape[0])
-        used = np.empty(self.beta.shape[0])
-        nonfinite, bad_box, bad_cap, gain, overhead, util = self._evaluate(y, x, port_reward, used)
+        port_reward = np.empty(self._L)
+        used = np.empty(self._K)
+        nonfinite, bad_box, bad_cap, gain, overhead, util = slot_step(  # = self._evaluate, inlined (per-step path)
+            y.reshape(-1), x, *self.plan, self._sums_flat, self._gain, self._per_type, port_reward, used)
         if nonfinite:
             raise ValueError(f"action contains NaN or inf, expected {self.space_desc}")
         repaired = bad_box + bad_cap
@@ -410,7 +414,8 @@ class AllocationDynamics:
                 raise ValueError(self._message(y, bad_box))
             y = self.layout.project(y)  # exact Euclidean projection onto Y (eqs. 11–13), compiled
             _, _, _, gain, overhead, util = self._evaluate(y, x, port_reward, used)  # eq. 5 on the repaired y
-        return SlotResult(y, port_reward, used, gain, overhead, util, repaired)
+        # = SlotResult(...), built without the Python-level __new__ of a NamedTuple (~0.1 µs of a ~12 µs step)
+        return _tuple_new(SlotResult, (y, port_reward, used, gain, overhead, util, repaired))
 
     def infeasible_message(self, y: np.ndarray, x: np.ndarray) -> str:
         """The ValueError text of ``infeasible="raise"`` for an infeasible y (E, K) (arrivals x (L,))."""

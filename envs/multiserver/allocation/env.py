@@ -136,12 +136,12 @@ class MultiServerAllocationEnv(ClusterEnv):
             y = np.ascontiguousarray(action)
         else:
             y = np.ascontiguousarray(self._as_float_action(action, (self._E, self._K), self._space_desc))
-        res = self.dynamics.step(y, self._arrivals, self.infeasible)  # eqs. 3–4 (check, repair), eq. 5
-        y, port_reward, repaired = res.allocation, res.port_reward, res.repaired
-        reward = float(port_reward.sum())
         x = self._arrivals
-        metrics = {"expected_reward": reward, "gain": res.gain, "overhead": res.overhead, "repaired": repaired,
-                   "utilisation": res.utilisation}
+        # eqs. 3–4 (check, then repair or raise) and eq. 5: a SlotResult, unpacked in its field order
+        y, port_reward, _, gain, overhead, util, repaired = self.dynamics.step(y, x, self.infeasible)
+        reward = float(port_reward.sum())
+        metrics = {"expected_reward": reward, "gain": gain, "overhead": overhead, "repaired": repaired,
+                   "utilisation": util}
         self._counts += x
         self._total += reward
         self._last_y = y
