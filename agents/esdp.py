@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import math
 
+import numba
 import numpy as np
 
 from clustergym.agent import BaseAgent
@@ -42,47 +43,40 @@ def _grid_steps(capacity: np.ndarray, demand: np.ndarray):
     return grid, strides, coords
 
 
-try:  # numba is optional: the numpy version below is the reference and the fallback
-    import numba
-
-    @numba.njit(cache=True, nogil=True)
-    def _dp_numba(upsilon, weights, offsets, valid, V, take):  # pragma: no cover - compiled
-        n, G, S = take.shape
-        reach = 0  # Σ_{j >= i} Υ̂_j: V(s, ·, i) = −∞ for every larger s, so those cells are skipped
-        for i in range(n - 1, -1, -1):
-            u = min(upsilon[i], S)
-            w = weights[i]
-            off = offsets[i]
-            reach = min(reach + upsilon[i], S - 1)
-            top = reach + 1
-            for cf in range(G - 1, -1, -1):  # decreasing: the source row (cf − off < cf) is still V(·, i+1)
-                if not valid[i, cf]:  # c' < a_i: edge i cannot be taken (backtracking checks this too)
-                    continue
-                tk = take[i, cf]
-                row = V[cf]
-                src = V[cf - off]  # the same row when a_i = 0: hence the downward order over s
-                head = src[0] + w
-                if off > 0:  # distinct rows: ascending order vectorises
-                    for s in range(u, top):  # s >= Υ̂_i: V(s − Υ̂_i, c' − a_i, i+1) + Σ̂²_i
-                        cand = src[s - u] + w
-                        better = cand > row[s]
-                        tk[s] = better
-                        row[s] = max(row[s], cand)
-                else:
-                    for s in range(top - 1, u - 1, -1):
-                        cand = src[s - u] + w
-                        better = cand > row[s]
-                        tk[s] = better
-                        row[s] = max(row[s], cand)
-                for s in range(min(u, top)):  # s < Υ̂_i: V(0, c' − a_i, i+1) + Σ̂²_i
-                    better = head > row[s]
+@numba.njit(cache=True, nogil=True)
+def _dp_numba(upsilon, weights, offsets, valid, V, take):  # pragma: no cover - compiled
+    n, G, S = take.shape
+    reach = 0  # Σ_{j >= i} Υ̂_j: V(s, ·, i) = −∞ for every larger s, so those cells are skipped
+    for i in range(n - 1, -1, -1):
+        u = min(upsilon[i], S)
+        w = weights[i]
+        off = offsets[i]
+        reach = min(reach + upsilon[i], S - 1)
+        top = reach + 1
+        for cf in range(G - 1, -1, -1):  # decreasing: the source row (cf − off < cf) is still V(·, i+1)
+            if not valid[i, cf]:  # c' < a_i: edge i cannot be taken (backtracking checks this too)
+                continue
+            tk = take[i, cf]
+            row = V[cf]
+            src = V[cf - off]  # the same row when a_i = 0: hence the downward order over s
+            head = src[0] + w
+            if off > 0:  # distinct rows: ascending order vectorises
+                for s in range(u, top):  # s >= Υ̂_i: V(s − Υ̂_i, c' − a_i, i+1) + Σ̂²_i
+                    cand = src[s - u] + w
+                    better = cand > row[s]
                     tk[s] = better
-                    row[s] = max(row[s], head)
-        return V
-
-    HAVE_NUMBA = True
-except ImportError:  # pragma: no cover
-    HAVE_NUMBA = False
+                    row[s] = max(row[s], cand)
+            else:
+                for s in range(top - 1, u - 1, -1):
+                    cand = src[s - u] + w
+                    better = cand > row[s]
+                    tk[s] = better
+                    row[s] = max(row[s], cand)
+            for s in range(min(u, top)):  # s < Υ̂_i: V(0, c' − a_i, i+1) + Σ̂²_i
+                better = head > row[s]
+                tk[s] = better
+                row[s] = max(row[s], head)
+    return V
 
 
 def solve_p4_all(upsilon: np.ndarray, sigma2: np.ndarray, demand: np.ndarray, capacity: np.ndarray,
@@ -96,7 +90,7 @@ def solve_p4_all(upsilon: np.ndarray, sigma2: np.ndarray, demand: np.ndarray, ca
 
     ``backend="numpy"`` updates the whole (c', s) grid per edge with array slices (the reference);
     ``"numba"`` runs the same recursion in one fused compiled pass (about 5x faster); ``"auto"``
-    picks numba when installed. Both return identical results (tested).
+    picks numba (a clustergym dependency). Both return identical results (tested).
 
     Args:
         upsilon: (n,) int >= 0, Υ̂ (eq. 16).
@@ -119,7 +113,7 @@ def solve_p4_all(upsilon: np.ndarray, sigma2: np.ndarray, demand: np.ndarray, ca
     dtype = np.int32 if total < 2**29 else np.int64
     neg = np.iinfo(dtype).min // 2  # "−∞" that stays far below 0 after adding any Σ̂² sums
     if backend == "auto":
-        backend = "numba" if HAVE_NUMBA else "numpy"
+        backend = "numba"
     grid, strides, coords = _grid_steps(capacity, demand)
     G = int(np.prod(grid))
     if backend == "numba":

@@ -13,9 +13,8 @@ import numpy as np
 
 from clustergym.agent import BaseAgent
 from clustergym.core import check_choice, check_int, check_real
-from clustergym.envs.multiserver.allocation.env import RewardModel
 from clustergym.envs.multiserver.allocation.scenario import utility_derivative
-from clustergym.envs.multiserver.projection import AllocationLayout
+from clustergym.envs.multiserver.projection import AllocationLayout, SegmentSum
 
 __all__ = ["OGASched", "proportional_share"]
 
@@ -97,9 +96,11 @@ class OGASched(BaseAgent):
         super().reset(problem, seed=seed)
         pb = problem
         self.layout = AllocationLayout(pb.edge_port, pb.edge_server, pb.edge_demand, pb.capacity, pb.num_servers)
-        self.model = RewardModel(pb)
-        self.alpha_e = self.model.alpha_e  # (E, K)
-        self.code_e = self.model._single if self.model._single is not None else self.model.code_e
+        self.alpha_e = np.ascontiguousarray(pb.alpha[pb.edge_server])  # (E, K) α_r^k of eq. 27
+        code_e = np.ascontiguousarray(pb.utility[pb.edge_server])  # (E, K) family of eq. 27
+        codes = np.unique(code_e)
+        self.code_e = int(codes[0]) if codes.size == 1 else code_e  # one int: utility_derivative's fast path
+        self.port_sums = SegmentSum(pb.edge_port, pb.num_ports)  # (E, ...) -> (L, ...): Σ_{r∈R_l}
         self.beta = np.asarray(pb.beta, dtype=np.float64)
         self.edge_port = np.asarray(pb.edge_port)
         self.y = proportional_share(pb)  # y(1)
@@ -115,7 +116,7 @@ class OGASched(BaseAgent):
     def gradient(self, x: np.ndarray, y: np.ndarray) -> np.ndarray:
         """∇q(x, y) of eq. 9, shape (E, K)."""
         g = utility_derivative(y, self.alpha_e, self.code_e)  # (f_r^k)'(y_(l,r)^k)
-        per_type = self.model.port_sums(y) * self.beta  # (L, K) β_k Σ_{r∈R_l} y_(l,r)^k
+        per_type = self.port_sums(y) * self.beta  # (L, K) β_k Σ_{r∈R_l} y_(l,r)^k
         k_star = np.argmax(per_type, axis=1)  # eq. 10 (first k on ties)
         g = g.copy() if not g.flags.writeable else g
         g[np.arange(g.shape[0]), k_star[self.edge_port]] -= self.beta[k_star[self.edge_port]]  # k = k*

@@ -242,20 +242,41 @@ def test_utilisation_and_gain_overhead_metrics():
         info["feedback"]["port_reward"].sum())
 
 
-def test_compiled_kernels_agree_with_numpy_reference():
-    from clustergym.envs.multiserver.allocation.env import RewardModel
-    from clustergym.envs.multiserver.allocation.dynamics import HAVE_NUMBA
+def reference_parts(pb, y):
+    """Eq. 5's per-port parts in plain numpy (an independent check of the compiled code): gain
+    Σ_k Σ_{r∈R_l} f_r^k(y) with eq. 27's f (``utility_value``), overhead max_k β_k Σ_{r∈R_l} y, and Σ_{r∈R_l} y."""
+    L, K = pb.num_ports, y.shape[1]
+    f = utility_value(y, pb.alpha[pb.edge_server], pb.utility[pb.edge_server])  # (E, K)
+    gain = np.bincount(pb.edge_port, weights=f.sum(axis=1), minlength=L)
+    per_type = np.stack([np.bincount(pb.edge_port, weights=y[:, k], minlength=L) for k in range(K)], axis=1)
+    return gain, (per_type * pb.beta).max(axis=1), per_type
 
-    if not HAVE_NUMBA:
-        pytest.skip("numba not installed")
+
+def reference_step(env, y, x):
+    """One slot of the single env in plain numpy: check eqs. 3–4, repair by Π_Y, eq. 5 (eq. 7)."""
+    pb, tol = env.problem, 1e-6
+    y = np.asarray(y, dtype=np.float64)
+    sums = env.layout.server_sums(y)  # (R, K) left side of eq. 4
+    repaired = int(np.count_nonzero((y < -tol) | (y > pb.edge_demand + tol))) + int((sums > pb.capacity + tol).sum())
+    if repaired:
+        y = env.layout.project(y)  # exact Euclidean projection onto Y (eqs. 11–13)
+    gain_l, over_l, per_type = reference_parts(pb, y)
+    port_reward = np.where(x, gain_l - over_l, 0.0)
+    cap_total = pb.capacity.sum(axis=0)
+    types = cap_total > 0
+    util_w = np.where(types, 1.0 / np.where(types, cap_total, 1.0), 0.0) / max(int(types.sum()), 1)
+    used = per_type[x].sum(axis=0)
+    metrics = {"gain": float(gain_l[x].sum()), "overhead": float(over_l[x].sum()), "repaired": repaired,
+               "utilisation": float(used @ util_w)}
+    return float(port_reward.sum()), metrics, y
+
+
+def test_compiled_kernels_agree_with_numpy_reference():
     env_a = gym.make(ID, horizon=50, oracle=False).unwrapped
-    env_b = gym.make(ID, horizon=50, oracle=False).unwrapped
-    env_b.reward_model.use_numba = False  # the numpy reference path
     pb = env_a.problem
-    fast, ref = RewardModel(pb, "numba"), RewardModel(pb, "numpy")
+    fast = env_a.dynamics
     rng = np.random.default_rng(0)
-    env_a.reset(seed=5)
-    env_b.reset(seed=5)
+    obs, _ = env_a.reset(seed=5)
     from clustergym.agents.ogasched import proportional_share
 
     base = proportional_share(pb)
@@ -265,10 +286,41 @@ def test_compiled_kernels_agree_with_numpy_reference():
             y = base * rng.uniform(0.0, 0.99, size=base.shape)
             stray = (y == 0) & (rng.random(y.shape) < 0.05)
             y[stray] = rng.uniform(-5e-7, 5e-7, size=int(stray.sum()))
-        for a, b in zip(fast.parts(y, with_sums=True), ref.parts(y, with_sums=True)):
+        for a, b in zip(fast.parts(y, with_sums=True), reference_parts(pb, y)):
             assert np.allclose(a, b, rtol=1e-12, atol=1e-9)
-        sa, sb = env_a.step(y), env_b.step(y)
+        x = obs["arrivals"].astype(bool)
+        sa = env_a.step(y)
+        obs = sa[0]
+        sb = (None, *reference_step(env_a, y, x))
         assert sa[1] == pytest.approx(sb[1], rel=1e-12)
         for key in ("gain", "overhead", "utilisation", "repaired"):
-            assert sa[4]["metrics"][key] == pytest.approx(sb[4]["metrics"][key], rel=1e-12)
-        assert np.array_equal(sa[4]["feedback"]["allocation"], sb[4]["feedback"]["allocation"])
+            assert sa[4]["metrics"][key] == pytest.approx(sb[2][key], rel=1e-12)
+        assert np.array_equal(sa[4]["feedback"]["allocation"], sb[3])
+
+
+def test_dynamics_object_is_what_the_envs_step():
+    """The single env's step is AllocationDynamics.step (a SlotResult) plus bookkeeping; the vector env
+    steps the same kind of object and words its "raise" errors with the same message."""
+    from clustergym.envs.multiserver.allocation.dynamics import AllocationDynamics, SlotResult
+
+    env = gym.make(ID, horizon=20, oracle=False).unwrapped
+    obs, _ = env.reset(seed=1)
+    dyn = AllocationDynamics(env.problem, env.scenario.truth.rho)
+    y = np.ascontiguousarray(env.problem.edge_demand * 0.7)  # over capacity: repaired
+    res = dyn.step(y, obs["arrivals"].astype(bool))
+    assert isinstance(res, SlotResult) and res.repaired > 0
+    _, r, _, _, info = env.step(y)
+    assert r == float(res.port_reward.sum()) and info["metrics"]["repaired"] == res.repaired
+    assert np.array_equal(info["feedback"]["allocation"], res.allocation)
+    assert (info["metrics"]["gain"], info["metrics"]["overhead"]) == (res.gain, res.overhead)
+    with pytest.raises(ValueError) as single_err:
+        dyn.step(y, obs["arrivals"].astype(bool), "raise")
+    venv = gym.make_vec(ID, num_envs=2, vectorization_mode="vector_entry_point", horizon=20, oracle=False,
+                        infeasible="raise")
+    venv.reset(seed=0)
+    assert isinstance(venv.unwrapped.dynamics, AllocationDynamics)
+    with pytest.raises(ValueError) as vec_err:
+        venv.step(np.stack([y, y]))
+    assert str(vec_err.value) == "sub-env 0: " + str(single_err.value)
+    with pytest.raises(ValueError, match="without rho"):
+        AllocationDynamics(env.problem).draw_arrivals(np.random.default_rng(0))

@@ -8,10 +8,10 @@ import numpy as np
 import pytest
 
 from clustergym.agent import make, public_info
-from clustergym.agents.esdp import DELTAS, ESDP, GS, HAVE_NUMBA, solve_p4_all
+from clustergym.agents.esdp import DELTAS, ESDP, GS, solve_p4_all
 
 ID = "clustergym/MultiServerChannel-v0"
-BACKENDS = ["numpy", "numba"] if HAVE_NUMBA else ["numpy"]
+BACKENDS = ["numpy", "numba"]
 
 
 def brute_force_p4(ups, sig, demand, cap, s):
@@ -48,8 +48,6 @@ def test_dp_solves_p4_exactly_for_every_s(backend):
 
 
 def test_backends_agree_on_paper_sized_instance():
-    if not HAVE_NUMBA:
-        pytest.skip("numba not installed: only the numpy backend exists")
     rng = np.random.default_rng(1)
     n, cap = 30, np.array([10, 9, 9])
     demand = rng.integers(1, 3, size=(n, 3))

@@ -114,7 +114,7 @@ def dominant_type_shares(units: str, agent: str, instances, slots: int, seed: in
         for _ in range(slots):
             a = ag.act(obs, public_info(info))
             x = np.asarray(obs["arrivals"]).astype(bool)
-            _, _, per_type = env.reward_model.parts(np.asarray(a, dtype=np.float64), with_sums=True)  # (L, K)
+            _, _, per_type = env.dynamics.parts(np.asarray(a, dtype=np.float64), with_sums=True)  # (L, K)
             cnt += np.bincount(np.argmax(per_type * env.problem.beta, axis=1)[x], minlength=K)  # k* of eq. 10
             nxt, r, _, _, info = env.step(a)
             ag.update(obs, a, r, nxt, public_info(info))

@@ -7,7 +7,7 @@ from typing import Any
 import numpy as np
 from gymnasium import spaces
 
-from clustergym.core import ENV_KWARGS, Scenario, UnknownParameterError, check_int, child_generators
+from clustergym.core import Scenario, child_generators, resolve_scenario
 from clustergym.env import ClusterEnv
 from clustergym.envs.approxjobs.dynamics import budget_prefix
 from clustergym.envs.approxjobs.scenario import APPROX_SCENARIOS, PAPER_DEFAULTS, PAPER_SCALE, make_approx_scenario
@@ -101,24 +101,17 @@ class ApproxJobsEnv(ClusterEnv):
 
     def __init__(self, scenario: str | Scenario = "paper", *, scenario_seed: int = 0, horizon: int | None = None,
                  oracle: bool = False, infeasible: str = "repair", render_mode: str | None = None, **params: Any):
-        if isinstance(scenario, Scenario):
-            if params:
-                raise UnknownParameterError(
-                    f"scenario parameters cannot be combined with a Scenario object (got {', '.join(sorted(params))}); "
-                    f"valid keyword arguments: {', '.join(ENV_KWARGS)}")
-            sc = scenario
-            horizon = sc.problem.horizon if horizon is None else horizon
-        elif isinstance(scenario, str):
-            if horizon is None:
+        if horizon is None:  # default T: the Scenario's own, else that of the named scale
+            if isinstance(scenario, Scenario):
+                horizon = scenario.problem.horizon
+            else:
                 horizon = PAPER_SCALE["horizon"] if params.get("scale") == "paper" else PAPER_DEFAULTS["horizon"]
-            super().__init__(horizon=horizon, infeasible=infeasible, render_mode=render_mode, oracle=oracle)
-            if scenario not in APPROX_SCENARIOS:
-                raise ValueError(f"scenario={scenario!r} is invalid: expected one of {APPROX_SCENARIOS} or a Scenario")
-            sc = make_approx_scenario(scenario, seed=check_int("scenario_seed", scenario_seed, 0), horizon=self.horizon,
-                                      **params)
-        else:
-            raise ValueError(f"scenario={scenario!r} is invalid: expected one of {APPROX_SCENARIOS} or a Scenario")
         super().__init__(horizon=horizon, infeasible=infeasible, render_mode=render_mode, oracle=oracle)
+
+        def factory(name: str, seed: int, **p: Any) -> Scenario:  # the job list is drawn for T = self.horizon
+            return make_approx_scenario(name, seed=seed, horizon=self.horizon, **p)
+
+        sc = resolve_scenario(scenario, params, factory, APPROX_SCENARIOS, scenario_seed)
         self.scenario = sc
         self.problem = pb = sc.problem
         self._truth = sc.truth

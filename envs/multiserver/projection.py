@@ -35,17 +35,13 @@ from __future__ import annotations
 
 import numpy as np
 
-try:
-    import numba
-
-    HAVE_NUMBA = True
-except ImportError:  # pragma: no cover
-    HAVE_NUMBA = False
+import numba
 
 __all__ = ["project_into", "project_flat", "project_groups", "AllocationLayout", "SegmentSum", "project"]
 
 
-def _project_into(z, out, srv_ptr, srv_edge, group_of, upper, cap, sums, buf):  # pragma: no cover - compiled
+@numba.njit(cache=True, nogil=True, inline="always")
+def project_into(z, out, srv_ptr, srv_edge, group_of, upper, cap, sums, buf):  # pragma: no cover - compiled
     """Write Π_Y(z) into ``out`` (eqs. 11–13); z float32 or float64 (flat (E·K,)), out float64 (E·K,).
 
     Layout (:class:`AllocationLayout`): server r holds the edges ``srv_edge[srv_ptr[r]:srv_ptr[r+1]]``;
@@ -118,29 +114,19 @@ def _project_into(z, out, srv_ptr, srv_edge, group_of, upper, cap, sums, buf):  
                 out[srv_edge[lo + i] * K + k] = min(max(buf[i] - tau, 0.0), buf[d + i])
 
 
-def _max_degree(srv_ptr):  # pragma: no cover - compiled
+@numba.njit(cache=True, nogil=True, inline="always")
+def max_degree(srv_ptr):  # pragma: no cover - compiled
     d = 1
     for r in range(srv_ptr.shape[0] - 1):
         d = max(d, srv_ptr[r + 1] - srv_ptr[r])
     return d
 
 
-if HAVE_NUMBA:
-    project_into = numba.njit(cache=True, nogil=True, inline="always")(_project_into)
-    max_degree = numba.njit(cache=True, nogil=True, inline="always")(_max_degree)
-
-    @numba.njit(cache=True, nogil=True)
-    def project_flat(z, out, srv_ptr, srv_edge, group_of, upper, cap):  # pragma: no cover - compiled
-        """:func:`project_into` for one flat point z (float32/float64) into ``out`` (float64)."""
-        project_into(z, out, srv_ptr, srv_edge, group_of, upper, cap, np.empty(cap.shape[0]),
-                     np.empty(2 * max_degree(srv_ptr)))
-else:  # pragma: no cover
-    project_into = _project_into
-    max_degree = _max_degree
-
-    def project_flat(z, out, srv_ptr, srv_edge, group_of, upper, cap):
-        _project_into(z, out, srv_ptr, srv_edge, group_of, upper, cap, np.empty(cap.shape[0]),
-                      np.empty(2 * _max_degree(srv_ptr)))
+@numba.njit(cache=True, nogil=True)
+def project_flat(z, out, srv_ptr, srv_edge, group_of, upper, cap):  # pragma: no cover - compiled
+    """:func:`project_into` for one flat point z (float32/float64) into ``out`` (float64)."""
+    project_into(z, out, srv_ptr, srv_edge, group_of, upper, cap, np.empty(cap.shape[0]),
+                 np.empty(2 * max_degree(srv_ptr)))
 
 
 def project_groups(z: np.ndarray, upper: np.ndarray, cap: np.ndarray) -> np.ndarray:

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import numba
 import numpy as np
 
 __all__ = ["Topology", "ring_order", "ring_hops_loads", "placement_loads"]
@@ -131,12 +132,7 @@ def _ring_stats_py(y, bw, ring_seq, rack_of, num_racks):  # pragma: no cover - c
     return rings, srv, rack
 
 
-try:
-    import numba
-
-    _ring_stats = numba.njit(cache=True, nogil=True)(_ring_stats_py)
-except ImportError:  # pragma: no cover
-    _ring_stats = _ring_stats_py
+_ring_stats = numba.njit(cache=True, nogil=True)(_ring_stats_py)
 
 
 def ring_stats(y: np.ndarray, bw: np.ndarray, ring_seq: np.ndarray, rack_of: np.ndarray, num_racks: int):

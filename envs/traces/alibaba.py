@@ -226,7 +226,7 @@ def allocation_scenario_from_preset(seed=0, preset: dict | None = None, **params
     from the preset, a_l^k = contention × the type's median request (CPU cores, MEM in 8 GiB units,
     GPUs), locality from ``gpu_spec``, ρ_l from creation times (``rho`` overrides with one value)."""
     from clustergym.envs.multiserver.allocation.scenario import (
-        AllocationProblem, AllocationTruth, UTILITY_FAMILIES, _utilities)
+        AllocationProblem, AllocationTruth, UTILITY_FAMILIES, draw_utilities)
 
     check_known(params, ALLOCATION_DEFAULTS, PRESET_NAME)
     preset = preset or load_preset()
@@ -250,7 +250,7 @@ def allocation_scenario_from_preset(seed=0, preset: dict | None = None, **params
     edge_port, edge_server = _graph(rng, _compatible(types, gpu, model), p["density"])
     base = np.array([[t["cpu"], t["mem_gib"] / MEM_UNIT_GIB, t["gpu"]] for t in types])
     demand = p["contention"] * base
-    alpha, code, beta = _utilities(rng, p["num_servers"], 3, p)
+    alpha, code, beta = draw_utilities(rng, p["num_servers"], 3, p)
     rho = np.array([t["rho"] for t in types]) if p["rho"] is None else np.full(len(types), p["rho"])
     problem = AllocationProblem(
         num_ports=len(types), num_servers=p["num_servers"], num_device_types=3, edge_port=freeze(edge_port),

@@ -10,72 +10,10 @@ from gymnasium import spaces
 
 from clustergym.core import Scenario, resolve_scenario, child_generators
 from clustergym.env import ClusterEnv
-from clustergym.envs.multiserver.allocation.scenario import (
-    ALLOCATION_SCENARIOS, make_allocation_scenario, utility_value)
-from clustergym.envs.multiserver.allocation import dynamics as _kern
-from clustergym.envs.multiserver.projection import AllocationLayout, SegmentSum
+from clustergym.envs.multiserver.allocation.dynamics import AllocationDynamics
+from clustergym.envs.multiserver.allocation.scenario import ALLOCATION_SCENARIOS, make_allocation_scenario
 
-__all__ = ["MultiServerAllocationEnv", "RewardModel"]
-
-_BLOCK = 256  # slots of arrivals drawn at once (same values as drawing slot by slot)
-_TOL = 1e-6  # feasibility tolerance (device units) on eqs. 3–4 before "repair"/"raise" acts
-
-
-class RewardModel:
-    """Eq. 5 with the nice setup of eq. 7, on whole arrays (shared by the env, agents and tests).
-
-    ``parts(y)`` returns per-port gain Σ_k Σ_{r∈R_l} f_r^k(y_(l,r)^k) and overhead
-    max_k β_k Σ_{r∈R_l} y_(l,r)^k, both (L,), for any y (E, K) — before multiplying by x_l(t).
-    """
-
-    def __init__(self, problem, backend: str = "auto"):
-        pb = problem
-        if backend not in ("auto", "numba", "numpy"):
-            raise ValueError(f"backend={backend!r} is invalid: expected 'auto', 'numba' or 'numpy'")
-        self.use_numba = _kern.HAVE_NUMBA and backend != "numpy"
-        self._edge_port = np.ascontiguousarray(pb.edge_port, dtype=np.int64)
-        self.problem = pb
-        self.alpha_e = np.ascontiguousarray(pb.alpha[pb.edge_server])  # (E, K)
-        self.code_e = np.ascontiguousarray(pb.utility[pb.edge_server])  # (E, K)
-        self.port_sums = SegmentSum(pb.edge_port, pb.num_ports)  # (E, ...) -> (L, ...): Σ_{r∈R_l}
-        self._gain_idx = None
-        self.beta = np.asarray(pb.beta, dtype=np.float64)
-        codes = np.unique(self.code_e)
-        self._single = int(codes[0]) if codes.size == 1 else None
-        # Flat positions of each utility family, so each (e, k) evaluates only its own f (eq. 27).
-        flat = self.code_e.ravel()
-        self._fam = [(int(c), np.flatnonzero(flat == c), self.alpha_e.ravel()[flat == c]) for c in codes]
-
-    def utilities(self, y: np.ndarray) -> np.ndarray:
-        """(E, K) f_r^k(y_(l,r)^k) of eq. 27."""
-        if self._single is not None:
-            return utility_value(y, self.alpha_e, self._single)
-        yf = y.reshape(-1)
-        out = np.empty(yf.shape[0])
-        for code, idx, alpha in self._fam:  # at most the four families of eq. 27
-            out[idx] = utility_value(yf[idx], alpha, code)
-        return out.reshape(y.shape)
-
-    def parts(self, y: np.ndarray, with_sums: bool = False):
-        """Per-port gain and overhead (L,) of eq. 5 (and, if asked, Σ_{r∈R_l} y (L, K))."""
-        L, K = self.problem.num_ports, y.shape[1]
-        if self.use_numba:
-            gain, per_type = _kern.reward_sums(y, self.alpha_e, self.code_e, self._edge_port, L)
-            overhead = (per_type * self.beta).max(axis=1)
-            return (gain, overhead, per_type) if with_sums else (gain, overhead)
-        f = self.utilities(y)  # (E, K)
-        if self._gain_idx is None:
-            ep = np.asarray(self.problem.edge_port, dtype=np.int64)
-            self._gain_idx = np.concatenate([np.repeat(ep * (K + 1), K),  # every f of port l -> column 0
-                                             (ep[:, None] * (K + 1) + 1 + np.arange(K)).ravel()])
-        both = np.bincount(self._gain_idx, weights=np.concatenate([f.ravel(), y.ravel()]),
-                           minlength=L * (K + 1)).reshape(L, K + 1)  # [gain, Σ_{r∈R_l} y^k]
-        gain = both[:, 0]
-        per_type = both[:, 1:]
-        overhead = (per_type * self.beta).max(axis=1)  # eq. 5: the dominant weighted overhead
-        if with_sums:
-            return gain, overhead, per_type
-        return gain, overhead
+__all__ = ["MultiServerAllocationEnv"]
 
 
 class MultiServerAllocationEnv(ClusterEnv):
@@ -151,45 +89,27 @@ class MultiServerAllocationEnv(ClusterEnv):
         # problem (OGASched's eq. 26 step needs T).
         pb = dataclasses.replace(self.scenario.problem, horizon=self.horizon)
         self.problem = pb
-        self._truth = self.scenario.truth
         self._E, self._L, self._K = pb.num_edges, pb.num_ports, pb.num_device_types
-        self._upper = np.ascontiguousarray(pb.edge_demand, dtype=np.float64)  # (E, K) a of eq. 3
-        self.layout = AllocationLayout(pb.edge_port, pb.edge_server, self._upper, pb.capacity, pb.num_servers)
-        self.reward_model = RewardModel(pb)
-        self._edge_server = np.ascontiguousarray(pb.edge_server, dtype=np.int64)
-        cap = np.asarray(pb.capacity, dtype=np.float64)
-        self._cap_tol = cap + _TOL
-        self._cap_total = cap.sum(axis=0)  # (K,)
-        self._types = self._cap_total > 0
-        self._util_w = np.where(self._types, 1.0 / np.where(self._types, self._cap_total, 1.0), 0.0) / max(
-            int(self._types.sum()), 1)
-        self._space_desc = f"Box(0, a, shape=({self._E}, {self._K})) in device units"
-        self.action_space = spaces.Box(low=0.0, high=self._upper.astype(np.float32), shape=(self._E, self._K),
+        # Arrivals, the check and repair of eqs. 3–4 and eq. 5: one object, shared with the vector and
+        # PettingZoo envs (allocation/dynamics.py).
+        self.dynamics = dyn = AllocationDynamics(pb, self.scenario.truth.rho)
+        self.layout = dyn.layout
+        self._space_desc = dyn.space_desc
+        self.action_space = spaces.Box(low=0.0, high=dyn.upper.astype(np.float32), shape=(self._E, self._K),
                                        dtype=np.float32)
         self.observation_space = spaces.Dict({
             "arrivals": spaces.MultiBinary(self._L),
             "t": spaces.Box(0.0, float(self.horizon), shape=(1,), dtype=np.float32),
         })
-        if self.reward_model.use_numba:  # static entry lists of the fused kernel (allocation.dynamics.slot_step)
-            rm = self.reward_model
-            self._plan = _kern.build_plan(self._upper, cap, self._edge_server, rm._edge_port, rm.alpha_e, rm.code_e,
-                                          self._L, _TOL)
-            self._kernel_tail = (np.ascontiguousarray(self._cap_tol.reshape(-1)), _TOL, rm.beta, self._util_w)
-        self._sums = np.zeros((pb.num_servers, self._K))  # (R, K) scratch of the feasibility check
-        self._gain_buf = np.zeros(self._L)  # (L,) scratch of eq. 5
-        self._per_type_buf = np.zeros((self._L, self._K))  # (L, K) scratch of eq. 5
         self._t = 0
         self._rngs = None
 
     # -- randomness ---------------------------------------------------------------------------
-    def _refill(self) -> None:
-        self._arr_block = self._rngs["arrivals"].random((_BLOCK, self._L)) < self._truth.rho[None, :]
-        self._block_start = self._t
-
     def _slot(self) -> np.ndarray:
         i = self._t - self._block_start
-        if i >= _BLOCK:
-            self._refill()
+        if i >= self._arr_block.shape[0]:  # next block of arrivals (eq. 1)
+            self._arr_block = self.dynamics.draw_arrivals(self._rngs["arrivals"])
+            self._block_start = self._t
             i = 0
         return self._arr_block[i]
 
@@ -206,7 +126,8 @@ class MultiServerAllocationEnv(ClusterEnv):
         self._t = 0
         self._counts = np.zeros(self._L)  # n_l = Σ_t x_l(t), all the hindsight optimum needs
         self._total = 0.0
-        self._refill()
+        self._arr_block = self.dynamics.draw_arrivals(self._rngs["arrivals"])
+        self._block_start = 0
         self._arrivals = self._slot()
         self._last_y = np.zeros((self._E, self._K))
         return self._obs(), {"t": 0}
@@ -214,67 +135,17 @@ class MultiServerAllocationEnv(ClusterEnv):
     def _obs(self) -> dict:
         return {"arrivals": self._arrivals.astype(np.int8), "t": np.array([self._t], dtype=np.float32)}
 
-    def _check(self, action: Any) -> tuple[np.ndarray, int]:
-        """numpy path: validate and (under "repair") project an action; returns (y (E, K) float64, violations)."""
-        y = self._as_float_action(action, (self._E, self._K), self._space_desc)
-        sums = self.layout.server_sums(y)  # (R, K) left side of eq. 4
-        bad_box = int(np.count_nonzero((y < -_TOL) | (y > self._upper + _TOL)))
-        bad_cap = int((sums > self._cap_tol).sum())
-        if bad_box or bad_cap:
-            if self.infeasible == "raise":
-                raise ValueError(self._infeasible_message(y, sums, bad_box))
-            y = self.layout.project(y)  # exact Euclidean projection onto Y (eqs. 11–13)
-        return y, bad_box + bad_cap
-
-    def _fused(self, y: np.ndarray, port_reward: np.ndarray, used: np.ndarray) -> tuple:
-        """The fused per-env kernel the vector env also runs (``allocation.dynamics.slot_step``): check of
-        eqs. 3–4 and eq. 5 in one pass; fills ``self._sums`` (R, K), ``port_reward`` (L,), ``used`` (K,)."""
-        return _kern.slot_step(y.reshape(-1), self._arrivals, *self._plan, *self._kernel_tail,
-                               self._sums.reshape(-1), self._gain_buf, self._per_type_buf, port_reward, used)
-
-    def _infeasible_message(self, y: np.ndarray, sums: np.ndarray, bad_box: int) -> str:
-        """The ValueError text of ``infeasible="raise"``: the first entry outside [0, a] (eq. 3) if any,
-        else the first (r, k) over capacity (eq. 4); ``sums`` (R, K) are the per-server sums of y."""
-        pb = self.problem
-        if bad_box:
-            e, k = map(int, np.argwhere((y < -_TOL) | (y > self._upper + _TOL))[0])
-            return (f"infeasible action: y[{e}, {k}] = {y[e, k]:.6g} on channel (port {int(pb.edge_port[e])}, "
-                    f"server {int(pb.edge_server[e])}) is outside [0, a] = [0, {self._upper[e, k]:.6g}] (eq. 3)")
-        r, k = map(int, np.argwhere(sums > self._cap_tol)[0])
-        return (f"infeasible action: server {r} allocates {sums[r, k]:.6g} of device type {k} "
-                f"({pb.device_names[k] if k < len(pb.device_names) else k}) > capacity "
-                f"{pb.capacity[r, k]:.6g} (excess {sums[r, k] - pb.capacity[r, k]:.6g}, eq. 4)")
-
     def step(self, action: Any):
         if self._rngs is None:
             raise RuntimeError("call reset() before step()")
-        x = self._arrivals
-        rm = self.reward_model
-        if rm.use_numba:
-            if isinstance(action, np.ndarray) and action.dtype == np.float64 and action.shape == (self._E, self._K):
-                y = np.ascontiguousarray(action)
-            else:
-                y = np.ascontiguousarray(self._as_float_action(action, (self._E, self._K), self._space_desc))
-            port_reward, used = np.empty(self._L), np.empty(self._K)
-            nonfinite, bad_box, bad_cap, gain, overhead, util = self._fused(y, port_reward, used)
-            if nonfinite:
-                raise ValueError(f"action contains NaN or inf, expected {self._space_desc}")
-            repaired = bad_box + bad_cap
-            if repaired:
-                if self.infeasible == "raise":
-                    raise ValueError(self._infeasible_message(y, self._sums, bad_box))
-                y = self.layout.project(y)  # exact Euclidean projection onto Y (eqs. 11–13), compiled
-                _, _, _, gain, overhead, util = self._fused(y, port_reward, used)  # eq. 5 on the repaired y
-            reward = float(port_reward.sum())
+        if isinstance(action, np.ndarray) and action.dtype == np.float64 and action.shape == (self._E, self._K):
+            y = np.ascontiguousarray(action)
         else:
-            y, repaired = self._check(action)
-            gain_l, over_l, per_type = rm.parts(y, with_sums=True)
-            port_reward = np.where(x, gain_l - over_l, 0.0)  # x_l q_l, eq. 5
-            reward = float(port_reward.sum())
-            gain = float(gain_l[x].sum())
-            overhead = float(over_l[x].sum())
-            used = per_type[x].sum(axis=0)  # (K,) allocated to ports with a job
-            util = float(used @ self._util_w)  # mean over existing types of used / capacity
+            y = np.ascontiguousarray(self._as_float_action(action, (self._E, self._K), self._space_desc))
+        x = self._arrivals
+        # eqs. 3–4 (check, then repair or raise) and eq. 5: a SlotResult, unpacked in its field order
+        y, port_reward, _, gain, overhead, util, repaired = self.dynamics.step(y, x, self.infeasible)
+        reward = float(port_reward.sum())
         metrics = {"expected_reward": reward, "gain": gain, "overhead": overhead, "repaired": repaired,
                    "utilisation": util}
         self._counts += x

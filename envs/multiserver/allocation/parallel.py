@@ -8,12 +8,12 @@ import numpy as np
 from gymnasium import spaces
 
 from clustergym.parallel import ClusterParallelEnv
-from clustergym.envs.multiserver.allocation.env import MultiServerAllocationEnv, RewardModel
+from clustergym.envs.multiserver.allocation.env import MultiServerAllocationEnv
 
 __all__ = ["MultiServerAllocationParallelEnv", "parallel_env", "server_reward_split"]
 
 
-def server_reward_split(reward_model: RewardModel, y: np.ndarray, x: np.ndarray) -> np.ndarray:
+def server_reward_split(reward_model: Any, y: np.ndarray, x: np.ndarray) -> np.ndarray:
     """Per-edge share (E,) of eq. 5 whose sum is q(x, y); summing it per server gives the agents' rewards.
 
     Eq. 5: q(x, y) = Σ_l x_l [G_l − O_l] with G_l = Σ_{r∈R_l} Σ_k f_r^k(y_(l,r)^k) and
@@ -24,7 +24,8 @@ def server_reward_split(reward_model: RewardModel, y: np.ndarray, x: np.ndarray)
         o_e = O_l · y_e^{k*_l} / Σ_{r'∈R_l} y_(l,r')^{k*_l}   (= β_{k*_l} y_e^{k*_l}),
     and o_e = O_l / |R_l| (= 0) when that sum is 0. Then Σ_{e∈l} o_e = O_l and the edge reward
     x_l (g_e − o_e) sums over all edges to q(x, y) up to float rounding. Everything numeric comes
-    from ``reward_model`` (eq. 27 utilities and the eq. 5 sums); only the split is new here.
+    from ``reward_model``, the single env's dynamics object (``env.dynamics``: its eq. 27 utilities
+    and eq. 5 sums); only the split is new here.
     """
     pb = reward_model.problem
     ep = np.asarray(pb.edge_port)
@@ -68,7 +69,7 @@ class MultiServerAllocationParallelEnv(ClusterParallelEnv):
     O_l, k*_l the port's dominant type (ties: lowest k; o_e = O_l / |R_l| = 0 when O_l = 0); server r
     gets Σ_{e∈E_r} x_l (g_e − o_e). Σ_r r_r(t) = q(x(t), y(t)), the single env's reward, up to float
     rounding (the tests use |Σ_r r_r − q| <= 1e-9 max(1, |q|)). The numbers come from the single
-    env's ``RewardModel``; the split is computed on the executed (repaired) y.
+    env's dynamics object (``env.dynamics``); the split is computed on the executed (repaired) y.
 
     ## Info (per agent)
     ``feedback``: ``allocation`` (its executed (|L_r|, K) block of y) and ``edge_reward`` (|L_r|,) the
@@ -99,7 +100,7 @@ class MultiServerAllocationParallelEnv(ClusterParallelEnv):
                                     shape=(int(self.agent_edges[a].size), K), dtype=np.float32) for a in agents}
         state_space = spaces.Box(0.0, max(T, 1.0), shape=(L + 1,), dtype=np.float32)
         super().__init__(env, agents, obs_spaces, act_spaces, state_space)
-        self.reward_model = RewardModel(pb)  # the single env's eq. 5 code, for the split
+        self.reward_model = env.dynamics  # the single env's eq. 5 and eq. 27 code, for the split
         self._order = np.concatenate([self.agent_edges[a] for a in agents])
         self._edge_server = np.ascontiguousarray(pb.edge_server, dtype=np.int64)
 

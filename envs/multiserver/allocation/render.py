@@ -9,7 +9,7 @@ def render_ansi(env, t: int, arrivals: np.ndarray, last_y: np.ndarray) -> str:
     pb = env.problem
     used = env.layout.server_sums(last_y).sum(axis=0)  # (K,)
     total = np.asarray(pb.capacity).sum(axis=0)
-    gain, over = env.reward_model.parts(last_y)
+    gain, over = env.dynamics.parts(last_y)
     lines = [f"slot {t}: jobs at ports {np.flatnonzero(arrivals).tolist()}"]
     lines.append("last allocation per device type: " + ", ".join(
         f"{name} {u:.1f}/{c:.0f}" for name, u, c in zip(pb.device_names, used, total)))

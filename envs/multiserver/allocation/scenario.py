@@ -64,7 +64,7 @@ from clustergym.core import Scenario, check_known, as_generator, check_choice, c
 
 __all__ = ["AllocationProblem", "AllocationTruth", "make_allocation_scenario", "ALLOCATION_SCENARIOS",
            "PAPER_DEFAULTS", "FIG2_DEFAULTS", "FIG2_HORIZON", "UNITS", "UTILITY_FAMILIES", "utility_value",
-           "utility_derivative"]
+           "utility_derivative", "draw_utilities"]
 
 UTILITY_FAMILIES = ("linear", "log", "reciprocal", "poly")  # codes 0..3, eq. 27
 DEVICE_NAMES = ("CPU", "MEM", "GPU", "NPU", "TPU", "FPGA", "D7", "D8")
@@ -214,7 +214,11 @@ def scale_demands(base: np.ndarray, capacity: np.ndarray, edge_port: np.ndarray,
     return contention * base * s[None, :]
 
 
-def _utilities(rng: np.random.Generator, R: int, K: int, p: dict):
+def draw_utilities(rng: np.random.Generator, R: int, K: int, p: dict):
+    """α_r^k ~ U(alpha_low, alpha_high) and the family of each f_r^k (eq. 27), β_k ~ U(beta_low, beta_high).
+
+    Returns alpha (R, K), code (R, K) int64 (one family per (r, k) if ``p["utility"] == "mixed"``), beta (K,).
+    """
     alpha = rng.uniform(p["alpha_low"], p["alpha_high"], size=(R, K))
     if p["utility"] == "mixed":
         code = rng.integers(0, len(UTILITY_FAMILIES), size=(R, K))
@@ -260,7 +264,7 @@ def make_allocation_scenario(name: str = "paper", seed: int | np.random.Generato
         low, high = _CODE_LOW[:K], _CODE_HIGH[:K]
         capacity = rng.integers(low, high, size=(R, K)).astype(np.float64)  # (R, K) cores, GiB, devices
         demand = (p["contention"] / CODE_CONTENTION_SCALE) * rng.uniform(low, high, size=(L, K))  # (L, K)
-    alpha, code, beta = _utilities(rng, R, K, p)
+    alpha, code, beta = draw_utilities(rng, R, K, p)
 
     problem = AllocationProblem(
         num_ports=L, num_servers=R, num_device_types=K, edge_port=freeze(edge_port), edge_server=freeze(edge_server),

@@ -8,8 +8,8 @@ import numpy as np
 from gymnasium.vector.utils import batch_space
 
 from clustergym.core import Scenario
-from clustergym.envs.multiserver.allocation import dynamics as _kern
-from clustergym.envs.multiserver.allocation.env import _BLOCK, _TOL, MultiServerAllocationEnv
+from clustergym.envs.multiserver.allocation.dynamics import ARRIVAL_BLOCK
+from clustergym.envs.multiserver.allocation.env import MultiServerAllocationEnv
 from clustergym.vector_env import ClusterVectorEnv, with_masks
 
 __all__ = ["MultiServerAllocationVectorEnv"]
@@ -21,16 +21,16 @@ class MultiServerAllocationVectorEnv(ClusterVectorEnv):
     ## Description
     The model, rewards and infeasibility rules are those of the single env (eqs. 1–7 and 27, see
     :class:`~clustergym.envs.multiserver.allocation.env.MultiServerAllocationEnv`), computed by the
-    same code: ``allocation.dynamics.step_batch`` runs the single env's per-env kernel ``slot_step``
-    (the check of eqs. 3–4 and eq. 5 with eq. 7, fused) for every sub-env in one parallel numba
+    same object: the single env's :class:`~clustergym.envs.multiserver.allocation.dynamics.AllocationDynamics`
+    (``env.dynamics``), whose ``step_batch`` runs the per-env kernel ``slot_step`` that the single env
+    runs (the check of eqs. 3–4 and eq. 5 with eq. 7, fused) for every sub-env in one parallel numba
     kernel (``prange`` over chunks of 16 sub-envs, scratch per chunk), reading float32 or float64
-    actions as given (no conversion pass), with the single env's static entry lists
-    (``allocation.dynamics.build_plan``): utilities only for ports with a job and entries that are
-    not structurally zero (a = 0 or c_r^k = 0; non-zero values there are checked and, if within the
-    tolerance, counted).
-    Arrivals come from each sub-env's own child generator in blocks of 256 slots, as in the single
-    env, so sub-env i seeded with s_i replays a single env reset with ``seed=s_i``
-    (``clustergym.vector_env``). Create it with ``gym.make_vec("clustergym/MultiServerAllocation-v0",
+    actions as given (no conversion pass), with the same plan (``AllocationDynamics.plan``, static
+    entry lists): utilities only for ports with a job and entries that are not structurally zero
+    (a = 0 or c_r^k = 0; non-zero values there are checked and, if within the tolerance, counted).
+    Arrivals come from each sub-env's own child generator in blocks of 256 slots
+    (``AllocationDynamics.draw_arrivals``, as in the single env), so sub-env i seeded with s_i
+    replays a single env reset with ``seed=s_i`` (``clustergym.vector_env``). Create it with ``gym.make_vec("clustergym/MultiServerAllocation-v0",
     num_envs=N, vectorization_mode="vector_entry_point", **kwargs)``.
 
     ## Action Space
@@ -83,34 +83,30 @@ class MultiServerAllocationVectorEnv(ClusterVectorEnv):
                  horizon: int = 2000, oracle: bool = True, infeasible: str = "repair",
                  render_mode: str | None = None, **params: Any):
         super().__init__(num_envs, horizon=horizon, infeasible=infeasible, oracle=oracle, render_mode=render_mode)
-        if not _kern.HAVE_NUMBA:  # pragma: no cover
-            raise ImportError("the P2 vector env needs numba (a clustergym dependency)")
-        # The single env builds and validates the scenario and spaces; it also words the errors.
-        self._single = s = MultiServerAllocationEnv(scenario, scenario_seed=scenario_seed, horizon=horizon,
-                                                    oracle=False, infeasible=infeasible, **params)
+        # The single env builds and validates the scenario and spaces; its dynamics object (arrivals,
+        # eqs. 3–5, the error messages) is the one this env steps for every sub-env.
+        s = MultiServerAllocationEnv(scenario, scenario_seed=scenario_seed, horizon=horizon, oracle=False,
+                                     infeasible=infeasible, **params)
         self.scenario = s.scenario
         self.problem = pb = s.problem
-        self._truth = self.scenario.truth
+        self.dynamics = s.dynamics
         N, self._E, self._L, self._K = self.num_envs, pb.num_edges, pb.num_ports, pb.num_device_types
         self.single_action_space = s.action_space
         self.single_observation_space = s.observation_space
         self.action_space = batch_space(self.single_action_space, N)
         self.observation_space = batch_space(self.single_observation_space, N)
-        self._space_desc = s._space_desc
-        self._kernel_args = (*s._plan, *s._kernel_tail)  # the single env's entry lists and constants
-        self._groups = s.layout.groups  # the projection's layout (projection.project_into), the single env's
+        self._space_desc = self.dynamics.space_desc
         self._repair_buf = np.empty((N, self._E, self._K))  # (N, E, K) float64, see step()
-        self._arr_block = np.zeros((N, _BLOCK, self._L), dtype=bool)  # (N, B, L) arrivals of the block
+        self._arr_block = np.zeros((N, ARRIVAL_BLOCK, self._L), dtype=bool)  # (N, B, L) arrivals of the block
         self._pos = np.zeros(N, dtype=np.int64)  # (N,) current slot's index in the block
         self._counts = np.zeros((N, self._L))  # (N, L) n_l = Σ_t x_l(t) (the hindsight optimum's input)
         self._total = np.zeros(N)  # (N,) Σ_t q(x(t), y(t))
         self._arrivals = np.zeros((N, self._L), dtype=bool)  # (N, L)
         self._rows = np.arange(N)
-        self._counts_buf = np.empty((3, N), dtype=np.int64)  # kernel's violation counts (not returned)
 
     # -- per sub-env episode state ------------------------------------------------------------
     def _refill(self, i: int) -> None:
-        self._arr_block[i] = self._rngs[i]["arrivals"].random((_BLOCK, self._L)) < self._truth.rho[None, :]
+        self._arr_block[i] = self.dynamics.draw_arrivals(self._rngs[i]["arrivals"])  # eq. 1
         self._pos[i] = 0
 
     def _start_episode(self, i: int) -> None:
@@ -145,32 +141,22 @@ class MultiServerAllocationVectorEnv(ClusterVectorEnv):
     def step(self, actions: Any):
         self._require_reset()
         y = self._as_actions(actions)
-        N, L, K = self.num_envs, self._L, self._K
+        N = self.num_envs
         stepping = ~self._autoreset  # (N,) sub-envs that step (the others reset now)
-        nonfinite, bad_box, bad_cap = self._counts_buf  # (N,) each, overwritten by the kernel
-        port_reward = np.empty((N, L))
-        gain = np.empty(N)
-        overhead = np.empty(N)
-        used = np.empty((N, K))
-        util = np.empty(N)
         repair = self.infeasible == "repair"
         out = self._repair_buf  # (N, E, K) receives the repaired rows; handed out (and replaced) only if used
-        _kern.step_batch(y.reshape(N, -1), self._arrivals, stepping, *self._kernel_args, repair, out.reshape(N, -1),
-                         *self._groups, nonfinite, bad_box, bad_cap, port_reward, gain, overhead, used, util)
+        res = self.dynamics.step_batch(y, self._arrivals, stepping, repair, out)  # eqs. 3–5, Π_Y, per sub-env
+        nonfinite, bad_box, bad_cap, port_reward = res.nonfinite, res.bad_box, res.bad_cap, res.port_reward
         if nonfinite.any():
             raise ValueError(f"sub-env {int(np.argmax(nonfinite > 0))}: action contains NaN or inf, "
                              f"expected {self._space_desc}")
         repaired = np.where(stepping, bad_box + bad_cap, 0)  # (N,) violated constraints
         allocation = y
         if repaired.any():
-            s = self._single
             bad = np.flatnonzero(repaired)
             if not repair:  # "raise"
                 i = int(bad[0])
-                yi = np.asarray(y[i], dtype=np.float64)
-                _kern.slot_step(yi.reshape(-1), self._arrivals[i], *self._kernel_args, s._sums.reshape(-1),
-                                np.empty(L), np.empty((L, K)), np.empty(L), np.empty(K))  # s._sums: Σ y per (r, k)
-                raise ValueError(f"sub-env {i}: " + s._infeasible_message(yi, s._sums, int(bad_box[i])))
+                raise ValueError(f"sub-env {i}: " + self.dynamics.infeasible_message(y[i], self._arrivals[i]))
             # The kernel projected the repaired rows into ``out`` (eqs. 11–13) and evaluated eq. 5 there.
             allocation = out
             self._repair_buf = np.empty_like(out)  # the caller keeps ``allocation``: never write into it again
@@ -179,8 +165,8 @@ class MultiServerAllocationVectorEnv(ClusterVectorEnv):
                 allocation[kept] = y[kept]
         # The state changes only from here on.
         reward = port_reward.sum(axis=1)  # (N,) eq. 5 (rows of the autoresetting sub-envs are 0)
-        metrics = {"expected_reward": reward.copy(), "gain": gain, "overhead": overhead, "repaired": repaired,
-                   "utilisation": util}
+        metrics = {"expected_reward": reward.copy(), "gain": res.gain, "overhead": res.overhead,
+                   "repaired": repaired, "utilisation": res.utilisation}
         np.add(self._counts, self._arrivals, out=self._counts, where=stepping[:, None])
         self._total += reward
         self._t += stepping
@@ -198,7 +184,7 @@ class MultiServerAllocationVectorEnv(ClusterVectorEnv):
         else:
             episode = {}
         self._pos += stepping
-        for i in np.flatnonzero(self._pos >= _BLOCK):
+        for i in np.flatnonzero(self._pos >= ARRIVAL_BLOCK):
             self._refill(int(i))
         self._autoreset_envs()  # NEXT_STEP: sub-envs that ended at the last step start over now
         self._arrivals = self._arr_block[self._rows, self._pos]

@@ -20,12 +20,23 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-__all__ = ["BLOCK", "draw_block", "numpy_sum", "channel_slot", "channel_slot_batch",
+__all__ = ["BLOCK", "draw_block", "infeasible_message", "numpy_sum", "channel_slot", "channel_slot_batch",
            "OK", "IDLE_CHANNEL", "OVER_CAPACITY"]
 
 BLOCK = 256  # slots of arrivals/utilities drawn at once (same values as drawing slot by slot)
 
 OK, IDLE_CHANNEL, OVER_CAPACITY = 0, 1, 2  # status codes of channel_slot
+
+
+def infeasible_message(problem, status: int, where: int, used: np.ndarray) -> str:
+    """The ValueError text of ``infeasible="raise"`` for a :func:`channel_slot` status (single and vector env)."""
+    pb = problem
+    if status == IDLE_CHANNEL:
+        return (f"infeasible action: channel {where} belongs to port {int(pb.edge_port[where])}, "
+                f"which has no job this slot (eq. 4)")
+    k = where
+    return (f"infeasible action: device type {k} ({pb.device_names[k]}) uses {int(used[k])} > capacity "
+            f"{int(pb.capacity[k])} (excess {int(used[k] - pb.capacity[k])}, eq. 2)")
 
 
 def draw_block(rngs: dict, truth, block: int = BLOCK) -> tuple[np.ndarray, np.ndarray]:

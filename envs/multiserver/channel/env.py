@@ -9,7 +9,7 @@ from gymnasium import spaces
 
 from clustergym.core import Scenario, resolve_scenario, child_generators
 from clustergym.env import ClusterEnv
-from clustergym.envs.multiserver.channel.dynamics import BLOCK, IDLE_CHANNEL, OK, channel_slot, draw_block
+from clustergym.envs.multiserver.channel.dynamics import BLOCK, OK, channel_slot, draw_block, infeasible_message
 from clustergym.envs.multiserver.channel.scenario import CHANNEL_SCENARIOS, make_channel_scenario
 from clustergym.envs.multiserver.channel.oracle import knapsack_max
 
@@ -95,7 +95,7 @@ class MultiServerChannelEnv(ClusterEnv):
         self._demand = np.ascontiguousarray(pb.demand, dtype=np.int64)  # (E, K) a_k^e
         self._capacity = np.ascontiguousarray(pb.capacity, dtype=np.int64)  # (K,) c_k
         self._buf = np.empty(self._E)  # (E,) scratch of channel_slot
-        self._space_desc = f"MultiBinary({self._E}) (0/1 per channel)"
+        self.space_desc = f"MultiBinary({self._E}) (0/1 per channel)"
         self.action_space = spaces.MultiBinary(self._E)
         self.observation_space = spaces.Dict({
             "arrivals": spaces.MultiBinary(self._L),
@@ -148,24 +148,14 @@ class MultiServerChannelEnv(ClusterEnv):
             if a.shape == (self._E,) and a.dtype.kind in "iu":
                 # One reduction: viewed as unsigned, negative values become huge.
                 if a.size and a.view(a.dtype.str.replace("i", "u")).max() > 1:
-                    raise ValueError(f"action values must be 0 or 1, expected {self._space_desc}")
+                    raise ValueError(f"action values must be 0 or 1, expected {self.space_desc}")
             else:
-                a = self._as_int_action(a, (self._E,), self._space_desc)
+                a = self._as_int_action(a, (self._E,), self.space_desc)
                 if a.size and (a.max() > 1 or a.min() < 0):
-                    raise ValueError(f"action values must be 0 or 1, expected {self._space_desc}")
+                    raise ValueError(f"action values must be 0 or 1, expected {self.space_desc}")
         elif a.shape != (self._E,):
-            raise ValueError(f"action has shape {a.shape}, expected {(self._E,)} ({self._space_desc})")
+            raise ValueError(f"action has shape {a.shape}, expected {(self._E,)} ({self.space_desc})")
         return a
-
-    def _infeasible_message(self, status: int, where: int, used: np.ndarray) -> str:
-        """The ValueError text of ``infeasible="raise"`` for a ``channel_slot`` status."""
-        pb = self.problem
-        if status == IDLE_CHANNEL:
-            return (f"infeasible action: channel {where} belongs to port {int(pb.edge_port[where])}, "
-                    f"which has no job this slot (eq. 4)")
-        k = where
-        return (f"infeasible action: device type {k} ({pb.device_names[k]}) uses {int(used[k])} > capacity "
-                f"{int(pb.capacity[k])} (excess {int(used[k] - pb.capacity[k])}, eq. 2)")
 
     def step(self, action: Any):
         a = self._check_form(action)
@@ -176,7 +166,7 @@ class MultiServerChannelEnv(ClusterEnv):
             a, self._mask, self._demand, self._capacity, self._z, self._truth.mean_utility,
             self.infeasible == "repair", x, used, self._buf)
         if status != OK:
-            raise ValueError(self._infeasible_message(status, where, used))
+            raise ValueError(infeasible_message(self.problem, status, where, used))
         utilities = np.where(x, self._z, 0.0)  # (E,) realised Z̃ of the executed channels, 0 elsewhere
         v = self._truth.mean_utility
         metrics = {"expected_reward": expected, "repaired": dropped, "used": used}

@@ -8,7 +8,7 @@ import numpy as np
 from gymnasium.vector.utils import batch_space
 
 from clustergym.core import Scenario
-from clustergym.envs.multiserver.channel.dynamics import BLOCK, channel_slot_batch, draw_block
+from clustergym.envs.multiserver.channel.dynamics import BLOCK, channel_slot_batch, draw_block, infeasible_message
 from clustergym.envs.multiserver.channel.env import MultiServerChannelEnv
 from clustergym.envs.multiserver.channel.oracle import knapsack_max
 from clustergym.vector_env import ClusterVectorEnv, with_masks
@@ -90,9 +90,9 @@ class MultiServerChannelVectorEnv(ClusterVectorEnv):
         self.single_observation_space = self._single.observation_space
         self.action_space = batch_space(self.single_action_space, N)
         self.observation_space = batch_space(self.single_observation_space, N)
-        self._space_desc = self._single._space_desc
-        self._demand = self._single._demand  # (E, K) int64 a_k^e
-        self._capacity = self._single._capacity  # (K,) int64 c_k
+        self._space_desc = self._single.space_desc
+        self._demand = np.ascontiguousarray(pb.demand, dtype=np.int64)  # (E, K) int64 a_k^e
+        self._capacity = np.ascontiguousarray(pb.capacity, dtype=np.int64)  # (K,) int64 c_k
         self._edge_port = np.asarray(pb.edge_port, dtype=np.int64)
         self._arr_block = np.zeros((N, BLOCK, self._L), dtype=bool)  # (N, B, L) arrivals of the block
         self._z_block = np.zeros((N, BLOCK, self._E))  # (N, B, E) realised Z̃ of the block
@@ -171,7 +171,7 @@ class MultiServerChannelVectorEnv(ClusterVectorEnv):
                            x, used, status, where, dropped, reward, expected)
         if status.any():
             i = int(np.argmax(status != 0))
-            raise ValueError(f"sub-env {i}: " + self._single._infeasible_message(int(status[i]), int(where[i]), used[i]))
+            raise ValueError(f"sub-env {i}: " + infeasible_message(self.problem, int(status[i]), int(where[i]), used[i]))
         # The state changes only from here on.
         rows = np.arange(N)
         utilities = np.where(x, self._z_block[rows, self._pos], 0.0)  # (N, E) Z̃ of executed channels
