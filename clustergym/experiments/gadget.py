@@ -328,8 +328,9 @@ def _env_rate(mode: str, n: int) -> float:
 
 
 def bench_rows(quick: bool):
-    from clustergym.agent import make, public_info
+    from clustergym.agent import make
     from clustergym.bench import Row
+    from clustergym.runner import time_decisions
 
     import gymnasium as gym
 
@@ -345,17 +346,9 @@ def bench_rows(quick: bool):
     rows.append(sampled_action_rate(ENV_ID, "P3", 300 if quick else 2000))
     # Short: SB3 PPO on P3 measured ~4 steps/s on the 2-core machine (its policy has 1,600 categorical heads)
     rows.append(ppo_rate(ENV_ID, "P3", quick, n_steps=16, rollouts=1 if quick else 2))
-    env = gym.make(ENV_ID, horizon=200)
-    agent = make("gadget", family="ringallreduce")
-    obs, info = env.reset(seed=0)
-    agent.reset(env.unwrapped.problem, seed=0)
     slots = 100 if quick else 200
-    times = []
-    for _ in range(slots):
-        t0 = time.perf_counter()
-        a = agent.act(obs, public_info(info))
-        times.append(time.perf_counter() - t0)
-        obs, r, term, trunc, info = env.step(a)
+    # The paper-default env (horizon 200, its default oracle=False) as before; the runner's episode loop.
+    times = list(time_decisions(gym.make(ENV_ID, horizon=200), make("gadget", family="ringallreduce"), slots))
     times = np.asarray(times[5:]) * 1000
     med = float(np.median(times))
     rows.append(Row(f"GADGET decision, paper default (T=200, slots 5-{slots})", med, "ms median", "<= 200 ms",

@@ -435,24 +435,9 @@ def p2_vector_steps(quick: bool, num_envs: int = 1024):
 
 
 def _ogasched_decisions(slots: int, scenario: str):
-    import gymnasium as gym
+    from clustergym.bench import decision_times
 
-    import clustergym  # noqa: F401
-    from clustergym.agent import make, public_info
-
-    env = gym.make(ENV_ID, scenario=scenario, oracle=False, horizon=slots)
-    agent = make("ogasched", family="multiserver-allocation")
-    obs, info = env.reset(seed=0)
-    agent.reset(env.unwrapped.problem, seed=0)
-    times = np.zeros(slots)
-    for t in range(slots):
-        t0 = time.perf_counter()
-        a = agent.act(obs, public_info(info))
-        times[t] = time.perf_counter() - t0
-        nxt, r, term, trunc, info = env.step(a)
-        agent.update(obs, a, r, nxt, public_info(info))
-        obs = nxt
-    return times, env.unwrapped.problem
+    return decision_times(ENV_ID, "ogasched", slots, scenario=scenario)
 
 
 def large_run(horizon: int, seed: int = 0) -> dict:

@@ -31,38 +31,22 @@ LABEL = {"opm": "OPM", "opm-noest": "OPM without estimation", "fair": "Fair", "e
 
 
 def episode(env_kw: dict, agent: str, seed: int, records: bool = False) -> dict:
-    """One episode; returns utility, spending, migrations, timings (and per-job records)."""
+    """One episode (:func:`clustergym.runner.run_episode`); returns utility, spending, migrations,
+    timings (and per-job records)."""
     import gymnasium as gym
 
     import clustergym  # noqa: F401
-    from clustergym.agent import make, public_info
+    from clustergym.agent import make
+    from clustergym.runner import run_episode
 
     env = gym.make(ENV, **env_kw).unwrapped
-    ag = make(agent, family=env.family)
-    obs, info = env.reset(seed=seed)
-    ag.reset(env.problem, seed=seed)
-    dec, migr, busy, repaired = [], 0.0, 0.0, 0
-    t0 = time.perf_counter()
-    steps = 0
-    while True:
-        d0 = time.perf_counter()
-        a = ag.act(obs, public_info(info))
-        dec.append(time.perf_counter() - d0)
-        nxt, r, term, trunc, info = env.step(a)
-        ag.update(obs, a, r, nxt, public_info(info))
-        m = info["metrics"]
-        migr += m["migration_rate"]
-        busy += m["busy"]
-        repaired += m["repaired"]
-        obs = nxt
-        steps += 1
-        if term or trunc:
-            break
-    wall = time.perf_counter() - t0
-    out = {"agent": agent, "seed": seed, "env_kwargs": env_kw, "steps": steps, "wall_s": wall,
+    ep = run_episode(env, make(agent, family=env.family), seed)
+    m, sums, steps = ep.final_metrics, ep.metrics.sums, ep.steps
+    out = {"agent": agent, "seed": seed, "env_kwargs": env_kw, "steps": steps, "wall_s": ep.wall_s,
            "total_reward": float(m["episode_utility"]), "budget_spent": float(m["episode_budget_spent"]),
-           "fit": float(m["episode_fit"]), "repaired": int(repaired), "migration_rate": migr / steps,
-           "busy": busy / steps, "decision_ms_median": float(np.median(dec) * 1000),
+           "fit": float(m["episode_fit"]), "repaired": int(sums["repaired"]),
+           "migration_rate": sums["migration_rate"] / steps, "busy": sums["busy"] / steps,
+           "decision_ms_median": float(np.median(ep.decision_s) * 1000),
            "metrics": {k: v for k, v in m.items() if k.startswith("episode_")}}
     rec = env.job_records()
     out["work"] = float(rec["work"].sum())  # Σ_j X_j (efficiency = work / budget_spent)
@@ -74,33 +58,21 @@ def episode(env_kw: dict, agent: str, seed: int, records: bool = False) -> dict:
     return out
 
 
-def _task(args):
+def _task(args, report=None):
     return episode(*args)
 
 
 def _run_all(tasks: list, workers: int, progress: bool) -> list[dict]:
+    """Every task through the runner's worker pool (:func:`clustergym.runner.run_tasks`)."""
     from tqdm.auto import tqdm
 
+    from clustergym.runner import run_tasks
+
     bar = tqdm(total=len(tasks), desc="opm runs", leave=False, disable=not progress)
-    out: list = [None] * len(tasks)
     try:
-        if workers <= 1:
-            for i, t in enumerate(tasks):
-                out[i] = _task(t)
-                bar.update(1)
-        else:
-            from concurrent.futures import as_completed
-
-            from clustergym.runner import worker_pool
-
-            with worker_pool(workers) as ex:
-                futs = {ex.submit(_task, t): i for i, t in enumerate(tasks)}
-                for f in as_completed(futs):
-                    out[futs[f]] = f.result()
-                    bar.update(1)
+        return run_tasks(_task, tasks, workers, on_done=lambda _: bar.update(1))
     finally:
         bar.close()
-    return out
 
 
 # -- reproduction over instances (job lists) ----------------------------------------------------
@@ -446,27 +418,17 @@ def _opm_decision(quick: bool):
     import gymnasium as gym
 
     import clustergym  # noqa: F401
-    from clustergym.agent import make, public_info
+    from clustergym.agent import make
     from clustergym.bench import Row
+    from clustergym.runner import time_decisions
 
     # Enough long-lived jobs that the 100-slot window stays full.
     env = gym.make(ENV, num_machines=1000, max_jobs=100, horizon=10**6, arrival_rate=2.0, life_min=5000,
                    life_max=6000).unwrapped
-    ag = make("opm", family="approxjobs")
-    obs, info = env.reset(seed=0)
-    ag.reset(env.problem, seed=0)
-    n = 150 if quick else 600
-    times, active = [], []
-    for _ in range(n):
-        t0 = time.perf_counter()
-        a = ag.act(obs, public_info(info))
-        times.append(time.perf_counter() - t0)
-        active.append(int(obs["job_mask"].sum()))
-        nxt, r, term, trunc, info = env.step(a)
-        ag.update(obs, a, r, nxt, public_info(info))
-        obs = nxt
-    times, active = np.array(times), np.array(active)
-    full = times[active == 100]
+    active = []
+    times = time_decisions(env, make("opm", family="approxjobs"), 150 if quick else 600,
+                           on_obs=lambda t, obs: active.append(int(obs["job_mask"].sum())))
+    full = times[np.array(active) == 100]
     ms = float(np.median(full) * 1000)
     return [Row(f"OPM decision, M=1000, 100 active jobs ({full.size} slots)", ms, "ms median", "<= 10 ms", ms <= 10.0),
             Row("OPM decision, M=1000, 100 active jobs, p95", float(np.percentile(full, 95) * 1000), "ms", "", None)]
