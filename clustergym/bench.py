@@ -41,7 +41,7 @@ def _vector_rate(env, batches: list, steps: int) -> float:
     return float(np.median(rates))
 
 
-def decision_times(env_id: str, agent: str, slots: int, seed: int = 0, on_obs=None, **env_kw) -> tuple[np.ndarray, object]:
+def decision_times(env_id: str, agent: str, slots: int, seed: int = 0, on_step=None, **env_kw) -> tuple[np.ndarray, object]:
     """Seconds per decision of ``agent`` over ``slots`` slots of ``gym.make(env_id, oracle=False,
     horizon=slots, **env_kw)`` (:func:`clustergym.runner.time_decisions`: the runner's own episode
     loop, public info only); returns the times and the public problem. Every paper's decision-timing
@@ -53,7 +53,7 @@ def decision_times(env_id: str, agent: str, slots: int, seed: int = 0, on_obs=No
     from clustergym.runner import time_decisions
 
     env = gym.make(env_id, oracle=False, horizon=slots, **env_kw)
-    times = time_decisions(env, make(agent, family=env_family(env_id)), slots, seed=seed, on_obs=on_obs)
+    times = time_decisions(env, make(agent, family=env_family(env_id)), slots, seed=seed, on_step=on_step)
     return times, env.unwrapped.problem
 
 

@@ -31,14 +31,14 @@ import os
 import time
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import asdict, dataclass, field
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, NamedTuple, Sequence
 
 import numpy as np
 
 from clustergym.metrics import MetricsAccumulator, metrics_spec_of
 
 __all__ = ["BACKENDS", "TIMING_FIELDS", "Episode", "RunResult", "Results", "evaluate", "run_episode", "run_one",
-           "run_tasks", "time_decisions"]
+           "run_tasks", "time_decisions", "Transition"]
 
 BACKENDS = ("local", "ray")
 # Fields of results.json that measure time on the machine that ran them: they differ between any two
@@ -102,9 +102,21 @@ class Episode:
         return self.metrics.last
 
 
+class Transition(NamedTuple):
+    """One slot as :func:`run_episode` saw it (full infos, with metrics: for evaluation code only)."""
+
+    t: int  # slot index from 0
+    obs: Any  # the observation the agent acted on
+    info: dict  # the info that came with it
+    action: Any
+    reward: float
+    next_obs: Any
+    next_info: dict  # the info env.step returned
+
+
 def run_episode(env, agent, seed: int | None, max_steps: int | None = None, *,
                 progress: Callable[[int], None] | None = None,
-                on_obs: Callable[[int, Any], None] | None = None) -> Episode:
+                on_step: Callable[[Transition], None] | None = None) -> Episode:
     """The evaluation loop every runner, experiment and decision benchmark shares.
 
     ``env.reset(seed)``, ``agent.reset(problem, seed)``, then per slot: ``agent.act(obs, info)`` (timed),
@@ -119,7 +131,8 @@ def run_episode(env, agent, seed: int | None, max_steps: int | None = None, *,
         seed: the dynamics seed for ``env.reset`` and ``agent.reset``.
         max_steps: at most this many slots.
         progress: called with the number of slots done, every 200 slots and at the end.
-        on_obs: called as ``on_obs(t, obs)`` before each decision (e.g. to record the state timed).
+        on_step: called with each slot's :class:`Transition` after the agent's update (diagnostics that
+            read the state an agent acted on, e.g. the jobs in the window when its decision was timed).
     """
     from clustergym.agent import public_info
 
@@ -136,14 +149,15 @@ def run_episode(env, agent, seed: int | None, max_steps: int | None = None, *,
     steps = 0
     terminated = truncated = False
     for t in range(n):
-        if on_obs is not None:
-            on_obs(t, obs)
         pub = public_info(info)
         d0 = time.perf_counter()
         action = agent.act(obs, pub)
         decision[t] = time.perf_counter() - d0
-        next_obs, reward, terminated, truncated, info = env.step(action)
-        agent.update(obs, action, reward, next_obs, public_info(info))
+        next_obs, reward, terminated, truncated, next_info = env.step(action)
+        agent.update(obs, action, reward, next_obs, public_info(next_info))
+        if on_step is not None:
+            on_step(Transition(t, obs, info, action, reward, next_obs, next_info))
+        info = next_info
         rewards[t] = reward
         m = info.get("metrics", {})
         if "regret" in m:
@@ -163,11 +177,11 @@ def run_episode(env, agent, seed: int | None, max_steps: int | None = None, *,
                    truncated=bool(truncated))
 
 
-def time_decisions(env, agent, slots: int, seed: int = 0, on_obs: Callable[[int, Any], None] | None = None
+def time_decisions(env, agent, slots: int, seed: int = 0, on_step: Callable[[Transition], None] | None = None
                    ) -> np.ndarray:
     """Seconds per ``agent.act`` over ``slots`` slots of :func:`run_episode` (the decision-timing rows
     of ``clustergym bench``); ``env`` should have ``oracle=False`` so only the agent is timed."""
-    return run_episode(env, agent, seed, max_steps=slots, on_obs=on_obs).decision_s
+    return run_episode(env, agent, seed, max_steps=slots, on_step=on_step).decision_s
 
 
 def run_one(env_id: str, agent_spec: str, seed: int, horizon: int, env_kwargs: dict | None = None,

@@ -78,28 +78,26 @@ def unserved_idle(agent, seeds=(0, 1), horizon: int = 200, arrival_rate: float =
     """Must-show of issue 14: per run, mean over slots of visible jobs with budget left that get no
     worker, and of idle GPUs. ``agent`` is a spec (``"gadget"``) or an agent object; the run with
     seed s uses instance s (``scenario_seed=s``) unless ``env_kw`` pins one."""
-    from clustergym.agent import make, public_info
+    from clustergym.agent import make
     from clustergym.envs.ringallreduce.env import RingAllReduceEnv
+    from clustergym.runner import run_episode
 
     rows = []
     for s in seeds:
         kw = dict(scenario_seed=s, **env_kw)
         env = RingAllReduceEnv(horizon=horizon, arrival_rate=arrival_rate, max_jobs=max_jobs, **kw)
         ag = make(agent, family="ringallreduce") if isinstance(agent, str) else agent
-        obs, info = env.reset(seed=s)
-        ag.reset(env.problem, seed=s)
         G = int(env.problem.topology.gpus.sum())
         uns, idle, total = [], [], 0.0
-        for _ in range(horizon):
-            w = info["window"]
-            a = ag.act(obs, public_info(info))
-            nxt, r, term, trunc, info = env.step(a)
-            ag.update(obs, a, r, nxt, public_info(info))
-            obs = nxt
-            y = info["feedback"]["allocation"]
+
+        def record(tr, G=G, uns=uns, idle=idle):
+            nonlocal total
+            w, y = tr.info["window"], tr.next_info["feedback"]["allocation"]
             uns.append(int((w["present"] & (w["cap"] > 0) & (y.sum(axis=1) == 0)).sum()))
             idle.append(G - int(y.sum()))
-            total += r
+            total += tr.reward
+
+        run_episode(env, ag, s, max_steps=horizon, on_step=record)
         rows.append(dict(seed=s, instance=kw["scenario_seed"], gpus=G, unserved=float(np.mean(uns)),
                          idle_gpus=float(np.mean(idle)), total_utility=total))
     return rows

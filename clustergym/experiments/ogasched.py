@@ -101,24 +101,22 @@ def dominant_type_shares(units: str, agent: str, instances, slots: int, seed: in
     import gymnasium as gym
 
     import clustergym  # noqa: F401
-    from clustergym.agent import make, public_info
+    from clustergym.agent import make
+    from clustergym.runner import run_episode
 
     cnt = None
     for i in instances:
         env = gym.make(ENV_ID, horizon=slots, oracle=False, units=units, scenario_seed=i).unwrapped
-        ag = make(agent, family="multiserver-allocation")
-        obs, info = env.reset(seed=seed)
-        ag.reset(env.problem, seed=seed)
         K = env.problem.num_device_types
         cnt = np.zeros(K) if cnt is None else cnt
-        for _ in range(slots):
-            a = ag.act(obs, public_info(info))
-            x = np.asarray(obs["arrivals"]).astype(bool)
-            _, _, per_type = env.reward_model.parts(np.asarray(a, dtype=np.float64), with_sums=True)  # (L, K)
+
+        def count(tr, env=env, K=K):
+            nonlocal cnt
+            x = np.asarray(tr.obs["arrivals"]).astype(bool)
+            _, _, per_type = env.reward_model.parts(np.asarray(tr.action, dtype=np.float64), with_sums=True)  # (L, K)
             cnt += np.bincount(np.argmax(per_type * env.problem.beta, axis=1)[x], minlength=K)  # k* of eq. 10
-            nxt, r, _, _, info = env.step(a)
-            ag.update(obs, a, r, nxt, public_info(info))
-            obs = nxt
+
+        run_episode(env, make(agent, family="multiserver-allocation"), seed, max_steps=slots, on_step=count)
     return cnt / max(cnt.sum(), 1.0)
 
 

@@ -427,7 +427,7 @@ def _opm_decision(quick: bool):
                    life_max=6000).unwrapped
     active = []
     times = time_decisions(env, make("opm", family="approxjobs"), 150 if quick else 600,
-                           on_obs=lambda t, obs: active.append(int(obs["job_mask"].sum())))
+                           on_step=lambda tr: active.append(int(tr.obs["job_mask"].sum())))
     full = times[np.array(active) == 100]
     ms = float(np.median(full) * 1000)
     return [Row(f"OPM decision, M=1000, 100 active jobs ({full.size} slots)", ms, "ms median", "<= 10 ms", ms <= 10.0),
