@@ -39,7 +39,7 @@ from typing import Any, Mapping
 import numpy as np
 
 __all__ = ["SLOT", "CUMULATIVE", "EPISODE", "KINDS", "Metric", "MetricsAccumulator", "metrics_spec_of",
-           "check_spec"]
+           "check_spec", "reported_as"]
 
 SLOT = "slot"
 CUMULATIVE = "cumulative"
@@ -90,6 +90,27 @@ def check_spec(spec: Mapping[str, Metric]) -> None:
             raise ValueError(f"metrics_spec[{k!r}] is {m!r}, expected a clustergym.metrics.Metric")
         if (m.kind == EPISODE) != k.startswith("episode_"):
             raise ValueError(f"metrics_spec[{k!r}]: episode_* keys and only they are of kind EPISODE")
+
+
+def reported_as(key: str, m: Metric) -> str:
+    """Where a declared key ends up in results.json ``runs[]`` (markdown; the docs pages list it)."""
+    if m.shape != "()":
+        return "not aggregated (an array)"
+    if key == "regret":
+        return "`regret` (Σ over slots) and the cumulative-regret curve; no `mean_regret`"
+    if key == "oracle_reward":
+        return "`oracle_total` (Σ over slots), the score's bound"
+    if key == "cum_regret":
+        return "nothing (`regret` holds the total)"
+    if m.kind == EPISODE:
+        return f"`metrics.{key}`" + {"episode_regret": " and `regret`",
+                                      "episode_bound": " and `bound_total`",
+                                      "episode_best_static": " and `bound_total`"}.get(key, "")
+    if m.kind == CUMULATIVE:
+        out = f"`metrics.total_{key}` (last value)" if m.reports_total else ""
+        return out + f"{'; ' if out else ''}`metrics.mean_{key}` is the mean of the running total (kept as it was)"
+    out = f"`metrics.mean_{key}`" + (f", `metrics.total_{key}` (Σ)" if m.reports_total else "")
+    return out + (" and `value_total` (Σ), the score's V" if key == "expected_reward" else "")
 
 
 def _scalar(v: Any) -> float | None:

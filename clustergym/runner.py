@@ -35,7 +35,7 @@ from typing import Any, Callable, NamedTuple, Sequence
 
 import numpy as np
 
-from clustergym.metrics import MetricsAccumulator, metrics_spec_of
+from clustergym.metrics import MetricsAccumulator, _scalar, metrics_spec_of
 
 __all__ = ["BACKENDS", "TIMING_FIELDS", "Episode", "RunResult", "Results", "evaluate", "run_episode", "run_one",
            "run_tasks", "time_decisions", "Transition"]
@@ -71,14 +71,6 @@ class RunResult:
         d = asdict(self)
         d.pop("reward"), d.pop("cum_regret")
         return d
-
-
-def _scalar(v: Any) -> float | None:
-    if isinstance(v, (bool, np.bool_)):
-        return float(v)
-    if isinstance(v, (int, float, np.integer, np.floating)):
-        return float(v)
-    return None
 
 
 @dataclass
