@@ -12,7 +12,8 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 
-__all__ = ["run_bench", "Row"]
+__all__ = ["run_bench", "Row", "decision_times", "ppo_rate", "sampled_action_rate",
+           "vector_sampled_rate", "memory_rows"]
 
 
 @dataclass
@@ -28,33 +29,6 @@ class Row:
         return f"{self.what:<62} {self.measured:>12,.2f} {self.unit:<10} {self.target:<14} {flag}"
 
 
-def p1_env_steps(quick: bool) -> Row:
-    import gymnasium as gym
-
-    import clustergym  # noqa: F401
-    from clustergym.baselines.channel import greedy_fill
-
-    env = gym.make("clustergym/MultiServerChannel-v0", oracle=False, horizon=10**9)
-    pb = env.unwrapped.problem
-    rng = np.random.default_rng(0)
-    obs, info = env.reset(seed=0)
-    # Warm-up, untimed: the first step loads (or, on a fresh install, compiles) the numba kernels.
-    for _ in range(20):
-        obs, r, term, trunc, info = env.step(np.zeros(pb.num_edges, dtype=np.int8))
-    n = 20_000 if quick else 100_000
-    spent = 0.0
-    for _ in range(n):
-        # a random *valid* action: random order over channels of ports with a job, first fit
-        order = rng.permutation(np.flatnonzero(info["action_mask"]))
-        a = greedy_fill(order, pb.demand, pb.capacity, True, pb.num_edges)
-        t0 = time.perf_counter()
-        obs, r, term, trunc, info = env.step(a)
-        spent += time.perf_counter() - t0
-    rate = n / spent
-    return Row("P1 env step (paper default, gym.make, random valid, oracle off)", rate, "steps/s", ">= 20,000",
-               rate >= 20_000)
-
-
 def _vector_rate(env, batches: list, steps: int) -> float:
     """Median env-steps/s over 3 timed runs of ``steps`` calls to ``env.step`` (only the call is timed)."""
     env.step(batches[0])  # warm (compiled kernels are cached on disk, but not yet loaded)
@@ -67,85 +41,20 @@ def _vector_rate(env, batches: list, steps: int) -> float:
     return float(np.median(rates))
 
 
-def p1_vector_steps(quick: bool, num_envs: int = 1024) -> Row:
+def decision_times(env_id: str, agent: str, slots: int, seed: int = 0, on_step=None, **env_kw) -> tuple[np.ndarray, object]:
+    """Seconds per decision of ``agent`` over ``slots`` slots of ``gym.make(env_id, oracle=False,
+    horizon=slots, **env_kw)`` (:func:`clustergym.runner.time_decisions`: the runner's own episode
+    loop, public info only); returns the times and the public problem. Every paper's decision-timing
+    row uses it."""
     import gymnasium as gym
 
     import clustergym  # noqa: F401
-    from clustergym.baselines.channel import greedy_fill
+    from clustergym.agent import env_family, make
+    from clustergym.runner import time_decisions
 
-    env = gym.make_vec("clustergym/MultiServerChannel-v0", num_envs=num_envs, vectorization_mode="vector_entry_point",
-                       oracle=False, horizon=10**9)
-    pb = env.unwrapped.problem
-    rng = np.random.default_rng(0)
-    env.reset(seed=0)
-    # Valid action batches: random first fit over all channels, restricted to each sub-env's current
-    # active channels would need the state; channels of idle ports are dropped by the repair at no
-    # extra cost, so we pre-generate capacity-feasible batches over all channels.
-    batches = [np.stack([greedy_fill(rng.permutation(pb.num_edges), pb.demand, pb.capacity, True, pb.num_edges)
-                         for _ in range(num_envs)]).astype(np.int8) for _ in range(4)]
-    rate = _vector_rate(env, batches, 50 if quick else 300)
-    return Row(f"P1 native vector env, {num_envs} envs", rate, "env-steps/s", ">= 300,000 (goal 1M)",
-               rate >= 300_000)
-
-
-def p1_oracle(quick: bool) -> Row:
-    import gymnasium as gym
-
-    import clustergym  # noqa: F401
-    from clustergym.envs.multiserver.channel.oracle import knapsack_max
-
-    env = gym.make("clustergym/MultiServerChannel-v0", horizon=10**9).unwrapped
-    obs, info = env.reset(seed=0)
-    v, pb = env.scenario.truth.mean_utility, env.problem
-    times = []
-    for _ in range(300 if quick else 2000):
-        active = np.flatnonzero(info["action_mask"])
-        t0 = time.perf_counter()
-        knapsack_max(v[active], pb.demand[active], pb.capacity)
-        times.append(time.perf_counter() - t0)
-        obs, r, term, trunc, info = env.step(np.zeros(pb.num_edges, dtype=np.int8))
-    ms = float(np.median(times) * 1000)
-    return Row("P1 oracle per slot (exact knapsack DP, paper default)", ms, "ms", "<= 5 ms", ms <= 5.0)
-
-
-def _esdp_decisions(slots: int, **env_kw) -> tuple[np.ndarray, object]:
-    import gymnasium as gym
-
-    import clustergym  # noqa: F401
-    from clustergym.agent import make, public_info
-
-    env = gym.make("clustergym/MultiServerChannel-v0", oracle=False, horizon=slots, **env_kw)
-    agent = make("esdp", family="multiserver-channel")
-    obs, info = env.reset(seed=0)
-    agent.reset(env.unwrapped.problem, seed=0)
-    times = np.zeros(slots)
-    for t in range(slots):
-        t0 = time.perf_counter()
-        a = agent.act(obs, public_info(info))
-        times[t] = time.perf_counter() - t0
-        nxt, r, term, trunc, info = env.step(a)
-        agent.update(obs, a, r, nxt, public_info(info))
-        obs = nxt
+    env = gym.make(env_id, oracle=False, horizon=slots, **env_kw)
+    times = time_decisions(env, make(agent, family=env_family(env_id)), slots, seed=seed, on_step=on_step)
     return times, env.unwrapped.problem
-
-
-def esdp_rows(quick: bool) -> list[Row]:
-    # Warm the compiled DP once so the first decision's JIT time is not counted.
-    _esdp_decisions(3, num_servers=8)
-    slots = 400 if quick else 1500
-    times, pb = _esdp_decisions(slots)
-    late = times[slots // 2:]  # after exploration: every channel tried, full-size DP
-    ms = float(np.median(late) * 1000)
-    rows = [Row(f"ESDP decision, paper default (|E|={pb.num_edges}, c={pb.capacity.tolist()}, slots {slots // 2}-{slots})",
-                ms, "ms median", "<= 100 ms", ms <= 100.0),
-            Row("ESDP decision, paper default, p95", float(np.percentile(late, 95) * 1000), "ms", "", None)]
-    for ratio in (0.1, 0.15, 0.2, 0.25, 0.3):
-        n = 150 if quick else 400
-        times, pb = _esdp_decisions(n, capacity_ratio=ratio)
-        grid = int(np.prod(np.asarray(pb.capacity) + 1))
-        rows.append(Row(f"  ESDP vs capacity: ratio {ratio:.2f}, c={pb.capacity.tolist()}, Π(c_k+1)={grid}",
-                        float(np.median(times[n // 2:]) * 1000), "ms median", "(growth)", None))
-    return rows
 
 
 def sampled_action_rate(env_id: str, label: str, n: int, target: float | None = None, **env_kw) -> Row:

@@ -19,6 +19,8 @@ class ClusterEnv(gym.Env):
 
     metadata = {"render_modes": ["ansi", "rgb_array"], "render_fps": 4}
     family: str = ""
+    # The keys of info["metrics"] and their kind (clustergym/metrics.py); every env declares its own.
+    metrics_spec: dict = {}
 
     def __init__(self, *, horizon: int, infeasible: str = "repair", render_mode: str | None = None,
                  oracle: bool = True):

@@ -24,16 +24,39 @@ def _band(ax, t, curves, label, color):
         ax.fill_between(t, np.nanmin(arr, axis=0), np.nanmax(arr, axis=0), color=color, alpha=0.18, lw=0)
 
 
-def _finish(plt, fig, ax, xlabel: str, ylabel: str, title: str, path: str) -> str:
-    ax.set_xlabel(xlabel)
-    ax.set_ylabel(ylabel)
-    ax.set_title(title)
-    ax.grid(alpha=0.3)
-    ax.legend(fontsize=8, loc="best")
+def mean_band(ax, t, arr, label, color):
+    """The mean of ``arr`` (runs × t) with a 95% t-interval band over its rows (the experiments' curves)."""
+    import math
+
+    from clustergym.stats import t_quantile
+
+    m = arr.mean(axis=0)
+    ax.plot(t, m, label=label, color=color, lw=1.6)
+    if arr.shape[0] > 1:
+        half = t_quantile(arr.shape[0] - 1) * arr.std(axis=0, ddof=1) / math.sqrt(arr.shape[0])
+        ax.fill_between(t, m - half, m + half, color=color, alpha=0.18, lw=0)
+
+
+def style(*axes, legend: float | None = 8) -> None:
+    """The house style of every axis: a light grid and (unless ``legend=None``) a legend of that font size."""
+    for ax in axes:
+        ax.grid(alpha=0.3)
+        if legend is not None:
+            ax.legend(fontsize=legend)
+
+
+def save(fig, path: str) -> str:
+    """Tight layout, write ``path``, close the figure; returns ``path``."""
     fig.tight_layout()
     fig.savefig(path)
-    plt.close(fig)
+    _plt().close(fig)
     return path
+
+
+def _finish(plt, fig, ax, xlabel: str, ylabel: str, title: str, path: str) -> str:
+    ax.set(xlabel=xlabel, ylabel=ylabel, title=title)
+    style(ax)
+    return save(fig, path)
 
 
 def plot_results(results, out_dir: str, prefix: str = "") -> list[str]:

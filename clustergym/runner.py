@@ -31,11 +31,14 @@ import os
 import time
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import asdict, dataclass, field
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, NamedTuple, Sequence
 
 import numpy as np
 
-__all__ = ["BACKENDS", "TIMING_FIELDS", "RunResult", "Results", "evaluate", "run_one"]
+from clustergym.metrics import MetricsAccumulator, _scalar, metrics_spec_of
+
+__all__ = ["BACKENDS", "TIMING_FIELDS", "Episode", "RunResult", "Results", "evaluate", "run_episode", "run_one",
+           "run_tasks", "time_decisions", "Transition"]
 
 BACKENDS = ("local", "ray")
 # Fields of results.json that measure time on the machine that ran them: they differ between any two
@@ -70,17 +73,112 @@ class RunResult:
         return d
 
 
-def _scalar(v: Any) -> float | None:
-    if isinstance(v, (bool, np.bool_)):
-        return float(v)
-    if isinstance(v, (int, float, np.integer, np.floating)):
-        return float(v)
-    return None
+@dataclass
+class Episode:
+    """What :func:`run_episode` measured (arrays cover the ``steps`` slots played)."""
+
+    steps: int
+    rewards: np.ndarray  # (steps,) reward of each slot
+    decision_s: np.ndarray  # (steps,) seconds spent in agent.act per slot
+    regrets: np.ndarray  # (steps,) metrics["regret"], NaN where the env reported none
+    oracle: np.ndarray  # (steps,) metrics["oracle_reward"], NaN where none
+    metrics: MetricsAccumulator  # every slot's metrics, aggregated as the env declares them
+    wall_s: float  # wall time from the first act to the last step
+    obs: Any = None  # the last observation
+    info: dict = field(default_factory=dict)  # the last info (with metrics)
+    terminated: bool = False
+    truncated: bool = False
+
+    @property
+    def final_metrics(self) -> dict:
+        return self.metrics.last
+
+
+class Transition(NamedTuple):
+    """One slot as :func:`run_episode` saw it (full infos, with metrics: for evaluation code only)."""
+
+    t: int  # slot index from 0
+    obs: Any  # the observation the agent acted on
+    info: dict  # the info that came with it
+    action: Any
+    reward: float
+    next_obs: Any
+    next_info: dict  # the info env.step returned
+
+
+def run_episode(env, agent, seed: int | None, max_steps: int | None = None, *,
+                progress: Callable[[int], None] | None = None,
+                on_step: Callable[[Transition], None] | None = None) -> Episode:
+    """The evaluation loop every runner, experiment and decision benchmark shares.
+
+    ``env.reset(seed)``, ``agent.reset(problem, seed)``, then per slot: ``agent.act(obs, info)`` (timed),
+    ``env.step``, ``agent.update(...)``, with ``info`` always passed through
+    :func:`clustergym.agent.public_info` (no ``"metrics"``: agents never see evaluation quantities), and
+    the metrics accumulated as the env declares them (:mod:`clustergym.metrics`). Stops at the end of the
+    episode or after ``max_steps`` slots (default: the env's ``horizon``).
+
+    Args:
+        env: a single env (``gym.make(...)`` or its ``.unwrapped``).
+        agent: an agent (:class:`clustergym.agent.Agent`).
+        seed: the dynamics seed for ``env.reset`` and ``agent.reset``.
+        max_steps: at most this many slots.
+        progress: called with the number of slots done, every 200 slots and at the end.
+        on_step: called with each slot's :class:`Transition` after the agent's update (diagnostics that
+            read the state an agent acted on, e.g. the jobs in the window when its decision was timed).
+    """
+    from clustergym.agent import public_info
+
+    base = getattr(env, "unwrapped", env)
+    n = int(base.horizon if max_steps is None else max_steps)
+    obs, info = env.reset(seed=seed)
+    agent.reset(base.problem, seed=seed)
+    rewards = np.zeros(n)
+    regrets = np.full(n, np.nan)
+    oracle = np.full(n, np.nan)
+    decision = np.zeros(n)
+    acc = MetricsAccumulator(metrics_spec_of(env))
+    t0 = time.perf_counter()
+    steps = 0
+    terminated = truncated = False
+    for t in range(n):
+        pub = public_info(info)
+        d0 = time.perf_counter()
+        action = agent.act(obs, pub)
+        decision[t] = time.perf_counter() - d0
+        next_obs, reward, terminated, truncated, next_info = env.step(action)
+        agent.update(obs, action, reward, next_obs, public_info(next_info))
+        if on_step is not None:
+            on_step(Transition(t, obs, info, action, reward, next_obs, next_info))
+        info = next_info
+        rewards[t] = reward
+        m = info.get("metrics", {})
+        if "regret" in m:
+            regrets[t] = m["regret"]
+        if "oracle_reward" in m:
+            oracle[t] = m["oracle_reward"]
+        acc.add(m)
+        obs = next_obs
+        steps = t + 1
+        if progress is not None and (steps % 200 == 0 or terminated or truncated):
+            progress(200 if steps % 200 == 0 else steps % 200)
+        if terminated or truncated:
+            break
+    wall = time.perf_counter() - t0
+    return Episode(steps=steps, rewards=rewards[:steps], decision_s=decision[:steps], regrets=regrets[:steps],
+                   oracle=oracle[:steps], metrics=acc, wall_s=wall, obs=obs, info=info, terminated=bool(terminated),
+                   truncated=bool(truncated))
+
+
+def time_decisions(env, agent, slots: int, seed: int = 0, on_step: Callable[[Transition], None] | None = None
+                   ) -> np.ndarray:
+    """Seconds per ``agent.act`` over ``slots`` slots of :func:`run_episode` (the decision-timing rows
+    of ``clustergym bench``); ``env`` should have ``oracle=False`` so only the agent is timed."""
+    return run_episode(env, agent, seed, max_steps=slots, on_step=on_step).decision_s
 
 
 def run_one(env_id: str, agent_spec: str, seed: int, horizon: int, env_kwargs: dict | None = None,
             progress: Callable[[int], None] | None = None) -> RunResult:
-    """One episode of ``agent_spec`` on ``env_id`` with env seed ``seed``.
+    """One episode of ``agent_spec`` on ``env_id`` with env seed ``seed`` (:func:`run_episode`).
 
     The instance is ``env_kwargs["scenario_seed"]`` when given (recorded as ``RunResult.instance``).
     The agent gets the public problem and ``info`` without ``"metrics"``; the runner keeps the
@@ -89,47 +187,15 @@ def run_one(env_id: str, agent_spec: str, seed: int, horizon: int, env_kwargs: d
     import gymnasium as gym
 
     import clustergym  # noqa: F401  (registers envs)
-    from clustergym.agent import make, public_info
+    from clustergym.agent import make
 
     env = gym.make(env_id, horizon=horizon, **(env_kwargs or {}))
     agent = make(agent_spec, env_id=env_id)
-    obs, info = env.reset(seed=seed)
-    agent.reset(env.unwrapped.problem, seed=seed)
-    rewards = np.zeros(horizon)
-    regrets = np.full(horizon, np.nan)
-    oracle = np.full(horizon, np.nan)
-    sums: dict[str, float] = {}
-    decision = np.zeros(horizon)
-    t0 = time.perf_counter()
-    steps = 0
-    final_metrics: dict = {}
-    for t in range(horizon):
-        pub = public_info(info)
-        d0 = time.perf_counter()
-        action = agent.act(obs, pub)
-        decision[t] = time.perf_counter() - d0
-        next_obs, reward, terminated, truncated, info = env.step(action)
-        agent.update(obs, action, reward, next_obs, public_info(info))
-        rewards[t] = reward
-        m = info.get("metrics", {})
-        if "regret" in m:
-            regrets[t] = m["regret"]
-        if "oracle_reward" in m:
-            oracle[t] = m["oracle_reward"]
-        for k, v in m.items():
-            f = _scalar(v)
-            if f is not None and k not in ("regret", "cum_regret", "oracle_reward"):
-                sums[k] = sums.get(k, 0.0) + f
-        final_metrics = m
-        obs = next_obs
-        steps = t + 1
-        if progress is not None and (steps % 200 == 0 or terminated or truncated):
-            progress(200 if steps % 200 == 0 else steps % 200)
-        if terminated or truncated:
-            break
-    wall = time.perf_counter() - t0
+    ep = run_episode(env, agent, seed, max_steps=horizon, progress=progress)
     env.close()
-    rewards, regrets, oracle, decision = rewards[:steps], regrets[:steps], oracle[:steps], decision[:steps]
+    steps, rewards, regrets, oracle, decision = ep.steps, ep.rewards, ep.regrets, ep.oracle, ep.decision_s
+    final_metrics = ep.final_metrics
+    sums = ep.metrics.sums
     has_regret = not np.all(np.isnan(regrets))
     if "episode_regret" in final_metrics:  # problems whose regret is defined at episode end only
         regret = float(final_metrics["episode_regret"])
@@ -150,21 +216,15 @@ def run_one(env_id: str, agent_spec: str, seed: int, horizon: int, env_kwargs: d
     else:
         bound_total = None
     instance = (env_kwargs or {}).get("scenario_seed")
-    metrics = {f"mean_{k}": v / max(steps, 1) for k, v in sums.items()}
-    metrics.update({f"total_{k}": v for k, v in sums.items() if k in ("repaired",)})
-    for k, v in final_metrics.items():
-        f = _scalar(v)
-        if k.startswith("episode_") and f is not None:
-            metrics[k] = f
     return RunResult(
         agent=agent_spec, seed=int(seed), total_reward=float(rewards.sum()),
         mean_reward=float(rewards.mean()) if steps else 0.0,
         regret=regret, oracle_total=oracle_total,
-        steps=steps, wall_s=wall,
+        steps=steps, wall_s=ep.wall_s,
         decision_ms_median=float(np.median(decision) * 1000) if steps else 0.0,
         decision_ms_p95=float(np.percentile(decision, 95) * 1000) if steps else 0.0,
-        metrics=metrics, instance=None if instance is None else int(instance), value_total=value_total,
-        bound_total=bound_total, reward=rewards, cum_regret=cum,
+        metrics=ep.metrics.summary(steps), instance=None if instance is None else int(instance),
+        value_total=value_total, bound_total=bound_total, reward=rewards, cum_regret=cum,
     )
 
 
@@ -353,9 +413,10 @@ def _json_default(o):
     return str(o)
 
 
-def _run_task(args, queue=None):
-    """A run in a worker process; with ``queue``, its progress (slots done) is reported as it goes."""
-    progress = None if queue is None else functools.partial(_put_progress, queue)
+def _run_task(args, report=None):
+    """A run of :func:`run_one`; ``report`` receives its progress (slots done): a callable (in this
+    process) or a queue (in a worker process)."""
+    progress = report if report is None or callable(report) else functools.partial(_put_progress, report)
     return run_one(*args, progress=progress)
 
 
@@ -421,33 +482,52 @@ class Interrupted(KeyboardInterrupt):
     """A sweep stopped by Ctrl-C or SIGTERM; the message says how much was done (nothing is written)."""
 
 
-def _run_local(tasks: list[tuple], workers: int, bar) -> list[RunResult]:
-    runs: list[RunResult | None] = [None] * len(tasks)
+def run_tasks(fn: Callable, tasks: list, workers: int, *, report=None, on_start: Callable | None = None,
+              on_done: Callable | None = None) -> list:
+    """``[fn(task, report) for task in tasks]``, in this process (``workers == 1``) or in the shared pool
+    of spawned worker processes (:func:`worker_pool`); results in task order.
+
+    ``fn`` must be picklable (a module-level function) for ``workers > 1``. ``on_start(task)`` (in this
+    process only) and ``on_done(result)`` are called around each task. Ctrl-C stops the workers and
+    raises :class:`Interrupted`; a failed task cancels the pending ones and re-raises.
+    """
+    out: list = [None] * len(tasks)
     if workers == 1:
         for i, task in enumerate(tasks):
-            if bar is not None:
-                bar.set_postfix_str(f"{task[1]} seed {task[2]}")
-            runs[i] = run_one(*task, progress=bar.update if bar is not None else None)
-        return runs
-    with worker_pool(workers) as ex, _progress_queue(bar) as queue:
-        futs = {ex.submit(_run_task, task, queue): i for i, task in enumerate(tasks)}
+            if on_start is not None:
+                on_start(task)
+            out[i] = fn(task, report)
+            if on_done is not None:
+                on_done(out[i])
+        return out
+    with worker_pool(workers) as ex:
+        futs = {ex.submit(fn, task, report): i for i, task in enumerate(tasks)}
         try:
             for fut in as_completed(futs):
                 i = futs[fut]
-                runs[i] = fut.result()
-                if bar is not None and queue is None:
-                    bar.update(runs[i].steps)
+                out[i] = fut.result()
+                if on_done is not None:
+                    on_done(out[i])
         except KeyboardInterrupt:
             for f in futs:
                 f.cancel()
-            done = sum(r is not None for r in runs)
+            done = sum(r is not None for r in out)
             raise Interrupted(f"interrupted after {done} of {len(tasks)} runs; the workers were stopped and these "
                               "runs discarded (no results of this sweep were written)") from None
         except BaseException:
             for f in futs:  # a failed run stops this call's pending runs
                 f.cancel()
             raise
-    return runs
+    return out
+
+
+def _run_local(tasks: list[tuple], workers: int, bar) -> list[RunResult]:
+    if workers == 1:
+        start = None if bar is None else (lambda task: bar.set_postfix_str(f"{task[1]} seed {task[2]}"))
+        return run_tasks(_run_task, tasks, 1, report=None if bar is None else bar.update, on_start=start)
+    with _progress_queue(bar) as queue:
+        done = (lambda r: bar.update(r.steps)) if bar is not None and queue is None else None
+        return run_tasks(_run_task, tasks, workers, report=queue, on_done=done)
 
 
 @contextlib.contextmanager

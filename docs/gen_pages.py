@@ -369,6 +369,17 @@ def env_page(env_id: str) -> str:
             out.append(f"| `metrics[\"{k}\"]` (last slot) | {_value_desc(v)} |")
     out.append("")
 
+    from clustergym.metrics import reported_as
+
+    out += ["## Metrics (declared)", "",
+            "The keys `step` may put in `info[\"metrics\"]`, as the class attribute `metrics_spec` declares them "
+            "(`clustergym/metrics.py`): *slot* = a value of that slot, *cumulative* = a running total since "
+            "`reset`, *episode* = present at the last slot only. The runner aggregates each key by its kind "
+            "([results.json schema](../results-schema.md)).", "",
+            "| key | kind | meaning | in results.json `runs[]` |", "|---|---|---|---|"]
+    out += [f"| `{k}` | {m.kind}{'' if m.shape == '()' else ' ' + m.shape} | {_md_escape(m.doc)} | {reported_as(k, m)} |"
+            for k, m in cls.metrics_spec.items()] + [""]
+
     out += ["## Arguments: defaults and valid values", "",
             "Keyword arguments of `gym.make` (constructor arguments, then the scenario parameters of the "
             f"`paper` scenario, defaults from `{smod}.PAPER_DEFAULTS`). *Valid values* is what the env's "

@@ -25,10 +25,13 @@ from __future__ import annotations
 
 import math
 import os
+import time
 
 import numpy as np
 
-__all__ = ["reproduce", "bench_rows", "run_study", "overtake_slot", "regret_exponent", "true_mean_share",
+from clustergym.bench import Row, _vector_rate
+
+__all__ = ["reproduce", "sweep", "tables", "figures", "report", "bench_rows", "run_study", "overtake_slot", "regret_exponent", "true_mean_share",
            "phi_limit_regret"]
 
 ENV_ID = "clustergym/MultiServerChannel-v0"
@@ -149,19 +152,9 @@ def _curves(res, agent, f):
     return np.vstack([f(r) for r in res.runs if r.agent == agent])
 
 
-def _mean_band(ax, t, arr, label, color):
-    from clustergym.stats import t_quantile
-
-    m = arr.mean(axis=0)
-    ax.plot(t, m, label=label, color=color, lw=1.6)
-    if arr.shape[0] > 1:
-        half = t_quantile(arr.shape[0] - 1) * arr.std(axis=0, ddof=1) / math.sqrt(arr.shape[0])
-        ax.fill_between(t, m - half, m + half, color=color, alpha=0.18, lw=0)
-
-
 def figures(res, out_dir: str, prefix: str = "esdp_", limit: dict | None = None) -> list[str]:
     """The P1 figures, each a mean over instances with a 95% t-band: average reward vs t, per-slot and cumulative regret of both ESDP variants, Fig. 3-style ratios."""
-    from clustergym.plots import _plt
+    from clustergym.plots import _plt, mean_band, save, style
 
     plt = _plt()
     H = res.horizon
@@ -174,17 +167,13 @@ def figures(res, out_dir: str, prefix: str = "esdp_", limit: dict | None = None)
     # Instances differ in scale: each run's running average is divided by its oracle's mean reward
     # per slot (oracle_total / T, the same for every agent on the instance: common random numbers).
     for a in MAIN_AGENTS:
-        _mean_band(ax, t, _curves(res, a, lambda r: np.cumsum(r.reward) / t / (r.oracle_total / r.steps)),
+        mean_band(ax, t, _curves(res, a, lambda r: np.cumsum(r.reward) / t / (r.oracle_total / r.steps)),
                    a, colors[a])
     ax.axhline(1.0, color="0.3", lw=0.8, ls=":", label="oracle (mean over the run)")
     ax.set(xlabel="time slot t", ylabel="average reward (1/t) Σ reward / oracle's mean",
            title=f"P1: average reward (Fig. 4) vs t, mean over {n} instances (band: 95% t)")
-    ax.grid(alpha=0.3)
-    ax.legend(fontsize=8)
-    fig.tight_layout()
-    paths.append(os.path.join(out_dir, f"{prefix}avg_reward.png"))
-    fig.savefig(paths[-1])
-    plt.close(fig)
+    style(ax)
+    paths.append(save(fig, os.path.join(out_dir, f"{prefix}avg_reward.png")))
 
     # Per-slot regret (moving average) and cumulative regret on a log-t axis, both variants.
     w = max(H // 40, 5)
@@ -194,8 +183,8 @@ def figures(res, out_dir: str, prefix: str = "esdp_", limit: dict | None = None)
         per = _curves(res, a, lambda r: np.diff(np.concatenate([[0.0], r.cum_regret])))
         kern = np.ones(w) / w
         sm = np.vstack([np.convolve(p, kern, mode="valid") for p in per])
-        _mean_band(ax1, t[w - 1:], sm, lab, colors[a])
-        _mean_band(ax2, t, _curves(res, a, lambda r: r.cum_regret), lab, colors[a])
+        mean_band(ax1, t[w - 1:], sm, lab, colors[a])
+        mean_band(ax2, t, _curves(res, a, lambda r: r.cum_regret), lab, colors[a])
     if limit:
         ax1.axhline(float(np.mean(list(limit.values()))), color=colors["esdp"], lw=1, ls="--",
                     label="faithful rule with exact means (phi_limit_regret)")
@@ -203,28 +192,19 @@ def figures(res, out_dir: str, prefix: str = "esdp_", limit: dict | None = None)
             title=f"per-slot regret, mean over {n} instances")
     ax2.set(xscale="log", xlabel="time slot t (log scale: c·ln t is a straight line)",
             ylabel="cumulative regret", title="cumulative regret")
-    for ax in (ax1, ax2):
-        ax.grid(alpha=0.3)
-        ax.legend(fontsize=8)
+    style(ax1, ax2)
     ax1.set_ylim(bottom=0)
-    fig.tight_layout()
-    paths.append(os.path.join(out_dir, f"{prefix}regret.png"))
-    fig.savefig(paths[-1])
-    plt.close(fig)
+    paths.append(save(fig, os.path.join(out_dir, f"{prefix}regret.png")))
 
     fig, ax = plt.subplots(figsize=(7, 4.2), dpi=110)
     esdp_avg = _curves(res, "esdp", lambda r: np.cumsum(r.reward))
     for b in BASELINES:
-        _mean_band(ax, t, esdp_avg / _curves(res, b, lambda r: np.cumsum(r.reward)), f"ESDP / {b.upper()}", colors[b])
+        mean_band(ax, t, esdp_avg / _curves(res, b, lambda r: np.cumsum(r.reward)), f"ESDP / {b.upper()}", colors[b])
     ax.axhline(1.0, color="0.5", lw=0.8, ls="--")
     ax.set(xlabel="time slot t", ylabel="ratio of average rewards",
            title=f"ESDP vs baselines (Fig. 3 style), mean over {n} instances (band: 95% t)")
-    ax.grid(alpha=0.3)
-    ax.legend(fontsize=8)
-    fig.tight_layout()
-    paths.append(os.path.join(out_dir, f"{prefix}ratio.png"))
-    fig.savefig(paths[-1])
-    plt.close(fig)
+    style(ax)
+    paths.append(save(fig, os.path.join(out_dir, f"{prefix}ratio.png")))
     return paths
 
 
@@ -337,29 +317,28 @@ def share_table(an: dict) -> str:
     return "\n".join(lines)
 
 
-def reproduce(quick: bool, out: str, workers: int, progress: bool) -> str:
-    """ESDP vs HAUF, LCF, LWTF, their other readings and random over instances of the paper scenario."""
-    from clustergym.stats import claims_table
-
+def sweep(quick: bool, workers: int, progress: bool) -> dict:
+    """Every run and diagnostic the report needs: the study (:func:`run_study`), the faithful rule's
+    regret with exact means (:func:`phi_limit_regret`) and HAUF given the true means (:func:`true_mean_share`)."""
     horizon, n_inst = (500, 3) if quick else (8000, 5)
     res = run_study(horizon, n_inst, workers, progress)
-    d = os.path.join(out, "esdp")
-    main = _subset(res, MAIN_AGENTS)
-    paths = main.write(d)
     limit = phi_limit_regret(range(n_inst), 300 if quick else 1000)
-    paths += figures(res, d, limit=limit)
     share = true_mean_share(range(n_inst), min(horizon, 2000))
-    an = analyse(res, share, limit)
-    table = main.table()
-    claims = claims_table(an["rows"])
-    sens = sensitivity_table(an)
-    shares = share_table(an)
-    regret = regret_table(an)
-    print(table)
-    print(claims)
-    print(regret)
-    print(sens)
-    print(shares)
+    return {"quick": quick, "horizon": horizon, "n_inst": n_inst, "res": res, "limit": limit, "share": share}
+
+
+def tables(sw: dict) -> dict:
+    """The report's tables (plain text / markdown) from a :func:`sweep`."""
+    from clustergym.stats import claims_table
+
+    an = analyse(sw["res"], sw["share"], sw["limit"])
+    return {"results": _subset(sw["res"], MAIN_AGENTS).table(), "claims": claims_table(an["rows"]),
+            "regret": regret_table(an), "sensitivity": sensitivity_table(an), "shares": share_table(an)}
+
+
+def report(sw: dict, tb: dict) -> str:
+    """The markdown of ``report.md``."""
+    quick, horizon, n_inst = sw["quick"], sw["horizon"], sw["n_inst"]
     lines = [
         f"# ESDP reproduction ({'quick' if quick else 'full'} mode)",
         "",
@@ -368,12 +347,12 @@ def reproduce(quick: bool, out: str, workers: int, progress: bool) -> str:
         "common random numbers across agents. Intervals: 95% t over instances.",
         "",
         "```",
-        table,
+        tb["results"],
         "```",
         "",
         "## The paper's claims",
         "",
-        claims,
+        tb["claims"],
         "",
         "The paper lists 73%, 36%, 28% for its three baselines without saying which number belongs to "
         "which; we pair them in the order the baselines are introduced (HAUF, LCF, LWTF). The paper has "
@@ -381,7 +360,7 @@ def reproduce(quick: bool, out: str, workers: int, progress: bool) -> str:
         "",
         "## Regret: faithful ESDP and `only_active`",
         "",
-        regret,
+        tb["regret"],
         "",
         "Faithful ESDP solves over Φ(t) and then drops the channels of ports without a job (Algorithm 1, "
         "lines 10–16); with exact means that rule loses the last column every slot, so its regret is "
@@ -389,30 +368,139 @@ def reproduce(quick: bool, out: str, workers: int, progress: bool) -> str:
         "",
         "## Baseline readings (sensitivity)",
         "",
-        sens,
+        tb["sensitivity"],
         "",
         f"## What limits HAUF: its rule given the true means ({min(horizon, 2000)} slots)",
         "",
-        shares,
+        tb["shares"],
         "",
         "![average reward](esdp_avg_reward.png)",
         "![regret](esdp_regret.png)",
         "![ratio](esdp_ratio.png)",
         "",
     ]
-    report = os.path.join(d, "report.md")
-    with open(report, "w") as f:
-        f.write("\n".join(lines))
-    print("wrote " + ", ".join(paths + [report]))
-    return report
+    return "\n".join(lines)
+
+
+def reproduce(quick: bool, out: str, workers: int, progress: bool) -> str:
+    """ESDP vs HAUF, LCF, LWTF, their other readings and random over instances of the paper scenario:
+    :func:`sweep`, then the results files and :func:`figures`, :func:`tables` and :func:`report`."""
+    sw = sweep(quick, workers, progress)
+    d = os.path.join(out, "esdp")
+    paths = _subset(sw["res"], MAIN_AGENTS).write(d)
+    paths += figures(sw["res"], d, limit=sw["limit"])
+    tb = tables(sw)
+    for k in ("results", "claims", "regret", "sensitivity", "shares"):
+        print(tb[k])
+    path = os.path.join(d, "report.md")
+    with open(path, "w") as f:
+        f.write(report(sw, tb))
+    print("wrote " + ", ".join(paths + [path]))
+    return path
+
+
+# -- benchmarks (the P1 rows of `clustergym bench`) ------------------------------------------------
+
+
+def p1_env_steps(quick: bool) -> Row:
+    import gymnasium as gym
+
+    import clustergym  # noqa: F401
+    from clustergym.baselines.channel import greedy_fill
+
+    env = gym.make("clustergym/MultiServerChannel-v0", oracle=False, horizon=10**9)
+    pb = env.unwrapped.problem
+    rng = np.random.default_rng(0)
+    obs, info = env.reset(seed=0)
+    # Warm-up, untimed: the first step loads (or, on a fresh install, compiles) the numba kernels.
+    for _ in range(20):
+        obs, r, term, trunc, info = env.step(np.zeros(pb.num_edges, dtype=np.int8))
+    n = 20_000 if quick else 100_000
+    spent = 0.0
+    for _ in range(n):
+        # a random *valid* action: random order over channels of ports with a job, first fit
+        order = rng.permutation(np.flatnonzero(info["action_mask"]))
+        a = greedy_fill(order, pb.demand, pb.capacity, True, pb.num_edges)
+        t0 = time.perf_counter()
+        obs, r, term, trunc, info = env.step(a)
+        spent += time.perf_counter() - t0
+    rate = n / spent
+    return Row("P1 env step (paper default, gym.make, random valid, oracle off)", rate, "steps/s", ">= 20,000",
+               rate >= 20_000)
+
+
+def p1_vector_steps(quick: bool, num_envs: int = 1024) -> Row:
+    import gymnasium as gym
+
+    import clustergym  # noqa: F401
+    from clustergym.baselines.channel import greedy_fill
+
+    env = gym.make_vec("clustergym/MultiServerChannel-v0", num_envs=num_envs, vectorization_mode="vector_entry_point",
+                       oracle=False, horizon=10**9)
+    pb = env.unwrapped.problem
+    rng = np.random.default_rng(0)
+    env.reset(seed=0)
+    # Valid action batches: random first fit over all channels, restricted to each sub-env's current
+    # active channels would need the state; channels of idle ports are dropped by the repair at no
+    # extra cost, so we pre-generate capacity-feasible batches over all channels.
+    batches = [np.stack([greedy_fill(rng.permutation(pb.num_edges), pb.demand, pb.capacity, True, pb.num_edges)
+                         for _ in range(num_envs)]).astype(np.int8) for _ in range(4)]
+    rate = _vector_rate(env, batches, 50 if quick else 300)
+    return Row(f"P1 native vector env, {num_envs} envs", rate, "env-steps/s", ">= 300,000 (goal 1M)",
+               rate >= 300_000)
+
+
+def p1_oracle(quick: bool) -> Row:
+    import gymnasium as gym
+
+    import clustergym  # noqa: F401
+    from clustergym.envs.multiserver.channel.oracle import knapsack_max
+
+    env = gym.make("clustergym/MultiServerChannel-v0", horizon=10**9).unwrapped
+    obs, info = env.reset(seed=0)
+    v, pb = env.scenario.truth.mean_utility, env.problem
+    times = []
+    for _ in range(300 if quick else 2000):
+        active = np.flatnonzero(info["action_mask"])
+        t0 = time.perf_counter()
+        knapsack_max(v[active], pb.demand[active], pb.capacity)
+        times.append(time.perf_counter() - t0)
+        obs, r, term, trunc, info = env.step(np.zeros(pb.num_edges, dtype=np.int8))
+    ms = float(np.median(times) * 1000)
+    return Row("P1 oracle per slot (exact knapsack DP, paper default)", ms, "ms", "<= 5 ms", ms <= 5.0)
+
+
+def _esdp_decisions(slots: int, **env_kw) -> tuple[np.ndarray, object]:
+    from clustergym.bench import decision_times
+
+    return decision_times(ENV_ID, "esdp", slots, **env_kw)
+
+
+def esdp_rows(quick: bool) -> list:
+    # Warm the compiled DP once so the first decision's JIT time is not counted.
+    _esdp_decisions(3, num_servers=8)
+    slots = 400 if quick else 1500
+    times, pb = _esdp_decisions(slots)
+    late = times[slots // 2:]  # after exploration: every channel tried, full-size DP
+    ms = float(np.median(late) * 1000)
+    rows = [Row(f"ESDP decision, paper default (|E|={pb.num_edges}, c={pb.capacity.tolist()}, slots {slots // 2}-{slots})",
+                ms, "ms median", "<= 100 ms", ms <= 100.0),
+            Row("ESDP decision, paper default, p95", float(np.percentile(late, 95) * 1000), "ms", "", None)]
+    for ratio in (0.1, 0.15, 0.2, 0.25, 0.3):
+        n = 150 if quick else 400
+        times, pb = _esdp_decisions(n, capacity_ratio=ratio)
+        grid = int(np.prod(np.asarray(pb.capacity) + 1))
+        rows.append(Row(f"  ESDP vs capacity: ratio {ratio:.2f}, c={pb.capacity.tolist()}, Π(c_k+1)={grid}",
+                        float(np.median(times[n // 2:]) * 1000), "ms median", "(growth)", None))
+    return rows
 
 
 def bench_rows(quick: bool):
-    from clustergym.bench import esdp_rows, p1_env_steps, p1_oracle, p1_vector_steps, ppo_rate, sampled_action_rate
+    from clustergym.bench import ppo_rate, sampled_action_rate
 
-    env_id = "clustergym/MultiServerChannel-v0"
-    return [p1_env_steps(quick), sampled_action_rate(env_id, "P1", 1_000 if quick else 5_000), p1_vector_steps(quick),
-            p1_oracle(quick), *esdp_rows(quick), ppo_rate(env_id, "P1", quick)]
+    return [p1_env_steps(quick), sampled_action_rate(ENV_ID, "P1", 1_000 if quick else 5_000), p1_vector_steps(quick),
+            p1_oracle(quick), *esdp_rows(quick), ppo_rate(ENV_ID, "P1", quick)]
+
 
 def main(argv=None) -> None:
     """``python -m clustergym.experiments.esdp``: the study at any size, figures copied for the docs."""
@@ -425,8 +513,6 @@ def main(argv=None) -> None:
     p.add_argument("--workers", type=int, default=2)
     p.add_argument("--out", default="runs/p1-figures")
     p.add_argument("--figures", default=None, help="copy the figures here as p1_*.png / esdp_*.png")
-    from clustergym.stats import claims_table
-
     p.add_argument("--load", default=None, help="re-analyse a saved study (OUT/study.pkl) instead of running it")
     a = p.parse_args(argv)
     import pickle
@@ -439,16 +525,14 @@ def main(argv=None) -> None:
         os.makedirs(a.out, exist_ok=True)
         with open(os.path.join(a.out, "study.pkl"), "wb") as f:  # every run with its curves
             pickle.dump(res, f)
-    main_res = _subset(res, MAIN_AGENTS)
-    paths = main_res.write(a.out)
+    paths = _subset(res, MAIN_AGENTS).write(a.out)
     limit = phi_limit_regret(res.instances, 1000)
     paths += figures(res, a.out, limit=limit)
-    an = analyse(res, true_mean_share(res.instances, min(res.horizon, 2000)), limit)
-    print(main_res.table())
-    print(claims_table(an["rows"]))
-    print(regret_table(an))
-    print(sensitivity_table(an))
-    print(share_table(an))
+    sw = {"quick": False, "horizon": res.horizon, "n_inst": len(res.instances), "res": res, "limit": limit,
+          "share": true_mean_share(res.instances, min(res.horizon, 2000))}
+    tb = tables(sw)
+    for k in ("results", "claims", "regret", "sensitivity", "shares"):
+        print(tb[k])
     if a.figures:
         os.makedirs(a.figures, exist_ok=True)
         for src in paths:

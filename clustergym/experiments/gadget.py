@@ -78,28 +78,26 @@ def unserved_idle(agent, seeds=(0, 1), horizon: int = 200, arrival_rate: float =
     """Must-show of issue 14: per run, mean over slots of visible jobs with budget left that get no
     worker, and of idle GPUs. ``agent`` is a spec (``"gadget"``) or an agent object; the run with
     seed s uses instance s (``scenario_seed=s``) unless ``env_kw`` pins one."""
-    from clustergym.agent import make, public_info
+    from clustergym.agent import make
     from clustergym.envs.ringallreduce.env import RingAllReduceEnv
+    from clustergym.runner import run_episode
 
     rows = []
     for s in seeds:
         kw = dict(scenario_seed=s, **env_kw)
         env = RingAllReduceEnv(horizon=horizon, arrival_rate=arrival_rate, max_jobs=max_jobs, **kw)
         ag = make(agent, family="ringallreduce") if isinstance(agent, str) else agent
-        obs, info = env.reset(seed=s)
-        ag.reset(env.problem, seed=s)
         G = int(env.problem.topology.gpus.sum())
         uns, idle, total = [], [], 0.0
-        for _ in range(horizon):
-            w = info["window"]
-            a = ag.act(obs, public_info(info))
-            nxt, r, term, trunc, info = env.step(a)
-            ag.update(obs, a, r, nxt, public_info(info))
-            obs = nxt
-            y = info["feedback"]["allocation"]
+
+        def record(tr, G=G, uns=uns, idle=idle):
+            nonlocal total
+            w, y = tr.info["window"], tr.next_info["feedback"]["allocation"]
             uns.append(int((w["present"] & (w["cap"] > 0) & (y.sum(axis=1) == 0)).sum()))
             idle.append(G - int(y.sum()))
-            total += r
+            total += tr.reward
+
+        run_episode(env, ag, s, max_steps=horizon, on_step=record)
         rows.append(dict(seed=s, instance=kw["scenario_seed"], gpus=G, unserved=float(np.mean(uns)),
                          idle_gpus=float(np.mean(idle)), total_utility=total))
     return rows
@@ -119,54 +117,49 @@ def _ci_str(vals, digits=3):
     return f"{ci.mean:.{digits}f} [{ci.low:.{digits}f}, {ci.high:.{digits}f}]"
 
 
-def reproduce(quick: bool, out: str, workers: int, progress: bool) -> str:
-    """Figs. 4–7 over instances (scenario seeds) with 95% intervals and a claims table."""
-    from clustergym.plots import _plt
+def sweep(quick: bool, workers: int, progress: bool) -> dict:
+    """Every run: Fig. 4 (each budget mode × arrival rate, every agent), Figs. 5–6 (GADGET's embedded
+    ratio per capacity scaling) and Fig. 7 (per-slot ratios to the MILP optimum, :func:`slot_ratios`)."""
     from clustergym.runner import evaluate
-    from clustergym.stats import claims_table, fmt_ci, mean_ci, paired_comparison, verdict
 
     cfg = CONFIG[bool(quick)]
-    d = os.path.join(out, "gadget")
-    os.makedirs(d, exist_ok=True)
     # run = (instance s, seed s): in this env the instance (scenario_seed) draws the topology and the
     # seed the job stream, so pairing them gives every instance its own topology and its own jobs
     T, inst = cfg["horizon"], cfg["instances"]
     seeds = list(inst)
-    plt = _plt()
-    t_start = time.time()
-    claims, lines = [], []
     common = dict(instances=None, workers=workers, progress=progress, score=False)
-
-    # ---- Fig. 4: total utility vs number of jobs, both budget readings ---------------------------
     fig4 = {}  # (mode, rate) -> Results
     for mode, rates in cfg["fig4"].items():
         for rate in rates:
             mj = int(max(64, np.ceil(1.3 * rate * T + 20)))  # above the arrivals: the window never binds
             fig4[mode, rate] = evaluate(ENV_ID, cfg["fig4_agents"], seeds, T,
                                         env_kwargs=dict(arrival_rate=rate, max_jobs=mj, budget_mode=mode), **common)
-    agents4 = cfg["fig4_agents"]
-    fig, axs = plt.subplots(1, 2, figsize=(11, 4.2), dpi=110)
-    for ax, (mode, rates) in zip(axs, cfg["fig4"].items()):
-        x = [rate * T for rate in rates]
-        for a in agents4:
-            ys = [mean_ci(_mean_over_seeds(fig4[mode, r], a, "total_reward").values()) for r in rates]
-            m = np.array([c.mean for c in ys])
-            lo = np.array([c.low for c in ys])
-            hi = np.array([c.high for c in ys])
-            ax.plot(x, m, marker="o", label=a, ls="--" if a.startswith("drf[") or a.startswith("gadget[") else "-")
-            if not np.isnan(lo).any():
-                ax.fill_between(x, lo, hi, alpha=0.15)
-        ax.set_xlabel(f"expected number of jobs in T = {T} slots (Poisson)")
-        ax.set_title(f"budget_mode={mode}")
-        ax.grid(alpha=0.3)
-    axs[0].set_ylabel("total utility (mean over instances, 95% CI)")
-    axs[1].legend(fontsize=7)
-    fig.suptitle("Fig. 4 style: total utility vs number of jobs (all active jobs visible)")
-    fig.tight_layout()
-    p4 = os.path.join(d, "gadget_fig4_utility_vs_jobs.png")
-    fig.savefig(p4)
-    plt.close(fig)
+    rate = cfg["fig56_rate"]
+    mj = int(max(64, np.ceil(1.3 * rate * T + 20)))
+    emb = {}
+    for kind, scales in (("gpu_scale", cfg["gscales"]), ("bw_scale", cfg["bscales"])):
+        for sc in scales:
+            r = evaluate(ENV_ID, ["gadget"], seeds, T, env_kwargs={"arrival_rate": rate, "max_jobs": mj, kind: sc},
+                         **common)
+            emb[kind, sc] = _mean_over_seeds(r, "gadget", "mean_embedded_ratio")
+    r7 = slot_ratios(cfg["fig7_instances"], cfg["fig7_horizon"], **FIG7_SMALL)
+    return {"quick": quick, "cfg": cfg, "fig4": fig4, "emb": emb, "r7": r7}
 
+
+def _fig7_stats(r7: dict) -> tuple[dict, dict]:
+    per_inst = {a: {i: float(np.mean(v)) for i, v in r7[a].items() if v} for a in r7}
+    pooled = {a: np.concatenate([np.asarray(v) for v in r7[a].values()]) for a in r7}
+    return per_inst, pooled
+
+
+def _fig4_section(sw: dict) -> tuple[list[str], list[dict]]:
+    """Fig. 4: the utility table per budget mode and the claims on GADGET's gains."""
+    from clustergym.stats import fmt_ci, paired_comparison
+
+    cfg, fig4 = sw["cfg"], sw["fig4"]
+    T, inst = cfg["horizon"], cfg["instances"]
+    agents4 = cfg["fig4_agents"]
+    claims, lines = [], []
     lines += [f"## Fig. 4: total utility vs number of jobs ({len(inst)} instances, T = {T})",
               "",
               "Every active job visible (`max_jobs` above the arrivals; mean waiting jobs must be 0). Per point: "
@@ -215,31 +208,16 @@ def reproduce(quick: bool, out: str, workers: int, progress: bool) -> str:
                              f"{fmt_ci(c, digits=2)} ({c.wins}/{c.losses}, ties {c.ties})")
             lines.append("")
 
-    # ---- Figs. 5–6: embedded ratio vs node and edge capacity ---------------------------------
+    return lines, claims
+
+
+def _fig56_section(sw: dict) -> tuple[list[str], list[dict]]:
+    """Figs. 5–6: the embedded-ratio table and the claims that it rises with capacity."""
+    from clustergym.stats import paired_comparison
+
+    cfg, emb = sw["cfg"], sw["emb"]
+    claims, lines = [], []
     rate = cfg["fig56_rate"]
-    mj = int(max(64, np.ceil(1.3 * rate * T + 20)))
-    emb = {}
-    for kind, scales in (("gpu_scale", cfg["gscales"]), ("bw_scale", cfg["bscales"])):
-        for sc in scales:
-            r = evaluate(ENV_ID, ["gadget"], seeds, T, env_kwargs={"arrival_rate": rate, "max_jobs": mj, kind: sc},
-                         **common)
-            emb[kind, sc] = _mean_over_seeds(r, "gadget", "mean_embedded_ratio")
-    fig, axs = plt.subplots(1, 2, figsize=(10, 4), dpi=110)
-    for ax, (kind, scales) in zip(axs, (("gpu_scale", cfg["gscales"]), ("bw_scale", cfg["bscales"]))):
-        cis = [mean_ci(emb[kind, sc].values()) for sc in scales]
-        ax.errorbar(scales, [c.mean for c in cis],
-                    yerr=None if np.isnan(cis[0].low) else [[c.mean - c.low for c in cis], [c.high - c.mean for c in cis]],
-                    marker="o", capsize=3)
-        ax.set_xscale("log")
-        ax.set_xlabel(f"{kind} (× the paper's draw)")
-        ax.grid(alpha=0.3)
-    axs[0].set_ylabel("GADGET embedded ratio (mean per slot; 95% CI over instances)")
-    axs[0].set_title("Fig. 5 style: node (GPU) capacity")
-    axs[1].set_title("Fig. 6 style: edge (bandwidth) capacity")
-    fig.tight_layout()
-    p56 = os.path.join(d, "gadget_fig5_6_embedded_ratio.png")
-    fig.savefig(p56)
-    plt.close(fig)
     lines += [f"## Figs. 5–6: GADGET's embedded ratio vs capacity (rate {rate}/slot, all jobs visible)", "",
               "| scaling | factor | embedded ratio, mean [95% CI] over instances |", "|---|---|---|"]
     for kind, scales in (("gpu_scale", cfg["gscales"]), ("bw_scale", cfg["bscales"])):
@@ -252,22 +230,17 @@ def reproduce(quick: bool, out: str, workers: int, progress: bool) -> str:
                            paper="rises with node / edge capacity", comparison=c, predicted=+1, unit=""))
     lines.append("")
 
-    # ---- Fig. 7: per-slot ratio to the MILP optimum, GADGET / FIFO / random on the same slots ----
+    return lines, claims
+
+
+def _fig7_section(sw: dict) -> tuple[list[str], list[dict]]:
+    """Fig. 7: per-slot ratios to the MILP optimum on the same slots, and their claims."""
+    from clustergym.stats import mean_ci, paired_comparison
+
+    cfg, r7 = sw["cfg"], sw["r7"]
+    claims, lines = [], []
     T7, inst7 = cfg["fig7_horizon"], cfg["fig7_instances"]
-    r7 = slot_ratios(inst7, T7, **FIG7_SMALL)
-    per_inst = {a: {i: float(np.mean(v)) for i, v in r7[a].items() if v} for a in r7}
-    pooled = {a: np.concatenate([np.asarray(v) for v in r7[a].values()]) for a in r7}
-    fig, ax = plt.subplots(figsize=(6.5, 4), dpi=110)
-    ax.hist([pooled[a] for a in r7], bins=20, range=(0, 1.0001), label=list(r7))
-    ax.axvspan(0.6, 0.8, color="0.8", alpha=0.5, label="paper: 60–80%")
-    ax.set_xlabel("utility increment / MILP optimum of problem (10), per slot (same slots)")
-    ax.set_ylabel("slots")
-    ax.set_title(f"Fig. 7 style ({sum(len(v) for v in r7['gadget'].values())} slots, §VI λ2)")
-    ax.legend()
-    fig.tight_layout()
-    p7 = os.path.join(d, "gadget_fig7_milp_ratio.png")
-    fig.savefig(p7)
-    plt.close(fig)
+    per_inst, pooled = _fig7_stats(r7)
     lines += [f"## Fig. 7: ratio to the per-slot MILP optimum (same slots; {len(inst7)} instances, T = {T7})", "",
               f"Instance: {FIG7_SMALL}, λ2 ∈ (0, 1) as in §VI. The trajectory follows GADGET; FIFO and random "
               "decide on the same states.", "",
@@ -289,21 +262,103 @@ def reproduce(quick: bool, out: str, workers: int, progress: bool) -> str:
         claims.append(dict(claim=f"Fig. 7 metric separates GADGET from {b.upper()} (ratio difference)",
                            paper="(not in the paper)", comparison=c, predicted=+1, unit=""))
 
-    wall = time.time() - t_start
-    head = [f"# GADGET reproduction ({'quick' if quick else 'full'} mode)", "",
-            f"`{ENV_ID}`, paper scenario (gadget.md §VI.1, Poisson arrivals), instances (scenario_seed) {inst}, "
-            f"run with seed s on instance s (own topology and own job stream), T = {T}; common random numbers across "
-            f"agents. Wall time {wall:.0f} s.", "",
+    return lines, claims
+
+
+def tables(sw: dict) -> tuple[list[str], list[dict]]:
+    """The report's sections (markdown lines) and its claims (rows for ``stats.claims_table``): Fig. 4,
+    Figs. 5–6, Fig. 7, in that order."""
+    lines, claims = [], []
+    for section in (_fig4_section, _fig56_section, _fig7_section):
+        ls, cs = section(sw)
+        lines += ls
+        claims += cs
+    return lines, claims
+
+
+def figures(sw: dict, d: str) -> list[str]:
+    """Fig. 4 (utility vs jobs), Figs. 5–6 (embedded ratio vs capacity), Fig. 7 (ratio histogram)."""
+    from clustergym.plots import _plt, save
+    from clustergym.stats import mean_ci
+
+    cfg, fig4, emb, r7 = sw["cfg"], sw["fig4"], sw["emb"], sw["r7"]
+    T, agents4 = cfg["horizon"], cfg["fig4_agents"]
+    plt = _plt()
+    fig, axs = plt.subplots(1, 2, figsize=(11, 4.2), dpi=110)
+    for ax, (mode, rates) in zip(axs, cfg["fig4"].items()):
+        x = [rate * T for rate in rates]
+        for a in agents4:
+            ys = [mean_ci(_mean_over_seeds(fig4[mode, r], a, "total_reward").values()) for r in rates]
+            m = np.array([c.mean for c in ys])
+            lo = np.array([c.low for c in ys])
+            hi = np.array([c.high for c in ys])
+            ax.plot(x, m, marker="o", label=a, ls="--" if a.startswith("drf[") or a.startswith("gadget[") else "-")
+            if not np.isnan(lo).any():
+                ax.fill_between(x, lo, hi, alpha=0.15)
+        ax.set_xlabel(f"expected number of jobs in T = {T} slots (Poisson)")
+        ax.set_title(f"budget_mode={mode}")
+        ax.grid(alpha=0.3)
+    axs[0].set_ylabel("total utility (mean over instances, 95% CI)")
+    axs[1].legend(fontsize=7)
+    fig.suptitle("Fig. 4 style: total utility vs number of jobs (all active jobs visible)")
+    p4 = save(fig, os.path.join(d, "gadget_fig4_utility_vs_jobs.png"))
+
+    fig, axs = plt.subplots(1, 2, figsize=(10, 4), dpi=110)
+    for ax, (kind, scales) in zip(axs, (("gpu_scale", cfg["gscales"]), ("bw_scale", cfg["bscales"]))):
+        cis = [mean_ci(emb[kind, sc].values()) for sc in scales]
+        ax.errorbar(scales, [c.mean for c in cis],
+                    yerr=None if np.isnan(cis[0].low) else [[c.mean - c.low for c in cis], [c.high - c.mean for c in cis]],
+                    marker="o", capsize=3)
+        ax.set_xscale("log")
+        ax.set_xlabel(f"{kind} (× the paper's draw)")
+        ax.grid(alpha=0.3)
+    axs[0].set_ylabel("GADGET embedded ratio (mean per slot; 95% CI over instances)")
+    axs[0].set_title("Fig. 5 style: node (GPU) capacity")
+    axs[1].set_title("Fig. 6 style: edge (bandwidth) capacity")
+    p56 = save(fig, os.path.join(d, "gadget_fig5_6_embedded_ratio.png"))
+    per_inst, pooled = _fig7_stats(r7)
+    fig, ax = plt.subplots(figsize=(6.5, 4), dpi=110)
+    ax.hist([pooled[a] for a in r7], bins=20, range=(0, 1.0001), label=list(r7))
+    ax.axvspan(0.6, 0.8, color="0.8", alpha=0.5, label="paper: 60–80%")
+    ax.set_xlabel("utility increment / MILP optimum of problem (10), per slot (same slots)")
+    ax.set_ylabel("slots")
+    ax.set_title(f"Fig. 7 style ({sum(len(v) for v in r7['gadget'].values())} slots, §VI λ2)")
+    ax.legend()
+    p7 = save(fig, os.path.join(d, "gadget_fig7_milp_ratio.png"))
+    return [p4, p56, p7]
+
+
+def report(sw: dict, lines: list[str], claims: list[dict], wall: float) -> str:
+    """The markdown of ``report.md``."""
+    from clustergym.stats import claims_table
+
+    cfg = sw["cfg"]
+    head = [f"# GADGET reproduction ({'quick' if sw['quick'] else 'full'} mode)", "",
+            f"`{ENV_ID}`, paper scenario (gadget.md §VI.1, Poisson arrivals), instances (scenario_seed) {cfg['instances']}, "
+            f"run with seed s on instance s (own topology and own job stream), T = {cfg['horizon']}; common random "
+            f"numbers across agents. Wall time {wall:.0f} s.", "",
             "## Claims", "", claims_table(claims), ""]
-    report_lines = head + lines + ["![fig4](gadget_fig4_utility_vs_jobs.png)",
-                                   "![fig5-6](gadget_fig5_6_embedded_ratio.png)",
-                                   "![fig7](gadget_fig7_milp_ratio.png)", ""]
-    report = os.path.join(d, "report.md")
-    with open(report, "w") as f:
-        f.write("\n".join(report_lines))
-    print("\n".join(report_lines))
-    print("wrote " + ", ".join([p4, p56, p7, report]))
-    return report
+    return "\n".join(head + lines + ["![fig4](gadget_fig4_utility_vs_jobs.png)",
+                                      "![fig5-6](gadget_fig5_6_embedded_ratio.png)",
+                                      "![fig7](gadget_fig7_milp_ratio.png)", ""])
+
+
+def reproduce(quick: bool, out: str, workers: int, progress: bool) -> str:
+    """Figs. 4–7 over instances (scenario seeds) with 95% intervals and a claims table: :func:`sweep`,
+    :func:`figures`, :func:`tables` and :func:`report`."""
+    d = os.path.join(out, "gadget")
+    os.makedirs(d, exist_ok=True)
+    t_start = time.time()
+    sw = sweep(quick, workers, progress)
+    pngs = figures(sw, d)
+    lines, claims = tables(sw)
+    text = report(sw, lines, claims, time.time() - t_start)
+    path = os.path.join(d, "report.md")
+    with open(path, "w") as f:
+        f.write(text)
+    print(text)
+    print("wrote " + ", ".join([*pngs, path]))
+    return path
 
 
 def _env_rate(mode: str, n: int) -> float:
@@ -328,8 +383,9 @@ def _env_rate(mode: str, n: int) -> float:
 
 
 def bench_rows(quick: bool):
-    from clustergym.agent import make, public_info
+    from clustergym.agent import make
     from clustergym.bench import Row
+    from clustergym.runner import time_decisions
 
     import gymnasium as gym
 
@@ -345,17 +401,9 @@ def bench_rows(quick: bool):
     rows.append(sampled_action_rate(ENV_ID, "P3", 300 if quick else 2000))
     # Short: SB3 PPO on P3 measured ~4 steps/s on the 2-core machine (its policy has 1,600 categorical heads)
     rows.append(ppo_rate(ENV_ID, "P3", quick, n_steps=16, rollouts=1 if quick else 2))
-    env = gym.make(ENV_ID, horizon=200)
-    agent = make("gadget", family="ringallreduce")
-    obs, info = env.reset(seed=0)
-    agent.reset(env.unwrapped.problem, seed=0)
     slots = 100 if quick else 200
-    times = []
-    for _ in range(slots):
-        t0 = time.perf_counter()
-        a = agent.act(obs, public_info(info))
-        times.append(time.perf_counter() - t0)
-        obs, r, term, trunc, info = env.step(a)
+    # The paper-default env (horizon 200, its default oracle=False) as before; the runner's episode loop.
+    times = list(time_decisions(gym.make(ENV_ID, horizon=200), make("gadget", family="ringallreduce"), slots))
     times = np.asarray(times[5:]) * 1000
     med = float(np.median(times))
     rows.append(Row(f"GADGET decision, paper default (T=200, slots 5-{slots})", med, "ms median", "<= 200 ms",

@@ -7,7 +7,8 @@ import time
 
 import numpy as np
 
-__all__ = ["reproduce", "bench_rows", "PAPER_GAPS", "units_claims", "eq26_steps", "best_static_values"]
+__all__ = ["reproduce", "sweep", "analyse", "tables", "figures", "report", "bench_rows", "PAPER_GAPS", "units_claims",
+           "eq26_steps", "best_static_values"]
 
 ENV_ID = "clustergym/MultiServerAllocation-v0"
 BASELINES = ["drf", "fairness", "binpacking", "spreading"]
@@ -101,24 +102,22 @@ def dominant_type_shares(units: str, agent: str, instances, slots: int, seed: in
     import gymnasium as gym
 
     import clustergym  # noqa: F401
-    from clustergym.agent import make, public_info
+    from clustergym.agent import make
+    from clustergym.runner import run_episode
 
     cnt = None
     for i in instances:
         env = gym.make(ENV_ID, horizon=slots, oracle=False, units=units, scenario_seed=i).unwrapped
-        ag = make(agent, family="multiserver-allocation")
-        obs, info = env.reset(seed=seed)
-        ag.reset(env.problem, seed=seed)
         K = env.problem.num_device_types
         cnt = np.zeros(K) if cnt is None else cnt
-        for _ in range(slots):
-            a = ag.act(obs, public_info(info))
-            x = np.asarray(obs["arrivals"]).astype(bool)
-            _, _, per_type = env.dynamics.parts(np.asarray(a, dtype=np.float64), with_sums=True)  # (L, K)
+
+        def count(tr, env=env, K=K):
+            nonlocal cnt
+            x = np.asarray(tr.obs["arrivals"]).astype(bool)
+            _, _, per_type = env.dynamics.parts(np.asarray(tr.action, dtype=np.float64), with_sums=True)  # (L, K)
             cnt += np.bincount(np.argmax(per_type * env.problem.beta, axis=1)[x], minlength=K)  # k* of eq. 10
-            nxt, r, _, _, info = env.step(a)
-            ag.update(obs, a, r, nxt, public_info(info))
-            obs = nxt
+
+        run_episode(env, make(agent, family="multiserver-allocation"), seed, max_steps=slots, on_step=count)
     return cnt / max(cnt.sum(), 1.0)
 
 
@@ -142,70 +141,74 @@ def best_static_values(env_kwargs: dict, seed: int, checkpoints) -> list[float]:
     return [best_static_allocation(env.problem, cum[int(c) - 1]).value for c in checkpoints]
 
 
-def reproduce(quick: bool, out: str, workers: int, progress: bool) -> str:
-    """The units table (Fig. 2 claims under both unit systems, over instances), eq. 26's step vs Table 1's
-    η0, regret growth (Theorem 1), Fig. 7 (utility families) and, in full mode, Fig. 2's caption setting."""
-    from clustergym.plots import _plt
-    from clustergym.runner import evaluate
-    from clustergym.stats import claims_table, fmt_ci, mean_ci
+DEVICE_NAMES = ("CPU", "MEM", "GPU", "NPU", "TPU", "FPGA")
+GROWTH_AGENTS = ["ogasched", "ogasched[lr=eq26]", "ogasched[play=authors]", *FAIR]
+UTILITY_FAMILIES = ["linear", "log", "reciprocal", "poly", "mixed"]
 
-    d = os.path.join(out, "ogasched")
-    os.makedirs(d, exist_ok=True)
+
+def sweep(quick: bool, workers: int, progress: bool) -> dict:
+    """Every run of the reproduction: 1. the units table (every agent, both unit systems, instances ×
+    seeds, oracle off); 2. eq. 26's step and the k* shares; 3. the best static allocations of every
+    prefix and the T/4 runs for the regret growth; 4. Fig. 7's utility families; 5. (full mode) Fig. 2's
+    caption setting."""
+    from clustergym.runner import evaluate
+
     T = 1000 if quick else 2000
     instances = [0, 1, 2] if quick else [0, 1, 2, 3, 4]
     seeds = [0] if quick else [0, 1]
+    sw = {"quick": quick, "T": T, "instances": instances, "seeds": seeds, "res": {}}
     t0 = time.perf_counter()
-    paths: list[str] = []
-
-    # 1. The units table: every agent, both unit systems, instances × seeds (oracle off: regret in 3.).
-    res, claims, comps, gain_over = {}, {}, {}, {}
     for units in UNIT_SYSTEMS:
-        r = evaluate(ENV_ID, AGENTS, seeds, T, env_kwargs={"units": units, "oracle": False}, instances=instances,
-                     score=False, workers=workers, progress=progress)
-        res[units] = r
-        paths += r.write(os.path.join(d, units), plots=units == "paper-code")
-        claims[units], comps[units] = units_claims(r)
-        gain_over[units] = {a: tuple(mean_ci(list(r.per_instance(a, k).values())).mean
-                                     for k in ("mean_gain", "mean_overhead", "mean_utilisation")) for a in AGENTS}
-        print(f"\n== units={units}, T={T}, instances {instances}, seeds {seeds}")
-        print(r.table())
-        print(claims_table(claims[units]))
+        sw["res"][units] = evaluate(ENV_ID, AGENTS, seeds, T, env_kwargs={"units": units, "oracle": False},
+                                    instances=instances, score=False, workers=workers, progress=progress)
+    sw["slots"] = slots = 250 if quick else T
+    sw["steps"] = {units: {i: float(np.median(eq26_steps(units, i, T, slots))) for i in instances}
+                   for units in UNIT_SYSTEMS}
+    sw["kslots"] = kslots = 300
+    sw["kshare"] = {(u, a): dominant_type_shares(u, a, instances, kslots) for u in UNIT_SYSTEMS
+                    for a in ("fairness[active_share=true]", "ogasched")}
+    sw["Tq"] = Tq = T // 4
+    sw["r_small"] = evaluate(ENV_ID, ["ogasched[lr=eq26]"], [0], Tq, env_kwargs={"oracle": False},
+                             instances=instances, score=False, workers=workers, progress=progress)
+    sw["checkpoints"] = checkpoints = [Tq, T // 2, 3 * T // 4, T]
+    sw["best"] = {i: best_static_values({"units": "paper-code", "scenario_seed": i}, 0, checkpoints) for i in instances}
+    sw["T7"] = T7 = 300 if quick else 1000
+    sw["agents7"] = agents7 = (["ogasched", "ogasched[lr=eq26]", "fairness[active_share=true]", "drf"] if quick
+                               else [*OGA, *FAIR, *OTHER])
+    sw["r7"] = {u: evaluate(ENV_ID, agents7, [0], T7, env_kwargs={"utility": u, "oracle": False}, instances=instances,
+                            score=False, workers=workers, progress=progress) for u in UTILITY_FAMILIES}
+    sw["r2"] = None
+    if not quick:
+        from clustergym.envs.multiserver.allocation.scenario import FIG2_HORIZON
 
-    # 2. Eq. 26's step in each unit system vs Table 1's η0 = 25.
-    slots = 250 if quick else T
-    steps = {units: {i: float(np.median(eq26_steps(units, i, T, slots))) for i in instances} for units in UNIT_SYSTEMS}
-    step_lines = [f"| {u} | {_ci_of(steps[u].values())} | "
-                  f"{min(steps[u].values()):.2f}–{max(steps[u].values()):.2f} | "
-                  f"{_ci_of(25.0 / v for v in steps[u].values())} |" for u in UNIT_SYSTEMS]
-    for u in UNIT_SYSTEMS:
-        print(f"eq. 26 step, units={u}: median η_t over the first {slots} slots, mean over instances "
-              f"{_ci_of(steps[u].values())}; η0/eq26 = {_ci_of(25.0 / v for v in steps[u].values())}")
+        sw["r2"] = evaluate(ENV_ID, [*OGA, *FAIR, *OTHER], [0], FIG2_HORIZON,
+                            env_kwargs={"scenario": "fig2", "oracle": False}, instances=instances, score=False,
+                            workers=workers, progress=progress)
+    sw["wall"] = time.perf_counter() - t0
+    return sw
 
-    # 2b. Which device type sets the overhead max_k of eq. 5 (the k* of eq. 10), per unit system.
-    kslots = 300
-    kshare = {(u, a): dominant_type_shares(u, a, instances, kslots) for u in UNIT_SYSTEMS
-              for a in ("fairness[active_share=true]", "ogasched")}
-    names = ("CPU", "MEM", "GPU", "NPU", "TPU", "FPGA")
-    kstar_lines = [f"| {u} | {a} | " + " | ".join(f"{v:.3f}" for v in sh) + " |" for (u, a), sh in kshare.items()]
-    for (u, a), sh in kshare.items():
-        print(f"k* shares, units={u}, {a}: " + ", ".join(f"{n} {v:.3f}" for n, v in zip(names, sh)))
 
-    # 3. Regret growth (Theorem 1, eq. 6) in the default units: R(T) / R(T/4) per instance.
-    Tq = T // 4
-    r_small = evaluate(ENV_ID, ["ogasched[lr=eq26]"], [0], Tq, env_kwargs={"oracle": False}, instances=instances,
-                       score=False, workers=workers, progress=progress)
+def analyse(sw: dict) -> dict:
+    """Every number of the report, from a :func:`sweep`: the claims per unit system, gain/overhead,
+    regret of every prefix and its growth ratios, Fig. 7's means and claims, Fig. 2's claims."""
+    from clustergym.stats import mean_ci, paired_comparison
+
+    res, instances, T, checkpoints, best = sw["res"], sw["instances"], sw["T"], sw["checkpoints"], sw["best"]
+    an = {"claims": {}, "comps": {}, "gain_over": {}}
+    for units, r in res.items():
+        an["claims"][units], an["comps"][units] = units_claims(r)
+        an["gain_over"][units] = {a: tuple(mean_ci(list(r.per_instance(a, k).values())).mean
+                                           for k in ("mean_gain", "mean_overhead", "mean_utilisation")) for a in AGENTS}
+    # Regret growth (Theorem 1, eq. 6) in the default units: R(T) / R(T/4) per instance.
     base = res["paper-code"]
-    checkpoints = [Tq, T // 2, 3 * T // 4, T]
-    best = {i: best_static_values({"units": "paper-code", "scenario_seed": i}, 0, checkpoints) for i in instances}
     run_of = {(x.agent, x.instance): x for x in base.runs if x.seed == 0}
-    growth_agents = ["ogasched", "ogasched[lr=eq26]", "ogasched[play=authors]", *FAIR]
     prefix = {a: np.array([[best[i][j] - np.cumsum(run_of[(a, i)].reward)[c - 1] for j, c in enumerate(checkpoints)]
-                           for i in instances]) for a in growth_agents}  # (instances, checkpoints)
-    small = {x.instance: best[x.instance][0] - x.total_reward for x in r_small.runs}
+                           for i in instances]) for a in GROWTH_AGENTS}  # (instances, checkpoints)
+    small = {x.instance: best[x.instance][0] - x.total_reward for x in sw["r_small"].runs}
     ratios = {a: [prefix[a][k, -1] / (small[i] if a == "ogasched[lr=eq26]" else prefix[a][k, 0])
-                  for k, i in enumerate(instances)] for a in growth_agents}
+                  for k, i in enumerate(instances)] for a in GROWTH_AGENTS}
     growth_rows = []
-    for a in growth_agents:
+    for a in GROWTH_AGENTS:
         sub = a.startswith("ogasched")
         growth_rows.append({"claim": f"{a}: R(T)/R(T/4), T={T}" + (" (separate T/4 runs: eq. 26 depends on T)"
                                                                      if a == "ogasched[lr=eq26]" else ""),
@@ -214,11 +217,54 @@ def reproduce(quick: bool, out: str, workers: int, progress: bool) -> str:
                                       "≈ 4 (a fixed rule: linear regret)"),
                             "ours": f"{_ci_of(ratios[a])} (n={len(instances)})",
                             "wins": "–", "verdict": _ratio_verdict(ratios[a], predicted_sublinear=sub)})
-    print(claims_table(growth_rows))
+    an.update(prefix=prefix, growth_rows=growth_rows)
+    # Fig. 7: utility families (default units).
+    fig7, claims7, agents7 = {}, [], sw["agents7"]
+    for u, r7 in sw["r7"].items():
+        per = {a: r7.per_instance(a) for a in agents7}
+        for a in agents7:
+            fig7[(u, a)] = float(np.mean(list(per[a].values())))
+        bases = [a for a in agents7 if not a.startswith("ogasched")]
+        best_b = {i: max(per[b][i] for b in bases) for i in per["ogasched"]}
+        for a in ("ogasched", "ogasched[lr=eq26]"):
+            claims7.append({"claim": f"{u}: {a} > the best of {', '.join(bases)} per instance",
+                            "paper": "OGASched best for every utility (Fig. 7)",
+                            "comparison": paired_comparison(per[a], best_b, agent=a, reference="best baseline"),
+                            "predicted": +1})
+    an.update(fig7=fig7, claims7=claims7)
+    an["c2"] = units_claims(sw["r2"])[0] if sw["r2"] is not None else None
+    return an
 
+
+def tables(sw: dict, an: dict) -> list[str]:
+    """The text ``reproduce`` prints, in order."""
+    from clustergym.stats import claims_table
+
+    out = []
+    for units in UNIT_SYSTEMS:
+        out += [f"\n== units={units}, T={sw['T']}, instances {sw['instances']}, seeds {sw['seeds']}",
+                sw["res"][units].table(), claims_table(an["claims"][units])]
+    steps = sw["steps"]
+    for u in UNIT_SYSTEMS:
+        out.append(f"eq. 26 step, units={u}: median η_t over the first {sw['slots']} slots, mean over instances "
+                   f"{_ci_of(steps[u].values())}; η0/eq26 = {_ci_of(25.0 / v for v in steps[u].values())}")
+    for (u, a), sh in sw["kshare"].items():
+        out.append(f"k* shares, units={u}, {a}: " + ", ".join(f"{n} {v:.3f}" for n, v in zip(DEVICE_NAMES, sh)))
+    out += [claims_table(an["growth_rows"]), claims_table(an["claims7"])]
+    if sw["r2"] is not None:
+        out += [sw["r2"].table(), claims_table(an["c2"])]
+    return out
+
+
+def figures(sw: dict, an: dict, d: str) -> list[str]:
+    """The PNGs: regret of every prefix, Fig. 2(c)-style ratios, the units comparison, Fig. 7."""
+    from clustergym.plots import _plt, save
+    from clustergym.stats import mean_ci
+
+    instances, checkpoints, prefix, T = sw["instances"], sw["checkpoints"], an["prefix"], sw["T"]
     plt = _plt()
     fig, ax = plt.subplots(figsize=(7, 4.2), dpi=110)
-    for a in growth_agents:
+    for a in GROWTH_AGENTS:
         m = prefix[a].mean(axis=0)
         ax.plot([0, *checkpoints], [0, *m], marker="o", label=a)
         if len(instances) > 1:
@@ -230,12 +276,11 @@ def reproduce(quick: bool, out: str, workers: int, progress: bool) -> str:
                  fontsize=8)
     ax.grid(alpha=0.3)
     ax.legend(fontsize=7)
-    fig.tight_layout()
-    regret_png = os.path.join(d, "ogasched_regret.png")
-    fig.savefig(regret_png)
-    plt.close(fig)
+    regret_png = save(fig, os.path.join(d, "ogasched_regret.png"))
 
     # Fig. 2(c) style: ratio of average rewards over t (paper-code units, mean over instances and seeds).
+    base = sw["res"]["paper-code"]
+
     def avg_curve(a):
         return np.mean([np.cumsum(x.reward) / np.arange(1, x.steps + 1) for x in base.runs if x.agent == a], axis=0)
 
@@ -250,92 +295,91 @@ def reproduce(quick: bool, out: str, workers: int, progress: bool) -> str:
         ax.grid(alpha=0.3)
     axes[0].set_ylabel("ratio of average rewards (units=paper-code)")
     axes[-1].legend(fontsize=7)
-    fig.tight_layout()
-    ratio_png = os.path.join(d, "ogasched_ratio.png")
-    fig.savefig(ratio_png)
-    plt.close(fig)
+    ratio_png = save(fig, os.path.join(d, "ogasched_ratio.png"))
 
     units_png = os.path.join(d, "ogasched_units.png")
-    plot_units(comps, units_png)
-
-    # 4. Fig. 7: utility families (default units).
-    T7 = 300 if quick else 1000
-    fams = ["linear", "log", "reciprocal", "poly", "mixed"]
-    agents7 = (["ogasched", "ogasched[lr=eq26]", "fairness[active_share=true]", "drf"] if quick
-               else [*OGA, *FAIR, *OTHER])
-    fig7, claims7 = {}, []
-    for u in fams:
-        r7 = evaluate(ENV_ID, agents7, [0], T7, env_kwargs={"utility": u, "oracle": False}, instances=instances,
-                      score=False, workers=workers, progress=progress)
-        per = {a: r7.per_instance(a) for a in agents7}
-        for a in agents7:
-            fig7[(u, a)] = float(np.mean(list(per[a].values())))
-        bases = [a for a in agents7 if not a.startswith("ogasched")]
-        best_b = {i: max(per[b][i] for b in bases) for i in per["ogasched"]}
-        from clustergym.stats import paired_comparison
-
-        for a in ("ogasched", "ogasched[lr=eq26]"):
-            claims7.append({"claim": f"{u}: {a} > the best of {', '.join(bases)} per instance",
-                            "paper": "OGASched best for every utility (Fig. 7)",
-                            "comparison": paired_comparison(per[a], best_b, agent=a, reference="best baseline"),
-                            "predicted": +1})
-    print(claims_table(claims7))
+    plot_units(an["comps"], units_png)
     fig7_png = os.path.join(d, "ogasched_utilities.png")
-    plot_utilities(fig7, fams, agents7, T7, fig7_png)
+    plot_utilities(an["fig7"], UTILITY_FAMILIES, sw["agents7"], sw["T7"], fig7_png)
+    return [units_png, ratio_png, regret_png, fig7_png]
 
-    # 5. Fig. 2's caption setting (full mode only: T = 8000).
+
+def report(sw: dict, an: dict) -> str:
+    """The markdown of ``report.md``."""
+    from clustergym.stats import claims_table, fmt_ci, mean_ci
+
+    T, instances, seeds, checkpoints, prefix = sw["T"], sw["instances"], sw["seeds"], sw["checkpoints"], an["prefix"]
+    steps, fams, agents7, fig7 = sw["steps"], UTILITY_FAMILIES, sw["agents7"], an["fig7"]
+    step_lines = [f"| {u} | {_ci_of(steps[u].values())} | "
+                  f"{min(steps[u].values()):.2f}–{max(steps[u].values()):.2f} | "
+                  f"{_ci_of(25.0 / v for v in steps[u].values())} |" for u in UNIT_SYSTEMS]
+    kstar_lines = [f"| {u} | {a} | " + " | ".join(f"{v:.3f}" for v in sh) + " |" for (u, a), sh in sw["kshare"].items()]
     fig2_block: list[str] = []
-    if not quick:
+    if sw["r2"] is not None:
         from clustergym.envs.multiserver.allocation.scenario import FIG2_HORIZON
 
-        r2 = evaluate(ENV_ID, [*OGA, *FAIR, *OTHER], [0], FIG2_HORIZON, env_kwargs={"scenario": "fig2", "oracle": False},
-                      instances=instances, score=False, workers=workers, progress=progress)
-        c2, _ = units_claims(r2)
-        print(r2.table())
-        print(claims_table(c2))
         fig2_block = [f"## Fig. 2's caption setting (scenario `fig2`: β ∈ [0.4, 0.6], contention 11, units=paper-code; "
-                      f"T = {FIG2_HORIZON}, instances {instances}, seed 0)", "", "```", r2.table(), "```", "",
-                      claims_table(c2), ""]
-    wall = time.perf_counter() - t0
-
-    mode = "quick" if quick else "full"
+                      f"T = {FIG2_HORIZON}, instances {instances}, seed 0)", "", "```", sw["r2"].table(), "```", "",
+                      claims_table(an["c2"]), ""]
+    mode = "quick" if sw["quick"] else "full"
     lines = [f"# OGASched reproduction ({mode} mode)", "",
              f"`{ENV_ID}`, paper scenario (Table 1: |L|=10, |R|=128, K=6, ρ=0.7, contention 10, density 2.5, mixed "
              f"utilities), horizon {T}, instances (scenario_seed) {instances}, seeds {seeds}; common random numbers "
              "across agents. Intervals: 95% t over instances (each instance: mean over seeds); verdicts by "
              "`clustergym.stats.verdict` (reproduced = interval and every instance on the claimed side).", ""]
     for units in UNIT_SYSTEMS:
-        lines += [f"## units = {units}", "", "```", res[units].table(), "```", "", claims_table(claims[units]), "",
+        lines += [f"## units = {units}", "", "```", sw["res"][units].table(), "```", "",
+                  claims_table(an["claims"][units]), "",
                   "| agent | mean gain / slot | mean overhead / slot | utilisation |", "|---|---|---|---|",
-                  *[f"| {a} | {g:.1f} | {o:.1f} | {u_:.3f} |" for a, (g, o, u_) in gain_over[units].items()], ""]
+                  *[f"| {a} | {g:.1f} | {o:.1f} | {u_:.3f} |" for a, (g, o, u_) in an["gain_over"][units].items()], ""]
     lines += ["## Eq. 26's step vs Table 1's η0 = 25", "",
-              f"Median η_t of eq. 26 (T = {T}) over the first {slots} slots of each instance (seed 0).", "",
+              f"Median η_t of eq. 26 (T = {T}) over the first {sw['slots']} slots of each instance (seed 0).", "",
               "| units | eq. 26 η_t, mean [95% CI] over instances | range over instances | η0 / eq. 26 |",
               "|---|---|---|---|", *step_lines, "",
               "## Which device type sets the overhead (k* of eq. 10)", "",
               f"Share of (port with a job, slot) pairs whose max_k β_k Σ_r y^k (eq. 5) is attained by type k, "
-              f"first {kslots} slots of instances {instances}, seed 0.", "",
-              "| units | agent | " + " | ".join(names) + " |", "|---|---|" + "---|" * len(names), *kstar_lines, "",
+              f"first {sw['kslots']} slots of instances {instances}, seed 0.", "",
+              "| units | agent | " + " | ".join(DEVICE_NAMES) + " |", "|---|---|" + "---|" * len(DEVICE_NAMES),
+              *kstar_lines, "",
               "## Regret growth (Theorem 1), units=paper-code, seed 0", "",
               f"R(t) = Q(y*) of [1, t] − Σ_(τ<=t) q (eq. 6). R(T)/R(T/4) per instance, T = {T}.", "",
-              claims_table(growth_rows), "",
+              claims_table(an["growth_rows"]), "",
               "| agent | " + " | ".join(f"R(t={c}) mean [95% CI]" for c in checkpoints) + " |",
               "|---|" + "---|" * len(checkpoints),
               *[f"| {a} | " + " | ".join(fmt_ci(mean_ci(prefix[a][:, j]), unit="", digits=0, signed=False)
-                                         for j in range(len(checkpoints))) + " |" for a in growth_agents], "",
-              f"## Fig. 7 style: utility families (units=paper-code, T={T7}, instances {instances}, seed 0)", "",
+                                         for j in range(len(checkpoints))) + " |" for a in GROWTH_AGENTS], "",
+              f"## Fig. 7 style: utility families (units=paper-code, T={sw['T7']}, instances {instances}, seed 0)", "",
               "| agent | " + " | ".join(fams) + " |", "|---|" + "---|" * len(fams),
               *[f"| {a} | " + " | ".join(f"{fig7[(u, a)]:.0f}" for u in fams) + " |" for a in agents7], "",
-              claims_table(claims7), "", *fig2_block,
-              f"Wall time of this reproduction: {wall:.0f} s.", "",
+              claims_table(an["claims7"]), "", *fig2_block,
+              f"Wall time of this reproduction: {sw['wall']:.0f} s.", "",
               "![units](ogasched_units.png)", "![ratio](ogasched_ratio.png)", "![regret](ogasched_regret.png)",
               "![utilities](ogasched_utilities.png)", ""]
-    report = os.path.join(d, "report.md")
-    with open(report, "w") as f:
-        f.write("\n".join(lines))
-    print(f"wall {wall:.0f} s")
-    print("wrote " + ", ".join(paths + [units_png, ratio_png, regret_png, fig7_png, report]))
-    return report
+    return "\n".join(lines)
+
+
+def reproduce(quick: bool, out: str, workers: int, progress: bool) -> str:
+    """The units table (Fig. 2 claims under both unit systems, over instances), eq. 26's step vs Table 1's
+    η0, regret growth (Theorem 1), Fig. 7 (utility families) and, in full mode, Fig. 2's caption setting:
+    :func:`sweep`, :func:`analyse`, then :func:`tables` (printed), :func:`figures` and :func:`report`."""
+    d = os.path.join(out, "ogasched")
+    os.makedirs(d, exist_ok=True)
+    t0 = time.perf_counter()
+    sw = sweep(quick, workers, progress)
+    paths: list[str] = []
+    for units in UNIT_SYSTEMS:
+        paths += sw["res"][units].write(os.path.join(d, units), plots=units == "paper-code")
+    an = analyse(sw)
+    for block in tables(sw, an):
+        print(block)
+    pngs = figures(sw, an, d)
+    sw["wall"] = time.perf_counter() - t0  # the reproduction's wall time: runs, analysis and figures
+    path = os.path.join(d, "report.md")
+    with open(path, "w") as f:
+        f.write(report(sw, an))
+    print(f"wall {sw['wall']:.0f} s")
+    print("wrote " + ", ".join(paths + [*pngs, path]))
+    return path
 
 
 def plot_units(comps: dict, path: str) -> None:
@@ -435,24 +479,9 @@ def p2_vector_steps(quick: bool, num_envs: int = 1024):
 
 
 def _ogasched_decisions(slots: int, scenario: str):
-    import gymnasium as gym
+    from clustergym.bench import decision_times
 
-    import clustergym  # noqa: F401
-    from clustergym.agent import make, public_info
-
-    env = gym.make(ENV_ID, scenario=scenario, oracle=False, horizon=slots)
-    agent = make("ogasched", family="multiserver-allocation")
-    obs, info = env.reset(seed=0)
-    agent.reset(env.unwrapped.problem, seed=0)
-    times = np.zeros(slots)
-    for t in range(slots):
-        t0 = time.perf_counter()
-        a = agent.act(obs, public_info(info))
-        times[t] = time.perf_counter() - t0
-        nxt, r, term, trunc, info = env.step(a)
-        agent.update(obs, a, r, nxt, public_info(info))
-        obs = nxt
-    return times, env.unwrapped.problem
+    return decision_times(ENV_ID, "ogasched", slots, scenario=scenario)
 
 
 def large_run(horizon: int, seed: int = 0) -> dict:

@@ -16,7 +16,8 @@ import time
 
 import numpy as np
 
-__all__ = ["reproduce", "bench_rows", "episode", "plan", "PAPER_TABLE1"]
+__all__ = ["reproduce", "sweep", "claims", "tables", "figures", "report", "bench_rows", "episode", "plan",
+           "PAPER_TABLE1"]
 
 ENV = "clustergym/ApproxJobs-v0"
 # Table I (overall utility). The paper prints 1.29 × 10^5 for Fair at β = 0.7; its text ("OPM
@@ -31,38 +32,22 @@ LABEL = {"opm": "OPM", "opm-noest": "OPM without estimation", "fair": "Fair", "e
 
 
 def episode(env_kw: dict, agent: str, seed: int, records: bool = False) -> dict:
-    """One episode; returns utility, spending, migrations, timings (and per-job records)."""
+    """One episode (:func:`clustergym.runner.run_episode`); returns utility, spending, migrations,
+    timings (and per-job records)."""
     import gymnasium as gym
 
     import clustergym  # noqa: F401
-    from clustergym.agent import make, public_info
+    from clustergym.agent import make
+    from clustergym.runner import run_episode
 
     env = gym.make(ENV, **env_kw).unwrapped
-    ag = make(agent, family=env.family)
-    obs, info = env.reset(seed=seed)
-    ag.reset(env.problem, seed=seed)
-    dec, migr, busy, repaired = [], 0.0, 0.0, 0
-    t0 = time.perf_counter()
-    steps = 0
-    while True:
-        d0 = time.perf_counter()
-        a = ag.act(obs, public_info(info))
-        dec.append(time.perf_counter() - d0)
-        nxt, r, term, trunc, info = env.step(a)
-        ag.update(obs, a, r, nxt, public_info(info))
-        m = info["metrics"]
-        migr += m["migration_rate"]
-        busy += m["busy"]
-        repaired += m["repaired"]
-        obs = nxt
-        steps += 1
-        if term or trunc:
-            break
-    wall = time.perf_counter() - t0
-    out = {"agent": agent, "seed": seed, "env_kwargs": env_kw, "steps": steps, "wall_s": wall,
+    ep = run_episode(env, make(agent, family=env.family), seed)
+    m, sums, steps = ep.final_metrics, ep.metrics.sums, ep.steps
+    out = {"agent": agent, "seed": seed, "env_kwargs": env_kw, "steps": steps, "wall_s": ep.wall_s,
            "total_reward": float(m["episode_utility"]), "budget_spent": float(m["episode_budget_spent"]),
-           "fit": float(m["episode_fit"]), "repaired": int(repaired), "migration_rate": migr / steps,
-           "busy": busy / steps, "decision_ms_median": float(np.median(dec) * 1000),
+           "fit": float(m["episode_fit"]), "repaired": int(sums["repaired"]),
+           "migration_rate": sums["migration_rate"] / steps, "busy": sums["busy"] / steps,
+           "decision_ms_median": float(np.median(ep.decision_s) * 1000),
            "metrics": {k: v for k, v in m.items() if k.startswith("episode_")}}
     rec = env.job_records()
     out["work"] = float(rec["work"].sum())  # Σ_j X_j (efficiency = work / budget_spent)
@@ -74,33 +59,21 @@ def episode(env_kw: dict, agent: str, seed: int, records: bool = False) -> dict:
     return out
 
 
-def _task(args):
+def _task(args, report=None):
     return episode(*args)
 
 
 def _run_all(tasks: list, workers: int, progress: bool) -> list[dict]:
+    """Every task through the runner's worker pool (:func:`clustergym.runner.run_tasks`)."""
     from tqdm.auto import tqdm
 
+    from clustergym.runner import run_tasks
+
     bar = tqdm(total=len(tasks), desc="opm runs", leave=False, disable=not progress)
-    out: list = [None] * len(tasks)
     try:
-        if workers <= 1:
-            for i, t in enumerate(tasks):
-                out[i] = _task(t)
-                bar.update(1)
-        else:
-            from concurrent.futures import as_completed
-
-            from clustergym.runner import worker_pool
-
-            with worker_pool(workers) as ex:
-                futs = {ex.submit(_task, t): i for i, t in enumerate(tasks)}
-                for f in as_completed(futs):
-                    out[futs[f]] = f.result()
-                    bar.update(1)
+        return run_tasks(_task, tasks, workers, on_done=lambda _: bar.update(1))
     finally:
         bar.close()
-    return out
 
 
 # -- reproduction over instances (job lists) ----------------------------------------------------
@@ -170,21 +143,21 @@ def _bounds(runs, kw) -> dict:
     return _per_instance(runs, kw, "random", "bound")
 
 
-def reproduce(quick: bool, out: str, workers: int, progress: bool) -> str:
-    """Table I and Fig. 2 at ``scale="paper"`` and the default scale, the identical-machines
-    ablation, shares of the upper bound, Fig. 1 budget use, and (full mode) the Fig. 3 α sweep; all
-    over several job lists (instances) with 95% intervals and a verdict per claim."""
-    from clustergym import stats
-    from clustergym.plots import _plt
-
+def sweep(quick: bool, workers: int, progress: bool) -> dict:
+    """Every episode of :func:`plan` (:func:`episode` per task, through the runner's worker pool)."""
     pl = plan(quick)
-    cfg, insts = pl["configs"], pl["instances"]
-    d = os.path.join(out, "opm")
-    os.makedirs(d, exist_ok=True)
     tasks = _tasks(pl)
     t0 = time.perf_counter()
     runs = _run_all(tasks, workers, progress)
-    total_wall = time.perf_counter() - t0
+    return {"quick": quick, "pl": pl, "runs": runs, "wall": time.perf_counter() - t0}
+
+
+def _views(sw: dict):
+    """Per-instance views of a sweep's runs: ``vals(config, agent, field)``, ``best_base``, ``share`` of
+    the bound, ``score``, ``eff`` (work / spend) and ``ci`` (mean [95% interval] as text)."""
+    from clustergym import stats
+
+    runs, cfg = sw["runs"], sw["pl"]["configs"]
 
     def vals(c, agent, field="total_reward"):
         return _per_instance(runs, cfg[c], agent, field)
@@ -205,12 +178,18 @@ def reproduce(quick: bool, out: str, workers: int, progress: bool) -> str:
         w, s = vals(c, agent, "work"), vals(c, agent, "budget_spent")
         return {i: w[i] / s[i] for i in w}
 
-    ci = lambda x, unit="", digits=3, signed=False: stats.fmt_ci(stats.mean_ci(list(x.values())), unit, digits, signed)  # noqa: E731
-    H = pl["horizons"]
-    desc = {"default": f"default scale (M=100, J_max=20, arrival 0.015/slot), horizon {H['default']}",
-            "paper": f'scale="paper" (M=1000, J_max=100, arrival 0.15/slot), horizon {H["paper"]}'}
+    def ci(x, unit="", digits=3, signed=False):
+        return stats.fmt_ci(stats.mean_ci(list(x.values())), unit, digits, signed)
 
-    # -- claims ------------------------------------------------------------------------------
+    return vals, best_base, share, score, eff, ci
+
+
+def claims(sw: dict) -> list[dict]:
+    """The claims rows (Table I, Fig. 2, Fig. 1b, the identical-machines ablation) for ``stats.claims_table``."""
+    from clustergym import stats
+
+    cfg = sw["pl"]["configs"]
+    vals, best_base, *_ = _views(sw)
     rows = []
     t1 = [b for b in (0.5, 0.6, 0.7) if ("paper", "heavy", b) in cfg]
     for scale in ("paper", "default"):
@@ -248,9 +227,45 @@ def reproduce(quick: bool, out: str, workers: int, progress: bool) -> str:
         comp = stats.paired_comparison(vals(c, "opm"), vals(c, "opm-noest"), agent="opm", reference="opm-noest")
         rows.append({"claim": f"identical machines, paper scale, β={b}: OPM > OPM-noest",
                      "paper": f"+{PAPER_VS['opm-noest'][b]}%", "comparison": comp, "predicted": +1})
-    claims = stats.claims_table(rows)
+    return rows
 
-    # -- Table I and shares of the bound ------------------------------------------------------
+
+def _fig3(sw: dict):
+    """Fig. 3's α sweep: (OPM vs Fair comparisons, migration intervals, table lines); empty without it."""
+    from clustergym import stats
+
+    pl, H = sw["pl"], sw["pl"]["horizons"]
+    vals, *_ = _views(sw)
+    fig3_lines, imp, mig = [], [], []
+    if pl["alphas"]:
+        c = ("paper", "alpha", 0.8)
+        fair = vals(c, "fair")
+        fig3_lines = ["| α | OPM vs Fair, mean [95% interval] | wins / losses | migrations (% of machines per slot) |",
+                      "|---|---|---|---|"]
+        for al in pl["alphas"]:
+            name = "opm" if al is None else f"opm[alpha={al:g}]"
+            comp = stats.paired_comparison(vals(c, name), fair, agent=name, reference="fair")
+            mg = stats.mean_ci([100 * x for x in vals(c, name, "migration_rate").values()])
+            imp.append(comp)
+            mig.append(mg)
+            lab = f"{1 / (2 * np.sqrt(H['paper'])):.4g} (Theorem 3)" if al is None else f"{al:g}"
+            fig3_lines.append(f"| {lab} | {stats.fmt_ci(comp)} | {comp.wins} / {comp.losses} | {mg.mean:.1f}% |")
+        fm = stats.mean_ci([100 * x for x in vals(c, "fair", "migration_rate").values()])
+        fig3_lines.append(f"| Fair (reference) | 0 | – | {fm.mean:.1f}% |")
+    return imp, mig, fig3_lines
+
+
+def tables(sw: dict) -> dict:
+    """Every table of the report: ``sections`` (title -> lines: Table I, Fig. 2, the ablation),
+    ``eff``, ``use`` (Fig. 1b), ``horizon`` and ``fig3`` lines, and the largest share of the bound."""
+    from clustergym import stats
+
+    runs, pl = sw["runs"], sw["pl"]
+    cfg, H = pl["configs"], pl["horizons"]
+    vals, best_base, share, score, eff, ci = _views(sw)
+    desc = {"default": f"default scale (M=100, J_max=20, arrival 0.015/slot), horizon {H['default']}",
+            "paper": f'scale="paper" (M=1000, J_max=100, arrival 0.15/slot), horizon {H["paper"]}'}
+
     def table(scale, group, betas):
         betas = [b for b in betas if (scale, group, b) in cfg]
         lines = [f"| agent | " + " | ".join(f"β={b}: utility | share of bound | score" for b in betas) + " |",
@@ -291,7 +306,29 @@ def reproduce(quick: bool, out: str, workers: int, progress: bool) -> str:
     max_share = max(ratios)
     worst = max(runs, key=lambda r: r["total_reward"] / _bounds(runs, r["env_kwargs"])[r["env_kwargs"]["scenario_seed"]])
 
-    # -- plots ---------------------------------------------------------------------------------
+    hor_lines = []
+    if pl["horizon_sweep"]:
+        hor_lines = ["| horizon (slots) | OPM vs Fair | wins / losses | OPM vs EDF | wins / losses | OPM share of bound | Fair share |",
+                     "|---|---|---|---|---|---|---|"]
+        for T in sorted(pl["horizon_sweep"] + [H["paper"]]):
+            c = ("paper", "heavy", 0.7) if T == H["paper"] else ("paper", f"T={T}", 0.7)
+            cf = stats.paired_comparison(vals(c, "opm"), vals(c, "fair"))
+            ce = stats.paired_comparison(vals(c, "opm"), vals(c, "edf"))
+            hor_lines.append(f"| {T} | {stats.fmt_ci(cf)} | {cf.wins} / {cf.losses} | {stats.fmt_ci(ce)} | "
+                             f"{ce.wins} / {ce.losses} | {ci(share(c, 'opm'))} | {ci(share(c, 'fair'))} |")
+
+    return {"sections": tables, "eff": eff_lines, "use": use_lines, "horizon": hor_lines, "fig3": _fig3(sw)[2],
+            "max_share": max_share, "worst": worst}
+
+
+def figures(sw: dict, d: str) -> list[str]:
+    """Fig. 2 (shares of the bound by load), Fig. 1b (budget-use CDFs) and, with the α sweep, Fig. 3."""
+    from clustergym import stats
+    from clustergym.plots import _plt, save
+
+    runs, pl = sw["runs"], sw["pl"]
+    cfg, insts, H = pl["configs"], pl["instances"], pl["horizons"]
+    vals, best_base, share, score, eff, ci = _views(sw)
     plt = _plt()
     fig, axes = plt.subplots(2, 2, figsize=(11, 7), dpi=110, sharey=True)
     for row, scale in enumerate(("paper", "default")):
@@ -312,10 +349,7 @@ def reproduce(quick: bool, out: str, workers: int, progress: bool) -> str:
     axes[0, 0].legend(fontsize=7, ncol=3)
     fig.suptitle(f"Fig. 2 style: share of the fluid upper bound, mean and 95% interval over {len(insts)} job lists",
                  fontsize=10)
-    fig.tight_layout()
-    fig2 = os.path.join(d, "opm_fig2_load.png")
-    fig.savefig(fig2)
-    plt.close(fig)
+    fig2 = save(fig, os.path.join(d, "opm_fig2_load.png"))
 
     fig, axes = plt.subplots(1, 2, figsize=(10, 4), dpi=110)
     for ax, scale in zip(axes, ("paper", "default")):
@@ -329,28 +363,11 @@ def reproduce(quick: bool, out: str, workers: int, progress: bool) -> str:
         ax.set_title(f"Fig. 1b style, {scale} scale, β=0.5", fontsize=9)
         ax.grid(alpha=0.3)
         ax.legend(fontsize=8)
-    fig.tight_layout()
-    fig1 = os.path.join(d, "opm_fig1_cdfs.png")
-    fig.savefig(fig1)
-    plt.close(fig)
+    fig1 = save(fig, os.path.join(d, "opm_fig1_cdfs.png"))
 
-    fig3_lines, fig3 = [], None
+    fig3 = None
+    imp, mig, _ = _fig3(sw)
     if pl["alphas"]:
-        c = ("paper", "alpha", 0.8)
-        fair = vals(c, "fair")
-        fig3_lines = ["| α | OPM vs Fair, mean [95% interval] | wins / losses | migrations (% of machines per slot) |",
-                      "|---|---|---|---|"]
-        imp, mig = [], []
-        for al in pl["alphas"]:
-            name = "opm" if al is None else f"opm[alpha={al:g}]"
-            comp = stats.paired_comparison(vals(c, name), fair, agent=name, reference="fair")
-            mg = stats.mean_ci([100 * x for x in vals(c, name, "migration_rate").values()])
-            imp.append(comp)
-            mig.append(mg)
-            lab = f"{1 / (2 * np.sqrt(H['paper'])):.4g} (Theorem 3)" if al is None else f"{al:g}"
-            fig3_lines.append(f"| {lab} | {stats.fmt_ci(comp)} | {comp.wins} / {comp.losses} | {mg.mean:.1f}% |")
-        fm = stats.mean_ci([100 * x for x in vals(c, "fair", "migration_rate").values()])
-        fig3_lines.append(f"| Fair (reference) | 0 | – | {fm.mean:.1f}% |")
         xs = [1 / (2 * np.sqrt(H["paper"])) if al is None else al for al in pl["alphas"]]
         fig, (ax, bx) = plt.subplots(1, 2, figsize=(10, 4), dpi=110)
         ax.errorbar(xs, [m.mean for m in imp], yerr=[[m.mean - m.low for m in imp], [m.high - m.mean for m in imp]],
@@ -366,27 +383,16 @@ def reproduce(quick: bool, out: str, workers: int, progress: bool) -> str:
         bx.set_title("Fig. 3b style", fontsize=9)
         for z in (ax, bx):
             z.grid(alpha=0.3)
-        fig.tight_layout()
-        fig3 = os.path.join(d, "opm_fig3_alpha.png")
-        fig.savefig(fig3)
-        plt.close(fig)
+        fig3 = save(fig, os.path.join(d, "opm_fig3_alpha.png"))
 
-    hor_lines = []
-    if pl["horizon_sweep"]:
-        hor_lines = ["| horizon (slots) | OPM vs Fair | wins / losses | OPM vs EDF | wins / losses | OPM share of bound | Fair share |",
-                     "|---|---|---|---|---|---|---|"]
-        for T in sorted(pl["horizon_sweep"] + [H["paper"]]):
-            c = ("paper", "heavy", 0.7) if T == H["paper"] else ("paper", f"T={T}", 0.7)
-            cf = stats.paired_comparison(vals(c, "opm"), vals(c, "fair"))
-            ce = stats.paired_comparison(vals(c, "opm"), vals(c, "edf"))
-            hor_lines.append(f"| {T} | {stats.fmt_ci(cf)} | {cf.wins} / {cf.losses} | {stats.fmt_ci(ce)} | "
-                             f"{ce.wins} / {ce.losses} | {ci(share(c, 'opm'))} | {ci(share(c, 'fair'))} |")
+    return [fig1, fig2] + ([fig3] if fig3 else [])
 
-    with open(os.path.join(d, "results.json"), "w") as f:
-        json.dump({"env_id": ENV, "plan": {"instances": insts, "horizons": H, "alphas": pl["alphas"],
-                                           "configs": {"/".join(map(str, k)): v for k, v in cfg.items()}},
-                   "wall_s": total_wall, "claims": [dict(r, comparison=r["comparison"].to_json()) for r in rows],
-                   "runs": [{k: v for k, v in r.items() if k != "records"} for r in runs]}, f, indent=1, default=str)
+
+def report(sw: dict, claims_md: str, tb: dict, workers: int) -> str:
+    """The markdown of ``report.md``."""
+    quick, runs, insts, total_wall = sw["quick"], sw["runs"], sw["pl"]["instances"], sw["wall"]
+    claims, tables, eff_lines, use_lines = claims_md, tb["sections"], tb["eff"], tb["use"]
+    hor_lines, fig3_lines, max_share, worst = tb["horizon"], tb["fig3"], tb["max_share"], tb["worst"]
     head = [f"# OPM reproduction ({'quick' if quick else 'full'} mode)", "",
             f"`{ENV}`; every comparison is over {len(insts)} job lists (instances, `scenario_seed` {insts}), "
             f"one dynamics seed each (seed = instance); intervals are 95% t-intervals over job lists; common random "
@@ -406,14 +412,39 @@ def reproduce(quick: bool, out: str, workers: int, progress: bool) -> str:
     if fig3_lines:
         body += ["## Fig. 3: learning rate α (paper scale, β=0.8, heavy load)", "", *fig3_lines, "",
                  "![Fig. 3](opm_fig3_alpha.png)", ""]
-    report = os.path.join(d, "report.md")
-    with open(report, "w") as f:
-        f.write("\n".join(head + body))
+    return "\n".join(head + body)
+
+
+def reproduce(quick: bool, out: str, workers: int, progress: bool) -> str:
+    """Table I and Fig. 2 at ``scale="paper"`` and the default scale, the identical-machines
+    ablation, shares of the upper bound, Fig. 1 budget use, and (full mode) the Fig. 3 α sweep; all
+    over several job lists (instances) with 95% intervals and a verdict per claim: :func:`sweep`,
+    :func:`claims`, :func:`tables`, :func:`figures`, :func:`report`."""
+    from clustergym import stats
+
+    d = os.path.join(out, "opm")
+    os.makedirs(d, exist_ok=True)
+    sw = sweep(quick, workers, progress)
+    runs, pl = sw["runs"], sw["pl"]
+    cfg, insts, H, total_wall = pl["configs"], pl["instances"], pl["horizons"], sw["wall"]
+    rows = claims(sw)
+    claims_md = stats.claims_table(rows)
+    tb = tables(sw)
+    pngs = figures(sw, d)
+    with open(os.path.join(d, "results.json"), "w") as f:
+        json.dump({"env_id": ENV, "plan": {"instances": insts, "horizons": H, "alphas": pl["alphas"],
+                                           "configs": {"/".join(map(str, k)): v for k, v in cfg.items()}},
+                   "wall_s": total_wall, "claims": [dict(r, comparison=r["comparison"].to_json()) for r in rows],
+                   "runs": [{k: v for k, v in r.items() if k != "records"} for r in runs]}, f, indent=1, default=str)
+    text = report(sw, claims_md, tb, workers)
+    path = os.path.join(d, "report.md")
+    with open(path, "w") as f:
+        f.write(text)
     with open(os.path.join(d, "claims.md"), "w") as f:
-        f.write(claims + "\n")
-    print("\n".join(head + body))
-    print(f"wrote {report}, {fig1}, {fig2}" + (f", {fig3}" if fig3 else "") + f" ({total_wall:.0f} s)")
-    return report
+        f.write(claims_md + "\n")
+    print(text)
+    print(f"wrote {path}, " + ", ".join(pngs) + f" ({total_wall:.0f} s)")
+    return path
 
 # -- benchmarks ----------------------------------------------------------------------------------
 
@@ -446,27 +477,17 @@ def _opm_decision(quick: bool):
     import gymnasium as gym
 
     import clustergym  # noqa: F401
-    from clustergym.agent import make, public_info
+    from clustergym.agent import make
     from clustergym.bench import Row
+    from clustergym.runner import time_decisions
 
     # Enough long-lived jobs that the 100-slot window stays full.
     env = gym.make(ENV, num_machines=1000, max_jobs=100, horizon=10**6, arrival_rate=2.0, life_min=5000,
                    life_max=6000).unwrapped
-    ag = make("opm", family="approxjobs")
-    obs, info = env.reset(seed=0)
-    ag.reset(env.problem, seed=0)
-    n = 150 if quick else 600
-    times, active = [], []
-    for _ in range(n):
-        t0 = time.perf_counter()
-        a = ag.act(obs, public_info(info))
-        times.append(time.perf_counter() - t0)
-        active.append(int(obs["job_mask"].sum()))
-        nxt, r, term, trunc, info = env.step(a)
-        ag.update(obs, a, r, nxt, public_info(info))
-        obs = nxt
-    times, active = np.array(times), np.array(active)
-    full = times[active == 100]
+    active = []
+    times = time_decisions(env, make("opm", family="approxjobs"), 150 if quick else 600,
+                           on_step=lambda tr: active.append(int(tr.obs["job_mask"].sum())))
+    full = times[np.array(active) == 100]
     ms = float(np.median(full) * 1000)
     return [Row(f"OPM decision, M=1000, 100 active jobs ({full.size} slots)", ms, "ms median", "<= 10 ms", ms <= 10.0),
             Row("OPM decision, M=1000, 100 active jobs, p95", float(np.percentile(full, 95) * 1000), "ms", "", None)]

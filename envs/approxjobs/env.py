@@ -9,6 +9,7 @@ from gymnasium import spaces
 
 from clustergym.core import Scenario, child_generators, resolve_scenario
 from clustergym.env import ClusterEnv
+from clustergym.metrics import CUMULATIVE, EPISODE, SLOT, Metric
 from clustergym.envs.approxjobs.dynamics import budget_prefix
 from clustergym.envs.approxjobs.scenario import APPROX_SCENARIOS, PAPER_DEFAULTS, PAPER_SCALE, make_approx_scenario
 from clustergym.envs.approxjobs.service import ServiceProcess
@@ -98,6 +99,26 @@ class ApproxJobsEnv(ClusterEnv):
     """
 
     family = "approxjobs"
+    # info["metrics"] keys and their kind (clustergym/metrics.py).
+    metrics_spec = {
+        "utility": Metric(CUMULATIVE, "Σ_j f_j(X_j) so far (the running total of the reward)"),
+        "budget_spent": Metric(SLOT, "price paid this slot"),
+        "fit": Metric(CUMULATIVE, "Σ_j max(0, spent_j − B_j) so far (eq. 8 positive part)"),
+        "migrations": Metric(SLOT, "machines whose task of a still-active job stopped (Fig. 3b)"),
+        "migration_rate": Metric(SLOT, "migrations / M"),
+        "busy": Metric(SLOT, "machines running a task"),
+        "repaired": Metric(SLOT, "tasks dropped by the repair (budgets, empty window slots)", total=True),
+        "episode_utility": Metric(EPISODE, "Σ_j f_j(X_j) over every job (Table I)"),
+        "episode_budget_spent": Metric(EPISODE, "Σ_j spent_j"),
+        "episode_fit": Metric(EPISODE, "Fit_T (eq. 8)"),
+        "episode_jobs": Metric(EPISODE, "jobs in the job list"),
+        "episode_jobs_served": Metric(EPISODE, "jobs that got some work"),
+        "episode_cost_to_utility_median": Metric(EPISODE, "median per-job cost / utility (Fig. 1a)"),
+        "episode_budget_used_median": Metric(EPISODE, "median per-job spent / budget (Fig. 1b)"),
+        "episode_budget_used_mean": Metric(EPISODE, "mean per-job spent / budget (Fig. 1b)"),
+        "episode_migrations": Metric(EPISODE, "Σ_t migrations (Fig. 3b)"),
+        "episode_bound": Metric(EPISODE, "fluid upper bound on the episode's utility (oracle.py; oracle=True)"),
+    }
 
     def __init__(self, scenario: str | Scenario = "paper", *, scenario_seed: int = 0, horizon: int | None = None,
                  oracle: bool = False, infeasible: str = "repair", render_mode: str | None = None, **params: Any):

@@ -10,6 +10,7 @@ from gymnasium import spaces
 
 from clustergym.core import Scenario, resolve_scenario, check_choice, check_int, check_real, child_generators
 from clustergym.env import ClusterEnv
+from clustergym.metrics import SLOT, Metric
 from clustergym.envs.ringallreduce.dynamics import place_jobs
 from clustergym.envs.ringallreduce.scenario import (RING_SCENARIOS, draw_jobs, make_ring_scenario,
                                                     sigmoid_utility)
@@ -111,6 +112,19 @@ class RingAllReduceEnv(ClusterEnv):
     """
 
     family = "ringallreduce"
+    # info["metrics"] keys and their kind (clustergym/metrics.py).
+    metrics_spec = {
+        "utility": Metric(SLOT, "this slot's utility gain Σ_i [μ_i(ζ_i z_i,t) − μ_i(ζ_i z_i,t−1)], the reward"),
+        "embedded_ratio": Metric(SLOT, "embedded / active jobs, 1 when none is active (Figs. 5–6)"),
+        "active_jobs": Metric(SLOT, "jobs arrived and not finished"),
+        "embedded_jobs": Metric(SLOT, "jobs with at least one worker this slot"),
+        "waiting_jobs": Metric(SLOT, "active jobs beyond the J_max window"),
+        "gpu_util": Metric(SLOT, "GPUs used / GPUs"),
+        "link_util": Metric(SLOT, "mean over link directions of load / capacity"),
+        "repaired": Metric(SLOT, "jobs whose allocation the repair changed", total=True),
+        "oracle_reward": Metric(SLOT, "optimum of problem (10) over the visible jobs, MILP (oracle=True)"),
+        "regret": Metric(SLOT, "oracle_reward − utility (oracle=True)"),
+    }
 
     def __init__(self, scenario: str | Scenario = "paper", *, scenario_seed: int = 0, horizon: int = 200,
                  oracle: bool = False, infeasible: str = "repair", render_mode: str | None = None,

@@ -10,6 +10,7 @@ from gymnasium import spaces
 
 from clustergym.core import Scenario, resolve_scenario, child_generators
 from clustergym.env import ClusterEnv
+from clustergym.metrics import EPISODE, SLOT, Metric
 from clustergym.envs.multiserver.allocation.dynamics import AllocationDynamics
 from clustergym.envs.multiserver.allocation.scenario import ALLOCATION_SCENARIOS, make_allocation_scenario
 
@@ -80,6 +81,17 @@ class MultiServerAllocationEnv(ClusterEnv):
     """
 
     family = "multiserver-allocation"
+    # info["metrics"] keys and their kind (clustergym/metrics.py); the vector env reuses it.
+    metrics_spec = {
+        "expected_reward": Metric(SLOT, "q(x(t), y(t)), equal to the reward (eq. 5 with eq. 7)"),
+        "gain": Metric(SLOT, "Σ_l x_l Σ_k Σ_r f_r^k(y), the gain part of eq. 5 (Fig. 6)"),
+        "overhead": Metric(SLOT, "Σ_l x_l max_k β_k Σ_r y, the overhead part of eq. 5 (Fig. 6)"),
+        "repaired": Metric(SLOT, "violated constraints of eqs. 3–4 removed by the projection", total=True),
+        "utilisation": Metric(SLOT, "share of device units allocated to ports with a job, mean over types"),
+        "episode_best_static": Metric(EPISODE, "Q(y*), the best static allocation in hindsight (eq. 6; oracle=True)"),
+        "episode_best_static_upper": Metric(EPISODE, "certified upper bound on Q(y*) (oracle=True)"),
+        "episode_regret": Metric(EPISODE, "Q(y*) − Σ_t q(x(t), y(t)) (eq. 6; oracle=True)"),
+    }
 
     def __init__(self, scenario: str | Scenario = "paper", *, scenario_seed: int = 0, horizon: int = 2000,
                  oracle: bool = True, infeasible: str = "repair", render_mode: str | None = None, **params: Any):

@@ -77,6 +77,7 @@ class MultiServerAllocationVectorEnv(ClusterVectorEnv):
     """
 
     family = "multiserver-allocation"
+    metrics_spec = MultiServerAllocationEnv.metrics_spec  # the single env's declaration (clustergym/metrics.py)
     _rng_names = ("arrivals",)
 
     def __init__(self, num_envs: int = 1, scenario: str | Scenario = "paper", *, scenario_seed: int = 0,

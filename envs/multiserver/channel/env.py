@@ -9,6 +9,7 @@ from gymnasium import spaces
 
 from clustergym.core import Scenario, resolve_scenario, child_generators
 from clustergym.env import ClusterEnv
+from clustergym.metrics import CUMULATIVE, SLOT, Metric
 from clustergym.envs.multiserver.channel.dynamics import BLOCK, OK, channel_slot, draw_block, infeasible_message
 from clustergym.envs.multiserver.channel.scenario import CHANNEL_SCENARIOS, make_channel_scenario
 from clustergym.envs.multiserver.channel.oracle import knapsack_max
@@ -83,6 +84,15 @@ class MultiServerChannelEnv(ClusterEnv):
     """
 
     family = "multiserver-channel"
+    # info["metrics"] keys and their kind (clustergym/metrics.py); the vector env reuses it.
+    metrics_spec = {
+        "expected_reward": Metric(SLOT, "ṽᵀx, the expected reward of the executed channels (eq. 5 in expectation)"),
+        "repaired": Metric(SLOT, "channels dropped by the repair (eq. 2)", total=True),
+        "used": Metric(SLOT, "devices in use per type (eq. 2)", shape="(K,)"),
+        "oracle_reward": Metric(SLOT, "max_{x∈Ω(t)} ṽᵀx, exact knapsack DP (oracle=True)"),
+        "regret": Metric(SLOT, "oracle_reward − expected_reward, the per-slot gap of eq. 6 (oracle=True)"),
+        "cum_regret": Metric(CUMULATIVE, "Σ regret so far (eq. 6; oracle=True)", total=False),
+    }
 
     def __init__(self, scenario: str | Scenario = "paper", *, scenario_seed: int = 0, horizon: int = 2000,
                  oracle: bool = True, infeasible: str = "repair", render_mode: str | None = None, **params: Any):

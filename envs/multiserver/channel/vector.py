@@ -73,6 +73,7 @@ class MultiServerChannelVectorEnv(ClusterVectorEnv):
     """
 
     family = "multiserver-channel"
+    metrics_spec = MultiServerChannelEnv.metrics_spec  # the single env's declaration (clustergym/metrics.py)
     _rng_names = ("arrivals", "utilities")
 
     def __init__(self, num_envs: int = 1, scenario: str | Scenario = "paper", *, scenario_seed: int = 0,
