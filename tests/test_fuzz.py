@@ -189,7 +189,8 @@ def _valid_names(env_id):
     try:
         gym.make(env_id, __fuzz_probe__=1)
     except ValueError as exc:
-        return [n.strip() for n in str(exc).split("valid:")[1].split(",")]
+        listed = str(exc).split("the scenario parameters ")[1].split(" was raised")[0]
+        return [n.strip() for n in listed.split(",")]
     raise AssertionError("an unknown kwarg was accepted")
 
 
