@@ -24,7 +24,7 @@ the observations it was trained on:
   the statistics. :class:`DRLObservation` is the Gymnasium wrapper around it (training);
   :class:`SB3Agent` uses the same pipeline when it acts in ``clustergym run`` (evaluation).
 * :func:`train` — ``clustergym train``: PPO / A2C on every env, SAC on P2 (actions rescaled to
-  [-1, 1] by :class:`RescaleBox`), MaskablePPO (sb3-contrib) on P1 and P4 with the
+  [-1, 1] by ``clustergym.wrappers.RescaleBox``), MaskablePPO (sb3-contrib) on P1 and P4 with the
   env's ``action_masks()``. Observations (and, for training only, rewards) are normalised by
   SB3's ``VecNormalize``; its statistics are saved beside the model and applied at evaluation.
 
@@ -184,25 +184,18 @@ class DRLObservation(gym.Wrapper):
 
 
 def unscale_action(a: np.ndarray, low: np.ndarray, high: np.ndarray) -> np.ndarray:
-    """[-1, 1] -> [low, high] per entry (entries with low == high map to low; see :class:`RescaleBox`)."""
+    """[-1, 1] -> [low, high] per entry (entries with low == high map to low; see ``clustergym.wrappers.RescaleBox``)."""
     a = np.clip(np.asarray(a, dtype=np.float64), -1.0, 1.0)
     return low + (a + 1.0) * 0.5 * (high - low)
 
 
-class RescaleBox(gym.ActionWrapper):
-    """Box actions in [-1, 1] for SB3, mapped affinely to the env's [low, high] in device units.
+def __getattr__(name: str):
+    """``RescaleBox`` moved to the public :mod:`clustergym.wrappers` (imported lazily: it imports this module)."""
+    if name == "RescaleBox":
+        from clustergym.wrappers import RescaleBox
 
-    Unlike ``gymnasium.wrappers.RescaleAction`` it accepts zero-width entries (P2's device types a
-    server lacks have low = high = 0), which it maps to low.
-    """
-
-    def __init__(self, env: gym.Env):
-        super().__init__(env)
-        self._low, self._high = _box_bounds(env.unwrapped.family, env.unwrapped.problem, env.action_space)
-        self.action_space = gym.spaces.Box(-1.0, 1.0, shape=env.action_space.shape, dtype=np.float32)
-
-    def action(self, action):
-        return unscale_action(action, self._low, self._high)
+        return RescaleBox
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def _box_bounds(family: str, problem, space=None) -> tuple[np.ndarray, np.ndarray]:
@@ -235,13 +228,16 @@ def sb3_mask(family: str, info: dict) -> np.ndarray | None:
 
 def make_train_env(env_id: str, env_kwargs: dict | None = None, *, algo: str = "ppo", stats: bool = True,
                    monitor_dir: str | None = None, rank: int = 0) -> gym.Env:
-    """``gym.make`` + Monitor + :class:`DRLObservation` (+ RescaleAction to [-1, 1] for Box actions)."""
+    """``gym.make`` + Monitor + ``clustergym.wrappers.FlattenWithStats`` (+ ``clustergym.wrappers.RescaleBox``
+    to [-1, 1] for Box actions): the public wrappers, so a user's own chain can match training exactly."""
     from stable_baselines3.common.monitor import Monitor
+
+    from clustergym.wrappers import FlattenWithStats, RescaleBox
 
     kw = {"oracle": False, **(env_kwargs or {})}
     env = gym.make(env_id, **kw)
     env = Monitor(env, os.path.join(monitor_dir, str(rank)) if monitor_dir else None)
-    env = DRLObservation(env, stats=stats)
+    env = FlattenWithStats(env, stats=stats)
     if isinstance(env.action_space, gym.spaces.Box):
         env = RescaleBox(env)
     return env
