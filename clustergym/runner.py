@@ -106,6 +106,18 @@ class Transition(NamedTuple):
     next_info: dict  # the info env.step returned
 
 
+def make_env(env_id: str, **kwargs):
+    """``gym.make`` for the runner's own runs, without Gymnasium's passive-checker warning about Box
+    entries with low == high: on P2's trace preset (``alibaba-v2023``) servers that lack a device type
+    really have [0, 0] bounds, and the warning would print once per worker in the middle of a sweep."""
+    import warnings
+
+    import gymnasium as gym
+
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message=".*Box action space maximum and minimum values are equal")
+        return gym.make(env_id, **kwargs)
+
 def run_episode(env, agent, seed: int | None, max_steps: int | None = None, *,
                 progress: Callable[[int], None] | None = None,
                 on_step: Callable[[Transition], None] | None = None) -> Episode:
@@ -184,12 +196,11 @@ def run_one(env_id: str, agent_spec: str, seed: int, horizon: int, env_kwargs: d
     The agent gets the public problem and ``info`` without ``"metrics"``; the runner keeps the
     metrics for evaluation (per-slot ``regret`` when the env has an oracle).
     """
-    import gymnasium as gym
 
     import clustergym  # noqa: F401  (registers envs)
     from clustergym.agent import make
 
-    env = gym.make(env_id, horizon=horizon, **(env_kwargs or {}))
+    env = make_env(env_id, horizon=horizon, **(env_kwargs or {}))
     agent = make(agent_spec, env_id=env_id)
     ep = run_episode(env, agent, seed, max_steps=horizon, progress=progress)
     env.close()
@@ -381,9 +392,7 @@ def _scenario_fingerprint(env_id: str, horizon: int, env_kwargs: dict) -> str | 
     import hashlib
     import pickle
 
-    import gymnasium as gym
-
-    env = gym.make(env_id, horizon=horizon, **env_kwargs)
+    env = make_env(env_id, horizon=horizon, **env_kwargs)
     try:
         return hashlib.sha256(pickle.dumps(env.unwrapped.scenario)).hexdigest()
     except Exception:  # noqa: BLE001 - an unpicklable scenario: assume the seed matters
@@ -672,7 +681,6 @@ def evaluate(env_id: str, agents: Sequence[str], seeds: Sequence[int], horizon: 
         score: compute the normalised score (module docstring) where the env reports a bound; runs
             the ``random`` agent on every (instance, seed) when it is not among ``agents``.
     """
-    import gymnasium as gym
 
     import clustergym
     from clustergym.agent import env_family, list_agents, parse_agent_spec
@@ -708,7 +716,7 @@ def evaluate(env_id: str, agents: Sequence[str], seeds: Sequence[int], horizon: 
         if name not in known and not name.startswith("sb3:") and ":" not in name:
             raise ValueError(f"unknown agent {name!r} for {env_id}; available: {', '.join(known)}")
     # Fail fast on bad env kwargs and agent options, before any long run starts.
-    gym.make(env_id, horizon=int(horizon), **env_kwargs).close()
+    make_env(env_id, horizon=int(horizon), **env_kwargs).close()
     from clustergym.agent import make
 
     made = [make(a, family=family) for a in agents]
