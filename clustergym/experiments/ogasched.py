@@ -79,12 +79,12 @@ def units_claims(res) -> tuple[list[dict], dict]:
 
 def eq26_steps(units: str, instance: int, horizon: int, slots: int, seed: int = 0) -> np.ndarray:
     """η_t of eq. 26 over the first ``slots`` slots of an ``ogasched[lr=eq26]`` run (T = horizon)."""
-    import gymnasium as gym
+    from clustergym.runner import make_env
 
     import clustergym  # noqa: F401
     from clustergym.agent import make
 
-    env = gym.make(ENV_ID, horizon=horizon, oracle=False, units=units, scenario_seed=instance).unwrapped
+    env = make_env(ENV_ID, horizon=horizon, oracle=False, units=units, scenario_seed=instance).unwrapped
     ag = make("ogasched[lr=eq26]", family="multiserver-allocation")
     obs, _ = env.reset(seed=seed)
     ag.reset(env.problem, seed=seed)
@@ -99,7 +99,7 @@ def eq26_steps(units: str, instance: int, horizon: int, slots: int, seed: int = 
 def dominant_type_shares(units: str, agent: str, instances, slots: int, seed: int = 0) -> np.ndarray:
     """Share of (port with a job, slot) pairs whose overhead max_k β_k Σ_{r∈R_l} y^k (eq. 5) is attained
     by each device type k*, over the first ``slots`` slots of ``agent`` on each instance, shape (K,)."""
-    import gymnasium as gym
+    from clustergym.runner import make_env
 
     import clustergym  # noqa: F401
     from clustergym.agent import make
@@ -107,7 +107,7 @@ def dominant_type_shares(units: str, agent: str, instances, slots: int, seed: in
 
     cnt = None
     for i in instances:
-        env = gym.make(ENV_ID, horizon=slots, oracle=False, units=units, scenario_seed=i).unwrapped
+        env = make_env(ENV_ID, horizon=slots, oracle=False, units=units, scenario_seed=i).unwrapped
         K = env.problem.num_device_types
         cnt = np.zeros(K) if cnt is None else cnt
 
@@ -124,13 +124,13 @@ def dominant_type_shares(units: str, agent: str, instances, slots: int, seed: in
 def best_static_values(env_kwargs: dict, seed: int, checkpoints) -> list[float]:
     """Q(y*) of the best static allocation of every prefix [1, t], t in ``checkpoints`` (eq. 6's comparator).
     Arrivals do not depend on actions, so they are regenerated from the env seed."""
-    import gymnasium as gym
+    from clustergym.runner import make_env
 
     import clustergym  # noqa: F401
     from clustergym.envs.multiserver.allocation.oracle import best_static_allocation
 
     T = int(max(checkpoints))
-    env = gym.make(ENV_ID, horizon=T, oracle=False, **env_kwargs).unwrapped
+    env = make_env(ENV_ID, horizon=T, oracle=False, **env_kwargs).unwrapped
     obs, _ = env.reset(seed=seed)
     zero = np.zeros((env.problem.num_edges, env.problem.num_device_types))
     arr = [obs["arrivals"]]
