@@ -26,7 +26,7 @@ from importlib import resources
 
 import numpy as np
 
-from clustergym.core import Scenario, check_known, as_generator, check_int, check_real, check_choice, freeze
+from clustergym.core import Scenario, check_known, as_generator, check_int, check_real, freeze
 from clustergym.envs.traces.csvread import Column, read_csv
 
 __all__ = ["NodeList", "PodList", "load_nodes", "load_pods", "derive_preset", "load_preset",
@@ -226,7 +226,7 @@ def allocation_scenario_from_preset(seed=0, preset: dict | None = None, **params
     from the preset, a_l^k = contention × the type's median request (CPU cores, MEM in 8 GiB units,
     GPUs), locality from ``gpu_spec``, ρ_l from creation times (``rho`` overrides with one value)."""
     from clustergym.envs.multiserver.allocation.scenario import (
-        AllocationProblem, AllocationTruth, UTILITY_FAMILIES, draw_utilities)
+        AllocationProblem, AllocationTruth, check_demand_params, draw_utilities)
 
     check_known(params, ALLOCATION_DEFAULTS, PRESET_NAME)
     preset = preset or load_preset()
@@ -234,13 +234,7 @@ def allocation_scenario_from_preset(seed=0, preset: dict | None = None, **params
     n_types = len(preset["job_types"])
     p["num_servers"] = check_int("num_servers", p["num_servers"], 1, 100_000)
     p["num_ports"] = check_int("num_ports", p["num_ports"], 1, n_types)
-    p["contention"] = check_real("contention", p["contention"], 0.0, 1e6, lo_open=True)
-    p["density"] = check_real("density", p["density"], 1.0, float(p["num_ports"]))
-    p["utility"] = check_choice("utility", p["utility"], (*UTILITY_FAMILIES, "mixed"))
-    p["alpha_low"] = check_real("alpha_low", p["alpha_low"], 0.0, None, lo_open=True)
-    p["alpha_high"] = check_real("alpha_high", p["alpha_high"], p["alpha_low"], None)
-    p["beta_low"] = check_real("beta_low", p["beta_low"], 0.0, 1.0)
-    p["beta_high"] = check_real("beta_high", p["beta_high"], p["beta_low"], 1.0)
+    check_demand_params(p)
     if p["rho"] is not None:
         p["rho"] = check_real("rho", p["rho"], 0.0, 1.0)
     rng = as_generator(seed)

@@ -184,13 +184,7 @@ def _validate(p: dict) -> dict:
                  "the dense port x server arrays of the graph generator")
     p["num_device_types"] = check_int("num_device_types", p["num_device_types"], 1, 8)
     p["rho"] = check_real("rho", p["rho"], 0.0, 1.0)
-    p["contention"] = check_real("contention", p["contention"], 0.0, 1e6, lo_open=True)
-    p["density"] = check_real("density", p["density"], 1.0, float(p["num_ports"]))
-    p["utility"] = check_choice("utility", p["utility"], (*UTILITY_FAMILIES, "mixed"))
-    p["alpha_low"] = check_real("alpha_low", p["alpha_low"], 0.0, None, lo_open=True)
-    p["alpha_high"] = check_real("alpha_high", p["alpha_high"], p["alpha_low"], None)
-    p["beta_low"] = check_real("beta_low", p["beta_low"], 0.0, 1.0)
-    p["beta_high"] = check_real("beta_high", p["beta_high"], p["beta_low"], 1.0)
+    check_demand_params(p)
     return p
 
 
@@ -227,6 +221,17 @@ def draw_utilities(rng: np.random.Generator, R: int, K: int, p: dict):
     beta = rng.uniform(p["beta_low"], p["beta_high"], size=K)
     return alpha, code.astype(np.int64), beta
 
+
+def check_demand_params(p: dict) -> None:
+    """Validate, in place, the parameters the paper scenario and the trace preset share: contention,
+    density, the utility family and the α, β ranges (eqs. 27, 5)."""
+    p["contention"] = check_real("contention", p["contention"], 0.0, 1e6, lo_open=True)
+    p["density"] = check_real("density", p["density"], 1.0, float(p["num_ports"]))
+    p["utility"] = check_choice("utility", p["utility"], (*UTILITY_FAMILIES, "mixed"))
+    p["alpha_low"] = check_real("alpha_low", p["alpha_low"], 0.0, None, lo_open=True)
+    p["alpha_high"] = check_real("alpha_high", p["alpha_high"], p["alpha_low"], None)
+    p["beta_low"] = check_real("beta_low", p["beta_low"], 0.0, 1.0)
+    p["beta_high"] = check_real("beta_high", p["beta_high"], p["beta_low"], 1.0)
 
 def _check_params(name: str, params: dict, allowed: dict) -> dict:
     check_known(params, allowed, name)
