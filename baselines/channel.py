@@ -6,8 +6,9 @@ satisfied". Read literally, filling stops at the first channel that does not fit
 default. ``skip_unfit=True`` skips such a channel and keeps going (first fit), an option.
 Only channels of ports with a job are considered (constraint 4). Ties are broken by index.
 
-The readings decide results (issue 16; the sensitivity table in ``docs/esdp.md`` measures them over
-instances): stop-at-first-unfit vs first fit (``skip_unfit``), and for LCF, which "ranks each job
+The readings decide results (issues 16 and 29; the sensitivity table in ``docs/esdp.md`` measures them
+over instances): stop-at-first-unfit vs first fit (``skip_unfit``); for HAUF, ranking ports or
+channels (``rank``) and how untried channels rank (``untried``); and for LCF, which "ranks each job
 (non-empty port) in the ascending order of cost Σ_k f_k(a_k^(l,r))", whether channels or jobs are
 ranked (``rank``).
 """
@@ -75,16 +76,50 @@ class _ChannelHeuristic(BaseAgent):
 class HAUF(_ChannelHeuristic):
     """Historical Accumulative Utility First (HAUF, also called HSWF in the paper).
 
-    Ranks ports with a job by the estimated utility of their channels Σ_{r∈R_l} v̂_(l,r), descending,
-    and selects their channels in turn (within a port: descending v̂).
+    esdp.md §4, "Baselines": "With the estimate, HSWF ranks each port in the descending order of
+    Σ_{r∈R_l} x_(l,r)(t)(Z_(l,r)(t) − Σ_k f_k(a_k^(l,r))), and set the corresponding x_(l,r)(t) as 1
+    in turn until (2) can not be satisfied", Z estimated as "the average of historical
+    observations". Our utilities Z̃ are already net of the supply cost (eq. 7), so the ranked
+    quantity is the historical mean v̂ of each channel. The sentence leaves three things open; each
+    is an option (issue 29):
+
+    * ``rank="ports"`` (default, the sentence's "ranks each port"): ports with a job in descending
+      Σ_{r∈R_l} v̂_(l,r) over all their channels, their channels selected in turn (within a port:
+      descending v̂). ``rank="channels"``: the summand x_(l,r)(Z − f) is per channel, so channels of
+      ports with a job are ranked by their own v̂, descending (ties by index).
+    * ``untried="zero"`` (default): a channel never executed has v̂ = 0 (the average of no
+      observation, read as 0). ``untried="first"``: untried channels rank above every tried one (in
+      index order; in ``rank="ports"`` a port with an untried channel ranks first), the usual way a
+      greedy historical-average policy gets its first observation of each channel.
+    * ``skip_unfit`` (shared with LCF/LWTF): "until (2) can not be satisfied" read as stop at the first
+      channel that does not fit (default) or as first fit (skip it and keep going).
     """
 
     name = "hauf"
 
+    def __init__(self, skip_unfit: bool = False, rank: str = "ports", untried: str = "zero"):
+        super().__init__(skip_unfit=skip_unfit)
+        if rank not in ("ports", "channels"):
+            raise ValueError(f"rank={rank!r} is invalid: expected 'ports' or 'channels'")
+        if untried not in ("zero", "first"):
+            raise ValueError(f"untried={untried!r} is invalid: expected 'zero' or 'first'")
+        self.rank, self.untried = rank, untried
+
+    def _score(self) -> np.ndarray:
+        """(E,) the ranked value of each channel: v̂, with untried channels at 0 or +inf."""
+        return self.v_hat if self.untried == "zero" else np.where(self.n > 0, self.v_hat, np.inf)
+
     def act(self, obs, info):
+        pb = self.problem
         arrivals = np.asarray(obs["arrivals"]).astype(bool)
-        port_value = np.bincount(self.problem.edge_port, weights=self.v_hat, minlength=self.problem.num_ports)
-        return self._fill(self._by_port(port_value, arrivals))
+        score = self._score()
+        active = np.flatnonzero(arrivals[pb.edge_port])
+        if self.rank == "channels":
+            return self._fill(active[np.lexsort((active, -score[active]))])
+        port_value = np.bincount(pb.edge_port, weights=score, minlength=pb.num_ports)  # inf if one is untried
+        # lexsort: last key primary. −port value, then port, then −score, then edge index.
+        order = np.lexsort((active, -score[active], pb.edge_port[active], -port_value[pb.edge_port[active]]))
+        return self._fill(active[order])
 
 
 class LCF(_ChannelHeuristic):

@@ -100,3 +100,62 @@ def test_lcf_rank_rejects_unknown_reading():
 
     with pytest.raises(ValueError, match="rank='ports' is invalid"):
         make("lcf[rank=\"ports\"]", env_id=ID)
+
+
+def _hand_problem():
+    """Two ports with a job, four unit-demand channels, capacity 2 (one device type).
+
+    port 0: e0 v̂ = 0.5, e1 v̂ = 0.5 (port sum 1.00); port 1: e2 v̂ = 0.9, e3 v̂ = 0.05 (port sum 0.95).
+    """
+    from types import SimpleNamespace
+
+    pb = SimpleNamespace(num_edges=4, num_ports=2, edge_port=np.array([0, 0, 1, 1]),
+                         demand=np.ones((4, 1), dtype=np.int64), capacity=np.array([2]))
+    return pb, {"arrivals": np.array([1, 1], dtype=np.int8)}
+
+
+def _hauf_on_hand(spec, n=(1, 1, 1, 1), v=(0.5, 0.5, 0.9, 0.05)):
+    pb, obs = _hand_problem()
+    agent = make(spec, family="multiserver-channel")
+    agent.reset(pb, seed=0)
+    agent.n[:] = n
+    agent.sum_z[:] = np.asarray(v) * np.asarray(n)
+    return set(np.flatnonzero(agent.act(obs, {})).tolist())
+
+
+def test_hauf_channel_ranking_picks_a_different_set_than_port_ranking():
+    # esdp.md §4: "ranks each port ... Σ_r x_(l,r)(Z − f)": by port, port 0 (1.00) beats port 1 (0.95)
+    # and both its channels fill the capacity; by channel, e2 (0.9) then e0 (0.5, ties by index).
+    assert _hauf_on_hand("hauf") == {0, 1}
+    assert _hauf_on_hand('hauf[rank="ports"]') == {0, 1}
+    assert _hauf_on_hand('hauf[rank="channels"]') == {0, 2}
+    assert _hauf_on_hand('hauf[rank="channels",skip_unfit=true]') == {0, 2}
+
+
+def test_hauf_untried_channels_count_zero_or_go_first():
+    # e3 never tried: with untried=zero its v̂ is 0; with untried=first it ranks above every tried channel.
+    n = (1, 1, 1, 0)
+    assert _hauf_on_hand('hauf[rank="channels"]', n=n) == {0, 2}
+    assert _hauf_on_hand('hauf[rank="channels",untried="first"]', n=n) == {2, 3}
+    # ports: port 1 holds the untried channel, so it ranks first and its channels fill the capacity
+    assert _hauf_on_hand("hauf", n=n) == {0, 1}
+    assert _hauf_on_hand('hauf[untried="first"]', n=n) == {2, 3}
+
+
+def test_hauf_channel_ranking_first_fit_skips_an_unfit_channel():
+    pb, obs = _hand_problem()
+    pb.demand = np.array([[1], [1], [3], [1]])  # e2 (best v̂) needs 3 > capacity 2
+    for spec, want in (('hauf[rank="channels"]', set()), ('hauf[rank="channels",skip_unfit=true]', {0, 1})):
+        agent = make(spec, family="multiserver-channel")
+        agent.reset(pb, seed=0)
+        agent.n[:] = 1
+        agent.sum_z[:] = [0.5, 0.5, 0.9, 0.05]
+        assert set(np.flatnonzero(agent.act(obs, {})).tolist()) == want
+
+
+def test_hauf_rejects_unknown_readings():
+    import pytest
+
+    for spec in ('hauf[rank="jobs"]', 'hauf[untried="last"]'):
+        with pytest.raises(ValueError):
+            make(spec, family="multiserver-channel")
