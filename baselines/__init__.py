@@ -14,6 +14,7 @@ register_agent("random", "multiserver-allocation", "clustergym.baselines.allocat
 register_agent("fifo", "ringallreduce", "clustergym.baselines.ring:FIFO")
 register_agent("drf", "ringallreduce", "clustergym.baselines.ring:DRF")
 register_agent("las", "ringallreduce", "clustergym.baselines.ring:LAS")
+register_agent("greedy", "ringallreduce", "clustergym.baselines.ring:Greedy")
 register_agent("random", "ringallreduce", "clustergym.baselines.ring:RandomRing")
 register_agent("fair", "approxjobs", "clustergym.baselines.approx:Fair")
 register_agent("edf", "approxjobs", "clustergym.baselines.approx:EDF")

@@ -8,6 +8,13 @@ within [1, 10]". Our reading: each job gets a fixed size w_i drawn once, uniform
 capped each slot at min(N_i, budget left) (eqs. 2, 11). ``workers=k`` fixes w_i = k for every job.
 DRF uses the same fixed sizes (the paper calls all three baselines static).
 
+The paper is silent on how a size drawn from [1, 10] meets N_i ∈ [1, 5]; option ``sizes`` (issue 29):
+``"capped"`` (default) draws w_i in {lo..hi} and caps it at N_i, so with the paper's ranges ~80% of jobs
+run at their full N_i (a fixed size of 5..10 becomes N_i) and a static size differs little from
+GADGET's dynamic one; ``"within"`` draws w_i uniformly in {lo..min(hi, N_i)} (N_i is public,
+``window["workers"]``), so the draw is never cut by N_i and a static job runs below its N_i as often as
+the draw says. Both still cap at the budget left (eq. 11).
+
 Jobs are placed one after another in the policy's order against the capacity left; a job that
 cannot be placed at its size waits (later jobs may still use what is left: no head-of-line
 blocking).
@@ -24,7 +31,18 @@ blocking).
   max(w_i / Σ_s C_s, w_i b_i / Σ_s B_s) (our earlier reading: the paper's sentence does not say
   allocated or requested; with fixed sizes this order never changes while a job runs).
 * ``las``: increasing attained service z_i (worker-slots used so far; Tiresias' least attained
-  service; ties by arrival), which round-robins among jobs as their service grows.
+  service; ties by arrival), which round-robins among jobs as their service grows. This continuous
+  LAS is the default. ``las[thresholds=...]``: Tiresias' *discretised* 2D-LAS (Gu et al., NSDI'19,
+  the paper's [15]): priority queues separated by attained-service thresholds (worker-slots; a job
+  with z_i >= the k-th threshold sits in queue k or lower), queues served in order, FIFO (arrival)
+  within a queue. Tiresias' starvation promotion is not modelled.
+* ``drf[rack_links=true]``: the dominant share also counts rack uplinks, a third resource: a ring
+  over m > 1 racks holds b_i on each of its m rack uplinks, share b_i m / Σ_r B_r (default: server
+  uplinks only, the resources the paper's sentence does not name either way).
+* ``greedy`` (a reference policy, not a paper baseline; issue 29): every visible job at its full size
+  min(N_i, budget left), ranked by its full-size utility increment
+  π_i = μ_i(ζ_i(z_i + κ)) − μ_i(ζ_i z_i) at κ = that size, descending (ties by arrival), placed in that
+  order with the same greedy ring placement; a job that does not fit at full size waits.
 * ``random``: random order, random size in {0..min(N_i, budget left)}.
 
 In ``placement`` mode they output the placement; in ``ring_size`` mode the sizes of the jobs they
@@ -38,13 +56,17 @@ import numpy as np
 from clustergym.agent import BaseAgent
 from clustergym.envs.ringallreduce.dynamics import place_jobs
 
-__all__ = ["FIFO", "DRF", "LAS", "RandomRing"]
+__all__ = ["FIFO", "DRF", "LAS", "Greedy", "RandomRing"]
 
 
 class _RingHeuristic(BaseAgent):
     families = ("ringallreduce",)
 
-    def __init__(self, workers: int | None = None, workers_low: int = 1, workers_high: int = 10):
+    def __init__(self, workers: int | None = None, workers_low: int = 1, workers_high: int = 10,
+                 sizes: str = "capped"):
+        if sizes not in ("capped", "within"):
+            raise ValueError(f"sizes={sizes!r} is invalid: expected 'capped' or 'within'")
+        self.sizes = sizes
         if workers is not None and int(workers) < 1:
             raise ValueError(f"workers={workers!r} is invalid: expected an integer >= 1 or null")
         if not 1 <= int(workers_low) <= int(workers_high):
@@ -60,11 +82,16 @@ class _RingHeuristic(BaseAgent):
         self._gpus = np.asarray(topo.gpus, dtype=np.int64)
         self._rack_of = np.asarray(topo.rack_of, dtype=np.int64)
 
-    def _fixed(self, ids: np.ndarray) -> np.ndarray:
+    def _fixed(self, ids: np.ndarray, n_max: np.ndarray) -> np.ndarray:
+        """(len(ids),) each job's static size w_i, drawn once per job id (``sizes`` reading)."""
         out = np.empty(ids.size, dtype=np.int64)
-        for t, i in enumerate(ids.tolist()):
+        for t, (i, n) in enumerate(zip(ids.tolist(), n_max.tolist())):
             if i not in self._size:
-                self._size[i] = self.workers if self.workers is not None else int(self.rng.integers(self.lo, self.hi + 1))
+                if self.workers is not None:
+                    self._size[i] = self.workers
+                else:
+                    hi = self.hi if self.sizes == "capped" else max(min(self.hi, int(n)), self.lo)
+                    self._size[i] = int(self.rng.integers(self.lo, hi + 1))
             out[t] = self._size[i]
         return out
 
@@ -72,7 +99,8 @@ class _RingHeuristic(BaseAgent):
         raise NotImplementedError
 
     def _sizes(self, win: dict, rows: np.ndarray) -> np.ndarray:
-        return np.minimum(self._fixed(win["id"][rows]), win["cap"][rows])
+        n_max = win["workers"][rows] if "workers" in win else win["cap"][rows]  # N_i (hand-made windows: cap)
+        return np.minimum(self._fixed(win["id"][rows], n_max), win["cap"][rows])
 
     def act(self, obs, info):
         win = info["window"]
@@ -112,11 +140,12 @@ class DRF(_RingHeuristic):
     name = "drf"
 
     def __init__(self, workers: int | None = None, workers_low: int = 1, workers_high: int = 10,
-                 share: str = "allocated"):
-        super().__init__(workers, workers_low, workers_high)
+                 share: str = "allocated", rack_links: bool = False, sizes: str = "capped"):
+        super().__init__(workers, workers_low, workers_high, sizes)
         if share not in ("allocated", "demand"):
             raise ValueError(f"share={share!r} is invalid: expected 'allocated' or 'demand'")
         self.share = share
+        self.rack_links = bool(rack_links)
 
     def reset(self, problem, *, seed=None) -> None:
         super().reset(problem, seed=seed)
@@ -125,6 +154,7 @@ class DRF(_RingHeuristic):
         topo = problem.topology
         self._gpu_total = float(self._gpus.sum())
         self._bw_total = float(np.asarray(topo.server_bw)[:, 0].sum())
+        self._rack_total = float(np.asarray(topo.rack_bw)[:, 0].sum())
 
     def _order(self, win, rows, size):
         ids = win["id"][rows]
@@ -146,21 +176,67 @@ class DRF(_RingHeuristic):
         ids = np.asarray(fb["job_ids"])
         gpus = y.sum(axis=1)
         nsrv = (y > 0).sum(axis=1)
+        # racks used per job: (J, R) any worker on a server of rack r
+        nrack = (np.stack([(y[:, self._rack_of == r] > 0).any(axis=1) for r in range(self.problem.topology.num_racks)],
+                          axis=1).sum(axis=1) if y.size else np.zeros(0, dtype=np.int64))
         held = {}
         for j in np.flatnonzero(ids >= 0):
             i = int(ids[j])
-            bw = self._bw_of.get(i, 0.0) * (nsrv[j] if nsrv[j] > 1 else 0)  # b_i on each used server uplink
-            held[i] = max(gpus[j] / self._gpu_total, bw / self._bw_total)
+            b = self._bw_of.get(i, 0.0)
+            bw = b * (nsrv[j] if nsrv[j] > 1 else 0)  # b_i on each used server uplink
+            share = max(gpus[j] / self._gpu_total, bw / self._bw_total)
+            if self.rack_links:  # b_i on each used rack uplink when the ring spans racks
+                share = max(share, b * (nrack[j] if nrack[j] > 1 else 0) / self._rack_total)
+            held[i] = share
         self._held = held
 
 
 class LAS(_RingHeuristic):
-    """Tiresias' least attained service (worker-slots so far), fixed sizes."""
+    """Tiresias' least attained service (worker-slots so far), fixed sizes.
+
+    ``thresholds=None`` (default): continuous LAS, increasing z_i (ties by arrival).
+    ``thresholds=[θ_1, ...]`` (a number or an increasing list, worker-slots): Tiresias' discretised
+    LAS, queue index q_i = #{k: z_i >= θ_k}, jobs by (q_i, arrival).
+    """
 
     name = "las"
 
+    def __init__(self, workers: int | None = None, workers_low: int = 1, workers_high: int = 10,
+                 thresholds=None, sizes: str = "capped"):
+        super().__init__(workers, workers_low, workers_high, sizes)
+        if thresholds is None:
+            self.thresholds = None
+        else:
+            th = np.atleast_1d(np.asarray(thresholds, dtype=float))
+            if th.ndim != 1 or th.size == 0 or not np.all(np.isfinite(th)) or np.any(th <= 0) or np.any(np.diff(th) <= 0):
+                raise ValueError(f"thresholds={thresholds!r} is invalid: expected a positive number or an "
+                                 "increasing list of positive numbers (worker-slots)")
+            self.thresholds = th
+
     def _order(self, win, rows, size):
-        return np.lexsort((win["id"][rows], win["arrival"][rows], win["attained"][rows]))
+        z = win["attained"][rows]
+        key = z if self.thresholds is None else np.searchsorted(self.thresholds, z, side="right")
+        return np.lexsort((win["id"][rows], win["arrival"][rows], key))
+
+
+class Greedy(_RingHeuristic):
+    """Reference policy: full size min(N_i, budget left), ranked by the full-size increment, descending."""
+
+    name = "greedy"
+
+    def __init__(self):
+        super().__init__()
+
+    def _sizes(self, win, rows):
+        return win["cap"][rows].astype(np.int64)
+
+    def _order(self, win, rows, size):
+        from clustergym.envs.ringallreduce.scenario import sigmoid_utility  # μ_i, public (the window carries λ, ζ)
+
+        zeta, z = win["zeta"][rows], win["attained"][rows].astype(float)
+        lam = (win["lam1"][rows], win["lam2"][rows], win["lam3"][rows])
+        pi = sigmoid_utility(zeta * (z + size), *lam) - sigmoid_utility(zeta * z, *lam)  # π_i at κ = full size
+        return np.lexsort((win["id"][rows], win["arrival"][rows], -pi))
 
 
 class RandomRing(_RingHeuristic):

@@ -130,3 +130,76 @@ def test_highs_banner_is_not_printed(capfd):
             "print(lp_max(np.array([1.0]), np.array([[1.0]]), np.array([1.0])))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert "HiGHS" not in out.stdout + out.stderr and "[1.]" in out.stdout
+
+
+# -- baseline readings where the paper is silent (issue 29) ----------------------------------------
+
+
+def test_static_sizes_capped_or_drawn_within_n_i():
+    env = RingAllReduceEnv(horizon=3, num_servers=2, num_racks=1, max_jobs=3, gpu_choices=[2])
+    n = 300
+    win = dict(id=np.arange(n), workers=np.full(n, 2), cap=np.full(n, 2))
+    got = {}
+    for sizes in ("capped", "within"):
+        agent = make(f"fifo[sizes={sizes}]", family="ringallreduce")
+        agent.reset(env.problem, seed=0)
+        got[sizes] = agent._sizes(win, np.arange(n))
+        assert got[sizes].min() >= 1 and got[sizes].max() <= 2
+    # w_i ~ U{1..10} capped at N_i = 2: only w_i = 1 (prob 0.1) stays below N_i
+    assert 0.04 < np.mean(got["capped"] == 1) < 0.16
+    # w_i ~ U{1..min(10, N_i)} = U{1, 2}: half the jobs run below N_i
+    assert 0.4 < np.mean(got["within"] == 1) < 0.6
+    with pytest.raises(ValueError, match="sizes"):
+        make("las[sizes=x]", family="ringallreduce")
+
+
+def test_drf_rack_links_count_rack_uplinks_in_the_dominant_share():
+    # 4 servers × 4 GPUs (G = 16), server uplinks 10 (Σ 40), rack uplinks 1 (Σ 2); racks: servers 2 | 0, 1, 3
+    env = RingAllReduceEnv(horizon=3, num_servers=4, num_racks=2, max_jobs=2, gpu_choices=[4], rack_bw_min=1.0,
+                           rack_bw_max=1.0, server_bw_min=10.0, server_bw_max=10.0)
+    assert env.problem.topology.rack_of.tolist() == [1, 1, 0, 1]
+    win = dict(present=np.array([True, True]), cap=np.array([4, 4]), workers=np.array([4, 4]), id=np.array([0, 1]),
+               arrival=np.array([0, 0]), attained=np.array([0, 0]), bw=np.array([0.5, 0.5]))
+    held = np.array([[1, 0, 1, 0], [0, 4, 0, 0]])  # job 0 spans two racks; job 1 holds 4 GPUs on one server
+    order = {}
+    for rack in (False, True):
+        agent = make(f"drf[rack_links={str(rack).lower()}]", family="ringallreduce")
+        agent.reset(env.problem, seed=0)
+        agent.act(None, {"window": win})  # learns b_i
+        agent.update(None, None, 0.0, None, {"feedback": {"allocation": held, "job_ids": win["id"]}})
+        # by hand: job 0 holds 2/16 GPUs, 2·0.5/40 server uplink, 2·0.5/2 rack uplink; job 1 holds 4/16 GPUs
+        want0 = max(2 / 16, 1 / 40, 0.5 if rack else 0.0)
+        assert agent._held == pytest.approx({0: want0, 1: 4 / 16})
+        order[rack] = agent._order(win, np.arange(2), np.array([4, 4])).tolist()
+    assert order == {False: [0, 1], True: [1, 0]}
+
+
+def test_las_discretised_queues_serve_fifo_within_a_queue():
+    env = RingAllReduceEnv(horizon=3, num_servers=2, num_racks=1, max_jobs=3, gpu_choices=[2])
+    win = dict(present=np.array([True, True, True]), cap=np.array([2, 2, 2]), id=np.array([0, 1, 2]),
+               arrival=np.array([0, 0, 1]), attained=np.array([9, 0, 3]), bw=np.array([0.5, 0.5, 0.5]))
+    out = {}
+    for spec in ("las[workers=2]", "las[workers=2,thresholds=10]", "las[workers=2,thresholds=[5]]"):
+        agent = make(spec, family="ringallreduce")
+        agent.reset(env.problem, seed=0)
+        out[spec] = agent.act(None, {"window": win}).reshape(3, 2).sum(axis=1).tolist()
+    assert out["las[workers=2]"] == [0, 2, 2]  # continuous: least attained first (0, 3)
+    assert out["las[workers=2,thresholds=10]"] == [2, 2, 0]  # one queue below 10: FIFO, arrival 0 first
+    assert out["las[workers=2,thresholds=[5]]"] == [0, 2, 2]  # job 0 (z = 9 >= 5) demoted to queue 1
+    for bad in (0, [5, 2], [-1]):
+        with pytest.raises(ValueError, match="thresholds"):
+            make("las", family="ringallreduce", thresholds=bad)
+
+
+def test_greedy_ranks_jobs_by_their_full_size_increment():
+    # One server with 2 GPUs; three jobs that each want 2 workers (N_i = 2). Sigmoid μ = λ1/(1+exp(−λ2(ζ(z+κ) − λ3))).
+    # job 0: λ1 = 10 (π ≈ 5 at κ = 2); job 1: steep at 200 iterations: π(1) ≈ 0, π(2) = 50;
+    # job 2: λ3 = 0, π(1) ≈ π(2) ≈ 20. Ranked by the full-size increment: job 1 gets both GPUs.
+    env = RingAllReduceEnv(horizon=3, num_servers=1, num_racks=1, max_jobs=3, gpu_choices=[2])
+    win = dict(present=np.array([True, True, True]), cap=np.array([2, 2, 2]), workers=np.array([2, 2, 2]),
+               id=np.array([0, 1, 2]), arrival=np.array([0, 1, 2]), attained=np.array([0, 0, 0]),
+               bw=np.array([0.5, 0.5, 0.5]), zeta=np.array([100.0, 100.0, 100.0]), lam1=np.array([10.0, 100.0, 40.0]),
+               lam2=np.array([0.5, 0.5, 0.5]), lam3=np.array([200.0, 200.0, 0.0]))
+    agent = make("greedy", family="ringallreduce")
+    agent.reset(env.problem, seed=0)
+    assert agent.act(None, {"window": win}).tolist() == [0, 2, 0]
