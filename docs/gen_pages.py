@@ -63,7 +63,8 @@ ESDP (esdp.md §3, Algorithms 1–2), per slot t:
     "hauf": """\
 HAUF / HSWF (esdp.md §4): ports with a job in descending Σ_{r∈R_l} v̂_(l,r) (historical mean
 utilities), their channels selected in turn (within a port by descending v̂) until the capacity
-constraint (eq. 2) cannot be satisfied.
+constraint (eq. 2) cannot be satisfied. Readings as options: ``rank="channels"`` ranks channels by
+their own v̂; ``untried="first"`` ranks untried channels first; ``skip_unfit`` fills first fit.
 """,
     "lcf": """\
 LCF (esdp.md §4): channels of ports with a job in ascending supply cost Σ_k f_k(a_k^e), selected in
@@ -117,7 +118,14 @@ the env's greedy ring placement (one server if possible, else one rack, else acr
 """,
     "las": """\
 LAS (gadget.md §VI baselines, Tiresias): jobs in ascending attained service (worker-slots so far),
-fixed sizes, greedy ring placement.
+fixed sizes, greedy ring placement. ``thresholds``: Tiresias' discretised queues (FIFO within a
+queue).
+""",
+    "greedy": """\
+Greedy (a reference policy for P3, not a paper baseline; issue 29): every visible job at its full
+size κ_i = min(N_i, budget left), ranked by its full-size increment π_iκi = μ_i(ζ_i(z_i + κ_i)) −
+μ_i(ζ_i z_i) (the objective of problem (10)), descending, placed one pass in that order by the env's
+greedy ring placement; a job that does not fit at full size waits.
 """,
     "opm": """\
 OPM (opm.md §V, Theorem 3), per slot t, for every visible job j and machine i:
