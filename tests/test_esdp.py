@@ -258,3 +258,35 @@ def test_phi_then_drop_rule_has_a_constant_per_slot_regret_iff_ports_go_idle():
 
     assert phi_limit_regret([0], samples=200)[0] > 0.2  # ρ = 0.9: linear regret even with exact means
     assert phi_limit_regret([0], samples=50, rho=1.0)[0] == pytest.approx(0.0, abs=1e-12)
+
+
+def test_fig2_claim_per_hauf_reading_counts_early_lead_and_overtake():
+    """``fig2_claim`` / ``hauf_reading_rows`` (issue 29) on hand-made reward curves: reading A leads early
+    and is overtaken on both instances (reproduced); reading B is never ahead (not reproduced)."""
+    from types import SimpleNamespace
+
+    from clustergym.experiments.esdp import fig2_claim, hauf_reading_rows
+
+    H = 500  # early slot = max(10, H / 50) = 10
+    esdp = np.concatenate([np.full(20, 0.2), np.full(H - 20, 1.0)])
+    curves = {"esdp": esdp, "hauf": np.full(H, 0.8), "hauf[skip_unfit=true]": np.full(H, 0.1)}
+    runs = [SimpleNamespace(agent=a, instance=i, reward=c * (1 + i)) for a, c in curves.items() for i in (0, 1)]
+
+    class Res:
+        horizon, instances, agents = H, [0, 1], list(curves)
+
+        def __init__(self):
+            self.runs = runs
+
+        def per_instance(self, agent, key="total_reward"):
+            return {r.instance: float(r.reward.sum()) for r in self.runs if r.agent == agent}
+
+    over, lead, row = fig2_claim(Res(), "hauf")
+    # cumsum gap: −0.6 t for t <= 20, then −12 + 0.2 (t − 20): >= 0 from t = 80 on
+    assert over == {0: 80, 1: 80} and all(v > 0 for v in lead.values())
+    assert row["verdict"] == "reproduced" and row["wins"] == "2 / 0"
+    over, lead, row = fig2_claim(Res(), "hauf[skip_unfit=true]")
+    assert over == {0: 1, 1: 1} and row["verdict"] == "not reproduced"
+    rows = hauf_reading_rows(Res())
+    assert len(rows) == 4  # two claims per reading present (the other readings are absent)
+    assert rows[0]["comparison"].wins == 2 and "`hauf`" in rows[0]["claim"]

@@ -140,3 +140,20 @@ def test_fig7_slot_ratios_same_slots_and_bounded_by_the_optimum():
         v = np.asarray(v[0])
         assert (v >= -1e-9).all() and (v <= 1 + 1e-6).all(), (a, v)  # the MILP optimum bounds every decision
     assert np.mean(r["gadget"][0]) >= np.mean(r["random"][0])
+
+
+def test_lam1_total_bounds_every_agents_total_utility():
+    """``lam1_total`` (issue 29): Σλ1 over the jobs that arrive, an upper bound on any agent's total
+    utility on the same (instance, seed); a window too small to list every job is an error."""
+    from clustergym.experiments.gadget import lam1_total
+    from clustergym.runner import evaluate
+
+    kw = dict(num_servers=6, arrival_rate=2.0, max_jobs=40, budget_mode="worker_slots", gpu_scale=0.25)
+    lam = lam1_total(kw, [0, 1], 12)
+    res = evaluate("clustergym/RingAllReduce-v0", ["greedy", "las"], [0, 1], 12, env_kwargs=kw, progress=False,
+                   score=False)
+    for a in ("greedy", "las"):
+        tot = res.per_instance(a)
+        assert all(0 < tot[i] <= lam[i] for i in (0, 1))
+    with pytest.raises(ValueError, match="max_jobs"):
+        lam1_total(dict(kw, max_jobs=2), [0], 12)
