@@ -586,9 +586,15 @@ def main(argv=None) -> None:
     p.add_argument("--quick", action="store_true", help="quick mode's instances and Fig. 7 instance")
     p.add_argument("--scarce", action="store_true", help="the scarce-GPU regime (Fig. 4 at gpu_scale 0.25)")
     p.add_argument("--fig7", action="store_true", help="Fig. 7 on the larger instance")
+    p.add_argument("--fig7-size", choices=sorted(FIG7_ENVS), default=None, help="override the Fig. 7 instance")
+    p.add_argument("--fig7-horizon", type=int, default=None, help="override the Fig. 7 slots per instance")
     p.add_argument("--workers", type=int, default=1)
     a = p.parse_args(argv)
-    cfg = CONFIG[bool(a.quick)]
+    cfg = dict(CONFIG[bool(a.quick)])
+    if a.fig7_size:
+        cfg["fig7_size"] = a.fig7_size
+    if a.fig7_horizon:
+        cfg["fig7_horizon"] = a.fig7_horizon
     sw: dict = {"quick": a.quick, "cfg": cfg}
     lines, claims = [], []
     if a.scarce:
