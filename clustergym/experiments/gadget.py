@@ -36,7 +36,7 @@ CONFIG = {
                 fig4={"iterations": [2.0, 4.0, 8.0, 10.0], "worker_slots": [0.5, 1.0, 2.0]},
                 fig4_agents=["gadget", "fifo", "drf", "las", "drf[share=demand]", "random"],
                 fig56_rate=10.0, gscales=[0.25, 0.5, 1.0, 2.0, 4.0], bscales=[0.01, 0.02, 0.1, 1.0],
-                fig7_horizon=40, fig7_instances=[0, 1, 2, 3, 4], fig7_size="large"),
+                fig7_horizon=10, fig7_instances=[0, 1, 2, 3, 4], fig7_size="large"),
 }
 # Scarce-GPU regime (issue 29): the Fig. 4 loads above saturate (GADGET and LAS reach ~96–99% of
 # Σλ1, so no gain above a few percent is possible); with a quarter of the GPUs they contend. Same
