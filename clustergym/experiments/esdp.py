@@ -11,14 +11,18 @@ runner's default pairing), and prints
   73 / 36 / 28% at 8000 slots), "HAUF leads early, ESDP overtakes" (the slot at which ESDP's running
   average reward overtakes HAUF's for good, per instance) and "regret grows like ln T" (growth
   exponent of the cumulative regret, faithful and ``only_active``);
+- both HAUF claims (ESDP beats HAUF; Fig. 2's early lead and overtake) under every HAUF reading
+  (:data:`HAUF_READINGS`: ports or channels ranked, untried channels at 0 or first, stop or first
+  fit), saying which reading the headline uses (:func:`hauf_reading_rows`);
 - the baseline-reading sensitivity table (stop at the first unfit channel vs first fit; LCF ranking
-  channels vs jobs);
+  channels vs jobs; HAUF ranking ports vs channels);
 - HAUF's rule given the TRUE means: its share of the oracle, per reading, over instances (what
   limits HAUF without any estimation error).
 
 Quick mode: 3 instances × 500 slots; full mode: 5 instances × 8000 slots (the paper's Fig. 2).
 ``python -m clustergym.experiments.esdp --horizon H --instances N --figures docs/figures`` writes the
-figures ``docs/esdp.md`` shows (the ``figures`` target of the Makefile).
+figures ``docs/esdp.md`` shows (the ``figures`` target of the Makefile); ``--hauf-readings`` runs only
+ESDP and the HAUF readings, ``--rho 0.5`` only the ρ study (:func:`rho_study`), as docs/esdp.md quotes.
 """
 
 from __future__ import annotations
