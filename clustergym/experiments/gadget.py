@@ -246,7 +246,9 @@ def _fig4_section(sw: dict) -> tuple[list[str], list[dict]]:
               "",
               "Every active job visible (`max_jobs` above the arrivals; mean waiting jobs must be 0). Per point: "
               "GPU utilisation of GADGET and FIFO, total utility of each agent (mean over instances [95% CI]), "
-              "and GADGET's relative gain over each baseline (mean over instances [95% CI], wins/losses).", ""]
+              "and GADGET's relative gain over each baseline (mean over instances [95% CI], wins/losses). "
+              "Baselines in their default readings: static size in {1..10} capped at N_i, DRF over GPUs and "
+              "server uplinks (`drf[share=demand]`: DRF by requested size), continuous LAS.", ""]
     for mode, rates in cfg["fig4"].items():
         lines += [f"### budget_mode = {mode}", "",
                   "| jobs | waiting | GPU util gadget | GPU util fifo | " + " | ".join(agents4) + " | "
@@ -383,7 +385,8 @@ def _fig7_section(sw: dict) -> tuple[list[str], list[dict]]:
               + (" (quick mode: a smaller version of the full-mode `large` instance, 50 servers / 30 jobs)"
                  if size != "large" else "") + ". The trajectory follows GADGET; every other agent decides on the same "
               "states. `gadget[rounding_repair=false]` is Algorithm 2 as written (a rounding try that violates "
-              "a capacity is discarded); `greedy` the increment-ranking reference policy."
+              "a capacity is discarded); `greedy` the increment-ranking reference policy; FIFO and LAS in their "
+              "default readings (static size capped at N_i, continuous LAS)."
               + (f" Wall time {sw['r7_wall']:.0f} s." if "r7_wall" in sw else ""), "",
               "| agent | slots | mean ratio per instance, mean [95% CI] | pooled p10 / p50 / p90 | share of slots exactly optimal |",
               "|---|---|---|---|---|"]
