@@ -198,7 +198,7 @@ class InstanceSource:
         self.current = None if self.fixed else int(scenario_seed)
         self._cache: dict[int, Scenario] = {} if self.fixed else {self.current: first}
         self.first = first
-        self._rng: np.random.Generator | None = None
+        self._rngs: dict[int, np.random.Generator] = {}  # instance generator per slot (sub-env)
 
     def get(self, k: int) -> Scenario:
         """Instance ``k`` (built once, then cached)."""
@@ -215,15 +215,18 @@ class InstanceSource:
             self._cache[k] = sc
         return sc
 
-    def choose(self, np_random: np.random.Generator, seed: Any, options: Any) -> int | None:
+    def choose(self, np_random: np.random.Generator, seed: Any, options: Any, slot: int = 0,
+               valid: tuple[str, ...] = RESET_OPTIONS) -> int | None:
         """The instance of the episode starting now (after ``np_random`` was (re)seeded with ``seed``): the
         option ``scenario_seed``, else a draw from ``instances`` (a generator seeded from ``seed``, see
-        :func:`instance_generator`; an unseeded reset continues its stream), else None (keep the current one)."""
-        k = check_reset_options(options).get("scenario_seed")
+        :func:`instance_generator`; an unseeded reset continues its stream), else None (keep the current one).
+        ``slot``: the sub-env of a vector env (each has its own stream)."""
+        k = check_reset_options(options, valid).get("scenario_seed")
         if k is None and self.instances is not None:
-            if seed is not None or self._rng is None:
-                self._rng = instance_generator(np_random)
-            k = int(self.instances[int(self._rng.integers(len(self.instances)))])
+            rng = self._rngs.get(slot)
+            if seed is not None or rng is None:
+                rng = self._rngs[slot] = instance_generator(np_random)
+            k = int(self.instances[int(rng.integers(len(self.instances)))])
         if k is not None and self.fixed:
             self.get(k)  # raises
         return k

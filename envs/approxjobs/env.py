@@ -163,9 +163,12 @@ class ApproxJobsEnv(ClusterEnv):
         self._min_price = float(self._price.min())
         self._space_desc = f"MultiDiscrete([{self._J + 1}] * {self._M}) (0 = idle, k = window slot k)"
 
-    def _use_scenario(self, sc: Scenario, k: int) -> None:
+    def _check_instance(self, sc: Scenario, k: int) -> None:
         act, obs = self._spaces(sc.problem)
         self._check_same_spaces(k, act, obs, {})
+
+    def _use_scenario(self, sc: Scenario, k: int) -> None:
+        self._check_instance(sc, k)
         self._load(sc)
 
     # -- job bookkeeping ------------------------------------------------------------------------

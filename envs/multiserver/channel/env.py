@@ -148,9 +148,13 @@ class MultiServerChannelEnv(ClusterEnv):
             d[:self._E] = pb.demand / np.maximum(pb.capacity, 1)[None, :]
             self._edge_demand = d
 
-    def _use_scenario(self, sc: Scenario, k: int) -> None:
+    def _check_instance(self, sc: Scenario, k: int) -> None:
+        """ValueError (naming the padding kwarg) unless instance ``k`` fits this env's spaces."""
         act, obs = self._spaces(sc.problem, k)
         self._check_same_spaces(k, act, obs, instance_sizes(sc.problem))
+
+    def _use_scenario(self, sc: Scenario, k: int) -> None:
+        self._check_instance(sc, k)
         self._load(sc)
 
     # -- randomness ---------------------------------------------------------------------------
