@@ -85,6 +85,11 @@ class ApproxJobsParallelEnv(ClusterParallelEnv):
         self._M, self._J = M, J
         self._price = np.asarray(pb.price, dtype=np.float64)  # (M,) p_i
 
+    def _on_instance(self) -> None:
+        """Another instance (same machines and window, so the same spaces): its prices."""
+        self.problem = pb = self.single_env.problem
+        self._price = np.asarray(pb.price, dtype=np.float64)
+
     # -- joint action ---------------------------------------------------------------------------
     def _join(self, vals: list[np.ndarray]) -> np.ndarray:
         return np.stack(vals)  # (M,) entry i = machine i's choice; the single env validates values
