@@ -10,6 +10,12 @@ import numpy as np
 from clustergym.core import INFEASIBLE_MODES, Scenario, check_choice, check_int
 
 
+class ResetNeeded(gym.error.ResetNeeded, RuntimeError):
+    """``step`` after the episode ended (terminated or truncated), before ``reset``: Gymnasium's
+    ``ResetNeeded`` (what ``OrderEnforcing`` raises for a step before the first reset) and a
+    ``RuntimeError`` (what clustergym raises for that case)."""
+
+
 class ClusterEnv(gym.Env):
     """Common plumbing: horizon, ``infeasible`` mode, render modes, action validation.
 
@@ -41,13 +47,27 @@ class ClusterEnv(gym.Env):
         return None if self._source is None else self._source.current
 
     @property
+    def instance_source(self) -> "InstanceSource | None":
+        """The instances this env can switch between (:class:`InstanceSource`; the vector envs share their
+        single env's)."""
+        return self._source
+
+    @property
     def instances(self):
         """The ``instances`` kwarg (a range or tuple of scenario seeds drawn at each reset), or None."""
         return None if self._source is None else self._source.instances
 
+    _episode_over = False  # the last step terminated or truncated: step() raises until reset()
+
+    def _over(self) -> "ResetNeeded":
+        return ResetNeeded(f"the episode is over (terminated or truncated at t={getattr(self, '_t', '?')}): call "
+                           f"reset() before step() (Gymnasium's step contract; the vector env autoresets instead)")
+
     def _begin_instance(self, seed: Any, options: Any) -> None:
         """Switch to this episode's instance; call right after ``super().reset(seed=seed)`` and before the
-        dynamics' child generators are drawn (this draws nothing from ``np_random``)."""
+        dynamics' child generators are drawn (this draws nothing from ``np_random``). Starts a new episode
+        (``step`` is allowed again)."""
+        self._episode_over = False
         if self._source is None:
             check_reset_options(options)
             return

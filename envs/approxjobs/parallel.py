@@ -62,7 +62,9 @@ class ApproxJobsParallelEnv(ClusterParallelEnv):
     left (as the single env).
 
     ## Arguments
-    Exactly the single env's kwargs; ``render`` draws the single env.
+    Exactly the single env's kwargs (``instances`` included: the spaces do not vary by instance);
+    ``reset(options={"scenario_seed": k})`` switches instance as the single env; ``render`` draws the
+    single env.
     """
 
     metadata = {**ClusterParallelEnv.metadata, "name": "approxjobs_parallel_v0"}

@@ -78,8 +78,18 @@ class MultiServerAllocationParallelEnv(ClusterParallelEnv):
     ## Episode End
     All agents are truncated together at ``horizon``.
 
+    ## Instances and padding
+    ``reset(options={"scenario_seed": k})`` and ``instances`` switch the single env's instance; the
+    agents and per-agent spaces must stay the same (|L_r| and the bounds a vary by instance, so
+    without padding a switch raises a ValueError naming ``max_edges``). With ``max_edges`` every
+    server is an agent and acts on ``Box(0, 1, (L, K))``, row l = channel (l, r) as a fraction of
+    a_l^k (rows of ports it has no channel to are padding: inert; raise / dropped and counted in
+    ``metrics["repaired"]``), and observes ``arrivals`` MultiBinary(L) (x_l(t) of the ports it
+    serves, 0 elsewhere), ``channel_present`` MultiBinary(L), ``channel_demand`` Box(0, inf, (L, K))
+    a_l^k / c_r^k and ``t``; ``infos[agent]["action_mask"]`` (L,) and ``feedback`` are per port.
+
     ## Arguments
-    Exactly the single env's kwargs; ``render`` draws the single env.
+    Exactly the single env's kwargs (``instances``, ``max_edges`` included); ``render`` draws the single env.
     """
 
     metadata = {**ClusterParallelEnv.metadata, "name": "multiserver_allocation_parallel_v0"}
@@ -153,7 +163,10 @@ class MultiServerAllocationParallelEnv(ClusterParallelEnv):
         joint = np.zeros(env.action_space.shape)
         dropped = 0
         for a, v in zip(self.possible_agents, vals):
-            v = env._as_float_action(v, v.shape, f"Box(0, 1, {v.shape})")
+            v = np.asarray(v)
+            if v.dtype.kind not in "biuf":
+                raise ValueError(f"action of {a} has dtype {v.dtype}, expected real numbers ({self._action_spaces[a]})")
+            # the single env validates the real entries (NaN/inf, eqs. 3–4); padding entries must be 0
             ports = self.agent_ports[a]
             joint[self.agent_edges[a]] = v[ports]
             off = np.ones(v.shape[0], dtype=bool)

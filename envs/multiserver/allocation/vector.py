@@ -70,11 +70,21 @@ class MultiServerAllocationVectorEnv(ClusterVectorEnv):
 
     ## Arguments
     ``num_envs`` (N, default 1) and the single env's arguments: ``scenario``, ``scenario_seed``,
-    ``horizon``, ``oracle`` (default True, as the single env), ``infeasible``, scenario parameters.
-    ``render_mode`` must be None.
+    ``horizon``, ``oracle`` (default True, as the single env), ``infeasible``, ``instances``,
+    ``max_edges``, scenario parameters. ``render_mode`` must be None.
+
+    ## Instances
+    Each sub-env runs its own instance (``scenario_seeds``, (N,); ``problems[i]``; ``problem`` and
+    ``scenario`` are sub-env 0's). ``reset(options={"scenario_seed": k})`` switches the sub-envs it
+    resets (all, or those of ``reset_mask``) to instance k; with ``instances``, every sub-env reset
+    (autoresets included) draws one from its own generator, derived from the sub-env's seed as the
+    single env derives it, so sub-env i seeded with s_i replays the single env built with the same
+    kwargs and reset with ``seed=s_i``. With ``max_edges`` the spaces, observation keys and padding
+    rules are the single env's.
 
     ## Version History
     * v0: initial version.
+    * v0, issue 25: per-sub-env instances, ``options={"scenario_seed": k}``, ``instances``, ``max_edges``.
     """
 
     family = "multiserver-allocation"
@@ -90,16 +100,16 @@ class MultiServerAllocationVectorEnv(ClusterVectorEnv):
         self._single = s = MultiServerAllocationEnv(scenario, scenario_seed=scenario_seed, horizon=horizon,
                                                     oracle=False, infeasible=infeasible, instances=instances,
                                                     max_edges=max_edges, **params)
-        self._source = s._source
+        self._source = s.instance_source
         self.max_edges = s.max_edges
         pb = s.problem
         N, self._L, self._K = self.num_envs, pb.num_ports, pb.num_device_types
-        self._E = self._W = W = s._A  # action rows: |E|, or max_edges when padded
+        self._E = self._W = W = s.action_space.shape[0]  # action rows: |E|, or max_edges when padded
         self.single_action_space = s.action_space
         self.single_observation_space = s.observation_space
         self.action_space = batch_space(self.single_action_space, N)
         self.observation_space = batch_space(self.single_observation_space, N)
-        self._space_desc = s._space_desc
+        self._space_desc = s.space_desc
         self._by_instance: dict = {}  # scenario seed -> (scenario, problem, dynamics), built once per instance
         k0 = s.scenario_seed if s.scenario_seed is not None else 0
         self._by_instance[k0] = (s.scenario, s.problem, s.dynamics)
@@ -150,11 +160,11 @@ class MultiServerAllocationVectorEnv(ClusterVectorEnv):
             self._edge_demand[i, :E] = np.divide(up, cap, out=np.zeros_like(cap), where=cap > 0)
 
     def _check_instance(self, sc: Scenario, k: int) -> None:
-        self._single._check_instance(sc, k)
+        self._single.check_instance(sc, k)
 
     def _use_instance(self, i: int, sc: Scenario, k: int) -> None:
         if k not in self._by_instance:
-            self._single._check_instance(sc, k)
+            self._single.check_instance(sc, k)
             pb = dataclasses.replace(sc.problem, horizon=self.horizon)
             self._by_instance[k] = (sc, pb, AllocationDynamics(pb, sc.truth.rho))
         self._set_instance(i, k)

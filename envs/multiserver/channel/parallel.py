@@ -58,9 +58,19 @@ class MultiServerChannelParallelEnv(ClusterParallelEnv):
     ## Episode End
     All agents are truncated together at ``horizon``.
 
+    ## Instances and padding
+    ``reset(options={"scenario_seed": k})`` and ``instances`` switch the single env's instance; the
+    agents and per-agent spaces must stay the same (a port's |E_l| varies by instance, so without
+    padding a switch usually raises a ValueError naming ``max_edges``). With ``max_edges`` every port
+    is an agent and acts on ``MultiBinary(R)``, entry r = channel (l, r) (entries of servers it has
+    no channel to are padding: masked, inert; raise / dropped and counted in ``metrics["repaired"]``),
+    and observes besides ``job`` and ``t``: ``channel_present`` MultiBinary(R) and ``channel_demand``
+    Box(0, 1, (R, K)) a_k^(l,r) / c_k; ``feedback`` is per server (``edges`` −1 where none).
+
     ## Arguments
     Exactly the single env's kwargs (``scenario``, ``scenario_seed``, ``horizon``, ``oracle``,
-    ``infeasible``, ``render_mode``, scenario parameters); ``render`` draws the single env.
+    ``infeasible``, ``render_mode``, ``instances``, ``max_edges``, scenario parameters); ``render``
+    draws the single env.
     """
 
     metadata = {**ClusterParallelEnv.metadata, "name": "multiserver_channel_parallel_v0"}
@@ -121,12 +131,13 @@ class MultiServerChannelParallelEnv(ClusterParallelEnv):
         """Per-server entries -> the single env's (max_edges,) action; entries of servers without a channel
         of the port are padding (inert: 0, else an error under "raise", dropped and counted under "repair")."""
         env = self.single_env
-        joint = np.zeros(env.action_space.n, dtype=np.int64)
+        joint = np.zeros(env.action_space.n, dtype=np.result_type(np.int8, *(np.asarray(v).dtype for v in vals)))
         dropped = 0
         for a, v in zip(self.possible_agents, vals):
-            v = env._as_int_action(v, v.shape, f"MultiBinary({v.shape[0]})")
-            if v.size and (v.max() > 1 or v.min() < 0):
-                raise ValueError(f"action of {a}: values must be 0 or 1")
+            v = np.asarray(v)
+            if v.dtype.kind not in "biuf":
+                raise ValueError(f"action of {a} has dtype {v.dtype}, expected 0/1 values ({self._action_spaces[a]})")
+            # the single env validates the real entries (0/1, no NaN); padding entries must be 0
             slots = self.agent_slots[a]
             joint[self.agent_edges[a]] = v[slots]
             pad = v.sum() - v[slots].sum()

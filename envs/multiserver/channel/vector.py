@@ -65,11 +65,21 @@ class MultiServerChannelVectorEnv(ClusterVectorEnv):
 
     ## Arguments
     ``num_envs`` (N, default 1) and the single env's arguments: ``scenario``, ``scenario_seed``,
-    ``horizon``, ``oracle`` (default True, as the single env), ``infeasible``, scenario parameters.
-    ``render_mode`` must be None.
+    ``horizon``, ``oracle`` (default True, as the single env), ``infeasible``, ``instances``,
+    ``max_edges``, scenario parameters. ``render_mode`` must be None.
+
+    ## Instances
+    Each sub-env runs its own instance (``scenario_seeds``, (N,); ``problems[i]``; ``problem`` and
+    ``scenario`` are sub-env 0's). ``reset(options={"scenario_seed": k})`` switches the sub-envs it
+    resets (all, or those of ``reset_mask``) to instance k; with ``instances``, every sub-env reset
+    (autoresets included) draws one from its own generator, derived from the sub-env's seed as the
+    single env derives it, so sub-env i seeded with s_i replays the single env built with the same
+    kwargs and reset with ``seed=s_i``. With ``max_edges`` the spaces, observation keys and padding
+    rules are the single env's.
 
     ## Version History
     * v0: initial version.
+    * v0, issue 25: per-sub-env instances, ``options={"scenario_seed": k}``, ``instances``, ``max_edges``.
     """
 
     family = "multiserver-channel"
@@ -84,11 +94,11 @@ class MultiServerChannelVectorEnv(ClusterVectorEnv):
         self._single = s = MultiServerChannelEnv(scenario, scenario_seed=scenario_seed, horizon=horizon, oracle=False,
                                                  infeasible=infeasible, instances=instances, max_edges=max_edges,
                                                  **params)
-        self._source = s._source
+        self._source = s.instance_source
         self.max_edges = s.max_edges
         pb = s.problem
         N, self._L, self._K = self.num_envs, pb.num_ports, pb.num_device_types
-        self._E = self._W = W = s._A  # action width: |E|, or max_edges when padded
+        self._E = self._W = W = s.action_space.shape[0]  # action width: |E|, or max_edges when padded
         self.single_action_space = s.action_space
         self.single_observation_space = s.observation_space
         self.action_space = batch_space(self.single_action_space, N)
@@ -141,10 +151,10 @@ class MultiServerChannelVectorEnv(ClusterVectorEnv):
         self._edge_demand[i, :E] = pb.demand / np.maximum(pb.capacity, 1)[None, :]
 
     def _check_instance(self, sc: Scenario, k: int) -> None:
-        self._single._check_instance(sc, k)
+        self._single.check_instance(sc, k)
 
     def _use_instance(self, i: int, sc: Scenario, k: int) -> None:
-        self._single._check_instance(sc, k)
+        self._single.check_instance(sc, k)
         self._set_instance(i, sc)
 
     # -- per sub-env episode state ------------------------------------------------------------
