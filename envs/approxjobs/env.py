@@ -369,12 +369,14 @@ class ApproxJobsEnv(ClusterEnv):
     def episode_bound(self) -> float:
         """Upper bound on the expected episode utility (``bound.fluid_bound``: the fluid program
         with the hidden job list and mean rates; see its docstring for exactly what it bounds).
-        Depends only on the instance and the horizon, so it is computed once per env."""
-        if getattr(self, "_bound", None) is None:
+        Depends only on the instance and the horizon, so it is computed once per instance of this env."""
+        bounds = self.__dict__.setdefault("_bounds", {})  # scenario seed -> bound
+        k = self.scenario_seed
+        if k not in bounds:
             from clustergym.envs.approxjobs.oracle import fluid_bound
 
-            self._bound = float(fluid_bound(self.scenario, self.horizon))
-        return self._bound
+            bounds[k] = float(fluid_bound(self.scenario, self.horizon))
+        return bounds[k]
 
     def _fit(self) -> float:
         return float(np.maximum(self._spent - self._jobs.budget, 0.0).sum())  # eq. 8, violations only
