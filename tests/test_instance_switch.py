@@ -379,15 +379,17 @@ def test_vector_sub_envs_replay_single_envs_drawing_instances(env_id, padded):
     vec = gym.make_vec(env_id, num_envs=N, vectorization_mode="vector_entry_point", **kw)
     vec.action_space.seed(1)
     obs, info = vec.reset(seed=20)
-    acts, vrew, vinst = [], [], [vec.unwrapped.scenario_seeds]
-    for _ in range(steps):
+    acts, vrew, vinst, vinfo, vobs = [], [], [vec.unwrapped.scenario_seeds], [], []
+    for t in range(steps):
         a = vec.action_space.sample()
-        if env_id == P1:
+        if env_id == P1 and t % 2:  # every other step: masked actions (else idle channels and padding to repair)
             a = a * info["action_mask"]
         acts.append(a)
         obs, r, term, trunc, info = vec.step(a)
         vrew.append(r)
         vinst.append(vec.unwrapped.scenario_seeds)
+        vinfo.append(info)
+        vobs.append(obs)
     assert padded is False or len({int(k) for s in vinst for k in s}) > 1
     for i in range(N):
         env = gym.make(env_id, **kw)
@@ -400,8 +402,12 @@ def test_vector_sub_envs_replay_single_envs_drawing_instances(env_id, padded):
                 assert vrew[t][i] == 0.0 and env.unwrapped.scenario_seed == vinst[t + 1][i]
                 done = False
                 continue
-            _, r, term, trunc, _ = env.step(acts[t][i])
+            o, r, term, trunc, inf = env.step(acts[t][i])
             assert r == vrew[t][i], (env_id, i, t)
+            assert all(np.array_equal(o[key], vobs[t][key][i]) for key in o), (env_id, i, t)
+            for part in ("feedback", "metrics"):
+                for key, v in inf[part].items():
+                    assert np.array_equal(np.asarray(v), np.asarray(vinfo[t][part][key][i])), (part, key, i, t)
             done = term or trunc
 
 
@@ -502,3 +508,34 @@ def test_pettingzoo_step_after_the_end_raises(env_id):
     acts = {a: env.action_space(a).sample() for a in env.possible_agents}
     with pytest.raises(RuntimeError, match="reset"):
         env.step(acts)
+
+
+@pytest.mark.parametrize("env_id", [P1, P2])
+def test_pettingzoo_padding_entries_are_inert(env_id):
+    kw = kwargs(env_id, horizon=6, oracle=False)
+    envs = [parallel_env(env_id, **kw), parallel_env(env_id, **kw)]
+    strict = parallel_env(env_id, **{**kw, "infeasible": "raise"})
+    obs = [e.reset(seed=4)[0] for e in envs]
+    strict.reset(seed=4)
+    rng = np.random.default_rng(0)
+    while envs[0].agents:
+        clean, dirty, n_pad = {}, {}, 0
+        for a in envs[0].agents:
+            present = obs[0][a]["channel_present"].astype(bool)
+            shape = envs[0].action_space(a).shape
+            v = (rng.random(shape) < 0.5).astype(np.int8) if env_id == P1 else rng.random(shape)
+            c = v * (present if env_id == P1 else present[:, None])
+            d = c.copy()
+            d[~present] = 1  # every padding entry (servers / ports without a channel) set
+            n_pad += int(np.count_nonzero(d[~present]))
+            clean[a], dirty[a] = c, d
+        assert n_pad > 0
+        r0, r1 = envs[0].step(clean), envs[1].step(dirty)
+        assert r0[1] == r1[1]
+        a0 = envs[0].possible_agents[0]
+        rep0, rep1 = r0[4][a0]["metrics"]["repaired"], r1[4][a0]["metrics"]["repaired"]
+        assert rep1 == rep0 + n_pad
+        obs = [r0[0], r1[0]]
+        with pytest.raises(ValueError, match="padding"):
+            strict.step(dirty)
+        strict.step({a: np.zeros_like(v) for a, v in clean.items()})
