@@ -368,14 +368,12 @@ def test_flattened_observation_with_stats_has_one_size_across_instances(env_id):
 
 # -- native vector envs ------------------------------------------------------------------------------------
 @pytest.mark.parametrize("env_id", [P1, P2])
-@pytest.mark.parametrize("padded", [True, False])
-def test_vector_sub_envs_replay_single_envs_drawing_instances(env_id, padded):
-    kw = kwargs(env_id, padded=padded, horizon=6, oracle=True)
-    if not padded:  # without padding only same-shape instances fit: the pool of the construction instance
-        kw["instances"] = (0,)
-    else:
-        kw["instances"] = range(10)
-    N, steps = 3, 14  # two autoresets
+@pytest.mark.parametrize("padded, pool", [(True, range(10)), (True, (3,)), (False, (0,))])
+def test_vector_sub_envs_replay_single_envs_drawing_instances(env_id, padded, pool):
+    # without padding only same-shape instances fit: the pool of the construction instance; P2 steps groups
+    # of <= 4 sub-envs on one instance with the serial kernel, larger ones with the batch kernel (pool (3,))
+    kw = {**kwargs(env_id, padded=padded, horizon=6, oracle=True), "instances": pool}
+    N, steps = 6, 14  # two autoresets
     vec = gym.make_vec(env_id, num_envs=N, vectorization_mode="vector_entry_point", **kw)
     vec.action_space.seed(1)
     obs, info = vec.reset(seed=20)
@@ -390,7 +388,7 @@ def test_vector_sub_envs_replay_single_envs_drawing_instances(env_id, padded):
         vinst.append(vec.unwrapped.scenario_seeds)
         vinfo.append(info)
         vobs.append(obs)
-    assert padded is False or len({int(k) for s in vinst for k in s}) > 1
+    assert len(pool) == 1 or len({int(k) for s in vinst for k in s}) > 1
     for i in range(N):
         env = gym.make(env_id, **kw)
         env.reset(seed=20 + i)

@@ -15,6 +15,8 @@ from clustergym.vector_env import ClusterVectorEnv, with_masks
 
 __all__ = ["MultiServerAllocationVectorEnv"]
 
+_SERIAL_ROWS = 4  # instance groups of at most this many sub-envs step with the serial kernel
+
 
 class MultiServerAllocationVectorEnv(ClusterVectorEnv):
     """N independent copies of :class:`MultiServerAllocationEnv` (same scenario), stepped as arrays.
@@ -230,6 +232,20 @@ class MultiServerAllocationVectorEnv(ClusterVectorEnv):
                                                  f"has {E} channels, max_edges={W}); padding entries must be 0"))
                 up = np.asarray(pb.edge_demand, dtype=np.float64)
                 yk = np.ascontiguousarray(yk[:, :E].astype(np.float64) * up[None])
+            if rows.size <= _SERIAL_ROWS:  # a few rows: the single env's serial kernel (a parallel launch costs more)
+                for j, i in enumerate(rows):
+                    if not stepping[i]:
+                        continue
+                    try:
+                        res = dyn.step(np.ascontiguousarray(yk[j], dtype=np.float64), self._arrivals[i], self.infeasible)
+                    except ValueError as exc:
+                        errors.append((int(i), str(exc)))
+                        continue
+                    port_reward[i] = res.port_reward
+                    gain[i], overhead[i], utilisation[i] = res.gain, res.overhead, res.utilisation
+                    repaired[i] = res.repaired + dropped[j]
+                    allocation[i, :E] = res.allocation
+                continue
             out = np.empty((rows.size, E, K))
             res = dyn.step_batch(np.ascontiguousarray(yk), self._arrivals[rows], stepping[rows], repair, out)
             if res.nonfinite.any():
