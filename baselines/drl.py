@@ -109,11 +109,12 @@ class EmpiricalStats:
     The family's ``drl_hooks.Stats`` holds and updates them; a family without it appends nothing.
     """
 
-    def __init__(self, family: str, problem: Any):
+    def __init__(self, family: str, problem: Any, pad: dict | None = None):
         self.family = family
         self.problem = problem
         cls = _hook(family, "Stats")
-        self._impl = None if cls is None else cls(problem)
+        # pad: the env's padding kwargs (clustergym.env.env_padding), for fixed-size statistics across instances
+        self._impl = None if cls is None else (cls(problem, pad=pad) if pad else cls(problem))
         self.size = 0 if self._impl is None else int(self._impl.size)
         self.reset()
 
@@ -140,9 +141,11 @@ class EmpiricalStats:
 class ObsPipeline:
     """Dict observation -> flat float32 vector [flatten(obs), statistics]."""
 
-    def __init__(self, family: str, problem: Any, obs_space: gym.spaces.Space, stats: bool = True):
+    def __init__(self, family: str, problem: Any, obs_space: gym.spaces.Space, stats: bool = True,
+                 pad: dict | None = None):
         self.obs_space = obs_space
-        self.stats = EmpiricalStats(family, problem) if stats else None
+        self.problem = problem
+        self.stats = EmpiricalStats(family, problem, pad) if stats else None
         self.size = int(gym.spaces.flatdim(obs_space)) + (self.stats.size if self.stats else 0)
         self.space = gym.spaces.Box(-np.inf, np.inf, shape=(self.size,), dtype=np.float32)
         self._last = None
@@ -169,12 +172,21 @@ class DRLObservation(gym.Wrapper):
 
     def __init__(self, env: gym.Env, stats: bool = True):
         super().__init__(env)
+        from clustergym.env import env_padding
+
         u = env.unwrapped
-        self.pipeline = ObsPipeline(u.family, u.problem, env.observation_space, stats)
+        self._stats_on = stats
+        self.pipeline = ObsPipeline(u.family, u.problem, env.observation_space, stats, pad=env_padding(u))
         self.observation_space = self.pipeline.space
 
     def reset(self, **kwargs):
         obs, info = self.env.reset(**kwargs)
+        u = self.env.unwrapped
+        if u.problem is not self.pipeline.problem:  # another instance (same spaces): statistics of its problem
+            from clustergym.env import env_padding
+
+            self.pipeline = ObsPipeline(u.family, u.problem, self.env.observation_space, self._stats_on,
+                                        pad=env_padding(u))
         return self.pipeline.reset(obs), info
 
     def step(self, action):

@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import functools
+
 from typing import Any
 
 import numpy as np
 from gymnasium import spaces
 
-from clustergym.core import Scenario, child_generators, resolve_scenario
-from clustergym.env import ClusterEnv
+from clustergym.core import Scenario, child_generators
+from clustergym.env import ClusterEnv, InstanceSource
 from clustergym.metrics import CUMULATIVE, EPISODE, SLOT, Metric
 from clustergym.envs.approxjobs.dynamics import budget_prefix
 from clustergym.envs.approxjobs.scenario import APPROX_SCENARIOS, PAPER_DEFAULTS, PAPER_SCALE, make_approx_scenario
@@ -77,7 +79,15 @@ class ApproxJobsEnv(ClusterEnv):
     ``reset(seed)`` seeds a child generator for the machine service rates; the job list is fixed by
     ``scenario_seed``. Every agent therefore sees the same rates and the same jobs for the same
     seed. Truncated after ``horizon`` slots; terminated early when every job has left (never for an
-    instance without jobs).
+    instance without jobs); ``step`` then raises ``ResetNeeded`` (a ``RuntimeError``) until ``reset``.
+
+    ## Instances
+    ``reset(seed=s, options={"scenario_seed": k})`` switches to instance k (another job list and
+    machine set of the same scenario): the episode equals that of ``gym.make(..., scenario_seed=k)``
+    (same other kwargs) reset with ``seed=s``. ``instances=range(...)`` draws an instance at each
+    reset without that option, from a generator derived from the reset seed (never from
+    ``np_random``). The spaces do not vary by instance (M machines and the J-slot window are
+    parameters): P4 needs no padding. Other option keys are a ValueError.
 
     ## Arguments
     ``scenario`` ("paper", "philly", "single" or a Scenario), ``scenario_seed`` (default 0),
@@ -88,7 +98,7 @@ class ApproxJobsEnv(ClusterEnv):
     ``num_machines``, ``max_jobs``, ``beta``, ``load``, ``scale``, ``arrival_rate``, ``life_min``,
     ``life_max``, ``budget_low``, ``budget_high``, ``value_low``, ``value_high``, ``speed_low``,
     ``service``, ``price``, ``price_low``, ``price_high``, ``arrivals``, ``trace_path``,
-    ``trace_start``, ``slot_seconds``.
+    ``trace_start``, ``slot_seconds``; ``instances`` (seeds drawn at each reset, default None).
 
     ## Version History
     * v0: initial version.
@@ -96,6 +106,8 @@ class ApproxJobsEnv(ClusterEnv):
       ``job_id``, ``work``, ``cost``, each (M,)); it was the used machines only (``machines``,
       ``slots``, ``job_ids``, ``work``, ``cost``), whose length changed from slot to slot and broke
       ``gym.make_vec(..., vectorization_mode="sync")``.
+    * v0, issue 25: ``reset(options={"scenario_seed": k})`` and ``instances``; unknown reset options
+      raise. Issue 27: ``step`` after the end raises until ``reset``.
     """
 
     family = "approxjobs"
@@ -121,7 +133,8 @@ class ApproxJobsEnv(ClusterEnv):
     }
 
     def __init__(self, scenario: str | Scenario = "paper", *, scenario_seed: int = 0, horizon: int | None = None,
-                 oracle: bool = False, infeasible: str = "repair", render_mode: str | None = None, **params: Any):
+                 oracle: bool = False, infeasible: str = "repair", render_mode: str | None = None,
+                 instances: Any = None, **params: Any):
         if horizon is None:  # default T: the Scenario's own, else that of the named scale
             if isinstance(scenario, Scenario):
                 horizon = scenario.problem.horizon
@@ -129,10 +142,28 @@ class ApproxJobsEnv(ClusterEnv):
                 horizon = PAPER_SCALE["horizon"] if params.get("scale") == "paper" else PAPER_DEFAULTS["horizon"]
         super().__init__(horizon=horizon, infeasible=infeasible, render_mode=render_mode, oracle=oracle)
 
-        def factory(name: str, seed: int, **p: Any) -> Scenario:  # the job list is drawn for T = self.horizon
-            return make_approx_scenario(name, seed=seed, horizon=self.horizon, **p)
+        # the job list is drawn for T = self.horizon (a partial, not a closure: the env pickles)
+        factory = functools.partial(make_approx_scenario, horizon=self.horizon)
 
-        sc = resolve_scenario(scenario, params, factory, APPROX_SCENARIOS, scenario_seed)
+        self._source = InstanceSource(scenario, params, factory, APPROX_SCENARIOS, scenario_seed, instances)
+        sc = self._source.first
+        self._load(sc)
+        self.action_space, self.observation_space = self._spaces(sc.problem)
+        self._rngs = None
+
+    def _spaces(self, pb) -> tuple:
+        """(action space, observation space) of problem ``pb`` (the same for every instance of a scenario:
+        M machines and the J-slot window are parameters)."""
+        M, J = pb.num_machines, pb.max_jobs
+        act = spaces.MultiDiscrete(np.full(M, J + 1, dtype=np.int64))
+        obs = spaces.Dict({
+            "jobs": spaces.Box(0.0, np.inf, shape=(J, len(JOB_FEATURES)), dtype=np.float64),
+            "job_mask": spaces.MultiBinary(J),
+            "t": spaces.Box(0.0, float(self.horizon), shape=(1,), dtype=np.float32),
+        })
+        return act, obs
+
+    def _load(self, sc: Scenario) -> None:
         self.scenario = sc
         self.problem = pb = sc.problem
         self._truth = sc.truth
@@ -141,13 +172,14 @@ class ApproxJobsEnv(ClusterEnv):
         self._price = np.asarray(pb.price, dtype=float)
         self._min_price = float(self._price.min())
         self._space_desc = f"MultiDiscrete([{self._J + 1}] * {self._M}) (0 = idle, k = window slot k)"
-        self.action_space = spaces.MultiDiscrete(np.full(self._M, self._J + 1, dtype=np.int64))
-        self.observation_space = spaces.Dict({
-            "jobs": spaces.Box(0.0, np.inf, shape=(self._J, len(JOB_FEATURES)), dtype=np.float64),
-            "job_mask": spaces.MultiBinary(self._J),
-            "t": spaces.Box(0.0, float(self.horizon), shape=(1,), dtype=np.float32),
-        })
-        self._rngs = None
+
+    def check_instance(self, sc: Scenario, k: int) -> None:
+        act, obs = self._spaces(sc.problem)
+        self._check_same_spaces(k, act, obs, {})
+
+    def _use_scenario(self, sc: Scenario, k: int) -> None:
+        self.check_instance(sc, k)
+        self._load(sc)
 
     # -- job bookkeeping ------------------------------------------------------------------------
     def _utility(self, idx: np.ndarray, work: np.ndarray) -> np.ndarray:
@@ -196,6 +228,7 @@ class ApproxJobsEnv(ClusterEnv):
     # -- gymnasium API --------------------------------------------------------------------------
     def reset(self, *, seed: int | None = None, options: dict | None = None):
         super().reset(seed=seed)
+        self._begin_instance(seed, options)  # options["scenario_seed"] or a draw from `instances`
         self._rngs = child_generators(self.np_random, ("service", "unused"))
         self._service = ServiceProcess(self._truth.service, self._truth.speed, self._rngs["service"])
         self._rate_block = self._service.block(_BLOCK)
@@ -268,6 +301,8 @@ class ApproxJobsEnv(ClusterEnv):
         return mach, slot, dropped
 
     def step(self, action: Any):
+        if self._episode_over:
+            raise self._over()
         mach, slot, dropped = self._check(action)
         theta = self._rates()  # (M,) θ_i^t of this slot (hidden)
         jid = self._slot_job[slot - 1]  # (n,) job of each used machine
@@ -328,17 +363,20 @@ class ApproxJobsEnv(ClusterEnv):
         feedback = {"executed": now_slot > 0, "slot": now_slot.copy(), "job_id": job_m, "work": work_m, "cost": cost_m}
         info = {"feedback": feedback,
                 "metrics": metrics, "action_mask": self.action_masks(), "t": self._t}
+        self._episode_over = bool(done) or bool(truncated)
         return self._obs(), reward, bool(done), bool(truncated), info
 
     def episode_bound(self) -> float:
         """Upper bound on the expected episode utility (``bound.fluid_bound``: the fluid program
         with the hidden job list and mean rates; see its docstring for exactly what it bounds).
-        Depends only on the instance and the horizon, so it is computed once per env."""
-        if getattr(self, "_bound", None) is None:
+        Depends only on the instance and the horizon, so it is computed once per instance of this env."""
+        bounds = self.__dict__.setdefault("_bounds", {})  # scenario seed -> bound
+        k = self.scenario_seed
+        if k not in bounds:
             from clustergym.envs.approxjobs.oracle import fluid_bound
 
-            self._bound = float(fluid_bound(self.scenario, self.horizon))
-        return self._bound
+            bounds[k] = float(fluid_bound(self.scenario, self.horizon))
+        return bounds[k]
 
     def _fit(self) -> float:
         return float(np.maximum(self._spent - self._jobs.budget, 0.0).sum())  # eq. 8, violations only
