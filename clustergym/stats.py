@@ -145,13 +145,15 @@ def paired_comparison(values: Mapping, ref_values: Mapping, *, agent: str = "", 
     per-instance difference is ``100·(a − r)/S`` (percent), else ``a − r``. ``scale`` is S: a mapping
     instance -> positive value common to both agents (the bound or oracle total), or one positive
     number; ``basis`` names it (e.g. ``"hindsight optimum Q(y*)"``). Without ``scale``, S = r when every
-    a and r is positive, else S = (|a| + |r|)/2 (``basis`` says which). A non-positive or non-finite
-    ``scale`` is a ValueError.
+    a and r is positive, else S = (|a| + |r|)/2 (``basis`` says which). A negative or non-finite
+    ``scale``, or S = 0 where a ≠ r, is a ValueError (S = 0 with a = r counts as a tie, d = 0).
     """
     keys = [k for k in values if k in ref_values]
     if relative and scale is not None:
         sc = {k: float(scale[k] if isinstance(scale, Mapping) else scale) for k in keys}
-        bad = [k for k, v in sc.items() if not (math.isfinite(v) and v > 0)]
+        # S = 0 is accepted only where both values are equal (e.g. an empty job list: bound and utilities 0)
+        bad = [k for k, v in sc.items() if not (math.isfinite(v) and (v > 0 or (v == 0 and float(values[k]) ==
+                                                                                  float(ref_values[k]))))]
         if bad:
             raise ValueError(f"scale must be positive and finite on every instance (the common quantity S of the "
                              f"claims statistic); instance {bad[0]!r} has {sc[bad[0]]!r}")

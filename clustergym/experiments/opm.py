@@ -18,6 +18,7 @@ run may exceed it by the luck of the machine rates, which is not a violation).
 from __future__ import annotations
 
 import json
+import math
 import os
 import time
 
@@ -185,11 +186,11 @@ def _views(sw: dict):
 
     def share(c, agent):  # mean utility over seeds / the bound on the expected utility, per job list
         b, v = _bounds(runs, cfg[c]), vals(c, agent)
-        return {i: v[i] / b[i] for i in v}
+        return {i: v[i] / b[i] if b[i] > 0 else float("nan") for i in v}
 
     def score(c, agent):  # on means over seeds per job list
         b, v, r = _bounds(runs, cfg[c]), vals(c, agent), vals(c, "random")
-        return {i: (v[i] - r[i]) / (b[i] - r[i]) for i in v}
+        return {i: (v[i] - r[i]) / (b[i] - r[i]) if b[i] - r[i] > 0 else float("nan") for i in v}
 
     def eff(c, agent):
         w, s = vals(c, agent, "work"), vals(c, agent, "budget_spent")
@@ -346,11 +347,14 @@ def tables(sw: dict) -> dict:
             f"{stats.mean_ci(list(vals(c, a, 'budget_used_median').values())).mean:.2f}" for a in AGENTS) + " |")
     # Per-run ratios to the bound on the EXPECTED utility (one run may exceed 1 by lucky machine rates) and
     # the per-job-list shares on means over seeds (the ones a bound on an expectation speaks about).
-    run_ratio = lambda r: r["total_reward"] / _bounds(runs, r["env_kwargs"])[r["env_kwargs"]["scenario_seed"]]  # noqa: E731
+    def run_ratio(r):
+        b = _bounds(runs, r["env_kwargs"])[r["env_kwargs"]["scenario_seed"]]
+        return r["total_reward"] / b if b > 0 else -math.inf
+
     max_share = max(run_ratio(r) for r in runs)
     worst = max(runs, key=run_ratio)
-    max_mean_share = max(v for c in cfg for a in AGENTS if a in {r["agent"] for r in runs if _key(r["env_kwargs"]) ==
-                                                                  _key(cfg[c])} for v in share(c, a).values())
+    max_mean_share = max(v for c in cfg for a in {r["agent"] for r in runs if _key(r["env_kwargs"]) == _key(cfg[c])}
+                         for v in share(c, a).values() if not math.isnan(v))
 
     hor_lines = []
     if pl["horizon_sweep"]:
