@@ -559,3 +559,41 @@ def bench_rows(quick: bool):
     rows.append(Row(f"Large-scale run, T={T}, incl. best static oracle (paper T=10,000: ~15 h)", out["wall_s"],
                     "s wall", "completes", True))
     return rows
+
+
+# -- which ingredient decides the claims (docs/ogasched.md, "What holds and what does not") --------
+
+INGREDIENTS = {
+    "paper (β ∈ [0.3, 0.5])": {"setting": "paper"},
+    "paper with the authors' β ∈ [0.01, 0.1]": {"setting": "paper", "beta_low": 0.01, "beta_high": 0.1},
+    "authors-code (β ∈ [0.01, 0.1])": {"setting": "authors-code"},
+    "authors-code with Table 1's β ∈ [0.3, 0.5]": {"setting": "authors-code", "beta_low": 0.3, "beta_high": 0.5},
+}
+INGREDIENT_AGENTS = [*OGA, *FAIR, "drf"]
+
+
+def ingredients(horizon: int = 1000, workers: int = 2, progress: bool = False) -> str:
+    """The β-range swap and the play order: each OGASched variant (Algorithm 1's play order, eq. 26's
+    step, the authors' play order) vs the best of FAIRNESS (both readings) and DRF per instance, in
+    each setting and in each setting with the other source's β range; claims statistic with
+    S = Q(y*). Returns the markdown table (docs/ogasched.md names the command)."""
+    from clustergym.experiments import instances_for
+    from clustergym.runner import evaluate
+    from clustergym.stats import fmt_ci, paired_comparison, verdict
+
+    insts = instances_for(False)
+    lines = [f"| configuration (T={horizon}, {len(insts)} instances, seed 0) | "
+             + " | ".join(f"{OGA[a].split(',')[0] if a == 'ogasched' else OGA[a]} vs best of FAIRNESS×2/DRF"
+                          for a in OGA) + " |", "|---|" + "---|" * len(OGA)]
+    for name, kw in INGREDIENTS.items():
+        res = evaluate(ENV_ID, INGREDIENT_AGENTS, [0], horizon, env_kwargs={**kw, "oracle": False}, instances=insts,
+                       score=False, workers=workers, progress=progress)
+        opt = {i: best_static_values({**kw, "scenario_seed": i}, 0, [horizon])[0] for i in insts}
+        per = {a: res.per_instance(a) for a in INGREDIENT_AGENTS}
+        best = {i: max(per[b][i] for b in (*FAIR, "drf")) for i in insts}
+        cells = []
+        for a in OGA:
+            c = paired_comparison(per[a], best, scale=opt, basis=BASIS)
+            cells.append(f"{fmt_ci(c)} {c.wins}/{c.losses} ({c.ratio:+.1f}%) {verdict(c, +1)}")
+        lines.append(f"| {name} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)

@@ -568,3 +568,33 @@ def bench_rows(quick: bool):
 
     return [_env_steps(quick), sampled_action_rate(ENV, "P4", 2_000 if quick else 10_000), *_opm_decision(quick),
             *_paper_scale(quick), ppo_rate(ENV, "P4", quick)]
+
+
+# -- which ingredient decides the claims (docs/opm.md, "What holds and what does not") ------------
+
+def ingredients(horizon: int = 1000, workers: int = 2, progress: bool = False) -> str:
+    """Identical machines vs speed factors × job density (arrival rate) at the paper scale, β = 0.7,
+    heavy load: OPM vs the best of Fair/EDF per job list (claims statistic, S = the fluid bound) and
+    Fair's share of the bound, over ``experiments.instances_for`` job lists, seed 0. Returns the
+    markdown table (docs/opm.md names the command)."""
+    from clustergym import stats
+    from clustergym.experiments import instances_for
+
+    insts = instances_for(False)
+    cfgs = {(sl, ar): dict(scale="paper", horizon=horizon, beta=0.7, load=1.0, speed_low=sl, arrival_rate=ar)
+            for sl in (1.0, SPEED_EXT) for ar in (0.05, 0.15, 0.45)}
+    tasks = [(dict(kw, scenario_seed=i, oracle=a == "random"), a, 100 * i, False)
+             for kw in cfgs.values() for i in insts for a in ("opm", "fair", "edf", "random")]
+    runs = _run_all(tasks, workers, progress)
+    sw = {"runs": runs, "pl": {"configs": cfgs}}
+    vals, best_base, share, *_ = _views(sw)
+    lines = [f"| machines | arrival rate (jobs/slot) | OPM vs best of Fair/EDF, % of B, W/L (ratio of totals) | "
+             f"Fair share of B | OPM share of B |", "|---|---|---|---|---|"]
+    for (sl, ar), kw in cfgs.items():
+        c = stats.paired_comparison(vals((sl, ar), "opm"), best_base((sl, ar)), scale=_bounds(runs, kw), basis=BASIS)
+        fs = stats.fmt_ci(stats.mean_ci(list(share((sl, ar), "fair").values())), "", 3, False)
+        os_ = stats.fmt_ci(stats.mean_ci(list(share((sl, ar), "opm").values())), "", 3, False)
+        mach = "identical (paper)" if sl == 1.0 else f"speed factors U[{sl}, 1]"
+        lines.append(f"| {mach} | {ar} | {stats.fmt_ci(c)} {c.wins}/{c.losses} ({c.ratio:+.1f}%) "
+                     f"{stats.verdict(c, +1)} | {fs} | {os_} |")
+    return "\n".join(lines)
