@@ -5,7 +5,12 @@ with a job (SPEC §5). Readings of the paper's one-line descriptions:
 
 * **DRF**: ports with a job are served in ascending order of the dominant share
   s_l = max_k a_l^k / Σ_{r∈R_l} c_r^k (the paper's formula, fixed per instance; ties by port index);
-  on every (r, k) each port in turn takes min(a_l^k, what is left) (partial fills).
+  on every (r, k) each port in turn takes min(a_l^k, what is left) (partial fills): eq. 3 caps
+  each channel at a_l^k, so a port reaching several servers may get up to |R_l| · a_l^k of type k.
+  ``drf[total_cap=true]`` is the authors' reading (their code, as described in issue 26): "a port's
+  **total** allocation of type k is capped at a_l^k" — each port in DRF order takes, on its
+  channels in server order, min(what is left on r, what is left of a_l^k), so
+  Σ_{r∈R_l} y_(l,r)^k <= a_l^k.
 * **FAIRNESS**: y_(l,r)^k = x_l · min(a_l^k, c_r^k a_l^k / Σ_{l'∈L_r} a_l'^k) — the share's
   denominator runs over all of L_r (default, ``active_share=False``); the shares of idle ports stay
   unused. ``active_share=True`` divides among the active ports of L_r only,
@@ -19,7 +24,13 @@ with a job (SPEC §5). Readings of the paper's one-line descriptions:
   (eq. 3 caps each channel), so the greedy "best-scored feasible (pod, node) pair next" decomposes
   per node: BINPACKING places the ports of each node in descending order of their normalised request
   (highest post-placement utilisation first), SPREADING in ascending order; ties by port index;
-  a port whose request no longer fits is skipped (first fit).
+  a port whose request no longer fits is skipped (first fit). Each port may so be placed on every
+  node of R_l that still fits it.
+  ``binpacking[single_node=true]`` / ``spreading[single_node=true]`` are the authors' reading
+  (their code, issue 26): "each request is placed on a **single** node" — ports with a job, in
+  index order, each take q_lr on the one node r ∈ R_l where it fits (all k) with the highest
+  (BINPACKING) / lowest (SPREADING) post-placement utilisation, ties by server index; a port
+  that fits no node gets nothing this slot.
 * **random**: y = U(0, 1) · a on the channels of ports with a job, projected onto Y.
 """
 
@@ -72,10 +83,22 @@ class _AllocationBaseline(BaseAgent):
         return padded[self.layout.edge_server, self.layout.edge_slot]  # (E, K)
 
 
+def _check_bool(name: str, v) -> bool:
+    if not isinstance(v, (bool, np.bool_)):
+        raise ValueError(f"{name}={v!r} is invalid: expected true or false")
+    return bool(v)
+
+
 class DRF(_AllocationBaseline):
-    """Dominant Resource Fairness order (ogasched.md §4): ascending s_l = max_k a_l^k / Σ_{r∈R_l} c_r^k."""
+    """Dominant Resource Fairness order (ogasched.md §4): ascending s_l = max_k a_l^k / Σ_{r∈R_l} c_r^k.
+
+    ``total_cap=True``: the authors' reading, a port's total allocation of each type is capped at
+    a_l^k (module docstring)."""
 
     name = "drf"
+
+    def __init__(self, total_cap: bool = False):
+        self.total_cap = _check_bool("total_cap", total_cap)
 
     def reset(self, problem, *, seed=None) -> None:
         super().reset(problem, seed=seed)
@@ -88,9 +111,25 @@ class DRF(_AllocationBaseline):
         rank = np.empty(pb.num_ports)
         rank[np.lexsort((np.arange(pb.num_ports), self.dominant_share))] = np.arange(pb.num_ports)
         self.slot_priority = np.append(rank, np.inf)[self.slot_port]  # (R, D)
+        self.port_order = np.argsort(rank, kind="stable")  # ports in DRF order
+        starts = np.searchsorted(pb.edge_port, np.arange(pb.num_ports + 1))  # edges are ordered by (port, server)
+        self.port_edges = [np.arange(starts[l], starts[l + 1]) for l in range(pb.num_ports)]
 
     def act(self, obs, info):
-        return self._to_edges(priority_fill(self.layout, self._active_slots(obs), self.slot_priority))
+        if not self.total_cap:
+            return self._to_edges(priority_fill(self.layout, self._active_slots(obs), self.slot_priority))
+        pb = self.problem
+        x = np.asarray(obs["arrivals"]).astype(bool)
+        left = np.array(pb.capacity, dtype=np.float64)  # (R, K)
+        out = np.zeros((pb.num_edges, pb.num_device_types))
+        for l in self.port_order[x[self.port_order]]:  # |L| ports; vectorised over the port's channels and types
+            e = self.port_edges[l]
+            avail = left[pb.edge_server[e]]  # (n_l, K), distinct servers
+            before = np.cumsum(avail, axis=0) - avail
+            y = np.clip(pb.demand[l][None, :] - before, 0.0, avail)  # Σ_r y <= a_l^k, in server order
+            out[e] = y
+            left[pb.edge_server[e]] -= y
+        return out
 
 
 class Fairness(_AllocationBaseline):
@@ -99,9 +138,7 @@ class Fairness(_AllocationBaseline):
     name = "fairness"
 
     def __init__(self, active_share: bool = False):
-        if not isinstance(active_share, (bool, np.bool_)):
-            raise ValueError(f"active_share={active_share!r} is invalid: expected true or false")
-        self.active_share = bool(active_share)
+        self.active_share = _check_bool("active_share", active_share)
 
     def act(self, obs, info):
         act = self._active_slots(obs)
@@ -115,6 +152,9 @@ class Fairness(_AllocationBaseline):
 class _NodeScoring(_AllocationBaseline):
     descending = True
 
+    def __init__(self, single_node: bool = False):
+        self.single_node = _check_bool("single_node", single_node)
+
     def reset(self, problem, *, seed=None) -> None:
         super().reset(problem, seed=seed)
         cap = self.layout.capacity[:, None, :]  # (R, 1, K)
@@ -126,8 +166,37 @@ class _NodeScoring(_AllocationBaseline):
         D = key.shape[1]
         # Stable order by key, ties by slot (= port index within the server).
         self.order = np.lexsort((np.broadcast_to(np.arange(D), key.shape), key), axis=1)  # (R, D)
+        pb = problem
+        starts = np.searchsorted(pb.edge_port, np.arange(pb.num_ports + 1))
+        self.port_edges = [np.arange(starts[l], starts[l + 1]) for l in range(pb.num_ports)]
+        self.edge_request = self._to_edges(self.request)  # (E, K) q_lr^k on each channel
+
+    def _act_single_node(self, obs) -> np.ndarray:
+        """Each port with a job on one node of R_l (module docstring, the authors' reading)."""
+        pb = self.problem
+        x = np.asarray(obs["arrivals"]).astype(bool)
+        cap = np.asarray(pb.capacity, dtype=np.float64)
+        has = cap > 0
+        used = np.zeros_like(cap)
+        out = np.zeros((pb.num_edges, pb.num_device_types))
+        for l in np.flatnonzero(x):  # |L| ports; vectorised over the port's channels and types
+            e = self.port_edges[l]
+            r = pb.edge_server[e]
+            q = self.edge_request[e]  # (n_l, K)
+            fits = np.all(q <= cap[r] - used[r] + 1e-12, axis=1)
+            if not fits.any():
+                continue
+            util = np.divide(used[r] + q, cap[r], out=np.zeros_like(q), where=has[r])
+            score = util.sum(axis=1) / np.maximum(has[r].sum(axis=1), 1)
+            score = np.where(fits, score if self.descending else -score, -np.inf)
+            j = int(np.argmax(score))  # first maximum: ties by server index (edges ordered by server)
+            out[e[j]] = q[j]
+            used[r[j]] += q[j]
+        return out
 
     def act(self, obs, info):
+        if self.single_node:
+            return self._act_single_node(obs)
         act = self._active_slots(obs)
         R, D = act.shape
         left = self.layout.capacity.copy()  # (R, K)
@@ -143,14 +212,16 @@ class _NodeScoring(_AllocationBaseline):
 
 
 class BinPacking(_NodeScoring):
-    """Kubernetes MostAllocated: the highest post-placement node utilisation first."""
+    """Kubernetes MostAllocated: the highest post-placement node utilisation first
+    (``single_node=True``: each request on one node, the authors' reading)."""
 
     name = "binpacking"
     descending = True
 
 
 class Spreading(_NodeScoring):
-    """Kubernetes LeastAllocated: the lowest post-placement node utilisation first."""
+    """Kubernetes LeastAllocated: the lowest post-placement node utilisation first
+    (``single_node=True``: each request on one node, the authors' reading)."""
 
     name = "spreading"
     descending = False

@@ -716,7 +716,12 @@ def evaluate(env_id: str, agents: Sequence[str], seeds: Sequence[int], horizon: 
         if name not in known and not name.startswith("sb3:") and ":" not in name:
             raise ValueError(f"unknown agent {name!r} for {env_id}; available: {', '.join(known)}")
     # Fail fast on bad env kwargs and agent options, before any long run starts.
-    make_env(env_id, horizon=int(horizon), **env_kwargs).close()
+    probe = make_env(env_id, horizon=int(horizon), **env_kwargs)
+    # A score needs a bound: an env whose bound is off by default (to spare training runs) names the
+    # kwargs that turn it on (``score_env_kwargs``, e.g. P4's fluid bound); the user's own value wins.
+    if score:
+        env_kwargs = {**getattr(probe.unwrapped, "score_env_kwargs", {}), **env_kwargs}
+    probe.close()
     from clustergym.agent import make
 
     made = [make(a, family=family) for a in agents]

@@ -16,7 +16,8 @@ ID = "clustergym/MultiServerAllocation-v0"
 def test_paper_defaults_match_table1():
     sc = make_allocation_scenario("paper", seed=0)
     pb = sc.problem
-    assert sc.params["units"] == "paper-code"  # the default (docs/ogasched.md, "Device units")
+    # the default: setting "paper", Table 1 counted in devices (docs/ogasched.md, "Settings")
+    assert (sc.params["setting"], sc.params["units"]) == ("paper", "device")
     assert (pb.num_ports, pb.num_servers, pb.num_device_types) == (10, 128, 6)
     assert np.all(sc.truth.rho == 0.7)
     assert pb.device_names == ("CPU", "MEM", "GPU", "NPU", "TPU", "FPGA")
@@ -29,7 +30,7 @@ def test_paper_defaults_match_table1():
 
 
 def test_paper_code_units_are_the_authors_ranges():
-    sc = make_allocation_scenario("paper", seed=0, num_servers=2000, num_ports=2000)
+    sc = make_allocation_scenario("paper", seed=0, num_servers=2000, num_ports=2000, units="code")
     pb = sc.problem
     lo = np.array([1, 2, 0, 0, 0, 0])
     hi = np.array([127, 511, 63, 7, 7, 3])  # inclusive: cores, GiB, GPUs, NPUs, TPUs, FPGAs

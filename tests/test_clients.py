@@ -50,7 +50,9 @@ def test_single_env_feedback_has_fixed_shapes():
 
 
 def test_gymnasium_rescale_action_on_p2_and_rescale_box_with_zero_width_entries():
-    env = RescaleAction(gym.make(P2, horizon=20, oracle=False), -1.0, 1.0)  # paper scenario: no zero-width entry
+    # the authors' code's units draw every demand from a continuous range: no zero-width entry (the default
+    # setting="paper" counts devices, and a port that requests no GPU has a = 0 there, as in the preset below)
+    env = RescaleAction(gym.make(P2, horizon=20, oracle=False, setting="authors-code"), -1.0, 1.0)
     env.reset(seed=0)
     env.action_space.seed(0)
     for _ in range(5):

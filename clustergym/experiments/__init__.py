@@ -8,7 +8,18 @@ from __future__ import annotations
 import importlib
 import importlib.util
 
-__all__ = ["KNOWN", "list_papers", "load", "reproduce", "write_combined_report"]
+__all__ = ["KNOWN", "MIN_INSTANCES", "instances_for", "list_papers", "load", "reproduce", "write_combined_report"]
+
+# Instances (scenario seeds) of every claims comparison, quick and full mode alike (issue 26): with
+# n = 3 no sign pattern reaches a 95% t-interval verdict that the signs alone would not give, and a
+# verdict needs the interval. Quick mode shortens horizons instead (docs/evaluation.md).
+MIN_INSTANCES = 5
+
+
+def instances_for(quick: bool) -> list[int]:
+    """The instances (scenario seeds) a paper's reproduction compares agents over: ``MIN_INSTANCES``
+    in both modes (the one place that sets the number)."""
+    return list(range(MIN_INSTANCES))
 
 from clustergym.envs import FAMILIES as _FAMILIES
 

@@ -408,7 +408,9 @@ def share_table(an: dict) -> str:
 def sweep(quick: bool, workers: int, progress: bool) -> dict:
     """Every run and diagnostic the report needs: the study (:func:`run_study`), the faithful rule's
     regret with exact means (:func:`phi_limit_regret`) and HAUF given the true means (:func:`true_mean_share`)."""
-    horizon, n_inst = (500, 3) if quick else (8000, 5)
+    from clustergym.experiments import MIN_INSTANCES
+
+    horizon, n_inst = (300, MIN_INSTANCES) if quick else (8000, MIN_INSTANCES)  # >= 5 instances in both modes
     res = run_study(horizon, n_inst, workers, progress)
     limit = phi_limit_regret(range(n_inst), 300 if quick else 1000)
     share = true_mean_share(range(n_inst), min(horizon, 2000))

@@ -27,7 +27,7 @@ BASELINES = ["fifo", "drf", "las"]
 # window never binds: the report prints mean waiting jobs, which must be 0), loads that contend the
 # GPUs (GPU utilisation printed per point), both readings of the budget (scenario.py).
 CONFIG = {
-    True: dict(horizon=40, instances=[0, 1, 2],
+    True: dict(horizon=24, instances=[0, 1, 2, 3, 4],  # >= 5 instances (experiments.MIN_INSTANCES), shorter
                fig4={"iterations": [4.0, 8.0, 12.0], "worker_slots": [1.0, 2.5, 5.0]},
                fig4_agents=["gadget", "fifo", "drf", "las", "drf[share=demand]"],
                fig56_rate=12.0, gscales=[0.5, 2.0], bscales=[0.02, 1.0],

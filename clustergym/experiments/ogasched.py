@@ -8,7 +8,7 @@ import time
 import numpy as np
 
 __all__ = ["reproduce", "sweep", "analyse", "tables", "figures", "report", "bench_rows", "PAPER_GAPS", "units_claims",
-           "eq26_steps", "best_static_values"]
+           "setting_claims", "eq26_steps", "best_static_values", "SETTINGS_RUN", "AGENTS"]
 
 ENV_ID = "clustergym/MultiServerAllocation-v0"
 BASELINES = ["drf", "fairness", "binpacking", "spreading"]
@@ -16,17 +16,28 @@ BASELINES = ["drf", "fairness", "binpacking", "spreading"]
 PAPER_GAPS = {"drf": 11.33, "fairness": 7.75, "binpacking": 13.89, "spreading": 13.44}
 
 
-# The agents of the units table (docs/ogasched.md): three OGASched variants, both FAIRNESS readings,
-# the other baselines and random.
+# The agents of the settings table (docs/ogasched.md): three OGASched variants, both readings of
+# FAIRNESS, DRF and BINPACKING / SPREADING (ours and the authors', baselines/allocation.py) and random.
 OGA = {"ogasched": "OGASched, Table 1 step (η0=25, decay 0.9999)",
        "ogasched[lr=eq26]": "OGASched, eq. 26 step (T = the env's horizon)",
        "ogasched[play=authors]": "OGASched, the authors' play order (Table 1 step)"}
 FAIR = ["fairness", "fairness[active_share=true]"]
-OTHER = ["drf", "binpacking", "spreading"]
+OURS = ["drf", "binpacking", "spreading"]
+AUTHORS = ["drf[total_cap=true]", "binpacking[single_node=true]", "spreading[single_node=true]"]
+OTHER = [*OURS, *AUTHORS]
 AGENTS = [*OGA, *FAIR, *OTHER, "random"]
-UNIT_SYSTEMS = ("paper-code", "device")
+# The P2 settings (scenario.py, named after their source); the reproduction reports each. Full mode adds
+# the earlier default mixture so its numbers can be compared with the earlier docs.
+SETTINGS_RUN = ("paper", "authors-code")
+SETTINGS_FULL = (*SETTINGS_RUN, "table1-in-code-units")
+UNIT_SYSTEMS = SETTINGS_RUN  # earlier name of the reported configurations (kept for imports)
+DEFAULT = "paper"
+BASIS = "hindsight optimum Q(y*) of the instance (eq. 6, mean over seeds)"
 _LABEL = {"fairness": "FAIRNESS (share of all L_r)", "fairness[active_share=true]": "FAIRNESS (active ports, authors')",
-          "drf": "DRF", "binpacking": "BINPACKING", "spreading": "SPREADING"}
+          "drf": "DRF (per-channel cap)", "binpacking": "BINPACKING (per node)", "spreading": "SPREADING (per node)",
+          "drf[total_cap=true]": "DRF (port-total cap, authors')",
+          "binpacking[single_node=true]": "BINPACKING (single node, authors')",
+          "spreading[single_node=true]": "SPREADING (single node, authors')"}
 
 
 def _ci_of(values) -> str:
@@ -53,38 +64,54 @@ def _ratio_verdict(ratios, predicted_sublinear: bool) -> str:
     return DEPENDS
 
 
-def units_claims(res) -> tuple[list[dict], dict]:
-    """Claim rows for one unit system: each OGASched variant vs each baseline (paper: Fig. 2 gaps) and
-    "FAIRNESS is the best baseline" (for each reading: FAIRNESS vs the best other baseline per instance)."""
+def setting_claims(res, scale=None) -> tuple[list[dict], dict]:
+    """Claim rows for one setting: each OGASched variant vs each baseline reading (paper: Fig. 2 gaps)
+    and "FAIRNESS is the best baseline" (each FAIRNESS reading vs the best of DRF, BINPACKING,
+    SPREADING per instance, in our readings and in the authors'). ``scale``: instance -> Q(y*), the
+    common positive quantity of the claims statistic (``clustergym.stats``); None: the statistic's
+    fallback."""
     from clustergym.stats import paired_comparison
 
     per = {a: res.per_instance(a) for a in res.agents}
+    kw = {"scale": scale, "basis": BASIS} if scale is not None else {}
     rows, comps = [], {}
     for oga, label in OGA.items():
         for b in [*FAIR, *OTHER]:
+            if b not in per:
+                continue
             paper = PAPER_GAPS[b.split("[")[0]]
-            c = paired_comparison(per[oga], per[b], agent=oga, reference=b)
+            c = paired_comparison(per[oga], per[b], agent=oga, reference=b, **kw)
             comps[(oga, b)] = c
             rows.append({"claim": f"{label} > {_LABEL[b]}", "paper": f"+{paper:.2f}%", "comparison": c,
                          "predicted": +1})
     for f in FAIR:
-        others = [b for b in OTHER]
-        best_other = {i: max(per[b][i] for b in others) for i in per[f]}
-        c = paired_comparison(per[f], best_other, agent=f, reference="best of DRF/BINPACKING/SPREADING")
-        comps[(f, "best-other")] = c
-        rows.append({"claim": f"{_LABEL[f]} is the best baseline (vs the best of DRF, BINPACKING, SPREADING "
-                              "per instance)", "paper": "FAIRNESS best", "comparison": c, "predicted": +1})
+        for reading, others in (("ours", OURS), ("authors'", AUTHORS)):
+            others = [b for b in others if b in per]
+            if not others:
+                continue
+            best_other = {i: max(per[b][i] for b in others) for i in per[f]}
+            c = paired_comparison(per[f], best_other, agent=f, reference=f"best of {reading} DRF/BINPACKING/SPREADING",
+                                  **kw)
+            comps[(f, f"best-{reading}")] = c
+            rows.append({"claim": f"{_LABEL[f]} is the best baseline (vs the best of {reading} DRF, BINPACKING, "
+                                  "SPREADING per instance)", "paper": "FAIRNESS best", "comparison": c, "predicted": +1})
     return rows, comps
 
 
+def units_claims(res, scale=None) -> tuple[list[dict], dict]:
+    """Earlier name of :func:`setting_claims`."""
+    return setting_claims(res, scale)
+
+
 def eq26_steps(units: str, instance: int, horizon: int, slots: int, seed: int = 0) -> np.ndarray:
+    """``units``: the P2 setting (scenario.py SETTINGS; the earlier name of the argument is kept)."""
     """η_t of eq. 26 over the first ``slots`` slots of an ``ogasched[lr=eq26]`` run (T = horizon)."""
     from clustergym.runner import make_env
 
     import clustergym  # noqa: F401
     from clustergym.agent import make
 
-    env = make_env(ENV_ID, horizon=horizon, oracle=False, units=units, scenario_seed=instance).unwrapped
+    env = make_env(ENV_ID, horizon=horizon, oracle=False, setting=units, scenario_seed=instance).unwrapped
     ag = make("ogasched[lr=eq26]", family="multiserver-allocation")
     obs, _ = env.reset(seed=seed)
     ag.reset(env.problem, seed=seed)
@@ -107,7 +134,7 @@ def dominant_type_shares(units: str, agent: str, instances, slots: int, seed: in
 
     cnt = None
     for i in instances:
-        env = make_env(ENV_ID, horizon=slots, oracle=False, units=units, scenario_seed=i).unwrapped
+        env = make_env(ENV_ID, horizon=slots, oracle=False, setting=units, scenario_seed=i).unwrapped
         K = env.problem.num_device_types
         cnt = np.zeros(K) if cnt is None else cnt
 
@@ -147,36 +174,42 @@ UTILITY_FAMILIES = ["linear", "log", "reciprocal", "poly", "mixed"]
 
 
 def sweep(quick: bool, workers: int, progress: bool) -> dict:
-    """Every run of the reproduction: 1. the units table (every agent, both unit systems, instances ×
-    seeds, oracle off); 2. eq. 26's step and the k* shares; 3. the best static allocations of every
-    prefix and the T/4 runs for the regret growth; 4. Fig. 7's utility families; 5. (full mode) Fig. 2's
-    caption setting."""
+    """Every run of the reproduction: 1. the settings table (every agent and baseline reading, each
+    setting, instances × seeds, oracle off) and Q(y*) of every (setting, instance, seed), the common
+    quantity of the claims statistic; 2. eq. 26's step and the k* shares; 3. the best static
+    allocations of every prefix and the T/4 runs for the regret growth (default setting); 4. Fig. 7's
+    utility families; 5. (full mode) Fig. 2's caption setting."""
+    from clustergym.experiments import instances_for
     from clustergym.runner import evaluate
 
-    T = 1000 if quick else 2000
-    instances = [0, 1, 2] if quick else [0, 1, 2, 3, 4]
+    T = 500 if quick else 2000
+    instances = instances_for(quick)
     seeds = [0] if quick else [0, 1]
-    sw = {"quick": quick, "T": T, "instances": instances, "seeds": seeds, "res": {}}
+    settings = SETTINGS_RUN if quick else SETTINGS_FULL
+    sw = {"quick": quick, "T": T, "instances": instances, "seeds": seeds, "settings": settings, "res": {}, "opt": {}}
     t0 = time.perf_counter()
-    for units in UNIT_SYSTEMS:
-        sw["res"][units] = evaluate(ENV_ID, AGENTS, seeds, T, env_kwargs={"units": units, "oracle": False},
-                                    instances=instances, score=False, workers=workers, progress=progress)
+    for st in settings:
+        sw["res"][st] = evaluate(ENV_ID, AGENTS, seeds, T, env_kwargs={"setting": st, "oracle": False},
+                                 instances=instances, score=False, workers=workers, progress=progress)
+        sw["opt"][st] = {i: float(np.mean([best_static_values({"setting": st, "scenario_seed": i}, sd, [T])[0]
+                                           for sd in seeds])) for i in instances}
     sw["slots"] = slots = 250 if quick else T
-    sw["steps"] = {units: {i: float(np.median(eq26_steps(units, i, T, slots))) for i in instances}
-                   for units in UNIT_SYSTEMS}
-    sw["kslots"] = kslots = 300
-    sw["kshare"] = {(u, a): dominant_type_shares(u, a, instances, kslots) for u in UNIT_SYSTEMS
+    sw["steps"] = {st: {i: float(np.median(eq26_steps(st, i, T, slots))) for i in instances} for st in settings}
+    sw["kslots"] = kslots = 150 if quick else 300
+    sw["kshare"] = {(st, a): dominant_type_shares(st, a, instances, kslots) for st in settings
                     for a in ("fairness[active_share=true]", "ogasched")}
     sw["Tq"] = Tq = T // 4
-    sw["r_small"] = evaluate(ENV_ID, ["ogasched[lr=eq26]"], [0], Tq, env_kwargs={"oracle": False},
+    sw["r_small"] = evaluate(ENV_ID, ["ogasched[lr=eq26]"], [0], Tq, env_kwargs={"setting": DEFAULT, "oracle": False},
                              instances=instances, score=False, workers=workers, progress=progress)
     sw["checkpoints"] = checkpoints = [Tq, T // 2, 3 * T // 4, T]
-    sw["best"] = {i: best_static_values({"units": "paper-code", "scenario_seed": i}, 0, checkpoints) for i in instances}
-    sw["T7"] = T7 = 300 if quick else 1000
+    sw["best"] = {i: best_static_values({"setting": DEFAULT, "scenario_seed": i}, 0, checkpoints) for i in instances}
+    sw["T7"] = T7 = 200 if quick else 1000
     sw["agents7"] = agents7 = (["ogasched", "ogasched[lr=eq26]", "fairness[active_share=true]", "drf"] if quick
                                else [*OGA, *FAIR, *OTHER])
     sw["r7"] = {u: evaluate(ENV_ID, agents7, [0], T7, env_kwargs={"utility": u, "oracle": False}, instances=instances,
                             score=False, workers=workers, progress=progress) for u in UTILITY_FAMILIES}
+    sw["opt7"] = {u: {i: best_static_values({"utility": u, "scenario_seed": i}, 0, [T7])[0] for i in instances}
+                  for u in UTILITY_FAMILIES}
     sw["r2"] = None
     if not quick:
         from clustergym.envs.multiserver.allocation.scenario import FIG2_HORIZON
@@ -184,23 +217,25 @@ def sweep(quick: bool, workers: int, progress: bool) -> dict:
         sw["r2"] = evaluate(ENV_ID, [*OGA, *FAIR, *OTHER], [0], FIG2_HORIZON,
                             env_kwargs={"scenario": "fig2", "oracle": False}, instances=instances, score=False,
                             workers=workers, progress=progress)
+        sw["opt2"] = {i: best_static_values({"scenario": "fig2", "scenario_seed": i}, 0, [FIG2_HORIZON])[0]
+                      for i in instances}
     sw["wall"] = time.perf_counter() - t0
     return sw
 
 
 def analyse(sw: dict) -> dict:
-    """Every number of the report, from a :func:`sweep`: the claims per unit system, gain/overhead,
-    regret of every prefix and its growth ratios, Fig. 7's means and claims, Fig. 2's claims."""
+    """Every number of the report, from a :func:`sweep`: the claims per setting, gain/overhead, regret
+    of every prefix and its growth ratios, Fig. 7's means and claims, Fig. 2's claims."""
     from clustergym.stats import mean_ci, paired_comparison
 
     res, instances, T, checkpoints, best = sw["res"], sw["instances"], sw["T"], sw["checkpoints"], sw["best"]
     an = {"claims": {}, "comps": {}, "gain_over": {}}
-    for units, r in res.items():
-        an["claims"][units], an["comps"][units] = units_claims(r)
-        an["gain_over"][units] = {a: tuple(mean_ci(list(r.per_instance(a, k).values())).mean
-                                           for k in ("mean_gain", "mean_overhead", "mean_utilisation")) for a in AGENTS}
-    # Regret growth (Theorem 1, eq. 6) in the default units: R(T) / R(T/4) per instance.
-    base = res["paper-code"]
+    for st, r in res.items():
+        an["claims"][st], an["comps"][st] = setting_claims(r, sw["opt"][st])
+        an["gain_over"][st] = {a: tuple(mean_ci(list(r.per_instance(a, k).values())).mean
+                                        for k in ("mean_gain", "mean_overhead", "mean_utilisation")) for a in AGENTS}
+    # Regret growth (Theorem 1, eq. 6) in the default setting: R(T) / R(T/4) per instance.
+    base = res[DEFAULT]
     run_of = {(x.agent, x.instance): x for x in base.runs if x.seed == 0}
     prefix = {a: np.array([[best[i][j] - np.cumsum(run_of[(a, i)].reward)[c - 1] for j, c in enumerate(checkpoints)]
                            for i in instances]) for a in GROWTH_AGENTS}  # (instances, checkpoints)
@@ -218,7 +253,7 @@ def analyse(sw: dict) -> dict:
                             "ours": f"{_ci_of(ratios[a])} (n={len(instances)})",
                             "wins": "–", "verdict": _ratio_verdict(ratios[a], predicted_sublinear=sub)})
     an.update(prefix=prefix, growth_rows=growth_rows)
-    # Fig. 7: utility families (default units).
+    # Fig. 7: utility families (default setting); S = Q(y*) of each family's instance.
     fig7, claims7, agents7 = {}, [], sw["agents7"]
     for u, r7 in sw["r7"].items():
         per = {a: r7.per_instance(a) for a in agents7}
@@ -229,10 +264,11 @@ def analyse(sw: dict) -> dict:
         for a in ("ogasched", "ogasched[lr=eq26]"):
             claims7.append({"claim": f"{u}: {a} > the best of {', '.join(bases)} per instance",
                             "paper": "OGASched best for every utility (Fig. 7)",
-                            "comparison": paired_comparison(per[a], best_b, agent=a, reference="best baseline"),
+                            "comparison": paired_comparison(per[a], best_b, agent=a, reference="best baseline",
+                                                            scale=sw["opt7"][u], basis=BASIS),
                             "predicted": +1})
     an.update(fig7=fig7, claims7=claims7)
-    an["c2"] = units_claims(sw["r2"])[0] if sw["r2"] is not None else None
+    an["c2"] = setting_claims(sw["r2"], sw["opt2"])[0] if sw["r2"] is not None else None
     return an
 
 
@@ -241,15 +277,15 @@ def tables(sw: dict, an: dict) -> list[str]:
     from clustergym.stats import claims_table
 
     out = []
-    for units in UNIT_SYSTEMS:
-        out += [f"\n== units={units}, T={sw['T']}, instances {sw['instances']}, seeds {sw['seeds']}",
-                sw["res"][units].table(), claims_table(an["claims"][units])]
+    for st in sw["settings"]:
+        out += [f"\n== setting={st}, T={sw['T']}, instances {sw['instances']}, seeds {sw['seeds']}",
+                sw["res"][st].table(), claims_table(an["claims"][st])]
     steps = sw["steps"]
-    for u in UNIT_SYSTEMS:
-        out.append(f"eq. 26 step, units={u}: median η_t over the first {sw['slots']} slots, mean over instances "
+    for u in sw["settings"]:
+        out.append(f"eq. 26 step, setting={u}: median η_t over the first {sw['slots']} slots, mean over instances "
                    f"{_ci_of(steps[u].values())}; η0/eq26 = {_ci_of(25.0 / v for v in steps[u].values())}")
     for (u, a), sh in sw["kshare"].items():
-        out.append(f"k* shares, units={u}, {a}: " + ", ".join(f"{n} {v:.3f}" for n, v in zip(DEVICE_NAMES, sh)))
+        out.append(f"k* shares, setting={u}, {a}: " + ", ".join(f"{n} {v:.3f}" for n, v in zip(DEVICE_NAMES, sh)))
     out += [claims_table(an["growth_rows"]), claims_table(an["claims7"])]
     if sw["r2"] is not None:
         out += [sw["r2"].table(), claims_table(an["c2"])]
@@ -272,14 +308,14 @@ def figures(sw: dict, an: dict, d: str) -> list[str]:
             ax.fill_between(checkpoints, [c.low for c in ci], [c.high for c in ci], alpha=0.15)
     ax.set_xlabel("time slot t")
     ax.set_ylabel("regret vs best static allocation of [1, t] (eq. 6)")
-    ax.set_title(f"Regret of every prefix, units=paper-code (mean and 95% interval over {len(instances)} instances)",
+    ax.set_title(f"Regret of every prefix, setting={DEFAULT} (mean and 95% interval over {len(instances)} instances)",
                  fontsize=8)
     ax.grid(alpha=0.3)
     ax.legend(fontsize=7)
     regret_png = save(fig, os.path.join(d, "ogasched_regret.png"))
 
-    # Fig. 2(c) style: ratio of average rewards over t (paper-code units, mean over instances and seeds).
-    base = sw["res"]["paper-code"]
+    # Fig. 2(c) style: ratio of average rewards over t (default setting, mean over instances and seeds).
+    base = sw["res"][DEFAULT]
 
     def avg_curve(a):
         return np.mean([np.cumsum(x.reward) / np.arange(1, x.steps + 1) for x in base.runs if x.agent == a], axis=0)
@@ -293,7 +329,7 @@ def figures(sw: dict, an: dict, d: str) -> list[str]:
         ax.set_title(title, fontsize=8)
         ax.set_xlabel("time slot t")
         ax.grid(alpha=0.3)
-    axes[0].set_ylabel("ratio of average rewards (units=paper-code)")
+    axes[0].set_ylabel(f"ratio of average rewards (setting={DEFAULT})")
     axes[-1].legend(fontsize=7)
     ratio_png = save(fig, os.path.join(d, "ogasched_ratio.png"))
 
@@ -312,43 +348,48 @@ def report(sw: dict, an: dict) -> str:
     steps, fams, agents7, fig7 = sw["steps"], UTILITY_FAMILIES, sw["agents7"], an["fig7"]
     step_lines = [f"| {u} | {_ci_of(steps[u].values())} | "
                   f"{min(steps[u].values()):.2f}–{max(steps[u].values()):.2f} | "
-                  f"{_ci_of(25.0 / v for v in steps[u].values())} |" for u in UNIT_SYSTEMS]
+                  f"{_ci_of(25.0 / v for v in steps[u].values())} |" for u in sw["settings"]]
     kstar_lines = [f"| {u} | {a} | " + " | ".join(f"{v:.3f}" for v in sh) + " |" for (u, a), sh in sw["kshare"].items()]
     fig2_block: list[str] = []
     if sw["r2"] is not None:
         from clustergym.envs.multiserver.allocation.scenario import FIG2_HORIZON
 
-        fig2_block = [f"## Fig. 2's caption setting (scenario `fig2`: β ∈ [0.4, 0.6], contention 11, units=paper-code; "
+        fig2_block = [f"## Fig. 2's caption setting (scenario `fig2`: β ∈ [0.4, 0.6], contention 11, setting=paper; "
                       f"T = {FIG2_HORIZON}, instances {instances}, seed 0)", "", "```", sw["r2"].table(), "```", "",
                       claims_table(an["c2"]), ""]
     mode = "quick" if sw["quick"] else "full"
     lines = [f"# OGASched reproduction ({mode} mode)", "",
-             f"`{ENV_ID}`, paper scenario (Table 1: |L|=10, |R|=128, K=6, ρ=0.7, contention 10, density 2.5, mixed "
-             f"utilities), horizon {T}, instances (scenario_seed) {instances}, seeds {seeds}; common random numbers "
-             "across agents. Intervals: 95% t over instances (each instance: mean over seeds); verdicts by "
-             "`clustergym.stats.verdict` (reproduced = interval and every instance on the claimed side).", ""]
-    for units in UNIT_SYSTEMS:
-        lines += [f"## units = {units}", "", "```", sw["res"][units].table(), "```", "",
-                  claims_table(an["claims"][units]), "",
+             f"`{ENV_ID}`, paper scenario (|L|=10, |R|=128, K=6, ρ=0.7, density 2.5, mixed utilities) in each "
+             f"setting (scenario.py: `paper` = Table 1 in device units, `authors-code` = the authors' code's units, "
+             f"β ∈ [0.01, 0.1], reciprocal 1/(3α) − 1/(y+3α), contention 4 = their 0.4), horizon {T}, instances "
+             f"(scenario_seed) {instances}, seeds {seeds}; common random numbers across agents. Claims statistic "
+             "(`clustergym.stats`): per instance 100·(OGASched − baseline) / Q(y*), the hindsight optimum of the "
+             "instance (common to every agent, positive); 95% t-interval over instances; the ratio of totals beside "
+             "it is the number to compare with the paper's %. Verdicts by `clustergym.stats.verdict` (reproduced = "
+             "interval and every instance on the claimed side).", ""]
+    for st in sw["settings"]:
+        lines += [f"## setting = {st}", "", "```", sw["res"][st].table(), "```", "",
+                  f"Q(y*) per instance: " + ", ".join(f"{i}: {v:,.0f}" for i, v in sw["opt"][st].items()), "",
+                  claims_table(an["claims"][st]), "",
                   "| agent | mean gain / slot | mean overhead / slot | utilisation |", "|---|---|---|---|",
-                  *[f"| {a} | {g:.1f} | {o:.1f} | {u_:.3f} |" for a, (g, o, u_) in an["gain_over"][units].items()], ""]
+                  *[f"| {a} | {g:.1f} | {o:.1f} | {u_:.3f} |" for a, (g, o, u_) in an["gain_over"][st].items()], ""]
     lines += ["## Eq. 26's step vs Table 1's η0 = 25", "",
               f"Median η_t of eq. 26 (T = {T}) over the first {sw['slots']} slots of each instance (seed 0).", "",
-              "| units | eq. 26 η_t, mean [95% CI] over instances | range over instances | η0 / eq. 26 |",
+              "| setting | eq. 26 η_t, mean [95% CI] over instances | range over instances | η0 / eq. 26 |",
               "|---|---|---|---|", *step_lines, "",
               "## Which device type sets the overhead (k* of eq. 10)", "",
               f"Share of (port with a job, slot) pairs whose max_k β_k Σ_r y^k (eq. 5) is attained by type k, "
               f"first {sw['kslots']} slots of instances {instances}, seed 0.", "",
-              "| units | agent | " + " | ".join(DEVICE_NAMES) + " |", "|---|---|" + "---|" * len(DEVICE_NAMES),
+              "| setting | agent | " + " | ".join(DEVICE_NAMES) + " |", "|---|---|" + "---|" * len(DEVICE_NAMES),
               *kstar_lines, "",
-              "## Regret growth (Theorem 1), units=paper-code, seed 0", "",
+              f"## Regret growth (Theorem 1), setting={DEFAULT}, seed 0", "",
               f"R(t) = Q(y*) of [1, t] − Σ_(τ<=t) q (eq. 6). R(T)/R(T/4) per instance, T = {T}.", "",
               claims_table(an["growth_rows"]), "",
               "| agent | " + " | ".join(f"R(t={c}) mean [95% CI]" for c in checkpoints) + " |",
               "|---|" + "---|" * len(checkpoints),
               *[f"| {a} | " + " | ".join(fmt_ci(mean_ci(prefix[a][:, j]), unit="", digits=0, signed=False)
                                          for j in range(len(checkpoints))) + " |" for a in GROWTH_AGENTS], "",
-              f"## Fig. 7 style: utility families (units=paper-code, T={sw['T7']}, instances {instances}, seed 0)", "",
+              f"## Fig. 7 style: utility families (setting={DEFAULT}, T={sw['T7']}, instances {instances}, seed 0)", "",
               "| agent | " + " | ".join(fams) + " |", "|---|" + "---|" * len(fams),
               *[f"| {a} | " + " | ".join(f"{fig7[(u, a)]:.0f}" for u in fams) + " |" for a in agents7], "",
               claims_table(an["claims7"]), "", *fig2_block,
@@ -359,7 +400,7 @@ def report(sw: dict, an: dict) -> str:
 
 
 def reproduce(quick: bool, out: str, workers: int, progress: bool) -> str:
-    """The units table (Fig. 2 claims under both unit systems, over instances), eq. 26's step vs Table 1's
+    """The settings table (Fig. 2 claims in each P2 setting with both readings of every baseline, over instances), eq. 26's step vs Table 1's
     η0, regret growth (Theorem 1), Fig. 7 (utility families) and, in full mode, Fig. 2's caption setting:
     :func:`sweep`, :func:`analyse`, then :func:`tables` (printed), :func:`figures` and :func:`report`."""
     d = os.path.join(out, "ogasched")
@@ -367,8 +408,8 @@ def reproduce(quick: bool, out: str, workers: int, progress: bool) -> str:
     t0 = time.perf_counter()
     sw = sweep(quick, workers, progress)
     paths: list[str] = []
-    for units in UNIT_SYSTEMS:
-        paths += sw["res"][units].write(os.path.join(d, units), plots=units == "paper-code")
+    for st in sw["settings"]:
+        paths += sw["res"][st].write(os.path.join(d, st), plots=st == DEFAULT)
     an = analyse(sw)
     for block in tables(sw, an):
         print(block)
@@ -383,13 +424,14 @@ def reproduce(quick: bool, out: str, workers: int, progress: bool) -> str:
 
 
 def plot_units(comps: dict, path: str) -> None:
-    """Relative improvement (%) of each OGASched variant over each baseline with its 95% interval over
-    instances, one panel per unit system (``comps[units][(agent, baseline)]``), the paper's gaps marked."""
+    """The claims statistic (% of Q(y*)) of each OGASched variant over each baseline with its 95% interval
+    over instances, one panel per setting (``comps[setting][(agent, baseline)]``), the paper's gaps marked
+    (the paper's are ratios of totals: compare their sign and rough size only)."""
     from clustergym.plots import _plt
 
     plt = _plt()
     bases = [*FAIR, *OTHER]
-    fig, axes = plt.subplots(1, len(comps), figsize=(13, 4.4), dpi=110)
+    fig, axes = plt.subplots(1, len(comps), figsize=(6 * len(comps), 4.8), dpi=110)
     for ax, (units, cs) in zip(np.atleast_1d(axes), comps.items()):
         w = 0.8 / len(OGA)
         x = np.arange(len(bases))
@@ -400,10 +442,10 @@ def plot_units(comps: dict, path: str) -> None:
             ax.bar(x + j * w, m, w, yerr=np.nan_to_num(err), capsize=2, label=OGA[a])
         ax.scatter(x + w, [PAPER_GAPS[b.split("[")[0]] for b in bases], marker="_", s=300, color="k", zorder=3,
                    label="paper (Fig. 2)")
-        ax.set_xticks(x + w, [_LABEL[b].replace(" (", "\n(") for b in bases], fontsize=7)
+        ax.set_xticks(x + w, [_LABEL[b].replace(" (", "\n(") for b in bases], fontsize=6, rotation=30)
         ax.axhline(0, color="0.3", lw=0.8)
-        ax.set_title(f"units = {units}", fontsize=9)
-        ax.set_ylabel("OGASched vs baseline, % (95% CI over instances)", fontsize=8)
+        ax.set_title(f"setting = {units}", fontsize=9)
+        ax.set_ylabel("OGASched − baseline, % of Q(y*) (95% CI over instances)", fontsize=8)
         ax.grid(alpha=0.3, axis="y")
     np.atleast_1d(axes)[0].legend(fontsize=7)
     fig.tight_layout()
@@ -517,3 +559,41 @@ def bench_rows(quick: bool):
     rows.append(Row(f"Large-scale run, T={T}, incl. best static oracle (paper T=10,000: ~15 h)", out["wall_s"],
                     "s wall", "completes", True))
     return rows
+
+
+# -- which ingredient decides the claims (docs/ogasched.md, "What holds and what does not") --------
+
+INGREDIENTS = {
+    "paper (β ∈ [0.3, 0.5])": {"setting": "paper"},
+    "paper with the authors' β ∈ [0.01, 0.1]": {"setting": "paper", "beta_low": 0.01, "beta_high": 0.1},
+    "authors-code (β ∈ [0.01, 0.1])": {"setting": "authors-code"},
+    "authors-code with Table 1's β ∈ [0.3, 0.5]": {"setting": "authors-code", "beta_low": 0.3, "beta_high": 0.5},
+}
+INGREDIENT_AGENTS = [*OGA, *FAIR, "drf"]
+
+
+def ingredients(horizon: int = 1000, workers: int = 2, progress: bool = False) -> str:
+    """The β-range swap and the play order: each OGASched variant (Algorithm 1's play order, eq. 26's
+    step, the authors' play order) vs the best of FAIRNESS (both readings) and DRF per instance, in
+    each setting and in each setting with the other source's β range; claims statistic with
+    S = Q(y*). Returns the markdown table (docs/ogasched.md names the command)."""
+    from clustergym.experiments import instances_for
+    from clustergym.runner import evaluate
+    from clustergym.stats import fmt_ci, paired_comparison, verdict
+
+    insts = instances_for(False)
+    lines = [f"| configuration (T={horizon}, {len(insts)} instances, seed 0) | "
+             + " | ".join(f"{OGA[a].split(',')[0] if a == 'ogasched' else OGA[a]} vs best of FAIRNESS×2/DRF"
+                          for a in OGA) + " |", "|---|" + "---|" * len(OGA)]
+    for name, kw in INGREDIENTS.items():
+        res = evaluate(ENV_ID, INGREDIENT_AGENTS, [0], horizon, env_kwargs={**kw, "oracle": False}, instances=insts,
+                       score=False, workers=workers, progress=progress)
+        opt = {i: best_static_values({**kw, "scenario_seed": i}, 0, [horizon])[0] for i in insts}
+        per = {a: res.per_instance(a) for a in INGREDIENT_AGENTS}
+        best = {i: max(per[b][i] for b in (*FAIR, "drf")) for i in insts}
+        cells = []
+        for a in OGA:
+            c = paired_comparison(per[a], best, scale=opt, basis=BASIS)
+            cells.append(f"{fmt_ci(c)} {c.wins}/{c.losses} ({c.ratio:+.1f}%) {verdict(c, +1)}")
+        lines.append(f"| {name} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)

@@ -8,9 +8,14 @@ factors, the mean rates θ_i and the service-rate law (``service``).
 
 Modelling choices, each a documented reading of §VI:
 
-* **Speed factors.** The paper's machines all share one rate law (U[0.7,1] in APs, U[0,0.1] in
-  UPs); we give machine i a speed factor s_i ~ U[speed_low, 1] (default 0.3) multiplying its rate,
-  so machines differ in mean θ_i and the UCB estimate (eq. 66) has something to learn (SPEC §7).
+* **Speed factors (``speed_low``; an extension, not the paper's).** The paper's machines all share
+  one rate law (U[0.7,1] in APs, U[0,0.1] in UPs): **identical machines**, which ``scale="paper"``
+  uses (speed_low = 1, issue 26). ``speed_low < 1`` gives machine i a speed factor
+  s_i ~ U[speed_low, 1] multiplying its rate, so machines differ in mean θ_i and the UCB estimate
+  (eq. 66) has something to learn (SPEC §7); the small default scale keeps speed_low = 0.3, and
+  ``clustergym reproduce opm`` reports ``scale="paper", speed_low=0.3`` as the extension beside the
+  paper's setup. Identical machines price a slot at 2θ ≈ 1.41 each; with speed_low = 0.3 the prices
+  average ≈ 0.91, so a budget buys ≈ 1.5× more machine-slots (issue 26).
 * **Prices.** ``price="paper"`` (default): p_i = 2 θ_i, "two times of the mean service rate" (§VI).
   Note this makes the expected cost per unit of work equal on every machine; a scheduler that knew
   the rule could read θ_i off p_i (none of our agents does). ``price="uniform"``: p_i ~
@@ -29,7 +34,8 @@ Modelling choices, each a documented reading of §VI:
 * **Load.** ``load`` ∈ (0, 1] keeps each job with that probability (independently, with the
   scenario seed): 1 = heavy (all jobs), 0.5 = light ("we only keep half of the jobs", Fig. 2).
 * **Sizes.** Default: M=100 machines, J_max=20 visible jobs, T=2000. ``scale="paper"``: M=1000,
-  J_max=100, T=50,000 (§VI), arrival_rate 0.15 (≈ 24 concurrent jobs). The rates are chosen so that
+  J_max=100, T=50,000 (§VI), arrival_rate 0.15 (≈ 24 concurrent jobs), identical machines
+  (speed_low = 1; any parameter given explicitly overrides the scale's). The rates are chosen so that
   budgets and machines are both scarce: a job affords q_j / p̄ ≈ 50 machines per slot on average,
   so ≈ 2.4 (24) jobs ask for about 1.2 M machines (heavy load); light load halves that.
 * ``"single"`` scenario: one job, a=0, d=T, budget B = q·T (default q = 0.4·M), uniform prices:
@@ -97,7 +103,7 @@ PAPER_DEFAULTS = dict(
     budget_high=100.0,
     value_low=1.0,  # §VI: v_j ~ U[1, 5]
     value_high=5.0,
-    speed_low=0.3,  # our speed factors s_i ~ U[speed_low, 1]
+    speed_low=0.3,  # our speed factors s_i ~ U[speed_low, 1] (an extension; scale="paper": 1, identical)
     service="gamma",  # §VI alternating AP/UP; "iid" = Assumption 1
     price="paper",  # §VI: p_i = 2 θ_i; "uniform": U[price_low, price_high]
     price_low=0.2,
@@ -109,7 +115,8 @@ PAPER_DEFAULTS = dict(
     scale="default",  # or "paper"
 )
 
-PAPER_SCALE = dict(num_machines=1000, max_jobs=100, horizon=50_000, arrival_rate=0.15)
+# §VI's setup: 1000 identical machines (one rate law: speed factor 1), J_max = 100, T = 50,000.
+PAPER_SCALE = dict(num_machines=1000, max_jobs=100, horizon=50_000, arrival_rate=0.15, speed_low=1.0)
 
 SINGLE_DEFAULTS = dict(num_machines=10, horizon=2000, beta=0.5, budget_rate=None, value=3.0,
                        speed_low=0.3, service="iid", price_low=0.2, price_high=1.0)

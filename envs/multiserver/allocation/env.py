@@ -96,7 +96,10 @@ class MultiServerAllocationEnv(ClusterEnv):
     (default 0), ``horizon`` (default 2000; public: ``env.problem.horizon`` carries it, so an agent
     can use T, e.g. OGASched's eq. 26 step), ``oracle`` (default True: the hindsight optimum at
     episode end), ``infeasible``, ``render_mode`` ("ansi" or "rgb_array"), and scenario parameters:
-    ``units`` ("paper-code", default, or "device": the device units, see the scenario module),
+    ``setting`` ("paper", default: Table 1 counted in devices; "authors-code": the authors' code's
+    units, β ∈ [0.01, 0.1], reciprocal 1/(3α) − 1/(y + 3α), contention 4 (their 0.4);
+    "table1-in-code-units": the earlier default mixture), ``units`` ("device" or "code", default
+    the setting's), ``reciprocal`` ("paper" or "code", default the setting's),
     ``num_ports``, ``num_servers``, ``num_device_types``, ``rho``, ``contention``, ``density``,
     ``utility``, ``alpha_low``, ``alpha_high``, ``beta_low``, ``beta_high`` (see the scenario module);
     ``instances`` (seeds drawn at each reset, default None) and ``max_edges`` (padding, default None).
@@ -104,7 +107,9 @@ class MultiServerAllocationEnv(ClusterEnv):
     ## Version History
     * v0: initial version. Later in v0: the default device units became ``units="paper-code"``
       (the authors' code's ranges; ``units="device"`` gives the earlier instances bit for bit), and
-      ``problem.horizon`` was added.
+      ``problem.horizon`` was added. Issue 26: ``setting`` names each setting after its source and
+      the default became ``setting="paper"`` (the earlier ``units="device"`` instances bit for bit);
+      the earlier default ``units="paper-code"`` is ``setting="table1-in-code-units"`` (bit for bit).
     * v0, issue 25: ``reset(options={"scenario_seed": k})``, ``instances``, ``max_edges`` padding
       (fractional action); unknown reset options raise. Issue 27: ``step`` after the end raises.
     """

@@ -4,6 +4,27 @@ Public problem (:class:`AllocationProblem`): the bipartite graph G=(L,R,E), per-
 per-server capacities c_r^k, the utilities f_r^k of eq. 27 (family and α per (r, k)) and the overhead
 weights β_k of eq. 5. Hidden truth (:class:`AllocationTruth`): the arrival probability of each port.
 
+**Settings named after their source (``setting``; issue 26, docs/ogasched.md "Settings").** Each
+fixes the units, the β range, the contention level and the reciprocal utility's form together, so an
+instance is consistent with one source; any of these parameters given explicitly overrides it.
+
+- ``"paper"`` (default): Table 1 as printed — α ∈ [1, 1.5], β ∈ [0.3, 0.5], contention 10, eq. 27's
+  reciprocal α⁻¹ − (y + α)⁻¹ — with capacities and demands counted in **devices**
+  (``units="device"``): the paper states no unit for a and c, only that the cluster is made of
+  "computing devices" of K types drawn from the Alibaba trace, so we count whole devices (cores,
+  8 GiB memory blocks, accelerators). Bit for bit the instances of the earlier ``units="device"``.
+- ``"authors-code"``: what the authors' public review code uses (github.com/anonymity-for-review/
+  OGASched, as read in issue 26 and ``parameter.py`` / ``env.py``): its units (``units="code"``,
+  below), β ∈ [0.01, 0.1], the reciprocal utility 1/(3α) − 1/(y + 3α) (stored as eq. 27's form with
+  α_r^k replaced by 3α_r^k on the reciprocal entries, so agents and the env need nothing new;
+  ``reciprocal="code"``) and its default contention 0.4, our **4** (our contention 10 is their 1).
+- ``"table1-in-code-units"``: the earlier default ``units="paper-code"``, a mixture that is in neither
+  source: the authors' code's units and contention normalisation with Table 1's β ∈ [0.3, 0.5],
+  contention 10 and eq. 27's reciprocal. Kept so that earlier numbers can be reproduced (bit for bit).
+
+Why ``"paper"`` is the default: it is the paper's own stated setup (SPEC §12: claims are tested in
+the paper's setup first); the other two are reported beside it by ``clustergym reproduce ogasched``.
+
 Modelling choices (SPEC §5), each a documented reading of the paper:
 
 * **Device units (``units``; Table 1: |R| = 128, K = 6 CPU, MEM, GPU, NPU, TPU, FPGA).** The paper
@@ -11,9 +32,10 @@ Modelling choices (SPEC §5), each a documented reading of the paper:
   c_r^k are counted. With linear utilities the whole problem scales with the units: multiplying every
   a and c by s multiplies every reward by s, and η_0 at units × s behaves like η_0 / s at units × 1
   (tested exactly, ``test_scale_equivariance_with_linear_utilities``). Table 1's η_0 = 25 therefore
-  only means something in some unit system. Two are offered:
+  only means something in some unit system. Two are offered (the setting picks one):
 
-  - ``"paper-code"`` (default): the ranges of the authors' public review code
+  - ``"code"`` (settings ``authors-code`` and ``table1-in-code-units``; called ``"paper-code"``
+    before issue 26, a name that now raises an error naming its replacements): the ranges of the authors' public review code
     (github.com/anonymity-for-review/OGASched, ``ogasched/parameter.py`` and ``env.py``): c_r^k
     uniform integers, vCPU cores 1..127, MEM GiB 2..511, GPUs 0..63, NPUs and TPUs 0..7, FPGAs 0..3
     (all K types present, their non-"simplified" mode; D7, D8 beyond K = 6 take 0..7); demands
@@ -21,7 +43,7 @@ Modelling choices (SPEC §5), each a documented reading of the paper:
     capacity range and multiply by a contention level in (0, 1), so **our contention 10 is their
     1**. At contention 10 the channel caps offer, in expectation, density × (lo+hi+1)/(lo+hi) ≈ 2.5×
     the capacity of every type (FPGA 3.3×), as in ``"device"``.
-  - ``"device"`` (this package's original units): CPU cores U{8..32}, MEM U{8..32} (units of 8 GiB);
+  - ``"device"`` (setting ``paper``; this package's original units): CPU cores U{8..32}, MEM U{8..32} (units of 8 GiB);
     each accelerator type is present with probability 0.5 (GPU) or 0.25 (NPU, TPU, FPGA) with a
     count from {1, 2, 4, 8}; absent means c_r^k = 0. Each port l has a base profile w_l^k ~
     U(0.5, 1.5) for CPU and MEM and, for each accelerator type, with the presence probability above
@@ -29,7 +51,7 @@ Modelling choices (SPEC §5), each a documented reading of the paper:
     capacity, Σ_{(l,r)∈E} base_l^k = Σ_r c_r^k / 4, and a_l^k = contention × base_l^k: contention 10
     offers exactly 2.5× the capacity.
 
-  Why ``"paper-code"`` is the default: Table 1's η_0 and decay "tune the learning rate around the
+  What the units do to Table 1's step: Table 1's η_0 and decay "tune the learning rate around the
   value (26)"; eq. 26's step η_t = diam(Y) / (||∇q|| √T) at T = 2000 has a median of about 4.7
   (instances 0–4: 4.4–4.9) in paper-code units and about 0.40 (0.36–0.44) in device units, so
   η_0 = 25 is ≈ 5× eq. 26 in the first and ≈ 60× in the second (docs/ogasched.md, "Device units").
@@ -44,7 +66,8 @@ Modelling choices (SPEC §5), each a documented reading of the paper:
 * **Utilities (eq. 27, Fig. 7).** ``utility`` is one of linear, log, reciprocal, poly (every (r, k)
   uses that family) or ``mixed`` (default: each (r, k) draws a family uniformly; Fig. 7's "all
   reciprocal" wording suggests the default mixes them). α_r^k ~ U(1, 1.5) and β_k ~ U(0.3, 0.5)
-  (Table 1). Utilities and β are public: OGASched needs them for the gradient of eq. 9.
+  (Table 1; setting ``authors-code``: β ~ U(0.01, 0.1) and the reciprocal 1/(3α) − 1/(y + 3α)).
+  Utilities and β are public: OGASched needs them for the gradient of eq. 9.
 * **Arrivals.** x_l(t) ~ Bernoulli(ρ_l) independently per slot; ``paper``: ρ_l = ρ = 0.7 (Table 1).
 
 Scenario ``alibaba-v2023`` builds the same objects from the shipped preset (see
@@ -105,26 +128,36 @@ class AllocationTruth:
 
 
 PAPER_DEFAULTS = dict(
-    units="paper-code",  # device units: the authors' code's ranges (module docstring, "Device units")
+    setting="paper",  # units, β range, contention and reciprocal form from one source (module docstring)
+    units=None,  # None: the setting's ("device" for paper, "code" for the others)
     num_ports=10,  # Table 1: |L| = 10
     num_servers=128,  # Table 1: |R| = 128
     num_device_types=6,  # Table 1: K = 6 (CPU, MEM, GPU, NPU, TPU, FPGA)
     rho=0.7,  # Table 1: job arrival probability
-    contention=10.0,  # Table 1: contention level (module docstring)
+    contention=None,  # None: the setting's (Table 1: 10; authors-code: 4, their 0.4)
     density=2.5,  # Table 2: graph density ≈ 2–3
     utility="mixed",  # eq. 27 families; "mixed" draws one per (r, k)
     alpha_low=1.0,  # Table 1: α ∈ [1.0, 1.5]
     alpha_high=1.5,
-    beta_low=0.3,  # Table 1: β ∈ [0.3, 0.5]
-    beta_high=0.5,
+    beta_low=None,  # None: the setting's (paper, Table 1: β ∈ [0.3, 0.5]; authors-code: [0.01, 0.1])
+    beta_high=None,
+    reciprocal=None,  # None: the setting's ("paper": eq. 27; "code": 1/(3α) − 1/(y + 3α))
 )
+# What each setting fixes (module docstring); an explicit parameter overrides its entry.
+SETTINGS = {
+    "paper": dict(units="device", beta_low=0.3, beta_high=0.5, contention=10.0, reciprocal="paper"),
+    "authors-code": dict(units="code", beta_low=0.01, beta_high=0.1, contention=4.0, reciprocal="code"),
+    "table1-in-code-units": dict(units="code", beta_low=0.3, beta_high=0.5, contention=10.0, reciprocal="paper"),
+}
 LARGE_DEFAULTS = dict(PAPER_DEFAULTS, num_ports=100, num_servers=1024)  # §4.3
 # Fig. 2's caption: "T = 8000, β ∈ [0.4, 0.6], and contention level is 11" (the rest is Table 1).
 FIG2_DEFAULTS = dict(PAPER_DEFAULTS, beta_low=0.4, beta_high=0.6, contention=11.0)
+_SETTING_KEYS = ("units", "beta_low", "beta_high", "contention", "reciprocal")
 FIG2_HORIZON = 8000  # Fig. 2's T: pass horizon=FIG2_HORIZON with scenario="fig2"
 
 ALLOCATION_SCENARIOS = ("paper", "fig2", "large", "toy", "alibaba-v2023")
-UNITS = ("paper-code", "device")
+UNITS = ("code", "device")
+RECIPROCAL_FORMS = ("paper", "code")
 
 # units="paper-code": per device type, the authors' integer capacity range [low, high) (their
 # np.random.randint(min, max) with min/max of ogasched/parameter.py: vCPU cores 1..127, MEM GiB
@@ -175,8 +208,21 @@ def utility_derivative(y: np.ndarray, alpha: np.ndarray, code: np.ndarray) -> np
     return np.where(code == 0, lin, np.where(code == 1, log, np.where(code == 2, rec, pol)))
 
 
+def apply_setting(p: dict, explicit) -> dict:
+    """Fill the entries of ``p`` the chosen ``setting`` fixes (SETTINGS), except those in ``explicit``."""
+    if p.get("units") == "paper-code":
+        raise ValueError("units='paper-code' was renamed (issue 26): use setting='table1-in-code-units' for the "
+                         "earlier default instances, or units='code' for the authors' code's units")
+    p["setting"] = check_choice("setting", p["setting"], tuple(SETTINGS))
+    for k, v in SETTINGS[p["setting"]].items():
+        if k not in explicit or p[k] is None:
+            p[k] = v
+    return p
+
+
 def _validate(p: dict) -> dict:
     p["units"] = check_choice("units", p["units"], UNITS)
+    p["reciprocal"] = check_choice("reciprocal", p["reciprocal"], RECIPROCAL_FORMS)
     p["num_ports"] = check_int("num_ports", p["num_ports"], 1, 10_000)
     p["num_servers"] = check_int("num_servers", p["num_servers"], 1, 100_000)
     # the generator works on dense (ports x servers) arrays: about 25 bytes per pair at the peak (measured)
@@ -250,7 +296,9 @@ def make_allocation_scenario(name: str = "paper", seed: int | np.random.Generato
     defaults = {"paper": PAPER_DEFAULTS, "fig2": FIG2_DEFAULTS, "large": LARGE_DEFAULTS}
     if name not in defaults:
         raise ValueError(f"scenario={name!r} is invalid: expected one of {', '.join(map(repr, ALLOCATION_SCENARIOS))}")
-    p = _validate(_check_params(name, params, defaults[name]))
+    p = _check_params(name, params, defaults[name])
+    p = _validate(apply_setting(p, {k for k in params if k not in ("setting",)} |
+                                (set(_SETTING_KEYS) & {k for k, v in defaults[name].items() if v is not None})))
     rng = as_generator(seed)
     L, R, K = p["num_ports"], p["num_servers"], p["num_device_types"]
 
@@ -265,11 +313,13 @@ def make_allocation_scenario(name: str = "paper", seed: int | np.random.Generato
         wants = rng.random((L, K)) < present[None, :]
         base = np.where(wants, rng.uniform(0.5, 1.5, size=(L, K)), 0.0)
         demand = scale_demands(base, capacity, edge_port, p["contention"])  # (L, K) device units
-    else:  # "paper-code": the authors' ranges (ogasched/env.py generate_graph, non-simplified: all K types)
+    else:  # "code": the authors' ranges (ogasched/env.py generate_graph, non-simplified: all K types)
         low, high = _CODE_LOW[:K], _CODE_HIGH[:K]
         capacity = rng.integers(low, high, size=(R, K)).astype(np.float64)  # (R, K) cores, GiB, devices
         demand = (p["contention"] / CODE_CONTENTION_SCALE) * rng.uniform(low, high, size=(L, K))  # (L, K)
     alpha, code, beta = draw_utilities(rng, R, K, p)
+    if p["reciprocal"] == "code":  # the authors' 1/(3α) − 1/(y + 3α) is eq. 27's reciprocal with α -> 3α
+        alpha = np.where(code == UTILITY_FAMILIES.index("reciprocal"), 3.0 * alpha, alpha)
 
     problem = AllocationProblem(
         num_ports=L, num_servers=R, num_device_types=K, edge_port=freeze(edge_port), edge_server=freeze(edge_server),

@@ -1,0 +1,52 @@
+"""P4 on the paper's machines and the bound a score needs (issue 26)."""
+
+import numpy as np
+import pytest
+
+from clustergym.envs.approxjobs.scenario import make_approx_scenario
+
+ENV = "clustergym/ApproxJobs-v0"
+SMALL = dict(num_machines=16, max_jobs=5, arrival_rate=0.05, life_min=10, life_max=60)
+
+
+def test_paper_scale_uses_identical_machines():
+    sc = make_approx_scenario("paper", seed=0, scale="paper", horizon=50)
+    tr, pb = sc.truth, sc.problem
+    assert sc.params["speed_low"] == 1.0 and pb.num_machines == 1000
+    assert np.all(tr.speed == 1.0)  # one rate law for every machine (§VI)
+    assert np.allclose(tr.mean_rate, tr.mean_rate[0]) and np.allclose(pb.price, pb.price[0])
+    assert pb.price[0] == pytest.approx(2 * tr.mean_rate[0])  # p = 2θ (§VI)
+
+
+def test_speed_factors_are_a_named_option():
+    sc = make_approx_scenario("paper", seed=0, scale="paper", horizon=50, speed_low=0.3)
+    s = sc.truth.speed
+    assert s.min() >= 0.3 and s.max() <= 1.0 and s.std() > 0.1  # machines differ
+    assert make_approx_scenario("paper", seed=0).params["speed_low"] == 0.3  # the small default scale keeps them
+
+
+def test_evaluate_scores_p4_without_oracle_kwarg():
+    """A score is asked for: the runner turns the env's bound on (score_env_kwargs); no oracle=true needed."""
+    from clustergym.runner import evaluate
+
+    res = evaluate(ENV, ["fair", "random"], seeds=[0, 1], horizon=200, env_kwargs=SMALL, progress=False)
+    for r in res.runs:
+        assert r.bound_total is not None and r.score is not None
+    assert all(r.score == 0.0 for r in res.runs if r.agent == "random")
+    # the user's own choice wins: oracle=False gives no bound and so no score
+    res = evaluate(ENV, ["fair", "random"], seeds=[0], horizon=200, env_kwargs=dict(SMALL, oracle=False), progress=False)
+    assert all(r.score is None for r in res.runs)
+    # no score asked for: no bound computed
+    res = evaluate(ENV, ["fair"], seeds=[0], horizon=200, env_kwargs=SMALL, progress=False, score=False)
+    assert all(r.bound_total is None for r in res.runs)
+
+
+def test_cli_run_reports_a_p4_score(tmp_path, capsys):
+    from clustergym.cli import main
+
+    assert main(["run", ENV, "--agents", "fair,random", "--seeds", "0-1", "--horizon", "200", "--no-progress",
+                 "--out", str(tmp_path / "r")]) == 0
+    out = capsys.readouterr().out
+    row = next(ln for ln in out.splitlines() if ln.startswith("fair "))
+    score = row.split()[-3]  # ... score regret decision-ms
+    assert score != "-" and 0.0 < float(score) <= 1.5
