@@ -345,7 +345,10 @@ def main(argv: list[str] | None = None) -> int:
     except Exception as exc:  # noqa: BLE001 - user errors are one line; everything else too, unless --debug
         import gymnasium
 
-        if not isinstance(exc, (UsageError, ValueError, TypeError, FileNotFoundError, gymnasium.error.Error)):
+        from clustergym.runner import WorkerDied
+
+        if not isinstance(exc, (UsageError, ValueError, TypeError, FileNotFoundError, gymnasium.error.Error,
+                                WorkerDied)):
             raise
         if args.debug:
             raise
