@@ -163,6 +163,25 @@ RUN_FILES = ("results.json", "curves.csv", "avg_reward.png", "cumulative_regret.
 REPRODUCE_FILES = ("report.md",)
 
 
+class _PrintAs:
+    """stdout that shows the staging folder's path as the --out it will become (the papers print "wrote ...")."""
+
+    def __init__(self, stream, old: str, new: str):
+        self._stream, self._old, self._new = stream, old, new
+
+    def write(self, text):
+        return self._stream.write(text.replace(self._old, self._new))
+
+    def __getattr__(self, name):
+        return getattr(self._stream, name)
+
+
+def _print_as(old: str, new: str):
+    import contextlib
+
+    return contextlib.redirect_stdout(_PrintAs(sys.stdout, old, new))
+
+
 def cmd_reproduce(args) -> int:
     from clustergym.experiments import list_papers, reproduce
     from clustergym.outdir import OutputFolder
@@ -174,7 +193,7 @@ def cmd_reproduce(args) -> int:
         raise UsageError(f"unknown paper {args.paper!r}; expected one of {', '.join([*list_papers(), 'all'])}")
     names = list_papers() if args.paper == "all" else [args.paper]
     with OutputFolder(args.out, overwrite=args.overwrite, marks=(*REPRODUCE_FILES, *names),
-                      need_total=50e6, need_file=2e6) as stage:
+                      need_total=50e6, need_file=2e6) as stage, _print_as(stage.path, args.out.rstrip("/")):
         reproduce(args.paper, quick=args.quick, out=stage.path, workers=args.workers,
                   progress=not args.no_progress)
     print(f"wrote {', '.join(stage.written)} in {args.out}")

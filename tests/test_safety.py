@@ -397,6 +397,7 @@ def stub_reproduce(monkeypatch):
             raise ValueError("the second paper failed")
         with open(os.path.join(out, "report.md"), "w") as f:
             f.write("new combined")
+        print(f"wrote {os.path.join(out, 'report.md')}")
         return [os.path.join(out, "report.md")]
 
     monkeypatch.setattr(experiments, "reproduce", fake)
@@ -406,6 +407,8 @@ def stub_reproduce(monkeypatch):
 def test_reproduce_into_an_earlier_reproduction(tmp_path, capsys, stub_reproduce):
     out = tmp_path / "rep"
     assert main(["reproduce", "all", "--quick", "--out", str(out)]) == 0
+    printed = capsys.readouterr().out
+    assert f"wrote {out / 'report.md'}" in printed and "staging" not in printed  # the paths it will have
     before = _snapshot(out)
     assert {"report.md", "esdp/report.md"} <= set(before)
     line = _one_line_exit_2(capsys, ["reproduce", "all", "--quick", "--out", str(out)])
