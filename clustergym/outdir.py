@@ -129,12 +129,11 @@ def check_fresh(path: str, overwrite: bool, marks: tuple[str, ...]) -> None:
     """Refuse a folder holding an earlier run's results unless ``overwrite`` (and validate its manifest)."""
     if not os.path.isdir(path):
         return
-    names = read_manifest(path)  # validated even without --overwrite: a bad manifest is reported early
+    read_manifest(path)  # validated even without --overwrite: a bad manifest is reported before any work
     found = [m for m in (MANIFEST, *marks) if os.path.lexists(os.path.join(path, m))]
     if found and not overwrite:
         raise OutputError(f"--out {_short(path)!r} holds an earlier run's results ({found[0]}); pass --overwrite to "
                           "replace them, or choose another folder")
-    del names
 
 
 def _holder(path: str) -> str:
