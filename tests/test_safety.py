@@ -510,3 +510,16 @@ def test_leftovers_of_a_killed_command_are_swept_and_the_lock_is_released(earlie
     lock = FileLock(str(out / ".clustergym.lock"), timeout=0)
     lock.acquire()  # free again
     lock.release()
+
+
+def test_p2_oracle_with_idle_ports_warns_nothing():
+    """Found by the fuzz suite: ports without jobs made the best-static LP's bounds −inf·0 (a NaN, fixed
+    later, but a RuntimeWarning: fatal under -W error)."""
+    import warnings
+
+    from clustergym.runner import run_one
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)
+        r = run_one(P2, "ogasched", 0, 12, {"rho": 0.0})
+    assert r.total_reward == 0.0 and r.bound_total == 0.0
