@@ -148,7 +148,7 @@ def check_real(
     interval = _fmt_interval(lo, hi, lo_open, hi_open)
     if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
         raise ValueError(f"{name}={value!r} is invalid: expected a number in {interval}")
-    v = float(value)
+    v = float(value) + 0.0  # -0.0 -> 0.0 (numpy refuses a scale of -0.0 as "scale < 0")
     bad = not math.isfinite(v)
     bad |= v <= lo if lo_open else v < lo
     bad |= v >= hi if hi_open else v > hi

@@ -475,9 +475,9 @@ def test_concurrent_writers_one_wins_the_rest_get_one_line(tmp_path_factory, cap
         th.join(60)
     captured = capsys.readouterr()
     assert all(c in (0, 2) for c in codes), codes
-    err = [ln for ln in captured.err.splitlines() if ln.strip()]
-    assert len(err) == codes.count(2), (codes, captured.err)
-    assert all(ln.startswith("clustergym: error: ") for ln in err), err
+    # one error line per refused writer (threads share stderr, so lines may interleave: count the heads)
+    assert captured.err.count("clustergym: error: ") == codes.count(2), (codes, captured.err)
+    assert "Traceback" not in captured.err, captured.err
     winners = [f"w{i}" for i, c in enumerate(codes) if c == 0]
     assert all(not writers[int(w[1:])][2] for w in winners)  # a failing writer never exits 0
     leftovers = [n for n in os.listdir(out) if n.startswith((".clustergym-staging", ".clustergym-old"))] \

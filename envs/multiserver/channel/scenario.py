@@ -153,7 +153,8 @@ def check_grid_memory(capacity: np.ndarray, num_edges: int, p: dict) -> None:
     parameters when the memory does not fit (:func:`clustergym.core.check_memory`) or the work per slot
     exceeds :data:`MAX_GRID_WORK` (``demand_max=150`` gave a 6.8 GiB MemoryError after a long wait)."""
     cells = float(np.prod(np.asarray(capacity, dtype=float) + 1.0))
-    names = ", ".join(f"{k}={p[k]}" for k in ("demand_max", "capacity_ratio", "num_ports", "num_servers") if k in p)
+    names = ", ".join(f"{k}={p[k]}" for k in ("num_device_types", "demand_min", "demand_max", "capacity_ratio",
+                                              "channel_prob", "num_ports", "num_servers") if k in p)
     what = f"the knapsack DP over a capacity grid of {cells:.3g} cells x {num_edges} channels"
     check_memory((num_edges + 8.0) * cells, names, what)
     if num_edges * cells > MAX_GRID_WORK:
