@@ -523,3 +523,13 @@ def test_p2_oracle_with_idle_ports_warns_nothing():
         warnings.simplefilter("error", RuntimeWarning)
         r = run_one(P2, "ogasched", 0, 12, {"rho": 0.0})
     assert r.total_reward == 0.0 and r.bound_total == 0.0
+
+
+def test_p2_alpha_that_breaks_the_best_static_lp_is_refused(earlier_run, capsys):
+    """Found by the fuzz suite: alpha_low = alpha_high = 1e-9 made HiGHS fail on the best-static LP
+    (a RuntimeError after the runs); now a range error up front."""
+    out, before = earlier_run
+    line = _one_line_exit_2(capsys, _run_argv(out, "--overwrite", "--set", "alpha_low=1e-9", "--set", "alpha_high=1e-9",
+                                              env=P2, agents="ogasched"))
+    assert "alpha_low=1e-09 is invalid: expected a number in [0.001, 1e+09]" in line, line
+    assert _snapshot(out) == before
