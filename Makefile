@@ -33,7 +33,7 @@ rllib:
 	.venv-rllib/bin/python -m pytest -q tests/test_recipes.py -k rllib -rs
 
 reproduce: $(STAMP)
-	$(BIN)/clustergym reproduce all --quick --out runs/reproduce
+	$(BIN)/clustergym reproduce all --quick --out runs/reproduce --overwrite
 
 bench: $(STAMP)
 	$(BIN)/clustergym bench

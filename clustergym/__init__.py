@@ -10,8 +10,8 @@ from clustergym.family import load_plugins as _load_plugins  # noqa: E402
 
 try:  # user families named in $CLUSTERGYM_PLUGINS (entry points: read by the CLI and the runner's workers)
     _load_plugins(entry_points=False)
-except ValueError:  # a broken plugin must not break ``import clustergym``: the CLI reports it (one line, exit 2),
-    pass  # and so does an explicit clustergym.family.load_plugins()
+except ValueError:  # a broken or hanging plugin never breaks ``import clustergym``: the CLI reports it (one line,
+    pass  # exit 2), and so does an explicit clustergym.family.load_plugins() (the error is kept, not retried)
 
 
 def evaluate(*args, **kwargs):

@@ -7,9 +7,12 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 
 __all__ = ["main"]
+
+from clustergym.outdir import MANIFEST  # noqa: E402,F401  (what a command wrote into its --out)
 
 
 class UsageError(ValueError):
@@ -50,6 +53,8 @@ def _parse_seeds(text: str, flag: str = "--seeds") -> list[int]:
                 raise UsageError(f"malformed {flag} {text!r}: expected e.g. 0,1,2 or 0-4") from None
             if hi < lo:
                 raise UsageError(f"malformed {flag} {text!r}: the range {part} is empty (expected lo-hi, lo <= hi)")
+            if hi - lo + 1 > MAX_SEEDS:
+                raise UsageError(f"{flag} {text!r} names {hi - lo + 1:,} values; at most {MAX_SEEDS:,} per command")
             seeds.extend(range(lo, hi + 1))
         else:
             try:
@@ -58,73 +63,37 @@ def _parse_seeds(text: str, flag: str = "--seeds") -> list[int]:
                 raise UsageError(f"malformed {flag} {text!r}: expected e.g. 0,1,2 or 0-4") from None
     if not seeds:
         raise UsageError(f"{flag} is empty")
+    if len(seeds) > MAX_SEEDS:
+        raise UsageError(f"{flag} names {len(seeds):,} values; at most {MAX_SEEDS:,} per command")
+    if min(seeds) < 0:
+        raise UsageError(f"{flag} {text!r} is invalid: expected integers >= 0")
     return seeds
 
 
 def _check_out(path: str, *, is_file: bool = False) -> None:
     """Check an output location before any work starts (a long run must not die at the end on a bad --out).
 
-    A folder (``is_file=False``) must be a folder or not exist yet; a file must not be a folder. Either
-    way the nearest existing ancestor must be a writable folder.
+    A folder (``is_file=False``): :func:`clustergym.outdir.check_path` (resolvable, names the file system
+    takes, writable). A file must not be a folder, and its folder must pass the same checks.
     """
     import os
 
+    from clustergym.outdir import check_path
+
+    if not is_file:
+        check_path(path)
+        return
     if not path:
         raise UsageError("--out is empty")
-    if os.path.exists(path) and (os.path.isdir(path) if is_file else not os.path.isdir(path)):
-        kind = "a folder" if is_file else "a file"
-        raise UsageError(f"--out {path!r} is {kind}; expected {'a file' if is_file else 'a folder'} path")
-    parent = os.path.dirname(os.path.abspath(path)) if is_file or not os.path.exists(path) else os.path.abspath(path)
-    while not os.path.exists(parent):
-        parent = os.path.dirname(parent)
-    if not os.path.isdir(parent):
-        raise UsageError(f"--out {path!r} lies under {parent!r}, which is a file")
-    if not os.access(parent, os.W_OK | os.X_OK):
-        raise UsageError(f"--out {path!r}: {parent!r} is not writable")
+    if os.path.isdir(path):
+        raise UsageError(f"--out {path!r} is a folder; expected a file path")
+    check_path(os.path.dirname(os.path.abspath(path)), "--out's folder")
 
 
-MANIFEST = ".clustergym-files.json"  # what a command wrote into its --out (so --overwrite clears exactly that)
-
-
-def _check_fresh(path: str, overwrite: bool, marks: tuple[str, ...]) -> None:
-    """Refuse an --out that holds an earlier run's results unless --overwrite (checked before any work)."""
-    import os
-
-    found = [m for m in (MANIFEST, *marks) if os.path.exists(os.path.join(path, m))]
-    if found and not overwrite:
-        raise UsageError(f"--out {path!r} holds an earlier run's results ({found[0]}); pass --overwrite to replace "
-                         "them, or choose another folder")
-
-
-def _clear_previous(path: str, marks: tuple[str, ...]) -> None:
-    """Remove what an earlier command wrote into ``path`` (its manifest, else the known result names)."""
-    import json
-    import os
-    import shutil
-
-    names = list(marks)
-    man = os.path.join(path, MANIFEST)
-    if os.path.exists(man):
-        try:
-            names = json.load(open(man))["files"]
-        except (ValueError, KeyError, TypeError):
-            pass
-    for n in [*names, MANIFEST]:
-        p = os.path.normpath(os.path.join(path, n))
-        if os.path.dirname(p) != os.path.normpath(path):  # only direct children of --out
-            continue
-        if os.path.isdir(p) and not os.path.islink(p):
-            shutil.rmtree(p)
-        elif os.path.lexists(p):
-            os.remove(p)
-
-
-def _write_manifest(path: str, names) -> None:
-    import json
-    import os
-
-    with open(os.path.join(path, MANIFEST), "w") as f:
-        json.dump({"files": sorted(set(names))}, f, indent=1)
+# The most seeds (or instances) one command takes: each is at least one episode per agent, and the
+# runner keeps the per-slot curves of every run in memory (a typo such as 0-100000000 would otherwise
+# run for days or end in a MemoryError).
+MAX_SEEDS = 100_000
 
 
 def _split_agents(text: str) -> list[str]:
@@ -151,85 +120,102 @@ def cmd_list(args) -> int:
     return 0
 
 
+def _run_sizes(n_runs: int, horizon: int, plots: bool) -> tuple[float, float]:
+    """(all bytes, largest file) a run writes: curves.csv ~60 B per slot of every run, results.json ~4 kB
+    per run, two PNG plots of up to ~300 kB each (free-space and ``ulimit -f`` checks before the work)."""
+    curves, results = 60.0 * n_runs * horizon, 4000.0 * n_runs + 20_000
+    png = 300_000.0 if plots else 0.0
+    return curves + results + 2 * png, max(curves, results, png)
+
+
 def cmd_run(args) -> int:
+    from clustergym.outdir import OutputFolder
     from clustergym.runner import evaluate
 
     agents = _split_agents(args.agents)
     if not agents:
         raise UsageError("--agents is empty")
     _check_out(args.out)
-    _check_fresh(args.out, args.overwrite, RUN_FILES)
     env_kwargs = _parse_set(args.set)
     if "horizon" in env_kwargs:
         raise UsageError("set the episode length with --horizon, not --set horizon=...")
     if env_kwargs.get("render_mode") is not None:
         raise UsageError("--set render_mode is not for runs (the runner does not render); render with "
                          "gym.make(..., render_mode='ansi' or 'rgb_array')")
+    seeds = _parse_seeds(args.seeds)
     instances = None if args.instances is None else _parse_seeds(args.instances, "--instances")
-    res = evaluate(args.env_id, agents, _parse_seeds(args.seeds), args.horizon, env_kwargs=env_kwargs,
-                   workers=args.workers, backend=args.backend, progress=not args.no_progress,
-                   instances=instances, score=not args.no_score)
-    print(res.table())
-    paths = _write_run(res, args.out, plots=not args.no_plots)
-    print("wrote " + ", ".join(paths))
+    n_runs = len(seeds) * (1 if instances is None else len(instances))
+    if n_runs > MAX_SEEDS:
+        raise UsageError(f"--instances x --seeds is {n_runs:,} runs per agent; at most {MAX_SEEDS:,} per command")
+    total, largest = _run_sizes(n_runs * (len(agents) + 1), max(int(args.horizon), 1), not args.no_plots)
+    with OutputFolder(args.out, overwrite=args.overwrite, marks=RUN_FILES, need_total=total,
+                      need_file=largest) as stage:
+        res = evaluate(args.env_id, agents, seeds, args.horizon, env_kwargs=env_kwargs,
+                       workers=args.workers, backend=args.backend, progress=not args.no_progress,
+                       instances=instances, score=not args.no_score)
+        print(res.table())
+        res.write(stage.path, plots=not args.no_plots)
+    print("wrote " + ", ".join(os.path.join(args.out, n) for n in stage.written))
     return 0
 
 
 RUN_FILES = ("results.json", "curves.csv", "avg_reward.png", "cumulative_regret.png")
+REPRODUCE_FILES = ("report.md",)
 
 
-def _write_run(res, out: str, plots: bool) -> list[str]:
-    """Write a run's files into a temporary folder beside ``out``, then move them in: a crash never leaves
-    half a result, and the files of an earlier run (cleared with --overwrite) never mix with the new ones."""
-    import os
-    import shutil
-    import tempfile
+class _PrintAs:
+    """stdout that shows the staging folder's path as the --out it will become (the papers print "wrote ...")."""
 
-    parent = os.path.dirname(os.path.abspath(out))
-    os.makedirs(parent, exist_ok=True)
-    tmp = tempfile.mkdtemp(prefix=".clustergym-", dir=parent)
-    try:
-        written = [os.path.basename(p) for p in res.write(tmp, plots=plots)]
-        _write_manifest(tmp, written)
-        if os.path.isdir(out):
-            _clear_previous(out, RUN_FILES)
-            for n in [*written, MANIFEST]:
-                os.replace(os.path.join(tmp, n), os.path.join(out, n))
-        else:
-            os.replace(tmp, out)
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
-    return [os.path.join(out, n) for n in written]
+    def __init__(self, stream, old: str, new: str):
+        self._stream, self._old, self._new = stream, old, new
+
+    def write(self, text):
+        return self._stream.write(text.replace(self._old, self._new))
+
+    def __getattr__(self, name):
+        return getattr(self._stream, name)
+
+
+def _print_as(old: str, new: str):
+    import contextlib
+
+    return contextlib.redirect_stdout(_PrintAs(sys.stdout, old, new))
 
 
 def cmd_reproduce(args) -> int:
-    from clustergym.experiments import reproduce
+    from clustergym.experiments import list_papers, reproduce
+    from clustergym.outdir import OutputFolder
 
     _check_out(args.out)
     if args.workers < 1:
         raise UsageError(f"--workers {args.workers} is invalid: expected an integer >= 1")
-    reproduce(args.paper, quick=args.quick, out=args.out, workers=args.workers, progress=not args.no_progress)
+    if args.paper != "all" and args.paper not in list_papers():
+        raise UsageError(f"unknown paper {args.paper!r}; expected one of {', '.join([*list_papers(), 'all'])}")
+    names = list_papers() if args.paper == "all" else [args.paper]
+    with OutputFolder(args.out, overwrite=args.overwrite, marks=(*REPRODUCE_FILES, *names),
+                      need_total=50e6, need_file=2e6) as stage, _print_as(stage.path, args.out.rstrip("/")):
+        reproduce(args.paper, quick=args.quick, out=stage.path, workers=args.workers,
+                  progress=not args.no_progress)
+    print(f"wrote {', '.join(stage.written)} in {args.out}")
     return 0
 
 
 def cmd_train(args) -> int:
     from clustergym.baselines.drl import train
+    from clustergym.outdir import OutputFolder
 
     _check_out(args.out)
-    _check_fresh(args.out, args.overwrite, TRAIN_FILES)
     env_kwargs = _parse_set(args.set)
     if args.horizon is not None:
         env_kwargs["horizon"] = args.horizon
     hp = _parse_set(args.hp)
-    import os
-
-    if os.path.isdir(args.out):  # --overwrite: nothing of the earlier run may leak into this one's curves
-        _clear_previous(args.out, TRAIN_FILES)
-    meta = train(args.env_id, args.algo, args.timesteps, args.out, env_kwargs=env_kwargs, seed=args.seed,
-                 n_envs=args.n_envs, eval_freq=args.eval_freq, eval_episodes=args.eval_episodes,
-                 stats=not args.no_stats, normalize=not args.no_normalize, hyperparams=hp,
-                 progress=not args.no_progress, verbose=args.verbose)
-    _write_manifest(args.out, [n for n in TRAIN_FILES if os.path.lexists(os.path.join(args.out, n))])
+    # Trained into a staging folder inside --out; the earlier run is replaced only when this one finished.
+    with OutputFolder(args.out, overwrite=args.overwrite, marks=TRAIN_FILES, need_total=20e6,
+                      need_file=5e6) as stage:
+        meta = train(args.env_id, args.algo, args.timesteps, stage.path, env_kwargs=env_kwargs, seed=args.seed,
+                     n_envs=args.n_envs, eval_freq=args.eval_freq, eval_episodes=args.eval_episodes,
+                     stats=not args.no_stats, normalize=not args.no_normalize, hyperparams=hp,
+                     progress=not args.no_progress, verbose=args.verbose)
     model = f"{args.out.rstrip('/')}/model.zip"
     done = meta.get("timesteps_trained", meta["timesteps"])
     note = "" if done == meta["timesteps"] else (f" (asked {meta['timesteps']:,}; {meta['algo']} trains whole "
@@ -299,6 +285,7 @@ def build_parser() -> argparse.ArgumentParser:
     rp.add_argument("--out", default="runs/reproduce")
     rp.add_argument("--workers", type=int, default=2)
     rp.add_argument("--no-progress", action="store_true")
+    rp.add_argument("--overwrite", action="store_true", help="replace an earlier reproduction in --out")
     rp.set_defaults(func=cmd_reproduce)
 
     t = sub.add_parser("train", parents=[debug], help="train a Stable-Baselines3 agent (saved model = agent sb3:DIR/model.zip)")
@@ -363,10 +350,24 @@ def main(argv: list[str] | None = None) -> int:
 
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 0
+    except OSError as exc:  # a full disk, ulimit -f, a folder removed under us: one line, the earlier run intact
+        if args.debug:
+            raise
+        if exc.errno is None:  # raised by us with a message (e.g. FileNotFoundError("no SB3 model at ..."))
+            msg = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        else:
+            where = f" {exc.filename}" if getattr(exc, "filename", None) else ""
+            msg = (f"{exc.strerror or type(exc).__name__}{':' if where else ''}{where} (nothing in --out was "
+                   "replaced: an earlier run there is intact)")
+        print(f"clustergym: error: {msg}", file=sys.stderr)
+        return 2
     except Exception as exc:  # noqa: BLE001 - user errors are one line; everything else too, unless --debug
         import gymnasium
 
-        if not isinstance(exc, (UsageError, ValueError, TypeError, FileNotFoundError, gymnasium.error.Error)):
+        from clustergym.runner import WorkerDied
+
+        if not isinstance(exc, (UsageError, ValueError, TypeError, FileNotFoundError, gymnasium.error.Error,
+                                WorkerDied)):
             raise
         if args.debug:
             raise

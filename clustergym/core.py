@@ -26,6 +26,8 @@ __all__ = [
     "INFEASIBLE_MODES",
     "available_memory",
     "check_memory",
+    "MAX_REAL",
+    "MIN_POSITIVE",
 ]
 
 P = TypeVar("P")
@@ -117,6 +119,13 @@ def _fmt_interval(lo, hi, lo_open, hi_open) -> str:
     return f"{left}{lo_s}, {hi_s}{right}"
 
 
+# Every real parameter lies in [-MAX_REAL, MAX_REAL] and a lower bound open at 0 means >= MIN_POSITIVE: the
+# models multiply, sum and divide parameters over many slots, and 1e308 (or 1e-308 as a divisor) gives inf/NaN
+# rewards. These caps keep every accepted configuration finite and are printed in the error's range.
+MAX_REAL = 1e9
+MIN_POSITIVE = 1e-9
+
+
 def check_real(
     name: str,
     value: Any,
@@ -126,16 +135,23 @@ def check_real(
     lo_open: bool = False,
     hi_open: bool = False,
 ) -> float:
-    """Validate a real parameter; ``ValueError`` names it and its valid range."""
+    """Validate a real parameter; ``ValueError`` names it and its valid range.
+
+    An unbounded side is capped at ±:data:`MAX_REAL`, a lower bound open at 0 becomes
+    :data:`MIN_POSITIVE` (closed), so no accepted value can overflow the model; the printed range is the
+    one checked.
+    """
+    lo = -MAX_REAL if lo is None else max(float(lo), -MAX_REAL)
+    hi = MAX_REAL if hi is None else min(float(hi), MAX_REAL)
+    if lo_open and lo == 0.0:
+        lo, lo_open = MIN_POSITIVE, False
     interval = _fmt_interval(lo, hi, lo_open, hi_open)
     if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
         raise ValueError(f"{name}={value!r} is invalid: expected a number in {interval}")
-    v = float(value)
+    v = float(value) + 0.0  # -0.0 -> 0.0 (numpy refuses a scale of -0.0 as "scale < 0")
     bad = not math.isfinite(v)
-    if lo is not None:
-        bad |= v <= lo if lo_open else v < lo
-    if hi is not None:
-        bad |= v >= hi if hi_open else v > hi
+    bad |= v <= lo if lo_open else v < lo
+    bad |= v >= hi if hi_open else v > hi
     if bad:
         raise ValueError(f"{name}={value!r} is invalid: expected a number in {interval}")
     return v

@@ -207,35 +207,101 @@ def _register_module(mod: ModuleType) -> None:
 
 
 _PLUGINS_DONE: set[str] = set()
+_PLUGIN_ERRORS: dict[str, str] = {}  # plugin -> its one-line error (a failed import is not retried)
 _ENTRY_POINTS_DONE = False
+PLUGIN_TIMEOUT_VAR = "CLUSTERGYM_PLUGIN_TIMEOUT"  # seconds an import may take (default 30)
+
+
+class _ImportTimeout(Exception):
+    pass
+
+
+def _import_with_timeout(name: str, load: Callable[[], Any], timeout: float) -> Any:
+    """``load()`` (an import), interrupted after ``timeout`` s by SIGALRM when called from the main thread
+    on a Unix (elsewhere without a limit: an import cannot be stopped from another thread)."""
+    import signal
+    import threading
+
+    if (timeout <= 0 or not hasattr(signal, "setitimer")
+            or threading.current_thread() is not threading.main_thread()):
+        return load()
+
+    def alarm(signum, frame):
+        raise _ImportTimeout
+
+    old = signal.signal(signal.SIGALRM, alarm)
+    old_timer = signal.setitimer(signal.ITIMER_REAL, timeout)
+    try:
+        return load()
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, old)
+        if old_timer[0] > 0:  # someone else's alarm: set it again
+            signal.setitimer(signal.ITIMER_REAL, *old_timer)
+
+
+def _plugin_timeout() -> float:
+    try:
+        return float(os.environ.get(PLUGIN_TIMEOUT_VAR, "30"))
+    except ValueError:
+        return 30.0
+
+
+def _load_plugin(name: str, load: Callable[[], Any], register: Callable[[Any], None], where: str) -> None:
+    """Import one plugin and register its families; any failure is a ValueError of one line naming it."""
+    if name in _PLUGIN_ERRORS:
+        raise ValueError(_PLUGIN_ERRORS[name])
+    timeout = _plugin_timeout()
+    try:
+        obj = _import_with_timeout(name, load, timeout)
+        register(obj)
+    except _ImportTimeout:
+        msg = (f"{where}: importing {name!r} did not return within {timeout:g} s (it hangs?); fix or remove it "
+               f"(the limit is ${PLUGIN_TIMEOUT_VAR})")
+    except (Exception, SystemExit) as exc:  # noqa: BLE001 - whatever a plugin raises, it is named in one line
+        text = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+        msg = f"{where}: cannot import {name!r} ({type(exc).__name__}{': ' + text if text else ''})"
+    else:
+        return
+    _PLUGIN_ERRORS[name] = msg
+    raise ValueError(msg) from None
 
 
 def load_plugins(entry_points: bool = True) -> None:
     """Register the user families named in ``$CLUSTERGYM_PLUGINS`` and (``entry_points=True``) in the
-    entry-point group ``clustergym.families``. Idempotent; a module that fails to import is a ValueError
-    naming it.
+    entry-point group ``clustergym.families``. Idempotent; a module that fails to import (any exception)
+    or whose import does not return within ``$CLUSTERGYM_PLUGIN_TIMEOUT`` seconds (default 30; main
+    thread on Unix) is a ValueError of one line naming it; the other plugins are still registered.
 
     ``import clustergym`` reads the variable (cheap); the entry points are read by the command line and
     the runner's worker processes (scanning installed distributions costs tens of milliseconds).
     """
     global _ENTRY_POINTS_DONE
+    errors = []
     for name in filter(None, (n.strip() for n in os.environ.get(PLUGINS_ENV_VAR, "").split(","))):
         if name in _PLUGINS_DONE:
             continue
         try:
-            mod = importlib.import_module(name)
-        except ImportError as exc:
-            raise ValueError(f"{PLUGINS_ENV_VAR}: cannot import {name!r} ({exc})") from None
-        _register_module(mod)
+            _load_plugin(name, lambda name=name: importlib.import_module(name), _register_module, PLUGINS_ENV_VAR)
+        except ValueError as exc:
+            errors.append(str(exc))
+            continue
         _PLUGINS_DONE.add(name)
     if entry_points and not _ENTRY_POINTS_DONE:
         _ENTRY_POINTS_DONE = True
         from importlib.metadata import entry_points as _eps
 
-        for ep in _eps(group=ENTRY_POINT_GROUP):
-            obj = ep.load()
+        def register(obj):
             if isinstance(obj, ModuleType):
                 _register_module(obj)
             else:
                 for spec in obj if isinstance(obj, (list, tuple)) else (obj,):
                     register_family(spec)
+
+        for ep in _eps(group=ENTRY_POINT_GROUP):
+            try:
+                _load_plugin(f"{ep.name} = {ep.value}", ep.load, register, f"entry point {ENTRY_POINT_GROUP}")
+            except ValueError as exc:
+                errors.append(str(exc))
+    if errors:
+        raise ValueError(errors[0] + (f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""))

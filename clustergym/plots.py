@@ -17,11 +17,23 @@ def _plt():
 
 
 def _band(ax, t, curves, label, color):
-    arr = np.vstack(curves)
-    mean = np.nanmean(arr, axis=0)
+    """Mean line and min–max band over the finite values of each column (a column without any: a gap,
+    and no ``Mean of empty slice`` warning)."""
+    arr = np.vstack(curves).astype(float)
+    fin = np.isfinite(arr)
+    cnt = fin.sum(axis=0)
+    has = cnt > 0
+    mean = np.where(has, np.where(fin, arr, 0.0).sum(axis=0) / np.maximum(cnt, 1), np.nan)
     ax.plot(t, mean, label=label, color=color, lw=1.6)
     if arr.shape[0] > 1:
-        ax.fill_between(t, np.nanmin(arr, axis=0), np.nanmax(arr, axis=0), color=color, alpha=0.18, lw=0)
+        lo = np.where(has, np.where(fin, arr, np.inf).min(axis=0), np.nan)
+        hi = np.where(has, np.where(fin, arr, -np.inf).max(axis=0), np.nan)
+        ax.fill_between(t, lo, hi, color=color, alpha=0.18, lw=0)
+
+
+def _is_curve(c) -> bool:
+    """A per-slot curve (two finite points at least), not an episode-end value (P2's episode regret)."""
+    return c is not None and int(np.isfinite(np.asarray(c, dtype=float)).sum()) >= 2
 
 
 def mean_band(ax, t, arr, label, color):
@@ -60,7 +72,7 @@ def _finish(plt, fig, ax, xlabel: str, ylabel: str, title: str, path: str) -> st
 
 
 def plot_results(results, out_dir: str, prefix: str = "") -> list[str]:
-    """Average reward vs t and cumulative regret vs t (if any agent has regret) as PNGs."""
+    """Average reward vs t and cumulative regret vs t (if any run has a per-slot regret curve) as PNGs."""
     plt = _plt()
     agents = list(dict.fromkeys(r.agent for r in results.runs))
     colors = plt.cm.tab10(np.linspace(0, 1, 10))
@@ -80,10 +92,12 @@ def plot_results(results, out_dir: str, prefix: str = "") -> list[str]:
                          f"{name}: average reward vs t (band: min–max over {over})",
                          os.path.join(out_dir, f"{prefix}avg_reward.png")))
 
-    if any(r.cum_regret is not None and not np.all(np.isnan(r.cum_regret)) for r in results.runs):
+    # Only when some run has a regret curve: an env whose regret is defined at the episode end only
+    # (P2's best static allocation in hindsight) has no curve, and an empty figure would say nothing.
+    if any(_is_curve(r.cum_regret) for r in results.runs):
         fig, ax = plt.subplots(figsize=(7, 4.2), dpi=110)
         for i, a in enumerate(agents):
-            rs = [r for r in results.runs if r.agent == a and r.cum_regret is not None]
+            rs = [r for r in results.runs if r.agent == a and _is_curve(r.cum_regret)]
             if rs:
                 n = min(r.steps for r in rs)
                 _band(ax, np.arange(1, n + 1), [r.cum_regret[:n] for r in rs], a, colors[i % 10])

@@ -348,7 +348,11 @@ class Results:
 
         os.makedirs(out_dir, exist_ok=True)
         paths = [os.path.join(out_dir, "results.json"), os.path.join(out_dir, "curves.csv")]
-        _atomic_write(paths[0], lambda f: json.dump(self.to_json(), f, indent=1, default=_json_default))
+        data, bad = _strict_json(self.to_json())
+        if bad:  # strict JSON has no NaN/Infinity: written as null, and the fields named
+            data["non_finite"] = (f"{len(bad)} value(s) were NaN or infinite and are written as null: "
+                                  + ", ".join(bad[:20]) + (" ..." if len(bad) > 20 else ""))
+        _atomic_write(paths[0], lambda f: json.dump(data, f, indent=1, allow_nan=False))
 
         def curves(f):
             w = csv.writer(f, lineterminator="\n")
@@ -412,6 +416,31 @@ def attach_scores(runs: list[RunResult], reference: list[RunResult]) -> None:
         r.score = float((r.value_total - v0) / gap) if gap > 1e-12 * max(1.0, abs(r.bound_total)) else None
 
 
+def _strict_json(obj, where: str = "", bad: list | None = None):
+    """``obj`` as plain JSON types (numpy scalars and arrays converted), NaN/±inf replaced by None;
+    returns (converted, the dotted paths of the replaced values)."""
+    bad = [] if bad is None else bad
+    if isinstance(obj, dict):
+        return {str(k): _strict_json(v, f"{where}.{k}" if where else str(k), bad)[0] for k, v in obj.items()}, bad
+    if isinstance(obj, (list, tuple)):
+        return [_strict_json(v, f"{where}[{i}]", bad)[0] for i, v in enumerate(obj)], bad
+    if isinstance(obj, np.ndarray):
+        return _strict_json(obj.tolist(), where, bad)
+    if isinstance(obj, (bool, np.bool_)):
+        return bool(obj), bad
+    if isinstance(obj, (int, np.integer)):
+        return int(obj), bad
+    if isinstance(obj, (float, np.floating)):
+        v = float(obj)
+        if not math.isfinite(v):
+            bad.append(where)
+            return None, bad
+        return v, bad
+    if obj is None or isinstance(obj, str):
+        return obj, bad
+    return _json_default(obj), bad
+
+
 def _json_default(o):
     if isinstance(o, (np.integer,)):
         return int(o)
@@ -436,41 +465,95 @@ def _put_progress(queue, n: int) -> None:
 _SHARED_POOL: dict[int, ProcessPoolExecutor] = {}
 
 
+def _new_pool(workers: int) -> ProcessPoolExecutor:
+    """``workers`` spawned processes that die with this one (:func:`_worker_init`) and report the task each
+    starts (so a lost task is known when a worker dies: :func:`run_tasks`)."""
+    import multiprocessing as mp
+
+    ctx = mp.get_context("spawn")
+    started = ctx.SimpleQueue()
+    ex = ProcessPoolExecutor(max_workers=workers, mp_context=ctx, initializer=_worker_init,
+                             initargs=(os.getpid(), started))
+    ex._cg_started = started  # type: ignore[attr-defined]
+    ex._cg_procs = {}  # type: ignore[attr-defined]  # pid -> Process, every worker this pool ever had
+    return ex
+
+
 @contextlib.contextmanager
 def worker_pool(workers: int):
     """Yield a pool of ``workers`` spawned processes, kept for every local ``evaluate(..., workers=workers)``
     inside the block (instead of a new pool per call), e.g. the many short sweeps of ``reproduce``.
 
     Runs depend only on their arguments, so results are the same with or without the shared pool;
-    it saves the start-up of the worker processes (imports, compiled kernels) on every call.
+    it saves the start-up of the worker processes (imports, compiled kernels) on every call. The
+    workers never outlive this process (:func:`_worker_init`); a pool broken by a dead worker is
+    replaced by :func:`run_tasks` (``_SHARED_POOL[workers]`` is then the new one).
     """
-    import multiprocessing as mp
-
     if workers in _SHARED_POOL:  # an outer block already shares one
         yield _SHARED_POOL[workers]
         return
-    ex = ProcessPoolExecutor(max_workers=workers, mp_context=mp.get_context("spawn"), initializer=_worker_init)
-    _SHARED_POOL[workers] = ex
+    _SHARED_POOL[workers] = _new_pool(workers)
     try:
-        yield ex
+        yield _SHARED_POOL[workers]
     except BaseException:  # Ctrl-C, SIGTERM (the CLI turns it into KeyboardInterrupt) or a failed run
-        terminate_pool(ex)
+        terminate_pool(_SHARED_POOL[workers])
         raise
     else:
-        ex.shutdown(wait=True, cancel_futures=True)
+        _SHARED_POOL[workers].shutdown(wait=True, cancel_futures=True)
     finally:
         del _SHARED_POOL[workers]
 
 
-def _worker_init() -> None:
-    """Workers ignore SIGINT: a Ctrl-C in the terminal reaches the whole process group, and the parent
-    alone decides (it terminates the workers), so no worker prints a traceback of its own."""
-    import signal
+_STARTED = None  # in a worker: the queue it reports the tasks it starts to
 
+
+def _parent_watchdog(parent: int) -> None:
+    while True:
+        time.sleep(0.5)
+        if os.getppid() != parent:
+            os._exit(1)
+
+
+def _worker_init(parent: int | None = None, started=None) -> None:
+    """Workers die with their parent and ignore SIGINT.
+
+    The parent-death signal (Linux ``prctl(PR_SET_PDEATHSIG, SIGKILL)``) kills a worker the moment the
+    parent dies, even by ``kill -9``; elsewhere a watchdog thread checks the parent's pid twice a second.
+    SIGINT is ignored: a Ctrl-C in the terminal reaches the whole process group, and the parent alone
+    decides (it terminates the workers), so no worker prints a traceback of its own.
+    """
+    import signal
+    import sys
+    import threading
+
+    global _STARTED
+    _STARTED = started
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    if parent is not None:
+        if sys.platform.startswith("linux"):
+            try:
+                import ctypes
+
+                ctypes.CDLL(None, use_errno=True).prctl(1, int(signal.SIGKILL), 0, 0, 0)  # PR_SET_PDEATHSIG = 1
+            except (OSError, AttributeError):
+                pass
+        if os.getppid() != parent:  # the parent died before the signal was armed
+            os._exit(1)
+        threading.Thread(target=_parent_watchdog, args=(parent,), daemon=True, name="clustergym-parent-watchdog").start()
     from clustergym.family import load_plugins
 
     load_plugins()  # user families registered by entry point (spawned workers start from a fresh import)
+
+
+def _manager_init(parent: int) -> None:
+    _worker_init(parent)
+
+
+def _tracked(fn: Callable, token: str, i: int, task, report):
+    """``fn(task, report)`` in a worker, after telling the parent that this process started task ``i``."""
+    if _STARTED is not None:
+        _STARTED.put((token, i, os.getpid()))
+    return fn(task, report)
 
 
 def terminate_pool(ex: ProcessPoolExecutor, timeout: float = 5.0) -> None:
@@ -491,6 +574,49 @@ class Interrupted(KeyboardInterrupt):
     """A sweep stopped by Ctrl-C or SIGTERM; the message says how much was done (nothing is written)."""
 
 
+class WorkerDied(RuntimeError):
+    """A run whose worker process died twice (killed, out of memory, a crash in native code)."""
+
+
+def _describe_task(task) -> str:
+    """``hauf seed 3 (instance 3) on clustergym/...`` for a runner task, else a short repr."""
+    if isinstance(task, tuple) and len(task) >= 3 and isinstance(task[0], str) and isinstance(task[1], str):
+        kw = task[4] if len(task) > 4 and isinstance(task[4], dict) else {}
+        inst = f" (instance {kw['scenario_seed']})" if "scenario_seed" in kw else ""
+        return f"{task[1]} seed {task[2]}{inst} on {task[0]}"
+    text = repr(task)
+    return text if len(text) <= 100 else text[:97] + "..."
+
+
+def _drain_started(ex, token: str, started: dict) -> None:
+    q = getattr(ex, "_cg_started", None)
+    procs = getattr(ex, "_cg_procs", None)
+    if procs is not None:
+        procs.update(getattr(ex, "_processes", None) or {})
+    if q is None:
+        return
+    try:
+        while not q.empty():
+            tok, i, pid = q.get()
+            if tok == token:
+                started[i] = pid
+    except (OSError, EOFError):
+        pass
+
+
+def _exit_note(code) -> str:
+    import signal
+
+    if code is None:
+        return "died"
+    if code < 0:
+        try:
+            return f"was killed by {signal.Signals(-code).name}"
+        except ValueError:
+            return f"was killed by signal {-code}"
+    return f"exited with code {code}"
+
+
 def run_tasks(fn: Callable, tasks: list, workers: int, *, report=None, on_start: Callable | None = None,
               on_done: Callable | None = None) -> list:
     """``[fn(task, report) for task in tasks]``, in this process (``workers == 1``) or in the shared pool
@@ -499,6 +625,12 @@ def run_tasks(fn: Callable, tasks: list, workers: int, *, report=None, on_start:
     ``fn`` must be picklable (a module-level function) for ``workers > 1``. ``on_start(task)`` (in this
     process only) and ``on_done(result)`` are called around each task. Ctrl-C stops the workers and
     raises :class:`Interrupted`; a failed task cancels the pending ones and re-raises.
+
+    A worker process that dies (killed, out of memory) costs its task, not the sweep: the finished
+    results are kept, the pool is replaced and the unfinished tasks run again (one line on stderr says
+    so); a task whose worker dies a second time is a :class:`WorkerDied` naming it. Tasks are pure
+    functions of their arguments, so a retried task gives the result it would have given (as Ray's
+    retries do).
     """
     out: list = [None] * len(tasks)
     if workers == 1:
@@ -509,24 +641,75 @@ def run_tasks(fn: Callable, tasks: list, workers: int, *, report=None, on_start:
             if on_done is not None:
                 on_done(out[i])
         return out
-    with worker_pool(workers) as ex:
-        futs = {ex.submit(fn, task, report): i for i, task in enumerate(tasks)}
-        try:
-            for fut in as_completed(futs):
-                i = futs[fut]
-                out[i] = fut.result()
-                if on_done is not None:
-                    on_done(out[i])
-        except KeyboardInterrupt:
-            for f in futs:
-                f.cancel()
-            done = sum(r is not None for r in out)
-            raise Interrupted(f"interrupted after {done} of {len(tasks)} runs; the workers were stopped and these "
-                              "runs discarded (no results of this sweep were written)") from None
-        except BaseException:
-            for f in futs:  # a failed run stops this call's pending runs
-                f.cancel()
-            raise
+    import sys
+    import uuid
+    from concurrent.futures.process import BrokenProcessPool
+
+    token = uuid.uuid4().hex
+    pending = list(range(len(tasks)))
+    lost: dict[int, int] = {}
+    started: dict[int, int] = {}
+    blind = 0
+    with worker_pool(workers):
+        while pending:
+            ex = _SHARED_POOL[workers]
+            futs = {ex.submit(_tracked, fn, token, i, tasks[i], report): i for i in pending}
+            _drain_started(ex, token, started)
+            try:
+                for fut in as_completed(futs):
+                    i = futs[fut]
+                    out[i] = fut.result()
+                    pending.remove(i)
+                    _drain_started(ex, token, started)
+                    if on_done is not None:
+                        on_done(out[i])
+            except BrokenProcessPool:
+                for fut, i in futs.items():  # keep what finished before the pool broke
+                    if i in pending and fut.done() and not fut.cancelled() and fut.exception() is None:
+                        out[i] = fut.result()
+                        pending.remove(i)
+                        if on_done is not None:
+                            on_done(out[i])
+                _drain_started(ex, token, started)
+                procs = ex._cg_procs  # type: ignore[attr-defined]
+                for p in procs.values():
+                    p.join(2.0)  # reap: the exit code tells the dead from the ones the pool stopped
+                dead = {pid: p.exitcode for pid, p in procs.items()
+                        if p.exitcode is not None and p.exitcode != -15}  # -SIGTERM: stopped by the pool
+                hit = [i for i in pending if started.get(i) in dead]
+                if not hit:
+                    blind += 1
+                    hit = [i for i in pending if i in started]
+                    if blind >= 2:
+                        raise WorkerDied(f"worker processes died twice during this sweep (last during "
+                                         f"{_describe_task(tasks[hit[0]]) if hit else 'start-up'}); "
+                                         "nothing of this sweep was written") from None
+                else:
+                    blind = 0
+                for i in hit:
+                    lost[i] = lost.get(i, 0) + 1
+                    if lost[i] >= 2:
+                        raise WorkerDied(f"run {_describe_task(tasks[i])} failed twice: its worker process "
+                                         f"{_exit_note(dead.get(started.get(i)))} (out of memory?); nothing of this "
+                                         "sweep was written") from None
+                names = ", ".join(_describe_task(tasks[i]) for i in hit[:3]) or "a run"
+                codes = ", ".join(f"pid {pid} {_exit_note(c)}" for pid, c in dead.items()) or "a worker died"
+                print(f"clustergym: a worker process died ({codes}) during {names}; retrying the "
+                      f"{len(pending)} unfinished run(s) in new workers ({len(tasks) - len(pending)} finished kept)",
+                      file=sys.stderr)
+                terminate_pool(ex)
+                _SHARED_POOL[workers] = _new_pool(workers)
+                started.clear()
+            except KeyboardInterrupt:
+                for f in futs:
+                    f.cancel()
+                done = sum(r is not None for r in out)
+                raise Interrupted(f"interrupted after {done} of {len(tasks)} runs; the workers were stopped and "
+                                  "these runs discarded (no results of this sweep were written)") from None
+            except BaseException:
+                for f in futs:  # a failed run stops this call's pending runs
+                    f.cancel()
+                raise
     return out
 
 
@@ -550,7 +733,10 @@ def _progress_queue(bar):
     import queue as queue_mod
     import threading
 
-    manager = mp.get_context("spawn").Manager()
+    from multiprocessing.managers import SyncManager
+
+    manager = SyncManager(ctx=mp.get_context("spawn"))
+    manager.start(_manager_init, (os.getpid(),))  # the manager process dies with this one too
     q = manager.Queue()
     stop = threading.Event()
 

@@ -539,7 +539,43 @@ def cli_page() -> str:
                 default = f"`{a.default}`"
             out.append(f"| `{_md_escape(flag)}` | {default} | {_md_escape(a.help or '')} |")
         out.append("")
+    out += OUTPUT_FOLDERS.strip("\n").splitlines() + [""]
     return "\n".join(out)
+
+
+OUTPUT_FOLDERS = """
+## Output folders: nothing lost
+
+`run`, `train` and `reproduce` write a folder (`--out`) the same way (`clustergym/outdir.py`):
+
+1. **Everything is checked before the disk is touched**: arguments, agents, env kwargs and the folder
+   itself: it must resolve (a symlink loop, a broken link or a file on the way is one line), every
+   name must fit the file system (`NAME_MAX`, usually 255 bytes, and `PATH_MAX`), it must be writable,
+   and the free space and the file-size limit (`ulimit -f`) must hold the estimated output.
+2. **A folder holding an earlier run is refused** unless `--overwrite` is given. `--overwrite` removes
+   exactly what the earlier command listed in `.clustergym-files.json`; that manifest is validated
+   first (`{"files": [plain names directly inside --out]}`; anything else is one line, nothing deleted).
+3. **One writer per folder**: the command holds `--out/.clustergym.lock` (the `filelock` package) from
+   start to end; a second `run`, `train` or `reproduce` on the same folder gets one line naming the
+   holder (pid, host, command) and exit code 2.
+4. **Write beside, then swap**: the new files are written into a staging folder inside `--out` and
+   renamed into place only when the command has finished, so an error, Ctrl-C, SIGTERM, `kill -9` or a
+   full disk at any point leaves the earlier run byte-identical (leftover staging folders of a killed
+   command are removed by the next one).
+
+Worker processes (`--workers N`) die with the command, even when it is killed with `kill -9` (Linux
+parent-death signal; elsewhere a watchdog on the parent's pid). A worker that dies (killed, out of
+memory) costs its run, not the sweep: finished runs are kept, the unfinished ones run again in new
+workers (one line on stderr says so); a run whose worker dies a second time is one line naming it.
+
+Limits stated up front: at most 100,000 `--seeds`, `--instances` and instances x seeds per command;
+every real scenario parameter lies in [-1e9, 1e9] (a lower bound open at 0 means >= 1e-9), so no
+accepted configuration gives NaN or infinite rewards; size parameters are checked against the memory
+available (and P1's knapsack grid against a work limit) before anything is allocated. `results.json`
+is strict JSON: a value that is not finite is written as `null` and listed under `non_finite`. A plugin
+(`CLUSTERGYM_PLUGINS`, entry points) that fails or whose import does not return within
+`CLUSTERGYM_PLUGIN_TIMEOUT` seconds (default 30) is one line naming it; `import clustergym` still works.
+"""
 
 
 # ----------------------------------------------------------------------------------------------

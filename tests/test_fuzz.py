@@ -328,3 +328,169 @@ def test_p2_vector_env_refuses_actions_that_are_not_real_numbers(dtype):
     envs.reset(seed=0)
     with pytest.raises(ValueError, match="expected real numbers"):
         envs.step(np.zeros(envs.action_space.shape).astype(dtype))
+
+
+# -- extreme floats in every numeric kwarg, size parameters (issue 27) ------------------------------
+
+EXTREME = st.sampled_from([1e308, -1e308, 1.7976931348623157e308, 5e-324, -5e-324, 1e-308, 1e-300, float("inf"),
+                           float("-inf"), float("nan"), 1e9, -1e9, 1e9 * (1 + 1e-15), 1e-9, 0.0, -0.0, 10**20,
+                           -(10**20), 2**63, 1e15, -1e15, 1e6, 1e12])
+
+
+def _numeric_names(env_id):
+    import inspect
+
+    defaults = {}
+    env = gym.make(env_id, horizon=3, oracle=False)
+    defaults.update(env.unwrapped.scenario.params)
+    env.close()
+    names = [n for n in _valid_names(env_id) if isinstance(defaults.get(n), (int, float)) and
+             not isinstance(defaults.get(n), bool) and n != "horizon"]  # horizon: the runner's memory guard
+    del inspect
+    return names
+
+
+def _finite_episode(env, steps=3):
+    env.reset(seed=0)
+    for _ in range(steps):
+        obs, reward, term, trunc, info = env.step(env.action_space.sample())
+        assert np.isfinite(reward), reward
+        for m in (info.get("metrics") or {}).values():
+            if isinstance(m, (float, np.floating)):
+                assert not np.isnan(m), info["metrics"]
+        if term or trunc:
+            break
+
+
+@pytest.mark.parametrize("env_id", [P1, P2, P3, P4])
+@FAST
+@given(data=st.data())
+def test_extreme_floats_in_every_numeric_kwarg_build_finite_or_name_the_parameter(env_id, data):
+    """No accepted configuration gives a NaN/inf reward; a refused one names the parameter (or its
+    min/max partner, or the size parameters of a memory/work guard)."""
+    names = _numeric_names(env_id)
+    picked = data.draw(st.lists(st.sampled_from(names), min_size=1, max_size=3, unique=True))
+    kwargs = {n: data.draw(EXTREME) for n in picked}
+    try:
+        env = gym.make(env_id, horizon=3, **kwargs)
+    except ValueError as exc:
+        msg = str(exc)
+        partners = {n.replace(a, b) for n in picked for a, b in (("_min", "_max"), ("_max", "_min"),
+                                                                 ("_low", "_high"), ("_high", "_low"))}
+        assert len(msg.splitlines()) == 1, msg
+        assert any(n in msg for n in (*picked, *partners)), (kwargs, msg)
+        return
+    env.action_space.seed(0)
+    _finite_episode(env)
+
+
+SIZES = st.sampled_from([1, 2, 3, 7, 64, 1000, 10**4, 10**5, 10**6, 10**9, 10**12, 2**62])
+
+
+@pytest.mark.parametrize("env_id", [P1, P2, P3, P4])
+@FAST
+@given(data=st.data())
+def test_size_parameters_build_or_refuse_in_one_line(env_id, data, monkeypatch):
+    """Integer size parameters (counts, demands, capacities) at any magnitude: the env builds, or one
+    ValueError names a parameter: never a MemoryError, never an allocation that swaps."""
+    import clustergym.core as core
+
+    monkeypatch.setattr(core, "available_memory", lambda: 2 * 2**30)  # pretend 2 GiB: the guard must act
+    names = [n for n in _numeric_names(env_id) if isinstance(gym.make(env_id, horizon=3, oracle=False)
+                                                                 .unwrapped.scenario.params.get(n), int)]
+    picked = data.draw(st.lists(st.sampled_from(names), min_size=1, max_size=3, unique=True))
+    kwargs = {n: data.draw(SIZES) for n in picked}
+    try:
+        env = gym.make(env_id, horizon=3, **kwargs)
+    except ValueError as exc:
+        assert len(str(exc).splitlines()) == 1 and any(n.split("_")[0] in str(exc) for n in picked) or \
+            "would need about" in str(exc), (kwargs, str(exc))
+        return
+    env.action_space.seed(0)
+    _finite_episode(env, steps=1)
+
+
+# -- concurrent writers (issue 27) -----------------------------------------------------------------
+
+class _FakeResults:
+    """What ``evaluate`` returns, enough for ``cmd_run``: writes results.json and curves.csv with a mark."""
+
+    def __init__(self, mark, fail, pause):
+        self.mark, self.fail, self.pause = mark, fail, pause
+
+    def table(self):
+        return ""
+
+    def write(self, out, plots=True):
+        import json
+        import time
+
+        with open(os.path.join(out, "results.json"), "w") as f:
+            json.dump({"mark": self.mark}, f)
+        time.sleep(self.pause)
+        if self.fail:
+            raise ValueError(f"writer {self.mark} failed midway")
+        with open(os.path.join(out, "curves.csv"), "w") as f:
+            f.write(self.mark)
+        return [os.path.join(out, "results.json"), os.path.join(out, "curves.csv")]
+
+
+@FAST
+@given(writers=st.lists(st.tuples(st.floats(0, 0.03), st.booleans(), st.booleans(), st.floats(0, 0.03)),
+                        min_size=2, max_size=4),
+       earlier=st.booleans())
+def test_concurrent_writers_one_wins_the_rest_get_one_line(tmp_path_factory, capsys, monkeypatch, writers, earlier):
+    """Writers on one --out, started at random moments, some with --overwrite, some failing midway:
+    each exits 0 or 2 with one line; the folder holds exactly one complete run (never a mix, never
+    a half-written one), and an earlier run survives every writer that did not finish."""
+    import threading
+    import time
+
+    import clustergym.runner as runner
+
+    out = tmp_path_factory.mktemp("cw") / "out"
+    if earlier:
+        out.mkdir()
+        (out / "results.json").write_text('{"mark": "earlier"}')
+        (out / "curves.csv").write_text("earlier")
+
+    def fake_evaluate(env_id, agents, seeds, horizon, **kw):
+        d, _, fail, pause = writers[int(agents[0][1:])]
+        time.sleep(pause)
+        return _FakeResults(agents[0], fail, pause)
+
+    monkeypatch.setattr(runner, "evaluate", fake_evaluate)
+    codes = [None] * len(writers)
+
+    def go(i):
+        delay, overwrite, _, _ = writers[i]
+        time.sleep(delay)
+        argv = ["run", P1, "--agents", f"w{i}", "--out", str(out), "--no-progress", "--no-plots"]
+        codes[i] = main(argv + (["--overwrite"] if overwrite else []))
+
+    threads = [threading.Thread(target=go, args=(i,)) for i in range(len(writers))]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join(60)
+    captured = capsys.readouterr()
+    assert all(c in (0, 2) for c in codes), codes
+    # one error line per refused writer (threads share stderr, so lines may interleave: count the heads)
+    assert captured.err.count("clustergym: error: ") == codes.count(2), (codes, captured.err)
+    assert "Traceback" not in captured.err, captured.err
+    winners = [f"w{i}" for i, c in enumerate(codes) if c == 0]
+    assert all(not writers[int(w[1:])][2] for w in winners)  # a failing writer never exits 0
+    leftovers = [n for n in os.listdir(out) if n.startswith((".clustergym-staging", ".clustergym-old"))] \
+        if out.exists() else []
+    assert not leftovers, leftovers
+    if not winners:
+        if earlier:
+            assert (out / "curves.csv").read_text() == "earlier"
+            assert '"earlier"' in (out / "results.json").read_text()
+        else:
+            assert not (out / "results.json").exists()
+        return
+    import json
+
+    mark = json.loads((out / "results.json").read_text())["mark"]
+    assert mark in winners and (out / "curves.csv").read_text() == mark  # one complete run, never a mix

@@ -203,7 +203,8 @@ def make_approx_scenario(name: str = "paper", seed: int | np.random.Generator | 
                              "trace's); use scenario='paper' for synthetic arrivals")
         base["arrivals"] = "philly"
     arrivals = params.get("arrivals", base["arrivals"])
-    unused = {"synthetic": ("trace_path", "trace_start", "slot_seconds")}.get(arrivals, ())
+    unused = {"synthetic": ("trace_path", "trace_start", "slot_seconds")}.get(arrivals, ()) if isinstance(arrivals, str) \
+        else ()  # a non-string is refused by _validate, naming arrivals
     given = sorted(set(unused) & set(params))
     if given:  # a parameter that would be ignored is an error, not silently recorded in the results
         raise ValueError(f"{', '.join(given)} is not used with arrivals={arrivals!r} (scenario {name!r})")

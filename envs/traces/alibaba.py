@@ -295,6 +295,9 @@ def channel_scenario_from_preset(seed=0, preset: dict | None = None, **params) -
     a_type = np.clip(np.round(req / med), 1, p["demand_max"]).astype(np.int64)  # (L, K)
     demand = a_type[edge_port]
     capacity = np.maximum(np.ceil(p["capacity_ratio"] * demand.sum(axis=0)), demand.max(axis=0)).astype(np.int64)
+    from clustergym.envs.multiserver.channel.scenario import check_grid_memory
+
+    check_grid_memory(capacity, E, p)
     A = p["demand_max"]
     f = np.sort(rng.normal(p["cost_mean"], p["cost_std"], size=(K, A)), axis=1)
     cost_table = np.concatenate([np.zeros((K, 1)), f], axis=1)

@@ -65,7 +65,7 @@ def best_static_allocation(problem, counts: np.ndarray, *, rtol: float = 1e-6, m
     cost = np.concatenate([np.zeros(n), -w, counts])  # minimise −objective
     bounds = np.concatenate([
         np.stack([np.zeros(n), ub], axis=1),
-        np.tile([-np.inf, np.inf], (n, 1)) * np.where(w > 0, 1.0, 0.0)[:, None],
+        np.stack([np.where(w > 0, -np.inf, 0.0), np.where(w > 0, np.inf, 0.0)], axis=1),  # no −inf·0 (NaN warning)
         np.tile([0.0, np.inf], (L, 1)),
     ])
     bounds[n:2 * n][w == 0] = 0.0  # u of idle ports fixed at 0

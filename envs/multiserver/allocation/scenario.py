@@ -274,7 +274,9 @@ def check_demand_params(p: dict) -> None:
     p["contention"] = check_real("contention", p["contention"], 0.0, 1e6, lo_open=True)
     p["density"] = check_real("density", p["density"], 1.0, float(p["num_ports"]))
     p["utility"] = check_choice("utility", p["utility"], (*UTILITY_FAMILIES, "mixed"))
-    p["alpha_low"] = check_real("alpha_low", p["alpha_low"], 0.0, None, lo_open=True)
+    # α >= 1e-3: the reciprocal utility's slope 1/(y + α)² at 0 is 1/α², and the best-static LP (HiGHS) fails
+    # from α = 1e-6 on (a model error, found by the fuzz suite); 1e-3 keeps the slopes <= 1e6
+    p["alpha_low"] = check_real("alpha_low", p["alpha_low"], 1e-3, None)
     p["alpha_high"] = check_real("alpha_high", p["alpha_high"], p["alpha_low"], None)
     p["beta_low"] = check_real("beta_low", p["beta_low"], 0.0, 1.0)
     p["beta_high"] = check_real("beta_high", p["beta_high"], p["beta_low"], 1.0)

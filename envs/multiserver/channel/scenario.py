@@ -141,6 +141,27 @@ def channel_truth(rho: np.ndarray, mean_utility: np.ndarray, intended_std: np.nd
                         intended_std=freeze(s), noise_std=freeze(sig))
 
 
+# The most cell updates one exact knapsack solve may take (|E| x Π_k (c_k + 1)): about a second per slot
+# at numpy speed; demand_max=150 on the paper's defaults asks 7e9 (hours per run, 8 GiB).
+MAX_GRID_WORK = 2e9
+
+
+def check_grid_memory(capacity: np.ndarray, num_edges: int, p: dict) -> None:
+    """Refuse a capacity grid the exact knapsack oracle (env, ``oracle=True``) and ESDP's DP (eq. 27) cannot
+    handle, before any allocation: both work on Π_k (c_k + 1) cells with a decision bit per channel,
+    about (|E| + 8) bytes per cell, and |E| cell updates per cell and slot. A ValueError naming the size
+    parameters when the memory does not fit (:func:`clustergym.core.check_memory`) or the work per slot
+    exceeds :data:`MAX_GRID_WORK` (``demand_max=150`` gave a 6.8 GiB MemoryError after a long wait)."""
+    cells = float(np.prod(np.asarray(capacity, dtype=float) + 1.0))
+    names = ", ".join(f"{k}={p[k]}" for k in ("num_device_types", "demand_min", "demand_max", "capacity_ratio",
+                                              "channel_prob", "num_ports", "num_servers") if k in p)
+    what = f"the knapsack DP over a capacity grid of {cells:.3g} cells x {num_edges} channels"
+    check_memory((num_edges + 8.0) * cells, names, what)
+    if num_edges * cells > MAX_GRID_WORK:
+        raise ValueError(f"{names} give {what}: {num_edges * cells:.2g} cell updates per slot, more than the "
+                         f"{MAX_GRID_WORK:.0e} allowed (hours per run); choose smaller values")
+
+
 def _validate(p: dict) -> dict:
     p["num_ports"] = check_int("num_ports", p["num_ports"], 1, 10_000)
     p["num_servers"] = check_int("num_servers", p["num_servers"], 1, 100_000)
@@ -185,6 +206,7 @@ def make_channel_scenario(name: str = "paper", seed: int | np.random.Generator |
 
     demand = rng.integers(p["demand_min"], p["demand_max"] + 1, size=(E, K))  # a_k^e
     capacity = np.maximum(np.ceil(p["capacity_ratio"] * demand.sum(axis=0)), demand.max(axis=0)).astype(np.int64)
+    check_grid_memory(capacity, E, p)
 
     A = p["demand_max"]
     f = np.sort(rng.normal(p["cost_mean"], p["cost_std"], size=(K, A)), axis=1)  # f_k(a), a = 1..A
