@@ -115,7 +115,7 @@ def ppo_rate(env_id: str, label: str, quick: bool, n_envs: int = 4, n_steps: int
     from stable_baselines3.common.vec_env import DummyVecEnv, VecNormalize
 
     import clustergym  # noqa: F401
-    from clustergym.baselines.drl import make_train_env
+    from clustergym.learning.training import make_train_env
 
     torch.set_num_threads(1)
     venv = DummyVecEnv([lambda i=i: make_train_env(env_id, env_kw, rank=i) for i in range(n_envs)])
