@@ -5,13 +5,14 @@ build one ``torch.distributions.Categorical`` per action dimension and loop over
 every ``log_prob``, ``entropy`` and ``sample``: 1,600 objects per call on P3 placement, 100 on P4, 33
 on P1 with MaskablePPO. :class:`PaddedCategorical` does the same maths on one padded tensor:
 
-* the flat logits (batch, Σ nvec) are gathered into (batch, D, K), K = max nvec; the padding entries of
+* the flat logits (batch, Σ nvec) are gathered into (batch, K, D), K = max nvec; the padding entries of
   a dimension with fewer than K choices get logit ``PAD_LOGIT`` (-1e9), so their probability is exactly
   0 in float32 and float64 and they never win a sample or the mode;
 * masking (sb3-contrib's rule): a masked-out choice's (normalised) logit becomes ``MASK_LOGIT`` (-1e8,
-  the value ``MaskableCategorical`` uses) and the row is normalised again, so a row with every choice masked is uniform over its real choices, as
-  in sb3-contrib; padding stays below it;
-* ``log_prob``: ``log_softmax`` over K, ``gather`` the chosen entry, sum over D;
+  the value ``MaskableCategorical`` uses) and the row is normalised again, so a row with every choice
+  masked is uniform over its real choices, as in sb3-contrib; padding stays below it;
+* ``log_prob``: ``log_softmax`` over K (the middle axis: see :class:`PaddedCategorical`), ``gather`` the
+  chosen entry, sum over D;
 * ``entropy``: ``-Σ_D Σ_K p log p`` with masked-out and padding entries contributing 0 (sb3-contrib's
   masked entropy; unmasked it equals ``Categorical.entropy``);
 * ``sample``: one Gumbel-max draw, ``argmax(log p + G)``, G = -log(-log U) (the same law as
@@ -49,7 +50,12 @@ MASK_LOGIT = -1e8  # masked-out choices: sb3-contrib's MaskableCategorical value
 
 
 class PaddedCategorical:
-    """Independent categoricals over D dimensions with ``nvec[d]`` choices each, as one (batch, D, K) tensor."""
+    """Independent categoricals over D dimensions with ``nvec[d]`` choices each, as one (batch, K, D) tensor.
+
+    The choice axis K is the middle one: PyTorch's CPU ``log_softmax`` over a short last axis (K = 6 on P3)
+    is about 30x slower than over a middle axis with the D dimensions contiguous (measured on (256, 1600, 6):
+    65 ms vs 2.3 ms), so the layout is (B, K, D), and every reduction over choices is over axis 1.
+    """
 
     def __init__(self, nvec):
         nvec = np.asarray(nvec, dtype=np.int64).reshape(-1)
@@ -57,28 +63,27 @@ class PaddedCategorical:
             raise ValueError(f"nvec={nvec.tolist()} is invalid: expected at least one dimension, each >= 1 choices")
         self.nvec = nvec  # (D,)
         self.dims, self.k, self.total = int(nvec.size), int(nvec.max()), int(nvec.sum())
-        self.equal = bool((nvec == self.k).all())  # no padding: a plain view
+        self.equal = bool((nvec == self.k).all())  # no padding column needed
         offsets = np.concatenate([[0], np.cumsum(nvec)[:-1]])  # (D,) start of each dimension in the flat logits
-        valid = np.arange(self.k)[None, :] < nvec[:, None]  # (D, K) real choices
-        index = np.where(valid, offsets[:, None] + np.arange(self.k)[None, :], self.total)  # (D, K); total = the pad column
+        valid = np.arange(self.k)[:, None] < nvec[None, :]  # (K, D) real choices
+        index = np.where(valid, offsets[None, :] + np.arange(self.k)[:, None], self.total)  # (K, D); total = pad column
         self._index = th.as_tensor(index.reshape(-1))
         self._valid = th.as_tensor(valid)
-        self._raw: th.Tensor | None = None  # (B, D, K) unmasked log-probabilities, padding ~PAD_LOGIT
-        self._mask: th.Tensor | None = None  # (B, D, K) bool, padding False; None = unmasked
-        self._logp: th.Tensor | None = None  # (B, D, K) log-probabilities
+        self._raw: th.Tensor | None = None  # (B, K, D) unmasked log-probabilities, padding ~PAD_LOGIT
+        self._mask: th.Tensor | None = None  # (B, K, D) bool, padding False; None = unmasked
+        self._logp: th.Tensor | None = None  # (B, K, D) log-probabilities
 
     # -- layout ------------------------------------------------------------------------------------
     def _pad(self, flat: th.Tensor, fill) -> th.Tensor:
-        """(B, Σ nvec) -> (B, D, K), padding entries = ``fill``."""
+        """(B, Σ nvec) -> (B, K, D), padding entries = ``fill`` (one ``index_select``)."""
         b = flat.shape[0]
-        if self.equal:
-            return flat.reshape(b, self.dims, self.k)
-        col = th.full((b, 1), fill, dtype=flat.dtype, device=flat.device)
-        return th.cat([flat, col], dim=1).index_select(1, self._index.to(flat.device)).reshape(b, self.dims, self.k)
+        if not self.equal:
+            flat = th.cat([flat, th.full((b, 1), fill, dtype=flat.dtype, device=flat.device)], dim=1)
+        return flat.index_select(1, self._index.to(flat.device)).reshape(b, self.k, self.dims)
 
     def set_logits(self, flat_logits: th.Tensor) -> None:
         flat = flat_logits.reshape(-1, self.total)
-        self._raw = th.log_softmax(self._pad(flat, PAD_LOGIT), dim=-1)  # normalised, as Categorical stores them
+        self._raw = th.log_softmax(self._pad(flat, PAD_LOGIT), dim=1)  # normalised, as Categorical stores them
         self._mask = None
         self._logp = self._raw
 
@@ -91,14 +96,14 @@ class PaddedCategorical:
         m = th.as_tensor(masks, dtype=th.bool, device=self._raw.device).reshape(-1, self.total)
         self._mask = self._pad(m, False)
         fill = th.where(self._valid.to(self._raw.device), th.tensor(MASK_LOGIT, dtype=self._raw.dtype),
-                        th.tensor(PAD_LOGIT, dtype=self._raw.dtype))  # (D, K)
-        self._logp = th.log_softmax(th.where(self._mask, self._raw, fill), dim=-1)
+                        th.tensor(PAD_LOGIT, dtype=self._raw.dtype))  # (K, D)
+        self._logp = th.log_softmax(th.where(self._mask, self._raw, fill), dim=1)
 
     # -- the distribution --------------------------------------------------------------------------
     def log_prob(self, actions: th.Tensor) -> th.Tensor:
         """(B, D) actions -> (B,) Σ_d log p_d(a_d)."""
-        a = actions.reshape(-1, self.dims, 1).long()
-        return self._logp.gather(-1, a).squeeze(-1).sum(dim=1)
+        a = actions.reshape(-1, 1, self.dims).long()
+        return self._logp.gather(1, a).squeeze(1).sum(dim=1)
 
     def entropy(self) -> th.Tensor:
         """(B,) Σ_d H(p_d); masked-out and padding choices contribute 0."""
@@ -110,13 +115,13 @@ class PaddedCategorical:
     def sample(self) -> th.Tensor:
         """(B, D) one draw per dimension (Gumbel-max)."""
         u = th.rand_like(self._logp)
-        return th.argmax(self._logp - th.log(-th.log(u)), dim=-1)
+        return th.argmax(self._logp - th.log(-th.log(u)), dim=1)
 
     def mode(self) -> th.Tensor:
-        return th.argmax(self._logp, dim=-1)
+        return th.argmax(self._logp, dim=1)
 
     def probs(self) -> th.Tensor:
-        """(B, D, K) probabilities (padding 0)."""
+        """(B, K, D) probabilities (padding 0)."""
         return self._logp.exp()
 
 
