@@ -229,7 +229,8 @@ def cmd_train(args) -> int:
                           n_envs=args.n_envs, eval_freq=args.eval_freq, eval_episodes=args.eval_episodes,
                           stats=not args.no_stats, normalize=False if args.no_normalize else None, hyperparams=hp,
                           hyperparams_file=args.hp_file, head=args.action_head, progress=not args.no_progress,
-                          verbose=args.verbose)
+                          verbose=args.verbose,
+                          instances=None if args.instances is None else _parse_seeds(args.instances, "--instances"))
     _write_manifest(args.out, [n for n in TRAIN_FILES if os.path.lexists(os.path.join(args.out, n))])
     model = f"{args.out.rstrip('/')}/model.zip"
     done = meta.get("timesteps_trained", meta["timesteps"])
@@ -242,9 +243,15 @@ def cmd_train(args) -> int:
     if os.path.isdir(os.path.join(out, "tb")):
         wrote.append("TensorBoard logs (tb/)")
     print(f"wrote {', '.join(wrote)} in {out}")
-    inst = meta.get("env_kwargs", {}).get("scenario_seed", 0)
-    print(f"evaluate: clustergym run {meta['env_id']} --agents sb3:{model} --seeds 100-102 --out runs/eval "
-          f"(instance {inst}, the one it was trained on)")
+    if meta.get("instances"):
+        from clustergym.learning.instances import describe_pool
+
+        print(f"trained on instances {describe_pool(meta['instances'])}; evaluate on others: clustergym run "
+              f"{meta['env_id']} --agents sb3:{model},random --instances 0-4 --seeds 0 --out runs/eval")
+    else:
+        inst = meta.get("env_kwargs", {}).get("scenario_seed", 0)
+        print(f"evaluate: clustergym run {meta['env_id']} --agents sb3:{model} --seeds 100-102 --out runs/eval "
+              f"(instance {inst}, the one it was trained on)")
     return 0
 
 
@@ -319,6 +326,10 @@ def build_parser() -> argparse.ArgumentParser:
     t.add_argument("--action-head", default="fast", choices=["fast", "sb3"],
                    help="MultiDiscrete/MultiBinary action distribution: fast (default: one batched tensor op) or "
                         "sb3 (SB3's own, one Categorical per dimension; same maths, slower)")
+    t.add_argument("--instances", default=None,
+                   help="training pool of scenario seeds, e.g. 100-199: each sub-env draws one per episode "
+                        "(default 1000-1099, disjoint from run's default instances; --set scenario_seed=K trains "
+                        "on one instance)")
     t.add_argument("--seed", type=int, default=0)
     t.add_argument("--n-envs", type=int, default=None,
                    help="parallel training envs (default: the hyperparameter file's n_envs, else 4; SAC uses 1)")

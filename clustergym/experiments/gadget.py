@@ -401,6 +401,8 @@ def bench_rows(quick: bool):
     rows.append(sampled_action_rate(ENV_ID, "P3", 300 if quick else 2000))
     # Placement mode (the default): 1,600 categorical dimensions; SB3's own head runs ~6 env-steps/s here.
     rows.extend(training_rates(ENV_ID, "P3", quick, ratio_target=10.0))
+    # ring_size mode (MultiDiscrete(J_max)): the faster DRL option, fast head only
+    rows.extend(training_rates(ENV_ID, "P3 ring_size", quick, heads=("fast",), action_mode="ring_size"))
     slots = 100 if quick else 200
     # The paper-default env (horizon 200, its default oracle=False) as before; the runner's episode loop.
     times = list(time_decisions(gym.make(ENV_ID, horizon=200), make("gadget", family="ringallreduce"), slots))

@@ -21,6 +21,7 @@ from __future__ import annotations
 import json
 import os
 import time
+from typing import Sequence
 
 import gymnasium as gym
 import numpy as np
@@ -112,8 +113,8 @@ def _int(name: str, value, lo: int) -> int:
 def train(env_id: str, algo: str, timesteps: int | None, out: str, *, env_kwargs: dict | None = None, seed: int = 0,
           n_envs: int | None = None, eval_freq: int = 0, eval_episodes: int = 2, eval_seed: int = 10_000,
           stats: bool = True, normalize: bool | None = None, hyperparams: dict | None = None,
-          hyperparams_file: str | None = None, head: str = "fast", progress: bool = True, verbose: int = 0,
-          threads: int | None = 1) -> dict:
+          hyperparams_file: str | None = None, head: str = "fast", instances: Sequence[int] | None = None,
+          progress: bool = True, verbose: int = 0, threads: int | None = 1) -> dict:
     """Train ``algo`` on ``env_id``; write the run directory ``out`` (see the module docstring).
 
     Args:
@@ -125,6 +126,12 @@ def train(env_id: str, algo: str, timesteps: int | None, out: str, *, env_kwargs
             ``eval_seed`` (held-out seeds), ``eval_episodes`` episodes each; 0 (default) = off. It costs
             time: with it on every 10,000 steps, P1's end-to-end rate halved (issue 25).
         head: ``"fast"`` (default; :mod:`clustergym.learning.heads`) or ``"sb3"`` (SB3's own distribution).
+        instances: the training pool (scenario seeds): each sub-env draws one per episode (env kwarg
+            ``instances``, seeded by its reset seed). None: :data:`clustergym.learning.instances.DEFAULT_TRAIN_INSTANCES`
+            (1000-1099, disjoint from the instances ``clustergym run`` uses by default), unless
+            ``env_kwargs`` pins ``scenario_seed`` (one instance, as before) or the scenario does not depend
+            on ``scenario_seed`` (a trace preset). Families with ``pad_kwargs`` are padded to the maxima
+            over the pool and :data:`~clustergym.learning.instances.DEFAULT_EVAL_INSTANCES` (0-99).
 
     Training envs are seeded ``seed, seed+1, ...``. Returns the side-car dictionary.
     """
@@ -152,7 +159,18 @@ def train(env_id: str, algo: str, timesteps: int | None, out: str, *, env_kwargs
     if algo == "sac" and n_envs != 1:
         n_envs = 1  # SAC: one env (off-policy; SB3's default)
     env_kwargs = dict(env_kwargs or {})
+    if "instances" in env_kwargs:
+        raise ValueError("pass the training pool as instances= (--instances), not as an env kwarg")
     gym.make(env_id, **env_kwargs).close()  # bad kwargs fail here, before anything is written
+    pool, pool_note = _training_pool(env_id, env_kwargs, instances)
+    train_kwargs = dict(env_kwargs)  # the sub-envs' kwargs: + padding maxima, + the pool
+    if pool is not None:
+        from clustergym.learning.instances import DEFAULT_EVAL_INSTANCES, padding_for
+
+        covered = sorted(set(pool) | set(DEFAULT_EVAL_INSTANCES))
+        env_kwargs.update(padding_for(env_id, env_kwargs, covered))  # recorded: the model's fixed shape
+        train_kwargs = {**env_kwargs, "scenario_seed": int(pool[0]), "instances": tuple(pool)}
+        gym.make(env_id, **train_kwargs).close()
     if threads is not None:
         torch.set_num_threads(int(threads))  # small MLPs: one thread is fastest and leaves cores to envs
     os.makedirs(out, exist_ok=True)
@@ -160,7 +178,7 @@ def train(env_id: str, algo: str, timesteps: int | None, out: str, *, env_kwargs
     os.makedirs(mon, exist_ok=True)
 
     def factory(rank: int, monitor: str | None):
-        return lambda: make_train_env(env_id, env_kwargs, algo=algo, stats=stats, monitor_dir=monitor, rank=rank)
+        return lambda: make_train_env(env_id, train_kwargs, algo=algo, stats=stats, monitor_dir=monitor, rank=rank)
 
     venv = DummyVecEnv([factory(i, mon) for i in range(n_envs)])
     venv.seed(seed)
@@ -189,7 +207,12 @@ def train(env_id: str, algo: str, timesteps: int | None, out: str, *, env_kwargs
     model.save(os.path.join(out, "model.zip"))
     if normalize:
         save_normalization(venv, out)
+    from clustergym.learning.instances import DEFAULT_EVAL_INSTANCES
+
     meta = {"env_id": env_id, "family": family, "env_kwargs": env_kwargs, "algo": algo, "stats": bool(stats),
+            "instances": None if pool is None else [int(k) for k in pool], "instances_note": pool_note,
+            "padding_covers": None if pool is None else (f"the pool and instances {DEFAULT_EVAL_INSTANCES.start}-"
+                                                         f"{DEFAULT_EVAL_INSTANCES.stop - 1}"),
             "normalize": normalize, "seed": int(seed), "n_envs": n_envs, "timesteps": timesteps,
             "timesteps_trained": int(model.num_timesteps), "eval_freq": eval_freq,
             "eval_seed": int(eval_seed), "hyperparams": hp, "head": head if policy is not cls.policy_aliases["MlpPolicy"]
@@ -205,6 +228,32 @@ def train(env_id: str, algo: str, timesteps: int | None, out: str, *, env_kwargs
     except (OSError, ValueError):  # pragma: no cover - nothing to plot yet
         pass
     return meta
+
+
+def _training_pool(env_id: str, env_kwargs: dict, instances) -> tuple[list[int] | None, str]:
+    """(the training pool or None for one instance, a note saying which and why)."""
+    from clustergym.learning.instances import DEFAULT_TRAIN_INSTANCES
+
+    if "scenario_seed" in env_kwargs:
+        if instances is not None:
+            raise ValueError("instances (--instances) and env_kwargs['scenario_seed'] (--set scenario_seed=K) cannot be "
+                             "combined: scenario_seed pins one instance")
+        return None, f"one instance: scenario_seed={env_kwargs['scenario_seed']}"
+    given = instances is not None
+    pool = list(dict.fromkeys(_int("instances", k, 0) for k in (instances if given else DEFAULT_TRAIN_INSTANCES)))
+    if not pool:
+        raise ValueError("instances is empty")
+    if len(pool) > 1:
+        from clustergym.runner import _scenario_fingerprint
+
+        kw = {k: v for k, v in env_kwargs.items() if k != "horizon"}
+        fp = [_scenario_fingerprint(env_id, 1, {**kw, "scenario_seed": k}) for k in pool[:2]]
+        if fp[0] is not None and fp[0] == fp[1]:
+            if given:
+                raise ValueError("this scenario does not depend on scenario_seed (a trace preset or fixed scenario), "
+                                 "so a pool of instances would repeat one instance: drop --instances")
+            return None, "one instance: the scenario does not depend on scenario_seed"
+    return pool, ("the given pool" if given else "the default training pool") + " (one instance drawn per episode)"
 
 
 def save_normalization(venv, out: str) -> str:
