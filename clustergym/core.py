@@ -45,7 +45,7 @@ class Scenario(Generic[P, H]):
 
 
 # The keyword arguments every env constructor takes besides its scenario parameters (SPEC §3.2).
-ENV_KWARGS = ("scenario", "scenario_seed", "horizon", "oracle", "infeasible", "render_mode")
+ENV_KWARGS = ("scenario", "scenario_seed", "instances", "horizon", "oracle", "infeasible", "render_mode")
 
 
 class UnknownParameterError(TypeError, ValueError):

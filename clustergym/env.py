@@ -7,7 +7,7 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 
-from clustergym.core import INFEASIBLE_MODES, check_choice, check_int
+from clustergym.core import INFEASIBLE_MODES, Scenario, check_choice, check_int
 
 
 class ClusterEnv(gym.Env):
@@ -30,6 +30,42 @@ class ClusterEnv(gym.Env):
         if not isinstance(oracle, (bool, np.bool_)):
             raise ValueError(f"oracle={oracle!r} is invalid: expected true or false")
         self.oracle = bool(oracle)
+
+    # -- instances (issue 25) -------------------------------------------------------------------
+    _source = None  # InstanceSource of an env that can switch instances (set by the subclass)
+    pad_kwargs: tuple[str, ...] = ()  # the family's padding kwargs (FamilySpec.pad_kwargs)
+
+    @property
+    def scenario_seed(self) -> int | None:
+        """The current instance (the scenario seed of ``scenario``); None for an env built from a Scenario object."""
+        return None if self._source is None else self._source.current
+
+    @property
+    def instances(self):
+        """The ``instances`` kwarg (a range or tuple of scenario seeds drawn at each reset), or None."""
+        return None if self._source is None else self._source.instances
+
+    def _begin_instance(self, seed: Any, options: Any) -> None:
+        """Switch to this episode's instance; call right after ``super().reset(seed=seed)`` and before the
+        dynamics' child generators are drawn (this draws nothing from ``np_random``)."""
+        if self._source is None:
+            check_reset_options(options)
+            return
+        k = self._source.choose(self.np_random, seed, options)
+        if k is not None and k != self._source.current:
+            self._use_scenario(self._source.get(k), k)  # validates the spaces first: all or nothing
+            self._source.current = k
+
+    def _use_scenario(self, scenario: Scenario, k: int) -> None:  # pragma: no cover - abstract
+        """Load instance ``k`` (same spaces, else ValueError naming the padding kwargs)."""
+        raise NotImplementedError
+
+    def _check_same_spaces(self, k: int, action_space, observation_space, sizes: dict) -> None:
+        """ValueError (naming the padding kwargs) if instance k's spaces differ from this env's."""
+        if action_space != self.action_space:
+            raise self._source.mismatch(k, "action space", self.action_space, action_space, sizes)
+        if observation_space != self.observation_space:
+            raise self._source.mismatch(k, "observation space", self.observation_space, observation_space, sizes)
 
     def action_bounds(self) -> tuple[np.ndarray, np.ndarray]:
         """Exact float64 (low, high) of a Box action space (used by ``clustergym.wrappers.RescaleBox``);
@@ -74,3 +110,160 @@ class ClusterEnv(gym.Env):
         if not np.all(np.isfinite(a)):
             raise ValueError(f"action contains NaN or inf, expected {space_desc}")
         return a
+
+
+# -- instances per episode (issue 25) -----------------------------------------------------------------
+RESET_OPTIONS = ("scenario_seed",)
+"""The ``reset(options=...)`` keys every clustergym env accepts (the native vector envs add ``reset_mask``)."""
+
+_INSTANCE_TAG = 0x1257_A9CE  # spawn key of the instance generator (independent of the dynamics' children)
+_CACHE_SIZE = 256  # scenarios kept per env (re-drawing a cached instance costs a dict look-up)
+
+
+def check_reset_options(options: Any, valid: tuple[str, ...] = RESET_OPTIONS) -> dict:
+    """The validated ``reset`` options: ``{}`` or ``{"scenario_seed": k}`` (plus any other ``valid`` key as is).
+
+    Unknown keys and malformed values are a ValueError naming the valid options (Gymnasium leaves
+    ``options`` to the env; clustergym never ignores one silently). ``scenario_seed`` must be an int
+    >= 0 (numpy ints too; not a bool, float or string); ``None`` means "no explicit instance".
+    """
+    if options is None:
+        return {}
+    names = ", ".join(repr(v) for v in valid)
+    if not isinstance(options, dict):
+        raise ValueError(f"reset options must be a dict or None, got {type(options).__name__}; valid options: {names}")
+    unknown = [k for k in options if k not in valid]
+    if unknown:
+        raise ValueError(f"unknown reset option(s) {', '.join(map(repr, unknown))}; valid options: {names}")
+    out = dict(options)
+    if "scenario_seed" in out:
+        v = out["scenario_seed"]
+        if v is None:
+            del out["scenario_seed"]
+        elif isinstance(v, (bool, np.bool_)) or not isinstance(v, (int, np.integer)) or v < 0:
+            raise ValueError(f"options['scenario_seed']={v!r} is invalid: expected an integer >= 0 (the instance "
+                             f"to switch to, as the scenario_seed kwarg); valid options: {names}")
+        else:
+            out["scenario_seed"] = int(v)
+    return out
+
+
+def check_instances(instances: Any) -> range | tuple[int, ...] | None:
+    """The ``instances`` kwarg: None, or a non-empty range/sequence of distinct ints >= 0 (a range is kept as is)."""
+    if instances is None:
+        return None
+    msg = "expected a non-empty range or sequence of distinct integers >= 0 (scenario seeds)"
+    if isinstance(instances, range):
+        if len(instances) == 0 or min(instances) < 0:
+            raise ValueError(f"instances={instances!r} is invalid: {msg}")
+        return instances
+    if isinstance(instances, (str, bytes, dict, set, frozenset)) or not hasattr(instances, "__len__"):
+        raise ValueError(f"instances={instances!r} is invalid: {msg}")
+    vals = list(instances)
+    ok = bool(vals) and all(isinstance(v, (int, np.integer)) and not isinstance(v, (bool, np.bool_)) and v >= 0
+                            for v in vals)
+    if not ok or len(set(int(v) for v in vals)) != len(vals):
+        shown = instances if len(vals) <= 10 else f"{vals[:10]}..."
+        raise ValueError(f"instances={shown!r} is invalid: {msg}")
+    return tuple(int(v) for v in vals)
+
+
+def instance_generator(np_random: np.random.Generator) -> np.random.Generator:
+    """The generator that draws the instance of each episode, derived from the seed of ``np_random``
+    *without drawing from it*: the dynamics' child generators (drawn from ``np_random`` at the same
+    reset) are exactly those of an env built with ``scenario_seed=k`` and reset with the same seed."""
+    ss = getattr(np_random.bit_generator, "seed_seq", None)
+    if not isinstance(ss, np.random.SeedSequence):  # a user-set generator without a seed sequence
+        return np.random.default_rng()
+    return np.random.default_rng(np.random.SeedSequence(entropy=ss.entropy, spawn_key=(*ss.spawn_key, _INSTANCE_TAG)))
+
+
+class InstanceSource:
+    """The instances one env can switch between: the scenario regenerated by name and parameters with
+    another seed (cached), or a fixed Scenario object (which cannot switch)."""
+
+    def __init__(self, scenario: Any, params: dict, factory, names: tuple, scenario_seed: int, instances: Any,
+                 pad_kwargs: tuple[str, ...] = ()):
+        from clustergym.core import resolve_scenario
+
+        self.fixed = isinstance(scenario, Scenario)
+        self.instances = check_instances(instances)
+        if self.fixed and self.instances is not None:
+            raise ValueError("instances cannot be combined with a Scenario object (it has no scenario_seed to vary); "
+                             "pass the scenario by name with its parameters instead")
+        first = resolve_scenario(scenario, params, factory, names, scenario_seed)
+        self.name = first.name if self.fixed else scenario
+        self._factory, self._params, self._names = factory, dict(params), names
+        self.pad_kwargs = tuple(pad_kwargs)
+        self.current = None if self.fixed else int(scenario_seed)
+        self._cache: dict[int, Scenario] = {} if self.fixed else {self.current: first}
+        self.first = first
+        self._rng: np.random.Generator | None = None
+
+    def get(self, k: int) -> Scenario:
+        """Instance ``k`` (built once, then cached)."""
+        if self.fixed:
+            raise ValueError("options['scenario_seed'] cannot switch the instance of an env built from a Scenario "
+                             "object; pass the scenario by name (scenario='paper', ...) to switch instances")
+        sc = self._cache.get(k)
+        if sc is None:
+            from clustergym.core import resolve_scenario
+
+            sc = resolve_scenario(self.name, self._params, self._factory, self._names, k)
+            if len(self._cache) >= _CACHE_SIZE:
+                self._cache.pop(next(iter(self._cache)))
+            self._cache[k] = sc
+        return sc
+
+    def choose(self, np_random: np.random.Generator, seed: Any, options: Any) -> int | None:
+        """The instance of the episode starting now (after ``np_random`` was (re)seeded with ``seed``): the
+        option ``scenario_seed``, else a draw from ``instances`` (a generator seeded from ``seed``, see
+        :func:`instance_generator`; an unseeded reset continues its stream), else None (keep the current one)."""
+        k = check_reset_options(options).get("scenario_seed")
+        if k is None and self.instances is not None:
+            if seed is not None or self._rng is None:
+                self._rng = instance_generator(np_random)
+            k = int(self.instances[int(self._rng.integers(len(self.instances)))])
+        if k is not None and self.fixed:
+            self.get(k)  # raises
+        return k
+
+    def mismatch(self, k: int, what: str, ours: Any, theirs: Any, sizes: dict) -> ValueError:
+        """The error for an instance whose spaces differ from the env's (no padding, or maxima too small)."""
+        pads = ", ".join(f"{n}=N (N >= {v} for this instance)" for n, v in sizes.items())
+        a, b = describe_space(theirs), describe_space(ours)
+        if a == b:
+            a, b = a + " (other bounds)", b
+        fix = (f"build the env with the padding kwarg(s) {pads} for fixed-shape spaces across instances" if pads
+               else "this family has no padding kwargs")
+        return ValueError(f"instance scenario_seed={k} of scenario {self.name!r} has {what} {a}, this env has {b} "
+                          f"(spaces are fixed for an env's lifetime); {fix}")
+
+
+def describe_space(space: Any) -> str:
+    """A short description of a space (shapes, not bound arrays) for error messages."""
+    from gymnasium import spaces as sp
+
+    if isinstance(space, sp.Dict):
+        return "Dict(" + ", ".join(f"{k}: {describe_space(v)}" for k, v in space.spaces.items()) + ")"
+    if isinstance(space, sp.Box):
+        return f"Box{space.shape}"
+    if isinstance(space, sp.MultiDiscrete):
+        nv = np.asarray(space.nvec)
+        return f"MultiDiscrete(shape={nv.shape}, nvec {nv.min()}..{nv.max()}, sum {int(nv.sum())})"
+    return str(space)
+
+
+def env_padding(env: Any) -> dict:
+    """The padding kwargs an env was built with, ``{name: value}`` (``{}`` for an unpadded env).
+    Accepts a wrapped env."""
+    u = getattr(env, "unwrapped", env)
+    return {n: getattr(u, n) for n in getattr(u, "pad_kwargs", ()) if getattr(u, n, None) is not None}
+
+
+def check_maxima(sizes: dict, maxima: dict, where: str) -> None:
+    """ValueError when an instance's natural size exceeds the padding maximum (``maxima[name]``)."""
+    for name, n in sizes.items():
+        m = maxima.get(name)
+        if m is not None and n > m:
+            raise ValueError(f"{where} has {name.removeprefix('max_')} = {n} > {name}={m}: choose {name} >= {n}")

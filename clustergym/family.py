@@ -96,6 +96,14 @@ class FamilySpec:
     agents: tuple[tuple[str, str], ...] = ()
     """``(name, "module:Class")`` agents registered together with the family (a user family's own agents;
     the shipped families register theirs in ``agents/__init__.py`` and ``baselines/__init__.py``)."""
+    pad_kwargs: tuple[str, ...] = ()
+    """The env kwargs that pad the family's spaces to fixed shapes across instances (issue 25), e.g.
+    ``("max_edges",)``; empty when the spaces do not vary by instance. Given any of them, the env's spaces
+    depend only on these maxima and the scenario parameters, never on the instance."""
+    sizes: str | None = None
+    """``"module:function"`` of ``sizes(problem) -> dict[str, int]``: an instance's natural sizes keyed by
+    the ``pad_kwargs`` names (the smallest values those kwargs may take for it), computed from the public
+    problem without building an env (see :meth:`instance_sizes`). None when ``pad_kwargs`` is empty."""
 
     @property
     def env_ids(self) -> tuple[str, ...]:
@@ -108,6 +116,19 @@ class FamilySpec:
     def hooks(self) -> ModuleType | None:
         """The DRL hooks module, or None when the family has none."""
         return None if self.drl_hooks is None else importlib.import_module(self.drl_hooks)
+
+    def instance_sizes(self, problem: Any) -> dict[str, int]:
+        """An instance's natural sizes keyed by ``pad_kwargs`` (``{}`` for a family without padding).
+
+        The maxima over a pool of instances are the padding kwargs that fit all of them::
+
+            make = spec.scenario_factory()
+            sizes = [spec.instance_sizes(make("paper", seed=k).problem) for k in pool]
+            pads = {n: max(s[n] for s in sizes) for n in spec.pad_kwargs}
+        """
+        if self.sizes is None:
+            return {}
+        return dict(_load(self.sizes)(problem))
 
     def hook(self, name: str) -> Any:
         """One DRL hook (``"Stats"``, ``"sb3_mask"``, ``"box_bounds"``) or None."""

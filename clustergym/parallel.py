@@ -9,7 +9,12 @@ stay in the single env; a family's subclass only says how actions join and how t
 
 Conventions shared by every family:
 
-* ``possible_agents`` are fixed by the (fixed) instance; ``agents`` is the full list from
+* ``reset(seed, options)`` takes the single env's options (``{"scenario_seed": k}`` switches to
+  instance k; unknown keys raise, except ``"options"``, the key PettingZoo's own api tests probe
+  with, which is ignored); with the ``instances`` kwarg each reset draws an instance as the single
+  env does. ``possible_agents`` and the per-agent spaces are fixed for the env's lifetime: an
+  instance whose agents or spaces differ is a ValueError naming the padding kwargs.
+* ``possible_agents`` are fixed by the instance's shape; ``agents`` is the full list from
   ``reset`` until the episode ends (truncation at the horizon, or termination where the problem
   itself ends), then empty. All agents end together.
 * ``observation_space(agent)`` / ``action_space(agent)`` return the same cached object for the
@@ -64,7 +69,11 @@ class ClusterParallelEnv(ParallelEnv):
 
     # -- PettingZoo API ------------------------------------------------------------------------
     def reset(self, seed: int | None = None, options: dict | None = None):
+        if isinstance(options, dict) and "options" in options:
+            # PettingZoo's own api tests probe reset with options={"options": 1}: that key alone is ignored.
+            options = {k: v for k, v in options.items() if k != "options"}
         obs, info = self.single_env.reset(seed=seed, options=options)
+        self._on_instance()
         self.agents = list(self.possible_agents)
         self._obs = obs
         self._on_reset(obs, info)
@@ -129,6 +138,10 @@ class ClusterParallelEnv(ParallelEnv):
         return self._split(np.asarray(joint))
 
     # -- hooks for subclasses ------------------------------------------------------------------
+    def _on_instance(self) -> None:
+        """After the single env's reset: follow an instance switch (``problem`` and per-agent structures)."""
+        self.problem = self.single_env.problem
+
     def _on_reset(self, obs: dict, info: dict) -> None:
         """Per-episode bookkeeping (optional)."""
 

@@ -92,15 +92,18 @@ class SB3Agent(BaseAgent):
 
     def reset(self, problem, *, seed=None) -> None:
         super().reset(problem, seed=seed)
+        from clustergym.learning.instances import model_padding
+
         space = _obs_space_for(self.meta, problem)
-        self.pipeline = ObsPipeline(self.family, problem, space, self.meta["stats"])
+        pad = model_padding(self.meta)  # a pool-trained model acts on the env padded to its maxima
+        self.pipeline = ObsPipeline(self.family, problem, space, self.meta["stats"], pad=pad)
         expected = self.model.observation_space.shape
         if (self.pipeline.size,) != tuple(expected):
             raise ValueError(f"model {self.path!r} expects observations of size {expected[0]}, this env gives "
                              f"{self.pipeline.size}: evaluate it on the scenario it was trained on")
         self._box = None
         if self.meta.get("rescale_action"):
-            self._box = box_bounds(self.family, problem)
+            self._box = box_bounds(self.family, problem, pad=pad)
         self._started = False
 
     def act(self, obs, info):

@@ -52,11 +52,12 @@ class EmpiricalStats:
     The family's ``drl_hooks.Stats`` holds and updates them; a family without it appends nothing.
     """
 
-    def __init__(self, family: str, problem: Any):
+    def __init__(self, family: str, problem: Any, pad: dict | None = None):
         self.family = family
         self.problem = problem
         cls = hook(family, "Stats")
-        self._impl = None if cls is None else cls(problem)
+        # pad: the env's padding kwargs (clustergym.env.env_padding), for fixed-size statistics across instances
+        self._impl = None if cls is None else (cls(problem, pad=pad) if pad else cls(problem))
         self.size = 0 if self._impl is None else int(self._impl.size)
         self.reset()
 
@@ -83,9 +84,11 @@ class EmpiricalStats:
 class ObsPipeline:
     """Dict observation -> flat float32 vector [flatten(obs), statistics]."""
 
-    def __init__(self, family: str, problem: Any, obs_space: gym.spaces.Space, stats: bool = True):
+    def __init__(self, family: str, problem: Any, obs_space: gym.spaces.Space, stats: bool = True,
+                 pad: dict | None = None):
         self.obs_space = obs_space
-        self.stats = EmpiricalStats(family, problem) if stats else None
+        self.problem = problem
+        self.stats = EmpiricalStats(family, problem, pad) if stats else None
         self.size = int(gym.spaces.flatdim(obs_space)) + (self.stats.size if self.stats else 0)
         self.space = gym.spaces.Box(-np.inf, np.inf, shape=(self.size,), dtype=np.float32)
         self._last = None
@@ -94,14 +97,6 @@ class ObsPipeline:
         if self.stats is not None:
             self.stats.reset()
         return self.observe(obs)
-
-    def set_problem(self, problem: Any) -> None:
-        """A new instance (the env switched ``scenario_seed`` on reset): statistics restart on its problem."""
-        if self.stats is not None and self.stats.problem is not problem:
-            self.stats = EmpiricalStats(self.stats.family, problem)
-            if (self.stats.size + int(gym.spaces.flatdim(self.obs_space))) != self.size:
-                raise ValueError("the statistics of the new instance have another size: pad the env "
-                                 "(the family's pad_kwargs) so every instance has one shape")
 
     def update(self, info: dict) -> None:
         if self.stats is not None:
@@ -120,13 +115,21 @@ class DRLObservation(gym.Wrapper):
 
     def __init__(self, env: gym.Env, stats: bool = True):
         super().__init__(env)
+        from clustergym.env import env_padding
+
         u = env.unwrapped
-        self.pipeline = ObsPipeline(u.family, u.problem, env.observation_space, stats)
+        self._stats_on = stats
+        self.pipeline = ObsPipeline(u.family, u.problem, env.observation_space, stats, pad=env_padding(u))
         self.observation_space = self.pipeline.space
 
     def reset(self, **kwargs):
         obs, info = self.env.reset(**kwargs)
-        self.pipeline.set_problem(self.env.unwrapped.problem)  # the env may have drawn another instance
+        u = self.env.unwrapped
+        if u.problem is not self.pipeline.problem:  # another instance (same spaces): statistics of its problem
+            from clustergym.env import env_padding
+
+            self.pipeline = ObsPipeline(u.family, u.problem, self.env.observation_space, self._stats_on,
+                                        pad=env_padding(u))
         return self.pipeline.reset(obs), info
 
     def step(self, action):
@@ -141,12 +144,13 @@ def unscale_action(a: np.ndarray, low: np.ndarray, high: np.ndarray) -> np.ndarr
     return low + (a + 1.0) * 0.5 * (high - low)
 
 
-def box_bounds(family: str, problem, space=None) -> tuple[np.ndarray, np.ndarray]:
+def box_bounds(family: str, problem, space=None, pad: dict | None = None) -> tuple[np.ndarray, np.ndarray]:
     """Exact (float64) bounds of a Box action: the family's ``box_bounds`` hook (P2's [0, a_l^k] of eq. 3: the
-    float32 space bounds can round a up by more than the env's feasibility tolerance), else the space's."""
+    float32 space bounds can round a up by more than the env's feasibility tolerance; on a padded env, ``pad``,
+    the fractions [0, 1]), else the space's."""
     bounds = hook(family, "box_bounds")
     if bounds is not None:
-        return bounds(problem)
+        return bounds(problem, pad=pad) if pad else bounds(problem)
     if space is None:
         raise ValueError(f"no Box action bounds known for family {family!r}")
     return space.low.astype(np.float64), space.high.astype(np.float64)

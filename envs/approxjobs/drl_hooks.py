@@ -14,7 +14,7 @@ class Stats:
     """Per machine: the mean work per used slot (the hidden service rate θ_i, §III) and the share of slots
     it was used."""
 
-    def __init__(self, problem):
+    def __init__(self, problem, pad: dict | None = None):  # pad: the env's padding kwargs (sizes do not depend on them)
         self.problem = problem
         self.size = 2 * problem.num_machines
 

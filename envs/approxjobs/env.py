@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import functools
+
 from typing import Any
 
 import numpy as np
 from gymnasium import spaces
 
-from clustergym.core import Scenario, child_generators, resolve_scenario
-from clustergym.env import ClusterEnv
+from clustergym.core import Scenario, child_generators
+from clustergym.env import ClusterEnv, InstanceSource
 from clustergym.metrics import CUMULATIVE, EPISODE, SLOT, Metric
 from clustergym.envs.approxjobs.dynamics import budget_prefix
 from clustergym.envs.approxjobs.scenario import APPROX_SCENARIOS, PAPER_DEFAULTS, PAPER_SCALE, make_approx_scenario
@@ -121,7 +123,8 @@ class ApproxJobsEnv(ClusterEnv):
     }
 
     def __init__(self, scenario: str | Scenario = "paper", *, scenario_seed: int = 0, horizon: int | None = None,
-                 oracle: bool = False, infeasible: str = "repair", render_mode: str | None = None, **params: Any):
+                 oracle: bool = False, infeasible: str = "repair", render_mode: str | None = None,
+                 instances: Any = None, **params: Any):
         if horizon is None:  # default T: the Scenario's own, else that of the named scale
             if isinstance(scenario, Scenario):
                 horizon = scenario.problem.horizon
@@ -129,10 +132,28 @@ class ApproxJobsEnv(ClusterEnv):
                 horizon = PAPER_SCALE["horizon"] if params.get("scale") == "paper" else PAPER_DEFAULTS["horizon"]
         super().__init__(horizon=horizon, infeasible=infeasible, render_mode=render_mode, oracle=oracle)
 
-        def factory(name: str, seed: int, **p: Any) -> Scenario:  # the job list is drawn for T = self.horizon
-            return make_approx_scenario(name, seed=seed, horizon=self.horizon, **p)
+        # the job list is drawn for T = self.horizon (a partial, not a closure: the env pickles)
+        factory = functools.partial(make_approx_scenario, horizon=self.horizon)
 
-        sc = resolve_scenario(scenario, params, factory, APPROX_SCENARIOS, scenario_seed)
+        self._source = InstanceSource(scenario, params, factory, APPROX_SCENARIOS, scenario_seed, instances)
+        sc = self._source.first
+        self._load(sc)
+        self.action_space, self.observation_space = self._spaces(sc.problem)
+        self._rngs = None
+
+    def _spaces(self, pb) -> tuple:
+        """(action space, observation space) of problem ``pb`` (the same for every instance of a scenario:
+        M machines and the J-slot window are parameters)."""
+        M, J = pb.num_machines, pb.max_jobs
+        act = spaces.MultiDiscrete(np.full(M, J + 1, dtype=np.int64))
+        obs = spaces.Dict({
+            "jobs": spaces.Box(0.0, np.inf, shape=(J, len(JOB_FEATURES)), dtype=np.float64),
+            "job_mask": spaces.MultiBinary(J),
+            "t": spaces.Box(0.0, float(self.horizon), shape=(1,), dtype=np.float32),
+        })
+        return act, obs
+
+    def _load(self, sc: Scenario) -> None:
         self.scenario = sc
         self.problem = pb = sc.problem
         self._truth = sc.truth
@@ -141,13 +162,11 @@ class ApproxJobsEnv(ClusterEnv):
         self._price = np.asarray(pb.price, dtype=float)
         self._min_price = float(self._price.min())
         self._space_desc = f"MultiDiscrete([{self._J + 1}] * {self._M}) (0 = idle, k = window slot k)"
-        self.action_space = spaces.MultiDiscrete(np.full(self._M, self._J + 1, dtype=np.int64))
-        self.observation_space = spaces.Dict({
-            "jobs": spaces.Box(0.0, np.inf, shape=(self._J, len(JOB_FEATURES)), dtype=np.float64),
-            "job_mask": spaces.MultiBinary(self._J),
-            "t": spaces.Box(0.0, float(self.horizon), shape=(1,), dtype=np.float32),
-        })
-        self._rngs = None
+
+    def _use_scenario(self, sc: Scenario, k: int) -> None:
+        act, obs = self._spaces(sc.problem)
+        self._check_same_spaces(k, act, obs, {})
+        self._load(sc)
 
     # -- job bookkeeping ------------------------------------------------------------------------
     def _utility(self, idx: np.ndarray, work: np.ndarray) -> np.ndarray:
@@ -196,6 +215,7 @@ class ApproxJobsEnv(ClusterEnv):
     # -- gymnasium API --------------------------------------------------------------------------
     def reset(self, *, seed: int | None = None, options: dict | None = None):
         super().reset(seed=seed)
+        self._begin_instance(seed, options)  # options["scenario_seed"] or a draw from `instances`
         self._rngs = child_generators(self.np_random, ("service", "unused"))
         self._service = ServiceProcess(self._truth.service, self._truth.speed, self._rngs["service"])
         self._rate_block = self._service.block(_BLOCK)

@@ -12,6 +12,8 @@ FAMILY = FamilySpec(
     paper="GADGET",
     envs=(EnvEntry(id="clustergym/RingAllReduce-v0", entry_point=f"{_PKG}.env:RingAllReduceEnv",
                    check_kwargs={"num_servers": 10, "num_racks": 2, "max_jobs": 8, "arrival_rate": 2.0}),),
+    pad_kwargs=("max_racks",),
+    sizes=f"{_PKG}.env:instance_sizes",
     scenario=f"{_PKG}.scenario:make_ring_scenario",
     drl_hooks=None,  # no statistics: the observation holds jobs, servers and links; no mask, no Box action
     experiment="gadget",

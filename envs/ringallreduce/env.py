@@ -8,15 +8,22 @@ from typing import Any
 import numpy as np
 from gymnasium import spaces
 
-from clustergym.core import Scenario, resolve_scenario, check_choice, check_int, check_real, child_generators
-from clustergym.env import ClusterEnv
+from clustergym.core import Scenario, check_choice, check_int, check_real, child_generators
+from clustergym.env import ClusterEnv, InstanceSource, check_maxima
 from clustergym.metrics import SLOT, Metric
 from clustergym.envs.ringallreduce.dynamics import place_jobs
 from clustergym.envs.ringallreduce.scenario import (RING_SCENARIOS, draw_jobs, make_ring_scenario,
                                                     sigmoid_utility)
 from clustergym.envs.ringallreduce.topology import placement_loads, ring_stats
 
-__all__ = ["RingAllReduceEnv", "JOB_FEATURES"]
+__all__ = ["RingAllReduceEnv", "JOB_FEATURES", "instance_sizes"]
+
+
+def instance_sizes(problem) -> dict[str, int]:
+    """The natural sizes of a P3 instance, keyed by the padding kwarg that bounds them (``FamilySpec.sizes``).
+    The number of servers is a scenario parameter (the same for every instance of a scenario); the racks
+    are drawn per instance (§VI.1: 2..5)."""
+    return {"max_racks": int(problem.topology.num_racks)}
 
 _BLOCK = 256  # slots of arrivals drawn at once (same jobs as drawing slot by slot)
 JOB_FEATURES = ("workers_cap", "remaining", "attained", "zeta", "bw", "lambda1", "lambda2", "lambda3", "age",
@@ -112,6 +119,7 @@ class RingAllReduceEnv(ClusterEnv):
     """
 
     family = "ringallreduce"
+    pad_kwargs = ("max_racks",)
     # info["metrics"] keys and their kind (clustergym/metrics.py).
     metrics_spec = {
         "utility": Metric(SLOT, "this slot's utility gain Σ_i [μ_i(ζ_i z_i,t) − μ_i(ζ_i z_i,t−1)], the reward"),
@@ -128,14 +136,50 @@ class RingAllReduceEnv(ClusterEnv):
 
     def __init__(self, scenario: str | Scenario = "paper", *, scenario_seed: int = 0, horizon: int = 200,
                  oracle: bool = False, infeasible: str = "repair", render_mode: str | None = None,
-                 action_mode: str = "placement", max_jobs: int = 32, oracle_time_limit: float = 60.0, **params: Any):
+                 action_mode: str = "placement", max_jobs: int = 32, oracle_time_limit: float = 60.0,
+                 instances: Any = None, max_racks: int | None = None, **params: Any):
         super().__init__(horizon=horizon, infeasible=infeasible, render_mode=render_mode, oracle=oracle)
         self.action_mode = check_choice("action_mode", action_mode, ("placement", "ring_size"))
         self.max_jobs = check_int("max_jobs", max_jobs, 1, 4096)
         self.oracle_time_limit = check_real("oracle_time_limit", oracle_time_limit, 0.0, None, lo_open=True)
-        self.scenario = resolve_scenario(scenario, params, make_ring_scenario, RING_SCENARIOS, scenario_seed)
-        self.problem = replace(self.scenario.problem, max_jobs=self.max_jobs, action_mode=self.action_mode)
-        self._truth = self.scenario.truth
+        self.max_racks = None if max_racks is None else check_int("max_racks", max_racks, 1, 10_000)
+        self._source = InstanceSource(scenario, params, make_ring_scenario, RING_SCENARIOS, scenario_seed, instances,
+                                      self.pad_kwargs)
+        sc = self._source.first
+        self.action_space, self.observation_space = self._spaces(sc.problem, self.scenario_seed)
+        self._load(sc)
+        self._rngs = None
+        self._t = 0
+
+    def _spaces(self, pb, k) -> tuple:
+        """(action space, observation space) of problem ``pb`` in this env (padded to ``max_racks`` if set)."""
+        topo = pb.topology
+        S, R, J, wmax = topo.num_servers, topo.num_racks, self.max_jobs, pb.workers_max
+        gpus = np.asarray(topo.gpus, dtype=np.int64)
+        if self.max_racks is not None:
+            check_maxima(instance_sizes(pb), {"max_racks": self.max_racks}, f"instance scenario_seed={k}")
+            R = self.max_racks
+        if self.action_mode == "placement":
+            per = np.full(S, wmax + 1) if self.max_racks is not None else np.minimum(wmax, gpus) + 1
+            nvec = np.tile(per, J)  # (J*S,)
+        else:
+            nvec = np.full(J, wmax + 1)
+        obs = {
+            "jobs": spaces.Box(0.0, np.inf, shape=(J, len(JOB_FEATURES)), dtype=np.float32),
+            "job_mask": spaces.MultiBinary(J),
+            "servers": spaces.Box(0.0, np.inf, shape=(S, 3), dtype=np.float32),
+            "links": spaces.Box(0.0, np.inf, shape=(S + R, 4), dtype=np.float32),
+            "t": spaces.Box(0.0, float(self.horizon), shape=(1,), dtype=np.float32),
+        }
+        if self.max_racks is not None:
+            obs["link_present"] = spaces.MultiBinary(S + R)
+        return spaces.MultiDiscrete(nvec), spaces.Dict(obs)
+
+    def _load(self, sc: Scenario) -> None:
+        """Take the problem-derived state of instance ``sc`` (its spaces were checked)."""
+        self.scenario = sc
+        self.problem = replace(sc.problem, max_jobs=self.max_jobs, action_mode=self.action_mode)
+        self._truth = sc.truth
         topo = self.problem.topology
         self._topo = topo
         self._S, self._R, self._J = topo.num_servers, topo.num_racks, self.max_jobs
@@ -145,25 +189,24 @@ class RingAllReduceEnv(ClusterEnv):
         self._cap_rack = np.asarray(topo.rack_bw, dtype=np.float64)
         self._link_cap = np.concatenate([self._cap_srv, self._cap_rack])  # (S+R, 2)
         wmax = self.problem.workers_max
+        self._nvec = np.asarray(self.action_space.nvec)
         if self.action_mode == "placement":
-            self._nvec = np.tile(np.minimum(wmax, self._gpus) + 1, self._J)  # (J*S,)
-            self._space_desc = f"MultiDiscrete({self._J}x{self._S} flattened; entry (j, s) in 0..min({wmax}, C_s))"
+            rng = f"min({wmax}, C_s)" if self.max_racks is None else f"{wmax} (a value above C_s breaks eq. 4)"
+            self._space_desc = f"MultiDiscrete({self._J}x{self._S} flattened; entry (j, s) in 0..{rng})"
         else:
-            self._nvec = np.full(self._J, wmax + 1)
             self._space_desc = f"MultiDiscrete({self._J}; values 0..{wmax})"
-        self.action_space = spaces.MultiDiscrete(self._nvec)
-        S, R, J = self._S, self._R, self._J
-        self.observation_space = spaces.Dict({
-            "jobs": spaces.Box(0.0, np.inf, shape=(J, len(JOB_FEATURES)), dtype=np.float32),
-            "job_mask": spaces.MultiBinary(J),
-            "servers": spaces.Box(0.0, np.inf, shape=(S, 3), dtype=np.float32),
-            "links": spaces.Box(0.0, np.inf, shape=(S + R, 4), dtype=np.float32),
-            "t": spaces.Box(0.0, float(self.horizon), shape=(1,), dtype=np.float32),
-        })
+        S = self._S
         self._servers_static = np.stack([self._gpus, self._rack_of, np.zeros(S)], axis=1).astype(np.float32)
         self._ring_seq = np.lexsort((np.arange(S), self._rack_of))  # servers grouped by rack (ring order)
-        self._rngs = None
-        self._t = 0
+        self._n_links = self.observation_space["links"].shape[0]  # S + R, or S + max_racks when padded
+        if self.max_racks is not None:
+            self._link_present = np.zeros(self._n_links, dtype=np.int8)
+            self._link_present[:S + self._R] = 1
+
+    def _use_scenario(self, sc: Scenario, k: int) -> None:
+        act, obs = self._spaces(sc.problem, k)
+        self._check_same_spaces(k, act, obs, instance_sizes(sc.problem))
+        self._load(sc)
 
     # -- arrivals ------------------------------------------------------------------------------
     def _refill(self) -> None:
@@ -212,6 +255,7 @@ class RingAllReduceEnv(ClusterEnv):
     # -- gymnasium API ------------------------------------------------------------------------
     def reset(self, *, seed: int | None = None, options: dict | None = None):
         super().reset(seed=seed)
+        self._begin_instance(seed, options)  # options["scenario_seed"] or a draw from `instances`
         self._rngs = child_generators(self.np_random, ("arrivals", "jobs"))
         self._t = 0
         self._next_id = 0
@@ -239,9 +283,13 @@ class RingAllReduceEnv(ClusterEnv):
         jobs[:, 9] = W[:, 10]
         servers = self._servers_static.copy()
         servers[:, 2] = self._last_y.sum(axis=0)
-        links = np.concatenate([self._link_cap, self._last_load], axis=1).astype(np.float32)
-        return {"jobs": jobs, "job_mask": self._present.astype(np.int8), "servers": servers, "links": links,
-                "t": np.array([self._t], dtype=np.float32)}
+        links = np.zeros((self._n_links, 4), dtype=np.float32)
+        links[:self._S + self._R] = np.concatenate([self._link_cap, self._last_load], axis=1)
+        obs = {"jobs": jobs, "job_mask": self._present.astype(np.int8), "servers": servers, "links": links,
+               "t": np.array([self._t], dtype=np.float32)}
+        if self.max_racks is not None:
+            obs["link_present"] = self._link_present.copy()
+        return obs
 
     def _mask(self) -> np.ndarray:
         if self.action_mode == "placement":

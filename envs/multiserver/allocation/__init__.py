@@ -16,6 +16,8 @@ FAMILY = FamilySpec(
                    parallel_entry_point=f"{_PKG}.parallel:parallel_env",  # servers as agents
                    check_kwargs={"num_servers": 16}),
           ),
+    pad_kwargs=("max_edges",),
+    sizes=f"{_PKG}.env:instance_sizes",
     scenario=f"{_PKG}.scenario:make_allocation_scenario",
     drl_hooks=f"{_PKG}.drl_hooks",
     experiment="ogasched",

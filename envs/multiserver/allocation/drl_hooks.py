@@ -14,7 +14,7 @@ class Stats:
     """Per port: the share of slots with a job (the hidden ρ_l, eq. 1) and the mean realised reward
     x_l q_l when it had a job."""
 
-    def __init__(self, problem):
+    def __init__(self, problem, pad: dict | None = None):  # pad: the env's padding kwargs (sizes do not depend on them)
         self.problem = problem
         self.size = 2 * problem.num_ports
 
@@ -33,8 +33,12 @@ class Stats:
         return (self.jobs / t, mean)
 
 
-def box_bounds(problem) -> tuple[np.ndarray, np.ndarray]:
+def box_bounds(problem, pad: dict | None = None) -> tuple[np.ndarray, np.ndarray]:
     """Exact (float64) bounds [0, a_l^k] of eq. 3 (the float32 space bounds can round a up by more than the
-    env's feasibility tolerance)."""
+    env's feasibility tolerance); on a padded env (``pad={"max_edges": P}``) the action is a fraction of
+    a_l^k: [0, 1] of shape (P, K)."""
+    if pad and pad.get("max_edges"):
+        shape = (int(pad["max_edges"]), problem.num_device_types)
+        return np.zeros(shape), np.ones(shape)
     hi = np.asarray(problem.edge_demand, dtype=np.float64)
     return np.zeros_like(hi), hi

@@ -8,13 +8,18 @@ from typing import Any
 import numpy as np
 from gymnasium import spaces
 
-from clustergym.core import Scenario, resolve_scenario, child_generators
-from clustergym.env import ClusterEnv
+from clustergym.core import Scenario, check_int, child_generators
+from clustergym.env import ClusterEnv, InstanceSource, check_maxima
 from clustergym.metrics import EPISODE, SLOT, Metric
 from clustergym.envs.multiserver.allocation.dynamics import AllocationDynamics
 from clustergym.envs.multiserver.allocation.scenario import ALLOCATION_SCENARIOS, make_allocation_scenario
 
-__all__ = ["MultiServerAllocationEnv"]
+__all__ = ["MultiServerAllocationEnv", "instance_sizes"]
+
+
+def instance_sizes(problem) -> dict[str, int]:
+    """The natural sizes of a P2 instance, keyed by the padding kwarg that bounds them (``FamilySpec.sizes``)."""
+    return {"max_edges": int(problem.num_edges)}
 
 
 class MultiServerAllocationEnv(ClusterEnv):
@@ -93,28 +98,64 @@ class MultiServerAllocationEnv(ClusterEnv):
         "episode_regret": Metric(EPISODE, "Q(y*) − Σ_t q(x(t), y(t)) (eq. 6; oracle=True)"),
     }
 
+    pad_kwargs = ("max_edges",)
+
     def __init__(self, scenario: str | Scenario = "paper", *, scenario_seed: int = 0, horizon: int = 2000,
-                 oracle: bool = True, infeasible: str = "repair", render_mode: str | None = None, **params: Any):
+                 oracle: bool = True, infeasible: str = "repair", render_mode: str | None = None,
+                 instances: Any = None, max_edges: int | None = None, **params: Any):
         super().__init__(horizon=horizon, infeasible=infeasible, render_mode=render_mode, oracle=oracle)
-        self.scenario = resolve_scenario(scenario, params, make_allocation_scenario, ALLOCATION_SCENARIOS, scenario_seed)
+        self.max_edges = None if max_edges is None else check_int("max_edges", max_edges, 1, 10_000_000)
+        self._source = InstanceSource(scenario, params, make_allocation_scenario, ALLOCATION_SCENARIOS, scenario_seed,
+                                      instances, self.pad_kwargs)
+        sc = self._source.first
+        self.action_space, self.observation_space = self._spaces(sc.problem, self.scenario_seed)
+        self._load(sc)
+        self._t = 0
+        self._rngs = None
+
+    def _spaces(self, pb, k) -> tuple:
+        """(action space, observation space) of problem ``pb`` in this env (padded to ``max_edges`` if set)."""
+        L, K = pb.num_ports, pb.num_device_types
+        obs = {"arrivals": spaces.MultiBinary(L), "t": spaces.Box(0.0, float(self.horizon), shape=(1,), dtype=np.float32)}
+        if self.max_edges is None:
+            act = spaces.Box(low=0.0, high=np.asarray(pb.edge_demand, dtype=np.float64).astype(np.float32),
+                             shape=(pb.num_edges, K), dtype=np.float32)
+            return act, spaces.Dict(obs)
+        check_maxima(instance_sizes(pb), {"max_edges": self.max_edges}, f"instance scenario_seed={k}")
+        E = self.max_edges
+        obs.update(edge_present=spaces.MultiBinary(E), edge_arrival=spaces.MultiBinary(E),
+                   edge_demand=spaces.Box(0.0, np.inf, shape=(E, K), dtype=np.float32))
+        return spaces.Box(0.0, 1.0, shape=(E, K), dtype=np.float32), spaces.Dict(obs)
+
+    def _load(self, sc: Scenario) -> None:
+        """Take the problem-derived state of instance ``sc`` (its spaces were checked)."""
+        self.scenario = sc
         # The horizon T is public (the episode is truncated after T slots): agents read it from the
         # problem (OGASched's eq. 26 step needs T).
-        pb = dataclasses.replace(self.scenario.problem, horizon=self.horizon)
+        pb = dataclasses.replace(sc.problem, horizon=self.horizon)
         self.problem = pb
         self._E, self._L, self._K = pb.num_edges, pb.num_ports, pb.num_device_types
         # Arrivals, the check and repair of eqs. 3–4 and eq. 5: one object, shared with the vector and
         # PettingZoo envs (allocation/dynamics.py).
-        self.dynamics = dyn = AllocationDynamics(pb, self.scenario.truth.rho)
+        self.dynamics = dyn = AllocationDynamics(pb, sc.truth.rho)
         self.layout = dyn.layout
-        self._space_desc = dyn.space_desc
-        self.action_space = spaces.Box(low=0.0, high=dyn.upper.astype(np.float32), shape=(self._E, self._K),
-                                       dtype=np.float32)
-        self.observation_space = spaces.Dict({
-            "arrivals": spaces.MultiBinary(self._L),
-            "t": spaces.Box(0.0, float(self.horizon), shape=(1,), dtype=np.float32),
-        })
-        self._t = 0
-        self._rngs = None
+        self._A = self.action_space.shape[0]  # action rows: |E|, or max_edges when padded
+        self._space_desc = (dyn.space_desc if self.max_edges is None else
+                            f"Box(0, 1, shape=({self._A}, {self._K})): fraction of a_l^k per channel (rows "
+                            f"{self._E}..{self._A - 1} are padding: 0)")
+        if self.max_edges is not None:  # static padded observation parts (public problem data)
+            self._upper = np.ascontiguousarray(pb.edge_demand, dtype=np.float64)  # (E, K) a of eq. 3
+            self._edge_present = np.zeros(self._A, dtype=np.int8)
+            self._edge_present[:self._E] = 1
+            cap = np.asarray(pb.capacity, dtype=np.float64)[pb.edge_server]  # (E, K) c_r^k of each channel's server
+            d = np.zeros((self._A, self._K), dtype=np.float32)
+            d[:self._E] = np.divide(self._upper, cap, out=np.zeros_like(cap), where=cap > 0)
+            self._edge_demand = d
+
+    def _use_scenario(self, sc: Scenario, k: int) -> None:
+        act, obs = self._spaces(sc.problem, k)
+        self._check_same_spaces(k, act, obs, instance_sizes(sc.problem))
+        self._load(sc)
 
     # -- randomness ---------------------------------------------------------------------------
     def _slot(self) -> np.ndarray:
@@ -128,12 +169,15 @@ class MultiServerAllocationEnv(ClusterEnv):
     # -- gymnasium API ------------------------------------------------------------------------
     def action_bounds(self) -> tuple[np.ndarray, np.ndarray]:
         """Exact float64 bounds [0, a_l^k] of eq. 3 (the float32 space bounds can round a_l^k up by
-        more than the feasibility tolerance)."""
+        more than the feasibility tolerance); [0, 1] everywhere when padded (fractions of a_l^k)."""
+        if self.max_edges is not None:
+            return np.zeros((self._A, self._K)), np.ones((self._A, self._K))
         hi = np.asarray(self.problem.edge_demand, dtype=np.float64)
         return np.zeros_like(hi), hi
 
     def reset(self, *, seed: int | None = None, options: dict | None = None):
         super().reset(seed=seed)
+        self._begin_instance(seed, options)  # options["scenario_seed"] or a draw from `instances`
         self._rngs = child_generators(self.np_random, ("arrivals",))
         self._t = 0
         self._counts = np.zeros(self._L)  # n_l = Σ_t x_l(t), all the hindsight optimum needs
@@ -142,15 +186,44 @@ class MultiServerAllocationEnv(ClusterEnv):
         self._block_start = 0
         self._arrivals = self._slot()
         self._last_y = np.zeros((self._E, self._K))
-        return self._obs(), {"t": 0}
+        return self._obs(), self._reset_info()
+
+    def _reset_info(self) -> dict:
+        return {"t": 0} if self.max_edges is None else {"t": 0, "action_mask": self._edge_mask()}
+
+    def _edge_mask(self) -> np.ndarray:
+        """(max_edges,) bool: real channels of ports with a job (padded env only; padding False)."""
+        m = np.zeros(self._A, dtype=bool)
+        m[:self._E] = self._arrivals[self.problem.edge_port]
+        return m
 
     def _obs(self) -> dict:
-        return {"arrivals": self._arrivals.astype(np.int8), "t": np.array([self._t], dtype=np.float32)}
+        obs = {"arrivals": self._arrivals.astype(np.int8), "t": np.array([self._t], dtype=np.float32)}
+        if self.max_edges is not None:
+            obs.update(edge_present=self._edge_present.copy(), edge_arrival=self._edge_mask().astype(np.int8),
+                       edge_demand=self._edge_demand.copy())
+        return obs
+
+    def _unpad(self, action: Any) -> tuple[np.ndarray, int]:
+        """Padded env: the fractions (max_edges, K) -> y (E, K) in device units and the padding entries dropped."""
+        u = self._as_float_action(action, (self._A, self._K), self._space_desc)
+        pad = u[self._E:]
+        dropped = 0
+        if pad.any():
+            if self.infeasible == "raise":
+                e, k = map(int, np.argwhere(pad != 0)[0])
+                raise ValueError(f"infeasible action: entry [{self._E + e}, {k}] is padding (this instance has "
+                                 f"{self._E} channels, max_edges={self._A}); padding entries must be 0")
+            dropped = int(np.count_nonzero(pad))
+        return np.ascontiguousarray(u[:self._E] * self._upper), dropped
 
     def step(self, action: Any):
         if self._rngs is None:
             raise RuntimeError("call reset() before step()")
-        if isinstance(action, np.ndarray) and action.dtype == np.float64 and action.shape == (self._E, self._K):
+        pad_dropped = 0
+        if self.max_edges is not None:
+            y, pad_dropped = self._unpad(action)
+        elif isinstance(action, np.ndarray) and action.dtype == np.float64 and action.shape == (self._E, self._K):
             y = np.ascontiguousarray(action)
         else:
             y = np.ascontiguousarray(self._as_float_action(action, (self._E, self._K), self._space_desc))
@@ -158,7 +231,7 @@ class MultiServerAllocationEnv(ClusterEnv):
         # eqs. 3–4 (check, then repair or raise) and eq. 5: a SlotResult, unpacked in its field order
         y, port_reward, _, gain, overhead, util, repaired = self.dynamics.step(y, x, self.infeasible)
         reward = float(port_reward.sum())
-        metrics = {"expected_reward": reward, "gain": gain, "overhead": overhead, "repaired": repaired,
+        metrics = {"expected_reward": reward, "gain": gain, "overhead": overhead, "repaired": repaired + pad_dropped,
                    "utilisation": util}
         self._counts += x
         self._total += reward
@@ -172,7 +245,13 @@ class MultiServerAllocationEnv(ClusterEnv):
             metrics.update(episode_best_static=opt.value, episode_best_static_upper=opt.upper_bound,
                            episode_regret=opt.value - self._total)  # eq. 6
         self._arrivals = self._slot()
-        info = {"feedback": {"allocation": y, "port_reward": port_reward}, "metrics": metrics, "t": self._t}
+        if self.max_edges is not None:
+            y_pad = np.zeros((self._A, self._K))
+            y_pad[:self._E] = y
+            info = {"feedback": {"allocation": y_pad, "port_reward": port_reward}, "metrics": metrics, "t": self._t,
+                    "action_mask": self._edge_mask()}
+        else:
+            info = {"feedback": {"allocation": y, "port_reward": port_reward}, "metrics": metrics, "t": self._t}
         return self._obs(), reward, False, truncated, info
 
     # -- rendering ----------------------------------------------------------------------------

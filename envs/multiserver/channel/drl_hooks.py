@@ -12,16 +12,20 @@ __all__ = ["Stats", "sb3_mask"]
 
 class Stats:
     """Per channel: mean realised utility v̂_e (0 if untried) and the share of slots it was used n_e / t
-    (eqs. 8–9's statistics); per port: the share of slots with a job (the hidden ρ_l)."""
+    (eqs. 8–9's statistics); per port: the share of slots with a job (the hidden ρ_l).
 
-    def __init__(self, problem):
+    ``pad``: the env's padding kwargs (``{"max_edges": P}`` on a padded env, whose feedback has P entries):
+    the per-channel parts then have P entries, 0 on padding (a fixed size across instances)."""
+
+    def __init__(self, problem, pad: dict | None = None):
         self.problem = problem
-        self.size = 2 * problem.num_edges + problem.num_ports
+        self.num_entries = int((pad or {}).get("max_edges") or problem.num_edges)  # |E|, or max_edges
+        self.size = 2 * self.num_entries + problem.num_ports
 
     def reset(self) -> None:
         pb = self.problem
-        self.n = np.zeros(pb.num_edges)  # (|E|,) slots each channel was executed
-        self.sum = np.zeros(pb.num_edges)  # (|E|,) sum of realised Z̃_e
+        self.n = np.zeros(self.num_entries)  # (|E|,) slots each channel was executed
+        self.sum = np.zeros(self.num_entries)  # (|E|,) sum of realised Z̃_e
         self.jobs = np.zeros(pb.num_ports)  # (L,) slots with a job
 
     def update(self, obs: dict, fb: dict) -> None:

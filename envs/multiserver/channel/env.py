@@ -7,14 +7,19 @@ from typing import Any
 import numpy as np
 from gymnasium import spaces
 
-from clustergym.core import Scenario, resolve_scenario, child_generators
-from clustergym.env import ClusterEnv
+from clustergym.core import Scenario, check_int, child_generators
+from clustergym.env import ClusterEnv, InstanceSource, check_maxima
 from clustergym.metrics import CUMULATIVE, SLOT, Metric
 from clustergym.envs.multiserver.channel.dynamics import BLOCK, OK, channel_slot, draw_block, infeasible_message
 from clustergym.envs.multiserver.channel.scenario import CHANNEL_SCENARIOS, make_channel_scenario
 from clustergym.envs.multiserver.channel.oracle import knapsack_max
 
-__all__ = ["MultiServerChannelEnv"]
+__all__ = ["MultiServerChannelEnv", "instance_sizes"]
+
+
+def instance_sizes(problem) -> dict[str, int]:
+    """The natural sizes of a P1 instance, keyed by the padding kwarg that bounds them (``FamilySpec.sizes``)."""
+    return {"max_edges": int(problem.num_edges)}
 
 _BLOCK = BLOCK  # slots of arrivals/utilities drawn at once (same values as drawing slot by slot)
 
@@ -94,25 +99,59 @@ class MultiServerChannelEnv(ClusterEnv):
         "cum_regret": Metric(CUMULATIVE, "Σ regret so far (eq. 6; oracle=True)", total=False),
     }
 
+    pad_kwargs = ("max_edges",)
+
     def __init__(self, scenario: str | Scenario = "paper", *, scenario_seed: int = 0, horizon: int = 2000,
-                 oracle: bool = True, infeasible: str = "repair", render_mode: str | None = None, **params: Any):
+                 oracle: bool = True, infeasible: str = "repair", render_mode: str | None = None,
+                 instances: Any = None, max_edges: int | None = None, **params: Any):
         super().__init__(horizon=horizon, infeasible=infeasible, render_mode=render_mode, oracle=oracle)
-        self.scenario = resolve_scenario(scenario, params, make_channel_scenario, CHANNEL_SCENARIOS, scenario_seed)
-        pb = self.scenario.problem
+        self.max_edges = None if max_edges is None else check_int("max_edges", max_edges, 1, 10_000_000)
+        self._source = InstanceSource(scenario, params, make_channel_scenario, CHANNEL_SCENARIOS, scenario_seed,
+                                      instances, self.pad_kwargs)
+        sc = self._source.first
+        self.action_space, self.observation_space = self._spaces(sc.problem, self.scenario_seed)
+        self._load(sc)
+        self._t = 0
+        self._rngs = None
+
+    def _spaces(self, pb, k) -> tuple:
+        """(action space, observation space) of problem ``pb`` in this env (padded to ``max_edges`` if set)."""
+        E = pb.num_edges
+        if self.max_edges is not None:
+            check_maxima(instance_sizes(pb), {"max_edges": self.max_edges}, f"instance scenario_seed={k}")
+            E = self.max_edges
+        obs = {"arrivals": spaces.MultiBinary(pb.num_ports),
+               "t": spaces.Box(0.0, float(self.horizon), shape=(1,), dtype=np.float32)}
+        if self.max_edges is not None:
+            obs.update(edge_present=spaces.MultiBinary(E), edge_arrival=spaces.MultiBinary(E),
+                       edge_demand=spaces.Box(0.0, 1.0, shape=(E, pb.num_device_types), dtype=np.float32))
+        return spaces.MultiBinary(E), spaces.Dict(obs)
+
+    def _load(self, sc: Scenario) -> None:
+        """Take the problem-derived state of instance ``sc`` (its spaces were checked)."""
+        self.scenario = sc
+        pb = sc.problem
         self.problem = pb
-        self._truth = self.scenario.truth
+        self._truth = sc.truth
         self._E, self._L, self._K = pb.num_edges, pb.num_ports, pb.num_device_types
         self._demand = np.ascontiguousarray(pb.demand, dtype=np.int64)  # (E, K) a_k^e
         self._capacity = np.ascontiguousarray(pb.capacity, dtype=np.int64)  # (K,) c_k
         self._buf = np.empty(self._E)  # (E,) scratch of channel_slot
-        self.space_desc = f"MultiBinary({self._E}) (0/1 per channel)"
-        self.action_space = spaces.MultiBinary(self._E)
-        self.observation_space = spaces.Dict({
-            "arrivals": spaces.MultiBinary(self._L),
-            "t": spaces.Box(0.0, float(self.horizon), shape=(1,), dtype=np.float32),
-        })
-        self._t = 0
-        self._rngs = None
+        self._A = self.action_space.n  # action length: |E|, or max_edges when padded
+        self.space_desc = (f"MultiBinary({self._A}) (0/1 per channel)" if self.max_edges is None else
+                           f"MultiBinary({self._A}) (0/1 per channel; entries {self._E}..{self._A - 1} are padding: 0)")
+        if self.max_edges is not None:  # static padded observation parts (public problem data)
+            P = self._A
+            self._edge_present = np.zeros(P, dtype=np.int8)
+            self._edge_present[:self._E] = 1
+            d = np.zeros((P, self._K), dtype=np.float32)
+            d[:self._E] = pb.demand / np.maximum(pb.capacity, 1)[None, :]
+            self._edge_demand = d
+
+    def _use_scenario(self, sc: Scenario, k: int) -> None:
+        act, obs = self._spaces(sc.problem, k)
+        self._check_same_spaces(k, act, obs, instance_sizes(sc.problem))
+        self._load(sc)
 
     # -- randomness ---------------------------------------------------------------------------
     def _refill(self) -> None:
@@ -131,6 +170,7 @@ class MultiServerChannelEnv(ClusterEnv):
     # -- gymnasium API ------------------------------------------------------------------------
     def reset(self, *, seed: int | None = None, options: dict | None = None):
         super().reset(seed=seed)
+        self._begin_instance(seed, options)  # options["scenario_seed"] or a draw from `instances`
         self._rngs = child_generators(self.np_random, ("arrivals", "utilities"))
         self._t = 0
         self._cum_regret = 0.0
@@ -138,15 +178,27 @@ class MultiServerChannelEnv(ClusterEnv):
         self._arrivals, self._z = self._slot()
         self._mask = self._arrivals[self.problem.edge_port]
         self._last_x = np.zeros(self._E, dtype=bool)
-        return self._obs(), {"action_mask": self._mask.copy(), "t": 0}
+        return self._obs(), {"action_mask": self._padded(self._mask), "t": 0}
+
+    def _padded(self, a: np.ndarray) -> np.ndarray:
+        """A copy of the per-channel array ``a`` (|E|, ...) padded with zeros to the action length."""
+        if self._A == self._E:
+            return a.copy()
+        out = np.zeros((self._A, *a.shape[1:]), dtype=a.dtype)
+        out[:self._E] = a
+        return out
 
     def _obs(self) -> dict:
-        return {"arrivals": self._arrivals.astype(np.int8), "t": np.array([self._t], dtype=np.float32)}
+        obs = {"arrivals": self._arrivals.astype(np.int8), "t": np.array([self._t], dtype=np.float32)}
+        if self.max_edges is not None:
+            obs.update(edge_present=self._edge_present.copy(), edge_arrival=self._padded(self._mask).astype(np.int8),
+                       edge_demand=self._edge_demand.copy())
+        return obs
 
     def action_masks(self) -> np.ndarray:
-        """(2|E|,) mask for sb3-contrib MaskablePPO: per channel [0 allowed, 1 allowed]."""
-        m = np.ones((self._E, 2), dtype=bool)
-        m[:, 1] = self._mask
+        """(2|E|,) mask for sb3-contrib MaskablePPO: per channel [0 allowed, 1 allowed] (padding: 0 only)."""
+        m = np.ones((self._A, 2), dtype=bool)
+        m[:, 1] = self._padded(self._mask)
         return m.reshape(-1)
 
     def _check_form(self, action: Any) -> np.ndarray:
@@ -155,20 +207,30 @@ class MultiServerChannelEnv(ClusterEnv):
             raise RuntimeError("call reset() before step()")
         a = action if isinstance(action, np.ndarray) else np.asarray(action)
         if a.dtype.kind != "b":
-            if a.shape == (self._E,) and a.dtype.kind in "iu":
+            if a.shape == (self._A,) and a.dtype.kind in "iu":
                 # One reduction: viewed as unsigned, negative values become huge.
                 if a.size and a.view(a.dtype.str.replace("i", "u")).max() > 1:
                     raise ValueError(f"action values must be 0 or 1, expected {self.space_desc}")
             else:
-                a = self._as_int_action(a, (self._E,), self.space_desc)
+                a = self._as_int_action(a, (self._A,), self.space_desc)
                 if a.size and (a.max() > 1 or a.min() < 0):
                     raise ValueError(f"action values must be 0 or 1, expected {self.space_desc}")
-        elif a.shape != (self._E,):
-            raise ValueError(f"action has shape {a.shape}, expected {(self._E,)} ({self.space_desc})")
+        elif a.shape != (self._A,):
+            raise ValueError(f"action has shape {a.shape}, expected {(self._A,)} ({self.space_desc})")
         return a
 
     def step(self, action: Any):
         a = self._check_form(action)
+        pad_dropped = 0
+        if self._A != self._E:  # padding entries: never executed, never rewarded
+            pad = a[self._E:]
+            if pad.any():
+                if self.infeasible == "raise":
+                    e = self._E + int(np.flatnonzero(pad)[0])
+                    raise ValueError(f"infeasible action: entry {e} is padding (this instance has {self._E} "
+                                     f"channels, max_edges={self._A}); padding entries must be 0")
+                pad_dropped = int(np.count_nonzero(pad))
+            a = a[:self._E]
         x = np.empty(self._E, dtype=bool)
         used = np.empty(self._K, dtype=np.int64)  # (K,) devices in use
         # Eqs. 4, 2 (validate or repair) and eq. 5, in the kernel the vector env runs too.
@@ -179,7 +241,7 @@ class MultiServerChannelEnv(ClusterEnv):
             raise ValueError(infeasible_message(self.problem, status, where, used))
         utilities = np.where(x, self._z, 0.0)  # (E,) realised Z̃ of the executed channels, 0 elsewhere
         v = self._truth.mean_utility
-        metrics = {"expected_reward": expected, "repaired": dropped, "used": used}
+        metrics = {"expected_reward": expected, "repaired": dropped + pad_dropped, "used": used}
         if self.oracle:
             active = np.flatnonzero(self._mask)
             opt, _ = knapsack_max(v[active], self.problem.demand[active], self.problem.capacity)
@@ -190,8 +252,8 @@ class MultiServerChannelEnv(ClusterEnv):
         self._t += 1
         self._arrivals, self._z = self._slot()
         self._mask = self._arrivals[self.problem.edge_port]
-        info = {"feedback": {"executed": x.copy(), "utilities": utilities}, "metrics": metrics,
-                "action_mask": self._mask.copy(), "t": self._t}
+        info = {"feedback": {"executed": self._padded(x), "utilities": self._padded(utilities)}, "metrics": metrics,
+                "action_mask": self._padded(self._mask), "t": self._t}
         return self._obs(), reward, False, self._t >= self.horizon, info
 
     # -- rendering ----------------------------------------------------------------------------
