@@ -312,7 +312,8 @@ def plot_training_curve(run_dir: str, path: str | None = None, reference: dict[s
     ax.set_ylabel("episode return")
     ax.set_title(f"{meta['algo'].upper()} on {meta['env_id'].split('/')[-1]}")
     ax.grid(alpha=0.3)
-    ax.legend(fontsize=8, loc="best")
+    if ax.get_legend_handles_labels()[0]:  # nothing to label before the first episode ends
+        ax.legend(fontsize=8, loc="best")
     fig.tight_layout()
     path = path or os.path.join(run_dir, "training_curve.png")
     fig.savefig(path)
