@@ -240,6 +240,13 @@ def _training_pool(env_id: str, env_kwargs: dict, instances) -> tuple[list[int] 
                              "combined: scenario_seed pins one instance")
         return None, f"one instance: scenario_seed={env_kwargs['scenario_seed']}"
     given = instances is not None
+    probe = gym.make(env_id, **{**env_kwargs, "oracle": False})
+    switches = getattr(probe.unwrapped, "_source", None) is not None  # the env has the instances kwarg (issue 25)
+    probe.close()
+    if not switches:
+        if given:
+            raise ValueError(f"{env_id} cannot switch instances (its env has no instances kwarg): drop --instances")
+        return None, "one instance: the env does not switch instances"
     pool = list(dict.fromkeys(_int("instances", k, 0) for k in (instances if given else DEFAULT_TRAIN_INSTANCES)))
     if not pool:
         raise ValueError("instances is empty")

@@ -1,6 +1,6 @@
 """One hyperparameter set per (env, algorithm), in files users read and edit (SPEC §8).
 
-``clustergym/learning/hyperparams/<algo>.yml`` follows rl-zoo3's convention: one file per algorithm,
+``clustergym/learning/hyperparams/<algo>.yml`` (this package's data files) follows rl-zoo3's convention: one file per algorithm,
 keys are env ids, values the algorithm's keyword arguments plus a few run settings (:data:`RUN_KEYS`).
 ``clustergym train`` reads the entry of its (env, algorithm) and applies ``--hp KEY=VALUE`` on top;
 ``clustergym bench`` reads the same entries for its training-throughput rows. A user's own file can be
@@ -16,7 +16,7 @@ import os
 __all__ = ["RUN_KEYS", "hyperparams_path", "load_hyperparams", "split_run_keys"]
 
 RUN_KEYS = ("n_envs", "n_timesteps", "normalize")  # run settings, not algorithm keyword arguments
-HERE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "hyperparams")
+HERE = os.path.dirname(os.path.abspath(__file__))  # the shipped <algo>.yml files sit beside this module
 
 
 def hyperparams_path(algo: str) -> str:
