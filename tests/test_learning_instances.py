@@ -108,3 +108,23 @@ def test_hyperparameter_file_is_read_and_bad_files_are_one_line(tmp_path, capsys
     rc = main(["train", P1, "--algo", "ppo", "--hp-file", str(bad), "--timesteps", "32", "--out", str(tmp_path / "y")])
     err = capsys.readouterr().err.strip()
     assert rc == 2 and len(err.splitlines()) == 1 and "not valid YAML" in err
+
+
+def test_loader_supplies_the_policy_class_the_side_car_names(pool_model, tmp_path):
+    """The zip's pickled policy_class is never read: the side-car's head picks our class (fast) or SB3's."""
+    import shutil
+
+    from stable_baselines3.common.policies import ActorCriticPolicy
+
+    from clustergym.agent import make
+    from clustergym.learning.heads import FastActorCriticPolicy
+
+    assert type(make(f"sb3:{pool_model}/model.zip").model.policy) is FastActorCriticPolicy
+    run = tmp_path / "copy"
+    shutil.copytree(pool_model, run)
+    meta = json.loads((run / "clustergym.json").read_text())
+    (run / "clustergym.json").write_text(json.dumps({**meta, "head": "sb3"}))
+    assert type(make(f"sb3:{run}/model.zip").model.policy) is ActorCriticPolicy  # same weights, SB3's class
+    (run / "clustergym.json").write_text(json.dumps({**meta, "head": "os.system"}))
+    with pytest.raises(ValueError, match="head"):
+        make(f"sb3:{run}/model.zip")
