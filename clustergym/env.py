@@ -10,6 +10,12 @@ import numpy as np
 from clustergym.core import INFEASIBLE_MODES, Scenario, check_choice, check_int
 
 
+class ResetNeeded(gym.error.ResetNeeded, RuntimeError):
+    """``step`` after the episode ended (terminated or truncated), before ``reset``: Gymnasium's
+    ``ResetNeeded`` (what ``OrderEnforcing`` raises for a step before the first reset) and a
+    ``RuntimeError`` (what clustergym raises for that case)."""
+
+
 class ClusterEnv(gym.Env):
     """Common plumbing: horizon, ``infeasible`` mode, render modes, action validation.
 
@@ -41,13 +47,27 @@ class ClusterEnv(gym.Env):
         return None if self._source is None else self._source.current
 
     @property
+    def instance_source(self) -> "InstanceSource | None":
+        """The instances this env can switch between (:class:`InstanceSource`; the vector envs share their
+        single env's)."""
+        return self._source
+
+    @property
     def instances(self):
         """The ``instances`` kwarg (a range or tuple of scenario seeds drawn at each reset), or None."""
         return None if self._source is None else self._source.instances
 
+    _episode_over = False  # the last step terminated or truncated: step() raises until reset()
+
+    def _over(self) -> "ResetNeeded":
+        return ResetNeeded(f"the episode is over (terminated or truncated at t={getattr(self, '_t', '?')}): call "
+                           f"reset() before step() (Gymnasium's step contract; the vector env autoresets instead)")
+
     def _begin_instance(self, seed: Any, options: Any) -> None:
         """Switch to this episode's instance; call right after ``super().reset(seed=seed)`` and before the
-        dynamics' child generators are drawn (this draws nothing from ``np_random``)."""
+        dynamics' child generators are drawn (this draws nothing from ``np_random``). Starts a new episode
+        (``step`` is allowed again)."""
+        self._episode_over = False
         if self._source is None:
             check_reset_options(options)
             return
@@ -198,7 +218,7 @@ class InstanceSource:
         self.current = None if self.fixed else int(scenario_seed)
         self._cache: dict[int, Scenario] = {} if self.fixed else {self.current: first}
         self.first = first
-        self._rng: np.random.Generator | None = None
+        self._rngs: dict[int, np.random.Generator] = {}  # instance generator per slot (sub-env)
 
     def get(self, k: int) -> Scenario:
         """Instance ``k`` (built once, then cached)."""
@@ -215,15 +235,18 @@ class InstanceSource:
             self._cache[k] = sc
         return sc
 
-    def choose(self, np_random: np.random.Generator, seed: Any, options: Any) -> int | None:
+    def choose(self, np_random: np.random.Generator, seed: Any, options: Any, slot: int = 0,
+               valid: tuple[str, ...] = RESET_OPTIONS) -> int | None:
         """The instance of the episode starting now (after ``np_random`` was (re)seeded with ``seed``): the
         option ``scenario_seed``, else a draw from ``instances`` (a generator seeded from ``seed``, see
-        :func:`instance_generator`; an unseeded reset continues its stream), else None (keep the current one)."""
-        k = check_reset_options(options).get("scenario_seed")
+        :func:`instance_generator`; an unseeded reset continues its stream), else None (keep the current one).
+        ``slot``: the sub-env of a vector env (each has its own stream)."""
+        k = check_reset_options(options, valid).get("scenario_seed")
         if k is None and self.instances is not None:
-            if seed is not None or self._rng is None:
-                self._rng = instance_generator(np_random)
-            k = int(self.instances[int(self._rng.integers(len(self.instances)))])
+            rng = self._rngs.get(slot)
+            if seed is not None or rng is None:
+                rng = self._rngs[slot] = instance_generator(np_random)
+            k = int(self.instances[int(rng.integers(len(self.instances)))])
         if k is not None and self.fixed:
             self.get(k)  # raises
         return k

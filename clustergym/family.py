@@ -84,9 +84,11 @@ class FamilySpec:
     """``"module:function"`` of the scenario factory ``make(name="paper", seed=0, **params) -> Scenario``."""
     drl_hooks: str | None = None
     """Module with the DRL hooks (all optional): ``Stats`` (empirical statistics appended to observations:
-    ``Stats(problem)`` with ``size``, ``reset()``, ``update(obs, feedback)``, ``parts(t)``), ``sb3_mask(mask)``
+    ``Stats(problem, pad=None)`` with ``size``, ``reset()``, ``update(obs, feedback)``, ``parts(t)``; ``pad``
+    is the env's padding kwargs, ``clustergym.env.env_padding(env)``, for the same size on every instance),
+    ``sb3_mask(mask)``
     (MaskablePPO's flat mask from ``info["action_mask"]``; its presence enables ``maskable_ppo``) and
-    ``box_bounds(problem)`` (exact float64 bounds of a Box action; its presence enables ``sac``)."""
+    ``box_bounds(problem, pad=None)`` (exact float64 bounds of a Box action; its presence enables ``sac``)."""
     experiment: str | None = None
     """Module name under ``clustergym.experiments`` that reproduces the paper (``clustergym reproduce NAME``)."""
     paper_file: str | None = None

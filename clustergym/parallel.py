@@ -72,6 +72,7 @@ class ClusterParallelEnv(ParallelEnv):
         if isinstance(options, dict) and "options" in options:
             # PettingZoo's own api tests probe reset with options={"options": 1}: that key alone is ignored.
             options = {k: v for k, v in options.items() if k != "options"}
+        self.agents = []
         obs, info = self.single_env.reset(seed=seed, options=options)
         self._on_instance()
         self.agents = list(self.possible_agents)
@@ -141,6 +142,25 @@ class ClusterParallelEnv(ParallelEnv):
     def _on_instance(self) -> None:
         """After the single env's reset: follow an instance switch (``problem`` and per-agent structures)."""
         self.problem = self.single_env.problem
+
+    def _rebuild(self, problem: Any, T: float) -> None:
+        """Adopt another instance's agents and spaces (``_build``), which must equal this env's (the spaces
+        are fixed for the env's lifetime); else ValueError naming the padding kwargs. Restores the old
+        index arrays on failure."""
+        saved = dict(self.__dict__)
+        agents, obs_spaces, act_spaces, state_space = self._build(problem, T)
+        same = (agents == self.possible_agents and state_space == self.state_space
+                and all(obs_spaces[a] == self._observation_spaces[a] and act_spaces[a] == self._action_spaces[a]
+                        for a in agents))
+        if not same:
+            self.__dict__.clear()
+            self.__dict__.update(saved)
+            u = self.single_env
+            pads = ", ".join(getattr(u, "pad_kwargs", ())) or "none"
+            raise ValueError(f"instance scenario_seed={u.scenario_seed} has other agents or per-agent spaces than "
+                             f"this ParallelEnv (they are fixed for its lifetime); build it with the padding "
+                             f"kwarg(s) {pads} for fixed per-agent spaces across instances")
+        self.problem = problem
 
     def _on_reset(self, obs: dict, info: dict) -> None:
         """Per-episode bookkeeping (optional)."""

@@ -11,7 +11,12 @@ Conventions (Gymnasium 1.x ``VectorEnv``):
 
 * ``reset(seed=None | int | list)``: an int s seeds sub-env i with s + i, a list gives one seed
   (or None) per sub-env, as ``SyncVectorEnv``; ``options={"reset_mask": mask}`` resets only the
-  sub-envs where the (N,) bool mask is True.
+  sub-envs where the (N,) bool mask is True; ``options={"scenario_seed": k}`` switches the sub-envs
+  it resets to instance k (as the single env); other keys raise ValueError.
+* Instances: every sub-env has its own instance (``scenario_seeds``). With the ``instances`` kwarg,
+  each sub-env's reset (autoresets included) draws one from the set with its own generator, derived
+  from the sub-env's seed as the single env derives it, so sub-env i seeded with s_i still replays a
+  single env built with the same kwargs and reset with ``seed=s_i``.
 * Autoreset: ``metadata["autoreset_mode"] = AutoresetMode.NEXT_STEP`` (Gymnasium's default). A
   sub-env whose episode ended at step t is reset at step t+1: its action is ignored, it returns
   the first observation of the new episode, reward 0, terminated = truncated = False, and no
@@ -33,6 +38,9 @@ from gymnasium.utils import seeding
 from gymnasium.vector import AutoresetMode, VectorEnv
 
 from clustergym.core import INFEASIBLE_MODES, check_choice, check_int, child_generators
+from clustergym.env import RESET_OPTIONS, check_reset_options
+
+VECTOR_RESET_OPTIONS = (*RESET_OPTIONS, "reset_mask")
 
 __all__ = ["ClusterVectorEnv", "with_masks"]
 
@@ -61,6 +69,8 @@ class ClusterVectorEnv(VectorEnv):
     def __init__(self, num_envs: int, *, horizon: int, infeasible: str = "repair", oracle: bool = True,
                  render_mode: str | None = None):
         self.num_envs = check_int("num_envs", num_envs, 1, None)
+        self._source = None  # the single env's InstanceSource (set by the subclass)
+        self._instance = np.zeros(self.num_envs, dtype=np.int64)  # (N,) scenario seed of each sub-env
         self.horizon = check_int("horizon", horizon, 1, None)
         self.infeasible = check_choice("infeasible", infeasible, INFEASIBLE_MODES)
         if render_mode is not None:
@@ -90,10 +100,16 @@ class ClusterVectorEnv(VectorEnv):
                              f"length={len(seeds)}.")
         return seeds
 
-    def _reset_one(self, i: int, seed: int | None) -> None:
-        """What ``single_env.reset(seed=seed)`` does to its randomness, for sub-env i."""
+    def _reset_one(self, i: int, seed: int | None, options: dict | None = None) -> None:
+        """What ``single_env.reset(seed=seed, options=options)`` does to its instance and randomness, for sub-env i."""
         if seed is not None or self._np_randoms[i] is None:
             self._np_randoms[i], _ = seeding.np_random(seed)
+        src = self._source
+        if src is not None:
+            k = src.choose(self._np_randoms[i], seed, options, slot=i, valid=VECTOR_RESET_OPTIONS)
+            if k is not None and k != self._instance[i]:
+                self._use_instance(i, src.get(k), k)
+                self._instance[i] = k
         self._rngs[i] = child_generators(self._np_randoms[i], self._rng_names)
         self._t[i] = 0
         self._start_episode(i)
@@ -101,6 +117,10 @@ class ClusterVectorEnv(VectorEnv):
     def reset(self, *, seed: int | list | None = None, options: dict | None = None):
         super().reset(seed=seed if isinstance(seed, (int, np.integer)) and not isinstance(seed, bool) else None)
         seeds = self._seeds(seed)
+        opts = check_reset_options(options, VECTOR_RESET_OPTIONS)
+        k = opts.get("scenario_seed")
+        if k is not None and self._source is not None:
+            self._check_instance(self._source.get(k), k)  # a bad instance changes nothing
         mask = np.ones(self.num_envs, dtype=bool)
         if options is not None and "reset_mask" in options:
             mask = options["reset_mask"]
@@ -111,7 +131,7 @@ class ClusterVectorEnv(VectorEnv):
             if not self._started and not mask.all():
                 raise ValueError("the first reset must reset every sub-env (no reset_mask)")
         for i in np.flatnonzero(mask):
-            self._reset_one(int(i), seeds[i])
+            self._reset_one(int(i), seeds[i], opts)
         self._autoreset[mask] = False
         self._started = True
         return self._observations(), self._reset_info(mask)
@@ -127,7 +147,25 @@ class ClusterVectorEnv(VectorEnv):
             self._reset_one(int(i), None)
         return done
 
+    @property
+    def instances(self):
+        """The ``instances`` kwarg (scenario seeds drawn at each sub-env's reset), or None."""
+        return None if self._source is None else self._source.instances
+
+    @property
+    def scenario_seeds(self) -> np.ndarray:
+        """(N,) the instance (scenario seed) each sub-env runs."""
+        return self._instance.copy()
+
     # -- hooks -------------------------------------------------------------------------------
+    def _check_instance(self, scenario, k: int) -> None:  # pragma: no cover - abstract
+        """ValueError (naming the padding kwargs) if instance k does not fit this env's spaces."""
+        raise NotImplementedError
+
+    def _use_instance(self, i: int, scenario, k: int) -> None:  # pragma: no cover - abstract
+        """Sub-env i switches to instance k (its spaces are checked here first)."""
+        raise NotImplementedError
+
     def _start_episode(self, i: int) -> None:  # pragma: no cover - abstract
         raise NotImplementedError
 

@@ -79,7 +79,15 @@ class ApproxJobsEnv(ClusterEnv):
     ``reset(seed)`` seeds a child generator for the machine service rates; the job list is fixed by
     ``scenario_seed``. Every agent therefore sees the same rates and the same jobs for the same
     seed. Truncated after ``horizon`` slots; terminated early when every job has left (never for an
-    instance without jobs).
+    instance without jobs); ``step`` then raises ``ResetNeeded`` (a ``RuntimeError``) until ``reset``.
+
+    ## Instances
+    ``reset(seed=s, options={"scenario_seed": k})`` switches to instance k (another job list and
+    machine set of the same scenario): the episode equals that of ``gym.make(..., scenario_seed=k)``
+    (same other kwargs) reset with ``seed=s``. ``instances=range(...)`` draws an instance at each
+    reset without that option, from a generator derived from the reset seed (never from
+    ``np_random``). The spaces do not vary by instance (M machines and the J-slot window are
+    parameters): P4 needs no padding. Other option keys are a ValueError.
 
     ## Arguments
     ``scenario`` ("paper", "philly", "single" or a Scenario), ``scenario_seed`` (default 0),
@@ -90,7 +98,7 @@ class ApproxJobsEnv(ClusterEnv):
     ``num_machines``, ``max_jobs``, ``beta``, ``load``, ``scale``, ``arrival_rate``, ``life_min``,
     ``life_max``, ``budget_low``, ``budget_high``, ``value_low``, ``value_high``, ``speed_low``,
     ``service``, ``price``, ``price_low``, ``price_high``, ``arrivals``, ``trace_path``,
-    ``trace_start``, ``slot_seconds``.
+    ``trace_start``, ``slot_seconds``; ``instances`` (seeds drawn at each reset, default None).
 
     ## Version History
     * v0: initial version.
@@ -98,6 +106,8 @@ class ApproxJobsEnv(ClusterEnv):
       ``job_id``, ``work``, ``cost``, each (M,)); it was the used machines only (``machines``,
       ``slots``, ``job_ids``, ``work``, ``cost``), whose length changed from slot to slot and broke
       ``gym.make_vec(..., vectorization_mode="sync")``.
+    * v0, issue 25: ``reset(options={"scenario_seed": k})`` and ``instances``; unknown reset options
+      raise. Issue 27: ``step`` after the end raises until ``reset``.
     """
 
     family = "approxjobs"
@@ -163,9 +173,12 @@ class ApproxJobsEnv(ClusterEnv):
         self._min_price = float(self._price.min())
         self._space_desc = f"MultiDiscrete([{self._J + 1}] * {self._M}) (0 = idle, k = window slot k)"
 
-    def _use_scenario(self, sc: Scenario, k: int) -> None:
+    def check_instance(self, sc: Scenario, k: int) -> None:
         act, obs = self._spaces(sc.problem)
         self._check_same_spaces(k, act, obs, {})
+
+    def _use_scenario(self, sc: Scenario, k: int) -> None:
+        self.check_instance(sc, k)
         self._load(sc)
 
     # -- job bookkeeping ------------------------------------------------------------------------
@@ -288,6 +301,8 @@ class ApproxJobsEnv(ClusterEnv):
         return mach, slot, dropped
 
     def step(self, action: Any):
+        if self._episode_over:
+            raise self._over()
         mach, slot, dropped = self._check(action)
         theta = self._rates()  # (M,) θ_i^t of this slot (hidden)
         jid = self._slot_job[slot - 1]  # (n,) job of each used machine
@@ -348,17 +363,20 @@ class ApproxJobsEnv(ClusterEnv):
         feedback = {"executed": now_slot > 0, "slot": now_slot.copy(), "job_id": job_m, "work": work_m, "cost": cost_m}
         info = {"feedback": feedback,
                 "metrics": metrics, "action_mask": self.action_masks(), "t": self._t}
+        self._episode_over = bool(done) or bool(truncated)
         return self._obs(), reward, bool(done), bool(truncated), info
 
     def episode_bound(self) -> float:
         """Upper bound on the expected episode utility (``bound.fluid_bound``: the fluid program
         with the hidden job list and mean rates; see its docstring for exactly what it bounds).
-        Depends only on the instance and the horizon, so it is computed once per env."""
-        if getattr(self, "_bound", None) is None:
+        Depends only on the instance and the horizon, so it is computed once per instance of this env."""
+        bounds = self.__dict__.setdefault("_bounds", {})  # scenario seed -> bound
+        k = self.scenario_seed
+        if k not in bounds:
             from clustergym.envs.approxjobs.oracle import fluid_bound
 
-            self._bound = float(fluid_bound(self.scenario, self.horizon))
-        return self._bound
+            bounds[k] = float(fluid_bound(self.scenario, self.horizon))
+        return bounds[k]
 
     def _fit(self) -> float:
         return float(np.maximum(self._spent - self._jobs.budget, 0.0).sum())  # eq. 8, violations only

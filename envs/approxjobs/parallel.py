@@ -62,7 +62,9 @@ class ApproxJobsParallelEnv(ClusterParallelEnv):
     left (as the single env).
 
     ## Arguments
-    Exactly the single env's kwargs; ``render`` draws the single env.
+    Exactly the single env's kwargs (``instances`` included: the spaces do not vary by instance);
+    ``reset(options={"scenario_seed": k})`` switches instance as the single env; ``render`` draws the
+    single env.
     """
 
     metadata = {**ClusterParallelEnv.metadata, "name": "approxjobs_parallel_v0"}
@@ -84,6 +86,11 @@ class ApproxJobsParallelEnv(ClusterParallelEnv):
         super().__init__(env, agents, obs_spaces, act_spaces, state_space)
         self._M, self._J = M, J
         self._price = np.asarray(pb.price, dtype=np.float64)  # (M,) p_i
+
+    def _on_instance(self) -> None:
+        """Another instance (same machines and window, so the same spaces): its prices."""
+        self.problem = pb = self.single_env.problem
+        self._price = np.asarray(pb.price, dtype=np.float64)
 
     # -- joint action ---------------------------------------------------------------------------
     def _join(self, vals: list[np.ndarray]) -> np.ndarray:

@@ -71,7 +71,22 @@ class RingAllReduceEnv(ClusterEnv):
     | servers  | Box(0, inf, (S, 3))          | C_s, rack, GPUs used last slot                      |
     | links    | Box(0, inf, (S+R, 4))        | capacity up/down, load up/down last slot (Gbps)     |
     | t        | Box(0, T, (1,))              | slots elapsed                                       |
+    | link_present | MultiBinary(S+R_max)     | padded only: 1 for the instance's S + R links       |
     The visible window holds the J_max oldest active jobs (arrival order); later ones wait.
+    The number of racks R (§VI.1: 2..5) and the GPUs per server C_s vary by instance
+    (``scenario_seed``); S and J_max do not. With ``max_racks=R_max`` (padding) ``links`` has
+    S + R_max rows (zeros beyond the instance's S + R, marked by ``link_present``) and the
+    placement action's entries all range over 0..workers_max (a value above C_s is an eq. 4
+    violation, repaired or raised as any other, instead of a value outside the space): the spaces
+    then depend on S, J_max, R_max and workers_max alone. There are no padded action entries.
+
+    ## Instances
+    ``reset(seed=s, options={"scenario_seed": k})`` switches to instance k: the episode equals that
+    of ``gym.make(..., scenario_seed=k)`` (same other kwargs) reset with ``seed=s``; ``problem`` and
+    ``scenario`` are then instance k's. ``instances=range(...)`` draws an instance at each reset
+    without that option, from a generator derived from the reset seed (never from ``np_random``).
+    An instance that does not fit the spaces is a ValueError naming ``max_racks``; other option
+    keys are a ValueError.
     ``info["window"]`` carries the same attributes as exact float64 arrays (public: a scheduler
     knows a job's parameters once it is submitted).
 
@@ -104,7 +119,8 @@ class RingAllReduceEnv(ClusterEnv):
 
     ## Starting State / Episode End
     ``reset(seed)`` seeds separate child generators for arrival times and job attributes, so every
-    agent meets the same jobs for the same seed. Truncated after ``horizon`` slots.
+    agent meets the same jobs for the same seed. Truncated after ``horizon`` slots; ``step`` then
+    raises ``ResetNeeded`` (a ``RuntimeError``) until ``reset``.
 
     ## Arguments
     ``scenario`` ("paper", "philly", "tiresias-60", "toy" or a Scenario), ``scenario_seed``
@@ -112,10 +128,13 @@ class RingAllReduceEnv(ClusterEnv):
     MILP is exact but can take seconds per slot), ``oracle_time_limit`` (s per MILP, default 60),
     ``infeasible``, ``render_mode``, ``action_mode``, ``max_jobs`` (J_max, default 32), and any
     scenario parameter (``scenario.PAPER_DEFAULTS``: ``num_servers``, ``num_racks``,
-    ``arrival_rate``, ``gpu_scale``, ``bw_scale``, ``budget_mode``, attribute ranges, ...).
+    ``arrival_rate``, ``gpu_scale``, ``bw_scale``, ``budget_mode``, attribute ranges, ...);
+    ``instances`` (seeds drawn at each reset, default None) and ``max_racks`` (padding, default None).
 
     ## Version History
     * v0: initial version.
+    * v0, issue 25: ``reset(options={"scenario_seed": k})``, ``instances``, ``max_racks`` padding;
+      unknown reset options raise. Issue 27: ``step`` after the end raises until ``reset``.
     """
 
     family = "ringallreduce"
@@ -203,9 +222,13 @@ class RingAllReduceEnv(ClusterEnv):
             self._link_present = np.zeros(self._n_links, dtype=np.int8)
             self._link_present[:S + self._R] = 1
 
-    def _use_scenario(self, sc: Scenario, k: int) -> None:
+    def check_instance(self, sc: Scenario, k: int) -> None:
+        """ValueError (naming the padding kwarg) unless instance ``k`` fits this env's spaces."""
         act, obs = self._spaces(sc.problem, k)
         self._check_same_spaces(k, act, obs, instance_sizes(sc.problem))
+
+    def _use_scenario(self, sc: Scenario, k: int) -> None:
+        self.check_instance(sc, k)
         self._load(sc)
 
     # -- arrivals ------------------------------------------------------------------------------
@@ -421,6 +444,8 @@ class RingAllReduceEnv(ClusterEnv):
 
     # -- step ----------------------------------------------------------------------------------
     def step(self, action: Any):
+        if self._episode_over:
+            raise self._over()
         a = self._parse(action)
         if self.action_mode == "placement":
             y, repaired = self._check_placement(a.reshape(self._J, self._S))
@@ -461,7 +486,8 @@ class RingAllReduceEnv(ClusterEnv):
         self._window()
         info = self._info_public()
         info.update(feedback=feedback, metrics=metrics)
-        return self._obs(), reward, False, self._t >= self.horizon, info
+        self._episode_over = truncated = self._t >= self.horizon
+        return self._obs(), reward, False, truncated, info
 
     def _metrics(self, y, w, reward, repaired, srv, rack) -> dict:
         active = int(self._A.shape[0])

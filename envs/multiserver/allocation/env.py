@@ -37,12 +37,32 @@ class MultiServerAllocationEnv(ClusterEnv):
     ``Box(0, a, shape=(|E|, K), float32)``: row e is channel (problem.edge_port[e],
     problem.edge_server[e]) (edges ordered by (port, server)); column k a device type; values in
     device units, bounded by a_l^k. (An SB3 wrapper may rescale to [-1, 1].)
+    With ``max_edges=P`` (padding, below): ``Box(0, 1, shape=(P, K), float32)``, the allocation as a
+    **fraction of the cap**: y_e^k = u_e^k a_l^k for the instance's channels e < |E| (the bounds then
+    do not depend on the instance); rows |E|..P−1 are padding, never executed nor rewarded (0 is
+    accepted; a non-zero entry raises under ``infeasible="raise"`` and is dropped and counted in
+    ``metrics["repaired"]`` under ``"repair"``); ``info["action_mask"]`` (P,) marks the channels of
+    ports with a job (padding: False). ``action_bounds()`` is then [0, 1].
 
     ## Observation Space
-    | key        | space                  | meaning                                   |
-    |------------|------------------------|-------------------------------------------|
-    | arrivals   | MultiBinary(L)         | x_l(t): port l has a job this slot        |
-    | t          | Box(0, T, (1,), f32)   | slots elapsed                              |
+    | key          | space                     | meaning                                              |
+    |--------------|---------------------------|------------------------------------------------------|
+    | arrivals     | MultiBinary(L)            | x_l(t): port l has a job this slot                   |
+    | t            | Box(0, T, (1,), f32)      | slots elapsed                                         |
+    | edge_present | MultiBinary(P)            | padded only: 1 for the instance's channels e < |E|    |
+    | edge_arrival | MultiBinary(P)            | padded only: x_{l(e)}(t), the port's job flag per channel |
+    | edge_demand  | Box(0, inf, (P, K), f32)  | padded only: a_l^k / c_r^k of channel (l, r) (0 where c_r^k = 0 and on padding) |
+    The |E| of the random graph varies by instance (``scenario_seed``), L, R and K do not, and the
+    unpadded action bounds a_l^k differ in every instance: without padding an env cannot switch to
+    another instance; with ``max_edges`` the spaces depend on P alone.
+
+    ## Instances
+    ``reset(seed=s, options={"scenario_seed": k})`` switches to instance k: the episode equals that
+    of ``gym.make(..., scenario_seed=k)`` (same other kwargs) reset with ``seed=s``; ``problem`` and
+    ``scenario`` are then instance k's. ``instances=range(...)`` draws an instance at each reset
+    without that option, from a generator derived from the reset seed (never from ``np_random``):
+    same seed, same instance, same episode. An instance that does not fit the spaces is a ValueError
+    naming ``max_edges``; other option keys are a ValueError.
 
     ## Rewards
     Eq. 5 with the nice setup of eq. 7: q(x, y) = Σ_l x_l [Σ_k Σ_{r∈R_l} f_r^k(y_(l,r)^k)
@@ -68,7 +88,8 @@ class MultiServerAllocationEnv(ClusterEnv):
 
     ## Starting State / Episode End
     ``reset(seed)`` seeds a child generator for arrivals, so every agent sees the same arrivals for
-    the same seed (common random numbers). The episode is truncated after ``horizon`` slots.
+    the same seed (common random numbers). The episode is truncated after ``horizon`` slots; ``step``
+    then raises ``ResetNeeded`` (a ``RuntimeError``) until ``reset``.
 
     ## Arguments
     ``scenario`` ("paper", "fig2", "large", "toy", "alibaba-v2023" or a Scenario), ``scenario_seed``
@@ -77,12 +98,15 @@ class MultiServerAllocationEnv(ClusterEnv):
     episode end), ``infeasible``, ``render_mode`` ("ansi" or "rgb_array"), and scenario parameters:
     ``units`` ("paper-code", default, or "device": the device units, see the scenario module),
     ``num_ports``, ``num_servers``, ``num_device_types``, ``rho``, ``contention``, ``density``,
-    ``utility``, ``alpha_low``, ``alpha_high``, ``beta_low``, ``beta_high`` (see the scenario module).
+    ``utility``, ``alpha_low``, ``alpha_high``, ``beta_low``, ``beta_high`` (see the scenario module);
+    ``instances`` (seeds drawn at each reset, default None) and ``max_edges`` (padding, default None).
 
     ## Version History
     * v0: initial version. Later in v0: the default device units became ``units="paper-code"``
       (the authors' code's ranges; ``units="device"`` gives the earlier instances bit for bit), and
       ``problem.horizon`` was added.
+    * v0, issue 25: ``reset(options={"scenario_seed": k})``, ``instances``, ``max_edges`` padding
+      (fractional action); unknown reset options raise. Issue 27: ``step`` after the end raises.
     """
 
     family = "multiserver-allocation"
@@ -140,7 +164,7 @@ class MultiServerAllocationEnv(ClusterEnv):
         self.dynamics = dyn = AllocationDynamics(pb, sc.truth.rho)
         self.layout = dyn.layout
         self._A = self.action_space.shape[0]  # action rows: |E|, or max_edges when padded
-        self._space_desc = (dyn.space_desc if self.max_edges is None else
+        self.space_desc = self._space_desc = (dyn.space_desc if self.max_edges is None else
                             f"Box(0, 1, shape=({self._A}, {self._K})): fraction of a_l^k per channel (rows "
                             f"{self._E}..{self._A - 1} are padding: 0)")
         if self.max_edges is not None:  # static padded observation parts (public problem data)
@@ -152,9 +176,13 @@ class MultiServerAllocationEnv(ClusterEnv):
             d[:self._E] = np.divide(self._upper, cap, out=np.zeros_like(cap), where=cap > 0)
             self._edge_demand = d
 
-    def _use_scenario(self, sc: Scenario, k: int) -> None:
+    def check_instance(self, sc: Scenario, k: int) -> None:
+        """ValueError (naming the padding kwarg) unless instance ``k`` fits this env's spaces."""
         act, obs = self._spaces(sc.problem, k)
         self._check_same_spaces(k, act, obs, instance_sizes(sc.problem))
+
+    def _use_scenario(self, sc: Scenario, k: int) -> None:
+        self.check_instance(sc, k)
         self._load(sc)
 
     # -- randomness ---------------------------------------------------------------------------
@@ -218,6 +246,8 @@ class MultiServerAllocationEnv(ClusterEnv):
         return np.ascontiguousarray(u[:self._E] * self._upper), dropped
 
     def step(self, action: Any):
+        if self._episode_over:
+            raise self._over()
         if self._rngs is None:
             raise RuntimeError("call reset() before step()")
         pad_dropped = 0
@@ -252,6 +282,7 @@ class MultiServerAllocationEnv(ClusterEnv):
                     "action_mask": self._edge_mask()}
         else:
             info = {"feedback": {"allocation": y, "port_reward": port_reward}, "metrics": metrics, "t": self._t}
+        self._episode_over = truncated
         return self._obs(), reward, False, truncated, info
 
     # -- rendering ----------------------------------------------------------------------------

@@ -78,45 +78,125 @@ class MultiServerAllocationParallelEnv(ClusterParallelEnv):
     ## Episode End
     All agents are truncated together at ``horizon``.
 
+    ## Instances and padding
+    ``reset(options={"scenario_seed": k})`` and ``instances`` switch the single env's instance; the
+    agents and per-agent spaces must stay the same (|L_r| and the bounds a vary by instance, so
+    without padding a switch raises a ValueError naming ``max_edges``). With ``max_edges`` every
+    server is an agent and acts on ``Box(0, 1, (L, K))``, row l = channel (l, r) as a fraction of
+    a_l^k (rows of ports it has no channel to are padding: inert; raise / dropped and counted in
+    ``metrics["repaired"]``), and observes ``arrivals`` MultiBinary(L) (x_l(t) of the ports it
+    serves, 0 elsewhere), ``channel_present`` MultiBinary(L), ``channel_demand`` Box(0, inf, (L, K))
+    a_l^k / c_r^k and ``t``; ``infos[agent]["action_mask"]`` (L,) and ``feedback`` are per port.
+
     ## Arguments
-    Exactly the single env's kwargs; ``render`` draws the single env.
+    Exactly the single env's kwargs (``instances``, ``max_edges`` included); ``render`` draws the single env.
     """
 
     metadata = {**ClusterParallelEnv.metadata, "name": "multiserver_allocation_parallel_v0"}
 
     def __init__(self, scenario: Any = "paper", **kwargs: Any):
         env = MultiServerAllocationEnv(scenario, **kwargs)
-        pb = env.problem
-        L, K, T = pb.num_ports, pb.num_device_types, float(env.horizon)
+        self._padded = env.max_edges is not None
+        agents, obs_spaces, act_spaces, state_space = self._build(env.problem, float(env.horizon))
+        super().__init__(env, agents, obs_spaces, act_spaces, state_space)
+
+    def _build(self, pb, T: float) -> tuple:
+        """Agents and spaces of problem ``pb``; sets the per-instance index arrays."""
+        L, K = pb.num_ports, pb.num_device_types
         upper = np.asarray(pb.demand, dtype=np.float64)[np.asarray(pb.edge_port)]  # (E, K) a_l^k of eq. 3
         edges = [np.flatnonzero(pb.edge_server == r) for r in range(pb.num_servers)]
-        self.agent_servers = [r for r in range(pb.num_servers) if edges[r].size]
+        # padded: every server is an agent and acts on one row per port (a fixed shape), in fractions of a
+        self.agent_servers = [r for r in range(pb.num_servers) if self._padded or edges[r].size]
         agents = [f"server_{r}" for r in self.agent_servers]
         self.agent_edges = {a: edges[r] for a, r in zip(agents, self.agent_servers)}  # (|L_r|,) edge ids
         self.agent_ports = {a: np.asarray(pb.edge_port)[e] for a, e in self.agent_edges.items()}  # (|L_r|,) L_r
-        obs_spaces = {a: spaces.Dict({"arrivals": spaces.MultiBinary(int(self.agent_edges[a].size)),
-                                      "t": spaces.Box(0.0, T, shape=(1,), dtype=np.float32)}) for a in agents}
-        act_spaces = {a: spaces.Box(0.0, upper[self.agent_edges[a]].astype(np.float32),
-                                    shape=(int(self.agent_edges[a].size), K), dtype=np.float32) for a in agents}
+        obs = {"t": spaces.Box(0.0, T, shape=(1,), dtype=np.float32)}
+        if self._padded:
+            obs_spaces = {a: spaces.Dict({**obs, "arrivals": spaces.MultiBinary(L), "channel_present": spaces.MultiBinary(L),
+                                          "channel_demand": spaces.Box(0.0, np.inf, shape=(L, K), dtype=np.float32)})
+                          for a in agents}
+            act_spaces = {a: spaces.Box(0.0, 1.0, shape=(L, K), dtype=np.float32) for a in agents}
+            cap = np.asarray(pb.capacity, dtype=np.float64)[pb.edge_server]
+            dem = np.divide(upper, cap, out=np.zeros_like(cap), where=cap > 0)
+            self._present, self._chan_demand = {}, {}
+            for a in agents:
+                m = np.zeros(L, dtype=np.int8)
+                m[self.agent_ports[a]] = 1
+                d = np.zeros((L, K), dtype=np.float32)
+                d[self.agent_ports[a]] = dem[self.agent_edges[a]]
+                self._present[a], self._chan_demand[a] = m, d
+        else:
+            obs_spaces = {a: spaces.Dict({**obs, "arrivals": spaces.MultiBinary(int(self.agent_edges[a].size))})
+                          for a in agents}
+            act_spaces = {a: spaces.Box(0.0, upper[self.agent_edges[a]].astype(np.float32),
+                                        shape=(int(self.agent_edges[a].size), K), dtype=np.float32) for a in agents}
         state_space = spaces.Box(0.0, max(T, 1.0), shape=(L + 1,), dtype=np.float32)
-        super().__init__(env, agents, obs_spaces, act_spaces, state_space)
-        self.reward_model = env.dynamics  # the single env's eq. 5 and eq. 27 code, for the split
         self._order = np.concatenate([self.agent_edges[a] for a in agents])
         self._edge_server = np.ascontiguousarray(pb.edge_server, dtype=np.int64)
+        self._n_edges = pb.num_edges
+        return agents, obs_spaces, act_spaces, state_space
+
+    @property
+    def reward_model(self):
+        """The single env's dynamics object (eq. 5 and eq. 27 code), for the split."""
+        return self.single_env.dynamics
+
+    def _on_instance(self) -> None:
+        pb = self.single_env.problem
+        if pb is not self.problem:
+            self._rebuild(pb, float(self.single_env.horizon))
 
     # -- joint action ---------------------------------------------------------------------------
     def _join(self, vals: list[np.ndarray]) -> np.ndarray:
+        if self._padded:
+            return self._join_padded(vals)
         flat = np.concatenate(vals, axis=0)  # (E, K) agent-major; the single env validates values
         joint = np.empty(flat.shape, dtype=np.result_type(flat.dtype, np.float64))
         joint[self._order] = flat
         return joint
 
+    def _join_padded(self, vals: list[np.ndarray]) -> np.ndarray:
+        """Per-port rows (fractions of a_l^k) -> the single env's (max_edges, K) action; rows of ports the
+        server has no channel to are padding (inert: 0, else an error under "raise", dropped and counted
+        under "repair")."""
+        env = self.single_env
+        joint = np.zeros(env.action_space.shape)
+        dropped = 0
+        for a, v in zip(self.possible_agents, vals):
+            v = np.asarray(v)
+            if v.dtype.kind not in "biuf":
+                raise ValueError(f"action of {a} has dtype {v.dtype}, expected real numbers ({self._action_spaces[a]})")
+            # the single env validates the real entries (NaN/inf, eqs. 3–4); padding entries must be 0
+            ports = self.agent_ports[a]
+            joint[self.agent_edges[a]] = v[ports]
+            off = np.ones(v.shape[0], dtype=bool)
+            off[ports] = False
+            pad = int(np.count_nonzero(v[off]))
+            if pad:
+                if env.infeasible == "raise":
+                    l = int(np.flatnonzero(off & (v != 0).any(axis=1))[0])
+                    raise ValueError(f"infeasible action: {a} allocates to port {l}, to which it has no channel "
+                                     f"(a padding row: must be 0)")
+                dropped += pad
+        self._pad_dropped = dropped
+        return joint
+
     def _split(self, joint: np.ndarray) -> dict[str, np.ndarray]:
+        if self._padded:
+            out = {}
+            for a in self.possible_agents:
+                v = np.zeros(self._action_spaces[a].shape, dtype=np.asarray(joint).dtype)
+                v[self.agent_ports[a]] = joint[self.agent_edges[a]]
+                out[a] = v
+            return out
         return {a: joint[self.agent_edges[a]].copy() for a in self.possible_agents}  # dtype kept: exact replay
 
     # -- observations ---------------------------------------------------------------------------
     def _observe(self, obs: dict, info: dict) -> dict[str, dict]:
         arr, t = obs["arrivals"], obs["t"]
+        if self._padded:
+            return {a: {"arrivals": arr * self._present[a], "t": t.copy(), "channel_present": self._present[a].copy(),
+                        "channel_demand": self._chan_demand[a].copy()} for a in self.possible_agents}
         return {a: {"arrivals": arr[self.agent_ports[a]], "t": t.copy()} for a in self.possible_agents}
 
     def _state(self, obs: dict) -> np.ndarray:
@@ -124,7 +204,9 @@ class MultiServerAllocationParallelEnv(ClusterParallelEnv):
 
     # -- reward and infos -----------------------------------------------------------------------
     def _split_reward(self, reward: float, info: dict) -> dict[str, float]:
-        y = info["feedback"]["allocation"]  # (E, K) executed y (after any repair)
+        y = info["feedback"]["allocation"][:self._n_edges]  # (E, K) executed y (after any repair)
+        if self._padded and self._pad_dropped:
+            info["metrics"]["repaired"] += self._pad_dropped
         x = self._obs["arrivals"].astype(bool)  # x(t) of the slot just played (the obs is not yet updated)
         self._edge_reward = server_reward_split(self.reward_model, y, x)  # (E,)
         self._y = y
@@ -135,9 +217,19 @@ class MultiServerAllocationParallelEnv(ClusterParallelEnv):
         out = {}
         for a in self.possible_agents:
             d = {"t": info["t"]}
+            if self._padded and "action_mask" in info:  # per port: channel of a port with a job
+                m = np.zeros(self.problem.num_ports, dtype=np.int8)
+                m[self.agent_ports[a]] = info["action_mask"][self.agent_edges[a]]
+                d["action_mask"] = m
             if rewards is not None:
                 e = self.agent_edges[a]
-                d["feedback"] = {"allocation": self._y[e], "edge_reward": self._edge_reward[e]}
+                if self._padded:
+                    L, K = self._action_spaces[a].shape
+                    alloc, er = np.zeros((L, K)), np.zeros(L)
+                    alloc[self.agent_ports[a]], er[self.agent_ports[a]] = self._y[e], self._edge_reward[e]
+                    d["feedback"] = {"allocation": alloc, "edge_reward": er}
+                else:
+                    d["feedback"] = {"allocation": self._y[e], "edge_reward": self._edge_reward[e]}
                 d["metrics"] = info["metrics"]
             out[a] = d
         return out

@@ -2,17 +2,20 @@
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 import numpy as np
 from gymnasium.vector.utils import batch_space
 
 from clustergym.core import Scenario
-from clustergym.envs.multiserver.allocation.dynamics import ARRIVAL_BLOCK
+from clustergym.envs.multiserver.allocation.dynamics import ARRIVAL_BLOCK, AllocationDynamics
 from clustergym.envs.multiserver.allocation.env import MultiServerAllocationEnv
 from clustergym.vector_env import ClusterVectorEnv, with_masks
 
 __all__ = ["MultiServerAllocationVectorEnv"]
+
+_SERIAL_ROWS = 4  # instance groups of at most this many sub-envs step with the serial kernel
 
 
 class MultiServerAllocationVectorEnv(ClusterVectorEnv):
@@ -69,11 +72,21 @@ class MultiServerAllocationVectorEnv(ClusterVectorEnv):
 
     ## Arguments
     ``num_envs`` (N, default 1) and the single env's arguments: ``scenario``, ``scenario_seed``,
-    ``horizon``, ``oracle`` (default True, as the single env), ``infeasible``, scenario parameters.
-    ``render_mode`` must be None.
+    ``horizon``, ``oracle`` (default True, as the single env), ``infeasible``, ``instances``,
+    ``max_edges``, scenario parameters. ``render_mode`` must be None.
+
+    ## Instances
+    Each sub-env runs its own instance (``scenario_seeds``, (N,); ``problems[i]``; ``problem`` and
+    ``scenario`` are sub-env 0's). ``reset(options={"scenario_seed": k})`` switches the sub-envs it
+    resets (all, or those of ``reset_mask``) to instance k; with ``instances``, every sub-env reset
+    (autoresets included) draws one from its own generator, derived from the sub-env's seed as the
+    single env derives it, so sub-env i seeded with s_i replays the single env built with the same
+    kwargs and reset with ``seed=s_i``. With ``max_edges`` the spaces, observation keys and padding
+    rules are the single env's.
 
     ## Version History
     * v0: initial version.
+    * v0, issue 25: per-sub-env instances, ``options={"scenario_seed": k}``, ``instances``, ``max_edges``.
     """
 
     family = "multiserver-allocation"
@@ -82,22 +95,36 @@ class MultiServerAllocationVectorEnv(ClusterVectorEnv):
 
     def __init__(self, num_envs: int = 1, scenario: str | Scenario = "paper", *, scenario_seed: int = 0,
                  horizon: int = 2000, oracle: bool = True, infeasible: str = "repair",
-                 render_mode: str | None = None, **params: Any):
+                 render_mode: str | None = None, instances: Any = None, max_edges: int | None = None, **params: Any):
         super().__init__(num_envs, horizon=horizon, infeasible=infeasible, oracle=oracle, render_mode=render_mode)
         # The single env builds and validates the scenario and spaces; its dynamics object (arrivals,
-        # eqs. 3–5, the error messages) is the one this env steps for every sub-env.
-        s = MultiServerAllocationEnv(scenario, scenario_seed=scenario_seed, horizon=horizon, oracle=False,
-                                     infeasible=infeasible, **params)
-        self.scenario = s.scenario
-        self.problem = pb = s.problem
-        self.dynamics = s.dynamics
-        N, self._E, self._L, self._K = self.num_envs, pb.num_edges, pb.num_ports, pb.num_device_types
+        # eqs. 3–5, the error messages) is the one this env steps for every sub-env of that instance.
+        self._single = s = MultiServerAllocationEnv(scenario, scenario_seed=scenario_seed, horizon=horizon,
+                                                    oracle=False, infeasible=infeasible, instances=instances,
+                                                    max_edges=max_edges, **params)
+        self._source = s.instance_source
+        self.max_edges = s.max_edges
+        pb = s.problem
+        N, self._L, self._K = self.num_envs, pb.num_ports, pb.num_device_types
+        self._E = self._W = W = s.action_space.shape[0]  # action rows: |E|, or max_edges when padded
         self.single_action_space = s.action_space
         self.single_observation_space = s.observation_space
         self.action_space = batch_space(self.single_action_space, N)
         self.observation_space = batch_space(self.single_observation_space, N)
-        self._space_desc = self.dynamics.space_desc
-        self._repair_buf = np.empty((N, self._E, self._K))  # (N, E, K) float64, see step()
+        self._space_desc = s.space_desc
+        self._by_instance: dict = {}  # scenario seed -> (scenario, problem, dynamics), built once per instance
+        k0 = s.scenario_seed if s.scenario_seed is not None else 0
+        self._by_instance[k0] = (s.scenario, s.problem, s.dynamics)
+        self._instance[:] = k0
+        self._edge_port = np.full((N, W), self._L, dtype=np.int64)  # (N, W) port of each channel, L on padding
+        self._edge_demand = np.zeros((N, W, self._K), dtype=np.float32)  # (N, W, K) padded observation part
+        self._n_edges = np.zeros(N, dtype=np.int64)  # (N,) real channels of each sub-env
+        self._dyns: list = [None] * N
+        self.problems: list = [None] * N  # public problem of each sub-env
+        self._scenarios: list = [None] * N
+        for i in range(N):
+            self._set_instance(i, k0)
+        self._repair_buf = np.empty((N, W, self._K))  # (N, E, K) float64, see step()
         self._arr_block = np.zeros((N, ARRIVAL_BLOCK, self._L), dtype=bool)  # (N, B, L) arrivals of the block
         self._pos = np.zeros(N, dtype=np.int64)  # (N,) current slot's index in the block
         self._counts = np.zeros((N, self._L))  # (N, L) n_l = Σ_t x_l(t) (the hindsight optimum's input)
@@ -105,9 +132,48 @@ class MultiServerAllocationVectorEnv(ClusterVectorEnv):
         self._arrivals = np.zeros((N, self._L), dtype=bool)  # (N, L)
         self._rows = np.arange(N)
 
+    @property
+    def problem(self):
+        """The public problem of sub-env 0 (``problems[i]`` for sub-env i)."""
+        return self.problems[0]
+
+    @property
+    def scenario(self):
+        """The scenario of sub-env 0 (each sub-env may run its own instance: ``scenario_seeds``)."""
+        return self._scenarios[0]
+
+    @property
+    def dynamics(self):
+        """The dynamics object of sub-env 0's instance."""
+        return self._dyns[0]
+
+    # -- instances ----------------------------------------------------------------------------
+    def _set_instance(self, i: int, k: int) -> None:
+        sc, pb, dyn = self._by_instance[k]
+        E = pb.num_edges
+        self._scenarios[i], self.problems[i], self._dyns[i] = sc, pb, dyn
+        self._n_edges[i] = E
+        self._edge_port[i] = self._L
+        self._edge_port[i, :E] = pb.edge_port
+        if self.max_edges is not None:
+            up = np.asarray(pb.edge_demand, dtype=np.float64)
+            cap = np.asarray(pb.capacity, dtype=np.float64)[pb.edge_server]
+            self._edge_demand[i] = 0.0
+            self._edge_demand[i, :E] = np.divide(up, cap, out=np.zeros_like(cap), where=cap > 0)
+
+    def _check_instance(self, sc: Scenario, k: int) -> None:
+        self._single.check_instance(sc, k)
+
+    def _use_instance(self, i: int, sc: Scenario, k: int) -> None:
+        if k not in self._by_instance:
+            self._single.check_instance(sc, k)
+            pb = dataclasses.replace(sc.problem, horizon=self.horizon)
+            self._by_instance[k] = (sc, pb, AllocationDynamics(pb, sc.truth.rho))
+        self._set_instance(i, k)
+
     # -- per sub-env episode state ------------------------------------------------------------
     def _refill(self, i: int) -> None:
-        self._arr_block[i] = self.dynamics.draw_arrivals(self._rngs[i]["arrivals"])  # eq. 1
+        self._arr_block[i] = self._dyns[i].draw_arrivals(self._rngs[i]["arrivals"])  # eq. 1
         self._pos[i] = 0
 
     def _start_episode(self, i: int) -> None:
@@ -116,13 +182,95 @@ class MultiServerAllocationVectorEnv(ClusterVectorEnv):
         self._refill(i)
         self._arrivals[i] = self._arr_block[i, 0]
 
+    def _edge_mask(self) -> np.ndarray:
+        """(N, W) bool: real channels of ports with a job (padding: False)."""
+        ext = np.concatenate([self._arrivals, np.zeros((self.num_envs, 1), dtype=bool)], axis=1)
+        return np.take_along_axis(ext, self._edge_port, axis=1)
+
     def _observations(self) -> dict:
-        return {"arrivals": self._arrivals.astype(np.int8), "t": self._t.astype(np.float32)[:, None]}
+        obs = {"arrivals": self._arrivals.astype(np.int8), "t": self._t.astype(np.float32)[:, None]}
+        if self.max_edges is not None:
+            obs.update(edge_present=(np.arange(self._W)[None, :] < self._n_edges[:, None]).astype(np.int8),
+                       edge_arrival=self._edge_mask().astype(np.int8), edge_demand=self._edge_demand.copy())
+        return obs
 
     def _reset_info(self, mask: np.ndarray) -> dict:
+        if self.max_edges is not None:
+            return with_masks({"t": self._t.copy(), "action_mask": self._edge_mask()}, mask)
         return with_masks({"t": self._t.copy()}, mask)
 
     # -- stepping ----------------------------------------------------------------------------
+    def _step_groups(self, y: np.ndarray, stepping: np.ndarray, repair: bool) -> tuple:
+        """Sub-envs on different instances, or padded actions (fractions of a_l^k): the kernel of each
+        instance on its rows, as the single env computes them (a padded row: the padding entries are
+        checked, then y = u[:E] · a in float64). Raises before any state changes."""
+        N, W, K, L = self.num_envs, self._W, self._K, self._L
+        port_reward = np.zeros((N, L))
+        gain, overhead, utilisation = np.zeros(N), np.zeros(N), np.zeros(N)
+        repaired = np.zeros(N, dtype=np.int64)
+        allocation = np.zeros((N, W, K))
+        errors = []  # (sub-env, message)
+        padded = self.max_edges is not None
+        if padded:
+            finite = np.isfinite(y).reshape(N, -1).all(axis=1)
+            if not finite.all():  # as the single env: NaN/inf anywhere, padding included
+                raise ValueError(f"sub-env {int(np.argmin(finite))}: action contains NaN or inf, "
+                                 f"expected {self._space_desc}")
+        for k in np.unique(self._instance):
+            rows = np.flatnonzero(self._instance == k)
+            _, pb, dyn = self._by_instance[int(k)]
+            E = pb.num_edges
+            yk = y[rows]
+            dropped = np.zeros(rows.size, dtype=np.int64)
+            if padded:
+                pad = (yk[:, E:] != 0) & stepping[rows, None, None]
+                dropped = pad.reshape(rows.size, -1).sum(axis=1)
+                if not repair and dropped.any():
+                    j = int(np.argmax(dropped > 0))
+                    e, kk = map(int, np.argwhere(pad[j])[0])
+                    errors.append((int(rows[j]), f"infeasible action: entry [{E + e}, {kk}] is padding (this instance "
+                                                 f"has {E} channels, max_edges={W}); padding entries must be 0"))
+                up = np.asarray(pb.edge_demand, dtype=np.float64)
+                yk = np.ascontiguousarray(yk[:, :E].astype(np.float64) * up[None])
+            if rows.size <= _SERIAL_ROWS:  # a few rows: the single env's serial kernel (a parallel launch costs more)
+                for j, i in enumerate(rows):
+                    if not stepping[i]:
+                        continue
+                    try:
+                        res = dyn.step(np.ascontiguousarray(yk[j], dtype=np.float64), self._arrivals[i], self.infeasible)
+                    except ValueError as exc:
+                        errors.append((int(i), str(exc)))
+                        continue
+                    port_reward[i] = res.port_reward
+                    gain[i], overhead[i], utilisation[i] = res.gain, res.overhead, res.utilisation
+                    repaired[i] = res.repaired + dropped[j]
+                    allocation[i, :E] = res.allocation
+                continue
+            out = np.empty((rows.size, E, K))
+            res = dyn.step_batch(np.ascontiguousarray(yk), self._arrivals[rows], stepping[rows], repair, out)
+            if res.nonfinite.any():
+                errors.append((int(rows[int(np.argmax(res.nonfinite > 0))]),
+                               f"action contains NaN or inf, expected {self._space_desc}"))
+                continue
+            rep = np.where(stepping[rows], res.bad_box + res.bad_cap, 0)
+            alloc = yk
+            if rep.any():
+                if not repair:
+                    j = int(np.argmax(rep > 0))
+                    errors.append((int(rows[j]), dyn.infeasible_message(yk[j], self._arrivals[rows[j]])))
+                    continue
+                kept = rep == 0
+                out[kept] = yk[kept]
+                alloc = out
+            port_reward[rows] = res.port_reward
+            gain[rows], overhead[rows], utilisation[rows] = res.gain, res.overhead, res.utilisation
+            repaired[rows] = rep + dropped
+            allocation[rows, :E] = alloc
+        if errors:
+            i, msg = min(errors)
+            raise ValueError(f"sub-env {i}: {msg}")
+        return port_reward, gain, overhead, utilisation, repaired, allocation
+
     def _as_actions(self, actions: Any) -> np.ndarray:
         shape = (self.num_envs, self._E, self._K)
         if isinstance(actions, np.ndarray) and actions.dtype in (np.float32, np.float64) and actions.shape == shape:
@@ -145,29 +293,33 @@ class MultiServerAllocationVectorEnv(ClusterVectorEnv):
         N = self.num_envs
         stepping = ~self._autoreset  # (N,) sub-envs that step (the others reset now)
         repair = self.infeasible == "repair"
-        out = self._repair_buf  # (N, E, K) receives the repaired rows; handed out (and replaced) only if used
-        res = self.dynamics.step_batch(y, self._arrivals, stepping, repair, out)  # eqs. 3–5, Π_Y, per sub-env
-        nonfinite, bad_box, bad_cap, port_reward = res.nonfinite, res.bad_box, res.bad_cap, res.port_reward
-        if nonfinite.any():
-            raise ValueError(f"sub-env {int(np.argmax(nonfinite > 0))}: action contains NaN or inf, "
-                             f"expected {self._space_desc}")
-        repaired = np.where(stepping, bad_box + bad_cap, 0)  # (N,) violated constraints
-        allocation = y
-        if repaired.any():
-            bad = np.flatnonzero(repaired)
-            if not repair:  # "raise"
-                i = int(bad[0])
-                raise ValueError(f"sub-env {i}: " + self.dynamics.infeasible_message(y[i], self._arrivals[i]))
-            # The kernel projected the repaired rows into ``out`` (eqs. 11–13) and evaluated eq. 5 there.
-            allocation = out
-            self._repair_buf = np.empty_like(out)  # the caller keeps ``allocation``: never write into it again
-            kept = repaired == 0
-            if kept.any():
-                allocation[kept] = y[kept]
+        if self.max_edges is None and all(d is self._dyns[0] for d in self._dyns):  # one instance: one kernel call
+            out = self._repair_buf  # (N, E, K) receives the repaired rows; handed out (and replaced) only if used
+            res = self._dyns[0].step_batch(y, self._arrivals, stepping, repair, out)  # eqs. 3–5, Π_Y, per sub-env
+            nonfinite, bad_box, bad_cap, port_reward = res.nonfinite, res.bad_box, res.bad_cap, res.port_reward
+            gain, overhead, utilisation = res.gain, res.overhead, res.utilisation
+            if nonfinite.any():
+                raise ValueError(f"sub-env {int(np.argmax(nonfinite > 0))}: action contains NaN or inf, "
+                                 f"expected {self._space_desc}")
+            repaired = np.where(stepping, bad_box + bad_cap, 0)  # (N,) violated constraints
+            allocation = y
+            if repaired.any():
+                bad = np.flatnonzero(repaired)
+                if not repair:  # "raise"
+                    i = int(bad[0])
+                    raise ValueError(f"sub-env {i}: " + self._dyns[i].infeasible_message(y[i], self._arrivals[i]))
+                # The kernel projected the repaired rows into ``out`` (eqs. 11–13) and evaluated eq. 5 there.
+                allocation = out
+                self._repair_buf = np.empty_like(out)  # the caller keeps ``allocation``: never write into it again
+                kept = repaired == 0
+                if kept.any():
+                    allocation[kept] = y[kept]
+        else:
+            port_reward, gain, overhead, utilisation, repaired, allocation = self._step_groups(y, stepping, repair)
         # The state changes only from here on.
         reward = port_reward.sum(axis=1)  # (N,) eq. 5 (rows of the autoresetting sub-envs are 0)
-        metrics = {"expected_reward": reward.copy(), "gain": res.gain, "overhead": res.overhead,
-                   "repaired": repaired, "utilisation": res.utilisation}
+        metrics = {"expected_reward": reward.copy(), "gain": gain, "overhead": overhead,
+                   "repaired": repaired, "utilisation": utilisation}
         np.add(self._counts, self._arrivals, out=self._counts, where=stepping[:, None])
         self._total += reward
         self._t += stepping
@@ -178,7 +330,7 @@ class MultiServerAllocationVectorEnv(ClusterVectorEnv):
 
             best, upper, regret = np.zeros(N), np.zeros(N), np.zeros(N)
             for i in np.flatnonzero(truncated):
-                opt = best_static_allocation(self.problem, self._counts[i])
+                opt = best_static_allocation(self.problems[i], self._counts[i])
                 best[i], upper[i], regret[i] = opt.value, opt.upper_bound, opt.value - self._total[i]  # eq. 6
             episode = with_masks({"episode_best_static": best, "episode_best_static_upper": upper,
                                   "episode_regret": regret}, truncated)
@@ -191,6 +343,8 @@ class MultiServerAllocationVectorEnv(ClusterVectorEnv):
         self._arrivals = self._arr_block[self._rows, self._pos]
         self._autoreset = truncated | terminated
         info = with_masks({"t": self._t.copy()}, np.ones(N, dtype=bool))
+        if self.max_edges is not None:
+            info.update(with_masks({"action_mask": self._edge_mask()}, np.ones(N, dtype=bool)))
         info.update(with_masks({"feedback": {"allocation": allocation, "port_reward": port_reward},
                                 "metrics": metrics}, stepping))
         info["metrics"].update(episode)

@@ -212,7 +212,9 @@ def channel_slot(x, mask, demand, capacity, z, v, repair, x_out, used, buf):  # 
 def channel_slot_batch(x, mask, demand, capacity, z_block, pos, v, repair, stepping,
                        x_out, used, status, where, dropped, reward, expected):  # pragma: no cover - compiled
     """:func:`channel_slot` for N envs: x, mask, x_out (N, E); z_block (N, B, E) with the current slot of
-    env i at ``pos[i]``; stepping (N,) bool (others are skipped: zero outputs); outputs with a leading N."""
+    env i at ``pos[i]``; demand (N, E, K), capacity (N, K), v (N, E): each sub-env's instance (padding
+    channels of a padded env: demand 0, v 0, mask always False, so they are never executed); stepping
+    (N,) bool (others are skipped: zero outputs); outputs with a leading N."""
     N, E = x.shape
     for i in numba.prange(N):
         if not stepping[i]:
@@ -221,7 +223,7 @@ def channel_slot_batch(x, mask, demand, capacity, z_block, pos, v, repair, stepp
             status[i], where[i], dropped[i], reward[i], expected[i] = 0, -1, 0, 0.0, 0.0
             continue
         buf = np.empty(E)
-        st, wh, dr, r, ex = channel_slot(x[i], mask[i], demand, capacity, z_block[i, pos[i]], v, repair,
+        st, wh, dr, r, ex = channel_slot(x[i], mask[i], demand[i], capacity[i], z_block[i, pos[i]], v[i], repair,
                                          x_out[i], used[i], buf)
         status[i] = st
         where[i] = wh

@@ -41,12 +41,32 @@ class MultiServerChannelEnv(ClusterEnv):
     ``MultiBinary(|E|)``: x_e = 1 selects channel e (edges ordered by (port, server), see
     ``problem.edge_port`` / ``problem.edge_server``). ``info["action_mask"]`` (|E|,) marks the
     channels of ports with a job; ``action_masks()`` gives the (2|E|,) mask sb3-contrib expects.
+    With ``max_edges=P`` (padding, below): ``MultiBinary(P)``; entries |E|..P−1 are padding, always
+    masked out, never executed nor rewarded (0 is accepted; a 1 raises under ``infeasible="raise"``
+    and is dropped and counted in ``metrics["repaired"]`` under ``"repair"``).
 
     ## Observation Space
-    | key        | space                  | meaning                                   |
-    |------------|------------------------|-------------------------------------------|
-    | arrivals   | MultiBinary(L)         | 1_l(t): port l has a job this slot        |
-    | t          | Box(0, T, (1,), f32)   | slots elapsed                              |
+    | key          | space                     | meaning                                              |
+    |--------------|---------------------------|------------------------------------------------------|
+    | arrivals     | MultiBinary(L)            | 1_l(t): port l has a job this slot                   |
+    | t            | Box(0, T, (1,), f32)      | slots elapsed                                         |
+    | edge_present | MultiBinary(P)            | padded only: 1 for the instance's channels e < |E|    |
+    | edge_arrival | MultiBinary(P)            | padded only: 1_{l(e)}(t), the port's job flag per channel (= the action mask) |
+    | edge_demand  | Box(0, 1, (P, K), f32)    | padded only: a_k^e / c_k, the channel's demand relative to the capacity (0 on padding) |
+    The |E| of the random graph varies by instance (``scenario_seed``), L, R and K do not. Without
+    padding the spaces are those of the instance the env was built with; with ``max_edges`` they
+    depend on P alone, so one policy fits every instance with |E| <= P, and the padded keys (public
+    problem data) tell instances apart.
+
+    ## Instances
+    ``reset(seed=s, options={"scenario_seed": k})`` switches to instance k (the scenario regenerated
+    with seed k): the episode equals that of ``gym.make(..., scenario_seed=k)`` (same other kwargs)
+    reset with ``seed=s``; ``env.unwrapped.problem`` / ``scenario`` are then instance k's.
+    ``instances=range(100, 200)`` (or any sequence of seeds) makes each reset without that option
+    draw an instance uniformly, from a generator derived from the reset seed (not from ``np_random``,
+    so the dynamics are still those of ``scenario_seed=k``): same seed, same instance, same episode;
+    unseeded resets continue the draw. An instance whose spaces differ from the env's (no padding, or
+    |E| > P) is a ValueError naming ``max_edges``; other option keys are a ValueError.
 
     ## Rewards
     Eq. 5: Σ_e x_e Z̃_e(t) over the executed channels.
@@ -69,7 +89,8 @@ class MultiServerChannelEnv(ClusterEnv):
     ## Starting State / Episode End
     ``reset(seed)`` seeds separate child generators for arrivals and utilities, so every agent
     sees the same arrivals and the same realised Z̃ for the same seed (common random numbers).
-    The episode is truncated after ``horizon`` slots.
+    The episode is truncated after ``horizon`` slots; ``step`` then raises ``ResetNeeded``
+    (``clustergym.env.ResetNeeded``, a ``RuntimeError``) until ``reset``.
 
     ## Arguments
     ``scenario`` ("paper", "toy" or a Scenario object), ``scenario_seed`` (seed of the instance:
@@ -77,7 +98,8 @@ class MultiServerChannelEnv(ClusterEnv):
     ``infeasible``, ``render_mode`` ("ansi" or "rgb_array"), and any scenario parameter:
     ``num_ports``, ``num_servers``, ``num_device_types``, ``channel_prob``, ``rho``,
     ``capacity_ratio``, ``demand_min``, ``demand_max``, ``utility_low``, ``utility_high``,
-    ``cost_mean``, ``cost_std``.
+    ``cost_mean``, ``cost_std``; ``instances`` (seeds drawn at each reset, default None) and
+    ``max_edges`` (padding, default None: the instance's own |E|).
 
     ## Version History
     * v0: initial version.
@@ -86,6 +108,8 @@ class MultiServerChannelEnv(ClusterEnv):
     * v0, issue 20: ``info["feedback"]`` has fixed shapes, ``executed`` (|E|,) bool and ``utilities``
       (|E|,) (was ``channels``, the executed edge ids, and their utilities, whose length changed
       from slot to slot and broke ``gym.make_vec(..., vectorization_mode="sync")``).
+    * v0, issue 25: ``reset(options={"scenario_seed": k})``, ``instances``, ``max_edges`` padding;
+      unknown reset options raise. Issue 27: ``step`` after the episode's end raises until ``reset``.
     """
 
     family = "multiserver-channel"
@@ -148,9 +172,13 @@ class MultiServerChannelEnv(ClusterEnv):
             d[:self._E] = pb.demand / np.maximum(pb.capacity, 1)[None, :]
             self._edge_demand = d
 
-    def _use_scenario(self, sc: Scenario, k: int) -> None:
+    def check_instance(self, sc: Scenario, k: int) -> None:
+        """ValueError (naming the padding kwarg) unless instance ``k`` fits this env's spaces."""
         act, obs = self._spaces(sc.problem, k)
         self._check_same_spaces(k, act, obs, instance_sizes(sc.problem))
+
+    def _use_scenario(self, sc: Scenario, k: int) -> None:
+        self.check_instance(sc, k)
         self._load(sc)
 
     # -- randomness ---------------------------------------------------------------------------
@@ -220,6 +248,8 @@ class MultiServerChannelEnv(ClusterEnv):
         return a
 
     def step(self, action: Any):
+        if self._episode_over:
+            raise self._over()
         a = self._check_form(action)
         pad_dropped = 0
         if self._A != self._E:  # padding entries: never executed, never rewarded
@@ -254,7 +284,8 @@ class MultiServerChannelEnv(ClusterEnv):
         self._mask = self._arrivals[self.problem.edge_port]
         info = {"feedback": {"executed": self._padded(x), "utilities": self._padded(utilities)}, "metrics": metrics,
                 "action_mask": self._padded(self._mask), "t": self._t}
-        return self._obs(), reward, False, self._t >= self.horizon, info
+        self._episode_over = truncated = self._t >= self.horizon
+        return self._obs(), reward, False, truncated, info
 
     # -- rendering ----------------------------------------------------------------------------
     def render(self):

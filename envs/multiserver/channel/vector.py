@@ -65,11 +65,21 @@ class MultiServerChannelVectorEnv(ClusterVectorEnv):
 
     ## Arguments
     ``num_envs`` (N, default 1) and the single env's arguments: ``scenario``, ``scenario_seed``,
-    ``horizon``, ``oracle`` (default True, as the single env), ``infeasible``, scenario parameters.
-    ``render_mode`` must be None.
+    ``horizon``, ``oracle`` (default True, as the single env), ``infeasible``, ``instances``,
+    ``max_edges``, scenario parameters. ``render_mode`` must be None.
+
+    ## Instances
+    Each sub-env runs its own instance (``scenario_seeds``, (N,); ``problems[i]``; ``problem`` and
+    ``scenario`` are sub-env 0's). ``reset(options={"scenario_seed": k})`` switches the sub-envs it
+    resets (all, or those of ``reset_mask``) to instance k; with ``instances``, every sub-env reset
+    (autoresets included) draws one from its own generator, derived from the sub-env's seed as the
+    single env derives it, so sub-env i seeded with s_i replays the single env built with the same
+    kwargs and reset with ``seed=s_i``. With ``max_edges`` the spaces, observation keys and padding
+    rules are the single env's.
 
     ## Version History
     * v0: initial version.
+    * v0, issue 25: per-sub-env instances, ``options={"scenario_seed": k}``, ``instances``, ``max_edges``.
     """
 
     family = "multiserver-channel"
@@ -78,51 +88,103 @@ class MultiServerChannelVectorEnv(ClusterVectorEnv):
 
     def __init__(self, num_envs: int = 1, scenario: str | Scenario = "paper", *, scenario_seed: int = 0,
                  horizon: int = 2000, oracle: bool = True, infeasible: str = "repair",
-                 render_mode: str | None = None, **params: Any):
+                 render_mode: str | None = None, instances: Any = None, max_edges: int | None = None, **params: Any):
         super().__init__(num_envs, horizon=horizon, infeasible=infeasible, oracle=oracle, render_mode=render_mode)
         # The single env builds and validates the scenario and spaces; it also words the errors.
-        self._single = MultiServerChannelEnv(scenario, scenario_seed=scenario_seed, horizon=horizon, oracle=False,
-                                             infeasible=infeasible, **params)
-        self.scenario = self._single.scenario
-        self.problem = pb = self._single.problem
-        self._truth = self.scenario.truth
-        N, self._E, self._L, self._K = self.num_envs, pb.num_edges, pb.num_ports, pb.num_device_types
-        self.single_action_space = self._single.action_space
-        self.single_observation_space = self._single.observation_space
+        self._single = s = MultiServerChannelEnv(scenario, scenario_seed=scenario_seed, horizon=horizon, oracle=False,
+                                                 infeasible=infeasible, instances=instances, max_edges=max_edges,
+                                                 **params)
+        self._source = s.instance_source
+        self.max_edges = s.max_edges
+        pb = s.problem
+        N, self._L, self._K = self.num_envs, pb.num_ports, pb.num_device_types
+        self._E = self._W = W = s.action_space.shape[0]  # action width: |E|, or max_edges when padded
+        self.single_action_space = s.action_space
+        self.single_observation_space = s.observation_space
         self.action_space = batch_space(self.single_action_space, N)
         self.observation_space = batch_space(self.single_observation_space, N)
-        self._space_desc = self._single.space_desc
-        self._demand = np.ascontiguousarray(pb.demand, dtype=np.int64)  # (E, K) int64 a_k^e
-        self._capacity = np.ascontiguousarray(pb.capacity, dtype=np.int64)  # (K,) int64 c_k
-        self._edge_port = np.asarray(pb.edge_port, dtype=np.int64)
+        self._space_desc = s.space_desc
+        # Each sub-env's instance, padded to W channels (padding: demand 0, v 0, port L = never a job).
+        self._demand = np.zeros((N, W, self._K), dtype=np.int64)  # (N, W, K) a_k^e
+        self._capacity = np.zeros((N, self._K), dtype=np.int64)  # (N, K) c_k
+        self._v = np.zeros((N, W))  # (N, W) hidden ṽ_e
+        self._edge_port = np.full((N, W), self._L, dtype=np.int64)  # (N, W) port of each channel, L on padding
+        self._n_edges = np.zeros(N, dtype=np.int64)  # (N,) real channels of each sub-env
+        self._edge_demand = np.zeros((N, W, self._K), dtype=np.float32)  # (N, W, K) a/c (padded observation)
+        self.problems: list = [None] * N  # public problem of each sub-env
+        self._truths: list = [None] * N
+        self._scenarios: list = [None] * N
+        for i in range(N):
+            self._set_instance(i, s.scenario)
+        self._instance[:] = s.scenario_seed if s.scenario_seed is not None else 0
         self._arr_block = np.zeros((N, BLOCK, self._L), dtype=bool)  # (N, B, L) arrivals of the block
-        self._z_block = np.zeros((N, BLOCK, self._E))  # (N, B, E) realised Z̃ of the block
+        self._z_block = np.zeros((N, BLOCK, W))  # (N, B, W) realised Z̃ of the block (0 on padding)
         self._pos = np.zeros(N, dtype=np.int64)  # (N,) current slot's index in the block
         self._cum_regret = np.zeros(N)  # (N,)
-        self._arrivals = np.zeros((N, self._L), dtype=bool)  # (N, L)
-        self._mask = np.zeros((N, self._E), dtype=bool)  # (N, E) channels of ports with a job
+        self._arrivals = np.zeros((N, self._L + 1), dtype=bool)  # (N, L + 1) (column L: padding, always False)
+        self._mask = np.zeros((N, W), dtype=bool)  # (N, W) channels of ports with a job
+
+    @property
+    def problem(self):
+        """The public problem of sub-env 0 (``problems[i]`` for sub-env i)."""
+        return self.problems[0]
+
+    @property
+    def scenario(self):
+        """The scenario of sub-env 0 (each sub-env may run its own instance: ``scenario_seeds``)."""
+        return self._scenarios[0]
+
+    # -- instances ----------------------------------------------------------------------------
+    def _set_instance(self, i: int, sc: Scenario) -> None:
+        pb = sc.problem
+        E = pb.num_edges
+        self._scenarios[i], self.problems[i], self._truths[i] = sc, pb, sc.truth
+        self._n_edges[i] = E
+        self._demand[i] = 0
+        self._demand[i, :E] = pb.demand
+        self._capacity[i] = pb.capacity
+        self._v[i] = 0.0
+        self._v[i, :E] = sc.truth.mean_utility
+        self._edge_port[i] = self._L
+        self._edge_port[i, :E] = pb.edge_port
+        self._edge_demand[i] = 0.0
+        self._edge_demand[i, :E] = pb.demand / np.maximum(pb.capacity, 1)[None, :]
+
+    def _check_instance(self, sc: Scenario, k: int) -> None:
+        self._single.check_instance(sc, k)
+
+    def _use_instance(self, i: int, sc: Scenario, k: int) -> None:
+        self._single.check_instance(sc, k)
+        self._set_instance(i, sc)
 
     # -- per sub-env episode state ------------------------------------------------------------
     def _refill(self, i: int) -> None:
-        tr = self._truth
-        self._arr_block[i], self._z_block[i] = draw_block(self._rngs[i], tr, BLOCK)
+        E = int(self._n_edges[i])
+        arr, z = draw_block(self._rngs[i], self._truths[i], BLOCK)
+        self._arr_block[i] = arr
+        self._z_block[i, :, :E] = z
         self._pos[i] = 0
 
     def _start_episode(self, i: int) -> None:
+        self._z_block[i] = 0.0
         self._cum_regret[i] = 0.0
         self._refill(i)
-        self._arrivals[i] = self._arr_block[i, 0]
-        self._mask[i] = self._arrivals[i, self._edge_port]
+        self._arrivals[i, :self._L] = self._arr_block[i, 0]
+        self._mask[i] = self._arrivals[i, self._edge_port[i]]
 
     def _observations(self) -> dict:
-        return {"arrivals": self._arrivals.astype(np.int8), "t": self._t.astype(np.float32)[:, None]}
+        obs = {"arrivals": self._arrivals[:, :self._L].astype(np.int8), "t": self._t.astype(np.float32)[:, None]}
+        if self.max_edges is not None:
+            obs.update(edge_present=(np.arange(self._W)[None, :] < self._n_edges[:, None]).astype(np.int8),
+                       edge_arrival=self._mask.astype(np.int8), edge_demand=self._edge_demand.copy())
+        return obs
 
     def _reset_info(self, mask: np.ndarray) -> dict:
         return with_masks({"action_mask": self._mask.copy(), "t": self._t.copy()}, mask)
 
     def action_masks(self) -> np.ndarray:
         """(N, 2|E|) masks for sb3-contrib MaskablePPO: per sub-env and channel [0 allowed, 1 allowed]."""
-        m = np.ones((self.num_envs, self._E, 2), dtype=bool)
+        m = np.ones((self.num_envs, self._W, 2), dtype=bool)
         m[:, :, 1] = self._mask
         return m.reshape(self.num_envs, -1)
 
@@ -130,7 +192,7 @@ class MultiServerChannelVectorEnv(ClusterVectorEnv):
     def _check_form(self, actions: Any) -> np.ndarray:
         """(N, |E|) 0/1 actions of any bool/int dtype; ValueError naming the first bad sub-env."""
         a = actions if isinstance(actions, np.ndarray) else np.asarray(actions)
-        shape = (self.num_envs, self._E)
+        shape = (self.num_envs, self._W)
         if a.shape != shape:
             raise ValueError(f"actions have shape {a.shape}, expected {shape} (one row per sub-env, each "
                              f"{self._space_desc})")
@@ -158,8 +220,15 @@ class MultiServerChannelVectorEnv(ClusterVectorEnv):
     def step(self, actions: Any):
         self._require_reset()
         a = self._check_form(actions)
-        N, E, K = self.num_envs, self._E, self._K
+        N, E, K = self.num_envs, self._W, self._K
         stepping = ~self._autoreset  # (N,) sub-envs that step (the others reset now)
+        if self.max_edges is not None and self.infeasible == "raise":  # padding first, as the single env
+            pad = (np.arange(E)[None, :] >= self._n_edges[:, None]) & (a != 0) & stepping[:, None]
+            if pad.any():
+                i = self._bad_env(pad)
+                e = int(np.flatnonzero(pad[i])[0])
+                raise ValueError(f"sub-env {i}: infeasible action: entry {e} is padding (this instance has "
+                                 f"{int(self._n_edges[i])} channels, max_edges={E}); padding entries must be 0")
         x = np.empty((N, E), dtype=bool)  # executed channels
         used = np.empty((N, K), dtype=np.int64)
         status = np.empty(N, dtype=np.int64)
@@ -168,19 +237,20 @@ class MultiServerChannelVectorEnv(ClusterVectorEnv):
         reward = np.empty(N)
         expected = np.empty(N)
         channel_slot_batch(a, self._mask, self._demand, self._capacity, self._z_block, self._pos,
-                           self._truth.mean_utility, self.infeasible == "repair", stepping,
+                           self._v, self.infeasible == "repair", stepping,
                            x, used, status, where, dropped, reward, expected)
         if status.any():
             i = int(np.argmax(status != 0))
-            raise ValueError(f"sub-env {i}: " + infeasible_message(self.problem, int(status[i]), int(where[i]), used[i]))
+            raise ValueError(f"sub-env {i}: " + infeasible_message(self.problems[i], int(status[i]), int(where[i]),
+                                                                   used[i]))
         # The state changes only from here on.
         rows = np.arange(N)
         utilities = np.where(x, self._z_block[rows, self._pos], 0.0)  # (N, E) Z̃ of executed channels
         metrics = {"expected_reward": expected, "repaired": dropped, "used": used}
         if self.oracle:  # exact knapsack per sub-env (slow: a Python loop)
-            v, pb = self._truth.mean_utility, self.problem
             opt = np.zeros(N)
             for i in np.flatnonzero(stepping):
+                v, pb = self._truths[i].mean_utility, self.problems[i]
                 active = np.flatnonzero(self._mask[i])
                 opt[i] = knapsack_max(v[active], pb.demand[active], pb.capacity)[0]
             regret = np.where(stepping, opt - expected, 0.0)  # eq. 6 (per-slot expected gap)
@@ -193,8 +263,8 @@ class MultiServerChannelVectorEnv(ClusterVectorEnv):
         for i in np.flatnonzero(self._pos >= BLOCK):
             self._refill(int(i))
         self._autoreset_envs()  # NEXT_STEP: sub-envs that ended at the last step start over now
-        self._arrivals = self._arr_block[rows, self._pos]
-        self._mask = self._arrivals[:, self._edge_port]
+        self._arrivals[:, :self._L] = self._arr_block[rows, self._pos]
+        self._mask = np.take_along_axis(self._arrivals, self._edge_port, axis=1)
         self._autoreset = truncated | terminated
         info = with_masks({"action_mask": self._mask.copy(), "t": self._t.copy()}, np.ones(N, dtype=bool))
         info.update(with_masks({"feedback": {"executed": x, "utilities": utilities}, "metrics": metrics}, stepping))
