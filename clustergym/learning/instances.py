@@ -48,7 +48,7 @@ def instance_problems(env_id: str, env_kwargs: dict, instances: Sequence[int]):
     first = int(instances[0])
     env = gym.make(env_id, **kw, scenario_seed=first)
     u = env.unwrapped
-    src = getattr(u, "_source", None)
+    src = getattr(u, "instance_source", None)  # clustergym.env.InstanceSource (None: cannot switch)
     yield first, u.problem
     for k in instances[1:]:
         if src is not None and not getattr(src, "fixed", True):

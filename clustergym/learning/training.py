@@ -241,7 +241,7 @@ def _training_pool(env_id: str, env_kwargs: dict, instances) -> tuple[list[int] 
         return None, f"one instance: scenario_seed={env_kwargs['scenario_seed']}"
     given = instances is not None
     probe = gym.make(env_id, **{**env_kwargs, "oracle": False})
-    switches = getattr(probe.unwrapped, "_source", None) is not None  # the env has the instances kwarg (issue 25)
+    switches = getattr(probe.unwrapped, "instance_source", None) is not None  # the env has the instances kwarg (issue 25)
     probe.close()
     if not switches:
         if given:
