@@ -47,16 +47,16 @@ figures: $(STAMP)
 		--out runs/p1-2000 --figures docs/figures
 
 # The DRL comparison docs/drl.md shows: PPO, 200,000 steps on the P1 and P2 defaults, then evaluated
-# on held-out seeds beside the paper agents and baselines, plus MaskablePPO on P1 (about 1.5 hours on 2 cores).
+# on held-out instances (0-4; training draws from 1000-1099) beside the paper agents and baselines, plus MaskablePPO on P1.
 DRL := runs/drl
 drl: $(STAMP)
 	$(BIN)/clustergym train clustergym/MultiServerChannel-v0 --algo ppo --timesteps 200000 --n-envs 4 \
-		--hp n_steps=512 --hp batch_size=256 --eval-freq 20000 --eval-episodes 2 --overwrite --out $(DRL)/ppo-MultiServerChannel
+		--eval-freq 20000 --eval-episodes 2 --overwrite --out $(DRL)/ppo-MultiServerChannel
 	$(BIN)/clustergym train clustergym/MultiServerAllocation-v0 --algo ppo --timesteps 200000 --n-envs 4 \
-		--hp n_steps=512 --hp batch_size=256 --eval-freq 20000 --eval-episodes 2 --overwrite --out $(DRL)/ppo-MultiServerAllocation
+		--eval-freq 20000 --eval-episodes 2 --overwrite --out $(DRL)/ppo-MultiServerAllocation
 	$(BIN)/clustergym train clustergym/MultiServerChannel-v0 --algo maskable_ppo --timesteps 200000 --n-envs 4 \
-		--hp n_steps=512 --hp batch_size=256 --eval-freq 20000 --eval-episodes 2 --overwrite --out $(DRL)/maskppo-MultiServerChannel
-	$(BIN)/python benchmarks/drl_compare.py --runs $(DRL) --seeds 1000,1001,1002 --figures docs/figures
+		--eval-freq 20000 --eval-episodes 2 --overwrite --out $(DRL)/maskppo-MultiServerChannel
+	$(BIN)/python benchmarks/drl_compare.py --runs $(DRL) --instances 0-4 --seeds 0,1,2 --figures docs/figures
 
 # The docs site, offline, into site/ (open site/index.html): regenerate the reference pages from the
 # code (docs/gen_pages.py), then build in strict mode (any warning, e.g. a broken link, fails).

@@ -126,7 +126,7 @@ def make(name: str, family: str | None = None, *, env_id: str | None = None, **k
     """Build agent ``name`` for ``family`` (or the family of ``env_id``).
 
     ``name`` may carry options: ``"esdp[only_active=true]"``. ``"sb3:PATH/model.zip"`` loads a model
-    saved by ``clustergym train`` (:class:`clustergym.baselines.drl.SB3Agent`).
+    saved by ``clustergym train`` (:class:`clustergym.learning.agent.SB3Agent`).
     """
     _load_builtins()
     base, opts = parse_agent_spec(name)
@@ -134,7 +134,7 @@ def make(name: str, family: str | None = None, *, env_id: str | None = None, **k
     if env_id is not None:
         family = env_family(env_id)
     if base.startswith(SB3_PREFIX):  # a saved Stable-Baselines3 model (``clustergym train``)
-        from clustergym.baselines.drl import SB3Agent
+        from clustergym.learning.agent import SB3Agent
 
         try:
             agent = SB3Agent(base[len(SB3_PREFIX):], **opts)

@@ -12,8 +12,8 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 
-__all__ = ["run_bench", "Row", "decision_times", "ppo_rate", "sampled_action_rate",
-           "vector_sampled_rate", "memory_rows"]
+__all__ = ["run_bench", "Row", "decision_times", "ppo_rate", "training_rates", "cartpole_rate", "bench_hyperparams",
+           "sampled_action_rate", "vector_sampled_rate", "numba_threads", "memory_rows"]
 
 
 @dataclass
@@ -86,9 +86,22 @@ def sampled_action_rate(env_id: str, label: str, n: int, target: float | None = 
     return Row(what, rate, "steps/s", f">= {target:,.0f}" if target else "", rate >= target if target else None)
 
 
+def numba_threads() -> int:
+    """Threads the numba kernels run on (a native vector env's parallel kernel uses them all)."""
+    try:
+        import numba
+
+        return int(numba.get_num_threads())
+    except ImportError:  # pragma: no cover - numba is a core dependency
+        return 1
+
+
 def vector_sampled_rate(env_id: str, label: str, steps: int, num_envs: int = 1024, target: float | None = None,
-                        **env_kw) -> Row:
-    """Env-steps/s of the native vector env on ``action_space.sample()`` batches (the repair path)."""
+                        per_core: bool = False, **env_kw) -> Row:
+    """Env-steps/s of the native vector env on ``action_space.sample()`` batches (the repair path).
+
+    ``per_core``: divide by :func:`numba_threads` (the kernel is parallel over sub-envs, so the total
+    depends on the core count; ``target`` is then per core)."""
     import gymnasium as gym
 
     import clustergym  # noqa: F401
@@ -99,38 +112,131 @@ def vector_sampled_rate(env_id: str, label: str, steps: int, num_envs: int = 102
     env.action_space.seed(0)
     batches = [env.action_space.sample() for _ in range(4)]
     rate = _vector_rate(env, batches, steps)
-    return Row(f"{label} native vector env, {num_envs} envs, action_space.sample()", rate, "env-steps/s",
-               f">= {target:,.0f}" if target else "", rate >= target if target else None)
+    unit = "env-steps/s"
+    what = f"{label} native vector env, {num_envs} envs, action_space.sample()"
+    if per_core:
+        threads = numba_threads()
+        rate, unit = rate / threads, "/s/core"
+        what += f", per core ({threads} numba threads)"
+    return Row(what, rate, unit, f">= {target:,.0f}" if target else "", rate >= target if target else None)
 
 
-def ppo_rate(env_id: str, label: str, quick: bool, n_envs: int = 4, n_steps: int = 256, rollouts: int | None = None,
-             **env_kw) -> Row:
-    """SB3 PPO training throughput (env steps/s of ``model.learn``), as ``clustergym train`` sets it up:
-    ``make_train_env`` (flattened observation + statistics, [-1, 1] Box actions) in a DummyVecEnv of
-    ``n_envs``, VecNormalize, an MLP policy with SB3's defaults except ``n_steps``, one torch thread.
-    One rollout + update is run first, untimed (torch and the env kernels warm up); then ``rollouts``
-    (default 2 quick, 6 full) rollouts + updates are timed, so the rate includes PPO's gradient steps."""
+# -- DRL training throughput (SPEC §10: "PPO training, every env, end to end") --------------------------
+def bench_hyperparams(algo: str, env_id: str, quick: bool) -> tuple[dict, dict]:
+    """(run settings, algorithm kwargs) of the bench's training rows: the entry of ``env_id`` in the shipped
+    ``clustergym/learning/hyperparams/<algo>.yml`` with ``n_steps`` cut to 16 (quick) / 64 per env, so one
+    rollout + update stays short even with SB3's own heads on P3 (about 6 env-steps/s), and
+    ``batch_size`` at most one rollout. Every row (CartPole included) gets the same cut."""
+    from clustergym.learning.hyperparams import load_hyperparams, split_run_keys
+
+    run, hp = split_run_keys(load_hyperparams(algo, env_id))
+    n_envs = int(run.get("n_envs", 4))
+    hp["n_steps"] = 16 if quick else 64
+    hp["batch_size"] = min(int(hp.get("batch_size", 64)), hp["n_steps"] * n_envs)
+    return {"n_envs": n_envs, "normalize": bool(run.get("normalize", True))}, hp
+
+
+def _settings(hp: dict, run: dict) -> str:
+    return f"{run['n_envs']} envs, n_steps={hp['n_steps']}, batch {hp['batch_size']}, {hp.get('n_epochs', 10)} epochs"
+
+
+def _training_model(env_id: str, algo: str, head: str, quick: bool, **env_kw):
+    """An SB3 model as ``clustergym train`` builds it (``make_train_env`` in a DummyVecEnv, VecNormalize, the
+    bench's hyperparameters), one torch thread. ``env_id`` may be a Gymnasium id outside clustergym
+    (CartPole-v1: plain ``gym.make`` + Monitor)."""
+    import gymnasium as gym
     import torch
-    from stable_baselines3 import PPO
+    from stable_baselines3.common.monitor import Monitor
     from stable_baselines3.common.vec_env import DummyVecEnv, VecNormalize
 
     import clustergym  # noqa: F401
-    from clustergym.baselines.drl import make_train_env
+    from clustergym.family import env_ids
+    from clustergym.learning.training import algo_class, make_train_env, policy_class
 
     torch.set_num_threads(1)
-    venv = DummyVecEnv([lambda i=i: make_train_env(env_id, env_kw, rank=i) for i in range(n_envs)])
+    run, hp = bench_hyperparams(algo, env_id, quick)
+    if env_id in env_ids():
+        fns = [lambda i=i: make_train_env(env_id, env_kw, algo=algo, rank=i) for i in range(run["n_envs"])]
+    else:
+        fns = [lambda: Monitor(gym.make(env_id, **env_kw)) for _ in range(run["n_envs"])]
+    venv = DummyVecEnv(fns)
     venv.seed(0)
-    venv = VecNormalize(venv, norm_obs=True, norm_reward=True, clip_obs=10.0)
-    model = PPO("MlpPolicy", venv, n_steps=n_steps, seed=0, verbose=0, device="cpu")
-    per_rollout = n_envs * n_steps
-    model.learn(per_rollout)  # warm-up, untimed
-    total = per_rollout * (rollouts if rollouts is not None else (2 if quick else 6))
+    if run["normalize"]:
+        venv = VecNormalize(venv, norm_obs=True, norm_reward=True, clip_obs=10.0)
+    cls = algo_class(algo)
+    model = cls(policy_class(algo, head), venv, seed=0, verbose=0, device="cpu", **hp)
+    return model, run["n_envs"] * hp["n_steps"], _settings(hp, run)
+
+
+def _learn_rate(model, steps: int) -> float:
     t0 = time.perf_counter()
-    model.learn(total, reset_num_timesteps=False)
-    rate = total / (time.perf_counter() - t0)
-    venv.close()
-    return Row(f"{label} SB3 PPO training ({n_envs} envs, n_steps={n_steps}, 1 torch thread)", rate, "steps/s", "",
-               None)
+    model.learn(steps, reset_num_timesteps=False)
+    return steps / (time.perf_counter() - t0)
+
+
+_CARTPOLE: dict = {}
+
+
+def cartpole_rate(quick: bool) -> tuple[float, str]:
+    """PPO env-steps/s on CartPole-v1 with the bench's PPO settings (measured once per process and mode):
+    the anchor of SPEC §10's "PPO training >= 0.5x CartPole-v1 with the same PPO settings"."""
+    if quick not in _CARTPOLE:
+        model, per, settings = _training_model("CartPole-v1", "ppo", "sb3", quick)
+        model.learn(per)  # warm-up, untimed
+        rates = [_learn_rate(model, per) for _ in range(2 if quick else 4)]
+        model.get_env().close()
+        _CARTPOLE[quick] = (float(np.median(rates)), settings)
+    return _CARTPOLE[quick]
+
+
+def training_rates(env_id: str, label: str, quick: bool, algo: str = "ppo", heads: tuple[str, ...] = ("sb3", "fast"),
+                   ratio_target: float | None = None, reps: int | None = None, **env_kw) -> list[Row]:
+    """End-to-end training throughput (env-steps/s of ``model.learn``, rollouts + gradient updates) of
+    ``algo`` on ``env_id`` with SB3's own action distribution ("before") and the fast heads of
+    :mod:`clustergym.learning.heads` ("after"), same settings (:func:`bench_hyperparams`), measured
+    interleaved: one untimed rollout + update each, then ``reps`` timed ones alternating the order; medians.
+    Rows: the CartPole-v1 anchor (first call only), one per head with SPEC §10's target (>= 0.5x CartPole),
+    and the after/before ratio (target ``ratio_target`` when given). With one head (actions where both
+    heads are the same distribution: Box, unmasked MultiBinary), one row."""
+    cp, cp_settings = cartpole_rate(quick)
+    rows = []
+    if not any(r.what.startswith("CartPole-v1") for r in _ANCHOR_ROWS):
+        _ANCHOR_ROWS.append(Row(f"CartPole-v1 PPO training (anchor; every training row: {cp_settings}, 1 torch "
+                                "thread, VecNormalize)", cp, "env-steps/s", "", None))
+        rows.append(_ANCHOR_ROWS[-1])
+    models = {h: _training_model(env_id, algo, h, quick, **env_kw) for h in heads}
+    for model, per, _ in models.values():
+        model.learn(per)  # warm-up, untimed: torch and the env kernels
+    reps = reps if reps is not None else (1 if quick else 3)
+    rates: dict[str, list[float]] = {h: [] for h in heads}
+    for r in range(reps):
+        for h in (heads if r % 2 == 0 else heads[::-1]):
+            model, per, _ = models[h]
+            rates[h].append(_learn_rate(model, per))
+    for model, _, _ in models.values():
+        model.get_env().close()
+    name = {"ppo": "PPO", "maskable_ppo": "MaskablePPO", "a2c": "A2C"}.get(algo, algo)
+    settings = next(iter(models.values()))[2]
+    med = {h: float(np.median(v)) for h, v in rates.items()}
+    for h in heads:
+        which = "" if len(heads) == 1 else (", SB3 head (before)" if h == "sb3" else ", fast head (after)")
+        if settings != cp_settings:  # pragma: no cover - the shipped files share one setting
+            which += f" ({settings})"
+        rows.append(Row(f"{label} {name} training{which}", med[h], "env-steps/s",
+                        f">= {0.5 * cp:,.0f} (0.5x CP)", med[h] >= 0.5 * cp))
+    if len(heads) == 2:
+        ratio = med[heads[1]] / med[heads[0]]
+        rows.append(Row(f"{label} {name} training: fast / SB3 head (interleaved)", ratio, "x",
+                        f">= {ratio_target:g}x" if ratio_target else "", ratio >= ratio_target if ratio_target else None))
+    return rows
+
+
+_ANCHOR_ROWS: list[Row] = []
+
+
+def ppo_rate(env_id: str, label: str, quick: bool, **env_kw) -> Row:
+    """PPO training throughput with the fast heads (the row ``clustergym train`` gets); see :func:`training_rates`."""
+    return training_rates(env_id, label, quick, heads=("fast",), **env_kw)[-1]
 
 
 def _rss_mb() -> float:
@@ -189,6 +295,7 @@ def run_bench(only: str | None = None, quick: bool = False, out: str | None = No
         raise ValueError(f"unknown paper {only!r} for --only; expected one of {', '.join(list_papers())}")
     names = list_papers() if only is None else [only]
     rows: list[Row] = []
+    _ANCHOR_ROWS.clear()  # the CartPole-v1 anchor row is printed once per bench, beside the first training row
     for name in tqdm(names, desc="bench", leave=False):
         rows.extend(load(name).bench_rows(quick))
     if only is None:

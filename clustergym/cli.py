@@ -201,7 +201,7 @@ def cmd_reproduce(args) -> int:
 
 
 def cmd_train(args) -> int:
-    from clustergym.baselines.drl import train
+    from clustergym.learning import training
     from clustergym.outdir import OutputFolder
 
     _check_out(args.out)
@@ -209,13 +209,16 @@ def cmd_train(args) -> int:
     if args.horizon is not None:
         env_kwargs["horizon"] = args.horizon
     hp = _parse_set(args.hp)
+    instances = None if args.instances is None else _parse_seeds(args.instances, "--instances")
     # Trained into a staging folder inside --out; the earlier run is replaced only when this one finished.
     with OutputFolder(args.out, overwrite=args.overwrite, marks=TRAIN_FILES, need_total=20e6,
                       need_file=5e6) as stage:
-        meta = train(args.env_id, args.algo, args.timesteps, stage.path, env_kwargs=env_kwargs, seed=args.seed,
-                     n_envs=args.n_envs, eval_freq=args.eval_freq, eval_episodes=args.eval_episodes,
-                     stats=not args.no_stats, normalize=not args.no_normalize, hyperparams=hp,
-                     progress=not args.no_progress, verbose=args.verbose)
+        meta = training.train(args.env_id, args.algo, args.timesteps, stage.path, env_kwargs=env_kwargs,
+                              seed=args.seed, n_envs=args.n_envs, eval_freq=args.eval_freq,
+                              eval_episodes=args.eval_episodes, stats=not args.no_stats,
+                              normalize=False if args.no_normalize else None, hyperparams=hp,
+                              hyperparams_file=args.hp_file, head=args.action_head, progress=not args.no_progress,
+                              verbose=args.verbose, instances=instances)
     model = f"{args.out.rstrip('/')}/model.zip"
     done = meta.get("timesteps_trained", meta["timesteps"])
     note = "" if done == meta["timesteps"] else (f" (asked {meta['timesteps']:,}; {meta['algo']} trains whole "
@@ -227,9 +230,15 @@ def cmd_train(args) -> int:
     if os.path.isdir(os.path.join(out, "tb")):
         wrote.append("TensorBoard logs (tb/)")
     print(f"wrote {', '.join(wrote)} in {out}")
-    inst = meta.get("env_kwargs", {}).get("scenario_seed", 0)
-    print(f"evaluate: clustergym run {meta['env_id']} --agents sb3:{model} --seeds 100-102 --out runs/eval "
-          f"(instance {inst}, the one it was trained on)")
+    if meta.get("instances"):
+        from clustergym.learning.instances import describe_pool
+
+        print(f"trained on instances {describe_pool(meta['instances'])}; evaluate on others: clustergym run "
+              f"{meta['env_id']} --agents sb3:{model},random --instances 0-4 --seeds 0 --out runs/eval")
+    else:
+        inst = meta.get("env_kwargs", {}).get("scenario_seed", 0)
+        print(f"evaluate: clustergym run {meta['env_id']} --agents sb3:{model} --seeds 100-102 --out runs/eval "
+              f"(instance {inst}, the one it was trained on)")
     return 0
 
 
@@ -291,15 +300,30 @@ def build_parser() -> argparse.ArgumentParser:
     t = sub.add_parser("train", parents=[debug], help="train a Stable-Baselines3 agent (saved model = agent sb3:DIR/model.zip)")
     t.add_argument("env_id")
     t.add_argument("--algo", required=True, choices=["ppo", "a2c", "sac", "maskable_ppo"])
-    t.add_argument("--timesteps", type=int, required=True)
+    t.add_argument("--timesteps", type=int, default=None,
+                   help="env steps of training (default: n_timesteps of the hyperparameter file's entry)")
     t.add_argument("--out", required=True, help="run directory (model.zip, tb/, training_curve.png, ...)")
     t.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="env kwarg (JSON value)")
     t.add_argument("--horizon", type=int, default=None, help="episode length (default: the env's)")
     t.add_argument("--hp", action="append", default=[], metavar="KEY=VALUE",
-                   help="algorithm hyperparameter (JSON value), e.g. --hp n_steps=512 --hp learning_rate=1e-4")
+                   help="algorithm hyperparameter (JSON value) on top of the hyperparameter file's entry, "
+                        "e.g. --hp n_steps=512 --hp learning_rate=1e-4")
+    t.add_argument("--hp-file", default=None, metavar="YML",
+                   help="hyperparameters per env id, rl-zoo3 style (default: the shipped "
+                        "clustergym/learning/hyperparams/ALGO.yml)")
+    t.add_argument("--action-head", default="fast", choices=["fast", "sb3"],
+                   help="MultiDiscrete/MultiBinary action distribution: fast (default: one batched tensor op) or "
+                        "sb3 (SB3's own, one Categorical per dimension; same maths, slower)")
+    t.add_argument("--instances", default=None,
+                   help="training pool of scenario seeds, e.g. 100-199: each sub-env draws one per episode "
+                        "(default 1000-1099, disjoint from run's default instances; --set scenario_seed=K trains "
+                        "on one instance)")
     t.add_argument("--seed", type=int, default=0)
-    t.add_argument("--n-envs", type=int, default=4, help="parallel training envs (SAC uses 1)")
-    t.add_argument("--eval-freq", type=int, default=10_000, help="timesteps between evaluations")
+    t.add_argument("--n-envs", type=int, default=None,
+                   help="parallel training envs (default: the hyperparameter file's n_envs, else 4; SAC uses 1)")
+    t.add_argument("--eval-freq", type=int, default=0,
+                   help="in-training evaluation every N timesteps on held-out seeds (default 0: off; it costs "
+                        "training time)")
     t.add_argument("--eval-episodes", type=int, default=2)
     t.add_argument("--no-stats", action="store_true", help="do not append the empirical statistics to observations")
     t.add_argument("--no-normalize", action="store_true", help="no VecNormalize")

@@ -11,7 +11,7 @@ Readers of the specs (nothing else dispatches on a family name):
 * ``clustergym.envs`` registers every env id of every spec with Gymnasium;
 * ``clustergym.envs.multiagent.PARALLEL_ENVS`` indexes the ``parallel_entry_point`` of every env;
 * ``clustergym.experiments.KNOWN`` lists the ``experiment`` modules (P1..P4 order);
-* ``clustergym.baselines.drl`` takes the empirical statistics, the MaskablePPO mask and the Box
+* ``clustergym.learning`` takes the empirical statistics, the MaskablePPO mask and the Box
   action bounds from the family's ``drl_hooks`` module.
 
 A user's own family (a package outside clustergym) is registered with one line,

@@ -63,6 +63,7 @@ class RunResult:
     value_total: float = 0.0  # evaluated total: Σ expected_reward where reported, else total_reward
     bound_total: float | None = None  # oracle total / episode bound / best static (see module docstring)
     score: float | None = None  # (V − V_random) / (B − V_random), set by evaluate()
+    trained_on: bool | None = None  # sb3: models: was this run's instance one the model trained on (None: other agents)
     # per-slot curves (not in results.json; written to curves.csv)
     reward: np.ndarray | None = field(default=None, repr=False)
     cum_regret: np.ndarray | None = field(default=None, repr=False)
@@ -911,9 +912,12 @@ def evaluate(env_id: str, agents: Sequence[str], seeds: Sequence[int], horizon: 
     from clustergym.agent import make
 
     made = [make(a, family=family) for a in agents]
-    # A trained SB3 model acts only on the instance it was trained on (its spaces depend on the graph,
-    # the job window, ...): such a comparison is pinned to that instance.
-    trained_on = {int(m.meta.get("env_kwargs", {}).get("scenario_seed", 0)) for m in made if hasattr(m, "meta")}
+    # Trained SB3 models (clustergym.learning.instances): one trained on a pool of instances acts on any
+    # instance its padding fits (checked below, before any work); one trained on a single instance acts
+    # only there (its spaces depend on the graph, the job window, ...): such a comparison is pinned to it.
+    models = {a: m for a, m in zip(agents, made) if hasattr(m, "meta")}
+    trained_on = {int(m.meta.get("env_kwargs", {}).get("scenario_seed", 0)) for m in models.values()
+                  if m.meta.get("instances") is None}
     pinned_by_model = False
     if trained_on and "scenario_seed" not in env_kwargs:
         if len(trained_on) > 1 or (instances is not None and set(instances) != trained_on):
@@ -947,7 +951,17 @@ def evaluate(env_id: str, agents: Sequence[str], seeds: Sequence[int], horizon: 
     def kwargs_of(inst):
         return env_kwargs if inst is None or "scenario_seed" in env_kwargs else {**env_kwargs, "scenario_seed": inst}
 
-    tasks = [(env_id, a, s, int(horizon), kwargs_of(i)) for a in agents for i, s in pairs]
+    # A pool-trained model's env gets the side-car's padding kwargs (they never change the dynamics); the
+    # other agents run unpadded.
+    agent_kwargs: dict[str, dict] = {}
+    for a, m in models.items():
+        if m.meta.get("instances") is not None:
+            from clustergym.learning.instances import check_model_fits, model_padding
+
+            check_model_fits(m.meta, a, env_id, env_kwargs,
+                             [i for i in distinct if i is not None] or [env_kwargs.get("scenario_seed", 0)])
+            agent_kwargs[a] = model_padding(m.meta)
+    tasks = [(env_id, a, s, int(horizon), {**kwargs_of(i), **agent_kwargs.get(a, {})}) for a in agents for i, s in pairs]
     from clustergym.core import check_memory
 
     # per running run: 4 float64 arrays of length horizon; kept for every run: 2 (reward, cumulative regret)
@@ -980,5 +994,11 @@ def evaluate(env_id: str, agents: Sequence[str], seeds: Sequence[int], horizon: 
     finally:
         if bar is not None:
             bar.close()
+    for r in runs:  # was this run's instance among the model's training instances?
+        m = models.get(r.agent)
+        if m is not None:
+            pool = m.meta.get("instances")
+            r.trained_on = (r.instance in pool) if pool is not None else pinned_by_model or (
+                r.instance == int(m.meta.get("env_kwargs", {}).get("scenario_seed", 0)))
     return Results(env_id=env_id, env_kwargs=env_kwargs, horizon=int(horizon), runs=list(runs),
                    version=clustergym.__version__, reference_runs=reference, instance_axis=axis)

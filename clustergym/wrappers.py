@@ -34,7 +34,7 @@ import numpy as np
 from gymnasium import spaces
 from pettingzoo.utils.env import ParallelEnv
 
-from clustergym.baselines.drl import DRLObservation, EmpiricalStats
+from clustergym.learning.pipeline import DRLObservation, EmpiricalStats
 
 __all__ = ["FlattenWithStats", "RescaleBox", "FlattenAction", "MultiBinaryAsMultiDiscrete", "HomogeneousAgents",
            "EmpiricalStats", "action_bounds"]

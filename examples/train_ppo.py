@@ -22,7 +22,7 @@ from stable_baselines3.common.vec_env import DummyVecEnv, VecNormalize
 
 import clustergym  # noqa: F401  (registers the envs)
 from clustergym.agent import env_family
-from clustergym.baselines.drl import SIDE_CAR, make_train_env, save_normalization
+from clustergym.learning.training import SIDE_CAR, make_train_env, policy_class, save_normalization
 
 
 @dataclass
@@ -54,8 +54,9 @@ def main(cfg: Config) -> str:
     venv.seed(cfg.seed)
     venv = VecNormalize(venv, norm_obs=True, norm_reward=True, clip_obs=10.0)
 
-    # 2. PPO with an MLP policy.
-    model = PPO("MlpPolicy", venv, n_steps=cfg.n_steps, batch_size=min(256, cfg.n_steps * cfg.n_envs), seed=cfg.seed,
+    # 2. PPO with SB3's MLP policy, its MultiDiscrete distribution swapped for the fast padded head
+    #    (clustergym.learning.heads; "MlpPolicy" works too, slower on many action dimensions).
+    model = PPO(policy_class("ppo"), venv, n_steps=cfg.n_steps, batch_size=min(256, cfg.n_steps * cfg.n_envs), seed=cfg.seed,
                 tensorboard_log=os.path.join(cfg.out, "tb"), verbose=0)
     model.learn(total_timesteps=cfg.timesteps, progress_bar=False)
 
@@ -64,7 +65,7 @@ def main(cfg: Config) -> str:
     save_normalization(venv, cfg.out)  # plain arrays (vecnormalize.npz), not a pickle
     meta = {"env_id": cfg.env_id, "family": env_family(cfg.env_id), "env_kwargs": env_kwargs, "algo": "ppo",
             "stats": True, "normalize": True, "seed": cfg.seed, "n_envs": cfg.n_envs, "timesteps": cfg.timesteps,
-            "hyperparams": {"n_steps": cfg.n_steps}, "rescale_action": hasattr(venv.action_space, "low")}
+            "hyperparams": {"n_steps": cfg.n_steps}, "head": "fast", "rescale_action": hasattr(venv.action_space, "low")}
     with open(os.path.join(cfg.out, SIDE_CAR), "w") as f:
         json.dump(meta, f, indent=1)
 

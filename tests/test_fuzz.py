@@ -47,9 +47,9 @@ TOKENS = ["run", "list", "reproduce", "train", "bench", "esdp", "all", "--quick"
 def stub_heavy(monkeypatch):
     """The CLI layer is fuzzed; the long jobs behind ``reproduce``, ``bench`` and ``train`` are stubbed
     (they write one file into --out, as the real ones do, so a write outside --out would show)."""
-    import clustergym.baselines.drl as drl
     import clustergym.bench as bench
     import clustergym.experiments as experiments
+    import clustergym.learning.training as training
 
     def fake_reproduce(paper, quick=False, out="runs/reproduce", workers=2, progress=True):
         experiments.load(paper) if paper != "all" else None
@@ -63,14 +63,14 @@ def stub_heavy(monkeypatch):
             open(out, "w").close()
 
     def fake_train(env_id, algo, timesteps, out, **kw):
-        drl.check_algo(algo, __import__("clustergym.agent", fromlist=["env_family"]).env_family(env_id))
+        training.check_algo(algo, __import__("clustergym.agent", fromlist=["env_family"]).env_family(env_id))
         os.makedirs(out, exist_ok=True)
         open(os.path.join(out, "model.zip"), "w").close()
-        return {"algo": algo, "env_id": env_id, "timesteps": timesteps, "train_wall_s": 0.0}
+        return {"algo": algo, "env_id": env_id, "timesteps": 1 if timesteps is None else timesteps, "train_wall_s": 0.0}
 
     monkeypatch.setattr(experiments, "reproduce", fake_reproduce)
     monkeypatch.setattr(bench, "run_bench", fake_bench)
-    monkeypatch.setattr(drl, "train", fake_train)
+    monkeypatch.setattr(training, "train", fake_train)
 
 
 def _snapshot(root):

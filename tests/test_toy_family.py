@@ -117,6 +117,9 @@ def toy_pkg(tmp_path, monkeypatch):
     pkg.mkdir()
     (pkg / "__init__.py").write_text(TOY_FAMILY)
     monkeypatch.syspath_prepend(str(tmp_path))
+    # the built-in agents load lazily: load them before the copy, or the restore would leave an empty
+    # registry marked as loaded (every later test in this process would see no agents)
+    agent_mod._load_builtins()
     families = dict(family_mod._FAMILIES)
     agents = copy.deepcopy(agent_mod._REGISTRY)
     yield tmp_path

@@ -599,10 +599,13 @@ def esdp_rows(quick: bool) -> list:
 
 
 def bench_rows(quick: bool):
-    from clustergym.bench import ppo_rate, sampled_action_rate
+    from clustergym.bench import sampled_action_rate, training_rates
 
     return [p1_env_steps(quick), sampled_action_rate(ENV_ID, "P1", 1_000 if quick else 5_000), p1_vector_steps(quick),
-            p1_oracle(quick), *esdp_rows(quick), ppo_rate(ENV_ID, "P1", quick)]
+            p1_oracle(quick), *esdp_rows(quick),
+            # PPO on MultiBinary: SB3's Bernoulli is already one tensor op (same in both heads): one row.
+            *training_rates(ENV_ID, "P1", quick, heads=("fast",)),
+            *training_rates(ENV_ID, "P1", quick, algo="maskable_ppo", ratio_target=3.0)]
 
 
 def main(argv=None) -> None:

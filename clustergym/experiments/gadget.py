@@ -541,11 +541,13 @@ def bench_rows(quick: bool):
                     rate >= 2000))
     rows.append(Row("P3 env step (paper default, placement mode, random actions)", _env_rate("placement", n // 3),
                     "steps/s", "", None))
-    from clustergym.bench import ppo_rate, sampled_action_rate
+    from clustergym.bench import sampled_action_rate, training_rates
 
     rows.append(sampled_action_rate(ENV_ID, "P3", 300 if quick else 2000))
-    # Short: SB3 PPO on P3 measured ~4 steps/s on the 2-core machine (its policy has 1,600 categorical heads)
-    rows.append(ppo_rate(ENV_ID, "P3", quick, n_steps=16, rollouts=1 if quick else 2))
+    # Placement mode (the default): 1,600 categorical dimensions; SB3's own head runs ~6 env-steps/s here.
+    rows.extend(training_rates(ENV_ID, "P3", quick, ratio_target=10.0))
+    # ring_size mode (MultiDiscrete(J_max)): the faster DRL option, fast head only
+    rows.extend(training_rates(ENV_ID, "P3 ring_size", quick, heads=("fast",), action_mode="ring_size"))
     slots = 100 if quick else 200
     # The paper-default env (horizon 200, its default oracle=False) as before; the runner's episode loop.
     times = list(time_decisions(gym.make(ENV_ID, horizon=200), make("gadget", family="ringallreduce"), slots))

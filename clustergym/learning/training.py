@@ -1,0 +1,328 @@
+"""``clustergym train``: PPO / A2C on every env, SAC on Box actions (P2), MaskablePPO (sb3-contrib) on
+P1 and P4 with the env's ``action_masks()`` (SPEC §8).
+
+The training env is ``gym.make`` + Monitor + :class:`clustergym.wrappers.FlattenWithStats` (+
+:class:`clustergym.wrappers.RescaleBox` to [-1, 1] for Box actions): the public wrappers, so a user's
+own chain can match training exactly. Observations (and, for training only, rewards) are normalised by
+SB3's ``VecNormalize``; its statistics are saved beside the model (plain arrays) and applied at
+evaluation. PPO, A2C and MaskablePPO use the fast action heads of :mod:`clustergym.learning.heads`
+(``head="sb3"`` keeps SB3's own distribution). Hyperparameters come from
+``clustergym/learning/hyperparams/<algo>.yml`` (:mod:`clustergym.learning.hyperparams`), with the
+caller's values on top.
+
+A run directory holds ``model.zip``, ``vecnormalize.npz``, ``clustergym.json`` (env id, kwargs,
+algorithm, hyperparameters, action head, wrapper settings), ``monitor/`` (episode returns), ``tb/``
+(TensorBoard logs), ``training_curve.png`` and, when in-training evaluation is on (``eval_freq > 0``;
+off by default), ``evaluations.npz``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from typing import Sequence
+
+import gymnasium as gym
+import numpy as np
+
+from clustergym.agent import env_family
+from clustergym.learning.pipeline import hook
+
+__all__ = ["ALGOS", "HEADS", "SIDE_CAR", "NORM_FILE", "algo_class", "check_algo", "make_train_env", "train",
+           "save_normalization", "plot_training_curve", "policy_class"]
+
+# algo -> (module, class, the family DRL hook it needs; None = every family). A family supports SAC when
+# its FamilySpec.drl_hooks define ``box_bounds`` (Box actions) and MaskablePPO when they define ``sb3_mask``.
+ALGOS: dict[str, tuple[str, str, str | None]] = {
+    "ppo": ("stable_baselines3", "PPO", None),
+    "a2c": ("stable_baselines3", "A2C", None),
+    "sac": ("stable_baselines3", "SAC", "box_bounds"),
+    "maskable_ppo": ("sb3_contrib", "MaskablePPO", "sb3_mask"),
+}
+HEADS = ("fast", "sb3")  # the action distribution: clustergym.learning.heads, or SB3's own
+SIDE_CAR = "clustergym.json"
+NORM_FILE = "vecnormalize.npz"
+
+
+def algo_class(algo: str):
+    """The SB3 / sb3-contrib algorithm class; a ValueError naming the extra to install when it is missing."""
+    import importlib
+
+    if algo not in ALGOS:
+        raise ValueError(f"algo={algo!r} is invalid: expected one of {', '.join(ALGOS)}")
+    mod, cls, _ = ALGOS[algo]
+    try:
+        return getattr(importlib.import_module(mod), cls)
+    except ImportError:
+        extra = "contrib" if mod == "sb3_contrib" else "drl"
+        raise ValueError(f"algo {algo!r} needs {mod}: pip install 'clustergym[{extra}]'") from None
+
+
+def policy_class(algo: str, head: str = "fast"):
+    """The policy class ``train`` builds for ``algo``: the fast-head policy (PPO, A2C, MaskablePPO with
+    ``head="fast"``) or the algorithm's own ``MlpPolicy``. ``sb3:`` loading supplies the same class."""
+    if head not in HEADS:
+        raise ValueError(f"head={head!r} is invalid: expected one of {', '.join(HEADS)}")
+    cls = algo_class(algo)
+    if head == "fast":
+        from clustergym.learning.heads import fast_policy
+
+        fast = fast_policy(algo)
+        if fast is not None:
+            return fast
+    return cls.policy_aliases["MlpPolicy"]
+
+
+def check_algo(algo: str, family: str) -> None:
+    """ValueError unless ``algo`` can train on ``family`` (SPEC §8)."""
+    if algo not in ALGOS:
+        raise ValueError(f"algo={algo!r} is invalid: expected one of {', '.join(ALGOS)}")
+    need = ALGOS[algo][2]
+    if need is not None and hook(family, need) is None:
+        from clustergym.family import family_specs
+
+        fams = tuple(f.name for f in family_specs() if f.hook(need) is not None)
+        raise ValueError(f"algo {algo!r} supports the families {', '.join(fams)}, not {family!r} "
+                         f"(SAC needs Box actions; MaskablePPO needs discrete actions with masks)")
+
+
+def make_train_env(env_id: str, env_kwargs: dict | None = None, *, algo: str = "ppo", stats: bool = True,
+                   monitor_dir: str | None = None, rank: int = 0) -> gym.Env:
+    """``gym.make`` + Monitor + ``clustergym.wrappers.FlattenWithStats`` (+ ``clustergym.wrappers.RescaleBox``
+    to [-1, 1] for Box actions): the public wrappers, so a user's own chain can match training exactly."""
+    from stable_baselines3.common.monitor import Monitor
+
+    from clustergym.wrappers import FlattenWithStats, RescaleBox
+
+    kw = {"oracle": False, **(env_kwargs or {})}
+    env = gym.make(env_id, **kw)
+    env = Monitor(env, os.path.join(monitor_dir, str(rank)) if monitor_dir else None)
+    env = FlattenWithStats(env, stats=stats)
+    if isinstance(env.action_space, gym.spaces.Box):
+        env = RescaleBox(env)
+    return env
+
+
+def _int(name: str, value, lo: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < lo:
+        raise ValueError(f"{name}={value!r} is invalid: expected an integer >= {lo}")
+    return int(value)
+
+
+def train(env_id: str, algo: str, timesteps: int | None, out: str, *, env_kwargs: dict | None = None, seed: int = 0,
+          n_envs: int | None = None, eval_freq: int = 0, eval_episodes: int = 2, eval_seed: int = 10_000,
+          stats: bool = True, normalize: bool | None = None, hyperparams: dict | None = None,
+          hyperparams_file: str | None = None, head: str = "fast", instances: Sequence[int] | None = None,
+          progress: bool = True, verbose: int = 0, threads: int | None = 1) -> dict:
+    """Train ``algo`` on ``env_id``; write the run directory ``out`` (see the module docstring).
+
+    Args:
+        timesteps: env steps (all training envs together); None = the file's ``n_timesteps``.
+        n_envs, normalize: None = the hyperparameter file's value (else 4 envs, normalised).
+        hyperparams: the algorithm's keyword arguments on top of the file's entry (``--hp``).
+        hyperparams_file: a YAML file in the shipped files' format (default: the shipped one of ``algo``).
+        eval_freq: in-training evaluation every ``eval_freq`` env steps on separate envs seeded from
+            ``eval_seed`` (held-out seeds), ``eval_episodes`` episodes each; 0 (default) = off. It costs
+            time: with it on every 10,000 steps, P1's end-to-end rate halved (issue 25).
+        head: ``"fast"`` (default; :mod:`clustergym.learning.heads`) or ``"sb3"`` (SB3's own distribution).
+        instances: the training pool (scenario seeds): each sub-env draws one per episode (env kwarg
+            ``instances``, seeded by its reset seed). None: :data:`clustergym.learning.instances.DEFAULT_TRAIN_INSTANCES`
+            (1000-1099, disjoint from the instances ``clustergym run`` uses by default), unless
+            ``env_kwargs`` pins ``scenario_seed`` (one instance, as before) or the scenario does not depend
+            on ``scenario_seed`` (a trace preset). Families with ``pad_kwargs`` are padded to the maxima
+            over the pool and :data:`~clustergym.learning.instances.DEFAULT_EVAL_INSTANCES` (0-99).
+
+    Training envs are seeded ``seed, seed+1, ...``. Returns the side-car dictionary.
+    """
+    from clustergym.learning.hyperparams import load_hyperparams, split_run_keys
+
+    family = env_family(env_id)
+    check_algo(algo, family)
+    policy = policy_class(algo, head)  # also a clear error when the [drl] extra is not installed
+    cls = algo_class(algo)
+    import torch
+    from stable_baselines3.common.vec_env import DummyVecEnv, VecNormalize
+
+    import clustergym  # noqa: F401
+
+    run_cfg, hp = split_run_keys(load_hyperparams(algo, env_id, hyperparams_file))
+    hp.update(hyperparams or {})
+    for k in ("n_envs", "n_timesteps", "normalize"):
+        if k in hp:
+            raise ValueError(f"{k} is a run setting, not a hyperparameter of {algo}: use "
+                             f"{'--n-envs' if k == 'n_envs' else '--timesteps' if k == 'n_timesteps' else '--no-normalize'}")
+    timesteps = _int("timesteps", run_cfg.get("n_timesteps") if timesteps is None else timesteps, 1)
+    n_envs = _int("n_envs", run_cfg.get("n_envs", 4) if n_envs is None else n_envs, 1)
+    normalize = bool(run_cfg.get("normalize", True) if normalize is None else normalize)
+    eval_freq, eval_episodes = _int("eval_freq", eval_freq, 0), _int("eval_episodes", eval_episodes, 1)
+    if algo == "sac" and n_envs != 1:
+        n_envs = 1  # SAC: one env (off-policy; SB3's default)
+    env_kwargs = dict(env_kwargs or {})
+    if "instances" in env_kwargs:
+        raise ValueError("pass the training pool as instances= (--instances), not as an env kwarg")
+    gym.make(env_id, **env_kwargs).close()  # bad kwargs fail here, before anything is written
+    pool, pool_note = _training_pool(env_id, env_kwargs, instances)
+    train_kwargs = dict(env_kwargs)  # the sub-envs' kwargs: + padding maxima, + the pool
+    if pool is not None:
+        from clustergym.learning.instances import DEFAULT_EVAL_INSTANCES, padding_for
+
+        covered = sorted(set(pool) | set(DEFAULT_EVAL_INSTANCES))
+        env_kwargs.update(padding_for(env_id, env_kwargs, covered))  # recorded: the model's fixed shape
+        train_kwargs = {**env_kwargs, "scenario_seed": int(pool[0]), "instances": tuple(pool)}
+        gym.make(env_id, **train_kwargs).close()
+    if threads is not None:
+        torch.set_num_threads(int(threads))  # small MLPs: one thread is fastest and leaves cores to envs
+    os.makedirs(out, exist_ok=True)
+    mon = os.path.join(out, "monitor")
+    os.makedirs(mon, exist_ok=True)
+
+    def factory(rank: int, monitor: str | None):
+        return lambda: make_train_env(env_id, train_kwargs, algo=algo, stats=stats, monitor_dir=monitor, rank=rank)
+
+    venv = DummyVecEnv([factory(i, mon) for i in range(n_envs)])
+    venv.seed(seed)
+    if normalize:
+        venv = VecNormalize(venv, norm_obs=True, norm_reward=True, clip_obs=10.0)
+    try:
+        model = cls(policy, venv, seed=seed, verbose=verbose, tensorboard_log=os.path.join(out, "tb"), **hp)
+    except (AssertionError, ValueError, TypeError) as exc:  # SB3 checks hyperparameters with asserts
+        raise ValueError(f"bad hyperparameters for {algo} ({', '.join(f'{k}={v!r}' for k, v in hp.items())}): "
+                         f"{str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__}") from None
+    cb = None
+    if eval_freq > 0:
+        eval_env = DummyVecEnv([factory(0, None)])
+        eval_env.seed(eval_seed)
+        if normalize:
+            eval_env = VecNormalize(eval_env, training=False, norm_obs=True, norm_reward=False, clip_obs=10.0)
+        if algo == "maskable_ppo":
+            from sb3_contrib.common.maskable.callbacks import MaskableEvalCallback as EvalCallback
+        else:
+            from stable_baselines3.common.callbacks import EvalCallback
+        cb = EvalCallback(eval_env, n_eval_episodes=eval_episodes, eval_freq=max(eval_freq // n_envs, 1), log_path=out,
+                          best_model_save_path=None, deterministic=True, verbose=0)
+    t0 = time.perf_counter()
+    model.learn(total_timesteps=timesteps, callback=cb, progress_bar=progress, tb_log_name=algo)
+    wall = time.perf_counter() - t0
+    model.save(os.path.join(out, "model.zip"))
+    if normalize:
+        save_normalization(venv, out)
+    from clustergym.learning.instances import DEFAULT_EVAL_INSTANCES
+
+    meta = {"env_id": env_id, "family": family, "env_kwargs": env_kwargs, "algo": algo, "stats": bool(stats),
+            "instances": None if pool is None else [int(k) for k in pool], "instances_note": pool_note,
+            "padding_covers": None if pool is None else (f"the pool and instances {DEFAULT_EVAL_INSTANCES.start}-"
+                                                         f"{DEFAULT_EVAL_INSTANCES.stop - 1}"),
+            "normalize": normalize, "seed": int(seed), "n_envs": n_envs, "timesteps": timesteps,
+            "timesteps_trained": int(model.num_timesteps), "eval_freq": eval_freq,
+            "eval_seed": int(eval_seed), "hyperparams": hp, "head": head if policy is not cls.policy_aliases["MlpPolicy"]
+            else "sb3", "hyperparams_file": os.path.abspath(hyperparams_file) if hyperparams_file else None,
+            "train_wall_s": wall, "rescale_action": isinstance(venv.action_space, gym.spaces.Box)}
+    with open(os.path.join(out, SIDE_CAR), "w") as f:
+        json.dump(meta, f, indent=1)
+    venv.close()
+    if cb is not None:
+        cb.eval_env.close()
+    try:
+        plot_training_curve(out)
+    except (OSError, ValueError):  # pragma: no cover - nothing to plot yet
+        pass
+    return meta
+
+
+def _training_pool(env_id: str, env_kwargs: dict, instances) -> tuple[list[int] | None, str]:
+    """(the training pool or None for one instance, a note saying which and why)."""
+    from clustergym.learning.instances import DEFAULT_TRAIN_INSTANCES
+
+    if "scenario_seed" in env_kwargs:
+        if instances is not None:
+            raise ValueError("instances (--instances) and env_kwargs['scenario_seed'] (--set scenario_seed=K) cannot be "
+                             "combined: scenario_seed pins one instance")
+        return None, f"one instance: scenario_seed={env_kwargs['scenario_seed']}"
+    given = instances is not None
+    probe = gym.make(env_id, **{**env_kwargs, "oracle": False})
+    switches = getattr(probe.unwrapped, "instance_source", None) is not None  # the env has the instances kwarg (issue 25)
+    probe.close()
+    if not switches:
+        if given:
+            raise ValueError(f"{env_id} cannot switch instances (its env has no instances kwarg): drop --instances")
+        return None, "one instance: the env does not switch instances"
+    pool = list(dict.fromkeys(_int("instances", k, 0) for k in (instances if given else DEFAULT_TRAIN_INSTANCES)))
+    if not pool:
+        raise ValueError("instances is empty")
+    if len(pool) > 1:
+        from clustergym.runner import _scenario_fingerprint
+
+        kw = {k: v for k, v in env_kwargs.items() if k != "horizon"}
+        fp = [_scenario_fingerprint(env_id, 1, {**kw, "scenario_seed": k}) for k in pool[:2]]
+        if fp[0] is not None and fp[0] == fp[1]:
+            if given:
+                raise ValueError("this scenario does not depend on scenario_seed (a trace preset or fixed scenario), "
+                                 "so a pool of instances would repeat one instance: drop --instances")
+            return None, "one instance: the scenario does not depend on scenario_seed"
+    return pool, ("the given pool" if given else "the default training pool") + " (one instance drawn per episode)"
+
+
+def save_normalization(venv, out: str) -> str:
+    """Save a ``VecNormalize``'s observation statistics as plain arrays (``vecnormalize.npz``), which the
+    ``sb3:`` agent reads with ``allow_pickle=False`` (a pickled VecNormalize could carry code)."""
+    rms = venv.obs_rms
+    path = os.path.join(out, NORM_FILE)
+    np.savez(path, mean=np.asarray(rms.mean, dtype=np.float64), var=np.asarray(rms.var, dtype=np.float64),
+             count=np.float64(rms.count), clip_obs=np.float64(venv.clip_obs), epsilon=np.float64(venv.epsilon))
+    return path
+
+
+def _monitor_curve(run_dir: str) -> tuple[np.ndarray, np.ndarray]:
+    """(cumulative timesteps at episode end, episode return) over all training envs, in time order."""
+    rows = []
+    mon = os.path.join(run_dir, "monitor")
+    for name in sorted(os.listdir(mon)) if os.path.isdir(mon) else []:
+        if not name.endswith(".monitor.csv"):
+            continue
+        with open(os.path.join(mon, name)) as f:
+            f.readline()  # JSON header
+            header = f.readline().strip().split(",")
+            for line in f:
+                vals = dict(zip(header, line.strip().split(",")))
+                rows.append((float(vals["t"]), float(vals["r"]), int(vals["l"])))
+    rows.sort()
+    if not rows:
+        return np.zeros(0), np.zeros(0)
+    steps = np.cumsum([r[2] for r in rows])
+    return steps, np.array([r[1] for r in rows])
+
+
+def plot_training_curve(run_dir: str, path: str | None = None, reference: dict[str, float] | None = None) -> str:
+    """Training episode returns and periodic evaluation returns vs timesteps (PNG).
+
+    ``reference``: optional horizontal lines (label -> episode return), e.g. paper agents.
+    """
+    from clustergym.plots import _plt
+
+    plt = _plt()
+    meta = json.load(open(os.path.join(run_dir, SIDE_CAR)))
+    fig, ax = plt.subplots(figsize=(6.4, 3.8))
+    steps, ret = _monitor_curve(run_dir)
+    if steps.size:
+        ax.plot(steps, ret, ".", color="tab:blue", alpha=0.35, ms=3, label="training episodes")
+    ev = os.path.join(run_dir, "evaluations.npz")
+    if os.path.exists(ev):
+        d = np.load(ev)
+        if d["timesteps"].size:
+            r = d["results"]
+            ax.plot(d["timesteps"], r.mean(axis=1), "-o", color="tab:orange", ms=3,
+                    label="evaluation (held-out seeds, deterministic)")
+    for i, (label, val) in enumerate((reference or {}).items()):
+        ax.axhline(val, ls="--", lw=1, color=f"C{(i + 2) % 10}", label=label)
+    ax.set_xlabel("timesteps")
+    ax.set_ylabel("episode return")
+    ax.set_title(f"{meta['algo'].upper()} on {meta['env_id'].split('/')[-1]}")
+    ax.grid(alpha=0.3)
+    if ax.get_legend_handles_labels()[0]:  # nothing to label before the first episode ends
+        ax.legend(fontsize=8, loc="best")
+    fig.tight_layout()
+    path = path or os.path.join(run_dir, "training_curve.png")
+    fig.savefig(path)
+    plt.close(fig)
+    return path

@@ -1,0 +1,150 @@
+"""Fast action heads (issue 25, SPEC §8): one padded tensor op with the maths of SB3's
+``MultiCategoricalDistribution`` and sb3-contrib's ``MaskableMultiCategoricalDistribution``."""
+
+import numpy as np
+import pytest
+
+th = pytest.importorskip("torch")
+pytest.importorskip("stable_baselines3")
+contrib = pytest.importorskip("sb3_contrib")
+
+from gymnasium import spaces  # noqa: E402
+from sb3_contrib.common.maskable.distributions import (MaskableBernoulliDistribution,  # noqa: E402
+                                                       MaskableMultiCategoricalDistribution)
+from stable_baselines3.common.distributions import MultiCategoricalDistribution  # noqa: E402
+
+from clustergym.learning.heads import (FastActorCriticPolicy, FastMaskableActorCriticPolicy,  # noqa: E402
+                                       FastMaskableMultiCategoricalDistribution, FastMultiCategoricalDistribution)
+
+# unequal nvec (padding, a 1-choice dimension), MultiBinary as [2] * n, and equal nvec (no padding)
+NVECS = {"unequal": [2, 6, 6, 3, 1, 5, 4], "multibinary": [2] * 9, "equal": [21] * 5}
+B = 11  # batch != number of dimensions: a sum over the wrong axis changes the shape
+
+
+def _case(nvec, dtype=th.float64, seed=0):
+    g = th.Generator().manual_seed(seed)
+    logits = th.randn(B, sum(nvec), generator=g, dtype=dtype) * 3
+    actions = th.stack([th.randint(0, n, (B,), generator=g) for n in nvec], dim=1)
+    masks = th.rand(B, sum(nvec), generator=g) > 0.35
+    masks[0, :] = False  # a row with every choice masked
+    masks[1, :] = True  # a row with none masked
+    return logits, actions, masks
+
+
+def _theirs(nvec, masked):
+    if not masked:
+        return MultiCategoricalDistribution(nvec)
+    return MaskableBernoulliDistribution(len(nvec)) if set(nvec) == {2} else MaskableMultiCategoricalDistribution(nvec)
+
+
+def _allowed(actions, masks, nvec):
+    """(N,) True where every chosen action of a row is allowed."""
+    off = np.concatenate([[0], np.cumsum(nvec)[:-1]])
+    return masks[th.arange(len(actions))[:, None], th.as_tensor(off)[None, :] + actions].all(dim=1)
+
+
+@pytest.mark.parametrize("kind", NVECS)
+@pytest.mark.parametrize("masked", [False, True], ids=["unmasked", "masked"])
+def test_log_prob_entropy_mode_equal_sb3(kind, masked):
+    nvec = NVECS[kind]
+    logits, actions, masks = _case(nvec)
+    ref = _theirs(nvec, masked).proba_distribution(logits)
+    fast = (FastMaskableMultiCategoricalDistribution if masked else FastMultiCategoricalDistribution)(nvec)
+    fast.proba_distribution(logits)
+    if masked:
+        ref.apply_masking(masks)
+        fast.apply_masking(masks)
+    lp_ref, lp = ref.log_prob(actions), fast.log_prob(actions)
+    assert lp.shape == (B,)
+    ok = _allowed(actions, masks, nvec) if masked else th.ones(B, dtype=th.bool)
+    assert ok.any()
+    np.testing.assert_allclose(lp[ok].numpy(), lp_ref[ok].numpy(), rtol=0, atol=1e-6)
+    # a masked-out action: log-probability about -1e8 per masked choice, as sb3-contrib gives
+    np.testing.assert_allclose(lp[~ok].numpy(), lp_ref[~ok].numpy(), rtol=1e-12, atol=1e-6)
+    np.testing.assert_allclose(fast.entropy().numpy(), ref.entropy().numpy(), rtol=0, atol=1e-6)
+    assert th.equal(fast.mode(), ref.mode())
+    # log_prob of the mode and the other Distribution API paths agree too
+    np.testing.assert_allclose(fast.log_prob(fast.mode()).numpy(), ref.log_prob(ref.mode()).numpy(), atol=1e-6)
+    assert th.equal(fast.get_actions(deterministic=True), ref.get_actions(deterministic=True))
+
+
+@pytest.mark.parametrize("kind", NVECS)
+def test_float32_logits_agree(kind):
+    nvec = NVECS[kind]
+    logits, actions, masks = _case(nvec, dtype=th.float32, seed=3)
+    ref = MaskableMultiCategoricalDistribution(nvec).proba_distribution(logits)
+    fast = FastMaskableMultiCategoricalDistribution(nvec).proba_distribution(logits)
+    np.testing.assert_allclose(fast.log_prob(actions).numpy(), ref.log_prob(actions).numpy(), rtol=1e-6, atol=1e-4)
+    np.testing.assert_allclose(fast.entropy().numpy(), ref.entropy().numpy(), rtol=1e-6, atol=1e-4)
+
+
+@pytest.mark.parametrize("kind", ["unequal", "multibinary"])
+@pytest.mark.parametrize("masked", [False, True], ids=["unmasked", "masked"])
+def test_samples_follow_the_sb3_probabilities(kind, masked):
+    """Empirical frequencies of 40,000 draws vs the reference probabilities (5 standard errors), and a
+    masked-out or padding choice is never drawn."""
+    nvec = NVECS[kind]
+    logits, _, masks = _case(nvec, seed=5)
+    logits, masks = logits[1:3] / 3, masks[2:3].repeat(2, 1)  # two rows, both with the same partial mask
+    n = 20_000
+    ref = _theirs(nvec, masked).proba_distribution(logits)
+    fast = (FastMaskableMultiCategoricalDistribution if masked else FastMultiCategoricalDistribution)(nvec)
+    fast.proba_distribution(logits.repeat(n, 1))
+    if masked:
+        ref.apply_masking(masks)
+        fast.apply_masking(masks.repeat(n, 1))
+    th.manual_seed(0)
+    draws = fast.sample().reshape(n, 2, len(nvec))  # (n, rows, D)
+    dists = ref.distributions if masked else ref.distribution
+    for d, dist in enumerate(dists):
+        p = dist.probs.numpy()  # (2, nvec[d])
+        freq = np.stack([(draws[:, :, d] == k).float().mean(0).numpy() for k in range(nvec[d])], axis=1)
+        se = np.sqrt(np.maximum(p * (1 - p), 1e-12) / n)
+        assert (np.abs(freq - p) <= 5 * se + 1e-9).all(), (d, freq, p)
+        assert int(draws[:, :, d].max()) < nvec[d], "a padding choice was drawn"
+    if masked:  # a dimension with some allowed choice never draws a masked-out one (all masked: uniform)
+        off = np.concatenate([[0], np.cumsum(nvec)[:-1]])
+        for d, n_d in enumerate(nvec):
+            m = masks[0, off[d]:off[d] + n_d]
+            if m.any():
+                assert m[draws[:, 0, d]].all(), f"a masked-out choice was drawn in dimension {d}"
+
+
+@pytest.mark.parametrize("masked", [False, True], ids=["ppo", "maskable_ppo"])
+def test_policies_equal_sb3_policies_with_the_same_weights(masked):
+    """The fast policies are SB3's policies with only the distribution swapped: same state_dict keys and
+    shapes, and with the same weights the same values, log-probabilities, entropies and modes."""
+    from sb3_contrib.common.maskable.policies import MaskableActorCriticPolicy
+    from stable_baselines3.common.policies import ActorCriticPolicy
+
+    obs_space = spaces.Box(-1, 1, (13,), np.float32)
+    act_space = spaces.MultiDiscrete(NVECS["unequal"])
+    sb3_cls, fast_cls = ((MaskableActorCriticPolicy, FastMaskableActorCriticPolicy) if masked
+                         else (ActorCriticPolicy, FastActorCriticPolicy))
+    ref = sb3_cls(obs_space, act_space, lambda _: 3e-4)
+    fast = fast_cls(obs_space, act_space, lambda _: 3e-4)
+    assert type(fast.action_dist).__name__.startswith("Fast")
+    fast.load_state_dict(ref.state_dict())
+    logits, actions, masks = _case(NVECS["unequal"], seed=7)
+    obs = th.as_tensor(np.random.default_rng(0).uniform(-1, 1, (B, 13)), dtype=th.float32)
+    kw = {"action_masks": masks.numpy()} if masked else {}
+    masks_ok = _allowed(actions, masks, NVECS["unequal"]) if masked else th.ones(B, dtype=th.bool)
+    v0, lp0, e0 = ref.evaluate_actions(obs, actions, **kw)
+    v1, lp1, e1 = fast.evaluate_actions(obs, actions, **kw)
+    np.testing.assert_allclose(v1.detach().numpy(), v0.detach().numpy(), atol=1e-6)
+    np.testing.assert_allclose(lp1[masks_ok].detach().numpy(), lp0[masks_ok].detach().numpy(), atol=1e-4)
+    np.testing.assert_allclose(e1.detach().numpy(), e0.detach().numpy(), atol=1e-4)
+    a0, _ = ref.predict(obs.numpy(), deterministic=True, **kw)
+    a1, _ = fast.predict(obs.numpy(), deterministic=True, **kw)
+    assert np.array_equal(a0, a1)
+
+
+def test_multibinary_maskable_policy_uses_the_fast_head_and_ppo_keeps_bernoulli():
+    from stable_baselines3.common.distributions import BernoulliDistribution
+
+    obs_space = spaces.Box(-1, 1, (5,), np.float32)
+    pol = FastMaskableActorCriticPolicy(obs_space, spaces.MultiBinary(8), lambda _: 3e-4)
+    assert isinstance(pol.action_dist, FastMaskableMultiCategoricalDistribution)
+    assert pol.action_net.out_features == 16  # two logits per binary choice, as MaskableBernoulliDistribution
+    pol = FastActorCriticPolicy(obs_space, spaces.MultiBinary(8), lambda _: 3e-4)
+    assert isinstance(pol.action_dist, BernoulliDistribution)  # already one tensor op in SB3
