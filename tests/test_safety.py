@@ -245,7 +245,9 @@ def _runs(path):
 @pytest.mark.skipif(not LINUX, reason="needs /proc (Linux) to list child processes")
 def test_killing_one_worker_mid_sweep_costs_one_retry_not_the_sweep(tmp_path):
     ref, out = tmp_path / "ref", tmp_path / "o"
-    argv = ["--agents", "hauf", "--seeds", "0-3", "--horizon", "3000", "--no-progress", "--no-plots", "--no-score"]
+    # Runs of ~4 s each (HAUF, ~0.3 ms a slot): the worker is killed inside a run, never after its last one
+    # (at 3,000 slots the runs could all finish before a worker passed 3 s of CPU, and nothing was lost).
+    argv = ["--agents", "hauf", "--seeds", "0-3", "--horizon", "12000", "--no-progress", "--no-plots", "--no-score"]
     assert main(["run", P1, *argv, "--out", str(ref)]) == 0
     proc = _start_and_wait_for_workers(["run", P1, *argv, "--workers", "2", "--out", str(out)])
     t0 = time.time()
