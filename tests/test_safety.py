@@ -262,7 +262,9 @@ def test_killing_one_worker_mid_sweep_costs_one_retry_not_the_sweep(tmp_path):
     _, err = proc.communicate(timeout=300)
     assert proc.returncode == 0, err
     lines = [ln for ln in err.strip().splitlines() if ln]
-    assert len(lines) == 1 and f"pid {busy[0]} was killed by SIGKILL" in lines[0] and "retrying" in lines[0], err
+    assert len(lines) == 1 and "a worker process died" in lines[0] and "retrying" in lines[0], err
+    # The dead worker is named by pid when its exit code was reaped in time (under load it may not be yet).
+    assert "pid " not in lines[0] or f"pid {busy[0]} was killed by SIGKILL" in lines[0], err
     assert _runs(out / "results.json")[0] == _runs(ref / "results.json")[0]
     assert len(_runs(out / "results.json")[0]) == 4
 
