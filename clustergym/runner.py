@@ -885,6 +885,9 @@ def evaluate(env_id: str, agents: Sequence[str], seeds: Sequence[int], horizon: 
     seeds = [_check_count("seeds", s, lo=0) for s in seeds]
     if "horizon" in env_kwargs:
         raise ValueError("pass the episode length as horizon=, not in env_kwargs")
+    if "instances" in env_kwargs:  # an env drawing its instance per episode would run unlabelled instances
+        raise ValueError("the env kwarg 'instances' draws a new instance every episode, and a run is labelled with "
+                         "one instance: pass the instances to the runner instead (--instances / instances=)")
     if "scenario_seed" in env_kwargs:
         env_kwargs["scenario_seed"] = _check_count("scenario_seed", env_kwargs["scenario_seed"], lo=0)
     if instances is not None:

@@ -257,3 +257,10 @@ def test_p3_milp_actions_score_one():
     attach_scores(runs, [runs[1]])
     assert runs[1].score == 0.0
     assert runs[0].score == pytest.approx(1.0, abs=1e-6)
+
+
+def test_env_kwarg_instances_is_refused_by_the_runner():
+    # An env that draws its instance per episode would run instances the results do not name.
+    with pytest.raises(ValueError, match="draws a new instance every episode"):
+        evaluate("clustergym/MultiServerChannel-v0", ["hauf"], seeds=[0], horizon=5,
+                 env_kwargs={"instances": [1, 2], "max_edges": 64}, progress=False)
