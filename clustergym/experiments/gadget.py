@@ -31,7 +31,7 @@ CONFIG = {
                fig4={"iterations": [4.0, 8.0, 12.0], "worker_slots": [1.0, 2.5, 5.0]},
                fig4_agents=["gadget", "fifo", "drf", "las", "drf[share=demand]"],
                fig56_rate=12.0, gscales=[0.5, 2.0], bscales=[0.02, 1.0],
-               fig7_horizon=10, fig7_instances=[0, 1, 2], fig7_size="medium"),
+               fig7_horizon=10, fig7_instances=[0, 1, 2, 3, 4], fig7_size="medium"),
     False: dict(horizon=200, instances=[0, 1, 2, 3, 4],
                 fig4={"iterations": [2.0, 4.0, 8.0, 10.0], "worker_slots": [0.5, 1.0, 2.0]},
                 fig4_agents=["gadget", "fifo", "drf", "las", "drf[share=demand]", "random"],
