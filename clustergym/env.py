@@ -76,9 +76,21 @@ class ClusterEnv(gym.Env):
             self._use_scenario(self._source.get(k), k)  # validates the spaces first: all or nothing
             self._source.current = k
 
-    def _use_scenario(self, scenario: Scenario, k: int) -> None:  # pragma: no cover - abstract
+    # Each env defines ``_spaces(problem, k) -> (action space, observation space)`` and ``_load(scenario)``;
+    # the instance switch below is the same for every env.
+    def _instance_sizes(self, problem) -> dict:
+        """The instance's natural size per padding kwarg (``FamilySpec.instance_sizes``); {} where none."""
+        return {}
+
+    def check_instance(self, scenario: Scenario, k: int) -> None:
+        """ValueError (naming the padding kwarg) unless instance ``k`` fits this env's spaces."""
+        act, obs = self._spaces(scenario.problem, k)
+        self._check_same_spaces(k, act, obs, self._instance_sizes(scenario.problem))
+
+    def _use_scenario(self, scenario: Scenario, k: int) -> None:
         """Load instance ``k`` (same spaces, else ValueError naming the padding kwargs)."""
-        raise NotImplementedError
+        self.check_instance(scenario, k)
+        self._load(scenario)
 
     def _check_same_spaces(self, k: int, action_space, observation_space, sizes: dict) -> None:
         """ValueError (naming the padding kwargs) if instance k's spaces differ from this env's."""

@@ -152,10 +152,10 @@ class ApproxJobsEnv(ClusterEnv):
         self._source = InstanceSource(scenario, params, factory, APPROX_SCENARIOS, scenario_seed, instances)
         sc = self._source.first
         self._load(sc)
-        self.action_space, self.observation_space = self._spaces(sc.problem)
+        self.action_space, self.observation_space = self._spaces(sc.problem, self.scenario_seed)
         self._rngs = None
 
-    def _spaces(self, pb) -> tuple:
+    def _spaces(self, pb, k=None) -> tuple:
         """(action space, observation space) of problem ``pb`` (the same for every instance of a scenario:
         M machines and the J-slot window are parameters)."""
         M, J = pb.num_machines, pb.max_jobs
@@ -176,14 +176,6 @@ class ApproxJobsEnv(ClusterEnv):
         self._price = np.asarray(pb.price, dtype=float)
         self._min_price = float(self._price.min())
         self._space_desc = f"MultiDiscrete([{self._J + 1}] * {self._M}) (0 = idle, k = window slot k)"
-
-    def check_instance(self, sc: Scenario, k: int) -> None:
-        act, obs = self._spaces(sc.problem)
-        self._check_same_spaces(k, act, obs, {})
-
-    def _use_scenario(self, sc: Scenario, k: int) -> None:
-        self.check_instance(sc, k)
-        self._load(sc)
 
     # -- job bookkeeping ------------------------------------------------------------------------
     def _utility(self, idx: np.ndarray, work: np.ndarray) -> np.ndarray:

@@ -222,14 +222,8 @@ class RingAllReduceEnv(ClusterEnv):
             self._link_present = np.zeros(self._n_links, dtype=np.int8)
             self._link_present[:S + self._R] = 1
 
-    def check_instance(self, sc: Scenario, k: int) -> None:
-        """ValueError (naming the padding kwarg) unless instance ``k`` fits this env's spaces."""
-        act, obs = self._spaces(sc.problem, k)
-        self._check_same_spaces(k, act, obs, instance_sizes(sc.problem))
-
-    def _use_scenario(self, sc: Scenario, k: int) -> None:
-        self.check_instance(sc, k)
-        self._load(sc)
+    def _instance_sizes(self, problem) -> dict:
+        return instance_sizes(problem)
 
     # -- arrivals ------------------------------------------------------------------------------
     def _refill(self) -> None:

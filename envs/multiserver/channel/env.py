@@ -172,14 +172,8 @@ class MultiServerChannelEnv(ClusterEnv):
             d[:self._E] = pb.demand / np.maximum(pb.capacity, 1)[None, :]
             self._edge_demand = d
 
-    def check_instance(self, sc: Scenario, k: int) -> None:
-        """ValueError (naming the padding kwarg) unless instance ``k`` fits this env's spaces."""
-        act, obs = self._spaces(sc.problem, k)
-        self._check_same_spaces(k, act, obs, instance_sizes(sc.problem))
-
-    def _use_scenario(self, sc: Scenario, k: int) -> None:
-        self.check_instance(sc, k)
-        self._load(sc)
+    def _instance_sizes(self, problem) -> dict:
+        return instance_sizes(problem)
 
     # -- randomness ---------------------------------------------------------------------------
     def _refill(self) -> None:
