@@ -325,3 +325,10 @@ def test_dynamics_object_is_what_the_envs_step():
     assert str(vec_err.value) == "sub-env 0: " + str(single_err.value)
     with pytest.raises(ValueError, match="without rho"):
         AllocationDynamics(env.problem).draw_arrivals(np.random.default_rng(0))
+
+
+def test_density_above_num_ports_names_num_ports_too():
+    # Found by the fuzz suite (make fuzz): num_ports=1 with the default density 2.5 was refused naming only
+    # density, whose range [1, num_ports] comes from num_ports.
+    with pytest.raises(ValueError, match=r"density=2.5 is invalid.*num_ports=1"):
+        gym.make("clustergym/MultiServerAllocation-v0", num_ports=1)

@@ -272,7 +272,10 @@ def check_demand_params(p: dict) -> None:
     """Validate, in place, the parameters the paper scenario and the trace preset share: contention,
     density, the utility family and the α, β ranges (eqs. 27, 5)."""
     p["contention"] = check_real("contention", p["contention"], 0.0, 1e6, lo_open=True)
-    p["density"] = check_real("density", p["density"], 1.0, float(p["num_ports"]))
+    try:  # the upper end is num_ports (a server cannot connect to more ports than there are): name both
+        p["density"] = check_real("density", p["density"], 1.0, float(p["num_ports"]))
+    except ValueError as exc:
+        raise ValueError(f"{exc} (density = Σ_r |L_r| / |R| is at most num_ports={p['num_ports']})") from None
     p["utility"] = check_choice("utility", p["utility"], (*UTILITY_FAMILIES, "mixed"))
     # α >= 1e-3: the reciprocal utility's slope 1/(y + α)² at 0 is 1/α², and the best-static LP (HiGHS) fails
     # from α = 1e-6 on (a model error, found by the fuzz suite); 1e-3 keeps the slopes <= 1e6
