@@ -157,10 +157,24 @@ class ClusterVectorEnv(VectorEnv):
         """(N,) the instance (scenario seed) each sub-env runs."""
         return self._instance.copy()
 
+    # Every native vector env keeps the single env it was built from (``_single``), the scenario and
+    # public problem of each sub-env (``_scenarios``, ``problems``).
+    @property
+    def problem(self):
+        """The public problem of sub-env 0 (``problems[i]`` for sub-env i)."""
+        return self.problems[0]
+
+    @property
+    def scenario(self):
+        """The scenario of sub-env 0 (each sub-env may run its own instance: ``scenario_seeds``)."""
+        return self._scenarios[0]
+
+    def _check_instance(self, scenario, k: int) -> None:
+        """ValueError (naming the padding kwargs) if instance k does not fit this env's spaces (the single
+        env's check: one set of spaces for both)."""
+        self._single.check_instance(scenario, k)
+
     # -- hooks -------------------------------------------------------------------------------
-    def _check_instance(self, scenario, k: int) -> None:  # pragma: no cover - abstract
-        """ValueError (naming the padding kwargs) if instance k does not fit this env's spaces."""
-        raise NotImplementedError
 
     def _use_instance(self, i: int, scenario, k: int) -> None:  # pragma: no cover - abstract
         """Sub-env i switches to instance k (its spaces are checked here first)."""

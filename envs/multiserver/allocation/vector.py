@@ -133,16 +133,6 @@ class MultiServerAllocationVectorEnv(ClusterVectorEnv):
         self._rows = np.arange(N)
 
     @property
-    def problem(self):
-        """The public problem of sub-env 0 (``problems[i]`` for sub-env i)."""
-        return self.problems[0]
-
-    @property
-    def scenario(self):
-        """The scenario of sub-env 0 (each sub-env may run its own instance: ``scenario_seeds``)."""
-        return self._scenarios[0]
-
-    @property
     def dynamics(self):
         """The dynamics object of sub-env 0's instance."""
         return self._dyns[0]
@@ -160,9 +150,6 @@ class MultiServerAllocationVectorEnv(ClusterVectorEnv):
             cap = np.asarray(pb.capacity, dtype=np.float64)[pb.edge_server]
             self._edge_demand[i] = 0.0
             self._edge_demand[i, :E] = np.divide(up, cap, out=np.zeros_like(cap), where=cap > 0)
-
-    def _check_instance(self, sc: Scenario, k: int) -> None:
-        self._single.check_instance(sc, k)
 
     def _use_instance(self, i: int, sc: Scenario, k: int) -> None:
         if k not in self._by_instance:

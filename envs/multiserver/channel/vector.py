@@ -124,16 +124,6 @@ class MultiServerChannelVectorEnv(ClusterVectorEnv):
         self._arrivals = np.zeros((N, self._L + 1), dtype=bool)  # (N, L + 1) (column L: padding, always False)
         self._mask = np.zeros((N, W), dtype=bool)  # (N, W) channels of ports with a job
 
-    @property
-    def problem(self):
-        """The public problem of sub-env 0 (``problems[i]`` for sub-env i)."""
-        return self.problems[0]
-
-    @property
-    def scenario(self):
-        """The scenario of sub-env 0 (each sub-env may run its own instance: ``scenario_seeds``)."""
-        return self._scenarios[0]
-
     # -- instances ----------------------------------------------------------------------------
     def _set_instance(self, i: int, sc: Scenario) -> None:
         pb = sc.problem
@@ -149,9 +139,6 @@ class MultiServerChannelVectorEnv(ClusterVectorEnv):
         self._edge_port[i, :E] = pb.edge_port
         self._edge_demand[i] = 0.0
         self._edge_demand[i, :E] = pb.demand / np.maximum(pb.capacity, 1)[None, :]
-
-    def _check_instance(self, sc: Scenario, k: int) -> None:
-        self._single.check_instance(sc, k)
 
     def _use_instance(self, i: int, sc: Scenario, k: int) -> None:
         self._single.check_instance(sc, k)
