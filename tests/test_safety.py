@@ -21,6 +21,8 @@ import time
 
 import pytest
 
+from tests.helpers import alive as _alive, children as _children
+
 import clustergym
 from clustergym.cli import main
 
@@ -174,28 +176,6 @@ def test_two_runs_started_together_one_wins_the_other_is_refused(tmp_path):
 
 
 # -- rows 3 and 4: workers die with the parent; a dead worker costs one task ---------------------------
-
-def _children(pid: int) -> list[int]:
-    out = []
-    for d in os.listdir("/proc"):
-        if d.isdigit():
-            try:
-                with open(f"/proc/{d}/stat") as f:
-                    fields = f.read().rsplit(")", 1)[1].split()
-            except OSError:
-                continue
-            if int(fields[1]) == pid:
-                out.append(int(d))
-    return out
-
-
-def _alive(pid: int) -> bool:
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
-    except OSError:
-        return False
-
 
 def _workers(pid: int) -> list[int]:
     ws = []
