@@ -125,13 +125,9 @@ class PaddedCategorical:
         return self._logp.exp()
 
 
-class FastMultiCategoricalDistribution(MultiCategoricalDistribution):
-    """SB3's ``MultiCategoricalDistribution`` (same network layer, same maths) as one padded tensor op."""
-
-    def __init__(self, action_dims):
-        super().__init__(list(int(n) for n in np.asarray(action_dims).reshape(-1)))
-        self.padded = PaddedCategorical(self.action_dims)
-        self.distribution = []  # SB3's per-dimension list: not used
+class _PaddedMethods:
+    """The distribution methods both fast distributions delegate to their :class:`PaddedCategorical`
+    (``self.padded``); placed first in the bases so they replace the per-dimension ones."""
 
     def proba_distribution(self, action_logits: th.Tensor):
         self.padded.set_logits(action_logits)
@@ -148,6 +144,15 @@ class FastMultiCategoricalDistribution(MultiCategoricalDistribution):
 
     def mode(self) -> th.Tensor:
         return self.padded.mode()
+
+
+class FastMultiCategoricalDistribution(_PaddedMethods, MultiCategoricalDistribution):
+    """SB3's ``MultiCategoricalDistribution`` (same network layer, same maths) as one padded tensor op."""
+
+    def __init__(self, action_dims):
+        super().__init__(list(int(n) for n in np.asarray(action_dims).reshape(-1)))
+        self.padded = PaddedCategorical(self.action_dims)
+        self.distribution = []  # SB3's per-dimension list: not used
 
 
 def _nvec(space: spaces.Space, masked: bool):
@@ -170,7 +175,7 @@ class FastActorCriticPolicy(ActorCriticPolicy):
 
 
 if MaskableActorCriticPolicy is not None:
-    class FastMaskableMultiCategoricalDistribution(MaskableMultiCategoricalDistribution):
+    class FastMaskableMultiCategoricalDistribution(_PaddedMethods, MaskableMultiCategoricalDistribution):
         """sb3-contrib's ``MaskableMultiCategoricalDistribution`` (and ``MaskableBernoulliDistribution``, which
         is the same with ``[2] * n``) as one padded tensor op."""
 
@@ -178,24 +183,8 @@ if MaskableActorCriticPolicy is not None:
             super().__init__(list(int(n) for n in np.asarray(action_dims).reshape(-1)))
             self.padded = PaddedCategorical(self.action_dims)
 
-        def proba_distribution(self, action_logits: th.Tensor):
-            self.padded.set_logits(action_logits)
-            return self
-
         def apply_masking(self, masks) -> None:
             self.padded.set_mask(masks)
-
-        def log_prob(self, actions: th.Tensor) -> th.Tensor:
-            return self.padded.log_prob(actions)
-
-        def entropy(self) -> th.Tensor:
-            return self.padded.entropy()
-
-        def sample(self) -> th.Tensor:
-            return self.padded.sample()
-
-        def mode(self) -> th.Tensor:
-            return self.padded.mode()
 
     class FastMaskableActorCriticPolicy(MaskableActorCriticPolicy):
         """sb3-contrib's ``MlpPolicy`` (MaskablePPO) with :class:`FastMaskableMultiCategoricalDistribution` for
