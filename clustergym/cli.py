@@ -246,6 +246,37 @@ TRAIN_FILES = ("model.zip", "clustergym.json", "vecnormalize.npz", "vecnormalize
                "monitor", "tb")
 
 
+def cmd_drl(args) -> int:
+    from clustergym.learning import benchmark
+
+    _check_out(args.out)
+    envs = None if args.envs is None else [e.strip().lower() for e in args.envs.split(",") if e.strip()]
+    for e in envs or ():
+        if e not in benchmark.PLAN:
+            raise UsageError(f"--envs {args.envs!r}: {e!r} is not one of {', '.join(benchmark.PLAN)}")
+    seeds = None if args.seeds is None else _parse_seeds(args.seeds, "--seeds")
+    learners = None if args.learners is None else [x.strip() for x in args.learners.split(",") if x.strip()]
+    if args.workers < 1:
+        raise UsageError(f"--workers {args.workers} is invalid: expected an integer >= 1")
+    from filelock import FileLock, Timeout
+
+    os.makedirs(args.out, exist_ok=True)
+    lock = FileLock(os.path.join(args.out, ".clustergym-drl.lock"))
+    try:
+        lock.acquire(timeout=0)
+    except Timeout:
+        raise UsageError(f"{args.out} is in use by another 'clustergym drl' (lock {lock.lock_file})") from None
+    try:
+        benchmark.run_benchmark(args.out, envs, quick=args.quick, seeds=seeds, workers=args.workers,
+                                progress=not args.no_progress, figures=args.figures, learners=learners)
+        if args.export_pretrained:
+            for key in envs or (benchmark.QUICK["envs"] if args.quick else benchmark.PLAN):
+                benchmark.export_pretrained(args.out, key)
+    finally:
+        lock.release()
+    return 0
+
+
 def cmd_bench(args) -> int:
     from clustergym.bench import run_bench
 
@@ -331,6 +362,20 @@ def build_parser() -> argparse.ArgumentParser:
     t.add_argument("--overwrite", action="store_true", help="replace an earlier training run in --out")
     t.add_argument("--verbose", type=int, default=0)
     t.set_defaults(func=cmd_train)
+
+    d = sub.add_parser("drl", parents=[debug], help="the learned-scheduler benchmark: train on an instance pool, "
+                       "evaluate on held-out instances beside the paper policies (resumable)")
+    d.add_argument("--out", default="runs/drl", help="benchmark folder (finished cells in it are reused)")
+    d.add_argument("--envs", default=None, help="comma-separated: p1,p2,p3,p4 (default: all; --quick: p4)")
+    d.add_argument("--learners", default=None, help="only these learners, e.g. ppo,maskable_ppo")
+    d.add_argument("--seeds", default=None, help="training seeds (default 0-2; --quick: 0,1)")
+    d.add_argument("--quick", action="store_true", help="CI-sized: tiny budgets, horizon 50, P4 unless --envs")
+    d.add_argument("--workers", type=int, default=2, help="cells trained in parallel (one process each)")
+    d.add_argument("--figures", default=None, help="also copy the learning-curve figures here (docs/figures)")
+    d.add_argument("--export-pretrained", action="store_true",
+                   help="ship each env's best learner (seed 0) as sb3:pretrained/<EnvName> in the package")
+    d.add_argument("--no-progress", action="store_true")
+    d.set_defaults(func=cmd_drl)
 
     b = sub.add_parser("bench", parents=[debug], help="performance table (SPEC §10)")
     b.add_argument("--only", default=None, metavar="PAPER", help=f"one of {', '.join(list_papers())}")

@@ -28,7 +28,43 @@ from clustergym.agent import BaseAgent, env_family
 from clustergym.learning.pipeline import ObsPipeline, box_bounds, sb3_mask, unscale_action
 from clustergym.learning.training import HEADS, NORM_FILE, SIDE_CAR, algo_class, make_train_env, policy_class
 
-__all__ = ["SB3Agent", "safe_load", "check_side_car"]
+__all__ = ["SB3Agent", "safe_load", "check_side_car", "resolve_model_path", "PRETRAINED_DIR", "pretrained_models"]
+
+# Models shipped with clustergym (``clustergym drl --export-pretrained`` writes them): sb3:pretrained/<EnvName>
+PRETRAINED_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "pretrained")
+_SHORT = {"p1": "MultiServerChannel-v0", "p2": "MultiServerAllocation-v0", "p3": "RingAllReduce-v0",
+          "p4": "ApproxJobs-v0"}
+
+
+def pretrained_models() -> list[str]:
+    """The env names with a shipped model (``sb3:pretrained/<name>``)."""
+    if not os.path.isdir(PRETRAINED_DIR):
+        return []
+    return sorted(d for d in os.listdir(PRETRAINED_DIR) if os.path.exists(os.path.join(PRETRAINED_DIR, d, "model.zip")))
+
+
+def resolve_model_path(path: str) -> str:
+    """``pretrained/<env>`` (``MultiServerChannel-v0``, ``clustergym/MultiServerChannel-v0``, ``MultiServerChannel``
+    or ``p1``; optionally ``/model.zip``) -> the shipped model, unless a file of that name exists; other paths
+    unchanged."""
+    if os.path.exists(path):
+        return path
+    norm = path.replace(os.sep, "/")
+    if not norm.startswith("pretrained/"):
+        return path
+    name = norm[len("pretrained/"):].strip("/")
+    if name.endswith("/model.zip"):
+        name = name[: -len("/model.zip")]
+    name = name.split("/")[-1]
+    name = _SHORT.get(name.lower(), name)
+    if not name.endswith("-v0"):
+        name += "-v0"
+    model = os.path.join(PRETRAINED_DIR, name, "model.zip")
+    if not os.path.exists(model):
+        shipped = pretrained_models()
+        raise FileNotFoundError(f"no pretrained model {path!r}: shipped are "
+                                f"{', '.join('pretrained/' + m for m in shipped) or 'none'}")
+    return model
 
 
 def check_side_car(meta, side: str) -> None:
@@ -64,6 +100,7 @@ class SB3Agent(BaseAgent):
     name = "sb3"
 
     def __init__(self, path: str, deterministic: bool = True):
+        path = resolve_model_path(path)  # sb3:pretrained/<env>: a model shipped with clustergym
         run_dir = os.path.dirname(os.path.abspath(path))
         side = os.path.join(run_dir, SIDE_CAR)
         if not os.path.exists(path):

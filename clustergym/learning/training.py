@@ -114,7 +114,8 @@ def train(env_id: str, algo: str, timesteps: int | None, out: str, *, env_kwargs
           n_envs: int | None = None, eval_freq: int = 0, eval_episodes: int = 2, eval_seed: int = 10_000,
           stats: bool = True, normalize: bool | None = None, hyperparams: dict | None = None,
           hyperparams_file: str | None = None, head: str = "fast", instances: Sequence[int] | None = None,
-          progress: bool = True, verbose: int = 0, threads: int | None = 1) -> dict:
+          progress: bool = True, verbose: int = 0, threads: int | None = 1,
+          checkpoints: Sequence[int] | None = None) -> dict:
     """Train ``algo`` on ``env_id``; write the run directory ``out`` (see the module docstring).
 
     Args:
@@ -132,6 +133,11 @@ def train(env_id: str, algo: str, timesteps: int | None, out: str, *, env_kwargs
             ``env_kwargs`` pins ``scenario_seed`` (one instance, as before) or the scenario does not depend
             on ``scenario_seed`` (a trace preset). Families with ``pad_kwargs`` are padded to the maxima
             over the pool and :data:`~clustergym.learning.instances.DEFAULT_EVAL_INSTANCES` (0-99).
+
+        checkpoints: env-step counts at which to save the model as well (``out/checkpoints/<steps>/``, each
+            a run directory ``sb3:`` loads: model, statistics, side-car with ``timesteps_trained`` and the
+            training wall time up to that point, ``checkpoint_of``); 0 saves the model before training. The
+            learning curves of ``clustergym drl`` evaluate them on held-out instances.
 
     Training envs are seeded ``seed, seed+1, ...``. Returns the side-car dictionary.
     """
@@ -202,7 +208,12 @@ def train(env_id: str, algo: str, timesteps: int | None, out: str, *, env_kwargs
         cb = EvalCallback(eval_env, n_eval_episodes=eval_episodes, eval_freq=max(eval_freq // n_envs, 1), log_path=out,
                           best_model_save_path=None, deterministic=True, verbose=0)
     t0 = time.perf_counter()
-    model.learn(total_timesteps=timesteps, callback=cb, progress_bar=progress, tb_log_name=algo)
+    saver = None
+    if checkpoints:
+        saver = _Checkpoints(sorted({_int("checkpoints", c, 0) for c in checkpoints}), out, normalize, t0, timesteps)
+        saver.save_now(model, 0)  # before any update (kept only if 0 was asked)
+    callbacks = [c for c in (cb, None if saver is None else saver.callback()) if c is not None]
+    model.learn(total_timesteps=timesteps, callback=callbacks or None, progress_bar=progress, tb_log_name=algo)
     wall = time.perf_counter() - t0
     model.save(os.path.join(out, "model.zip"))
     if normalize:
@@ -220,6 +231,8 @@ def train(env_id: str, algo: str, timesteps: int | None, out: str, *, env_kwargs
             "train_wall_s": wall, "rescale_action": isinstance(venv.action_space, gym.spaces.Box)}
     with open(os.path.join(out, SIDE_CAR), "w") as f:
         json.dump(meta, f, indent=1)
+    if saver is not None:
+        saver.finish(model, meta, wall)
     venv.close()
     if cb is not None:
         cb.eval_env.close()
@@ -228,6 +241,62 @@ def train(env_id: str, algo: str, timesteps: int | None, out: str, *, env_kwargs
     except (OSError, ValueError):  # pragma: no cover - nothing to plot yet
         pass
     return meta
+
+
+class _Checkpoints:
+    """Saves the model (and its normalisation statistics) once training has passed each asked step count.
+
+    The save happens at the start of a rollout, i.e. after the update that used the steps so far (a save in
+    the middle of a rollout would hold the weights from before that rollout's update); the side-car records
+    the steps actually trained (``timesteps_trained``, at or a rollout beyond the asked count).
+    """
+
+    def __init__(self, steps: list[int], out: str, normalize: bool, t0: float, final: int):
+        self.steps, self.out, self.normalize, self.t0 = steps, out, normalize, t0
+        self.final = final  # counts >= the training budget are the final model (saved by finish)
+        self.saved: dict[int, tuple[float, int]] = {}  # asked steps -> (training wall time (s), steps trained)
+        self.pause = 0.0  # time spent saving, not counted as training time
+
+    def dir(self, n: int) -> str:
+        return os.path.join(self.out, "checkpoints", str(n))
+
+    def save_now(self, model, n: int, wall: float | None = None) -> None:
+        if n not in self.steps or n in self.saved:
+            return
+        t = time.perf_counter()
+        self.saved[n] = (t - self.t0 - self.pause if wall is None else wall, int(model.num_timesteps))
+        d = self.dir(n)
+        os.makedirs(d, exist_ok=True)
+        model.save(os.path.join(d, "model.zip"))
+        if self.normalize:
+            save_normalization(model.get_env(), d)
+        self.pause += time.perf_counter() - t
+
+    def callback(self):
+        from stable_baselines3.common.callbacks import BaseCallback
+
+        saver = self
+
+        class _Save(BaseCallback):
+            def _on_rollout_start(self) -> None:
+                for n in saver.steps:
+                    if n <= self.num_timesteps and n < saver.final:
+                        saver.save_now(self.model, n)
+
+            def _on_step(self) -> bool:
+                return True
+
+        return _Save()
+
+    def finish(self, model, meta: dict, wall: float) -> None:
+        """Counts at or beyond the budget are the final model; then every checkpoint gets its side-car."""
+        for n in self.steps:
+            if n >= self.final:
+                self.save_now(model, n, wall=wall - self.pause)
+        for n, (w, done) in self.saved.items():
+            with open(os.path.join(self.dir(n), SIDE_CAR), "w") as f:
+                json.dump({**meta, "timesteps_trained": done, "train_wall_s": w,
+                           "checkpoint_of": os.path.abspath(self.out)}, f, indent=1)
 
 
 def _training_pool(env_id: str, env_kwargs: dict, instances) -> tuple[list[int] | None, str]:

@@ -1,0 +1,82 @@
+"""``clustergym drl`` (issue 28, must-show 1): the quick benchmark trains on the instance pool, scores
+checkpoints and final models on held-out instances through the runner, writes the table, and resumes."""
+
+import json
+import os
+
+import pytest
+
+pytest.importorskip("stable_baselines3")
+
+from clustergym.cli import main  # noqa: E402
+from clustergym.learning import benchmark  # noqa: E402
+
+QUICK_LEARNERS = [lr.name for lr in benchmark.PLAN["p4"].learners]
+
+
+@pytest.fixture(scope="module")
+def quick_run(tmp_path_factory):
+    out = tmp_path_factory.mktemp("drl") / "bench"
+    lines: list[str] = []
+    summ = benchmark.run_benchmark(str(out), quick=True, progress=False, log=lines.append)
+    return out, summ, lines
+
+
+def test_quick_benchmark_trains_evaluates_held_out_and_writes_the_table(quick_run):
+    out, summ, _ = quick_run
+    env = summ["envs"]["p4"]
+    rows = {r["learner"]: r for r in env["rows"]}
+    # every learner of P4, then the paper policy, the best baseline and random
+    assert [r["learner"] for r in env["rows"] if r["learned"]] == QUICK_LEARNERS
+    assert "opm" in rows and "random" in rows and sum(not r["learned"] for r in env["rows"]) == 3
+    for name in QUICK_LEARNERS:
+        r = rows[name]
+        assert len(r["per_seed_score"]) == 2  # --quick: 2 training seeds
+        assert r["n_instances"] == 5 and r["budget"] >= 1024
+        for ref in ("vs_paper", "vs_best_baseline", "vs_random"):
+            c = r[ref]
+            assert c["wins"] + c["losses"] + c["ties"] == 5 and c["low"] <= c["mean"] <= c["high"]
+    table = (out / "table.md").read_text()
+    for name in [*QUICK_LEARNERS, "opm", "random"]:
+        assert f"| {name} |" in table or f"| *{name}* |" in table
+    assert "held-out instances 0, 1, 2, 3, 4" in table and (out / "drl_p4_curves.png").stat().st_size > 0
+    # the final models were scored by the runner on instances outside their training pool
+    res = json.loads((out / "p4" / "eval" / "results.json").read_text())
+    sb3 = [r for r in res["runs"] if r["agent"].startswith("sb3:")]
+    assert len(sb3) == len(QUICK_LEARNERS) * 2 * 5
+    assert {r["instance"] for r in sb3} == {0, 1, 2, 3, 4} and not any(r["trained_on"] for r in sb3)
+    # learning curves: a point before training and one at the end, per training seed, on held-out instances
+    for name in QUICK_LEARNERS:
+        for s in (0, 1):
+            curve = json.loads((out / "p4" / name / f"seed{s}" / "curve.json").read_text())
+            steps = [p["steps"] for p in curve["points"]]
+            assert steps == [0, 1024] and set(curve["points"][0]["per_instance"]) == {"0", "1", "2", "3", "4"}
+            assert curve["points"][1]["wall_s"] > curve["points"][0]["wall_s"]
+
+
+def test_quick_benchmark_resumes_without_retraining(quick_run):
+    out, summ, _ = quick_run
+    done = out / "p4" / "ppo" / "seed0" / "done.json"
+    before = done.read_text()
+    lines: list[str] = []
+    again = benchmark.run_benchmark(str(out), quick=True, progress=False, learners=["ppo"], log=lines.append)
+    assert "0 to train" in lines[0] and done.read_text() == before
+    # the same models give the same evaluation (deterministic policies, same seeds)
+    a = {r["learner"]: r["mean_total_reward"] for r in summ["envs"]["p4"]["rows"]}
+    b = {r["learner"]: r["mean_total_reward"] for r in again["envs"]["p4"]["rows"]}
+    assert b["ppo"] == a["ppo"] and b["opm"] == a["opm"]
+    # a changed cell configuration is trained again; a half-trained cell left by a kill is swept
+    stale = out / "p4" / "ppo" / "seed7.tmp-12345"
+    stale.mkdir()
+    lines.clear()
+    benchmark.run_benchmark(str(out), quick=True, progress=False, learners=["ppo"], seeds=[0, 2], log=lines.append)
+    assert "1 to train" in lines[0] and not stale.exists() and (out / "p4" / "ppo" / "seed2" / "done.json").exists()
+
+
+def test_drl_cli_bad_input_is_one_line(tmp_path, capsys):
+    assert main(["drl", "--quick", "--envs", "p9", "--out", str(tmp_path / "x")]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "p9" in err[0] and "p1, p2, p3, p4" in err[0]
+    assert main(["drl", "--quick", "--learners", "dqn", "--out", str(tmp_path / "y")]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "dqn" in err[0]
