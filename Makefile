@@ -46,17 +46,12 @@ figures: $(STAMP)
 	$(BIN)/python -m clustergym.experiments.esdp --horizon 2000 --instances 5 --workers 2 \
 		--out runs/p1-2000 --figures docs/figures
 
-# The DRL comparison docs/drl.md shows: PPO, 200,000 steps on the P1 and P2 defaults, then evaluated
-# on held-out instances (0-4; training draws from 1000-1099) beside the paper agents and baselines, plus MaskablePPO on P1.
-DRL := runs/drl
+# The learned-scheduler benchmark docs/drl.md shows (clustergym drl): every learner of every env, 3 training
+# seeds on the instance pool 1000-1099, evaluated on held-out instances beside the paper policies; resumable
+# (finished cells in runs/drl are reused); writes runs/drl/table.md, the learning curves into docs/figures and
+# the best learner per env into clustergym/learning/pretrained (sb3:pretrained/<EnvName>). About 45 min here.
 drl: $(STAMP)
-	$(BIN)/clustergym train clustergym/MultiServerChannel-v0 --algo ppo --timesteps 200000 --n-envs 4 \
-		--eval-freq 20000 --eval-episodes 2 --overwrite --out $(DRL)/ppo-MultiServerChannel
-	$(BIN)/clustergym train clustergym/MultiServerAllocation-v0 --algo ppo --timesteps 200000 --n-envs 4 \
-		--eval-freq 20000 --eval-episodes 2 --overwrite --out $(DRL)/ppo-MultiServerAllocation
-	$(BIN)/clustergym train clustergym/MultiServerChannel-v0 --algo maskable_ppo --timesteps 200000 --n-envs 4 \
-		--eval-freq 20000 --eval-episodes 2 --overwrite --out $(DRL)/maskppo-MultiServerChannel
-	$(BIN)/python benchmarks/drl_compare.py --runs $(DRL) --instances 0-4 --seeds 0,1,2 --figures docs/figures
+	$(BIN)/clustergym drl --out runs/drl --figures docs/figures --export-pretrained
 
 # The docs site, offline, into site/ (open site/index.html): regenerate the reference pages from the
 # code (docs/gen_pages.py), then build in strict mode (any warning, e.g. a broken link, fails).

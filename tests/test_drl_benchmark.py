@@ -80,3 +80,39 @@ def test_drl_cli_bad_input_is_one_line(tmp_path, capsys):
     assert main(["drl", "--quick", "--learners", "dqn", "--out", str(tmp_path / "y")]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "dqn" in err[0]
+
+
+PRETRAINED = {"clustergym/MultiServerChannel-v0": "esdp", "clustergym/MultiServerAllocation-v0": "ogasched",
+              "clustergym/RingAllReduce-v0": "gadget", "clustergym/ApproxJobs-v0": "opm"}
+
+
+@pytest.mark.parametrize("env_id", sorted(PRETRAINED))
+def test_pretrained_model_runs_beside_the_paper_policy(env_id, tmp_path):
+    """Must-show 3 (short horizon): ``sb3:pretrained/<env>`` is shipped for every env and runs on held-out
+    instances from the installed package, through the no-pickle loader."""
+    from clustergym.learning.agent import pretrained_models, resolve_model_path
+
+    name = env_id.split("/")[1]
+    assert name in pretrained_models()
+    path = resolve_model_path(f"pretrained/{name}")
+    meta = json.loads(open(os.path.join(os.path.dirname(path), "clustergym.json")).read())
+    assert meta["pretrained"]["training_seed"] == 0 and not set(range(5)) & set(meta["instances"])
+    assert os.path.getsize(path) < 3e6  # shipped small: weights and an empty optimizer state
+    out = tmp_path / "cmp"
+    assert main(["run", env_id, "--agents", f"sb3:pretrained/{name},{PRETRAINED[env_id]},random", "--instances",
+                 "0-4", "--horizon", "20", "--out", str(out), "--no-plots", "--no-progress"]) == 0
+    res = json.loads((out / "results.json").read_text())
+    runs = [r for r in res["runs"] if r["agent"] == f"sb3:pretrained/{name}"]
+    assert len(runs) == 5 and not any(r["trained_on"] for r in runs)
+
+
+def test_pretrained_names_resolve_and_unknown_ones_are_one_line(tmp_path, capsys):
+    from clustergym.learning.agent import resolve_model_path
+
+    a = resolve_model_path("pretrained/ApproxJobs-v0")
+    assert resolve_model_path("pretrained/p4") == a == resolve_model_path("pretrained/clustergym/ApproxJobs-v0")
+    assert resolve_model_path("pretrained/ApproxJobs") == a == resolve_model_path("pretrained/ApproxJobs-v0/model.zip")
+    assert main(["run", "clustergym/ApproxJobs-v0", "--agents", "sb3:pretrained/Nope-v0,random", "--out",
+                 str(tmp_path / "x"), "--horizon", "5"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "pretrained/Nope-v0" in err[0] and "pretrained/ApproxJobs-v0" in err[0]
