@@ -58,7 +58,9 @@ def test_mapped_teacher_action_replays_the_teacher_in_the_training_env(env_id, a
             x, r_train, te, tr, info = train_env.step(mapped)
             obs2, r, te2, tr2, rinfo2 = ref.step(a)
             agent.update(obs, a, r, obs2, public_info(rinfo2))
-            assert r_train == pytest.approx(r, rel=1e-9, abs=1e-9)
+            # Box: the mapped action is float32, as SB3 emits it (1e-6 relative); discrete: exact
+            tol = 1e-6 if isinstance(train_env.action_space, gym.spaces.Box) else 1e-12
+            assert r_train == pytest.approx(r, rel=tol, abs=tol)
             assert (te, tr) == (te2, tr2)
             padded_obs = raw_train._obs() if hasattr(raw_train, "_obs") else None
             if padded_obs is not None:
@@ -67,7 +69,7 @@ def test_mapped_teacher_action_replays_the_teacher_in_the_training_env(env_id, a
             fb, fb_train = rinfo2.get("feedback", {}), info.get("feedback", {})
             for key, val in fb.items():
                 if isinstance(val, np.ndarray):
-                    np.testing.assert_allclose(_leading(fb_train[key], val.shape), val, rtol=1e-9, atol=1e-9)
+                    np.testing.assert_allclose(_leading(fb_train[key], val.shape), val, rtol=tol, atol=tol)
             obs, rinfo = obs2, rinfo2
             checked += 1
             if te or tr:
@@ -96,6 +98,8 @@ def test_cloned_policy_is_within_10_percent_of_its_teacher_on_held_out_instances
     assert meta["timesteps_trained"] == 0 and meta["warm_start"]["teacher"] == "fair"
     assert not set(meta["instances"]) & set(range(5))
     assert meta["warm_start"]["reward_gap"] <= 1e-9 and meta["warm_start"]["mask_violations"] == 0
+    with np.load(out / "vecnormalize.npz") as z:  # the observation statistics were fitted on the 4,000 demonstrations
+        assert float(z["count"]) == pytest.approx(4000, abs=1e-3) and float(np.abs(z["mean"]).max()) > 0
     res = clustergym.evaluate(P4, [f"sb3:{out}/model.zip", "fair"], seeds=[0], horizon=200, instances=range(5),
                               progress=False, score=False)
     tot: dict = {}
@@ -113,7 +117,7 @@ def test_bc_loss_decreases_and_the_value_head_is_fitted(p4_clone):
     assert ws["loss_history"][-1] < 0.25 * ws["loss_history"][0]
     assert ws["value_loss_history"][-1] < 0.5 * ws["value_loss_history"][0]
     assert ws["accuracy_per_dim"] > 0.95
-    assert ws["demo_steps"] == 4000 and ws["demo_episodes"] == 20 and ws["bc_wall_s"] > 0
+    assert ws["demo_steps"] == 4000 and ws["demo_episodes"] >= 20 and ws["bc_wall_s"] > 0
     assert set(ws["demo_instances"]) <= set(range(100, 200))
 
 
@@ -122,8 +126,7 @@ def test_same_seed_clones_are_bitwise_identical(tmp_path):
 
     runs = [_bc(tmp_path / f"r{i}", bc_steps=600, bc_epochs=3) for i in range(2)]
     assert runs[0]["warm_start"]["loss_history"] == runs[1]["warm_start"]["loss_history"]
-    sd = [torch.load(str(tmp_path / f"r{i}" / "model.zip"), weights_only=True) if False else
-          make(f"sb3:{tmp_path / f'r{i}'}/model.zip", family="approxjobs").model.policy.state_dict() for i in range(2)]
+    sd = [make(f"sb3:{tmp_path / f'r{i}'}/model.zip", family="approxjobs").model.policy.state_dict() for i in range(2)]
     assert sd[0].keys() == sd[1].keys()
     assert all(torch.equal(sd[0][k], sd[1][k]) for k in sd[0])
     z = [np.load(tmp_path / f"r{i}" / "vecnormalize.npz") for i in range(2)]
@@ -147,7 +150,7 @@ def test_box_clone_sets_a_small_std_and_fine_tuning_loads_without_pickle(tmp_pat
     agent = make(f"sb3:{out}/model.zip", family="multiserver-allocation")
     res = clustergym.evaluate(P2, [f"sb3:{out}/model.zip"], seeds=[0], horizon=8, instances=[0], progress=False,
                               score=False)
-    assert res.runs[0].steps == 8 if hasattr(res.runs[0], "steps") else len(res.runs) == 1
+    assert len(res.runs) == 1 and np.isfinite(res.runs[0].total_reward)
     assert agent.meta["warm_start"]["teacher"] == "drf"
 
 
