@@ -5,7 +5,8 @@ Per cell: train on the pool 100-199 (horizon 200, ``--bc-steps`` demonstration s
 passes, training seed 0), then ``clustergym.evaluate`` the clone and the teacher on instances 0-4, seed 0,
 horizon 200. Prints one Markdown row per cell: totals, the clone's difference from its teacher in % of the
 teacher's total (mean over instances, 95% t-interval, wins/losses/ties:
-:func:`clustergym.stats.paired_comparison`), the ratio of totals, the accuracy on the demonstrations and the
+:func:`clustergym.stats.paired_comparison`; marked * where a total is <= 0 and the % is of the pair's mean
+|total| instead), the ratio of totals, the accuracy on the demonstrations and the
 wall times. Each finished cell is kept as JSON in ``--out`` (rerunning skips it).
 
     nice -n 10 python benchmarks/bc_teachers.py --out runs/bc-teachers            # all cells
@@ -74,8 +75,9 @@ def main() -> None:
         c = r["comparison"]
         fit = f"acc {r['accuracy_per_dim']:.3f}/dim" if r["accuracy_per_dim"] is not None else f"mse {r['mse']:.3f}"
         t, b = np.mean(list(r["teacher_totals"].values())), np.mean(list(r["clone_totals"].values()))
+        star = "" if c["basis"].startswith("reference") else "*"
         print(f"| {key.split(':')[0]} | {r['teacher']} | {t:,.1f} | {b:,.1f} | {c['mean']:+.1f} [{c['low']:+.1f}, "
-              f"{c['high']:+.1f}] | {c['wins']}/{c['losses']}/{c['ties']} | {b / t:.3f} | {fit} | {r['demo_steps']:,} | "
+              f"{c['high']:+.1f}]{star} | {c['wins']}/{c['losses']}/{c['ties']} | {b / t:.3f} | {fit} | {r['demo_steps']:,} | "
               f"{r['demo_wall_s']:.0f} | {r['fit_wall_s']:.0f} |", flush=True)
 
 
