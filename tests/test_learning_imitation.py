@@ -179,3 +179,13 @@ def test_cli_warm_start_writes_the_clone(tmp_path, capsys):
     assert "behaviour cloning from fair: 200 demonstration steps, 2 epochs" in text
     meta = json.loads((out / "clustergym.json").read_text())
     assert meta["warm_start"]["demo_steps"] == 200 and meta["timesteps_trained"] == 0
+
+
+def test_a_teacher_value_outside_the_mask_keeps_the_loss_finite():
+    from clustergym.learning.imitation import _allow_targets
+
+    masks = np.array([[1, 0, 1, 1], [1, 1, 1, 0]], dtype=bool)  # two slots, two dimensions of two values
+    actions = np.array([[1, 0], [0, 1]], dtype=np.float32)  # slot 0 dim 0 and slot 1 dim 1: masked out
+    out = _allow_targets(masks, actions)
+    np.testing.assert_array_equal(out, [[1, 1, 1, 1], [1, 1, 1, 1]])
+    np.testing.assert_array_equal(_allow_targets(masks, np.array([[0, 1], [1, 0]], np.float32)), masks)

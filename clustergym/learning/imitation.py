@@ -28,7 +28,9 @@ warm_start=...)``) does, before any PPO update:
 
    * discrete actions: maximise the policy's own log-probability of the teacher's action
      (``policy.evaluate_actions``; with MaskablePPO the env's action masks are passed, so the loss is on
-     the masked distribution the policy acts with);
+     the masked distribution the policy acts with; a teacher value outside the mask, which the env
+     would repair, is allowed in the loss's mask so its log-probability stays finite, and counted as
+     ``mask_violations`` in the side-car);
    * Box actions (P2): mean squared error between the Gaussian mean and the teacher's action in [-1, 1]
      (the deterministic action is the mean); ``log_std`` is not fitted and is set after cloning to
      ``log(BC_BOX_STD)`` (std 0.1 in [-1, 1] units, 5% of an entry's range): small enough that the first
@@ -198,6 +200,19 @@ def collect_demonstrations(env_id: str, train_kwargs: dict, teacher: str, steps:
                           instances=inst, reward_gap=gap, mask_violations=violations)
 
 
+def _allow_targets(masks: np.ndarray, actions: np.ndarray) -> np.ndarray:
+    """The masks for the loss: a teacher value outside the mask (the env repairs it; counted as
+    ``mask_violations``) is allowed there, so its log-probability stays finite (masked-out values have
+    logit -1e8). Masks with the same number of values per dimension (P1, P4) only."""
+    n = masks.shape[0]
+    a = actions.reshape(n, -1).astype(np.int64)
+    if masks.shape[1] % a.shape[1]:
+        return masks
+    m = masks.reshape(n, a.shape[1], -1).copy()
+    np.put_along_axis(m, a[:, :, None], True, axis=2)
+    return m.reshape(n, -1)
+
+
 def _returns_to_go(r: np.ndarray, starts: np.ndarray, gamma: float) -> np.ndarray:
     out = np.zeros_like(r)
     acc = 0.0
@@ -240,7 +255,7 @@ def behaviour_clone(model, demos: Demonstrations, venv=None, *, epochs: int = 30
     rng = np.random.default_rng(int(seed))
     obs_t, act_t = th.as_tensor(obs), th.as_tensor(demos.actions)
     ret_t = th.as_tensor(targets)
-    mask_t = None if demos.masks is None else th.as_tensor(demos.masks)
+    mask_t = None if demos.masks is None else th.as_tensor(_allow_targets(demos.masks, demos.actions))
     params = [p for name, p in policy.named_parameters() if name != "log_std"]
     opt = th.optim.Adam(params, lr=float(lr))
     policy.set_training_mode(True)
