@@ -189,3 +189,16 @@ def test_a_teacher_value_outside_the_mask_keeps_the_loss_finite():
     out = _allow_targets(masks, actions)
     np.testing.assert_array_equal(out, [[1, 1, 1, 1], [1, 1, 1, 1]])
     np.testing.assert_array_equal(_allow_targets(masks, np.array([[0, 1], [1, 0]], np.float32)), masks)
+
+
+def test_unpadded_box_mapping_replays_the_teacher():
+    """P2 trained on one instance (no padding): device units -> [-1, 1] by the inverse of RescaleBox; entries with
+    a_l^k = 0 (low == high) map to -1."""
+    from clustergym.learning.imitation import collect_demonstrations
+
+    d = collect_demonstrations(P2, {"horizon": 30, "scenario_seed": 7}, "ogasched", 60, seed=3)
+    assert d.reward_gap <= 1e-6 * np.abs(d.rewards).max() and d.instances == [7, 7]
+    assert d.actions.min() >= -1 and d.actions.max() <= 1
+    env = gym.make(P2, horizon=30, scenario_seed=7)
+    _, hi = env.unwrapped.action_bounds()
+    assert (d.actions.reshape(-1, *hi.shape)[:, hi == 0] == -1).all()
