@@ -305,6 +305,8 @@ def behaviour_clone(model, demos: Demonstrations, venv=None, *, epochs: int = 30
     else:
         rec["accuracy_per_dim"] = float((pred == target).mean())
         rec["accuracy_per_slot"] = float((pred == target).all(axis=1).mean())
+        nz = target != 0  # the teacher's non-zero entries (P3: placements; most entries of most slots are 0)
+        rec["accuracy_nonzero"] = float((pred == target)[nz].mean()) if nz.any() else None
     rec["bc_fit_wall_s"] = time.perf_counter() - t0
     return rec
 
