@@ -218,11 +218,20 @@ def cmd_train(args) -> int:
                               eval_episodes=args.eval_episodes, stats=not args.no_stats,
                               normalize=False if args.no_normalize else None, hyperparams=hp,
                               hyperparams_file=args.hp_file, head=args.action_head, progress=not args.no_progress,
-                              verbose=args.verbose, instances=instances)
+                              verbose=args.verbose, instances=instances,
+                              **({} if args.warm_start is None else {"warm_start": args.warm_start,
+                                                                     "bc_steps": args.bc_steps,
+                                                                     "bc_epochs": args.bc_epochs}))
     model = f"{args.out.rstrip('/')}/model.zip"
     done = meta.get("timesteps_trained", meta["timesteps"])
     note = "" if done == meta["timesteps"] else (f" (asked {meta['timesteps']:,}; {meta['algo']} trains whole "
                                                  "rollouts of n_steps x n_envs)")
+    ws = meta.get("warm_start")
+    if ws:
+        fit = (f"accuracy per dimension {ws['accuracy_per_dim']:.3f}" if "accuracy_per_dim" in ws
+               else f"mean squared error {ws['mse_deterministic']:.4f}")
+        print(f"behaviour cloning from {ws['teacher']}: {ws['demo_steps']:,} demonstration steps, {ws['epochs']} "
+              f"epochs, {fit} on the demonstrations, {ws['bc_wall_s']:.0f} s")
     print(f"trained {meta['algo']} on {meta['env_id']} for {done:,} steps{note} in {meta['train_wall_s']:.0f} s")
     out = args.out.rstrip("/")
     wrote = [n for n in ("model.zip", "vecnormalize.npz", "clustergym.json", "training_curve.png", "evaluations.npz")
@@ -360,6 +369,11 @@ def build_parser() -> argparse.ArgumentParser:
     t.add_argument("--no-normalize", action="store_true", help="no VecNormalize")
     t.add_argument("--no-progress", action="store_true")
     t.add_argument("--overwrite", action="store_true", help="replace an earlier training run in --out")
+    t.add_argument("--warm-start", default=None, metavar="AGENT",
+                   help="behaviour cloning from this agent's decisions on training instances before PPO / "
+                        "MaskablePPO fine-tuning (e.g. esdp, fair); --timesteps 0 keeps the cloned policy")
+    t.add_argument("--bc-steps", type=int, default=20_000, help="demonstration env steps for --warm-start (default 20000)")
+    t.add_argument("--bc-epochs", type=int, default=30, help="passes over the demonstrations for --warm-start (default 30)")
     t.add_argument("--verbose", type=int, default=0)
     t.set_defaults(func=cmd_train)
 

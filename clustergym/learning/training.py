@@ -114,8 +114,8 @@ def train(env_id: str, algo: str, timesteps: int | None, out: str, *, env_kwargs
           n_envs: int | None = None, eval_freq: int = 0, eval_episodes: int = 2, eval_seed: int = 10_000,
           stats: bool = True, normalize: bool | None = None, hyperparams: dict | None = None,
           hyperparams_file: str | None = None, head: str = "fast", instances: Sequence[int] | None = None,
-          progress: bool = True, verbose: int = 0, threads: int | None = 1,
-          checkpoints: Sequence[int] | None = None) -> dict:
+          progress: bool = True, verbose: int = 0, threads: int | None = 1, warm_start: str | None = None,
+          bc_steps: int = 20_000, bc_epochs: int = 30, checkpoints: Sequence[int] | None = None) -> dict:
     """Train ``algo`` on ``env_id``; write the run directory ``out`` (see the module docstring).
 
     Args:
@@ -138,6 +138,10 @@ def train(env_id: str, algo: str, timesteps: int | None, out: str, *, env_kwargs
             a run directory ``sb3:`` loads: model, statistics, side-car with ``timesteps_trained`` and the
             training wall time up to that point, ``checkpoint_of``); 0 saves the model before training. The
             learning curves of ``clustergym drl`` evaluate them on held-out instances.
+        warm_start: a teacher agent (e.g. ``"esdp"``): behaviour cloning from its decisions on ``bc_steps``
+            slots of training instances (``bc_epochs`` passes) before PPO / MaskablePPO fine-tuning with
+            :data:`clustergym.learning.imitation.FINETUNE_HP` under the caller's ``hyperparams``; ``timesteps=0``
+            saves the cloned policy itself (:mod:`clustergym.learning.imitation`).
 
     Training envs are seeded ``seed, seed+1, ...``. Returns the side-car dictionary.
     """
@@ -153,12 +157,21 @@ def train(env_id: str, algo: str, timesteps: int | None, out: str, *, env_kwargs
     import clustergym  # noqa: F401
 
     run_cfg, hp = split_run_keys(load_hyperparams(algo, env_id, hyperparams_file))
+    if warm_start is not None:
+        from clustergym.learning import imitation
+
+        if algo not in imitation.WARM_ALGOS:
+            raise ValueError(f"warm_start needs algo in {', '.join(imitation.WARM_ALGOS)}, not {algo!r}")
+        imitation._check_teacher(warm_start, family)
+        bc_steps, bc_epochs = _int("bc_steps", bc_steps, 1), _int("bc_epochs", bc_epochs, 1)
+        hp.update(imitation.FINETUNE_HP)  # the fine-tuning defaults, under the caller's values
     hp.update(hyperparams or {})
     for k in ("n_envs", "n_timesteps", "normalize"):
         if k in hp:
             raise ValueError(f"{k} is a run setting, not a hyperparameter of {algo}: use "
                              f"{'--n-envs' if k == 'n_envs' else '--timesteps' if k == 'n_timesteps' else '--no-normalize'}")
-    timesteps = _int("timesteps", run_cfg.get("n_timesteps") if timesteps is None else timesteps, 1)
+    timesteps = _int("timesteps", run_cfg.get("n_timesteps") if timesteps is None else timesteps,
+                     0 if warm_start is not None else 1)  # 0 with a warm start: the cloned policy itself
     n_envs = _int("n_envs", run_cfg.get("n_envs", 4) if n_envs is None else n_envs, 1)
     normalize = bool(run_cfg.get("normalize", True) if normalize is None else normalize)
     eval_freq, eval_episodes = _int("eval_freq", eval_freq, 0), _int("eval_episodes", eval_episodes, 1)
@@ -207,13 +220,20 @@ def train(env_id: str, algo: str, timesteps: int | None, out: str, *, env_kwargs
             from stable_baselines3.common.callbacks import EvalCallback
         cb = EvalCallback(eval_env, n_eval_episodes=eval_episodes, eval_freq=max(eval_freq // n_envs, 1), log_path=out,
                           best_model_save_path=None, deterministic=True, verbose=0)
+    bc = None
+    if warm_start is not None:
+        from clustergym.learning.imitation import warm_start as clone
+
+        bc = clone(model, venv if normalize else None, env_id, train_kwargs, warm_start, steps=bc_steps,
+                   epochs=bc_epochs, seed=seed, stats=stats, algo=algo)
     t0 = time.perf_counter()
     saver = None
     if checkpoints:
         saver = _Checkpoints(sorted({_int("checkpoints", c, 0) for c in checkpoints}), out, normalize, t0, timesteps)
-        saver.save_now(model, 0)  # before any update (kept only if 0 was asked)
+        saver.save_now(model, 0)  # before any update (kept only if 0 was asked); after cloning, the clone
     callbacks = [c for c in (cb, None if saver is None else saver.callback()) if c is not None]
-    model.learn(total_timesteps=timesteps, callback=callbacks or None, progress_bar=progress, tb_log_name=algo)
+    if timesteps > 0:
+        model.learn(total_timesteps=timesteps, callback=callbacks or None, progress_bar=progress, tb_log_name=algo)
     wall = time.perf_counter() - t0
     model.save(os.path.join(out, "model.zip"))
     if normalize:
@@ -228,7 +248,7 @@ def train(env_id: str, algo: str, timesteps: int | None, out: str, *, env_kwargs
             "timesteps_trained": int(model.num_timesteps), "eval_freq": eval_freq,
             "eval_seed": int(eval_seed), "hyperparams": hp, "head": head if policy is not cls.policy_aliases["MlpPolicy"]
             else "sb3", "hyperparams_file": os.path.abspath(hyperparams_file) if hyperparams_file else None,
-            "train_wall_s": wall, "rescale_action": isinstance(venv.action_space, gym.spaces.Box)}
+            "train_wall_s": wall, "rescale_action": isinstance(venv.action_space, gym.spaces.Box), "warm_start": bc}
     with open(os.path.join(out, SIDE_CAR), "w") as f:
         json.dump(meta, f, indent=1)
     if saver is not None:
