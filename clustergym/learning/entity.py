@@ -17,9 +17,11 @@ style network, pooling over channels):
   the mean over ports of this slot's arrivals and of the share of slots with a job, the share of
   present channels that are active (present and with a job), and the load Σ_{e active} a_k^e / c_k per
   device type k (how far the active channels exceed the capacity; eq. 2).
-* φ(x_e): a shared MLP (f → h → h, tanh). Context c = [mean_e φ(x_e), max_e φ(x_e), g] with mean and
-  max over **present channels only** (``edge_present``; padding channels never enter the context), ρ(c)
-  an MLP (→ h). Channel logit ψ([φ(x_e), ρ(c)]) (2h → h → 1), the same ψ for every channel. The critic
+* φ(x_e): a shared MLP (f → h → h, tanh; h = ``hidden``, default 32). Context c = [mean_e φ(x_e), max_e
+  φ(x_e), g] with mean and max over **present channels only** (``edge_present``; padding channels never
+  enter the context), ρ(c) an MLP (→ h). Channel logit ψ([φ(x_e), ρ(c)]) = w·tanh(A φ(x_e) + C ρ(c) + b) + b'
+  (2h → h → 1, the first layer split so C ρ(c) is computed once per observation), the same ψ for every
+  channel. The critic
   has its own φ and ρ (SB3's default MLP policy also keeps actor and critic apart) and a value
   ``Linear(h, 1)`` on ρ_v(c).
 * **Logit layout.** PPO / A2C on ``MultiBinary(P)`` use SB3's ``BernoulliDistribution``: one logit per
@@ -155,7 +157,7 @@ class EntityNet(nn.Module):
     """The per-entity actor and critic (module docstring); plays the role of SB3's ``mlp_extractor``:
     ``forward_actor`` returns the action logits themselves (the policy's ``action_net`` is the identity)."""
 
-    def __init__(self, layout: dict, hidden: int = 64, logits_per_channel: int = 1):
+    def __init__(self, layout: dict, hidden: int = 32, logits_per_channel: int = 1):
         super().__init__()
         chan = th.as_tensor(np.asarray(layout["channel_index"], dtype=np.int64))
         self.register_buffer("chan_index", chan, persistent=False)  # (P, f): not in the state_dict
@@ -169,7 +171,11 @@ class EntityNet(nn.Module):
         g = 4 + self.K
         self.logits_per_channel = int(logits_per_channel)
         self.actor = _SetEncoder(f, g, hidden)
-        self.psi = _mlp([2 * hidden, hidden, 1], out_act=False)
+        # ψ([φ_e, ρ]) = w · tanh(A φ_e + C ρ + b) + b': the first layer split so C ρ is computed once per row,
+        # not once per channel (the same function class as a Linear on the concatenation, fewer operations)
+        self.psi_channel = nn.Linear(hidden, hidden)
+        self.psi_context = nn.Linear(hidden, hidden, bias=False)
+        self.psi_out = nn.Linear(hidden, 1)
         self.critic = _SetEncoder(f, g, hidden)
         self.latent_dim_pi = self.P * self.logits_per_channel
         self.latent_dim_vf = hidden
@@ -190,8 +196,8 @@ class EntityNet(nn.Module):
     def forward_actor(self, obs: th.Tensor) -> th.Tensor:
         x, present, glob = self.gather(obs)
         phi, ctx = self.actor(x, present, glob)
-        z = th.cat([phi, ctx.unsqueeze(1).expand(-1, self.P, -1)], dim=2)
-        logit = self.psi(z).squeeze(-1)  # (B, P)
+        z = th.tanh(self.psi_channel(phi) + self.psi_context(ctx).unsqueeze(1))  # (B, P, h)
+        logit = self.psi_out(z).squeeze(-1)  # (B, P)
         logit = th.where(present, logit, th.tensor(PAD_LOGIT, dtype=logit.dtype, device=logit.device))
         if self.logits_per_channel == 2:  # the masked categorical head: [logit(0), logit(1)] per channel
             logit = th.stack([th.zeros_like(logit), logit], dim=2).reshape(logit.shape[0], 2 * self.P)
@@ -210,7 +216,7 @@ class _EntityMixin:
 
     _logits_per_channel = 1
 
-    def __init__(self, *args, entity: dict, hidden: int = 64, **kwargs):
+    def __init__(self, *args, entity: dict, hidden: int = 32, **kwargs):
         if not isinstance(entity, dict) or "channel_index" not in entity:
             raise ValueError("the entity policy needs policy_kwargs['entity'], the layout of entity_layout()")
         self.entity = entity
@@ -234,7 +240,7 @@ class _EntityMixin:
         super()._build(lr_schedule)
         self.action_net = nn.Identity()  # the logits come out of EntityNet.forward_actor
         if self.ortho_init:  # small initial logits, as SB3 does for its action_net (gain 0.01)
-            self.mlp_extractor.psi[-1].apply(lambda m: self.init_weights(m, gain=0.01))
+            self.mlp_extractor.psi_out.apply(lambda m: self.init_weights(m, gain=0.01))
         self.optimizer = self.optimizer_class(self.parameters(), lr=lr_schedule(1), **self.optimizer_kwargs)
 
 
