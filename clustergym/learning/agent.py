@@ -27,7 +27,7 @@ import numpy as np
 
 from clustergym.agent import BaseAgent, env_family
 from clustergym.learning.pipeline import ObsPipeline, box_bounds, sb3_mask, unscale_action
-from clustergym.learning.training import HEADS, NORM_FILE, SIDE_CAR, algo_class, make_train_env, policy_class
+from clustergym.learning.training import HEADS, NETS, NORM_FILE, SIDE_CAR, algo_class, make_train_env, policy_class
 
 __all__ = ["SB3Agent", "safe_load", "check_side_car"]
 
@@ -51,8 +51,6 @@ def check_side_car(meta, side: str) -> None:
         raise ValueError(f"{side}: env_kwargs must be an object")
     if meta.get("head", "sb3") not in HEADS:
         raise ValueError(f"{side}: head {meta['head']!r} is invalid: expected one of {', '.join(HEADS)}")
-    from clustergym.learning.entity import NETS
-
     if meta.get("net", "mlp") not in NETS:
         raise ValueError(f"{side}: net {meta['net']!r} is invalid: expected one of {', '.join(NETS)}")
 

@@ -51,6 +51,7 @@ import torch as th
 from torch import nn
 
 from clustergym.learning.heads import PAD_LOGIT, FastActorCriticPolicy
+from clustergym.learning.training import NETS
 
 try:
     from sb3_contrib.common.maskable.policies import MaskableActorCriticPolicy
@@ -62,7 +63,6 @@ except ImportError:  # pragma: no cover - exercised only without the [contrib] e
 __all__ = ["NETS", "ENTITY_FAMILIES", "ENTITY_ALGOS", "p1_layout", "entity_layout", "check_net", "entity_policy",
            "EntityNet", "EntityActorCriticPolicy", "EntityMaskableActorCriticPolicy"]
 
-NETS = ("mlp", "entity")
 ENTITY_FAMILIES = ("multiserver-channel",)  # families with a per-entity layout (P1)
 ENTITY_ALGOS = ("ppo", "a2c", "maskable_ppo")
 CHANNEL_FEATURES = ("present", "arrival", "mean_utility", "use_share")  # then the K demand columns

@@ -29,7 +29,7 @@ import numpy as np
 from clustergym.agent import env_family
 from clustergym.learning.pipeline import hook
 
-__all__ = ["ALGOS", "HEADS", "SIDE_CAR", "NORM_FILE", "algo_class", "check_algo", "make_train_env", "train",
+__all__ = ["ALGOS", "HEADS", "NETS", "SIDE_CAR", "NORM_FILE", "algo_class", "check_algo", "make_train_env", "train",
            "save_normalization", "plot_training_curve", "policy_class"]
 
 # algo -> (module, class, the family DRL hook it needs; None = every family). A family supports SAC when
@@ -41,6 +41,7 @@ ALGOS: dict[str, tuple[str, str, str | None]] = {
     "maskable_ppo": ("sb3_contrib", "MaskablePPO", "sb3_mask"),
 }
 HEADS = ("fast", "sb3")  # the action distribution: clustergym.learning.heads, or SB3's own
+NETS = ("mlp", "entity")  # the policy network: SB3's flat MLP, or clustergym.learning.entity (P1)
 SIDE_CAR = "clustergym.json"
 NORM_FILE = "vecnormalize.npz"
 
@@ -67,7 +68,7 @@ def policy_class(algo: str, head: str = "fast", net: str = "mlp"):
         raise ValueError(f"head={head!r} is invalid: expected one of {', '.join(HEADS)}")
     cls = algo_class(algo)
     if net != "mlp":
-        from clustergym.learning.entity import NETS, entity_policy
+        from clustergym.learning.entity import entity_policy
 
         if net not in NETS:
             raise ValueError(f"net={net!r} is invalid: expected one of {', '.join(NETS)}")
