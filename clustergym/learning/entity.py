@@ -17,7 +17,7 @@ style network, pooling over channels):
   the mean over ports of this slot's arrivals and of the share of slots with a job, the share of
   present channels that are active (present and with a job), and the load Σ_{e active} a_k^e / c_k per
   device type k (how far the active channels exceed the capacity; eq. 2).
-* φ(x_e): a shared MLP (f → h → h, tanh; h = ``hidden``, default 32). Context c = [mean_e φ(x_e), max_e
+* φ(x_e): a shared MLP (f → h → h, tanh; h = ``hidden``, default 64). Context c = [mean_e φ(x_e), max_e
   φ(x_e), g] with mean and max over **present channels only** (``edge_present``; padding channels never
   enter the context), ρ(c) an MLP (→ h). Channel logit ψ([φ(x_e), ρ(c)]) = w·tanh(A φ(x_e) + C ρ(c) + b) + b'
   (2h → h → 1, the first layer split so C ρ(c) is computed once per observation), the same ψ for every
@@ -65,6 +65,7 @@ __all__ = ["NETS", "ENTITY_FAMILIES", "ENTITY_ALGOS", "p1_layout", "entity_layou
 
 ENTITY_FAMILIES = ("multiserver-channel",)  # families with a per-entity layout (P1)
 ENTITY_ALGOS = ("ppo", "a2c", "maskable_ppo")
+DEFAULT_HIDDEN = 64  # h; train() writes it into policy_kwargs, so a saved model never depends on this default
 CHANNEL_FEATURES = ("present", "arrival", "mean_utility", "use_share")  # then the K demand columns
 
 
@@ -157,7 +158,7 @@ class EntityNet(nn.Module):
     """The per-entity actor and critic (module docstring); plays the role of SB3's ``mlp_extractor``:
     ``forward_actor`` returns the action logits themselves (the policy's ``action_net`` is the identity)."""
 
-    def __init__(self, layout: dict, hidden: int = 32, logits_per_channel: int = 1):
+    def __init__(self, layout: dict, hidden: int = DEFAULT_HIDDEN, logits_per_channel: int = 1):
         super().__init__()
         chan = th.as_tensor(np.asarray(layout["channel_index"], dtype=np.int64))
         self.register_buffer("chan_index", chan, persistent=False)  # (P, f): not in the state_dict
@@ -216,7 +217,7 @@ class _EntityMixin:
 
     _logits_per_channel = 1
 
-    def __init__(self, *args, entity: dict, hidden: int = 32, **kwargs):
+    def __init__(self, *args, entity: dict, hidden: int = DEFAULT_HIDDEN, **kwargs):
         if not isinstance(entity, dict) or "channel_index" not in entity:
             raise ValueError("the entity policy needs policy_kwargs['entity'], the layout of entity_layout()")
         self.entity = entity

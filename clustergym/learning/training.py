@@ -192,10 +192,11 @@ def train(env_id: str, algo: str, timesteps: int | None, out: str, *, env_kwargs
         train_kwargs = {**train_kwargs, **env_kwargs}
     model_hp = dict(hp)
     if net == "entity":  # the channel layout, plain JSON ints (saved in model.zip's data, read back without pickles)
-        from clustergym.learning.entity import entity_layout
+        from clustergym.learning.entity import DEFAULT_HIDDEN, entity_layout
 
         probe = make_train_env(env_id, train_kwargs, algo=algo, stats=stats)
-        model_hp["policy_kwargs"] = {**(hp.get("policy_kwargs") or {}), "entity": entity_layout(probe)}
+        model_hp["policy_kwargs"] = {"hidden": DEFAULT_HIDDEN, **(hp.get("policy_kwargs") or {}),
+                                     "entity": entity_layout(probe)}
         probe.close()
     norm_obs = net != "entity"  # the entity net's features lie in [0, 1]; per-position statistics would pin max_edges
     if threads is not None:
