@@ -218,3 +218,19 @@ def test_single_instance_training_is_padded_for_the_entity_net(tmp_path):
                                                                     "scenario_seed": 3},
                  n_envs=2, hyperparams={"n_steps": 32, "batch_size": 32, "n_epochs": 1}, progress=False, net="entity")
     assert meta["env_kwargs"]["max_edges"] == _num_edges(3, num_servers=12)
+
+
+def test_a_channels_logit_depends_on_the_other_channels_through_the_context():
+    E = _num_edges(0, **SMALL)
+    env = make_train_env(P1, {**SMALL, "max_edges": E + 2})
+    pol = _policy(env, EntityActorCriticPolicy)
+    with th.no_grad():
+        for prm in pol.parameters():
+            prm.add_(0.3 * th.randn(prm.shape, generator=th.Generator().manual_seed(prm.numel())))
+    x = _trajectory(env, 10)[-1:]
+    ci = np.asarray(entity_layout(env)["channel_index"])
+    y = x.copy()
+    y[0, ci[1:E, 2]] = 1.0 - y[0, ci[1:E, 2]]  # the other channels' v̂ changes; channel 0's features do not
+    lx, _ = _logits_values(pol, x)
+    ly, _ = _logits_values(pol, y)
+    assert abs(ly[0, 0] - lx[0, 0]) > 1e-3, "channel 0's logit sees the other channels (the pooled context)"
