@@ -218,7 +218,7 @@ def cmd_train(args) -> int:
                               eval_episodes=args.eval_episodes, stats=not args.no_stats,
                               normalize=False if args.no_normalize else None, hyperparams=hp,
                               hyperparams_file=args.hp_file, head=args.action_head, progress=not args.no_progress,
-                              verbose=args.verbose, instances=instances,
+                              verbose=args.verbose, instances=instances, net=args.net,
                               **({} if args.warm_start is None else {"warm_start": args.warm_start,
                                                                      "bc_steps": args.bc_steps,
                                                                      "bc_epochs": args.bc_epochs}))
@@ -354,6 +354,9 @@ def build_parser() -> argparse.ArgumentParser:
     t.add_argument("--action-head", default="fast", choices=["fast", "sb3"],
                    help="MultiDiscrete/MultiBinary action distribution: fast (default: one batched tensor op) or "
                         "sb3 (SB3's own, one Categorical per dimension; same maths, slower)")
+    t.add_argument("--net", default="mlp", choices=["mlp", "entity"],
+                   help="policy network: mlp (default: SB3's flat MLP) or entity (P1 only: shared weights over "
+                        "channels with pooling; runs on any instance size; docs/drl.md)")
     t.add_argument("--instances", default=None,
                    help="training pool of scenario seeds, e.g. 100-199: each sub-env draws one per episode "
                         "(default 1000-1099, disjoint from run's default instances; --set scenario_seed=K trains "

@@ -9,7 +9,8 @@ and unpickling a crafted file runs code. The ``sb3:`` agent therefore never unpi
 the zip's ``data`` JSON, supplies every pickled entry itself (the spaces from the env the side-car
 names, which must be a registered clustergym id; the policy class our code trains with — the fast-head
 policy of :mod:`clustergym.learning.heads` when the side-car says ``"head": "fast"``, else the
-algorithm's own ``MlpPolicy``; constants for training-only schedules and buffers) and refuses a file with
+algorithm's own ``MlpPolicy``; the per-entity policy of :mod:`clustergym.learning.entity` when it says
+``"net": "entity"``, whose channel layout is plain JSON in the zip's ``policy_kwargs``; constants for training-only schedules and buffers) and refuses a file with
 any other pickled entry; the weights are read with ``torch.load(weights_only=True)`` (SB3's default).
 Normalisation statistics are an ``.npz`` read with ``allow_pickle=False``. Still: load models only from
 sources you trust.
@@ -26,7 +27,7 @@ import numpy as np
 
 from clustergym.agent import BaseAgent, env_family
 from clustergym.learning.pipeline import ObsPipeline, box_bounds, sb3_mask, unscale_action
-from clustergym.learning.training import HEADS, NORM_FILE, SIDE_CAR, algo_class, make_train_env, policy_class
+from clustergym.learning.training import HEADS, NETS, NORM_FILE, SIDE_CAR, algo_class, make_train_env, policy_class
 
 __all__ = ["SB3Agent", "safe_load", "check_side_car", "resolve_model_path", "PRETRAINED_DIR", "pretrained_models"]
 
@@ -86,6 +87,8 @@ def check_side_car(meta, side: str) -> None:
         raise ValueError(f"{side}: env_kwargs must be an object")
     if meta.get("head", "sb3") not in HEADS:
         raise ValueError(f"{side}: head {meta['head']!r} is invalid: expected one of {', '.join(HEADS)}")
+    if meta.get("net", "mlp") not in NETS:
+        raise ValueError(f"{side}: net {meta['net']!r} is invalid: expected one of {', '.join(NETS)}")
 
 
 class SB3Agent(BaseAgent):
@@ -119,7 +122,7 @@ class SB3Agent(BaseAgent):
         self.families = (self.family,)
         self.model = safe_load(path, self.meta)
         self._norm = None
-        if self.meta.get("normalize"):
+        if self.meta.get("normalize") and self.meta.get("norm_obs", True):  # net="entity": rewards only
             norm = os.path.join(run_dir, NORM_FILE)
             if not os.path.exists(norm):
                 raise ValueError(f"{run_dir!r} has no {NORM_FILE} (a run written by an older clustergym keeps its "
@@ -188,7 +191,8 @@ def safe_load(path: str, meta: dict):
         if not (isinstance(val, dict) and ":serialized:" in val):
             continue
         if key == "policy_class":
-            custom[key] = policy_class(meta["algo"], meta.get("head", "sb3"))  # older runs: SB3's MlpPolicy
+            # older runs: SB3's MlpPolicy; "net": "entity": the per-entity policy (its layout is JSON in policy_kwargs)
+            custom[key] = policy_class(meta["algo"], meta.get("head", "sb3"), meta.get("net", "mlp"))
         elif key == "observation_space":
             custom[key] = obs_space
         elif key == "action_space":

@@ -29,7 +29,7 @@ import numpy as np
 from clustergym.agent import env_family
 from clustergym.learning.pipeline import hook
 
-__all__ = ["ALGOS", "HEADS", "SIDE_CAR", "NORM_FILE", "algo_class", "check_algo", "make_train_env", "train",
+__all__ = ["ALGOS", "HEADS", "NETS", "SIDE_CAR", "NORM_FILE", "algo_class", "check_algo", "make_train_env", "train",
            "save_normalization", "plot_training_curve", "policy_class"]
 
 # algo -> (module, class, the family DRL hook it needs; None = every family). A family supports SAC when
@@ -41,6 +41,7 @@ ALGOS: dict[str, tuple[str, str, str | None]] = {
     "maskable_ppo": ("sb3_contrib", "MaskablePPO", "sb3_mask"),
 }
 HEADS = ("fast", "sb3")  # the action distribution: clustergym.learning.heads, or SB3's own
+NETS = ("mlp", "entity")  # the policy network: SB3's flat MLP, or clustergym.learning.entity (P1)
 SIDE_CAR = "clustergym.json"
 NORM_FILE = "vecnormalize.npz"
 
@@ -59,12 +60,19 @@ def algo_class(algo: str):
         raise ValueError(f"algo {algo!r} needs {mod}: pip install 'clustergym[{extra}]'") from None
 
 
-def policy_class(algo: str, head: str = "fast"):
+def policy_class(algo: str, head: str = "fast", net: str = "mlp"):
     """The policy class ``train`` builds for ``algo``: the fast-head policy (PPO, A2C, MaskablePPO with
-    ``head="fast"``) or the algorithm's own ``MlpPolicy``. ``sb3:`` loading supplies the same class."""
+    ``head="fast"``) or the algorithm's own ``MlpPolicy``; with ``net="entity"`` the per-entity policy of
+    :mod:`clustergym.learning.entity`. ``sb3:`` loading supplies the same class."""
     if head not in HEADS:
         raise ValueError(f"head={head!r} is invalid: expected one of {', '.join(HEADS)}")
     cls = algo_class(algo)
+    if net != "mlp":
+        from clustergym.learning.entity import entity_policy
+
+        if net not in NETS:
+            raise ValueError(f"net={net!r} is invalid: expected one of {', '.join(NETS)}")
+        return entity_policy(algo, head)
     if head == "fast":
         from clustergym.learning.heads import fast_policy
 
@@ -115,7 +123,8 @@ def train(env_id: str, algo: str, timesteps: int | None, out: str, *, env_kwargs
           stats: bool = True, normalize: bool | None = None, hyperparams: dict | None = None,
           hyperparams_file: str | None = None, head: str = "fast", instances: Sequence[int] | None = None,
           progress: bool = True, verbose: int = 0, threads: int | None = 1, warm_start: str | None = None,
-          bc_steps: int = 20_000, bc_epochs: int = 30, checkpoints: Sequence[int] | None = None) -> dict:
+          bc_steps: int = 20_000, bc_epochs: int = 30, checkpoints: Sequence[int] | None = None,
+          net: str = "mlp") -> dict:
     """Train ``algo`` on ``env_id``; write the run directory ``out`` (see the module docstring).
 
     Args:
@@ -133,6 +142,9 @@ def train(env_id: str, algo: str, timesteps: int | None, out: str, *, env_kwargs
             ``env_kwargs`` pins ``scenario_seed`` (one instance, as before) or the scenario does not depend
             on ``scenario_seed`` (a trace preset). Families with ``pad_kwargs`` are padded to the maxima
             over the pool and :data:`~clustergym.learning.instances.DEFAULT_EVAL_INSTANCES` (0-99).
+        net: ``"mlp"`` (default: SB3's flat MLP) or ``"entity"`` (P1 only: the per-channel network of
+            :mod:`clustergym.learning.entity`; the env is always padded, observations are not normalised,
+            rewards still are).
 
         checkpoints: env-step counts at which to save the model as well (``out/checkpoints/<steps>/``, each
             a run directory ``sb3:`` loads: model, statistics, side-car with ``timesteps_trained`` and the
@@ -149,7 +161,10 @@ def train(env_id: str, algo: str, timesteps: int | None, out: str, *, env_kwargs
 
     family = env_family(env_id)
     check_algo(algo, family)
-    policy = policy_class(algo, head)  # also a clear error when the [drl] extra is not installed
+    from clustergym.learning.entity import check_net
+
+    check_net(net, family, algo, stats)
+    policy = policy_class(algo, head, net)  # also a clear error when the [drl] extra is not installed
     cls = algo_class(algo)
     import torch
     from stable_baselines3.common.vec_env import DummyVecEnv, VecNormalize
@@ -190,6 +205,20 @@ def train(env_id: str, algo: str, timesteps: int | None, out: str, *, env_kwargs
         env_kwargs.update(padding_for(env_id, env_kwargs, covered))  # recorded: the model's fixed shape
         train_kwargs = {**env_kwargs, "scenario_seed": int(pool[0]), "instances": tuple(pool)}
         gym.make(env_id, **train_kwargs).close()
+    if net == "entity" and "max_edges" not in env_kwargs:  # one instance: padded to its own size (the padded keys)
+        from clustergym.learning.instances import padding_for
+
+        env_kwargs.update(padding_for(env_id, env_kwargs, [int(env_kwargs.get("scenario_seed", 0))]))
+        train_kwargs = {**train_kwargs, **env_kwargs}
+    model_hp = dict(hp)
+    if net == "entity":  # the channel layout, plain JSON ints (saved in model.zip's data, read back without pickles)
+        from clustergym.learning.entity import DEFAULT_HIDDEN, entity_layout
+
+        probe = make_train_env(env_id, train_kwargs, algo=algo, stats=stats)
+        model_hp["policy_kwargs"] = {"hidden": DEFAULT_HIDDEN, **(hp.get("policy_kwargs") or {}),
+                                     "entity": entity_layout(probe)}
+        probe.close()
+    norm_obs = net != "entity"  # the entity net's features lie in [0, 1]; per-position statistics would pin max_edges
     if threads is not None:
         torch.set_num_threads(int(threads))  # small MLPs: one thread is fastest and leaves cores to envs
     os.makedirs(out, exist_ok=True)
@@ -202,9 +231,9 @@ def train(env_id: str, algo: str, timesteps: int | None, out: str, *, env_kwargs
     venv = DummyVecEnv([factory(i, mon) for i in range(n_envs)])
     venv.seed(seed)
     if normalize:
-        venv = VecNormalize(venv, norm_obs=True, norm_reward=True, clip_obs=10.0)
+        venv = VecNormalize(venv, norm_obs=norm_obs, norm_reward=True, clip_obs=10.0)
     try:
-        model = cls(policy, venv, seed=seed, verbose=verbose, tensorboard_log=os.path.join(out, "tb"), **hp)
+        model = cls(policy, venv, seed=seed, verbose=verbose, tensorboard_log=os.path.join(out, "tb"), **model_hp)
     except (AssertionError, ValueError, TypeError) as exc:  # SB3 checks hyperparameters with asserts
         raise ValueError(f"bad hyperparameters for {algo} ({', '.join(f'{k}={v!r}' for k, v in hp.items())}): "
                          f"{str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__}") from None
@@ -213,7 +242,7 @@ def train(env_id: str, algo: str, timesteps: int | None, out: str, *, env_kwargs
         eval_env = DummyVecEnv([factory(0, None)])
         eval_env.seed(eval_seed)
         if normalize:
-            eval_env = VecNormalize(eval_env, training=False, norm_obs=True, norm_reward=False, clip_obs=10.0)
+            eval_env = VecNormalize(eval_env, training=False, norm_obs=norm_obs, norm_reward=False, clip_obs=10.0)
         if algo == "maskable_ppo":
             from sb3_contrib.common.maskable.callbacks import MaskableEvalCallback as EvalCallback
         else:
@@ -236,7 +265,7 @@ def train(env_id: str, algo: str, timesteps: int | None, out: str, *, env_kwargs
         model.learn(total_timesteps=timesteps, callback=callbacks or None, progress_bar=progress, tb_log_name=algo)
     wall = time.perf_counter() - t0
     model.save(os.path.join(out, "model.zip"))
-    if normalize:
+    if normalize and norm_obs:
         save_normalization(venv, out)
     from clustergym.learning.instances import DEFAULT_EVAL_INSTANCES
 
@@ -248,7 +277,8 @@ def train(env_id: str, algo: str, timesteps: int | None, out: str, *, env_kwargs
             "timesteps_trained": int(model.num_timesteps), "eval_freq": eval_freq,
             "eval_seed": int(eval_seed), "hyperparams": hp, "head": head if policy is not cls.policy_aliases["MlpPolicy"]
             else "sb3", "hyperparams_file": os.path.abspath(hyperparams_file) if hyperparams_file else None,
-            "train_wall_s": wall, "rescale_action": isinstance(venv.action_space, gym.spaces.Box), "warm_start": bc}
+            "train_wall_s": wall, "rescale_action": isinstance(venv.action_space, gym.spaces.Box), "warm_start": bc,
+            "net": net, "norm_obs": bool(normalize and norm_obs)}
     with open(os.path.join(out, SIDE_CAR), "w") as f:
         json.dump(meta, f, indent=1)
     if saver is not None:
