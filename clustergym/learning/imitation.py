@@ -226,7 +226,8 @@ def _returns_to_go(r: np.ndarray, starts: np.ndarray, gamma: float) -> np.ndarra
 
 def _fit_normalization(venv, demos: Demonstrations, gamma: float) -> np.ndarray:
     """Fit ``venv`` (a VecNormalize) on the demonstrations; the rewards as PPO will see them."""
-    venv.obs_rms.update(demos.obs.astype(np.float64))
+    if venv.norm_obs:  # off for the entity net (its features are in [0, 1])
+        venv.obs_rms.update(demos.obs.astype(np.float64))
     run = np.zeros_like(demos.rewards)
     acc = 0.0
     for i, r in enumerate(demos.rewards):  # VecNormalize's running discounted return (reset at episode starts)
