@@ -85,9 +85,9 @@ PLAN: dict[str, EnvPlan] = {
     "p1": EnvPlan("p1", "clustergym/MultiServerChannel-v0", (
         Learner("ppo", "ppo", 100_000),
         Learner("maskable_ppo", "maskable_ppo", 100_000),
-        Learner("maskable_ppo+entity", "maskable_ppo", 100_000, {"net": "entity"},
+        Learner("maskable_ppo+entity", "maskable_ppo", 50_000, {"net": "entity"},
                 note="per-channel network with shared weights and pooling (clustergym.learning.entity)"),
-        Learner("bc(esdp)+maskable_ppo", "maskable_ppo", 100_000, {"warm_start": "esdp", "bc_steps": 5_000},
+        Learner("bc(esdp)+maskable_ppo", "maskable_ppo", 50_000, {"warm_start": "esdp", "bc_steps": 5_000},
                 note=("behaviour cloning from ESDP on 5,000 slots of training instances (ESDP takes about 40 ms a "
                       "slot), then fine-tuning")),
     ), (0, 1, 2, 3, 4), (0, 1, 2), (0, 1, 2, 3, 4), (0,)),
