@@ -959,11 +959,11 @@ def evaluate(env_id: str, agents: Sequence[str], seeds: Sequence[int], horizon: 
     agent_kwargs: dict[str, dict] = {}
     for a, m in models.items():
         if m.meta.get("instances") is not None:
-            from clustergym.learning.instances import check_model_fits, model_padding
+            from clustergym.learning.instances import check_model_fits, model_env_kwargs
 
             check_model_fits(m.meta, a, env_id, env_kwargs,
                              [i for i in distinct if i is not None] or [env_kwargs.get("scenario_seed", 0)])
-            agent_kwargs[a] = model_padding(m.meta)
+            agent_kwargs[a] = model_env_kwargs(m.meta)  # padding and action kwargs (P3's action_mode)
     tasks = [(env_id, a, s, int(horizon), {**kwargs_of(i), **agent_kwargs.get(a, {})}) for a in agents for i, s in pairs]
     from clustergym.core import check_memory
 

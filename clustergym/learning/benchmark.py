@@ -104,6 +104,13 @@ PLAN: dict[str, EnvPlan] = {
                 note=("behaviour cloning from greedy (the same total as GADGET on every held-out instance here, and "
                       "about 100x faster to collect from: GADGET's LPs took 898 s for 10,000 demonstration steps), "
                       "then fine-tuning")),
+        Learner("ppo[ring_size]", "ppo", 50_000, {"env_kwargs": {"action_mode": "ring_size"}},
+                note=("the action is a ring size per visible job, placed by the env's greedy ring placement "
+                      "(action_mode='ring_size'; the paper policy and the baselines keep their placement action: "
+                      "the dynamics are the same)")),
+        Learner("bc(greedy)+ppo[ring_size]", "ppo", 50_000,
+                {"env_kwargs": {"action_mode": "ring_size"}, "warm_start": "greedy"},
+                note="behaviour cloning from greedy's ring sizes, then fine-tuning, in ring_size mode"),
     ), None, tuple(range(15)), None, tuple(range(5)),
         note=("P3's instances (scenario seeds) differ only in the topology, which does not change any agent's "
               "total at the default load (issue 25's note): the job list comes from the dynamics seed. So "
@@ -189,8 +196,10 @@ def _train_cell(task, report=None) -> dict:
     os.makedirs(os.path.dirname(path), exist_ok=True)
     lrn = cfg["learner"]
     t0 = time.perf_counter()
-    meta = train(cfg["env_id"], lrn["algo"], lrn["budget"], tmp, env_kwargs={"horizon": cfg["horizon"]},
-                 seed=cfg["sb3_seed"], progress=False, checkpoints=cfg["checkpoints"], **lrn["options"])
+    opts = dict(lrn["options"])
+    env_kwargs = {"horizon": cfg["horizon"], **opts.pop("env_kwargs", {})}  # e.g. P3's action_mode
+    meta = train(cfg["env_id"], lrn["algo"], lrn["budget"], tmp, env_kwargs=env_kwargs, seed=cfg["sb3_seed"],
+                 progress=False, checkpoints=cfg["checkpoints"], **opts)
     train_total = time.perf_counter() - t0
     # Learning curve: every checkpoint on the held-out curve instances (runner, one process).
     ck = {n: os.path.join(tmp, "checkpoints", str(n)) for n in cfg["checkpoints"]}

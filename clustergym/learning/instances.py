@@ -21,7 +21,7 @@ from __future__ import annotations
 from typing import Any, Sequence
 
 __all__ = ["DEFAULT_TRAIN_INSTANCES", "DEFAULT_EVAL_INSTANCES", "pad_kwargs_of", "instance_problems", "padding_for",
-           "check_model_fits", "model_padding", "model_instances"]
+           "check_model_fits", "model_padding", "model_env_kwargs", "action_kwargs_of", "model_instances"]
 
 DEFAULT_TRAIN_INSTANCES = range(1000, 1100)
 DEFAULT_EVAL_INSTANCES = range(0, 100)
@@ -88,10 +88,25 @@ def padding_for(env_id: str, env_kwargs: dict, instances: Sequence[int]) -> dict
     return out
 
 
+def action_kwargs_of(env_id: str) -> tuple[str, ...]:
+    """The family's action kwargs (``FamilySpec.action_kwargs``: how actions are expressed, never the dynamics)."""
+    from clustergym.agent import env_family
+    from clustergym.family import family_spec
+
+    return tuple(getattr(family_spec(env_family(env_id)), "action_kwargs", ()) or ())
+
+
 def model_padding(meta: dict) -> dict:
     """The padding kwargs recorded in a side-car (only the family's pad_kwargs)."""
     names = pad_kwargs_of(meta["env_id"])
     return {n: meta["env_kwargs"][n] for n in names if meta["env_kwargs"].get(n) is not None}
+
+
+def model_env_kwargs(meta: dict) -> dict:
+    """The env kwargs a model's own env gets in a comparison: its padding kwargs and its action kwargs
+    (``FamilySpec.action_kwargs``, e.g. P3's ``action_mode``); neither changes the dynamics."""
+    names = action_kwargs_of(meta["env_id"])
+    return {**model_padding(meta), **{n: meta["env_kwargs"][n] for n in names if n in meta["env_kwargs"]}}
 
 
 def model_instances(meta: dict) -> list[int] | None:
@@ -114,7 +129,8 @@ def check_model_fits(meta: dict, path: str, env_id: str, env_kwargs: dict, insta
     if meta["env_id"] != env_id:
         raise ValueError(f"model {path!r} was trained on {meta['env_id']}, not {env_id}")
     names = pad_kwargs_of(env_id)
-    theirs, ours = _scenario_kwargs(meta["env_kwargs"], names), _scenario_kwargs(env_kwargs, names)
+    skip = names + action_kwargs_of(env_id)  # neither is the scenario: the model's env gets its own values
+    theirs, ours = _scenario_kwargs(meta["env_kwargs"], skip), _scenario_kwargs(env_kwargs, skip)
     if theirs != ours:
         diff = sorted(k for k in set(theirs) | set(ours) if theirs.get(k, "<default>") != ours.get(k, "<default>"))
         show = ", ".join(f"{k}={theirs.get(k, '<default>')!r} (this run: {ours.get(k, '<default>')!r})" for k in diff)
