@@ -116,3 +116,28 @@ def test_pretrained_names_resolve_and_unknown_ones_are_one_line(tmp_path, capsys
                  str(tmp_path / "x"), "--horizon", "5"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "pretrained/Nope-v0" in err[0] and "pretrained/ApproxJobs-v0" in err[0]
+
+
+def test_p3_action_mode_is_an_action_kwarg_with_the_same_dynamics(tmp_path):
+    """P3's ``action_mode`` is a ``FamilySpec.action_kwargs``: ring sizes placed by the env's greedy ring
+    placement give the same runs as the placements greedy and random make themselves, and a model trained in
+    ring_size mode acts in that mode beside agents that keep the placement action."""
+    import clustergym
+
+    p3 = "clustergym/RingAllReduce-v0"
+    place = clustergym.evaluate(p3, ["greedy", "random"], [0, 1, 2], 40, workers=1, progress=False, score=False)
+    ring = clustergym.evaluate(p3, ["greedy", "random"], [0, 1, 2], 40, env_kwargs={"action_mode": "ring_size"},
+                               workers=1, progress=False, score=False)
+    assert [r.total_reward for r in place.runs] == [r.total_reward for r in ring.runs]
+    run = tmp_path / "rs"
+    assert main(["train", p3, "--algo", "ppo", "--set", 'action_mode="ring_size"', "--instances", "10-11",
+                 "--timesteps", "64", "--horizon", "16", "--n-envs", "2", "--hp", "n_steps=32", "--hp",
+                 "batch_size=32", "--hp", "n_epochs=1", "--no-progress", "--out", str(run)]) == 0
+    model = f"sb3:{run}/model.zip"
+    mixed = clustergym.evaluate(p3, [model, "gadget"], [0, 1], 16, workers=1, progress=False, score=False)
+    alone = clustergym.evaluate(p3, [model], [0, 1], 16, env_kwargs={"action_mode": "ring_size"}, workers=1,
+                                progress=False, score=False)
+    assert [r.total_reward for r in mixed.runs if r.agent == model] == [r.total_reward for r in alone.runs]
+    # the paper policy kept its placement action (GADGET's decisions in ring_size mode are ring sizes)
+    gad = clustergym.evaluate(p3, ["gadget"], [0, 1], 16, workers=1, progress=False, score=False)
+    assert [r.total_reward for r in mixed.runs if r.agent == "gadget"] == [r.total_reward for r in gad.runs]
