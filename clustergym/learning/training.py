@@ -258,7 +258,8 @@ def train(env_id: str, algo: str, timesteps: int | None, out: str, *, env_kwargs
     t0 = time.perf_counter()
     saver = None
     if checkpoints:
-        saver = _Checkpoints(sorted({_int("checkpoints", c, 0) for c in checkpoints}), out, normalize, t0, timesteps)
+        saver = _Checkpoints(sorted({_int("checkpoints", c, 0) for c in checkpoints}), out, normalize and norm_obs, t0,
+                             timesteps)
         saver.save_now(model, 0)  # before any update (kept only if 0 was asked); after cloning, the clone
     callbacks = [c for c in (cb, None if saver is None else saver.callback()) if c is not None]
     if timesteps > 0:
