@@ -205,7 +205,7 @@ def _train_cell(task, report=None) -> dict:
     agents = [f"sb3:{d}/model.zip" for d in ck.values()]
     res = clustergym.evaluate(cfg["env_id"], agents, cfg["curve"]["seeds"], cfg["horizon"],
                               instances=cfg["curve"]["instances"], workers=1, progress=False, score=False)
-    bc_wall = float((meta.get("warm_start") or {}).get("wall_s", 0.0) or 0.0)
+    bc_wall = float((meta.get("warm_start") or {}).get("bc_wall_s", 0.0) or 0.0)  # demonstrations + fit
     points = []
     for (n, d), a in zip(ck.items(), agents):
         with open(os.path.join(d, "clustergym.json")) as f:
