@@ -369,6 +369,9 @@ def run_benchmark(out: str, envs: Sequence[str] | None = None, *, quick: bool = 
     from clustergym.agent import env_family, list_agents
     from clustergym.runner import run_tasks
 
+    import warnings
+
+    warnings.filterwarnings("ignore", message=".*Box action space maximum and minimum values are equal")  # P2, per env
     envs = list(envs or (QUICK["envs"] if quick else PLAN))
     plans = [plan_for(k, quick) for k in envs]
     seeds = [int(s) for s in (seeds if seeds is not None else (QUICK["seeds"] if quick else (0, 1, 2)))]
