@@ -45,6 +45,22 @@ def test_quick_benchmark_trains_evaluates_held_out_and_writes_the_table(quick_ru
     sb3 = [r for r in res["runs"] if r["agent"].startswith("sb3:")]
     assert len(sb3) == len(QUICK_LEARNERS) * 2 * 5
     assert {r["instance"] for r in sb3} == {0, 1, 2, 3, 4} and not any(r["trained_on"] for r in sb3)
+    # the table's statistic is the runner's paired comparison of the learner's per-instance means (over its
+    # training seeds and the evaluation seeds) with the reference's, recomputed here from results.json
+    from clustergym.stats import paired_comparison
+
+    def per_instance(agents):
+        vals: dict = {}
+        for r in res["runs"]:
+            if r["agent"] in agents:
+                vals.setdefault(r["instance"], []).append(r["total_reward"])
+        return {k: sum(v) / len(v) for k, v in vals.items()}
+
+    for name in QUICK_LEARNERS:
+        mine = per_instance({r["agent"] for r in sb3 if f"/{name}/seed" in r["agent"]})
+        for ref, agent in (("vs_random", "random"), ("vs_paper", "opm")):
+            c = paired_comparison(mine, per_instance({agent}))
+            assert rows[name][ref]["mean"] == pytest.approx(c.mean) and rows[name][ref]["wins"] == c.wins
     # learning curves: a point before training and one at the end, per training seed, on held-out instances
     for name in QUICK_LEARNERS:
         for s in (0, 1):
