@@ -29,9 +29,8 @@ import math
 import os
 import shutil
 import subprocess
-import sys
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from typing import Sequence
 
 import numpy as np
