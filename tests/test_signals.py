@@ -20,7 +20,10 @@ def test_signal_stops_every_worker_and_writes_nothing(tmp_path, sig):
     proc = subprocess.Popen([sys.executable, "-m", "clustergym", "run", "clustergym/MultiServerChannel-v0",
                              "--agents", "hauf,lcf", "--seeds", "0-3", "--horizon", "200000", "--workers", "2",
                              "--no-progress", "--no-score", "--out", str(out)],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            # a CLI started from a terminal: a suite run as a background job (`cmd &`) has
+                            # SIGINT ignored, which its children would inherit (and Ctrl-C never reach them)
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     try:
         deadline = time.time() + 90
         kids: set[int] = set()
