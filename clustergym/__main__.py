@@ -1,6 +1,6 @@
 """``python -m clustergym``: the command line (:mod:`clustergym.cli`)."""
 
-from clustergym.cli import entry
+from clustergym.cli import main
 
 if __name__ == "__main__":  # guarded so that importing the module (docs tools, pydoc) runs nothing
-    raise SystemExit(entry())
+    raise SystemExit(main())

@@ -406,19 +406,6 @@ def _on_sigterm(signum, frame):
     raise KeyboardInterrupt("terminated")
 
 
-def entry() -> int:
-    """The ``clustergym`` script and ``python -m clustergym``: :func:`main`, then, after an interrupted run (exit 130:
-    its message printed, the worker processes stopped, nothing written), leave without the interpreter's
-    teardown, whose joins of the process pool's helper threads can wait forever on a pipe no stopped worker
-    reads (``tests/test_signals.py`` timed out there under load)."""
-    code = main()
-    if code == 130:
-        sys.stdout.flush()
-        sys.stderr.flush()
-        os._exit(130)
-    return code
-
-
 def main(argv: list[str] | None = None) -> int:
     import signal
     import threading

@@ -560,9 +560,6 @@ def _tracked(fn: Callable, token: str, i: int, task, report):
 def terminate_pool(ex: ProcessPoolExecutor, timeout: float = 5.0) -> None:
     """Stop a pool now: cancel what has not started, terminate the worker processes (kill after ``timeout``)."""
     procs = list((getattr(ex, "_processes", None) or {}).values())
-    queue = getattr(ex, "_call_queue", None)
-    if queue is not None:  # its feeder thread may block on a pipe the stopped workers no longer read
-        queue.cancel_join_thread()
     ex.shutdown(wait=False, cancel_futures=True)
     for p in procs:
         if p.is_alive():
