@@ -147,11 +147,11 @@ def _training_model(env_id: str, algo: str, head: str, quick: bool, **env_kw):
     import gymnasium as gym
     import torch
     from stable_baselines3.common.monitor import Monitor
-    from stable_baselines3.common.vec_env import DummyVecEnv, VecNormalize
+    from stable_baselines3.common.vec_env import DummyVecEnv
 
     import clustergym  # noqa: F401
     from clustergym.family import env_ids
-    from clustergym.learning.training import algo_class, make_train_env, policy_class
+    from clustergym.learning.training import algo_class, algo_gamma, make_train_env, normalizer, policy_class
 
     torch.set_num_threads(1)
     run, hp = bench_hyperparams(algo, env_id, quick)
@@ -162,7 +162,7 @@ def _training_model(env_id: str, algo: str, head: str, quick: bool, **env_kw):
     venv = DummyVecEnv(fns)
     venv.seed(0)
     if run["normalize"]:
-        venv = VecNormalize(venv, norm_obs=True, norm_reward=True, clip_obs=10.0)
+        venv = normalizer(venv, gamma=algo_gamma(algo, hp))
     cls = algo_class(algo)
     model = cls(policy_class(algo, head), venv, seed=0, verbose=0, device="cpu", **hp)
     return model, run["n_envs"] * hp["n_steps"], _settings(hp, run)
