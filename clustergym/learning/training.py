@@ -278,21 +278,7 @@ def train(env_id: str, algo: str, timesteps: int | None, out: str, *, env_kwargs
     env_kwargs = dict(env_kwargs or {})
     if "instances" in env_kwargs:
         raise ValueError("pass the training pool as instances= (--instances), not as an env kwarg")
-    gym.make(env_id, **env_kwargs).close()  # bad kwargs fail here, before anything is written
-    pool, pool_note = _training_pool(env_id, env_kwargs, instances)
-    train_kwargs = dict(env_kwargs)  # the sub-envs' kwargs: + padding maxima, + the pool
-    if pool is not None:
-        from clustergym.learning.instances import DEFAULT_EVAL_INSTANCES, padding_for
-
-        covered = sorted(set(pool) | set(DEFAULT_EVAL_INSTANCES))
-        env_kwargs.update(padding_for(env_id, env_kwargs, covered))  # recorded: the model's fixed shape
-        train_kwargs = {**env_kwargs, "scenario_seed": int(pool[0]), "instances": tuple(pool)}
-        gym.make(env_id, **train_kwargs).close()
-    if net == "entity" and "max_edges" not in env_kwargs:  # one instance: padded to its own size (the padded keys)
-        from clustergym.learning.instances import padding_for
-
-        env_kwargs.update(padding_for(env_id, env_kwargs, [int(env_kwargs.get("scenario_seed", 0))]))
-        train_kwargs = {**train_kwargs, **env_kwargs}
+    env_kwargs, train_kwargs, pool, pool_note = training_envs(env_id, env_kwargs, instances, net=net)
     model_hp = dict(hp)
     if net == "entity":  # the channel layout, plain JSON ints (saved in model.zip's data, read back without pickles)
         from clustergym.learning.entity import DEFAULT_HIDDEN, entity_layout
@@ -359,7 +345,7 @@ def train(env_id: str, algo: str, timesteps: int | None, out: str, *, env_kwargs
     meta = {"env_id": env_id, "family": family, "env_kwargs": env_kwargs, "algo": algo, "stats": bool(stats),
             "instances": None if pool is None else [int(k) for k in pool], "instances_note": pool_note,
             "padding_covers": None if pool is None else (f"the pool and instances {DEFAULT_EVAL_INSTANCES.start}-"
-                                                         f"{DEFAULT_EVAL_INSTANCES.stop - 1}"),
+                                                         f"{DEFAULT_EVAL_INSTANCES.stop - 1}, 900-999"),
             "normalize": normalize, "seed": int(seed), "n_envs": n_envs, "timesteps": timesteps,
             "timesteps_trained": int(model.num_timesteps), "eval_freq": eval_freq,
             "eval_seed": int(eval_seed), "hyperparams": hp, "head": head if policy is not cls.policy_aliases["MlpPolicy"]
@@ -435,6 +421,30 @@ class _Checkpoints:
             with open(os.path.join(self.dir(n), SIDE_CAR), "w") as f:
                 json.dump({**meta, "timesteps_trained": done, "train_wall_s": w,
                            "checkpoint_of": os.path.abspath(self.out)}, f, indent=1)
+
+
+def training_envs(env_id: str, env_kwargs: dict, instances=None, *, net: str = "mlp") -> tuple[dict, dict, list | None, str]:
+    """(the model's env kwargs as recorded, the training sub-envs' kwargs, the pool or None, a note on it).
+
+    The pool (:func:`_training_pool`) is drawn from per episode; families with padding kwargs are padded to the
+    maxima over the pool and the default evaluation instances, so one model fits every instance."""
+    env_kwargs = dict(env_kwargs)
+    gym.make(env_id, **env_kwargs).close()  # bad kwargs fail here, before anything is written
+    pool, pool_note = _training_pool(env_id, env_kwargs, instances)
+    train_kwargs = dict(env_kwargs)  # the sub-envs' kwargs: + padding maxima, + the pool
+    if pool is not None:
+        from clustergym.learning.instances import DEFAULT_EVAL_INSTANCES, DEFAULT_VALIDATION_INSTANCES, padding_for
+
+        covered = sorted(set(pool) | set(DEFAULT_EVAL_INSTANCES) | set(DEFAULT_VALIDATION_INSTANCES))
+        env_kwargs.update(padding_for(env_id, env_kwargs, covered))  # recorded: the model's fixed shape
+        train_kwargs = {**env_kwargs, "scenario_seed": int(pool[0]), "instances": tuple(pool)}
+        gym.make(env_id, **train_kwargs).close()
+    if net == "entity" and "max_edges" not in env_kwargs:  # one instance: padded to its own size (the padded keys)
+        from clustergym.learning.instances import padding_for
+
+        env_kwargs.update(padding_for(env_id, env_kwargs, [int(env_kwargs.get("scenario_seed", 0))]))
+        train_kwargs = {**train_kwargs, **env_kwargs}
+    return env_kwargs, train_kwargs, pool, pool_note
 
 
 def _training_pool(env_id: str, env_kwargs: dict, instances) -> tuple[list[int] | None, str]:
