@@ -155,3 +155,19 @@ def test_cli_train_with_no_options_uses_the_defaults(tmp_path, monkeypatch):
     side = tmp_path / "runs" / "train" / "ApproxJobs-v0-ppo-s0" / "clustergym.json"
     meta = json.loads(side.read_text())
     assert meta["algo"] == "ppo" and meta["vec"] == "dummy"
+
+
+def test_fast_heads_with_plain_sb3():
+    """The documented one-liner: SB3's PPO with clustergym's policy class on a plain Gymnasium chain."""
+    from gymnasium.wrappers import FlattenObservation
+    from stable_baselines3 import PPO
+
+    from clustergym.learning import policy_class
+    from clustergym.learning.heads import FastActorCriticPolicy
+
+    env = FlattenObservation(gym.make(P3, action_mode="ring_size", horizon=16))
+    model = PPO(policy_class("ppo"), env, n_steps=32, batch_size=32, n_epochs=1, device="cpu", seed=0)
+    assert isinstance(model.policy, FastActorCriticPolicy)
+    model.learn(64)
+    a, _ = model.predict(env.observation_space.sample(), deterministic=True)
+    assert env.action_space.contains(a.astype(env.action_space.dtype))
