@@ -30,8 +30,8 @@ from clustergym.agent import env_family
 from clustergym.learning.pipeline import hook
 
 __all__ = ["ALGOS", "HEADS", "NETS", "SIDE_CAR", "NORM_FILE", "algo_class", "algo_gamma", "check_algo",
-           "check_pipeline", "make_train_env", "normalizer", "train", "save_normalization", "plot_training_curve",
-           "policy_class"]
+           "check_pipeline", "make_train_env", "normalizer", "obs_layout", "train", "save_normalization",
+           "plot_training_curve", "policy_class"]
 
 # algo -> (module, class, the family DRL hook it needs; None = every family). A family supports SAC when
 # its FamilySpec.drl_hooks define ``box_bounds`` (Box actions) and MaskablePPO when they define ``sb3_mask``.
@@ -96,10 +96,18 @@ def check_algo(algo: str, family: str) -> None:
                          f"(SAC needs Box actions; MaskablePPO needs discrete actions with masks)")
 
 
+def obs_layout(meta: dict) -> str:
+    """The flat observation layout of a run's side-car (``clustergym.learning.pipeline``): ``"full"`` for runs
+    that record it, ``"legacy"`` for runs of earlier versions (which did not)."""
+    return meta.get("obs_layout", "legacy")
+
+
 def make_train_env(env_id: str, env_kwargs: dict | None = None, *, algo: str = "ppo", stats: bool = True,
-                   monitor_dir: str | None = None, rank: int = 0) -> gym.Env:
+                   monitor_dir: str | None = None, rank: int = 0, layout: str = "full") -> gym.Env:
     """``gym.make`` + Monitor + ``clustergym.wrappers.FlattenWithStats`` (+ ``clustergym.wrappers.RescaleBox``
-    to [-1, 1] for Box actions): the public wrappers, so a user's own chain can match training exactly."""
+    to [-1, 1] for Box actions): the public wrappers, so a user's own chain can match training exactly.
+    ``layout``: the flat observation layout (``clustergym.learning.pipeline``; ``"legacy"`` for a model
+    trained by an earlier version)."""
     from stable_baselines3.common.monitor import Monitor
 
     from clustergym.wrappers import FlattenWithStats, RescaleBox
@@ -107,7 +115,7 @@ def make_train_env(env_id: str, env_kwargs: dict | None = None, *, algo: str = "
     kw = {"oracle": False, **(env_kwargs or {})}
     env = gym.make(env_id, **kw)
     env = Monitor(env, os.path.join(monitor_dir, str(rank)) if monitor_dir else None)
-    env = FlattenWithStats(env, stats=stats)
+    env = FlattenWithStats(env, stats=stats, layout=layout)
     if isinstance(env.action_space, gym.spaces.Box):
         env = RescaleBox(env)
     return env
@@ -343,6 +351,7 @@ def train(env_id: str, algo: str, timesteps: int | None, out: str, *, env_kwargs
     from clustergym.learning.instances import DEFAULT_EVAL_INSTANCES
 
     meta = {"env_id": env_id, "family": family, "env_kwargs": env_kwargs, "algo": algo, "stats": bool(stats),
+            "obs_layout": "full",  # the flattened Dict observation (clustergym.learning.pipeline)
             "instances": None if pool is None else [int(k) for k in pool], "instances_note": pool_note,
             "padding_covers": None if pool is None else (f"the pool and instances {DEFAULT_EVAL_INSTANCES.start}-"
                                                          f"{DEFAULT_EVAL_INSTANCES.stop - 1}, 900-999"),

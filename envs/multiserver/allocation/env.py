@@ -13,8 +13,11 @@ from clustergym.env import ClusterEnv, InstanceSource, check_maxima
 from clustergym.metrics import EPISODE, SLOT, Metric
 from clustergym.envs.multiserver.allocation.dynamics import AllocationDynamics
 from clustergym.envs.multiserver.allocation.scenario import ALLOCATION_SCENARIOS, make_allocation_scenario
+from clustergym.envs.multiserver.allocation.stats import AllocationStats, learner_spaces, static_parts
 
 __all__ = ["MultiServerAllocationEnv", "instance_sizes"]
+
+_ONE = np.ones(1, dtype=bool)  # (1,) "stepping" of the single env's statistics
 
 
 def instance_sizes(problem) -> dict[str, int]:
@@ -128,9 +131,10 @@ class MultiServerAllocationEnv(ClusterEnv):
     }
 
     pad_kwargs = ("max_edges",)
+    score_env_kwargs = {"oracle": True}  # the hindsight optimum, the bound of a score (clustergym.evaluate)
 
     def __init__(self, scenario: str | Scenario = "paper", *, scenario_seed: int = 0, horizon: int = 2000,
-                 oracle: bool = True, infeasible: str = "repair", render_mode: str | None = None,
+                 oracle: bool = False, infeasible: str = "repair", render_mode: str | None = None,
                  instances: Any = None, max_edges: int | None = None, **params: Any):
         super().__init__(horizon=horizon, infeasible=infeasible, render_mode=render_mode, oracle=oracle)
         self.max_edges = None if max_edges is None else check_int("max_edges", max_edges, 1, 10_000_000)
@@ -149,11 +153,11 @@ class MultiServerAllocationEnv(ClusterEnv):
         if self.max_edges is None:
             act = spaces.Box(low=0.0, high=np.asarray(pb.edge_demand, dtype=np.float64).astype(np.float32),
                              shape=(pb.num_edges, K), dtype=np.float32)
+            obs.update(edge_arrival=spaces.MultiBinary(pb.num_edges), **learner_spaces(pb.num_edges, L, K))
             return act, spaces.Dict(obs)
         check_maxima(instance_sizes(pb), {"max_edges": self.max_edges}, f"instance scenario_seed={k}")
         E = self.max_edges
-        obs.update(edge_present=spaces.MultiBinary(E), edge_arrival=spaces.MultiBinary(E),
-                   edge_demand=spaces.Box(0.0, np.inf, shape=(E, K), dtype=np.float32))
+        obs.update(edge_present=spaces.MultiBinary(E), edge_arrival=spaces.MultiBinary(E), **learner_spaces(E, L, K))
         return spaces.Box(0.0, 1.0, shape=(E, K), dtype=np.float32), spaces.Dict(obs)
 
     def _load(self, sc: Scenario) -> None:
@@ -172,14 +176,14 @@ class MultiServerAllocationEnv(ClusterEnv):
         self.space_desc = self._space_desc = (dyn.space_desc if self.max_edges is None else
                             f"Box(0, 1, shape=({self._A}, {self._K})): fraction of a_l^k per channel (rows "
                             f"{self._E}..{self._A - 1} are padding: 0)")
-        if self.max_edges is not None:  # static padded observation parts (public problem data)
+        # static observation parts (public problem data; allocation/stats.py), copied into each observation
+        self._static = static_parts(pb, self._A)
+        self._stats = AllocationStats(1, self._A, self._L, self._K)  # the learner's statistics
+        self._t_arr = np.zeros(1, dtype=np.int64)  # (1,) t, as the statistics read it
+        if self.max_edges is not None:
             self._upper = np.ascontiguousarray(pb.edge_demand, dtype=np.float64)  # (E, K) a of eq. 3
             self._edge_present = np.zeros(self._A, dtype=np.int8)
             self._edge_present[:self._E] = 1
-            cap = np.asarray(pb.capacity, dtype=np.float64)[pb.edge_server]  # (E, K) c_r^k of each channel's server
-            d = np.zeros((self._A, self._K), dtype=np.float32)
-            d[:self._E] = np.divide(self._upper, cap, out=np.zeros_like(cap), where=cap > 0)
-            self._edge_demand = d
 
     def _instance_sizes(self, problem) -> dict:
         return instance_sizes(problem)
@@ -213,6 +217,7 @@ class MultiServerAllocationEnv(ClusterEnv):
         self._block_start = 0
         self._arrivals = self._slot()
         self._last_y = np.zeros((self._E, self._K))
+        self._stats.reset(0)
         return self._obs(), self._reset_info()
 
     def _reset_info(self) -> dict:
@@ -227,8 +232,13 @@ class MultiServerAllocationEnv(ClusterEnv):
     def _obs(self) -> dict:
         obs = {"arrivals": self._arrivals.astype(np.int8), "t": np.array([self._t], dtype=np.float32)}
         if self.max_edges is not None:
-            obs.update(edge_present=self._edge_present.copy(), edge_arrival=self._edge_mask().astype(np.int8),
-                       edge_demand=self._edge_demand.copy())
+            obs.update(edge_present=self._edge_present.copy(), edge_arrival=self._edge_mask().astype(np.int8))
+        else:
+            obs["edge_arrival"] = self._arrivals[self.problem.edge_port].astype(np.int8)
+        for key, value in self._static.items():
+            obs[key] = value.copy()
+        self._t_arr[0] = self._t
+        obs.update(self._stats.observe(self._t_arr, squeeze=True))
         return obs
 
     def _unpad(self, action: Any) -> tuple[np.ndarray, int]:
@@ -273,10 +283,14 @@ class MultiServerAllocationEnv(ClusterEnv):
             opt = best_static_allocation(self.problem, self._counts)
             metrics.update(episode_best_static=opt.value, episode_best_static_upper=opt.upper_bound,
                            episode_regret=opt.value - self._total)  # eq. 6
-        self._arrivals = self._slot()
         if self.max_edges is not None:
             y_pad = np.zeros((self._A, self._K))
             y_pad[:self._E] = y
+        else:
+            y_pad = y
+        self._stats.update(port_reward[None], x[None], y_pad[None], _ONE)
+        self._arrivals = self._slot()
+        if self.max_edges is not None:
             info = {"feedback": {"allocation": y_pad, "port_reward": port_reward}, "metrics": metrics, "t": self._t,
                     "action_mask": self._edge_mask()}
         else:

@@ -8,9 +8,10 @@ from typing import Any
 import numpy as np
 from gymnasium.vector.utils import batch_space
 
-from clustergym.core import Scenario
+from clustergym.core import Scenario, freeze
 from clustergym.envs.multiserver.allocation.dynamics import ARRIVAL_BLOCK, AllocationDynamics
 from clustergym.envs.multiserver.allocation.env import MultiServerAllocationEnv
+from clustergym.envs.multiserver.allocation.stats import AllocationStats, static_parts
 from clustergym.vector_env import ClusterVectorEnv, with_masks
 
 __all__ = ["MultiServerAllocationVectorEnv"]
@@ -94,7 +95,7 @@ class MultiServerAllocationVectorEnv(ClusterVectorEnv):
     _rng_names = ("arrivals",)
 
     def __init__(self, num_envs: int = 1, scenario: str | Scenario = "paper", *, scenario_seed: int = 0,
-                 horizon: int = 2000, oracle: bool = True, infeasible: str = "repair",
+                 horizon: int = 2000, oracle: bool = False, infeasible: str = "repair",
                  render_mode: str | None = None, instances: Any = None, max_edges: int | None = None, **params: Any):
         super().__init__(num_envs, horizon=horizon, infeasible=infeasible, oracle=oracle, render_mode=render_mode)
         # The single env builds and validates the scenario and spaces; its dynamics object (arrivals,
@@ -117,13 +118,17 @@ class MultiServerAllocationVectorEnv(ClusterVectorEnv):
         self._by_instance[k0] = (s.scenario, s.problem, s.dynamics)
         self._instance[:] = k0
         self._edge_port = np.full((N, W), self._L, dtype=np.int64)  # (N, W) port of each channel, L on padding
-        self._edge_demand = np.zeros((N, W, self._K), dtype=np.float32)  # (N, W, K) padded observation part
+        # the public problem data of each sub-env (allocation/stats.py): edge_demand, edge_alpha (N, W, K)
+        # float32, edge_utility (N, W, K) int64, beta (N, K) float32; read-only arrays shared by the observations
+        self._static = {key: np.zeros((N, *v.shape), dtype=v.dtype) for key, v in s._static.items()}
         self._n_edges = np.zeros(N, dtype=np.int64)  # (N,) real channels of each sub-env
         self._dyns: list = [None] * N
         self.problems: list = [None] * N  # public problem of each sub-env
         self._scenarios: list = [None] * N
         for i in range(N):
             self._set_instance(i, k0)
+        self._share_static()
+        self._stats = AllocationStats(N, W, self._L, self._K)  # the learner's statistics, all sub-envs
         self._repair_buf = np.empty((N, W, self._K))  # (N, E, K) float64, see step()
         self._arr_block = np.zeros((N, ARRIVAL_BLOCK, self._L), dtype=bool)  # (N, B, L) arrivals of the block
         self._pos = np.zeros(N, dtype=np.int64)  # (N,) current slot's index in the block
@@ -145,11 +150,18 @@ class MultiServerAllocationVectorEnv(ClusterVectorEnv):
         self._n_edges[i] = E
         self._edge_port[i] = self._L
         self._edge_port[i, :E] = pb.edge_port
-        if self.max_edges is not None:
-            up = np.asarray(pb.edge_demand, dtype=np.float64)
-            cap = np.asarray(pb.capacity, dtype=np.float64)[pb.edge_server]
-            self._edge_demand[i] = 0.0
-            self._edge_demand[i, :E] = np.divide(up, cap, out=np.zeros_like(cap), where=cap > 0)
+        # copy on write once observations share them (read-only): those already returned keep their arrays
+        for key, value in static_parts(pb, self._W).items():
+            a = self._static[key]
+            if not a.flags.writeable:
+                a = self._static[key] = a.copy()
+            a[i] = value
+
+    def _share_static(self) -> None:
+        """Freeze the static observation parts, shared by every observation until an instance switch."""
+        for a in self._static.values():
+            freeze(a)
+        self._edge_present = freeze((np.arange(self._W)[None, :] < self._n_edges[:, None]).astype(np.int8))
 
     def _use_instance(self, i: int, sc: Scenario, k: int) -> None:
         if k not in self._by_instance:
@@ -157,6 +169,7 @@ class MultiServerAllocationVectorEnv(ClusterVectorEnv):
             pb = dataclasses.replace(sc.problem, horizon=self.horizon)
             self._by_instance[k] = (sc, pb, AllocationDynamics(pb, sc.truth.rho))
         self._set_instance(i, k)
+        self._share_static()
 
     # -- per sub-env episode state ------------------------------------------------------------
     def _refill(self, i: int) -> None:
@@ -166,6 +179,7 @@ class MultiServerAllocationVectorEnv(ClusterVectorEnv):
     def _start_episode(self, i: int) -> None:
         self._counts[i] = 0.0
         self._total[i] = 0.0
+        self._stats.reset(i)
         self._refill(i)
         self._arrivals[i] = self._arr_block[i, 0]
 
@@ -175,10 +189,11 @@ class MultiServerAllocationVectorEnv(ClusterVectorEnv):
         return np.take_along_axis(ext, self._edge_port, axis=1)
 
     def _observations(self) -> dict:
-        obs = {"arrivals": self._arrivals.astype(np.int8), "t": self._t.astype(np.float32)[:, None]}
+        obs = {"arrivals": self._arrivals.astype(np.int8), "t": self._t.astype(np.float32)[:, None],
+               "edge_arrival": self._edge_mask().astype(np.int8), **self._static}
         if self.max_edges is not None:
-            obs.update(edge_present=(np.arange(self._W)[None, :] < self._n_edges[:, None]).astype(np.int8),
-                       edge_arrival=self._edge_mask().astype(np.int8), edge_demand=self._edge_demand.copy())
+            obs["edge_present"] = self._edge_present
+        obs.update(self._stats.observe(self._t))
         return obs
 
     def _reset_info(self, mask: np.ndarray) -> dict:
@@ -308,6 +323,7 @@ class MultiServerAllocationVectorEnv(ClusterVectorEnv):
         metrics = {"expected_reward": reward.copy(), "gain": gain, "overhead": overhead,
                    "repaired": repaired, "utilisation": utilisation}
         np.add(self._counts, self._arrivals, out=self._counts, where=stepping[:, None])
+        self._stats.update(port_reward, self._arrivals, allocation, stepping)
         self._total += reward
         self._t += stepping
         truncated = stepping & (self._t >= self.horizon)

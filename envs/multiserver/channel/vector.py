@@ -7,10 +7,11 @@ from typing import Any
 import numpy as np
 from gymnasium.vector.utils import batch_space
 
-from clustergym.core import Scenario
+from clustergym.core import Scenario, freeze
 from clustergym.envs.multiserver.channel.dynamics import BLOCK, channel_slot_batch, draw_block, infeasible_message
 from clustergym.envs.multiserver.channel.env import MultiServerChannelEnv
 from clustergym.envs.multiserver.channel.oracle import knapsack_max
+from clustergym.envs.multiserver.channel.stats import ChannelStats
 from clustergym.vector_env import ClusterVectorEnv, with_masks
 
 __all__ = ["MultiServerChannelVectorEnv"]
@@ -87,7 +88,7 @@ class MultiServerChannelVectorEnv(ClusterVectorEnv):
     _rng_names = ("arrivals", "utilities")
 
     def __init__(self, num_envs: int = 1, scenario: str | Scenario = "paper", *, scenario_seed: int = 0,
-                 horizon: int = 2000, oracle: bool = True, infeasible: str = "repair",
+                 horizon: int = 2000, oracle: bool = False, infeasible: str = "repair",
                  render_mode: str | None = None, instances: Any = None, max_edges: int | None = None, **params: Any):
         super().__init__(num_envs, horizon=horizon, infeasible=infeasible, oracle=oracle, render_mode=render_mode)
         # The single env builds and validates the scenario and spaces; it also words the errors.
@@ -123,6 +124,8 @@ class MultiServerChannelVectorEnv(ClusterVectorEnv):
         self._cum_regret = np.zeros(N)  # (N,)
         self._arrivals = np.zeros((N, self._L + 1), dtype=bool)  # (N, L + 1) (column L: padding, always False)
         self._mask = np.zeros((N, W), dtype=bool)  # (N, W) channels of ports with a job
+        self._stats = ChannelStats(N, W, self._L)  # the learner's statistics (channel/stats.py), all sub-envs
+        self._share_static()
 
     # -- instances ----------------------------------------------------------------------------
     def _set_instance(self, i: int, sc: Scenario) -> None:
@@ -137,12 +140,21 @@ class MultiServerChannelVectorEnv(ClusterVectorEnv):
         self._v[i, :E] = sc.truth.mean_utility
         self._edge_port[i] = self._L
         self._edge_port[i, :E] = pb.edge_port
-        self._edge_demand[i] = 0.0
-        self._edge_demand[i, :E] = pb.demand / np.maximum(pb.capacity, 1)[None, :]
+        # copy on write once observations share it (read-only): those already returned keep their arrays
+        d = self._edge_demand if self._edge_demand.flags.writeable else self._edge_demand.copy()
+        d[i] = 0.0
+        d[i, :E] = pb.demand / np.maximum(pb.capacity, 1)[None, :]
+        self._edge_demand = d
+
+    def _share_static(self) -> None:
+        """Freeze the static observation parts (public problem data), shared by every observation."""
+        self._edge_demand = freeze(self._edge_demand)
+        self._edge_present = freeze((np.arange(self._W)[None, :] < self._n_edges[:, None]).astype(np.int8))
 
     def _use_instance(self, i: int, sc: Scenario, k: int) -> None:
         self._single.check_instance(sc, k)
         self._set_instance(i, sc)
+        self._share_static()
 
     # -- per sub-env episode state ------------------------------------------------------------
     def _refill(self, i: int) -> None:
@@ -155,15 +167,17 @@ class MultiServerChannelVectorEnv(ClusterVectorEnv):
     def _start_episode(self, i: int) -> None:
         self._z_block[i] = 0.0
         self._cum_regret[i] = 0.0
+        self._stats.reset(i)
         self._refill(i)
         self._arrivals[i, :self._L] = self._arr_block[i, 0]
         self._mask[i] = self._arrivals[i, self._edge_port[i]]
 
     def _observations(self) -> dict:
-        obs = {"arrivals": self._arrivals[:, :self._L].astype(np.int8), "t": self._t.astype(np.float32)[:, None]}
+        obs = {"arrivals": self._arrivals[:, :self._L].astype(np.int8), "t": self._t.astype(np.float32)[:, None],
+               "edge_arrival": self._mask.astype(np.int8), "edge_demand": self._edge_demand}
         if self.max_edges is not None:
-            obs.update(edge_present=(np.arange(self._W)[None, :] < self._n_edges[:, None]).astype(np.int8),
-                       edge_arrival=self._mask.astype(np.int8), edge_demand=self._edge_demand.copy())
+            obs["edge_present"] = self._edge_present
+        obs.update(self._stats.observe(self._t))
         return obs
 
     def _reset_info(self, mask: np.ndarray) -> dict:
@@ -243,6 +257,7 @@ class MultiServerChannelVectorEnv(ClusterVectorEnv):
             regret = np.where(stepping, opt - expected, 0.0)  # eq. 6 (per-slot expected gap)
             self._cum_regret += regret
             metrics.update(oracle_reward=opt, regret=regret, cum_regret=self._cum_regret.copy())
+        self._stats.update(x, utilities, self._arrivals[:, :self._L], stepping)
         self._t += stepping
         truncated = stepping & (self._t >= self.horizon)
         terminated = np.zeros(N, dtype=bool)
