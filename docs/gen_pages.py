@@ -343,7 +343,7 @@ def env_page(env_id: str) -> str:
             "machines, visible jobs), so other arguments give other shapes." % env_id, ""]
     variants = [("", env)]
     if "action_mode" in sig.parameters:
-        choices = ("placement", "ring_size")
+        choices = cls.action_modes  # the env's action modes, the default first
         variants = [(f" (`action_mode=\"{m}\"`)", gym.make(env_id, action_mode=m)) for m in choices]
     for label, e in variants:
         rep = str(e.action_space)

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from clustergym.envs.multiserver.allocation.actions import channel_high
 from clustergym.envs.multiserver.allocation.stats import STATS_KEYS
 
 __all__ = ["STATS_KEYS", "Stats", "box_bounds", "legacy_keys"]
@@ -48,11 +49,17 @@ def legacy_keys(space) -> tuple[str, ...]:
 
 
 def box_bounds(problem, pad: dict | None = None) -> tuple[np.ndarray, np.ndarray]:
-    """Exact (float64) bounds [0, a_l^k] of eq. 3 (the float32 space bounds can round a up by more than the
-    env's feasibility tolerance); on a padded env (``pad={"max_edges": P}``) the action is a fraction of
-    a_l^k: [0, 1] of shape (P, K)."""
+    """Exact (float64) bounds of the Box action, as the env's ``action_bounds()`` gives them: [0, a_l^k] of
+    eq. 3 (the float32 space bounds can round a up by more than the env's feasibility tolerance; 1 on the
+    entries with a_l^k = 0, which the env ignores); on a padded env (``pad={"max_edges": P}``) the action
+    is a fraction of a_l^k: [0, 1] of shape (P, K); in the ``"port"`` / ``"port_device"`` action modes
+    (``problem.action_mode``) request fractions [0, 1] of shape (L,) / (L, K)."""
+    mode = getattr(problem, "action_mode", "channel")
+    if mode != "channel":
+        shape = (problem.num_ports,) if mode == "port" else (problem.num_ports, problem.num_device_types)
+        return np.zeros(shape), np.ones(shape)
     if pad and pad.get("max_edges"):
         shape = (int(pad["max_edges"]), problem.num_device_types)
         return np.zeros(shape), np.ones(shape)
-    hi = np.asarray(problem.edge_demand, dtype=np.float64)
+    hi = channel_high(problem)
     return np.zeros_like(hi), hi

@@ -8,9 +8,10 @@ from typing import Any
 import numpy as np
 from gymnasium import spaces
 
-from clustergym.core import Scenario, check_int, child_generators
+from clustergym.core import Scenario, check_choice, check_int, child_generators
 from clustergym.env import ClusterEnv, InstanceSource, check_maxima
 from clustergym.metrics import EPISODE, SLOT, Metric
+from clustergym.envs.multiserver.allocation.actions import ACTION_MODES, PortFill, channel_high
 from clustergym.envs.multiserver.allocation.dynamics import AllocationDynamics
 from clustergym.envs.multiserver.allocation.scenario import ALLOCATION_SCENARIOS, make_allocation_scenario
 from clustergym.envs.multiserver.allocation.stats import AllocationStats, learner_spaces, static_parts
@@ -37,15 +38,34 @@ class MultiServerAllocationEnv(ClusterEnv):
     nothing (Y does not depend on x, as in the paper).
 
     ## Action Space
+    ``action_mode="channel"`` (default; the paper's decision, what OGASched outputs):
     ``Box(0, a, shape=(|E|, K), float32)``: row e is channel (problem.edge_port[e],
     problem.edge_server[e]) (edges ordered by (port, server)); column k a device type; values in
-    device units, bounded by a_l^k. (An SB3 wrapper may rescale to [-1, 1].)
+    device units, bounded by a_l^k. Where port l does not request type k (a_l^k = 0) the entry has
+    nothing to decide: its bound is [0, 1] instead of a zero-width [0, 0], and the env ignores its
+    value (executed as 0, never counted as repaired; NaN/inf still raise); the mask of decided
+    entries is ``problem.edge_demand > 0``. So ``gymnasium.wrappers.RescaleAction`` (or
+    ``clustergym.wrappers.RescaleBox``) rescales the action to [-1, 1].
     With ``max_edges=P`` (padding, below): ``Box(0, 1, shape=(P, K), float32)``, the allocation as a
     **fraction of the cap**: y_e^k = u_e^k a_l^k for the instance's channels e < |E| (the bounds then
     do not depend on the instance); rows |E|..P−1 are padding, never executed nor rewarded (0 is
     accepted; a non-zero entry raises under ``infeasible="raise"`` and is dropped and counted in
     ``metrics["repaired"]`` under ``"repair"``); ``info["action_mask"]`` (P,) marks the channels of
     ports with a job (padding: False). ``action_bounds()`` is then [0, 1].
+
+    Compact modes (``allocation/actions.py``), completed by the env with one stated rule:
+    ``action_mode="port"``: ``Box(0, 1, shape=(L,), float32)``, a request fraction u_l per port;
+    ``action_mode="port_device"``: ``Box(0, 1, shape=(L, K), float32)``, a fraction u_l^k per port
+    and device type. **Fill rule:** every channel (l, r) of a port with a job requests
+    d_(l,r)^k = u_l^k a_l^k (u_l^k = u_l in ``"port"`` mode; ports without a job request nothing);
+    on every (r, k) the ports of L_r are served in DRF order (ascending dominant share
+    s_l = max_k a_l^k / Σ_{r∈R_l} c_r^k, ties by port index: public problem data) and each takes
+    min(d_(l,r)^k, what is left of c_r^k). The allocation lies in Y (eqs. 3–4) by construction; the
+    all-ones action is DRF's allocation exactly (the ``drf`` baseline), smaller fractions leave
+    capacity to the ports served later. Fractions outside [0, 1] are clipped and counted in
+    ``metrics["repaired"]`` under ``"repair"``, a ValueError under ``"raise"``. These spaces do not
+    depend on the instance's channels: an env switches instances without ``max_edges`` (with it, the
+    observation is padded and the action unchanged). ``problem.action_mode`` carries the mode.
 
     ## Observation Space
     | key          | space                     | meaning                                              |
@@ -105,7 +125,8 @@ class MultiServerAllocationEnv(ClusterEnv):
     the setting's), ``reciprocal`` ("paper" or "code", default the setting's),
     ``num_ports``, ``num_servers``, ``num_device_types``, ``rho``, ``contention``, ``density``,
     ``utility``, ``alpha_low``, ``alpha_high``, ``beta_low``, ``beta_high`` (see the scenario module);
-    ``instances`` (seeds drawn at each reset, default None) and ``max_edges`` (padding, default None).
+    ``instances`` (seeds drawn at each reset, default None), ``max_edges`` (padding, default None) and
+    ``action_mode`` (``"channel"``, default, ``"port"`` or ``"port_device"``; Action Space above).
 
     ## Version History
     * v0: initial version. Later in v0: the default device units became ``units="paper-code"``
@@ -115,6 +136,9 @@ class MultiServerAllocationEnv(ClusterEnv):
       the earlier default ``units="paper-code"`` is ``setting="table1-in-code-units"`` (bit for bit).
     * v0, issue 25: ``reset(options={"scenario_seed": k})``, ``instances``, ``max_edges`` padding
       (fractional action); unknown reset options raise. Issue 27: ``step`` after the end raises.
+    * v0, later: the channel action's entries with a_l^k = 0 are bounded by [0, 1] and ignored
+      (they were zero-width [0, 0] boxes); ``action_mode`` (``"port"``, ``"port_device"``). Every
+      earlier action gives the same rewards.
     """
 
     family = "multiserver-allocation"
@@ -132,11 +156,13 @@ class MultiServerAllocationEnv(ClusterEnv):
 
     pad_kwargs = ("max_edges",)
     score_env_kwargs = {"oracle": True}  # the hindsight optimum, the bound of a score (clustergym.evaluate)
+    action_modes = ACTION_MODES  # values of the action_mode kwarg, the default first (allocation/actions.py)
 
     def __init__(self, scenario: str | Scenario = "paper", *, scenario_seed: int = 0, horizon: int = 2000,
                  oracle: bool = False, infeasible: str = "repair", render_mode: str | None = None,
-                 instances: Any = None, max_edges: int | None = None, **params: Any):
+                 instances: Any = None, max_edges: int | None = None, action_mode: str = "channel", **params: Any):
         super().__init__(horizon=horizon, infeasible=infeasible, render_mode=render_mode, oracle=oracle)
+        self.action_mode = check_choice("action_mode", action_mode, ACTION_MODES)
         self.max_edges = None if max_edges is None else check_int("max_edges", max_edges, 1, 10_000_000)
         self._source = InstanceSource(scenario, params, make_allocation_scenario, ALLOCATION_SCENARIOS, scenario_seed,
                                       instances, self.pad_kwargs)
@@ -150,32 +176,48 @@ class MultiServerAllocationEnv(ClusterEnv):
         """(action space, observation space) of problem ``pb`` in this env (padded to ``max_edges`` if set)."""
         L, K = pb.num_ports, pb.num_device_types
         obs = {"arrivals": spaces.MultiBinary(L), "t": spaces.Box(0.0, float(self.horizon), shape=(1,), dtype=np.float32)}
+        if self.action_mode != "channel":  # request fractions per port (× device type): allocation/actions.py
+            act = spaces.Box(0.0, 1.0, shape=(L,) if self.action_mode == "port" else (L, K), dtype=np.float32)
+        elif self.max_edges is None:  # [0, a_l^k]; 1 where a_l^k = 0 (ignored entries, never zero-width)
+            act = spaces.Box(low=0.0, high=channel_high(pb).astype(np.float32), shape=(pb.num_edges, K),
+                             dtype=np.float32)
         if self.max_edges is None:
-            act = spaces.Box(low=0.0, high=np.asarray(pb.edge_demand, dtype=np.float64).astype(np.float32),
-                             shape=(pb.num_edges, K), dtype=np.float32)
             obs.update(edge_arrival=spaces.MultiBinary(pb.num_edges), **learner_spaces(pb.num_edges, L, K))
             return act, spaces.Dict(obs)
         check_maxima(instance_sizes(pb), {"max_edges": self.max_edges}, f"instance scenario_seed={k}")
         E = self.max_edges
         obs.update(edge_present=spaces.MultiBinary(E), edge_arrival=spaces.MultiBinary(E), **learner_spaces(E, L, K))
-        return spaces.Box(0.0, 1.0, shape=(E, K), dtype=np.float32), spaces.Dict(obs)
+        if self.action_mode == "channel":
+            act = spaces.Box(0.0, 1.0, shape=(E, K), dtype=np.float32)
+        return act, spaces.Dict(obs)
 
     def _load(self, sc: Scenario) -> None:
         """Take the problem-derived state of instance ``sc`` (its spaces were checked)."""
         self.scenario = sc
         # The horizon T is public (the episode is truncated after T slots): agents read it from the
         # problem (OGASched's eq. 26 step needs T).
-        pb = dataclasses.replace(sc.problem, horizon=self.horizon)
+        pb = dataclasses.replace(sc.problem, horizon=self.horizon, action_mode=self.action_mode)
         self.problem = pb
         self._E, self._L, self._K = pb.num_edges, pb.num_ports, pb.num_device_types
         # Arrivals, the check and repair of eqs. 3–4 and eq. 5: one object, shared with the vector and
         # PettingZoo envs (allocation/dynamics.py).
         self.dynamics = dyn = AllocationDynamics(pb, sc.truth.rho)
         self.layout = dyn.layout
-        self._A = self.action_space.shape[0]  # action rows: |E|, or max_edges when padded
-        self.space_desc = self._space_desc = (dyn.space_desc if self.max_edges is None else
-                            f"Box(0, 1, shape=({self._A}, {self._K})): fraction of a_l^k per channel (rows "
-                            f"{self._E}..{self._A - 1} are padding: 0)")
+        self._A = self._E if self.max_edges is None else self.max_edges  # channel rows: |E|, or max_edges when padded
+        self._fill = None  # the completion rule of the compact modes
+        self._open = None  # (E, K) float 1/0: entries the channel mode executes (None: all of them)
+        if self.action_mode != "channel":
+            self._fill = PortFill(pb)
+            shape = self.action_space.shape
+            self.space_desc = self._space_desc = (f"Box(0, 1, shape={shape}): request fraction of a_l^k per port"
+                                                  + (" and device type" if len(shape) == 2 else ""))
+        else:
+            self.space_desc = self._space_desc = (
+                dyn.space_desc if self.max_edges is None else
+                f"Box(0, 1, shape=({self._A}, {self._K})): fraction of a_l^k per channel (rows "
+                f"{self._E}..{self._A - 1} are padding: 0)")
+            if self.max_edges is None:
+                self._open = dyn.open
         # static observation parts (public problem data; allocation/stats.py), copied into each observation
         self._static = static_parts(pb, self._A)
         self._stats = AllocationStats(1, self._A, self._L, self._K)  # the learner's statistics
@@ -200,10 +242,12 @@ class MultiServerAllocationEnv(ClusterEnv):
     # -- gymnasium API ------------------------------------------------------------------------
     def action_bounds(self) -> tuple[np.ndarray, np.ndarray]:
         """Exact float64 bounds [0, a_l^k] of eq. 3 (the float32 space bounds can round a_l^k up by
-        more than the feasibility tolerance); [0, 1] everywhere when padded (fractions of a_l^k)."""
-        if self.max_edges is not None:
-            return np.zeros((self._A, self._K)), np.ones((self._A, self._K))
-        hi = np.asarray(self.problem.edge_demand, dtype=np.float64)
+        more than the feasibility tolerance; 1 on the ignored entries where a_l^k = 0); [0, 1]
+        everywhere when padded (fractions of a_l^k) and in the port modes (request fractions)."""
+        if self.action_mode != "channel" or self.max_edges is not None:
+            shape = self.action_space.shape
+            return np.zeros(shape), np.ones(shape)
+        hi = channel_high(self.problem)
         return np.zeros_like(hi), hi
 
     def reset(self, *, seed: int | None = None, options: dict | None = None):
@@ -254,18 +298,36 @@ class MultiServerAllocationEnv(ClusterEnv):
             dropped = int(np.count_nonzero(pad))
         return np.ascontiguousarray(u[:self._E] * self._upper), dropped
 
+    def _complete(self, action: Any) -> tuple[np.ndarray, int]:
+        """Port modes: the request fractions -> y (E, K) by the fill rule of ``actions.PortFill``, and the
+        number of fractions outside [0, 1] (clipped under ``"repair"``, a ValueError under ``"raise"``)."""
+        u = self._as_float_action(action, self.action_space.shape, self._space_desc)
+        out = (u < 0.0) | (u > 1.0)
+        n = 0
+        if out.any():
+            idx = tuple(map(int, np.argwhere(out)[0]))
+            if self.infeasible == "raise":
+                raise ValueError(f"infeasible action: request fraction {list(idx)} = {u[idx]:.6g} is outside [0, 1]")
+            n = int(out.sum())
+            u = np.clip(u, 0.0, 1.0)
+        return self._fill.fill(u, self._arrivals), n
+
     def step(self, action: Any):
         if self._episode_over:
             raise self._over()
         if self._rngs is None:
             raise RuntimeError("call reset() before step()")
         pad_dropped = 0
-        if self.max_edges is not None:
+        if self._fill is not None:
+            y, pad_dropped = self._complete(action)
+        elif self.max_edges is not None:
             y, pad_dropped = self._unpad(action)
         elif isinstance(action, np.ndarray) and action.dtype == np.float64 and action.shape == (self._E, self._K):
             y = np.ascontiguousarray(action)
         else:
             y = np.ascontiguousarray(self._as_float_action(action, (self._E, self._K), self._space_desc))
+        if self._open is not None:  # entries with a_l^k = 0 are ignored (0 · NaN stays NaN: still refused)
+            y = y * self._open
         x = self._arrivals
         # eqs. 3–4 (check, then repair or raise) and eq. 5: a SlotResult, unpacked in its field order
         y, port_reward, _, gain, overhead, util, repaired = self.dynamics.step(y, x, self.infeasible)

@@ -53,7 +53,9 @@ class MultiServerAllocationParallelEnv(ClusterParallelEnv):
     ## Action Space
     ``server_r``: ``Box(0, a, shape=(|L_r|, K), float32)`` in device units; row i is channel
     ``agent_edges[server_r][i]`` = (port ``agent_ports[server_r][i]``, r), column k a device type.
-    No mask (all of Y is allowed; eq. 4 is Σ_i row_i^k <= c_r^k).
+    No mask (all of Y is allowed; eq. 4 is Σ_i row_i^k <= c_r^k). Entries where the port does not
+    request type k (a_l^k = 0) are bounded by 1 and ignored, as in the single env (no zero-width box).
+    Only the single env's ``"channel"`` action mode (the servers split their own capacity).
 
     ## Observation Space (per agent: what server r knows by itself)
     | key      | space                 | meaning                                     |
@@ -95,6 +97,9 @@ class MultiServerAllocationParallelEnv(ClusterParallelEnv):
     metadata = {**ClusterParallelEnv.metadata, "name": "multiserver_allocation_parallel_v0"}
 
     def __init__(self, scenario: Any = "paper", **kwargs: Any):
+        if kwargs.get("action_mode", "channel") != "channel":
+            raise ValueError(f"action_mode={kwargs['action_mode']!r} is invalid here: the servers split their own "
+                             "capacity, the \"channel\" action (the port modes are single-env actions)")
         env = MultiServerAllocationEnv(scenario, **kwargs)
         self._padded = env.max_edges is not None
         agents, obs_spaces, act_spaces, state_space = self._build(env.problem, float(env.horizon))
@@ -128,7 +133,8 @@ class MultiServerAllocationParallelEnv(ClusterParallelEnv):
         else:
             obs_spaces = {a: spaces.Dict({**obs, "arrivals": spaces.MultiBinary(int(self.agent_edges[a].size))})
                           for a in agents}
-            act_spaces = {a: spaces.Box(0.0, upper[self.agent_edges[a]].astype(np.float32),
+            high = np.where(upper > 0, upper, 1.0).astype(np.float32)  # a_l^k; 1 on the ignored entries (a_l^k = 0)
+            act_spaces = {a: spaces.Box(0.0, high[self.agent_edges[a]],
                                         shape=(int(self.agent_edges[a].size), K), dtype=np.float32) for a in agents}
         state_space = spaces.Box(0.0, max(T, 1.0), shape=(L + 1,), dtype=np.float32)
         self._order = np.concatenate([self.agent_edges[a] for a in agents])

@@ -1,0 +1,95 @@
+"""P2 action modes (``MultiServerAllocationEnv(action_mode=...)``): how an action becomes the allocation y.
+
+* ``"channel"`` (default, the paper's decision): y itself, ``Box(0, a, (|E|, K))`` in device units.
+  Entries of a device type a port does not request (a_l^k = 0) have nothing to decide; their bound
+  is 1 instead of a zero-width [0, 0] (which ``gymnasium.wrappers.RescaleAction`` cannot rescale) and
+  the env ignores their value (:attr:`ActionMode.open`, (E, K) bool, False there).
+* ``"port"``: ``Box(0, 1, (L,))``, one request fraction u_l per port;
+* ``"port_device"``: ``Box(0, 1, (L, K))``, a request fraction u_l^k per port and device type.
+
+The compact modes are completed by one stated rule (:class:`PortFill`): every channel (l, r) of a port
+with a job requests d_(l,r)^k = u_l^k a_l^k (u_l^k = u_l in ``"port"`` mode; ports without a job
+request nothing); on every (r, k) the ports of L_r are served in DRF order — ascending dominant share
+s_l = max_k a_l^k / Σ_{r∈R_l} c_r^k (ogasched.md §4, public problem data), ties by port index — and
+each takes min(d_(l,r)^k, what is left of c_r^k). The result lies in Y (eqs. 3–4) by construction.
+With u = 1 everywhere this is DRF's allocation, bit for bit (``baselines.allocation.DRF``), so the
+mode reaches at least DRF's total; smaller fractions leave capacity to the ports served later.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from clustergym.envs.multiserver.projection import AllocationLayout
+
+__all__ = ["ACTION_MODES", "PortFill", "channel_high", "drf_order", "dominant_share"]
+
+ACTION_MODES = ("channel", "port", "port_device")
+
+
+def channel_high(problem) -> np.ndarray:
+    """(E, K) float64 upper bound of the ``"channel"`` action: a_l^k of eq. 3, and 1 on the entries with
+    a_l^k = 0 (nothing to decide there: the env ignores them), so that no bound is zero-width."""
+    a = np.asarray(problem.edge_demand, dtype=np.float64)
+    return np.where(a > 0, a, 1.0)
+
+
+def dominant_share(problem) -> np.ndarray:
+    """(L,) DRF's dominant share s_l = max_k a_l^k / Σ_{r∈R_l} c_r^k (0 for a type l does not request,
+    inf for a requested type its servers lack)."""
+    pb = problem
+    reach = np.zeros((pb.num_ports, pb.num_device_types))
+    np.add.at(reach, pb.edge_port, pb.capacity[pb.edge_server])  # Σ_{r∈R_l} c_r^k
+    share = np.divide(pb.demand, reach, out=np.full_like(reach, np.inf), where=reach > 0)
+    share[(pb.demand == 0)] = 0.0
+    return share.max(axis=1)
+
+
+def drf_order(problem) -> np.ndarray:
+    """(L,) rank of each port in DRF order: ascending dominant share, ties by port index."""
+    s = dominant_share(problem)
+    rank = np.empty(problem.num_ports)
+    rank[np.lexsort((np.arange(problem.num_ports), s))] = np.arange(problem.num_ports)
+    return rank
+
+
+class PortFill:
+    """The completion rule of the ``"port"`` and ``"port_device"`` modes for one problem (module docstring).
+
+    Static per problem: the padded per-server layout (R, D) of :class:`AllocationLayout` with each
+    server's ports sorted in DRF order, so one slot is a gather, a cumulative sum along the ports of
+    every server, a clip and a gather back to the channels, on whole arrays (N envs at once in
+    :meth:`fill_batch`).
+    """
+
+    def __init__(self, problem):
+        pb = problem
+        layout = AllocationLayout(pb.edge_port, pb.edge_server, pb.edge_demand, pb.capacity, pb.num_servers)
+        L = pb.num_ports
+        ext = np.append(np.asarray(pb.edge_port, dtype=np.int64), L)
+        slot_port = ext[layout.index]  # (R, D) port of each slot, L on padding
+        priority = np.append(drf_order(pb), np.inf)[slot_port]  # (R, D) DRF rank, padding last
+        order = np.argsort(priority, axis=1, kind="stable")  # (R, D) slots of each server in DRF order
+        self.num_ports = L
+        self.port = np.take_along_axis(slot_port, order, axis=1)  # (R, D) port of each sorted slot
+        self.upper = np.take_along_axis(layout.upper, order[:, :, None], axis=1)  # (R, D, K) a_l^k, sorted
+        self.capacity = layout.capacity[:, None, :]  # (R, 1, K) c_r^k
+        pos = np.empty_like(order)  # sorted position of every slot
+        np.put_along_axis(pos, order, np.broadcast_to(np.arange(order.shape[1]), order.shape), axis=1)
+        self.edge_server = layout.edge_server  # (E,)
+        self.edge_pos = pos[layout.edge_server, layout.edge_slot]  # (E,) sorted position of channel e
+
+    def fill(self, u: np.ndarray, x: np.ndarray) -> np.ndarray:
+        """(E, K) float64 allocation for request fractions ``u`` ((L,) or (L, K), in [0, 1]) and arrivals ``x`` (L,)."""
+        return self.fill_batch(u[None], x[None])[0]
+
+    def fill_batch(self, u: np.ndarray, x: np.ndarray) -> np.ndarray:
+        """(N, E, K) float64 allocations for ``u`` (N, L) or (N, L, K) and arrivals ``x`` (N, L) bool."""
+        N, L = x.shape
+        K = self.upper.shape[2]
+        frac = np.zeros((N, L + 1, K))  # row L: padding slots request nothing
+        frac[:, :L] = np.where(x[:, :, None], u if u.ndim == 3 else u[:, :, None], 0.0)  # idle ports: 0
+        d = frac[:, self.port] * self.upper  # (N, R, D, K) requests d = u a, DRF order within each server
+        before = np.cumsum(d, axis=2) - d  # requested by the ports served earlier
+        alloc = np.clip(self.capacity - before, 0.0, d)  # min(d, what is left), never below 0
+        return alloc[:, self.edge_server, self.edge_pos]  # (N, E, K)

@@ -1,0 +1,246 @@
+"""Action modes: the paper's fine-grained action without zero-width bounds, and the compact modes
+(P2 ``"port"`` / ``"port_device"``, P4 ``"job"``) that the env completes by a stated rule. The best simple
+baseline expressed in a compact mode gives the baseline's own total, so the mode caps no learner below it."""
+
+from __future__ import annotations
+
+import warnings
+
+import gymnasium as gym
+import numpy as np
+import pytest
+from gymnasium.utils.env_checker import check_env
+
+import clustergym  # noqa: F401
+from clustergym.agent import make
+from clustergym.envs.multiserver.allocation.actions import drf_order
+from clustergym.envs.multiserver.allocation.dynamics import AllocationDynamics
+from clustergym.learning.pipeline import box_bounds
+from clustergym.wrappers import RescaleBox, action_bounds
+from tests.helpers import deep_equal
+
+P2 = "clustergym/MultiServerAllocation-v0"
+P2_MODES = ["port", "port_device"]
+
+
+def p2(mode="channel", **kw):
+    return gym.make(P2, action_mode=mode, oracle=False, **kw).unwrapped
+
+
+# -- P2, the paper's action: no zero-width entries ---------------------------------------------------------
+def test_p2_channel_box_has_no_zero_width_entry_and_standard_wrappers_work():
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        env = gym.make(P2, oracle=False, horizon=20)
+        check_env(env.unwrapped)
+    assert not [w for w in caught if "maximum and minimum values are equal" in str(w.message)]
+    u = env.unwrapped
+    a = u.problem.edge_demand
+    assert (a == 0).any()  # the instance has entries without a request: the case at hand
+    sp = env.action_space
+    assert np.all(sp.high > sp.low)
+    lo, hi = u.action_bounds()
+    assert np.array_equal(hi, np.where(a > 0, a, 1.0)) and np.all(lo == 0)
+    # gymnasium's own RescaleAction (it divides by high − low) now works, and agrees with RescaleBox
+    wrapped = gym.wrappers.RescaleAction(gym.make(P2, oracle=False, horizon=20), -1.0, 1.0)
+    mine = RescaleBox(gym.make(P2, oracle=False, horizon=20))
+    wrapped.reset(seed=3)
+    mine.reset(seed=3)
+    rng = np.random.default_rng(0)
+    for _ in range(5):
+        z = rng.uniform(-1, 1, size=sp.shape).astype(np.float32)
+        r1, i1 = wrapped.step(z)[1::3]
+        r2, i2 = mine.step(z)[1::3]
+        assert np.isfinite(r1) and r1 == pytest.approx(r2, rel=1e-6)
+        assert np.all(i1["feedback"]["allocation"][a == 0] == 0)
+
+
+def test_p2_ignored_entries_change_nothing():
+    """Values on entries with a_l^k = 0 are ignored: same reward, allocation and repair count as with zeros."""
+    env_a, env_b = p2(horizon=40), p2(horizon=40)
+    env_a.reset(seed=1)
+    env_b.reset(seed=1)
+    closed = env_a.problem.edge_demand == 0
+    env_a.action_space.seed(4)
+    for t in range(30):
+        y = env_a.action_space.sample()
+        if t % 2:  # feasible on the requested entries
+            y = np.where(closed, y, 0.3 * env_a.problem.edge_demand / 4).astype(np.float32)
+        assert (y[closed] > 0).any()
+        z = np.where(closed, 0.0, y).astype(np.float32)
+        sa, sb = env_a.step(y), env_b.step(z)
+        assert sa[1] == sb[1]
+        assert sa[4]["metrics"]["repaired"] == sb[4]["metrics"]["repaired"]
+        assert np.array_equal(sa[4]["feedback"]["allocation"], sb[4]["feedback"]["allocation"])
+        assert np.all(sa[4]["feedback"]["allocation"][closed] == 0)
+    with pytest.raises(ValueError, match="NaN"):  # NaN is refused everywhere, ignored entries included
+        y = np.zeros(env_a.action_space.shape)
+        y[np.argwhere(closed)[0][0], np.argwhere(closed)[0][1]] = np.nan
+        env_a.step(y)
+
+
+@pytest.mark.parametrize("agent", ["ogasched", "drf", "fairness", "binpacking", "spreading", "random"])
+def test_p2_paper_agents_totals_unchanged(agent):
+    """Each agent's action, as sent, gives the same reward in the env as in the dynamics alone (the env
+    before entries with a_l^k = 0 were ignored), at every slot: the same totals as before."""
+    env = p2(horizon=120)
+    ref = AllocationDynamics(env.problem)
+    ag = make(agent, family=env.family)
+    obs, info = env.reset(seed=2)
+    ag.reset(env.problem, seed=2)
+    closed = env.problem.edge_demand == 0
+    total = ref_total = 0.0
+    for _ in range(120):
+        x = obs["arrivals"].astype(bool)
+        y = np.asarray(ag.act(obs, {k: v for k, v in info.items() if k != "metrics"}), dtype=np.float64)
+        assert np.all(y[closed] == 0)
+        expected = float(ref.step(np.ascontiguousarray(y), x).port_reward.sum())
+        obs, r, _, _, info = env.step(y)
+        ag.update(obs, y, r, obs, {k: v for k, v in info.items() if k != "metrics"})
+        assert r == expected
+        total += r
+        ref_total += expected
+    assert total == ref_total > 0
+
+
+@pytest.mark.parametrize("mode", ["channel", *P2_MODES])
+@pytest.mark.parametrize("padded", [False, True])
+def test_p2_bounds_agree_across_env_wrapper_and_drl_hook(mode, padded):
+    kw = {"max_edges": 400} if padded else {}
+    env = p2(mode, horizon=10, **kw)
+    lo, hi = env.action_bounds()
+    w_lo, w_hi = action_bounds(gym.make(P2, action_mode=mode, oracle=False, horizon=10, **kw))
+    h_lo, h_hi = box_bounds(env.family, env.problem, pad=kw or None)
+    for a, b in [(lo, w_lo), (lo, h_lo), (hi, w_hi), (hi, h_hi)]:
+        assert a.dtype == b.dtype == np.float64 and np.array_equal(a, b)
+    sp = env.action_space
+    assert lo.shape == sp.shape and np.all(hi > lo)
+    assert np.allclose(sp.high, hi, rtol=1e-6) and np.array_equal(sp.low, lo.astype(np.float32))
+    if mode != "channel":
+        assert sp.shape == ((10,) if mode == "port" else (10, 6)) and np.all(hi == 1)
+
+
+# -- P2, compact modes -----------------------------------------------------------------------------------
+def fill_reference(pb, u, x):
+    """The port modes' rule in plain Python: requests d = u a on the channels of ports with a job; on each
+    (r, k) the ports in DRF order take min(d, what is left)."""
+    u = np.broadcast_to(u[:, None] if u.ndim == 1 else u, (pb.num_ports, pb.num_device_types))
+    rank = drf_order(pb)
+    y = np.zeros((pb.num_edges, pb.num_device_types))
+    for r in range(pb.num_servers):
+        edges = sorted(np.flatnonzero(pb.edge_server == r), key=lambda e: rank[pb.edge_port[e]])
+        for k in range(pb.num_device_types):
+            left = pb.capacity[r, k]
+            for e in edges:
+                l = pb.edge_port[e]
+                d = u[l, k] * pb.demand[l, k] if x[l] else 0.0
+                y[e, k] = min(d, max(left, 0.0))
+                left -= d
+    return y
+
+
+@pytest.mark.parametrize("mode", P2_MODES)
+def test_p2_port_modes_follow_the_stated_rule(mode):
+    env = p2(mode, horizon=30)
+    pb = env.problem
+    obs, _ = env.reset(seed=0)
+    rng = np.random.default_rng(1)
+    for t in range(20):
+        u = rng.random(env.action_space.shape)
+        if t % 4 == 0:
+            u[rng.random(u.shape) < 0.3] = 0.0
+        x = obs["arrivals"].astype(bool)
+        obs, r, _, _, info = env.step(u)
+        y = info["feedback"]["allocation"]
+        assert np.allclose(y, fill_reference(pb, u, x), rtol=1e-12, atol=1e-12)
+        assert info["metrics"]["repaired"] == 0  # in Y by construction (eqs. 3–4)
+        assert np.all(y[~x[pb.edge_port]] == 0)  # ports without a job get nothing
+        request = ((u[:, None] if u.ndim == 1 else u) * pb.demand)[pb.edge_port]  # (E, K) d = u a
+        assert np.all(y <= request)
+    env.reset(seed=0)
+    assert env.step(np.zeros(env.action_space.shape))[1] == 0.0
+
+
+@pytest.mark.parametrize("mode", P2_MODES)
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_p2_drf_expressed_in_port_modes_gives_drf_total(mode, seed):
+    """DRF (the best simple baseline on P2) is the all-ones request in both port modes, slot by slot."""
+    horizon = 150
+    fine, compact = p2(horizon=horizon, scenario_seed=seed), p2(mode, horizon=horizon, scenario_seed=seed)
+    drf = make("drf", family=fine.family)
+    obs, info = fine.reset(seed=seed)
+    compact.reset(seed=seed)
+    drf.reset(fine.problem, seed=seed)
+    ones = np.ones(compact.action_space.shape, dtype=np.float32)
+    totals = [0.0, 0.0]
+    for _ in range(horizon):
+        obs, r1, _, _, i1 = fine.step(drf.act(obs, info))
+        r2, i2 = compact.step(ones)[1::3]
+        assert np.array_equal(i1["feedback"]["allocation"], i2["feedback"]["allocation"])
+        totals[0] += r1
+        totals[1] += r2
+    assert totals[0] == totals[1] > 0
+
+
+@pytest.mark.parametrize("mode", P2_MODES)
+def test_p2_fractions_outside_unit_interval_repaired_or_raised(mode):
+    env = p2(mode, horizon=10)
+    env.reset(seed=0)
+    u = np.full(env.action_space.shape, 0.5)
+    u.flat[0], u.flat[-1] = 1.5, -0.2
+    clipped = np.clip(u, 0.0, 1.0)
+    ref = p2(mode, horizon=10)
+    ref.reset(seed=0)
+    r, info = env.step(u)[1::3]
+    r_ref = ref.step(clipped)[1]
+    assert r == r_ref and info["metrics"]["repaired"] == 2
+    strict = p2(mode, horizon=10, infeasible="raise")
+    strict.reset(seed=0)
+    with pytest.raises(ValueError, match="outside"):
+        strict.step(u)
+    for bad in (np.full(env.action_space.shape, np.nan), np.zeros(3)):
+        with pytest.raises(ValueError):
+            env.step(bad)
+
+
+@pytest.mark.parametrize("mode", P2_MODES)
+def test_p2_port_modes_switch_instances_without_padding(mode):
+    """The port modes' spaces do not depend on the instance's channels: no padding needed."""
+    env = p2(mode, horizon=10)
+    other = p2(mode, horizon=10, scenario_seed=5)
+    a = env.reset(seed=1, options={"scenario_seed": 5})
+    b = other.reset(seed=1)
+    assert deep_equal(a, b)
+    u = np.full(env.action_space.shape, 0.7)
+    assert deep_equal(env.step(u), other.step(u))
+
+
+@pytest.mark.parametrize("mode", P2_MODES)
+@pytest.mark.parametrize("kw", [{}, {"max_edges": 400, "instances": range(3)}], ids=["one", "pool"])
+def test_p2_vector_env_port_modes_replay_single_env(mode, kw):
+    N, horizon = 4, 25
+    vec = gym.make_vec(P2, num_envs=N, vectorization_mode="vector_entry_point", action_mode=mode, oracle=False,
+                       horizon=horizon, **kw)
+    singles = [p2(mode, horizon=horizon, **kw) for _ in range(N)]
+    obs, _ = vec.reset(seed=3)
+    for i, s in enumerate(singles):
+        s.reset(seed=3 + i)
+    rng = np.random.default_rng(0)
+    ended = np.zeros(N, dtype=bool)
+    repaired = 0
+    for t in range(2 * horizon + 2):
+        u = rng.uniform(-0.1, 1.1, size=(N, *vec.single_action_space.shape))  # some entries repaired
+        obs, reward, term, trunc, info = vec.step(u)
+        for i, s in enumerate(singles):
+            if ended[i]:
+                s_obs, _ = s.reset()
+                s_r = 0.0
+            else:
+                s_obs, s_r, _, _, s_info = s.step(u[i])
+                assert np.array_equal(info["feedback"]["allocation"][i], s_info["feedback"]["allocation"])
+                assert info["metrics"]["repaired"][i] == s_info["metrics"]["repaired"]
+                repaired += s_info["metrics"]["repaired"]
+            assert reward[i] == s_r
+            assert deep_equal({k: v[i] for k, v in obs.items()}, s_obs)
+        ended = term | trunc
+    assert repaired > 0
