@@ -79,8 +79,8 @@ def test_vec_choices_and_errors(tmp_path):
     from clustergym.learning.training import resolve_vec
 
     assert resolve_vec(P3, "auto") == "dummy"  # no native vector env
-    assert resolve_vec(P1, "auto", stats=False) == "native"
-    assert resolve_vec(P1, "auto", stats=False, net="entity") == "dummy"
+    assert resolve_vec(P1, "auto") == "native" and resolve_vec(P2, "auto") == "native"
+    assert resolve_vec(P1, "auto", net="entity") == "dummy"
     with pytest.raises(ValueError, match="no native vector env"):
         resolve_vec(P4, "native")
     with pytest.raises(ValueError, match="vec='fast' is invalid"):
@@ -88,16 +88,17 @@ def test_vec_choices_and_errors(tmp_path):
 
 
 CASES = [(P1, {"num_servers": 12, "horizon": 7}), (P2, {"num_servers": 16, "horizon": 7}),
+         (P2, {"num_servers": 16, "horizon": 7, "action_mode": "port"}),
          (P1, {"num_servers": 12, "horizon": 5, "instances": (3, 4, 5), "max_edges": 40}),
          (P2, {"num_servers": 16, "horizon": 5, "instances": (3, 4, 5), "max_edges": 60})]
 
 
-@pytest.mark.parametrize("env_id,kw", CASES, ids=["P1", "P2", "P1-pool", "P2-pool"])
+@pytest.mark.parametrize("env_id,kw", CASES, ids=["P1", "P2", "P2-port", "P1-pool", "P2-pool"])
 def test_native_vec_env_replays_dummy_vec_env(env_id, kw):
     """Same seeds, same actions: identical observations, rewards, episode ends and terminal observations,
     across several episode ends (horizon 5-7 over 25 steps) and instance switches."""
     n = 3
-    stats = _native_stats(env_id)
+    stats = True
     native = make_train_vec(env_id, {**kw, "oracle": False}, n, vec="native", stats=stats)
     dummy = make_train_vec(env_id, {**kw, "oracle": False}, n, vec="dummy", stats=stats)
     assert native.observation_space == dummy.observation_space and native.action_space == dummy.action_space
@@ -123,12 +124,6 @@ def test_native_vec_env_replays_dummy_vec_env(env_id, kw):
         from sb3_contrib.common.maskable.utils import get_action_masks
 
         assert np.array_equal(get_action_masks(native), get_action_masks(dummy))
-
-
-def _native_stats(env_id: str) -> bool:
-    from clustergym.learning.vec import native_stats_ok
-
-    return native_stats_ok(env_id, True)
 
 
 def test_flatten_batch_equals_gymnasium_flatten():
@@ -171,3 +166,17 @@ def test_fast_heads_with_plain_sb3():
     model.learn(64)
     a, _ = model.predict(env.observation_space.sample(), deterministic=True)
     assert env.action_space.contains(a.astype(env.action_space.dtype))
+
+
+def test_native_vec_env_without_statistics_matches_the_wrapper():
+    kw = {"num_servers": 12, "horizon": 6, "oracle": False}
+    native = make_train_vec(P1, kw, 2, vec="native", stats=False)
+    dummy = make_train_vec(P1, kw, 2, vec="dummy", stats=False)
+    assert native.observation_space == dummy.observation_space
+    assert native.observation_space.shape[0] < make_train_vec(P1, kw, 1, vec="native").observation_space.shape[0]
+    native.seed(3)
+    dummy.seed(3)
+    assert np.array_equal(native.reset(), dummy.reset())
+    for _ in range(8):
+        a = np.stack([dummy.action_space.sample() for _ in range(2)])
+        assert np.array_equal(native.step(a)[0], dummy.step(a)[0])

@@ -158,16 +158,15 @@ VECS = ("auto", "native", "dummy", "subproc")
 def resolve_vec(env_id: str, vec: str, *, stats: bool = True, net: str = "mlp") -> str:
     """``"auto"`` -> ``"native"`` where the env has a native vector env (and the net is the MLP), else
     ``"dummy"``; a ValueError for an unknown value or ``"native"`` where there is no native vector env."""
-    from clustergym.learning.vec import has_native_vector, native_stats_ok
+    from clustergym.learning.vec import has_native_vector
 
     if vec not in VECS:
         raise ValueError(f"vec={vec!r} is invalid: expected one of {', '.join(VECS)}")
-    native = has_native_vector(env_id) and net == "mlp" and native_stats_ok(env_id, stats)
+    native = has_native_vector(env_id) and net == "mlp"
     if vec == "auto":
         return "native" if native else "dummy"
     if vec == "native" and not native:
-        why = "has no native vector env" if not has_native_vector(env_id) else (
-            "trains the per-entity net on single envs" if net != "mlp" else "cannot give the observation statistics")
+        why = "has no native vector env" if not has_native_vector(env_id) else "trains the per-entity net on single envs"
         raise ValueError(f"vec='native': {env_id} {why}; use vec='dummy' or 'subproc'")
     return vec
 
@@ -181,7 +180,7 @@ def make_train_vec(env_id: str, env_kwargs: dict, n_envs: int, *, vec: str = "du
 
         from clustergym.learning.vec import NativeVecEnv
 
-        venv = NativeVecEnv(env_id, n_envs, {"oracle": False, **env_kwargs})
+        venv = NativeVecEnv(env_id, n_envs, {"oracle": False, **env_kwargs}, stats=stats)
         return VecMonitor(venv, os.path.join(monitor_dir, "native") if monitor_dir else None)
     from stable_baselines3.common.vec_env import DummyVecEnv, SubprocVecEnv
 
@@ -319,7 +318,11 @@ def train(env_id: str, algo: str, timesteps: int | None, out: str, *, env_kwargs
     check_pipeline(model, venv)
     cb = None
     if eval_freq > 0:
+        from stable_baselines3.common.vec_env import VecMonitor
+
         eval_env = DummyVecEnv([factory(0, None)])
+        if vec == "native":  # the wrapper chain must match the training env's (VecNormalize syncs along it)
+            eval_env = VecMonitor(eval_env)
         eval_env.seed(eval_seed)
         if normalize:
             eval_env = normalizer(eval_env, gamma=gamma, norm_obs=norm_obs, training=False)

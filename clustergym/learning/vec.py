@@ -7,7 +7,8 @@ The adapter gives SB3 exactly what ``DummyVecEnv`` over ``make_train_env`` gives
 
 * observations: the Dict observation of every sub-env flattened as ``gymnasium.spaces.flatten`` does
   (:func:`flatten_batch`, one array operation per key), i.e. what
-  :class:`clustergym.wrappers.FlattenWithStats` gives the single env;
+  :class:`clustergym.wrappers.FlattenWithStats` gives the single env (with ``stats=False``, without the
+  statistics keys);
 * actions: Box actions in [-1, 1] are mapped to the env's exact bounds per sub-env, as
   :class:`clustergym.wrappers.RescaleBox` does; discrete actions are passed as they come;
 * episode ends: SB3 resets a finished sub-env within the same step and puts the last observation in
@@ -30,7 +31,7 @@ import gymnasium as gym
 import numpy as np
 from gymnasium import spaces
 
-__all__ = ["NativeVecEnv", "flatten_batch", "has_native_vector", "native_stats_ok"]
+__all__ = ["NativeVecEnv", "flatten_batch", "has_native_vector"]
 
 
 def has_native_vector(env_id: str) -> bool:
@@ -41,40 +42,15 @@ def has_native_vector(env_id: str) -> bool:
     return spec.vector_entry_point is not None
 
 
-def native_stats_ok(env_id: str, stats: bool) -> bool:
-    """Whether the native vector env's flattened observation is the training observation: always without
-    statistics; with them, when the env's own observation carries them (the flattened Dict observation
-    has the size of :class:`clustergym.wrappers.FlattenWithStats`'s)."""
-    if not stats:
-        return True
-    from clustergym.wrappers import FlattenWithStats
+def flatten_batch(space: spaces.Space, obs: Any, n: int | None = None, keys: tuple[str, ...] | None = None) -> np.ndarray:
+    """(N, flatdim) float32 rows equal to ``gymnasium.spaces.flatten`` of each sub-env's observation
+    (:func:`clustergym.learning.pipeline.flatten_batch`; ``n`` is accepted for symmetry and checked)."""
+    from clustergym.learning.pipeline import flatten_batch as _flatten_batch
 
-    env = gym.make(env_id, oracle=False)
-    try:
-        return gym.spaces.flatdim(env.observation_space) == FlattenWithStats(env).observation_space.shape[0]
-    finally:
-        env.close()
-
-
-def flatten_batch(space: spaces.Space, obs: Any, n: int) -> np.ndarray:
-    """(n, flatdim) float32: row i equals ``gymnasium.spaces.flatten(space, obs_i)`` for the batched
-    observation ``obs`` of a vector env whose single observation space is ``space`` (Dict of Box /
-    MultiBinary / Discrete / MultiDiscrete, keys in the Dict's order)."""
-    if isinstance(space, spaces.Dict):
-        return np.concatenate([flatten_batch(s, obs[k], n) for k, s in space.spaces.items()], axis=1)
-    if isinstance(space, (spaces.Box, spaces.MultiBinary)):
-        return np.asarray(obs, dtype=np.float32).reshape(n, -1)
-    if isinstance(space, spaces.Discrete):
-        out = np.zeros((n, space.n), dtype=np.float32)
-        out[np.arange(n), np.asarray(obs).reshape(n) - space.start] = 1.0
-        return out
-    if isinstance(space, spaces.MultiDiscrete) and space.nvec.ndim == 1:
-        x = np.asarray(obs).reshape(n, -1) - space.start
-        offsets = np.concatenate([[0], np.cumsum(space.nvec)[:-1]])
-        out = np.zeros((n, int(space.nvec.sum())), dtype=np.float32)
-        out[np.arange(n)[:, None], offsets[None, :] + x] = 1.0
-        return out
-    raise ValueError(f"flatten_batch does not support {space}")
+    out = _flatten_batch(space, obs, keys)
+    if n is not None and out.shape[0] != n:
+        raise ValueError(f"flatten_batch: {out.shape[0]} rows, expected {n}")
+    return out
 
 
 def _make_native(env_id: str, n_envs: int, env_kwargs: dict):
@@ -106,14 +82,19 @@ def _native_class():
         **env_kwargs)`` (module docstring). ``rescale``: map Box actions from [-1, 1] (None: when the
         action is a Box)."""
 
-        def __init__(self, env_id: str, n_envs: int, env_kwargs: dict | None = None, *, rescale: bool | None = None):
+        def __init__(self, env_id: str, n_envs: int, env_kwargs: dict | None = None, *, stats: bool = True,
+                     rescale: bool | None = None):
+            from clustergym.learning.pipeline import layout_keys
+
             self.env_id = env_id
             self.venv = _make_native(env_id, int(n_envs), dict(env_kwargs or {}))
             v = self.venv
             self._single_obs = v.single_observation_space
+            # the keys FlattenWithStats(stats=stats) concatenates (without the statistics when stats is False)
+            self._keys = layout_keys(v.family, self._single_obs, "full", stats)
             act = v.single_action_space
             self._box = isinstance(act, spaces.Box) if rescale is None else bool(rescale)
-            flat = gym.spaces.flatdim(self._single_obs)
+            flat = int(sum(gym.spaces.flatdim(self._single_obs[k]) for k in self._keys))
             obs_space = spaces.Box(-np.inf, np.inf, shape=(flat,), dtype=np.float32)
             if self._box:
                 act = spaces.Box(-1.0, 1.0, shape=act.shape, dtype=np.float32)
@@ -183,7 +164,7 @@ def _native_class():
 
         # -- helpers -----------------------------------------------------------------------------
         def _flat(self, obs) -> np.ndarray:
-            return flatten_batch(self._single_obs, obs, self.num_envs)
+            return flatten_batch(self._single_obs, obs, self.num_envs, self._keys)
 
         def _to_env(self, actions: np.ndarray) -> np.ndarray:
             if not self._box:
