@@ -90,10 +90,11 @@ def test_vec_choices_and_errors(tmp_path):
 CASES = [(P1, {"num_servers": 12, "horizon": 7}), (P2, {"num_servers": 16, "horizon": 7}),
          (P2, {"num_servers": 16, "horizon": 7, "action_mode": "port"}),
          (P1, {"num_servers": 12, "horizon": 5, "instances": (3, 4, 5), "max_edges": 40}),
-         (P2, {"num_servers": 16, "horizon": 5, "instances": (3, 4, 5), "max_edges": 60})]
+         (P2, {"num_servers": 16, "horizon": 5, "instances": (3, 4, 5), "max_edges": 60}),
+         (P2, {"num_servers": 16, "horizon": 5, "instances": (3, 4, 5), "max_edges": 60, "action_mode": "port"})]
 
 
-@pytest.mark.parametrize("env_id,kw", CASES, ids=["P1", "P2", "P2-port", "P1-pool", "P2-pool"])
+@pytest.mark.parametrize("env_id,kw", CASES, ids=["P1", "P2", "P2-port", "P1-pool", "P2-pool", "P2-port-pool"])
 def test_native_vec_env_replays_dummy_vec_env(env_id, kw):
     """Same seeds, same actions: identical observations, rewards, episode ends and terminal observations,
     across several episode ends (horizon 5-7 over 25 steps) and instance switches."""

@@ -185,7 +185,13 @@ def _native_class():
                 rows_lo, rows_hi = [], []
                 for i, k in enumerate(inst):
                     if k not in cache:
-                        cache[k] = box_bounds(v.family, v.problems[i], v.single_action_space, pad=pad or None)
+                        pb = v.problems[i]
+                        mode = getattr(v._single.problem, "action_mode", None)
+                        if mode is not None and getattr(pb, "action_mode", mode) != mode:
+                            import dataclasses
+
+                            pb = dataclasses.replace(pb, action_mode=mode)  # as the single env's problem says
+                        cache[k] = box_bounds(v.family, pb, v.single_action_space, pad=pad or None)
                     rows_lo.append(cache[k][0])
                     rows_hi.append(cache[k][1])
                 self._bounds_of = (inst, np.stack(rows_lo), np.stack(rows_hi))
