@@ -244,7 +244,7 @@ THROUGHPUT_ENVS = (("P1", "clustergym/MultiServerChannel-v0", {}, "auto"),
 THROUGHPUT_ROLLOUT = 2048  # env steps per rollout at every n_envs (n_steps = 2048 / n_envs), CartPole included
 
 
-def _throughput_model(env_id: str, n_envs: int, extra: dict, vec: str):
+def _throughput_model(env_id: str, n_envs: int, extra: dict, vec: str, rollout: int = THROUGHPUT_ROLLOUT):
     """(PPO model, settings text) as ``clustergym train env_id --n-envs n_envs`` builds it (the shipped
     ppo.yml entry with its env kwargs, the default training pool, VecNormalize with the algorithm's gamma,
     fast heads, one torch thread), with ``n_steps`` = THROUGHPUT_ROLLOUT / n_envs. CartPole-v1: plain
@@ -262,8 +262,8 @@ def _throughput_model(env_id: str, n_envs: int, extra: dict, vec: str):
 
     torch.set_num_threads(1)
     ours = env_id in env_ids()
-    run, hp = split_run_keys(load_hyperparams("ppo", env_id if ours else "clustergym/MultiServerChannel-v0"))
-    hp["n_steps"] = max(THROUGHPUT_ROLLOUT // n_envs, 1)
+    run, hp = split_run_keys(load_hyperparams("ppo", env_id))  # CartPole-v1: the anchor's entry (the shared setting)
+    hp["n_steps"] = max(rollout // n_envs, 1)
     hp["batch_size"] = min(int(hp.get("batch_size", 64)), hp["n_steps"] * n_envs)
     if ours:
         kw = {**(run.get("env_kwargs") or {}), **extra}
@@ -282,22 +282,23 @@ def _throughput_model(env_id: str, n_envs: int, extra: dict, vec: str):
     return model, where, settings
 
 
-def throughput_rows(quick: bool = False, n_envs_list: tuple[int, ...] = (4, 256), envs=THROUGHPUT_ENVS) -> list[Row]:
+def throughput_rows(quick: bool = False, n_envs_list: tuple[int, ...] = (4, 256), envs=THROUGHPUT_ENVS,
+                    rollout: int = THROUGHPUT_ROLLOUT) -> list[Row]:
     """Rows "PPO training, env-steps/s" at each n_envs: CartPole-v1 and every env of ``envs`` with the same PPO
     settings, measured in this run, interleaved (CartPole, then each env, repeated; medians), each env's
     row with its ratio to CartPole (target >= 0.5x)."""
     rows: list[Row] = []
     reps = 1 if quick else 3
     for n in n_envs_list:
-        models = {("CartPole-v1", "", ""): _throughput_model("CartPole-v1", n, {}, "dummy")}
+        models = {("CartPole-v1", "", ""): _throughput_model("CartPole-v1", n, {}, "dummy", rollout)}
         for label, env_id, extra, vec in envs:
-            models[(label, env_id, vec)] = _throughput_model(env_id, n, extra, vec)
+            models[(label, env_id, vec)] = _throughput_model(env_id, n, extra, vec, rollout)
         for model, _, _ in models.values():
-            model.learn(THROUGHPUT_ROLLOUT)  # warm-up, untimed: torch, kernels, the first episode
+            model.learn(rollout)  # warm-up, untimed: torch, kernels, the first episode
         rates: dict = {k: [] for k in models}
         for r in range(reps):
             for k in (list(models) if r % 2 == 0 else list(models)[::-1]):
-                rates[k].append(_learn_rate(models[k][0], 2 * THROUGHPUT_ROLLOUT if not quick else THROUGHPUT_ROLLOUT))
+                rates[k].append(_learn_rate(models[k][0], 2 * rollout if not quick else rollout))
         for model, _, _ in models.values():
             model.get_env().close()
         cp = float(np.median(rates[("CartPole-v1", "", "")]))

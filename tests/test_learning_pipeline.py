@@ -181,3 +181,18 @@ def test_native_vec_env_without_statistics_matches_the_wrapper():
     for _ in range(8):
         a = np.stack([dummy.action_space.sample() for _ in range(2)])
         assert np.array_equal(native.step(a)[0], dummy.step(a)[0])
+
+
+def test_bench_throughput_rows_name_cartpole_and_the_ratio():
+    from clustergym.bench import throughput_rows
+
+    envs = (("P1", P1, {"num_servers": 12}, "auto"), ("P3", P3, {"horizon": 16}, "auto"))
+    rows = throughput_rows(quick=True, n_envs_list=(2,), envs=envs, rollout=64)
+    assert rows[0].what.startswith("PPO training, env-steps/s, 2 envs: CartPole-v1") and rows[0].ok is None
+    assert "P1 (native)" in rows[1].what and "P3 (dummy, action_mode=ring_size)" in rows[2].what
+    for r in rows:
+        assert r.measured > 0 and r.unit == "env-steps/s"
+    for r in rows[1:]:
+        ratio = float(r.what.rsplit(", ", 1)[1].split("x")[0])
+        assert ratio == pytest.approx(r.measured / rows[0].measured, abs=0.006)
+        assert r.ok == (r.measured >= 0.5 * rows[0].measured)
