@@ -244,3 +244,101 @@ def test_p2_vector_env_port_modes_replay_single_env(mode, kw):
             assert deep_equal({k: v[i] for k, v in obs.items()}, s_obs)
         ended = term | trunc
     assert repaired > 0
+
+
+# -- P4, the "job" mode -----------------------------------------------------------------------------------
+P4 = "clustergym/ApproxJobs-v0"
+
+
+def p4(mode="machine", **kw):
+    return gym.make(P4, action_mode=mode, **kw).unwrapped
+
+
+def fair_in_index_order(env, seed):
+    """The ``fair`` baseline with the machines in index order (the order the "job" mode deals them in)."""
+    fair = make("fair", family=env.family)
+    fair.reset(env.problem, seed=seed)
+    fair.order = np.arange(env.problem.num_machines)
+    return fair
+
+
+@pytest.mark.parametrize("kw", [{}, {"num_machines": 37, "max_jobs": 6, "arrival_rate": 0.08}], ids=["default", "busy"])
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_p4_fair_expressed_in_job_mode_gives_fair_total(seed, kw):
+    """Fair (the best simple baseline on P4) is the all-S level in "job" mode: the same machine
+    assignment at every slot, so the same total."""
+    horizon = 600
+    fine, compact = p4(horizon=horizon, scenario_seed=seed, **kw), p4("job", horizon=horizon, scenario_seed=seed, **kw)
+    fair = fair_in_index_order(fine, seed)
+    obs, info = fine.reset(seed=seed)
+    compact.reset(seed=seed)
+    top = np.full(compact.action_space.shape, compact.action_space.nvec[0] - 1)
+    totals, busy, several = [0.0, 0.0], 0, 0
+    for _ in range(horizon):
+        several += int(obs["job_mask"].sum() > 1)
+        obs, r1, te1, tr1, i1 = fine.step(fair.act(obs, {k: v for k, v in info.items() if k != "metrics"}))
+        _, r2, te2, tr2, i2 = compact.step(top)
+        assert np.array_equal(i1["feedback"]["slot"], i2["feedback"]["slot"])
+        assert (r1, te1, tr1) == (r2, te2, tr2) and i2["metrics"]["repaired"] == 0
+        totals[0] += r1
+        totals[1] += r2
+        busy += i1["metrics"]["busy"]
+        if te1 or tr1:
+            break
+    assert totals[0] == totals[1] > 0
+    assert busy > 0 and several > 0  # slots with several jobs: the round-robin deal was exercised
+
+
+def test_p4_job_mode_caps_and_budgets():
+    """Level s caps a job at round(s·M/S) machines; jobs of level 0 and empty slots get none; no job
+    overspends; machines go in index order."""
+    env = p4("job", horizon=400, num_machines=30, max_jobs=6, arrival_rate=0.08)
+    obs, info = env.reset(seed=4)
+    M, S = 30, env.action_space.nvec[0] - 1
+    rng = np.random.default_rng(0)
+    checked = 0
+    for _ in range(400):
+        levels = rng.integers(0, S + 1, size=env.action_space.shape)
+        mask = info["action_mask"].reshape(-1, S + 1)
+        assert np.array_equal(mask[:, 1:].any(axis=1), mask[:, 1:].all(axis=1))  # live: every level
+        live = mask[:, 1]
+        assert not (live & (obs["job_mask"] == 0)).any()
+        rem = obs["jobs"][:, 3] - obs["jobs"][:, 4]
+        obs, _, te, tr, info = env.step(levels)
+        slot = info["feedback"]["slot"]  # (M,) window slot of each machine, 0 = idle
+        counts = np.bincount(slot, minlength=levels.size + 1)[1:]
+        cap = (levels * M + S // 2) // S
+        assert np.all(counts <= cap) and np.all(counts[~live] == 0)
+        spent = np.bincount(slot, weights=env.problem.price * (slot > 0), minlength=levels.size + 1)[1:]
+        assert np.all(spent[live] <= rem[live] + 1e-9)
+        if counts.sum() and (counts == cap)[live].all():  # every live job got its cap: the first machines in order
+            assert np.array_equal(np.flatnonzero(slot), np.arange(counts.sum()))
+            checked += 1
+        assert info["metrics"]["repaired"] == 0
+        if te or tr:
+            break
+    assert checked > 0
+
+
+def test_p4_job_mode_rejects_bad_levels_and_masks_for_maskable_ppo():
+    env = p4("job", horizon=20)
+    _, info = env.reset(seed=0)
+    S = env.action_space.nvec[0] - 1
+    assert env.action_space.shape == (env.problem.max_jobs,)
+    assert info["action_mask"].shape == (env.problem.max_jobs * (S + 1),)
+    assert np.array_equal(env.action_masks(), info["action_mask"])
+    from clustergym.learning.pipeline import sb3_mask
+
+    assert np.array_equal(sb3_mask(env.family, info), info["action_mask"])
+    for bad in (np.full(env.action_space.shape, S + 1), np.full(env.action_space.shape, -1), np.zeros(3, int)):
+        with pytest.raises(ValueError):
+            env.step(bad)
+    assert env.problem.action_mode == "job"
+
+
+def test_p4_and_p2_parallel_envs_refuse_the_compact_modes():
+    from clustergym.envs.multiagent import parallel_env
+
+    for env_id, mode in [(P4, "job"), (P2, "port")]:
+        with pytest.raises(ValueError, match="action_mode"):
+            parallel_env(env_id, action_mode=mode)
