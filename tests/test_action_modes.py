@@ -342,3 +342,34 @@ def test_p4_and_p2_parallel_envs_refuse_the_compact_modes():
     for env_id, mode in [(P4, "job"), (P2, "port")]:
         with pytest.raises(ValueError, match="action_mode"):
             parallel_env(env_id, action_mode=mode)
+
+
+# -- trained models act in their mode --------------------------------------------------------------------
+@pytest.mark.parametrize("env_id,mode,algo,paper", [(P2, "port", "ppo", "ogasched"), (P2, "port_device", "sac", "drf"),
+                                                    (P4, "job", "maskable_ppo", "fair")],
+                         ids=["P2-port-ppo", "P2-port_device-sac", "P4-job-maskable_ppo"])
+def test_model_trained_in_a_compact_mode_acts_in_it_beside_agents_that_keep_theirs(env_id, mode, algo, paper, tmp_path):
+    """``action_mode`` is a ``FamilySpec.action_kwargs``: the runner gives a model's env the mode it trained
+    in (its side-car), the ``sb3:`` agent maps its actions into that mode's bounds, and the other agents of
+    the comparison keep the paper's action."""
+    pytest.importorskip("stable_baselines3")
+    if algo == "maskable_ppo":
+        pytest.importorskip("sb3_contrib")
+    from clustergym.cli import main
+
+    small = {P2: ["--set", "num_servers=16"], P4: ["--set", "num_machines=10", "--set", "max_jobs=5"]}[env_id]
+    kw = {P2: {"num_servers": 16}, P4: {"num_machines": 10, "max_jobs": 5}}[env_id]
+    run = tmp_path / "run"
+    assert main(["train", env_id, "--algo", algo, "--set", f'action_mode="{mode}"', *small, "--instances", "10-11",
+                 "--timesteps", "64", "--horizon", "16", "--n-envs", "2", "--hp", "batch_size=32",
+                 *(["--hp", "n_steps=32", "--hp", "n_epochs=1"] if "ppo" in algo else ["--hp", "learning_starts=16"]),
+                 "--no-progress", "--out", str(run)]) == 0
+    model = f"sb3:{run}/model.zip"
+    mixed = clustergym.evaluate(env_id, [model, paper], [0, 1], 16, env_kwargs=kw, workers=1, progress=False,
+                                score=False, instances=[0, 1])
+    alone = clustergym.evaluate(env_id, [model], [0, 1], 16, env_kwargs={**kw, "action_mode": mode}, workers=1,
+                                progress=False, score=False, instances=[0, 1])
+    assert [r.total_reward for r in mixed.runs if r.agent == model] == [r.total_reward for r in alone.runs]
+    own = clustergym.evaluate(env_id, [paper], [0, 1], 16, env_kwargs=kw, workers=1, progress=False, score=False,
+                              instances=[0, 1])
+    assert [r.total_reward for r in mixed.runs if r.agent == paper] == [r.total_reward for r in own.runs]
