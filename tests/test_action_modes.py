@@ -244,3 +244,164 @@ def test_p2_vector_env_port_modes_replay_single_env(mode, kw):
             assert deep_equal({k: v[i] for k, v in obs.items()}, s_obs)
         ended = term | trunc
     assert repaired > 0
+
+
+# -- P4, the "job" mode -----------------------------------------------------------------------------------
+P4 = "clustergym/ApproxJobs-v0"
+
+
+def p4(mode="machine", **kw):
+    return gym.make(P4, action_mode=mode, **kw).unwrapped
+
+
+def fair_in_index_order(env, seed):
+    """The ``fair`` baseline with the machines in index order (the order the "job" mode deals them in)."""
+    fair = make("fair", family=env.family)
+    fair.reset(env.problem, seed=seed)
+    fair.order = np.arange(env.problem.num_machines)
+    return fair
+
+
+@pytest.mark.parametrize("kw", [{}, {"num_machines": 37, "max_jobs": 6, "arrival_rate": 0.08}], ids=["default", "busy"])
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_p4_fair_expressed_in_job_mode_gives_fair_total(seed, kw):
+    """Fair (the best simple baseline on P4) is the all-S level in "job" mode: the same machine
+    assignment at every slot, so the same total."""
+    horizon = 600
+    fine, compact = p4(horizon=horizon, scenario_seed=seed, **kw), p4("job", horizon=horizon, scenario_seed=seed, **kw)
+    fair = fair_in_index_order(fine, seed)
+    obs, info = fine.reset(seed=seed)
+    compact.reset(seed=seed)
+    top = np.full(compact.action_space.shape, compact.action_space.nvec[0] - 1)
+    totals, busy, several = [0.0, 0.0], 0, 0
+    for _ in range(horizon):
+        several += int(obs["job_mask"].sum() > 1)
+        obs, r1, te1, tr1, i1 = fine.step(fair.act(obs, {k: v for k, v in info.items() if k != "metrics"}))
+        _, r2, te2, tr2, i2 = compact.step(top)
+        assert np.array_equal(i1["feedback"]["slot"], i2["feedback"]["slot"])
+        assert (r1, te1, tr1) == (r2, te2, tr2) and i2["metrics"]["repaired"] == 0
+        totals[0] += r1
+        totals[1] += r2
+        busy += i1["metrics"]["busy"]
+        if te1 or tr1:
+            break
+    assert totals[0] == totals[1] > 0
+    assert busy > 0 and several > 0  # slots with several jobs: the round-robin deal was exercised
+
+
+def deal_reference(price, rem, live, cap):
+    """The "job" mode's deal in plain Python: machines in index order dealt round-robin, level by level, to
+    the live jobs below their cap (fewest machines first); each keeps the affordable prefix of its deal;
+    the rest is dealt again among the jobs that paid for all they were dealt and are below their cap."""
+    M = price.size
+    action = np.zeros(M, dtype=np.int64)
+    count = {j: 0 for j in live}
+    rem = {j: rem[j] for j in live}
+    pool, jobs = list(range(M)), [j for j in live if cap[j] > 0]
+    while pool and jobs:
+        jobs.sort(key=lambda j: count[j])  # stable
+        seq = [j for level in range(1, len(pool) + 1) for j in jobs if cap[j] - count[j] >= level][:len(pool)]
+        dealt = {j: [] for j in jobs}
+        for m, j in zip(pool, seq):
+            dealt[j].append(m)
+        kept, short = set(), set()
+        for j in jobs:
+            spent = 0.0
+            for m in dealt[j]:
+                if spent + price[m] <= rem[j] + 1e-9 and j not in short:
+                    spent += price[m]
+                    kept.add(m)
+                    action[m] = j + 1
+                    count[j] += 1
+                else:
+                    short.add(j)
+            rem[j] -= spent
+        pool = [m for m in pool if m not in kept]
+        jobs = [j for j in jobs if j not in short and count[j] < cap[j]]
+    return action
+
+
+def test_p4_job_mode_follows_the_stated_rule():
+    """Level s caps a job at round(s·M/S) machines; the machine assignment is the stated deal, computed
+    from the observation alone; no job overspends; nothing is repaired."""
+    M = 37
+    env = p4("job", horizon=400, num_machines=M, max_jobs=6, arrival_rate=0.08)
+    obs, info = env.reset(seed=4)
+    S = env.action_space.nvec[0] - 1
+    price = np.asarray(env.problem.price, dtype=np.float64)
+    rng = np.random.default_rng(0)
+    several = 0
+    for _ in range(400):
+        levels = rng.integers(0, S + 1, size=env.action_space.shape)
+        mask = info["action_mask"].reshape(-1, S + 1)
+        assert np.array_equal(mask[:, 1:].any(axis=1), mask[:, 1:].all(axis=1))  # live: every level
+        rem = np.where(obs["job_mask"] == 1, obs["jobs"][:, 3] - obs["jobs"][:, 4], -1.0)
+        live = np.flatnonzero((obs["job_mask"] == 1) & (rem >= price.min() - 1e-9))
+        assert np.array_equal(np.flatnonzero(mask[:, 1]), live)
+        cap = np.floor(levels * M / S + 0.5).astype(np.int64)
+        expected = deal_reference(price, rem, live, cap)
+        obs, _, te, tr, info = env.step(levels)
+        slot = info["feedback"]["slot"]  # (M,) window slot of each machine, 0 = idle
+        assert np.array_equal(slot, expected)
+        spent = np.bincount(slot, weights=price * (slot > 0), minlength=levels.size + 1)[1:]
+        assert np.all(spent[live] <= rem[live] + 1e-9)
+        assert info["metrics"]["repaired"] == 0
+        several += int(((np.bincount(slot, minlength=levels.size + 1)[1:] > 0).sum()) > 1)
+        if te or tr:
+            break
+    assert several > 20
+
+
+def test_p4_job_mode_rejects_bad_levels_and_masks_for_maskable_ppo():
+    env = p4("job", horizon=20)
+    _, info = env.reset(seed=0)
+    S = env.action_space.nvec[0] - 1
+    assert env.action_space.shape == (env.problem.max_jobs,)
+    assert info["action_mask"].shape == (env.problem.max_jobs * (S + 1),)
+    assert np.array_equal(env.action_masks(), info["action_mask"])
+    from clustergym.learning.pipeline import sb3_mask
+
+    assert np.array_equal(sb3_mask(env.family, info), info["action_mask"])
+    for bad in (np.full(env.action_space.shape, S + 1), np.full(env.action_space.shape, -1), np.zeros(3, int)):
+        with pytest.raises(ValueError):
+            env.step(bad)
+    assert env.problem.action_mode == "job"
+
+
+def test_p4_and_p2_parallel_envs_refuse_the_compact_modes():
+    from clustergym.envs.multiagent import parallel_env
+
+    for env_id, mode in [(P4, "job"), (P2, "port")]:
+        with pytest.raises(ValueError, match="action_mode"):
+            parallel_env(env_id, action_mode=mode)
+
+
+# -- trained models act in their mode --------------------------------------------------------------------
+@pytest.mark.parametrize("env_id,mode,algo,paper", [(P2, "port", "ppo", "ogasched"), (P2, "port_device", "sac", "drf"),
+                                                    (P4, "job", "maskable_ppo", "fair")],
+                         ids=["P2-port-ppo", "P2-port_device-sac", "P4-job-maskable_ppo"])
+def test_model_trained_in_a_compact_mode_acts_in_it_beside_agents_that_keep_theirs(env_id, mode, algo, paper, tmp_path):
+    """``action_mode`` is a ``FamilySpec.action_kwargs``: the runner gives a model's env the mode it trained
+    in (its side-car), the ``sb3:`` agent maps its actions into that mode's bounds, and the other agents of
+    the comparison keep the paper's action."""
+    pytest.importorskip("stable_baselines3")
+    if algo == "maskable_ppo":
+        pytest.importorskip("sb3_contrib")
+    from clustergym.cli import main
+
+    small = {P2: ["--set", "num_servers=16"], P4: ["--set", "num_machines=10", "--set", "max_jobs=5"]}[env_id]
+    kw = {P2: {"num_servers": 16}, P4: {"num_machines": 10, "max_jobs": 5}}[env_id]
+    run = tmp_path / "run"
+    assert main(["train", env_id, "--algo", algo, "--set", f'action_mode="{mode}"', *small, "--instances", "10-11",
+                 "--timesteps", "64", "--horizon", "16", "--n-envs", "2", "--hp", "batch_size=32",
+                 *(["--hp", "n_steps=32", "--hp", "n_epochs=1"] if "ppo" in algo else ["--hp", "learning_starts=16"]),
+                 "--no-progress", "--out", str(run)]) == 0
+    model = f"sb3:{run}/model.zip"
+    mixed = clustergym.evaluate(env_id, [model, paper], [0, 1], 16, env_kwargs=kw, workers=1, progress=False,
+                                score=False, instances=[0, 1])
+    alone = clustergym.evaluate(env_id, [model], [0, 1], 16, env_kwargs={**kw, "action_mode": mode}, workers=1,
+                                progress=False, score=False, instances=[0, 1])
+    assert [r.total_reward for r in mixed.runs if r.agent == model] == [r.total_reward for r in alone.runs]
+    own = clustergym.evaluate(env_id, [paper], [0, 1], 16, env_kwargs=kw, workers=1, progress=False, score=False,
+                              instances=[0, 1])
+    assert [r.total_reward for r in mixed.runs if r.agent == paper] == [r.total_reward for r in own.runs]

@@ -48,7 +48,7 @@ def test_copy_continues_identically(env_id, how):
 def test_every_compact_action_mode_is_listed():
     assert {(i, kw["action_mode"]) for i, kw in MODES} >= {
         ("clustergym/MultiServerAllocation-v0", "port"), ("clustergym/MultiServerAllocation-v0", "port_device"),
-        ("clustergym/RingAllReduce-v0", "ring_size")}
+        ("clustergym/RingAllReduce-v0", "ring_size"), ("clustergym/ApproxJobs-v0", "job")}
 
 
 @pytest.mark.parametrize("env_id,kw", MODES, ids=MODE_IDS)

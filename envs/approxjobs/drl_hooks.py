@@ -35,5 +35,6 @@ class Stats:
 
 
 def sb3_mask(m: np.ndarray) -> np.ndarray:
-    """P4's ``info["action_mask"]`` is already MaskablePPO's per machine [idle, slot 1..J] mask."""
+    """P4's ``info["action_mask"]`` is already MaskablePPO's flat mask: per machine [idle, slot 1..J]; in the
+    ``"job"`` action mode per window slot [level 0..S]."""
     return m

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 
 from typing import Any
@@ -9,18 +10,19 @@ from typing import Any
 import numpy as np
 from gymnasium import spaces
 
-from clustergym.core import Scenario, child_generators
+from clustergym.core import Scenario, check_choice, child_generators
 from clustergym.env import ClusterEnv, InstanceSource
 from clustergym.metrics import CUMULATIVE, EPISODE, SLOT, Metric
-from clustergym.envs.approxjobs.dynamics import budget_prefix
+from clustergym.envs.approxjobs.dynamics import budget_prefix, deal_machines
 from clustergym.envs.approxjobs.scenario import APPROX_SCENARIOS, PAPER_DEFAULTS, PAPER_SCALE, make_approx_scenario
 from clustergym.envs.approxjobs.service import ServiceProcess
 
-__all__ = ["ApproxJobsEnv", "JOB_FEATURES"]
+__all__ = ["ApproxJobsEnv", "JOB_FEATURES", "JOB_LEVELS"]
 
 _BLOCK = 256  # slots of service rates drawn at once (fixed: the realisation depends on it)
 JOB_FEATURES = ("job_id", "arrival", "deadline", "budget", "spent", "value", "beta", "work")
 _F = {name: k for k, name in enumerate(JOB_FEATURES)}
+JOB_LEVELS = 10  # S: "job" mode levels; level s caps a job at round(s·M/S) machines
 
 
 class ApproxJobsEnv(ClusterEnv):
@@ -39,10 +41,25 @@ class ApproxJobsEnv(ClusterEnv):
     (it can no longer buy any slot; §VI "the algorithm shall remove it from the scheduling list").
 
     ## Action Space
-    ``MultiDiscrete([J_max + 1] * M)``: entry i is 0 (machine i idle) or k (run a task of the job in
-    window slot k). ``info["action_mask"]`` / ``action_masks()`` is the flat (M·(J_max+1),) mask
-    sb3-contrib expects: per machine, idle is always allowed, job k when slot k is occupied and the
-    job's remaining budget covers p_i.
+    ``action_mode="machine"`` (default; what OPM outputs): ``MultiDiscrete([J_max + 1] * M)``: entry i
+    is 0 (machine i idle) or k (run a task of the job in window slot k). ``info["action_mask"]`` /
+    ``action_masks()`` is the flat (M·(J_max+1),) mask sb3-contrib expects: per machine, idle is
+    always allowed, job k when slot k is occupied and the job's remaining budget covers p_i.
+
+    ``action_mode="job"`` (compact): ``MultiDiscrete([S + 1] * J_max)`` with S = ``JOB_LEVELS`` = 10:
+    per window slot k a level s_k, which caps the job at n_k = round(s_k·M/S) machines (level S: all
+    M). **Deal rule** (public information only: the job rows of the observation and the prices; never
+    the service rates): the live jobs are the occupied slots whose remaining budget B_j − spent_j
+    covers the cheapest price and whose cap is >= 1; the machines, in index order, are dealt
+    round-robin to them (window-slot order, level by level: a job is skipped once it holds its cap);
+    each job keeps the affordable prefix of its deal (Algorithm 1 lines 7–12); the machines a job
+    cannot pay for are dealt again among the jobs that could pay for all they were dealt and are
+    below their cap (fewest machines first), until no machine or no such job is left
+    (``dynamics.deal_machines``). With every level S this is the ``fair`` baseline's water-filling
+    with the machines in index order (Fair draws its order at random), exactly. The result is within
+    every budget: nothing is repaired. ``action_masks()`` / ``info["action_mask"]`` is the flat
+    (J_max·(S+1),) mask: every level for a live job, level 0 only otherwise (a level of another slot
+    is ignored). Levels outside 0..S: ValueError. ``problem.action_mode`` carries the mode.
 
     ## Observation Space
     | key      | space                                   | meaning                                    |
@@ -99,7 +116,8 @@ class ApproxJobsEnv(ClusterEnv):
     ``num_machines``, ``max_jobs``, ``beta``, ``load``, ``scale``, ``arrival_rate``, ``life_min``,
     ``life_max``, ``budget_low``, ``budget_high``, ``value_low``, ``value_high``, ``speed_low``,
     ``service``, ``price``, ``price_low``, ``price_high``, ``arrivals``, ``trace_path``,
-    ``trace_start``, ``slot_seconds``; ``instances`` (seeds drawn at each reset, default None).
+    ``trace_start``, ``slot_seconds``; ``instances`` (seeds drawn at each reset, default None);
+    ``action_mode`` (``"machine"``, default, or ``"job"``; Action Space above).
 
     ## Version History
     * v0: initial version.
@@ -109,6 +127,7 @@ class ApproxJobsEnv(ClusterEnv):
       ``gym.make_vec(..., vectorization_mode="sync")``.
     * v0, issue 25: ``reset(options={"scenario_seed": k})`` and ``instances``; unknown reset options
       raise. Issue 27: ``step`` after the end raises until ``reset``.
+    * v0, later: ``action_mode="job"`` (per-job levels dealt to machines by the env).
     """
 
     family = "approxjobs"
@@ -135,10 +154,12 @@ class ApproxJobsEnv(ClusterEnv):
     # The runner turns the bound on whenever it computes a score (clustergym run / evaluate, score=True):
     # one LP per env (≈0.2–0.5 s at both scales, measured), cached for the env's life.
     score_env_kwargs = {"oracle": True}
+    action_modes = ("machine", "job")  # values of the action_mode kwarg, the default first
 
     def __init__(self, scenario: str | Scenario = "paper", *, scenario_seed: int = 0, horizon: int | None = None,
                  oracle: bool = False, infeasible: str = "repair", render_mode: str | None = None,
-                 instances: Any = None, **params: Any):
+                 instances: Any = None, action_mode: str = "machine", **params: Any):
+        self.action_mode = check_choice("action_mode", action_mode, self.action_modes)
         if horizon is None:  # default T: the Scenario's own, else that of the named scale
             if isinstance(scenario, Scenario):
                 horizon = scenario.problem.horizon
@@ -159,7 +180,10 @@ class ApproxJobsEnv(ClusterEnv):
         """(action space, observation space) of problem ``pb`` (the same for every instance of a scenario:
         M machines and the J-slot window are parameters)."""
         M, J = pb.num_machines, pb.max_jobs
-        act = spaces.MultiDiscrete(np.full(M, J + 1, dtype=np.int64))
+        if self.action_mode == "job":  # a level 0..S per window slot, completed by the env's deal
+            act = spaces.MultiDiscrete(np.full(J, JOB_LEVELS + 1, dtype=np.int64))
+        else:
+            act = spaces.MultiDiscrete(np.full(M, J + 1, dtype=np.int64))
         obs = spaces.Dict({
             "jobs": spaces.Box(0.0, np.inf, shape=(J, len(JOB_FEATURES)), dtype=np.float64),
             "job_mask": spaces.MultiBinary(J),
@@ -169,13 +193,17 @@ class ApproxJobsEnv(ClusterEnv):
 
     def _load(self, sc: Scenario) -> None:
         self.scenario = sc
-        self.problem = pb = sc.problem
+        self.problem = pb = dataclasses.replace(sc.problem, action_mode=self.action_mode)
         self._truth = sc.truth
         self._jobs = sc.truth.jobs
         self._M, self._J, self._N = pb.num_machines, pb.max_jobs, len(self._jobs)
         self._price = np.asarray(pb.price, dtype=float)
         self._min_price = float(self._price.min())
         self._space_desc = f"MultiDiscrete([{self._J + 1}] * {self._M}) (0 = idle, k = window slot k)"
+        self._order = np.arange(self._M)  # "job" mode: machines dealt in index order
+        self._job_desc = f"MultiDiscrete([{JOB_LEVELS + 1}] * {self._J}) (level 0..{JOB_LEVELS} per window slot)"
+        # "job" mode: level s caps a job at round(s·M/S) machines (integer arithmetic: level S = all M)
+        self._level_cap = (np.arange(JOB_LEVELS + 1) * self._M + JOB_LEVELS // 2) // JOB_LEVELS
 
     # -- job bookkeeping ------------------------------------------------------------------------
     def _utility(self, idx: np.ndarray, work: np.ndarray) -> np.ndarray:
@@ -184,6 +212,7 @@ class ApproxJobsEnv(ClusterEnv):
 
     def _admit(self) -> None:
         """Before slot s = t+1: arrivals with a_j <= t join the queue; leavers free their slots."""
+        self._live = None  # "job" mode: the live slots of the new slot are computed on first use
         jb, t = self._jobs, self._t
         s = t + 1
         while self._next < self._N and jb.arrival[self._next] <= t:
@@ -255,8 +284,34 @@ class ApproxJobsEnv(ClusterEnv):
         return {"jobs": self._feat.copy(), "job_mask": (self._slot_job >= 0).astype(np.int8),
                 "t": np.array([self._t], dtype=np.float32)}
 
+    def _live_slots(self) -> tuple[np.ndarray, np.ndarray]:
+        """In "job" mode: (remaining budgets (J,), live window slots (0-based)) from the public job rows, as
+        ``baselines.approx.Fair`` reads them: occupied, B_j − spent_j >= the cheapest price. Cached per slot."""
+        if self._live is None:
+            occupied = self._slot_job >= 0
+            rem = np.where(occupied, self._feat[:, _F["budget"]] - self._feat[:, _F["spent"]], -1.0)
+            self._live = (rem, np.flatnonzero(occupied & (rem >= self._min_price - 1e-9)))
+        return self._live
+
+    def _deal(self, action: Any) -> np.ndarray:
+        """In "job" mode: the levels (J,) -> the machine action (M,) by the capped water-filling deal."""
+        a = action if isinstance(action, np.ndarray) and action.dtype.kind in "iu" and action.shape == (self._J,) \
+            else self._as_int_action(action, (self._J,), self._job_desc)
+        if a.size and (a.max() > JOB_LEVELS or a.min() < 0):
+            raise ValueError(f"action values must be in 0..{JOB_LEVELS}, expected {self._job_desc}")
+        rem, live = self._live_slots()  # deal_machines works on a copy of rem
+        cap = self._level_cap[a]  # (J,) machines each window slot may take
+        return deal_machines(self._order, self._price, rem, live[cap[live] > 0], cap)
+
     def action_masks(self) -> np.ndarray:
-        """(M·(J_max+1),) bool: per machine [idle, slot 1, ..., slot J_max] allowed."""
+        """(M·(J_max+1),) bool: per machine [idle, slot 1, ..., slot J_max] allowed. "job" mode:
+        (J_max·(S+1),) bool, per window slot [level 0, ..., level S]: every level for a live job, only
+        0 otherwise (its level is ignored)."""
+        if self.action_mode == "job":
+            m = np.zeros((self._J, JOB_LEVELS + 1), dtype=bool)
+            m[:, 0] = True
+            m[self._live_slots()[1], 1:] = True
+            return m.reshape(-1)
         m = np.empty((self._M, self._J + 1), dtype=bool)
         m[:, 0] = True
         np.less_equal(self._price[:, None], self._slot_rem[None, :] + 1e-9, out=m[:, 1:])
@@ -299,6 +354,8 @@ class ApproxJobsEnv(ClusterEnv):
     def step(self, action: Any):
         if self._episode_over:
             raise self._over()
+        if self.action_mode == "job" and self._rngs is not None:
+            action = self._deal(action)  # within every budget by construction: nothing to repair
         mach, slot, dropped = self._check(action)
         theta = self._rates()  # (M,) θ_i^t of this slot (hidden)
         jid = self._slot_job[slot - 1]  # (n,) job of each used machine

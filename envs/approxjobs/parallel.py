@@ -62,7 +62,8 @@ class ApproxJobsParallelEnv(ClusterParallelEnv):
     left (as the single env).
 
     ## Arguments
-    Exactly the single env's kwargs (``instances`` included: the spaces do not vary by instance);
+    Exactly the single env's kwargs (``instances`` included: the spaces do not vary by instance;
+    ``action_mode`` only ``"machine"``);
     ``reset(options={"scenario_seed": k})`` switches instance as the single env; ``render`` draws the
     single env.
     """
@@ -70,6 +71,9 @@ class ApproxJobsParallelEnv(ClusterParallelEnv):
     metadata = {**ClusterParallelEnv.metadata, "name": "approxjobs_parallel_v0"}
 
     def __init__(self, scenario: Any = "paper", **kwargs: Any):
+        if kwargs.get("action_mode", "machine") != "machine":
+            raise ValueError(f"action_mode={kwargs['action_mode']!r} is invalid here: each machine chooses its own "
+                             "job, the \"machine\" action (the \"job\" mode is a single-env action)")
         env = ApproxJobsEnv(scenario, **kwargs)
         pb = env.problem
         M, J, F, T = pb.num_machines, pb.max_jobs, len(JOB_FEATURES), float(env.horizon)
