@@ -85,6 +85,8 @@ def test_vec_choices_and_errors(tmp_path):
         resolve_vec(P4, "native")
     with pytest.raises(ValueError, match="vec='fast' is invalid"):
         resolve_vec(P1, "fast")
+    with pytest.raises(ValueError, match="one process per env"):
+        make_train_vec(P3, {}, 256, vec="subproc")
 
 
 CASES = [(P1, {"num_servers": 12, "horizon": 7}), (P2, {"num_servers": 16, "horizon": 7}),

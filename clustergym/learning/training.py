@@ -153,6 +153,7 @@ def check_pipeline(model, venv) -> None:
 
 
 VECS = ("auto", "native", "dummy", "subproc")
+SUBPROC_MAX = 32  # vec="subproc": one process per env (each imports torch: ~200 MB)
 
 
 def resolve_vec(env_id: str, vec: str, *, stats: bool = True, net: str = "mlp") -> str:
@@ -187,6 +188,9 @@ def make_train_vec(env_id: str, env_kwargs: dict, n_envs: int, *, vec: str = "du
     fns = [(lambda i=i: make_train_env(env_id, env_kwargs, algo=algo, stats=stats, monitor_dir=monitor_dir, rank=i))
            for i in range(n_envs)]
     if vec == "subproc":
+        if n_envs > SUBPROC_MAX:
+            raise ValueError(f"vec='subproc' starts one process per env: n_envs={n_envs} > {SUBPROC_MAX}; use "
+                             "vec='native' or 'dummy' for many envs")
         return SubprocVecEnv(fns, start_method="spawn")
     return DummyVecEnv(fns)
 
