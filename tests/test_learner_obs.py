@@ -77,7 +77,7 @@ def test_evaluate_turns_the_oracle_on_for_a_score(env_id):
     from clustergym.runner import evaluate
 
     agents = {P1: ["hauf", "random"], P2: ["drf", "random"], P4: ["fair", "random"]}[env_id]
-    res = evaluate(env_id, agents, [0], 12, env_kwargs=small(env_id), progress=False)
+    res = evaluate(env_id, agents, [0], 60 if env_id == P4 else 12, env_kwargs=small(env_id), progress=False)
     for r in res.runs:
         assert r.bound_total is not None and r.score is not None
         if env_id != P4:
