@@ -133,7 +133,7 @@ class MultiServerAllocationVectorEnv(ClusterVectorEnv):
         self._edge_port = np.full((N, W), self._L, dtype=np.int64)  # (N, W) port of each channel, L on padding
         # the public problem data of each sub-env (allocation/stats.py): edge_demand, edge_alpha (N, W, K)
         # float32, edge_utility (N, W, K) int64, beta (N, K) float32; read-only arrays shared by the observations
-        self._static = {key: np.zeros((N, *v.shape), dtype=v.dtype) for key, v in s._static.items()}
+        self._static = {key: np.zeros((N, *v.shape), dtype=v.dtype) for key, v in static_parts(pb, W).items()}
         self._n_edges = np.zeros(N, dtype=np.int64)  # (N,) real channels of each sub-env
         self._dyns: list = [None] * N
         self.problems: list = [None] * N  # public problem of each sub-env

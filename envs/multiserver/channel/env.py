@@ -224,6 +224,7 @@ class MultiServerChannelEnv(ClusterEnv):
         self._mask = self._arrivals[self.problem.edge_port]
         self._last_x = np.zeros(self._E, dtype=bool)
         self._stats.reset(0)
+        self._stats_update = None
         return self._obs(), {"action_mask": self._padded(self._mask), "t": 0}
 
     def _padded(self, a: np.ndarray) -> np.ndarray:
@@ -240,7 +241,8 @@ class MultiServerChannelEnv(ClusterEnv):
         if self.max_edges is not None:
             obs["edge_present"] = self._edge_present.copy()
         self._t_arr[0] = self._t
-        obs.update(self._stats.observe(self._t_arr, squeeze=True))
+        obs.update(self._stats.observe(self._t_arr, squeeze=True, update=self._stats_update))
+        self._stats_update = None
         return obs
 
     def _edge_arrival(self) -> np.ndarray:
@@ -308,7 +310,8 @@ class MultiServerChannelEnv(ClusterEnv):
             metrics.update(oracle_reward=opt, regret=regret, cum_regret=self._cum_regret)
         self._last_x = x
         feedback = {"executed": self._padded(x), "utilities": self._padded(utilities)}
-        self._stats.update(feedback["executed"][None], feedback["utilities"][None], self._arrivals[None], _ONE)
+        # the statistics' update, applied by _obs in the same compiled call as the observation
+        self._stats_update = (feedback["executed"][None], feedback["utilities"][None], self._arrivals[None], _ONE)
         self._t += 1
         self._arrivals, self._z = self._slot()
         self._mask = self._arrivals[self.problem.edge_port]
