@@ -37,10 +37,11 @@ class MachineStats:
 
     def __init__(self, num_envs: int, num_machines: int):
         N, M = num_envs, num_machines
+        self.M = M
         self.count = np.zeros((N, M))  # (N, M) slots machine i ran
         self.total = np.zeros((N, M))  # (N, M) Σ work r_j^i(t) over those slots
         self.last_executed = np.zeros((N, M), dtype=np.int8)  # (N, M) the last slot's executed machines
-        self.last_work = np.zeros((N, M), dtype=np.float32)  # (N, M) their work (0 elsewhere)
+        self.last_work = np.zeros((N, M))  # (N, M) their work (0 elsewhere)
 
     def reset(self, i) -> None:
         """Zero the statistics of env(s) ``i`` (an index, slice or mask): a new episode."""
@@ -51,12 +52,16 @@ class MachineStats:
         """After a slot: ``executed`` (N, M) bool and ``work`` (N, M) the feedback (0 where idle)."""
         self.count += executed
         self.total += work  # 0 where idle
-        self.last_executed = executed.astype(np.int8)  # new arrays: an earlier observation keeps its own
-        self.last_work = work.astype(np.float32)
+        self.last_executed = executed.astype(np.int8)
+        self.last_work = work.copy()
 
     def observe(self, t: np.ndarray) -> dict:
-        """The statistics and feedback entries (N, M) after t (N,) slots (fresh float32 arrays)."""
-        tt = np.maximum(t, 1).astype(np.float64)[:, None]
-        rate = np.divide(self.total, self.count, out=np.zeros_like(self.total), where=self.count > 0)
-        return {"machine_rate": rate.astype(np.float32), "machine_share": (self.count / tt).astype(np.float32),
-                "last_executed": self.last_executed.copy(), "last_work": self.last_work.copy()}
+        """The statistics and feedback entries (N, M) after t (N,) slots (fresh arrays)."""
+        M = self.M
+        out = np.empty((self.count.shape[0], 3 * M), dtype=np.float32)
+        # a machine never used has total 0: 0 / max(n, 1) = 0; else the float64 ratio, then float32
+        np.divide(self.total, np.maximum(self.count, 1.0), out=out[:, :M])
+        np.divide(self.count, np.maximum(t, 1)[:, None], out=out[:, M:2 * M])
+        out[:, 2 * M:] = self.last_work
+        return {"machine_rate": out[:, :M], "machine_share": out[:, M:2 * M], "last_executed": self.last_executed.copy(),
+                "last_work": out[:, 2 * M:]}
