@@ -221,6 +221,24 @@ def test_p2_observation_has_the_public_parameters_ogasched_reads():
     np.testing.assert_array_equal(obs["last_port_reward"], info["feedback"]["port_reward"].astype(np.float32))
 
 
+LAST = {P1: {"last_executed": "executed", "last_utility": "utilities"},
+        P2: {"last_allocation": "allocation", "last_port_reward": "port_reward"},
+        P4: {"last_executed": "executed", "last_work": "work"}}
+
+
+@pytest.mark.parametrize("env_id,kw", CASES, ids=[f"{e.split('/')[1]}{'-padded' if k else ''}" for e, k in CASES])
+def test_observation_carries_the_last_feedback(env_id, kw):
+    T = 60 if env_id == P4 else 15  # P4's small instance: the first jobs arrive after a few dozen slots
+    env = gym.make(env_id, horizon=T, **small(env_id), **kw)
+    seq = rollout_infos(env, T)
+    for key in LAST[env_id]:
+        assert not np.any(seq[0][0][key])  # nothing ran before the first step
+    for obs, info in seq[1:]:
+        for key, fb in LAST[env_id].items():
+            np.testing.assert_array_equal(obs[key], info["feedback"][fb].astype(obs[key].dtype), err_msg=key)
+    assert any(np.any(obs[k]) for obs, _ in seq[1:] for k in LAST[env_id])
+
+
 def test_p1_observation_has_the_last_feedback():
     env = gym.make(P1, horizon=5, **small(P1))
     obs, info = env.reset(seed=0)
