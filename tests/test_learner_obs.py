@@ -84,6 +84,21 @@ def test_evaluate_turns_the_oracle_on_for_a_score(env_id):
             assert r.regret is not None and np.isfinite(r.regret)
 
 
+@pytest.mark.parametrize("env_id", [P1, P2])
+def test_cli_run_reports_scores_and_regret(env_id, tmp_path, capsys):
+    import json
+
+    from clustergym.cli import main
+
+    kw = ",".join(f"{k}={v}" for k, v in small(env_id).items())
+    agents = "hauf,random" if env_id == P1 else "drf,random"
+    assert main(["run", env_id, "--agents", agents, "--seeds", "0", "--horizon", "10", "--set", kw, "--no-progress",
+                 "--no-plots", "--out", str(tmp_path / "r")]) == 0
+    capsys.readouterr()
+    runs = json.load(open(tmp_path / "r" / "results.json"))["runs"]
+    assert runs and all(r["score"] is not None and r["regret"] is not None for r in runs)
+
+
 # -- the observation: feedback, statistics, public problem data ---------------------------------------------
 CASES = [(P1, {}), (P1, {"max_edges": 60}), (P2, {}), (P2, {"max_edges": 40}), (P4, {})]
 
