@@ -77,11 +77,26 @@ def test_evaluate_turns_the_oracle_on_for_a_score(env_id):
     from clustergym.runner import evaluate
 
     agents = {P1: ["hauf", "random"], P2: ["drf", "random"], P4: ["fair", "random"]}[env_id]
-    res = evaluate(env_id, agents, [0], 12, env_kwargs=small(env_id), progress=False)
+    res = evaluate(env_id, agents, [0], 60 if env_id == P4 else 12, env_kwargs=small(env_id), progress=False)
     for r in res.runs:
         assert r.bound_total is not None and r.score is not None
         if env_id != P4:
             assert r.regret is not None and np.isfinite(r.regret)
+
+
+@pytest.mark.parametrize("env_id", [P1, P2])
+def test_cli_run_reports_scores_and_regret(env_id, tmp_path, capsys):
+    import json
+
+    from clustergym.cli import main
+
+    kw = ",".join(f"{k}={v}" for k, v in small(env_id).items())
+    agents = "hauf,random" if env_id == P1 else "drf,random"
+    assert main(["run", env_id, "--agents", agents, "--seeds", "0", "--horizon", "10", "--set", kw, "--no-progress",
+                 "--no-plots", "--out", str(tmp_path / "r")]) == 0
+    capsys.readouterr()
+    runs = json.load(open(tmp_path / "r" / "results.json"))["runs"]
+    assert runs and all(r["score"] is not None and r["regret"] is not None for r in runs)
 
 
 # -- the observation: feedback, statistics, public problem data ---------------------------------------------
@@ -219,6 +234,24 @@ def test_p2_observation_has_the_public_parameters_ogasched_reads():
     obs, r, *_ , info = env.step(y)
     np.testing.assert_array_equal(obs["last_allocation"], info["feedback"]["allocation"].astype(np.float32))
     np.testing.assert_array_equal(obs["last_port_reward"], info["feedback"]["port_reward"].astype(np.float32))
+
+
+LAST = {P1: {"last_executed": "executed", "last_utility": "utilities"},
+        P2: {"last_allocation": "allocation", "last_port_reward": "port_reward"},
+        P4: {"last_executed": "executed", "last_work": "work"}}
+
+
+@pytest.mark.parametrize("env_id,kw", CASES, ids=[f"{e.split('/')[1]}{'-padded' if k else ''}" for e, k in CASES])
+def test_observation_carries_the_last_feedback(env_id, kw):
+    T = 60 if env_id == P4 else 15  # P4's small instance: the first jobs arrive after a few dozen slots
+    env = gym.make(env_id, horizon=T, **small(env_id), **kw)
+    seq = rollout_infos(env, T)
+    for key in LAST[env_id]:
+        assert not np.any(seq[0][0][key])  # nothing ran before the first step
+    for obs, info in seq[1:]:
+        for key, fb in LAST[env_id].items():
+            np.testing.assert_array_equal(obs[key], info["feedback"][fb].astype(obs[key].dtype), err_msg=key)
+    assert any(np.any(obs[k]) for obs, _ in seq[1:] for k in LAST[env_id])
 
 
 def test_p1_observation_has_the_last_feedback():

@@ -179,6 +179,11 @@ class DRLObservation(gym.ObservationWrapper):
         self.pipeline = ObsPipeline(u.family, u.problem, env.observation_space, stats, layout=layout)
         self.observation_space = self.pipeline.space
 
+    def reset(self, **kwargs):
+        obs, info = self.env.reset(**kwargs)
+        self.pipeline.problem = self.env.unwrapped.problem  # the episode's instance (same spaces, same keys)
+        return self.observation(obs), info
+
     def observation(self, observation):
         return self.pipeline.observe(observation)
 

@@ -68,16 +68,29 @@ class MultiServerAllocationEnv(ClusterEnv):
     observation is padded and the action unchanged). ``problem.action_mode`` carries the mode.
 
     ## Observation Space
-    | key          | space                     | meaning                                              |
-    |--------------|---------------------------|------------------------------------------------------|
-    | arrivals     | MultiBinary(L)            | x_l(t): port l has a job this slot                   |
-    | t            | Box(0, T, (1,), f32)      | slots elapsed                                         |
-    | edge_present | MultiBinary(P)            | padded only: 1 for the instance's channels e < |E|    |
-    | edge_arrival | MultiBinary(P)            | padded only: x_{l(e)}(t), the port's job flag per channel |
-    | edge_demand  | Box(0, inf, (P, K), f32)  | padded only: a_l^k / c_r^k of channel (l, r) (0 where c_r^k = 0 and on padding) |
-    The |E| of the random graph varies by instance (``scenario_seed``), L, R and K do not, and the
-    unpadded action bounds a_l^k differ in every instance: without padding an env cannot switch to
-    another instance; with ``max_edges`` the spaces depend on P alone.
+    P = |E| (or ``max_edges`` when padded). Besides the slot's arrivals, the observation carries what a
+    learner needs (``info`` is diagnostics, never required): the last slot's feedback, its empirical
+    statistics and the public problem data OGASched's gradient reads (eqs. 9–10, 27).
+    | key              | space                         | meaning                                        |
+    |------------------|-------------------------------|------------------------------------------------|
+    | arrivals         | MultiBinary(L)                | x_l(t): port l has a job this slot             |
+    | t                | Box(0, T, (1,), f32)          | slots elapsed                                   |
+    | edge_arrival     | MultiBinary(P)                | x_{l(e)}(t), the port's job flag per channel   |
+    | edge_present     | MultiBinary(P)                | padded only: 1 for the instance's channels e < |E| |
+    | edge_demand      | Box(0, inf, (P, K), f32)      | a_l^k / c_r^k of channel (l, r) (0 where c_r^k = 0 and on padding) |
+    | edge_alpha       | Box(0, inf, (P, K), f32)      | α_r^k of the channel's server (eq. 27; 0 on padding) |
+    | edge_utility     | MultiDiscrete(4, (P, K))      | its utility family (eq. 27): 0 linear, 1 log, 2 reciprocal, 3 poly |
+    | beta             | Box(0, inf, (K,), f32)        | β_k, the overhead weights of eq. 5             |
+    | arrival_share    | Box(0, 1, (L,), f32)          | share of the slots port l had a job (estimates ρ_l) |
+    | port_reward_mean | Box(-inf, inf, (L,), f32)     | mean realised x_l q_l over the slots port l had a job |
+    | last_port_reward | Box(-inf, inf, (L,), f32)     | last slot's x_l q_l (``feedback["port_reward"]``) |
+    | last_allocation  | Box(0, inf, (P, K), f32)      | last slot's executed y in device units (``feedback["allocation"]``) |
+    The statistics are updated from the feedback alone (``allocation/stats.py``, shared with the vector
+    and PettingZoo envs); at t = 0 they are 0. The |E| of the random graph varies by instance
+    (``scenario_seed``), L, R and K do not, and the unpadded action bounds a_l^k differ in every
+    instance: without padding an env cannot switch to another instance; with ``max_edges`` the spaces
+    depend on P alone. ``gymnasium.wrappers.FlattenObservation`` (or
+    ``clustergym.wrappers.FlattenWithStats``) gives the flat vector a standard learner takes.
 
     ## Instances
     ``reset(seed=s, options={"scenario_seed": k})`` switches to instance k: the episode equals that
@@ -103,7 +116,9 @@ class MultiServerAllocationEnv(ClusterEnv):
     ``port_reward`` ((L,) x_l q_l). ``metrics`` (evaluation only): ``expected_reward`` (equal to the
     reward: q is deterministic given x and y), ``gain`` and ``overhead`` (the two parts of eq. 5 over
     ports with a job, Fig. 6), ``repaired``, ``utilisation`` (share of all device units allocated to
-    ports with a job, averaged over device types that exist). At the last slot, with ``oracle=True``:
+    ports with a job, averaged over device types that exist). At the last slot, with ``oracle=True`` (off
+    by default; ``clustergym run`` / ``clustergym.evaluate`` turn it on for a score or regret,
+    ``score_env_kwargs``):
     ``episode_best_static`` = Q(y*) for the best static allocation in hindsight
     y* = argmax_{y∈Y} Σ_t q(x(t), y) (``allocation/oracle.py``, relative tolerance 1e-6),
     ``episode_best_static_upper`` (its certified upper bound) and ``episode_regret`` = Q(y*) −
@@ -117,8 +132,8 @@ class MultiServerAllocationEnv(ClusterEnv):
     ## Arguments
     ``scenario`` ("paper", "fig2", "large", "toy", "alibaba-v2023" or a Scenario), ``scenario_seed``
     (default 0), ``horizon`` (default 2000; public: ``env.problem.horizon`` carries it, so an agent
-    can use T, e.g. OGASched's eq. 26 step), ``oracle`` (default True: the hindsight optimum at
-    episode end), ``infeasible``, ``render_mode`` ("ansi" or "rgb_array"), and scenario parameters:
+    can use T, e.g. OGASched's eq. 26 step), ``oracle`` (default False; True: the hindsight optimum
+    at episode end), ``infeasible``, ``render_mode`` ("ansi" or "rgb_array"), and scenario parameters:
     ``setting`` ("paper", default: Table 1 counted in devices; "authors-code": the authors' code's
     units, β ∈ [0.01, 0.1], reciprocal 1/(3α) − 1/(y + 3α), contention 4 (their 0.4);
     "table1-in-code-units": the earlier default mixture), ``units`` ("device" or "code", default
@@ -139,6 +154,10 @@ class MultiServerAllocationEnv(ClusterEnv):
     * v0, later: the channel action's entries with a_l^k = 0 are bounded by [0, 1] and ignored
       (they were zero-width [0, 0] boxes); ``action_mode`` (``"port"``, ``"port_device"``). Every
       earlier action gives the same rewards.
+    * v0, later: the observation carries the statistics, the last slot's feedback, ``edge_arrival``,
+      ``edge_demand`` (padded or not), ``edge_alpha``, ``edge_utility`` and ``beta``; ``oracle``
+      defaults to False. The flat vector of earlier versions is ``clustergym.learning.pipeline``'s
+      ``"legacy"`` layout (same values).
     """
 
     family = "multiserver-allocation"

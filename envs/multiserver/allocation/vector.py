@@ -47,10 +47,22 @@ class MultiServerAllocationVectorEnv(ClusterVectorEnv):
     batched over the sub-envs of an instance) before the same kernel runs.
 
     ## Observation Space
-    | key        | shape     | dtype   | meaning                                          |
-    |------------|-----------|---------|--------------------------------------------------|
-    | arrivals   | (N, L)    | int8    | x_l(t) of every sub-env                           |
-    | t          | (N, 1)    | float32 | slots elapsed in each sub-env's episode          |
+    The single env's keys with a leading N axis (``single_observation_space`` = the single env's), computed
+    for all sub-envs at once (the statistics by ``allocation/stats.py``):
+    | key                                            | shape      | dtype   | meaning                  |
+    |------------------------------------------------|------------|---------|--------------------------|
+    | arrivals                                       | (N, L)     | int8    | x_l(t) of every sub-env   |
+    | t                                              | (N, 1)     | float32 | slots elapsed            |
+    | edge_arrival (, edge_present)                  | (N, P)     | int8    | as the single env        |
+    | edge_demand, edge_alpha, last_allocation       | (N, P, K)  | float32 | as the single env        |
+    | edge_utility                                   | (N, P, K)  | int64   | as the single env        |
+    | beta                                           | (N, K)     | float32 | as the single env        |
+    | arrival_share, port_reward_mean, last_port_reward | (N, L)  | float32 | as the single env        |
+    The public problem data (``edge_demand``, ``edge_alpha``, ``edge_utility``, ``beta``,
+    ``edge_present``) are read-only arrays shared by the observations until a sub-env switches instance
+    (then replaced, never written): copy them to modify. ``clustergym.learning.pipeline.flatten_batch``
+    flattens a batch to (N, flatdim), row i equal to ``gymnasium.spaces.flatten`` of sub-env i's
+    observation.
 
     ## Rewards
     (N,) float64: q(x(t), y(t)) of eq. 5 per sub-env (0 for a sub-env being autoreset).
@@ -78,7 +90,7 @@ class MultiServerAllocationVectorEnv(ClusterVectorEnv):
 
     ## Arguments
     ``num_envs`` (N, default 1) and the single env's arguments: ``scenario``, ``scenario_seed``,
-    ``horizon``, ``oracle`` (default True, as the single env), ``infeasible``, ``instances``,
+    ``horizon``, ``oracle`` (default False, as the single env), ``infeasible``, ``instances``,
     ``max_edges``, ``action_mode``, scenario parameters. ``render_mode`` must be None.
 
     ## Instances
@@ -93,6 +105,7 @@ class MultiServerAllocationVectorEnv(ClusterVectorEnv):
     ## Version History
     * v0: initial version.
     * v0, issue 25: per-sub-env instances, ``options={"scenario_seed": k}``, ``instances``, ``max_edges``.
+    * v0, later: the single env's new observation keys; ``oracle`` defaults to False.
     """
 
     family = "multiserver-allocation"
@@ -129,7 +142,7 @@ class MultiServerAllocationVectorEnv(ClusterVectorEnv):
         self._edge_port = np.full((N, W), self._L, dtype=np.int64)  # (N, W) port of each channel, L on padding
         # the public problem data of each sub-env (allocation/stats.py): edge_demand, edge_alpha (N, W, K)
         # float32, edge_utility (N, W, K) int64, beta (N, K) float32; read-only arrays shared by the observations
-        self._static = {key: np.zeros((N, *v.shape), dtype=v.dtype) for key, v in s._static.items()}
+        self._static = {key: np.zeros((N, *v.shape), dtype=v.dtype) for key, v in static_parts(pb, W).items()}
         self._n_edges = np.zeros(N, dtype=np.int64)  # (N,) real channels of each sub-env
         self._dyns: list = [None] * N
         self.problems: list = [None] * N  # public problem of each sub-env

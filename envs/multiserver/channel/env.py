@@ -48,17 +48,27 @@ class MultiServerChannelEnv(ClusterEnv):
     and is dropped and counted in ``metrics["repaired"]`` under ``"repair"``).
 
     ## Observation Space
-    | key          | space                     | meaning                                              |
-    |--------------|---------------------------|------------------------------------------------------|
-    | arrivals     | MultiBinary(L)            | 1_l(t): port l has a job this slot                   |
-    | t            | Box(0, T, (1,), f32)      | slots elapsed                                         |
-    | edge_present | MultiBinary(P)            | padded only: 1 for the instance's channels e < |E|    |
-    | edge_arrival | MultiBinary(P)            | padded only: 1_{l(e)}(t), the port's job flag per channel (= the action mask) |
-    | edge_demand  | Box(0, 1, (P, K), f32)    | padded only: a_k^e / c_k, the channel's demand relative to the capacity (0 on padding) |
-    The |E| of the random graph varies by instance (``scenario_seed``), L, R and K do not. Without
-    padding the spaces are those of the instance the env was built with; with ``max_edges`` they
-    depend on P alone, so one policy fits every instance with |E| <= P, and the padded keys (public
-    problem data) tell instances apart.
+    P = |E| (or ``max_edges`` when padded). Besides the slot's arrivals, the observation carries what a
+    learner needs (``info`` is diagnostics, never required): the last slot's feedback, its empirical
+    statistics and the public problem data ESDP reads (demands relative to the capacity, eq. 2).
+    | key           | space                     | meaning                                              |
+    |---------------|---------------------------|------------------------------------------------------|
+    | arrivals      | MultiBinary(L)            | 1_l(t): port l has a job this slot                   |
+    | t             | Box(0, T, (1,), f32)      | slots elapsed                                         |
+    | edge_arrival  | MultiBinary(P)            | 1_{l(e)}(t), the port's job flag per channel (= the action mask) |
+    | edge_demand   | Box(0, 1, (P, K), f32)    | a_k^e / c_k, the channel's demand relative to the capacity (0 on padding) |
+    | edge_present  | MultiBinary(P)            | padded only: 1 for the instance's channels e < |E|    |
+    | utility_mean  | Box(0, 1, (P,), f32)      | v̂_e: mean realised Z̃_e over the slots channel e ran (0 if untried; eqs. 8–9) |
+    | channel_share | Box(0, 1, (P,), f32)      | n_e / t: share of the slots channel e ran             |
+    | arrival_share | Box(0, 1, (L,), f32)      | share of the slots port l had a job (estimates ρ_l)   |
+    | last_executed | MultiBinary(P)            | the channels that ran last slot (``feedback["executed"]``) |
+    | last_utility  | Box(0, 1, (P,), f32)      | their realised Z̃_e (``feedback["utilities"]``; 0 elsewhere) |
+    The statistics are updated from the feedback alone (``channel/stats.py``, shared with the vector and
+    PettingZoo envs); at t = 0 they are 0. The |E| of the random graph varies by instance
+    (``scenario_seed``), L, R and K do not. Without padding the spaces are those of the instance the env
+    was built with; with ``max_edges`` they depend on P alone, so one policy fits every instance with
+    |E| <= P, and the problem data tell instances apart. ``gymnasium.wrappers.FlattenObservation`` (or
+    ``clustergym.wrappers.FlattenWithStats``) gives the flat vector a standard learner takes.
 
     ## Instances
     ``reset(seed=s, options={"scenario_seed": k})`` switches to instance k (the scenario regenerated
@@ -86,7 +96,9 @@ class MultiServerChannelEnv(ClusterEnv):
     it): ``executed`` (|E|,) bool, the channels run this slot, and ``utilities`` (|E|,) float64, their
     realised Z̃ (0 where not executed). ``metrics`` (evaluation only, agents never get it): ``expected_reward``
     ṽᵀx, ``repaired``, ``used`` (K,) devices in use; with ``oracle=True`` also ``oracle_reward``
-    max_{x∈Ω(t)} ṽᵀx (exact knapsack DP), ``regret`` (per-slot gap, eq. 6) and ``cum_regret``.
+    max_{x∈Ω(t)} ṽᵀx (exact knapsack DP), ``regret`` (per-slot gap, eq. 6) and ``cum_regret``. The
+    oracle is off by default (it costs most of a step); ``clustergym run`` / ``clustergym.evaluate`` turn
+    it on when they compute a score or regret (``score_env_kwargs``).
 
     ## Starting State / Episode End
     ``reset(seed)`` seeds separate child generators for arrivals and utilities, so every agent
@@ -96,7 +108,7 @@ class MultiServerChannelEnv(ClusterEnv):
 
     ## Arguments
     ``scenario`` ("paper", "toy" or a Scenario object), ``scenario_seed`` (seed of the instance:
-    graph, demands, utilities; default 0), ``horizon`` (default 2000), ``oracle`` (default True),
+    graph, demands, utilities; default 0), ``horizon`` (default 2000), ``oracle`` (default False),
     ``infeasible``, ``render_mode`` ("ansi" or "rgb_array"), and any scenario parameter:
     ``num_ports``, ``num_servers``, ``num_device_types``, ``channel_prob``, ``rho``,
     ``capacity_ratio``, ``demand_min``, ``demand_max``, ``utility_low``, ``utility_high``,
@@ -112,6 +124,9 @@ class MultiServerChannelEnv(ClusterEnv):
       from slot to slot and broke ``gym.make_vec(..., vectorization_mode="sync")``).
     * v0, issue 25: ``reset(options={"scenario_seed": k})``, ``instances``, ``max_edges`` padding;
       unknown reset options raise. Issue 27: ``step`` after the episode's end raises until ``reset``.
+    * v0, later: the observation carries the statistics, the last slot's feedback and ``edge_arrival``,
+      ``edge_demand`` (padded or not); ``oracle`` defaults to False. The flat vector of earlier versions
+      is ``clustergym.learning.pipeline``'s ``"legacy"`` layout (same values).
     """
 
     family = "multiserver-channel"
@@ -209,6 +224,7 @@ class MultiServerChannelEnv(ClusterEnv):
         self._mask = self._arrivals[self.problem.edge_port]
         self._last_x = np.zeros(self._E, dtype=bool)
         self._stats.reset(0)
+        self._stats_update = None
         return self._obs(), {"action_mask": self._padded(self._mask), "t": 0}
 
     def _padded(self, a: np.ndarray) -> np.ndarray:
@@ -225,7 +241,8 @@ class MultiServerChannelEnv(ClusterEnv):
         if self.max_edges is not None:
             obs["edge_present"] = self._edge_present.copy()
         self._t_arr[0] = self._t
-        obs.update(self._stats.observe(self._t_arr, squeeze=True))
+        obs.update(self._stats.observe(self._t_arr, squeeze=True, update=self._stats_update))
+        self._stats_update = None
         return obs
 
     def _edge_arrival(self) -> np.ndarray:
@@ -293,7 +310,8 @@ class MultiServerChannelEnv(ClusterEnv):
             metrics.update(oracle_reward=opt, regret=regret, cum_regret=self._cum_regret)
         self._last_x = x
         feedback = {"executed": self._padded(x), "utilities": self._padded(utilities)}
-        self._stats.update(feedback["executed"][None], feedback["utilities"][None], self._arrivals[None], _ONE)
+        # the statistics' update, applied by _obs in the same compiled call as the observation
+        self._stats_update = (feedback["executed"][None], feedback["utilities"][None], self._arrivals[None], _ONE)
         self._t += 1
         self._arrivals, self._z = self._slot()
         self._mask = self._arrivals[self.problem.edge_port]

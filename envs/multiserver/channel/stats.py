@@ -73,6 +73,13 @@ def _observe(t, state, out, executed):  # pragma: no cover - compiled
             out[i, 3 * P + l] = state[i, 4 * P + l] / tt
 
 
+@numba.njit(cache=True, nogil=True)
+def _update_observe(executed, utilities, arrivals, stepping, t, state, out, out_executed):  # pragma: no cover
+    """:func:`_update` then :func:`_observe` in one call (the single env's step)."""
+    _update(executed, utilities, arrivals, stepping, state)
+    _observe(t, state, out, out_executed)
+
+
 class ChannelStats:
     """Running statistics of N envs (arrays with a leading N axis; the single env uses N = 1)."""
 
@@ -91,13 +98,17 @@ class ChannelStats:
         ``arrivals`` (N, L) bool the jobs of the slot just played; rows with ``stepping`` False unchanged."""
         _update(executed, utilities, arrivals, stepping, self.state)
 
-    def observe(self, t: np.ndarray, squeeze: bool = False) -> dict:
+    def observe(self, t: np.ndarray, squeeze: bool = False, update: tuple | None = None) -> dict:
         """The observation entries (N, ...) after t (N,) slots of each sub-env's episode (fresh arrays);
-        ``squeeze``: those of sub-env 0 without the N axis (the single env)."""
+        ``squeeze``: those of sub-env 0 without the N axis (the single env); ``update``: the arguments of
+        :meth:`update`, applied first (one compiled call instead of two)."""
         N, P, L = self.state.shape[0], self.P, self.L
         out = np.empty((N, 3 * P + L), dtype=np.float32)
         executed = np.empty((N, P), dtype=np.int8)
-        _observe(t, self.state, out, executed)
+        if update is None:
+            _observe(t, self.state, out, executed)
+        else:
+            _update_observe(*update, t, self.state, out, executed)
         if squeeze:
             o = out[0]
             return {"utility_mean": o[:P], "channel_share": o[P:2 * P], "arrival_share": o[3 * P:],

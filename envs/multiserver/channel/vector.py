@@ -36,10 +36,20 @@ class MultiServerChannelVectorEnv(ClusterVectorEnv):
     ports with a job; ``action_masks()`` gives the (N, 2|E|) masks sb3-contrib expects.
 
     ## Observation Space
-    | key        | shape     | dtype   | meaning                                          |
-    |------------|-----------|---------|--------------------------------------------------|
-    | arrivals   | (N, L)    | int8    | 1_l(t) of every sub-env                           |
-    | t          | (N, 1)    | float32 | slots elapsed in each sub-env's episode          |
+    The single env's keys with a leading N axis (``single_observation_space`` = the single env's), computed
+    for all sub-envs at once (the statistics by ``channel/stats.py``, the kernels the single env runs):
+    | key                                       | shape       | dtype   | meaning                          |
+    |-------------------------------------------|-------------|---------|----------------------------------|
+    | arrivals                                  | (N, L)      | int8    | 1_l(t) of every sub-env           |
+    | t                                         | (N, 1)      | float32 | slots elapsed in each episode    |
+    | edge_arrival, last_executed (, edge_present) | (N, P)   | int8    | as the single env                |
+    | utility_mean, channel_share, last_utility | (N, P)      | float32 | as the single env                |
+    | arrival_share                             | (N, L)      | float32 | as the single env                |
+    | edge_demand                               | (N, P, K)   | float32 | as the single env                |
+    The public problem data (``edge_demand``, ``edge_present``) are read-only arrays shared by the
+    observations until a sub-env switches instance (then replaced, never written): copy them to modify.
+    ``clustergym.learning.pipeline.flatten_batch`` flattens a batch to (N, flatdim), row i equal to
+    ``gymnasium.spaces.flatten`` of sub-env i's observation.
 
     ## Rewards
     (N,) float64: eq. 5, Σ_e x_e Z̃_e(t) per sub-env (0 for a sub-env being autoreset).
@@ -58,7 +68,7 @@ class MultiServerChannelVectorEnv(ClusterVectorEnv):
     ``used`` (N, K) int64 and, with ``oracle=True``, ``oracle_reward``, ``regret``, ``cum_regret``
     (N,). ``feedback``/``metrics`` are absent (mask False) for sub-envs being autoreset.
     ``oracle=True`` solves the exact knapsack of every sub-env in a Python loop (slow: about a
-    millisecond per sub-env and slot); use ``oracle=False`` for throughput.
+    millisecond per sub-env and slot); it is off by default.
 
     ## Starting State / Episode End
     Each sub-env truncates after ``horizon`` slots and autoresets at the next step
@@ -66,7 +76,7 @@ class MultiServerChannelVectorEnv(ClusterVectorEnv):
 
     ## Arguments
     ``num_envs`` (N, default 1) and the single env's arguments: ``scenario``, ``scenario_seed``,
-    ``horizon``, ``oracle`` (default True, as the single env), ``infeasible``, ``instances``,
+    ``horizon``, ``oracle`` (default False, as the single env), ``infeasible``, ``instances``,
     ``max_edges``, scenario parameters. ``render_mode`` must be None.
 
     ## Instances
@@ -81,6 +91,7 @@ class MultiServerChannelVectorEnv(ClusterVectorEnv):
     ## Version History
     * v0: initial version.
     * v0, issue 25: per-sub-env instances, ``options={"scenario_seed": k}``, ``instances``, ``max_edges``.
+    * v0, later: the single env's new observation keys; ``oracle`` defaults to False.
     """
 
     family = "multiserver-channel"
