@@ -262,7 +262,9 @@ def fair_in_index_order(env, seed):
     return fair
 
 
-@pytest.mark.parametrize("kw", [{}, {"num_machines": 37, "max_jobs": 6, "arrival_rate": 0.08}], ids=["default", "busy"])
+@pytest.mark.parametrize("kw", [{}, {"num_machines": 37, "max_jobs": 6, "arrival_rate": 0.08},
+                                {"num_machines": 37, "max_jobs": 6, "arrival_rate": 0.08, "budget_low": 0.5,
+                                 "budget_high": 30.0}], ids=["default", "busy", "tight"])
 @pytest.mark.parametrize("seed", [0, 1, 2])
 def test_p4_fair_expressed_in_job_mode_gives_fair_total(seed, kw):
     """Fair (the best simple baseline on P4) is the all-S level in "job" mode: the same machine
@@ -321,11 +323,13 @@ def deal_reference(price, rem, live, cap):
     return action
 
 
-def test_p4_job_mode_follows_the_stated_rule():
+@pytest.mark.parametrize("budget", [{}, {"budget_low": 0.5, "budget_high": 30.0}], ids=["paper", "tight"])
+def test_p4_job_mode_follows_the_stated_rule(budget):
     """Level s caps a job at round(s·M/S) machines; the machine assignment is the stated deal, computed
-    from the observation alone; no job overspends; nothing is repaired."""
+    from the observation alone (with tight budgets, jobs run short and their machines are dealt again);
+    no job overspends; nothing is repaired."""
     M = 37
-    env = p4("job", horizon=400, num_machines=M, max_jobs=6, arrival_rate=0.08)
+    env = p4("job", horizon=400, num_machines=M, max_jobs=6, arrival_rate=0.08, **budget)
     obs, info = env.reset(seed=4)
     S = env.action_space.nvec[0] - 1
     price = np.asarray(env.problem.price, dtype=np.float64)
