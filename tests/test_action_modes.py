@@ -13,7 +13,7 @@ from gymnasium.utils.env_checker import check_env
 
 import clustergym  # noqa: F401
 from clustergym.agent import make
-from clustergym.envs.multiserver.allocation.actions import drf_order
+from clustergym.envs.multiserver.allocation.actions import PortFill, drf_order
 from clustergym.envs.multiserver.allocation.dynamics import AllocationDynamics
 from clustergym.learning.pipeline import box_bounds
 from clustergym.wrappers import RescaleBox, action_bounds
@@ -143,6 +143,7 @@ def fill_reference(pb, u, x):
 def test_p2_port_modes_follow_the_stated_rule(mode):
     env = p2(mode, horizon=30)
     pb = env.problem
+    fill = PortFill(pb)
     obs, _ = env.reset(seed=0)
     rng = np.random.default_rng(1)
     for t in range(20):
@@ -153,6 +154,7 @@ def test_p2_port_modes_follow_the_stated_rule(mode):
         obs, r, _, _, info = env.step(u)
         y = info["feedback"]["allocation"]
         assert np.allclose(y, fill_reference(pb, u, x), rtol=1e-12, atol=1e-12)
+        assert np.array_equal(y, fill.fill_numpy(u[None], x[None])[0])  # the compiled kernel = the numpy rule
         assert info["metrics"]["repaired"] == 0  # in Y by construction (eqs. 3–4)
         assert np.all(y[~x[pb.edge_port]] == 0)  # ports without a job get nothing
         request = ((u[:, None] if u.ndim == 1 else u) * pb.demand)[pb.edge_port]  # (E, K) d = u a
