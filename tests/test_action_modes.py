@@ -358,6 +358,29 @@ def test_p4_job_mode_follows_the_stated_rule(budget):
     assert several > 20
 
 
+def test_p4_compiled_deal_equals_the_numpy_deal():
+    """The env's compiled deal (``deal_kernel``) gives the action of ``deal_machines`` with caps, on random
+    cases with ties (rounded prices and budgets), random machine orders and caps from 0 to above M."""
+    from clustergym.envs.approxjobs.dynamics import deal_kernel, deal_machines
+
+    rng = np.random.default_rng(0)
+    served = 0
+    for it in range(3000):
+        M, J = int(rng.integers(1, 40)), int(rng.integers(1, 8))
+        price = rng.uniform(0.1, 2.0, M)
+        rem = rng.uniform(0, 3 * price.sum() / J, J)
+        if it % 3 == 0:
+            price, rem = np.round(price, 1), np.round(rem, 1)
+        cap = rng.integers(0, M + 3, J)
+        live = np.flatnonzero(rng.random(J) < 0.7)
+        live = live[cap[live] > 0]
+        order = rng.permutation(M) if it % 2 else np.arange(M)
+        a = deal_machines(order, price, rem, live, cap)
+        assert np.array_equal(a, deal_kernel(order, price, rem, live, cap, np.zeros(M, dtype=np.int64))), it
+        served += int((a > 0).sum())
+    assert served > 10_000
+
+
 def test_p4_job_mode_rejects_bad_levels_and_masks_for_maskable_ppo():
     env = p4("job", horizon=20)
     _, info = env.reset(seed=0)
