@@ -23,7 +23,7 @@ import numpy as np
 
 from clustergym.envs.multiserver.projection import AllocationLayout
 
-__all__ = ["ACTION_MODES", "PortFill", "channel_high", "drf_order", "dominant_share", "fill_kernel"]
+__all__ = ["ACTION_MODES", "PortFill", "channel_high", "drf_order", "dominant_share", "fill_kernel", "zero_ignored"]
 
 ACTION_MODES = ("channel", "port", "port_device")
 
@@ -33,6 +33,13 @@ def channel_high(problem) -> np.ndarray:
     a_l^k = 0 (nothing to decide there: the env ignores them), so that no bound is zero-width."""
     a = np.asarray(problem.edge_demand, dtype=np.float64)
     return np.where(a > 0, a, 1.0)
+
+
+def zero_ignored(y: np.ndarray, open_: np.ndarray) -> np.ndarray:
+    """y (..., E, K) with the ``"channel"`` action's ignored entries set to 0 (``open_`` (E, K) 1/0, see
+    ``AllocationDynamics.open``): 0 · y there, so a NaN or inf stays NaN and is still refused."""
+    with np.errstate(invalid="ignore"):  # inf · 0
+        return y * open_
 
 
 def dominant_share(problem) -> np.ndarray:
