@@ -13,7 +13,7 @@ from gymnasium.utils.env_checker import check_env
 
 import clustergym  # noqa: F401
 from clustergym.agent import make
-from clustergym.envs.multiserver.allocation.actions import drf_order
+from clustergym.envs.multiserver.allocation.actions import PortFill, drf_order
 from clustergym.envs.multiserver.allocation.dynamics import AllocationDynamics
 from clustergym.learning.pipeline import box_bounds
 from clustergym.wrappers import RescaleBox, action_bounds
@@ -143,6 +143,7 @@ def fill_reference(pb, u, x):
 def test_p2_port_modes_follow_the_stated_rule(mode):
     env = p2(mode, horizon=30)
     pb = env.problem
+    fill = PortFill(pb)
     obs, _ = env.reset(seed=0)
     rng = np.random.default_rng(1)
     for t in range(20):
@@ -153,6 +154,7 @@ def test_p2_port_modes_follow_the_stated_rule(mode):
         obs, r, _, _, info = env.step(u)
         y = info["feedback"]["allocation"]
         assert np.allclose(y, fill_reference(pb, u, x), rtol=1e-12, atol=1e-12)
+        assert np.array_equal(y, fill.fill_numpy(u[None], x[None])[0])  # the compiled kernel = the numpy rule
         assert info["metrics"]["repaired"] == 0  # in Y by construction (eqs. 3–4)
         assert np.all(y[~x[pb.edge_port]] == 0)  # ports without a job get nothing
         request = ((u[:, None] if u.ndim == 1 else u) * pb.demand)[pb.edge_port]  # (E, K) d = u a
@@ -262,7 +264,9 @@ def fair_in_index_order(env, seed):
     return fair
 
 
-@pytest.mark.parametrize("kw", [{}, {"num_machines": 37, "max_jobs": 6, "arrival_rate": 0.08}], ids=["default", "busy"])
+@pytest.mark.parametrize("kw", [{}, {"num_machines": 37, "max_jobs": 6, "arrival_rate": 0.08},
+                                {"num_machines": 37, "max_jobs": 6, "arrival_rate": 0.08, "budget_low": 0.5,
+                                 "budget_high": 30.0}], ids=["default", "busy", "tight"])
 @pytest.mark.parametrize("seed", [0, 1, 2])
 def test_p4_fair_expressed_in_job_mode_gives_fair_total(seed, kw):
     """Fair (the best simple baseline on P4) is the all-S level in "job" mode: the same machine
@@ -321,11 +325,13 @@ def deal_reference(price, rem, live, cap):
     return action
 
 
-def test_p4_job_mode_follows_the_stated_rule():
+@pytest.mark.parametrize("budget", [{}, {"budget_low": 0.5, "budget_high": 30.0}], ids=["paper", "tight"])
+def test_p4_job_mode_follows_the_stated_rule(budget):
     """Level s caps a job at round(s·M/S) machines; the machine assignment is the stated deal, computed
-    from the observation alone; no job overspends; nothing is repaired."""
+    from the observation alone (with tight budgets, jobs run short and their machines are dealt again);
+    no job overspends; nothing is repaired."""
     M = 37
-    env = p4("job", horizon=400, num_machines=M, max_jobs=6, arrival_rate=0.08)
+    env = p4("job", horizon=400, num_machines=M, max_jobs=6, arrival_rate=0.08, **budget)
     obs, info = env.reset(seed=4)
     S = env.action_space.nvec[0] - 1
     price = np.asarray(env.problem.price, dtype=np.float64)
@@ -350,6 +356,29 @@ def test_p4_job_mode_follows_the_stated_rule():
         if te or tr:
             break
     assert several > 20
+
+
+def test_p4_compiled_deal_equals_the_numpy_deal():
+    """The env's compiled deal (``deal_kernel``) gives the action of ``deal_machines`` with caps, on random
+    cases with ties (rounded prices and budgets), random machine orders and caps from 0 to above M."""
+    from clustergym.envs.approxjobs.dynamics import deal_kernel, deal_machines
+
+    rng = np.random.default_rng(0)
+    served = 0
+    for it in range(3000):
+        M, J = int(rng.integers(1, 40)), int(rng.integers(1, 8))
+        price = rng.uniform(0.1, 2.0, M)
+        rem = rng.uniform(0, 3 * price.sum() / J, J)
+        if it % 3 == 0:
+            price, rem = np.round(price, 1), np.round(rem, 1)
+        cap = rng.integers(0, M + 3, J)
+        live = np.flatnonzero(rng.random(J) < 0.7)
+        live = live[cap[live] > 0]
+        order = rng.permutation(M) if it % 2 else np.arange(M)
+        a = deal_machines(order, price, rem, live, cap)
+        assert np.array_equal(a, deal_kernel(order, price, rem, live, cap, np.zeros(M, dtype=np.int64))), it
+        served += int((a > 0).sum())
+    assert served > 10_000
 
 
 def test_p4_job_mode_rejects_bad_levels_and_masks_for_maskable_ppo():

@@ -544,6 +544,9 @@ def bench_rows(quick: bool):
 
     rows = [p2_env_steps(quick),
             sampled_action_rate(ENV_ID, "P2", 5_000 if quick else 30_000, target=10_000),
+            sampled_action_rate(ENV_ID, "P2 port mode", 5_000 if quick else 30_000, target=10_000, action_mode="port"),
+            sampled_action_rate(ENV_ID, "P2 port_device mode", 5_000 if quick else 30_000, target=10_000,
+                                action_mode="port_device"),
             p2_vector_steps(quick),
             # per core: the kernel is parallel over sub-envs (SPEC §10); the learner, not the env, bounds training
             vector_sampled_rate(ENV_ID, "P2", 10 if quick else 60, target=40_000, per_core=True),

@@ -5,9 +5,11 @@ All work on every machine at once: rows are machines, columns are window slots (
 
 from __future__ import annotations
 
+import numba
 import numpy as np
 
-__all__ = ["project_capped_simplex", "round_rows", "budget_prefix", "deal_machines", "confidence_radius", "ucb_rates"]
+__all__ = ["project_capped_simplex", "round_rows", "budget_prefix", "deal_machines", "deal_kernel",
+           "confidence_radius", "ucb_rates"]
 
 
 def project_capped_simplex(Y: np.ndarray) -> np.ndarray:
@@ -121,6 +123,84 @@ def deal_machines(order: np.ndarray, price: np.ndarray, remaining: np.ndarray, l
             jobs = jobs[~np.isin(jobs, short)]
         if cap is not None:
             jobs = jobs[count[jobs] < cap[jobs]]
+    return action
+
+
+@numba.njit(cache=True, nogil=True)
+def deal_kernel(order, price, remaining, live, cap, action):  # pragma: no cover - compiled
+    """:func:`deal_machines` with caps, compiled (the env's "job" mode): writes the (M,) action into
+    ``action`` (zeros on entry). The same rounds and the same float arithmetic as the numpy version —
+    the budget prefix sums prices over the tasks grouped by window slot in ascending order, in machine
+    order within a slot, as one running sum (``budget_prefix``), and the budgets drop by each job's
+    kept prices summed from 0 (``np.bincount``) — so both give the same action (tested)."""
+    J = remaining.shape[0]
+    M = order.shape[0]
+    rem = remaining.copy()
+    count = np.zeros(J, np.int64)
+    pool = order.copy()
+    P = M
+    jobs = live.copy()
+    n = jobs.shape[0]
+    slot = np.empty(M, np.int64)  # 0-based job of each dealt machine, in pool order
+    keep = np.empty(M, np.bool_)
+    has = np.zeros(J, np.bool_)
+    short = np.zeros(J, np.bool_)
+    spent = np.zeros(J)
+    while P > 0 and n > 0:
+        for a in range(1, n):  # stable sort by machines held: fewest first
+            v = jobs[a]
+            b = a - 1
+            while b >= 0 and count[jobs[b]] > count[v]:
+                jobs[b + 1] = jobs[b]
+                b -= 1
+            jobs[b + 1] = v
+        levels = 0
+        for a in range(n):
+            levels = max(levels, cap[jobs[a]] - count[jobs[a]])
+        levels = min(levels, P)
+        m = 0
+        for lev in range(1, levels + 1):  # level by level, jobs with room for lev machines
+            for a in range(n):
+                if m < P and cap[jobs[a]] - count[jobs[a]] >= lev:
+                    slot[m] = jobs[a]
+                    m += 1
+        has[:] = False
+        for t in range(m):
+            has[slot[t]] = True
+        g = 0.0
+        for jj in range(J):  # budget_prefix: window slots ascending, machine order inside
+            if not has[jj]:
+                continue
+            base = g
+            for t in range(m):
+                if slot[t] == jj:
+                    g += price[pool[t]]
+                    keep[t] = g - base <= rem[jj] + 1e-9
+        short[:] = False
+        spent[:] = 0.0
+        for t in range(m):
+            jj = slot[t]
+            if keep[t]:
+                action[pool[t]] = jj + 1
+                spent[jj] += price[pool[t]]
+                count[jj] += 1
+            else:
+                short[jj] = True
+        for jj in range(J):
+            rem[jj] -= spent[jj]
+        q = 0
+        for t in range(P):  # the machines not kept, then those not dealt, in pool order
+            if t >= m or not keep[t]:
+                pool[q] = pool[t]
+                q += 1
+        P = q
+        q = 0
+        for a in range(n):
+            jj = jobs[a]
+            if not short[jj] and count[jj] < cap[jj]:
+                jobs[q] = jj
+                q += 1
+        n = q
     return action
 
 

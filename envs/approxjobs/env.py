@@ -13,7 +13,7 @@ from gymnasium import spaces
 from clustergym.core import Scenario, check_choice, child_generators
 from clustergym.env import ClusterEnv, InstanceSource
 from clustergym.metrics import CUMULATIVE, EPISODE, SLOT, Metric
-from clustergym.envs.approxjobs.dynamics import budget_prefix, deal_machines
+from clustergym.envs.approxjobs.dynamics import budget_prefix, deal_kernel
 from clustergym.envs.approxjobs.stats import MachineStats, learner_spaces
 from clustergym.envs.approxjobs.scenario import APPROX_SCENARIOS, PAPER_DEFAULTS, PAPER_SCALE, make_approx_scenario
 from clustergym.envs.approxjobs.service import ServiceProcess
@@ -56,7 +56,7 @@ class ApproxJobsEnv(ClusterEnv):
     each job keeps the affordable prefix of its deal (Algorithm 1 lines 7–12); the machines a job
     cannot pay for are dealt again among the jobs that could pay for all they were dealt and are
     below their cap (fewest machines first), until no machine or no such job is left
-    (``dynamics.deal_machines``). With every level S this is the ``fair`` baseline's water-filling
+    (``dynamics.deal_machines``; compiled: ``dynamics.deal_kernel``). With every level S this is the ``fair`` baseline's water-filling
     with the machines in index order (Fair draws its order at random), exactly. The result is within
     every budget: nothing is repaired. ``action_masks()`` / ``info["action_mask"]`` is the flat
     (J_max·(S+1),) mask: every level for a live job, level 0 only otherwise (a level of another slot
@@ -319,9 +319,10 @@ class ApproxJobsEnv(ClusterEnv):
             else self._as_int_action(action, (self._J,), self._job_desc)
         if a.size and (a.max() > JOB_LEVELS or a.min() < 0):
             raise ValueError(f"action values must be in 0..{JOB_LEVELS}, expected {self._job_desc}")
-        rem, live = self._live_slots()  # deal_machines works on a copy of rem
+        rem, live = self._live_slots()  # the kernel works on a copy of rem
         cap = self._level_cap[a]  # (J,) machines each window slot may take
-        return deal_machines(self._order, self._price, rem, live[cap[live] > 0], cap)
+        # dynamics.deal_machines with caps, compiled (the same action, tested)
+        return deal_kernel(self._order, self._price, rem, live[cap[live] > 0], cap, np.zeros(self._M, dtype=np.int64))
 
     def action_masks(self) -> np.ndarray:
         """(M·(J_max+1),) bool: per machine [idle, slot 1, ..., slot J_max] allowed. "job" mode:

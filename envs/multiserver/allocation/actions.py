@@ -18,11 +18,12 @@ mode reaches at least DRF's total; smaller fractions leave capacity to the ports
 
 from __future__ import annotations
 
+import numba
 import numpy as np
 
 from clustergym.envs.multiserver.projection import AllocationLayout
 
-__all__ = ["ACTION_MODES", "PortFill", "channel_high", "drf_order", "dominant_share"]
+__all__ = ["ACTION_MODES", "PortFill", "channel_high", "drf_order", "dominant_share", "fill_kernel", "zero_ignored"]
 
 ACTION_MODES = ("channel", "port", "port_device")
 
@@ -32,6 +33,13 @@ def channel_high(problem) -> np.ndarray:
     a_l^k = 0 (nothing to decide there: the env ignores them), so that no bound is zero-width."""
     a = np.asarray(problem.edge_demand, dtype=np.float64)
     return np.where(a > 0, a, 1.0)
+
+
+def zero_ignored(y: np.ndarray, open_: np.ndarray) -> np.ndarray:
+    """y (..., E, K) with the ``"channel"`` action's ignored entries set to 0 (``open_`` (E, K) 1/0, see
+    ``AllocationDynamics.open``): 0 · y there, so a NaN or inf stays NaN and is still refused."""
+    with np.errstate(invalid="ignore"):  # inf · 0
+        return y * open_
 
 
 def dominant_share(problem) -> np.ndarray:
@@ -53,13 +61,40 @@ def drf_order(problem) -> np.ndarray:
     return rank
 
 
+@numba.njit(cache=True, nogil=True)
+def fill_kernel(u, x, port, upper, cap, edge, out):  # pragma: no cover - compiled
+    """The fill rule for N envs: u (N, L, K) fractions, x (N, L) bool arrivals -> out (N, E, K).
+
+    ``port`` (R, D) the port of each slot of server r in DRF order (−1 on padding, which comes last),
+    ``upper`` (R, D, K) its a_l^k, ``cap`` (R, K) c_r^k, ``edge`` (R, D) its channel. Per (r, k), in
+    DRF order: d = u a (0 for a port without a job), S = Σ of the d so far (this one included),
+    y = min(max(c − (S − d), 0), d): numpy's ``clip(c − (cumsum(d) − d), 0, d)``, the ``drf``
+    baseline's arithmetic, so u = 1 gives its allocation bit for bit.
+    """
+    N = u.shape[0]
+    R, D, K = upper.shape
+    for i in range(N):
+        for r in range(R):
+            for k in range(K):
+                c = cap[r, k]
+                s = 0.0
+                for j in range(D):
+                    l = port[r, j]
+                    if l < 0:
+                        break
+                    d = u[i, l, k] * upper[r, j, k] if x[i, l] else 0.0
+                    s = d if j == 0 else s + d  # numpy's cumsum starts from the first element
+                    out[i, edge[r, j], k] = min(max(c - (s - d), 0.0), d)
+
+
 class PortFill:
     """The completion rule of the ``"port"`` and ``"port_device"`` modes for one problem (module docstring).
 
     Static per problem: the padded per-server layout (R, D) of :class:`AllocationLayout` with each
-    server's ports sorted in DRF order, so one slot is a gather, a cumulative sum along the ports of
-    every server, a clip and a gather back to the channels, on whole arrays (N envs at once in
-    :meth:`fill_batch`).
+    server's ports sorted in DRF order. :meth:`fill_batch` (N envs at once; :meth:`fill` for one) runs
+    the compiled :func:`fill_kernel` over it; :meth:`fill_numpy` states the same rule on whole numpy
+    arrays (a gather, a cumulative sum along the ports of every server, a clip, a gather back to the
+    channels) and gives the same bits (tested).
     """
 
     def __init__(self, problem):
@@ -78,13 +113,30 @@ class PortFill:
         np.put_along_axis(pos, order, np.broadcast_to(np.arange(order.shape[1]), order.shape), axis=1)
         self.edge_server = layout.edge_server  # (E,)
         self.edge_pos = pos[layout.edge_server, layout.edge_slot]  # (E,) sorted position of channel e
+        # the compiled kernel's inputs: port −1 and edge 0 on padding (never read past the first −1)
+        self._port = np.ascontiguousarray(np.where(self.port == L, -1, self.port))  # (R, D)
+        self._edge = np.ascontiguousarray(np.take_along_axis(np.where(layout.pad_mask, 0, layout.index), order,
+                                                            axis=1))  # (R, D) channel of each sorted slot
+        self._upper = np.ascontiguousarray(self.upper)
+        self._cap = np.ascontiguousarray(layout.capacity)  # (R, K)
+        self.num_edges = layout.num_edges
 
     def fill(self, u: np.ndarray, x: np.ndarray) -> np.ndarray:
         """(E, K) float64 allocation for request fractions ``u`` ((L,) or (L, K), in [0, 1]) and arrivals ``x`` (L,)."""
         return self.fill_batch(u[None], x[None])[0]
 
     def fill_batch(self, u: np.ndarray, x: np.ndarray) -> np.ndarray:
-        """(N, E, K) float64 allocations for ``u`` (N, L) or (N, L, K) and arrivals ``x`` (N, L) bool."""
+        """(N, E, K) float64 allocations for ``u`` (N, L) or (N, L, K) and arrivals ``x`` (N, L) bool
+        (compiled: :func:`fill_kernel`; :meth:`fill_numpy` is the same rule on whole numpy arrays)."""
+        N, K = x.shape[0], self.upper.shape[2]
+        uk = np.ascontiguousarray(np.broadcast_to(u[:, :, None], u.shape + (K,)) if u.ndim == 2 else u,
+                                  dtype=np.float64)
+        out = np.empty((N, self.num_edges, K))
+        fill_kernel(uk, np.ascontiguousarray(x, dtype=np.bool_), self._port, self._upper, self._cap, self._edge, out)
+        return out
+
+    def fill_numpy(self, u: np.ndarray, x: np.ndarray) -> np.ndarray:
+        """:meth:`fill_batch` in numpy (gather, cumulative sum along each server's ports, clip, gather back)."""
         N, L = x.shape
         K = self.upper.shape[2]
         frac = np.zeros((N, L + 1, K))  # row L: padding slots request nothing

@@ -11,7 +11,7 @@ from gymnasium import spaces
 from clustergym.core import Scenario, check_choice, check_int, child_generators
 from clustergym.env import ClusterEnv, InstanceSource, check_maxima
 from clustergym.metrics import EPISODE, SLOT, Metric
-from clustergym.envs.multiserver.allocation.actions import ACTION_MODES, PortFill, channel_high
+from clustergym.envs.multiserver.allocation.actions import ACTION_MODES, PortFill, channel_high, zero_ignored
 from clustergym.envs.multiserver.allocation.dynamics import AllocationDynamics
 from clustergym.envs.multiserver.allocation.scenario import ALLOCATION_SCENARIOS, make_allocation_scenario
 from clustergym.envs.multiserver.allocation.stats import AllocationStats, learner_spaces, static_parts
@@ -346,7 +346,7 @@ class MultiServerAllocationEnv(ClusterEnv):
         else:
             y = np.ascontiguousarray(self._as_float_action(action, (self._E, self._K), self._space_desc))
         if self._open is not None:  # entries with a_l^k = 0 are ignored (0 · NaN stays NaN: still refused)
-            y = y * self._open
+            y = zero_ignored(y, self._open)
         x = self._arrivals
         # eqs. 3–4 (check, then repair or raise) and eq. 5: a SlotResult, unpacked in its field order
         y, port_reward, _, gain, overhead, util, repaired = self.dynamics.step(y, x, self.infeasible)

@@ -9,7 +9,7 @@ import numpy as np
 from gymnasium.vector.utils import batch_space
 
 from clustergym.core import Scenario, freeze
-from clustergym.envs.multiserver.allocation.actions import PortFill
+from clustergym.envs.multiserver.allocation.actions import PortFill, zero_ignored
 from clustergym.envs.multiserver.allocation.dynamics import ARRIVAL_BLOCK, AllocationDynamics
 from clustergym.envs.multiserver.allocation.env import MultiServerAllocationEnv
 from clustergym.envs.multiserver.allocation.stats import AllocationStats, static_parts
@@ -277,7 +277,7 @@ class MultiServerAllocationVectorEnv(ClusterVectorEnv):
                 yk = self._fill_of(int(k)).fill_batch(yk, self._arrivals[rows])
                 dropped = fixed[rows]
             elif not padded and dyn.open is not None:  # entries with a_l^k = 0 are ignored
-                yk = yk * dyn.open
+                yk = zero_ignored(yk, dyn.open)
             if padded:
                 pad = (yk[:, E:] != 0) & stepping[rows, None, None]
                 dropped = pad.reshape(rows.size, -1).sum(axis=1)
@@ -357,7 +357,7 @@ class MultiServerAllocationVectorEnv(ClusterVectorEnv):
             if fixed is not None:
                 y = self._fill_of(int(self._instance[0])).fill_batch(y, self._arrivals)  # (N, E, K) in Y
             elif self._dyns[0].open is not None:  # entries with a_l^k = 0 are ignored (0 · NaN stays NaN)
-                y = y * self._dyns[0].open
+                y = zero_ignored(y, self._dyns[0].open)
             out = self._repair_buf  # (N, E, K) receives the repaired rows; handed out (and replaced) only if used
             res = self._dyns[0].step_batch(y, self._arrivals, stepping, repair, out)  # eqs. 3–5, Π_Y, per sub-env
             nonfinite, bad_box, bad_cap, port_reward = res.nonfinite, res.bad_box, res.bad_cap, res.port_reward
