@@ -206,10 +206,14 @@ def test_p2_fractions_outside_unit_interval_repaired_or_raised(mode):
 
 
 @pytest.mark.parametrize("mode", P2_MODES)
-def test_p2_port_modes_switch_instances_without_padding(mode):
-    """The port modes' spaces do not depend on the instance's channels: no padding needed."""
+def test_p2_port_modes_switch_instances_with_padding(mode):
+    """The port modes' action does not depend on the instance's channels, but the observation's per-channel
+    parts do: switching instances needs max_edges (a clear error without it), then replays the instance."""
     env = p2(mode, horizon=10)
-    other = p2(mode, horizon=10, scenario_seed=5)
+    with pytest.raises(ValueError, match="max_edges"):
+        env.reset(seed=1, options={"scenario_seed": 5})
+    env = p2(mode, horizon=10, max_edges=400)
+    other = p2(mode, horizon=10, scenario_seed=5, max_edges=400)
     a = env.reset(seed=1, options={"scenario_seed": 5})
     b = other.reset(seed=1)
     assert deep_equal(a, b)
