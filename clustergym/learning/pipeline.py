@@ -27,6 +27,10 @@ A saved model must see at evaluation exactly the observations it was trained on,
 * ``"full"`` (what ``clustergym train`` writes now, side-car ``"obs_layout": "full"``): every key of
   the Dict observation in the space's order, i.e. ``gymnasium.spaces.flatten(space, obs)``
   (``gymnasium.wrappers.FlattenObservation`` gives the same vector);
+* ``"compact"``: the keys the family's ``drl_hooks.compact_keys`` names (in the space's order; every key
+  where the family has none). P2's are the per-port ones (arrivals, their shares, the mean and last
+  per-port rewards, β and t: 47 numbers instead of 13,549), what a learner in the per-port action modes
+  needs (docs/drl.md, "Observation layouts");
 * ``"legacy"`` (side-cars without ``obs_layout``, e.g. the shipped pretrained models): the vector of
   earlier versions, [flatten(the observation keys of then, ``drl_hooks.legacy_keys``), the statistics
   in ``drl_hooks.STATS_KEYS`` order], read from today's observation, so the values are the same.
@@ -52,7 +56,7 @@ import numpy as np
 __all__ = ["EmpiricalStats", "ObsPipeline", "DRLObservation", "LAYOUTS", "layout_keys", "flatten_keys",
            "flatten_batch", "sb3_mask", "unscale_action", "box_bounds", "hook"]
 
-LAYOUTS = ("full", "legacy")  # the flat observation layouts (module docstring)
+LAYOUTS = ("full", "compact", "legacy")  # the flat observation layouts (module docstring)
 
 
 def hook(family: str, name: str):
@@ -68,8 +72,12 @@ def layout_keys(family: str, obs_space: gym.spaces.Dict, layout: str = "full", s
     if layout not in LAYOUTS:
         raise ValueError(f"layout={layout!r} is invalid: expected one of {', '.join(map(repr, LAYOUTS))}")
     stats_keys = tuple(hook(family, "STATS_KEYS") or ())
-    if layout == "full":
+    if layout in ("full", "compact"):
         keys = tuple(obs_space.spaces)
+        compact = hook(family, "compact_keys") if layout == "compact" else None
+        if compact is not None:
+            wanted = set(compact(obs_space))
+            keys = tuple(k for k in keys if k in wanted)
         return keys if stats else tuple(k for k in keys if k not in stats_keys)
     legacy = hook(family, "legacy_keys")
     old = tuple(obs_space.spaces) if legacy is None else tuple(legacy(obs_space))

@@ -173,7 +173,7 @@ def resolve_vec(env_id: str, vec: str, *, stats: bool = True, net: str = "mlp") 
 
 
 def make_train_vec(env_id: str, env_kwargs: dict, n_envs: int, *, vec: str = "dummy", algo: str = "ppo",
-                   stats: bool = True, monitor_dir: str | None = None):
+                   stats: bool = True, monitor_dir: str | None = None, layout: str = "full"):
     """The SB3 ``VecEnv`` of ``n_envs`` training envs (``vec``: see :func:`train`); each gives the observations
     and actions of :func:`make_train_env`, with per-episode returns in ``monitor_dir``."""
     if vec == "native":
@@ -181,11 +181,12 @@ def make_train_vec(env_id: str, env_kwargs: dict, n_envs: int, *, vec: str = "du
 
         from clustergym.learning.vec import NativeVecEnv
 
-        venv = NativeVecEnv(env_id, n_envs, {"oracle": False, **env_kwargs}, stats=stats)
+        venv = NativeVecEnv(env_id, n_envs, {"oracle": False, **env_kwargs}, stats=stats, layout=layout)
         return VecMonitor(venv, os.path.join(monitor_dir, "native") if monitor_dir else None)
     from stable_baselines3.common.vec_env import DummyVecEnv, SubprocVecEnv
 
-    fns = [(lambda i=i: make_train_env(env_id, env_kwargs, algo=algo, stats=stats, monitor_dir=monitor_dir, rank=i))
+    fns = [(lambda i=i: make_train_env(env_id, env_kwargs, algo=algo, stats=stats, monitor_dir=monitor_dir, rank=i,
+                                       layout=layout))
            for i in range(n_envs)]
     if vec == "subproc":
         if n_envs > SUBPROC_MAX:
@@ -270,7 +271,7 @@ def train(env_id: str, algo: str, timesteps: int | None, out: str, *, env_kwargs
         hp.update(imitation.FINETUNE_HP)  # the fine-tuning defaults, under the caller's values
     hp.update(hyperparams or {})
     flags = {"n_envs": "--n-envs", "n_timesteps": "--timesteps", "normalize": "--no-normalize", "env_kwargs": "--set",
-             "vec": "--vec"}
+             "vec": "--vec", "obs_layout": "the hyperparameter file"}
     for k in flags:
         if k in hp:
             raise ValueError(f"{k} is a run setting, not a hyperparameter of {algo}: use {flags[k]}")
@@ -281,6 +282,11 @@ def train(env_id: str, algo: str, timesteps: int | None, out: str, *, env_kwargs
                      0 if warm_start is not None else 1)  # 0 with a warm start: the cloned policy itself
     n_envs = _int("n_envs", run_cfg.get("n_envs", 4) if n_envs is None else n_envs, 1)
     vec = run_cfg.get("vec", "auto") if vec is None else vec
+    layout = run_cfg.get("obs_layout", "full")
+    from clustergym.learning.pipeline import LAYOUTS
+
+    if layout not in LAYOUTS[:2]:
+        raise ValueError(f"obs_layout={layout!r} is invalid: expected one of {', '.join(LAYOUTS[:2])}")
     env_kwargs = {**(run_cfg.get("env_kwargs") or {}), **(env_kwargs or {})}  # the file's env kwargs, under the caller's
     normalize = bool(run_cfg.get("normalize", True) if normalize is None else normalize)
     eval_freq, eval_episodes = _int("eval_freq", eval_freq, 0), _int("eval_episodes", eval_episodes, 1)
@@ -294,7 +300,7 @@ def train(env_id: str, algo: str, timesteps: int | None, out: str, *, env_kwargs
     if net == "entity":  # the channel layout, plain JSON ints (saved in model.zip's data, read back without pickles)
         from clustergym.learning.entity import DEFAULT_HIDDEN, entity_layout
 
-        probe = make_train_env(env_id, train_kwargs, algo=algo, stats=stats)
+        probe = make_train_env(env_id, train_kwargs, algo=algo, stats=stats, layout=layout)
         model_hp["policy_kwargs"] = {"hidden": DEFAULT_HIDDEN, **(hp.get("policy_kwargs") or {}),
                                      "entity": entity_layout(probe)}
         probe.close()
@@ -306,10 +312,11 @@ def train(env_id: str, algo: str, timesteps: int | None, out: str, *, env_kwargs
     os.makedirs(mon, exist_ok=True)
 
     def factory(rank: int, monitor: str | None):
-        return lambda: make_train_env(env_id, train_kwargs, algo=algo, stats=stats, monitor_dir=monitor, rank=rank)
+        return lambda: make_train_env(env_id, train_kwargs, algo=algo, stats=stats, monitor_dir=monitor, rank=rank,
+                                      layout=layout)
 
     vec = resolve_vec(env_id, vec, stats=stats, net=net)
-    venv = make_train_vec(env_id, train_kwargs, n_envs, vec=vec, algo=algo, stats=stats, monitor_dir=mon)
+    venv = make_train_vec(env_id, train_kwargs, n_envs, vec=vec, algo=algo, stats=stats, monitor_dir=mon, layout=layout)
     venv.seed(seed)
     gamma = algo_gamma(algo, model_hp)
     if normalize:  # rewards scaled by the std of the *algorithm's* discounted return (its gamma, not SB3's 0.99)
@@ -341,7 +348,7 @@ def train(env_id: str, algo: str, timesteps: int | None, out: str, *, env_kwargs
         from clustergym.learning.imitation import warm_start as clone
 
         bc = clone(model, venv if normalize else None, env_id, train_kwargs, warm_start, steps=bc_steps,
-                   epochs=bc_epochs, seed=seed, stats=stats, algo=algo)
+                   epochs=bc_epochs, seed=seed, stats=stats, algo=algo, layout=layout)
     t0 = time.perf_counter()
     saver = None
     if checkpoints:
@@ -358,7 +365,7 @@ def train(env_id: str, algo: str, timesteps: int | None, out: str, *, env_kwargs
     from clustergym.learning.instances import DEFAULT_EVAL_INSTANCES
 
     meta = {"env_id": env_id, "family": family, "env_kwargs": env_kwargs, "algo": algo, "stats": bool(stats),
-            "obs_layout": "full",  # the flattened Dict observation (clustergym.learning.pipeline)
+            "obs_layout": layout,  # the observation keys of the flat vector (clustergym.learning.pipeline)
             "instances": None if pool is None else [int(k) for k in pool], "instances_note": pool_note,
             "padding_covers": None if pool is None else (f"the pool and instances {DEFAULT_EVAL_INSTANCES.start}-"
                                                          f"{DEFAULT_EVAL_INSTANCES.stop - 1}, 900-999"),

@@ -83,7 +83,7 @@ def _native_class():
         action is a Box)."""
 
         def __init__(self, env_id: str, n_envs: int, env_kwargs: dict | None = None, *, stats: bool = True,
-                     rescale: bool | None = None):
+                     rescale: bool | None = None, layout: str = "full"):
             from clustergym.learning.pipeline import layout_keys
 
             self.env_id = env_id
@@ -91,7 +91,7 @@ def _native_class():
             v = self.venv
             self._single_obs = v.single_observation_space
             # the keys FlattenWithStats(stats=stats) concatenates (without the statistics when stats is False)
-            self._keys = layout_keys(v.family, self._single_obs, "full", stats)
+            self._keys = layout_keys(v.family, self._single_obs, layout, stats)
             act = v.single_action_space
             self._box = isinstance(act, spaces.Box) if rescale is None else bool(rescale)
             flat = int(sum(gym.spaces.flatdim(self._single_obs[k]) for k in self._keys))

@@ -10,7 +10,7 @@ import numpy as np
 from clustergym.envs.multiserver.allocation.actions import channel_high
 from clustergym.envs.multiserver.allocation.stats import STATS_KEYS
 
-__all__ = ["STATS_KEYS", "Stats", "box_bounds", "legacy_keys"]
+__all__ = ["STATS_KEYS", "Stats", "box_bounds", "compact_keys", "legacy_keys"]
 
 
 class Stats:
@@ -63,3 +63,11 @@ def box_bounds(problem, pad: dict | None = None) -> tuple[np.ndarray, np.ndarray
         return np.zeros(shape), np.ones(shape)
     hi = channel_high(problem)
     return np.zeros_like(hi), hi
+
+
+def compact_keys(obs_space) -> tuple[str, ...]:
+    """The observation keys of the ``"compact"`` flat layout (``clustergym.learning.pipeline``): the per-port
+    ones and the scalars, without the per-channel parts (α, utility family, demands, last allocation: most
+    of the 13,549 numbers at paper size), which the per-port action modes leave to the env's fill rule."""
+    keep = ("arrivals", "t", "beta", "arrival_share", "port_reward_mean", "last_port_reward")
+    return tuple(k for k in obs_space.spaces if k in keep)
