@@ -283,6 +283,7 @@ class RingAllReduceEnv(ClusterEnv):
         self._last_load = np.zeros((self._S + self._R, 2))
         self._admit()
         self._window()
+        self._viewer_reset(problem=self.problem)
         return self._obs(), self._info_public()
 
     def _pad(self, key: str, dtype=np.float64) -> np.ndarray:
@@ -470,6 +471,9 @@ class RingAllReduceEnv(ClusterEnv):
         A[:n, 9] += w[:n]
         A[:n, 10] = w[:n]
         self._last_y, self._last_ids = y, feedback["job_ids"]
+        if self._viewer is not None:  # the episode viewer's history (picture render modes only)
+            self._viewer.record(allocation=y, job_ids=feedback["job_ids"], load=self._last_load, reward=reward,
+                                active=metrics["active_jobs"])
         done = A[:n, 9] >= A[:n, 3]  # only visible jobs progress
         if done.any():
             keep = np.ones(A.shape[0], dtype=bool)
@@ -494,10 +498,13 @@ class RingAllReduceEnv(ClusterEnv):
                 "repaired": repaired}
 
     # -- rendering ----------------------------------------------------------------------------
-    def render(self):
-        if self.render_mode is None:
-            return None
-        from clustergym.envs.ringallreduce.render import render_ansi, render_rgb
+    def _render_ansi(self) -> str:
+        from clustergym.envs.ringallreduce.render import render_ansi
 
-        args = (self.problem, self._t, self._last_y, self._last_ids, self._last_load, int(self._A.shape[0]))
-        return render_ansi(*args) if self.render_mode == "ansi" else render_rgb(*args)
+        return render_ansi(self.problem, self._t, self._last_y, self._last_ids, self._last_load,
+                           int(self._A.shape[0]))
+
+    def _make_viewer(self):
+        from clustergym.envs.ringallreduce.render import RingViewer
+
+        return RingViewer(self.render_mode, self.horizon, self.metadata["render_fps"])

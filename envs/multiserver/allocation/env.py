@@ -213,6 +213,7 @@ class MultiServerAllocationEnv(ClusterEnv):
         self._block_start = 0
         self._arrivals = self._slot()
         self._last_y = np.zeros((self._E, self._K))
+        self._viewer_reset(problem=self.problem)
         return self._obs(), self._reset_info()
 
     def _reset_info(self) -> dict:
@@ -264,6 +265,8 @@ class MultiServerAllocationEnv(ClusterEnv):
                    "utilisation": util}
         self._counts += x
         self._total += reward
+        if self._viewer is not None:  # the episode viewer's history (picture render modes only)
+            self._viewer.record(allocation=y, arrivals=x, reward=reward, gain=gain, overhead=overhead)
         self._last_y = y
         self._t += 1
         truncated = self._t >= self.horizon
@@ -285,11 +288,12 @@ class MultiServerAllocationEnv(ClusterEnv):
         return self._obs(), reward, False, truncated, info
 
     # -- rendering ----------------------------------------------------------------------------
-    def render(self):
-        if self.render_mode is None:
-            return None
-        from clustergym.envs.multiserver.allocation.render import render_ansi, render_rgb
+    def _render_ansi(self) -> str:
+        from clustergym.envs.multiserver.allocation.render import render_ansi
 
-        if self.render_mode == "ansi":
-            return render_ansi(self, self._t, self._arrivals, self._last_y)
-        return render_rgb(self, self._t, self._arrivals, self._last_y)
+        return render_ansi(self, self._t, self._arrivals, self._last_y)
+
+    def _make_viewer(self):
+        from clustergym.envs.multiserver.allocation.render import AllocationViewer
+
+        return AllocationViewer(self.render_mode, self.horizon, self.metadata["render_fps"])

@@ -200,6 +200,7 @@ class MultiServerChannelEnv(ClusterEnv):
         self._arrivals, self._z = self._slot()
         self._mask = self._arrivals[self.problem.edge_port]
         self._last_x = np.zeros(self._E, dtype=bool)
+        self._viewer_reset(problem=self.problem)
         return self._obs(), {"action_mask": self._padded(self._mask), "t": 0}
 
     def _padded(self, a: np.ndarray) -> np.ndarray:
@@ -272,6 +273,9 @@ class MultiServerChannelEnv(ClusterEnv):
             regret = opt - expected  # eq. 6 (per-slot expected gap)
             self._cum_regret += regret
             metrics.update(oracle_reward=opt, regret=regret, cum_regret=self._cum_regret)
+        if self._viewer is not None:  # the episode viewer's history (picture render modes only)
+            self._viewer.record(selected=x, available=self._mask, utility=utilities, reward=reward, expected=expected,
+                                oracle=metrics.get("oracle_reward", np.nan))
         self._last_x = x
         self._t += 1
         self._arrivals, self._z = self._slot()
@@ -282,11 +286,12 @@ class MultiServerChannelEnv(ClusterEnv):
         return self._obs(), reward, False, truncated, info
 
     # -- rendering ----------------------------------------------------------------------------
-    def render(self):
-        if self.render_mode is None:
-            return None
-        from clustergym.envs.multiserver.channel.render import render_ansi, render_rgb
+    def _render_ansi(self) -> str:
+        from clustergym.envs.multiserver.channel.render import render_ansi
 
-        if self.render_mode == "ansi":
-            return render_ansi(self.problem, self._t, self._arrivals, self._last_x)
-        return render_rgb(self.problem, self._t, self._arrivals, self._last_x)
+        return render_ansi(self.problem, self._t, self._arrivals, self._last_x)
+
+    def _make_viewer(self):
+        from clustergym.envs.multiserver.channel.render import ChannelViewer
+
+        return ChannelViewer(self.render_mode, self.horizon, self.metadata["render_fps"])
