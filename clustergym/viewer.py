@@ -110,6 +110,7 @@ class EpisodeViewer:
     """
 
     title = "episode"
+    label = ""  # shown before the title (the agent's name in ``clustergym replay``)
 
     def __init__(self, mode: str, horizon: int, fps: int = 4) -> None:
         if mode == "human":
@@ -150,7 +151,8 @@ class EpisodeViewer:
         ax.set_xlim(0, max(n, 1))
         bx.set_xlabel("time slot t")
         bx.grid(alpha=0.3)
-        fig.suptitle(f"{self.title}   slot {n} / {self.horizon}" + (f"\n{sub}" if sub else ""), fontsize=11)
+        head = f"[{self.label}] " if self.label else ""
+        fig.suptitle(f"{head}{self.title}   slot {n} / {self.horizon}" + (f"\n{sub}" if sub else ""), fontsize=11)
         return fig
 
     def frame(self) -> np.ndarray:

@@ -148,3 +148,60 @@ def test_history_grows_and_keeps_every_row():
     assert len(h) == 1 and h["x"].shape == (1, 4)
     with pytest.raises(KeyError, match="nothing recorded"):
         h["y"]
+
+
+# -- clustergym replay ------------------------------------------------------------------------------------
+P1 = "clustergym/MultiServerChannel-v0"
+
+
+def test_replay_writes_two_agents_side_by_side_on_the_same_episode(tmp_path, capsys):
+    import imageio.v3 as iio
+
+    from clustergym.cli import main
+    from clustergym.replay import record_episode
+
+    out = tmp_path / "x.gif"
+    rc = main(["replay", P1, "--agents", "esdp,lcf", "--seed", "0", "--horizon", "6", "--every", "2",
+               "--out", str(out)])
+    assert rc == 0 and f"wrote {out}" in capsys.readouterr().out
+    gif = iio.imread(out)
+    esdp = record_episode(P1, "esdp", 0, horizon=6, every=2)
+    assert len(esdp) == 4  # slot 0, 2, 4, 6
+    h, w, _ = esdp[0].shape
+    assert gif.shape == (4, h, 2 * w + 8, 3)
+    left, right = gif[:, :, :w], gif[:, :, w + 8:]
+    # slot 0: the same instance and seed, so both halves are the same picture below the title (agent name)
+    body = slice(h // 8, h)
+    np.testing.assert_array_equal(left[0, body], right[0, body])
+    assert not np.array_equal(left[-1, body], right[-1, body])  # the agents decided differently
+    # the left half is esdp's episode (GIF colours are quantised: compare loosely)
+    assert np.abs(left[-1].astype(int) - esdp[-1].astype(int)).mean() < 3
+
+
+def test_side_by_side_is_exact_and_holds_the_shorter_episode():
+    from clustergym.replay import side_by_side
+
+    rng = np.random.default_rng(0)
+    a = [rng.integers(0, 255, (4, 5, 3), dtype=np.uint8) for _ in range(3)]
+    b = [rng.integers(0, 255, (4, 5, 3), dtype=np.uint8) for _ in range(2)]
+    out = side_by_side(a, b, gap=2)
+    assert len(out) == 3
+    np.testing.assert_array_equal(out[2][:, :5], a[2])
+    np.testing.assert_array_equal(out[2][:, 7:], b[1])
+    assert (out[0][:, 5:7] == 255).all()
+
+
+@pytest.mark.parametrize("argv, needle", [
+    (["--agents", "esdp,lcf,random"], "--agents"),
+    (["--agents", "esdp", "--out", "x.txt"], "out="),
+    (["--agents", "esdp", "--every", "0"], "--every"),
+    (["--agents", "esdp", "--set", "render_mode=ansi"], "render_mode"),
+])
+def test_replay_bad_input_is_one_line(argv, needle, tmp_path, capsys):
+    from clustergym.cli import main
+
+    if "--out" not in argv:
+        argv = [*argv, "--out", str(tmp_path / "x.gif")]
+    assert main(["replay", P1, "--horizon", "3", *argv]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and needle in err, err
