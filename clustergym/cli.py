@@ -159,7 +159,7 @@ def cmd_run(args) -> int:
     return 0
 
 
-RUN_FILES = ("results.json", "curves.csv", "avg_reward.png", "cumulative_regret.png")
+RUN_FILES = ("results.json", "curves.csv", "avg_reward.png", "cumulative_regret.png", "paired_difference.png")
 REPRODUCE_FILES = ("report.md",)
 
 
