@@ -6,7 +6,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: setup test fuzz reproduce bench figures drl docs rllib clean
+.PHONY: setup test fuzz reproduce bench figures drl gallery docs rllib clean
 
 $(STAMP): pyproject.toml constraints.txt
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -52,6 +52,12 @@ figures: $(STAMP)
 # the best learner per env into clustergym/learning/pretrained (sb3:pretrained/<EnvName>). About 45 min here.
 drl: $(STAMP)
 	$(BIN)/clustergym drl --out runs/drl --figures docs/figures --export-pretrained
+
+# The docs gallery (docs/gallery.md): one episode-viewer frame per env and one comparison figure per paper
+# (the paper's policy and its family's baselines on 5 instances, short horizons) into docs/figures/gallery.
+# About 10 minutes on 2 shared cores.
+gallery: $(STAMP)
+	$(BIN)/python -m clustergym.gallery --out docs/figures/gallery
 
 # The docs site, offline, into site/ (open site/index.html): regenerate the reference pages from the
 # code (docs/gen_pages.py), then build in strict mode (any warning, e.g. a broken link, fails).

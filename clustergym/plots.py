@@ -22,7 +22,7 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 
-__all__ = ["AGENT_COLORS", "agent_color", "figure", "save", "style", "legend_outside", "mean_ci", "mean_band",
+__all__ = ["AGENT_COLORS", "agent_color", "reference_color", "figure", "save", "style", "legend_outside", "figure_legend", "mean_ci", "mean_band",
            "paired_difference", "plot_comparisons", "rolling_mean", "training_curve", "plot_results"]
 
 PAPER = "#D55E00"  # vermilion: the paper's policy of each family
@@ -38,8 +38,9 @@ AGENT_COLORS: dict[str, str] = {
     # learners (clustergym train / drl)
     "ppo": "#332288", "maskable_ppo": "#117733", "a2c": "#882255", "sac": "#999933", "bc": "#44AA99",
 }
-_EXTRA = ("#1F77B4", "#FF7F0E", "#2CA02C", "#D62728", "#9467BD", "#8C564B", "#E377C2", "#BCBD22", "#17BECF",
-          "#AEC7E8", "#FFBB78", "#98DF8A", "#FF9896", "#C5B0D5", "#C49C94", "#F7B6D2", "#DBDB8D", "#9EDAE5")
+# for names not in the table (options, users' agents): none close to a colour above
+_EXTRA = ("#D62728", "#9467BD", "#8C564B", "#BCBD22", "#17BECF", "#393B79", "#637939", "#8C6D31", "#843C39",
+          "#7B4173", "#3182BD", "#31A354", "#756BB1", "#E6550D", "#636363", "#AEC7E8", "#98DF8A", "#C5B0D5")
 
 
 def agent_color(name: str) -> str:
@@ -53,6 +54,17 @@ def agent_color(name: str) -> str:
         if low.startswith(learner) and (len(low) == len(learner) or not low[len(learner)].isalnum()):
             return AGENT_COLORS[learner]
     return _EXTRA[zlib.crc32(name.encode()) % len(_EXTRA)]
+
+
+def reference_color(label: str) -> str:
+    """The colour of a reference line labelled e.g. ``"paper policy esdp"`` or ``"best baseline (lcf)"``: that
+    of the first agent name in the label, else one derived from the label."""
+    import re
+
+    for token in re.split(r"[\s:(),=\[\]]+", label):
+        if token in AGENT_COLORS:
+            return AGENT_COLORS[token]
+    return agent_color(label)
 
 
 def _plt():
@@ -77,6 +89,18 @@ def legend_outside(ax, fontsize: float = 8, **kw) -> None:
     opts = dict(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=fontsize, frameon=False, borderaxespad=0.0)
     opts.update(kw)
     ax.legend(handles, labels, **opts)
+
+
+def figure_legend(fig, axes, fontsize: float = 8, ncol: int | None = None) -> None:
+    """One legend for a figure of several panels, below them (outside the data): every labelled artist of
+    ``axes``, each label once."""
+    seen: dict = {}
+    for ax in np.atleast_1d(axes).ravel():
+        for h, lab in zip(*ax.get_legend_handles_labels()):
+            seen.setdefault(lab, h)
+    if seen:
+        fig.legend(list(seen.values()), list(seen), loc="outside lower center", fontsize=fontsize, frameon=False,
+                   ncol=ncol or min(len(seen), 4))
 
 
 def style(*axes, legend: float | None = 8) -> None:
@@ -193,8 +217,7 @@ def training_curve(ax, steps, returns, *, label: str = "episode return", color: 
         ax.plot(steps, returns, ".", color=color, alpha=0.25, ms=3, label=f"{label} (each episode)")
         ax.plot(steps, rolling_mean(returns, w), "-", color=color, lw=1.8, label=f"{label} (rolling mean of {w})")
     for name, val in (references or {}).items():
-        key = name.split(" ")[0].split("(")[0]
-        ax.axhline(val, ls="--", lw=1.1, color=agent_color(key), label=f"{name}: {val:.4g}")
+        ax.axhline(val, ls="--", lw=1.1, color=reference_color(name), label=f"{name}: {val:.4g}")
 
 
 # -- clustergym run ------------------------------------------------------------------------------------
