@@ -143,7 +143,7 @@ def mean_band(ax, t, arr, label, color=None, **line):
     m, half = mean_ci(arr)
     ax.plot(t, m, label=label, color=color, lw=line.pop("lw", 1.6), **line)
     if np.atleast_2d(arr).shape[0] > 1:
-        ax.fill_between(t, m - half, m + half, color=color, alpha=0.18, lw=0)
+        ax.fill_between(t, m - half, m + half, color=color, alpha=0.12, lw=0, zorder=line.get("zorder", 1) - 0.5)
 
 
 def paired_difference(ax, diffs: Mapping[str, Sequence[float]], reference: str, unit: str = "",

@@ -9,7 +9,7 @@
   reads the docstrings from that tree by static analysis, without importing anything.
 * ``on_config`` also adds :class:`TableMathPipes` to the Markdown extensions (the pages' and the docstrings'
   that mkdocstrings renders): in a table row, ``|E|`` (a cardinality or absolute value written in a
-  docstring) would split the cell in two; it becomes ``\|E\|``, shown as |E|.
+  docstring) would split the cell in two; it becomes ``\\|E\\|``, shown as |E|.
 * ``on_page_markdown``: the hand-written pages link files of the repository outside ``docs/``
   (``../README.md``, ``../examples/my_agent.py``) so that they work when browsed in the repository.
   The site has no copy of those files, so such a link, when its target exists in the repository,
