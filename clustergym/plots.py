@@ -39,8 +39,8 @@ AGENT_COLORS: dict[str, str] = {
     "ppo": "#332288", "maskable_ppo": "#117733", "a2c": "#882255", "sac": "#999933", "bc": "#44AA99",
 }
 # for names not in the table (options, users' agents): none close to a colour above
-_EXTRA = ("#D62728", "#9467BD", "#8C564B", "#BCBD22", "#17BECF", "#393B79", "#637939", "#8C6D31", "#843C39",
-          "#7B4173", "#3182BD", "#31A354", "#756BB1", "#E6550D", "#636363", "#AEC7E8", "#98DF8A", "#C5B0D5")
+_EXTRA = ("#9467BD", "#8C564B", "#BCBD22", "#17BECF", "#393B79", "#637939", "#8C6D31", "#843C39", "#7B4173",
+          "#AEC7E8", "#98DF8A", "#C5B0D5")
 
 
 def agent_color(name: str) -> str:

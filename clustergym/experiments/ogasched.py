@@ -443,7 +443,8 @@ def plot_units(comps: dict, path: str) -> None:
             ax.bar(x + j * w, m, w, yerr=np.nan_to_num(err), capsize=2, label=OGA[a])
         ax.scatter(x + w, [PAPER_GAPS[b.split("[")[0]] for b in bases], marker="_", s=300, color="k", zorder=3,
                    label="paper (Fig. 2)")
-        ax.set_xticks(x + w, [_LABEL[b].replace(" (", "\n(") for b in bases], fontsize=6, rotation=30)
+        ax.set_xticks(x + w, [_LABEL[b].replace(" (", "\n(") for b in bases], fontsize=6, rotation=40, ha="right",
+                      rotation_mode="anchor")
         ax.axhline(0, color="0.3", lw=0.8)
         ax.set_title(f"setting = {units}", fontsize=9)
         ax.set_ylabel("OGASched − baseline, % of Q(y*) (95% CI over instances)", fontsize=8)
