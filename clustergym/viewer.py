@@ -150,6 +150,9 @@ class EpisodeViewer:
         sub = self.draw(ax, bx)
         ax.set_xlim(0, max(n, 1))
         bx.set_xlabel("time slot t")
+        from matplotlib.ticker import MaxNLocator
+
+        bx.xaxis.set_major_locator(MaxNLocator(integer=True))
         bx.grid(alpha=0.3)
         head = f"[{self.label}] " if self.label else ""
         fig.suptitle(f"{head}{self.title}   slot {n} / {self.horizon}" + (f"\n{sub}" if sub else ""), fontsize=11)
@@ -215,8 +218,14 @@ def group_ticks(ax, group_of_row: np.ndarray, label: str, prefix: str, max_label
     starts = np.flatnonzero(np.r_[True, g[1:] != g[:-1]])
     ends = np.r_[starts[1:], g.size]
     mids = (starts + ends - 1) / 2
-    step = max(1, int(np.ceil(starts.size / max_labels)))
-    ax.set_yticks(mids[::step], [names[int(g[s])] if names else f"{prefix}{int(g[s])}" for s in starts[::step]], fontsize=7)
+    gap = g.size / (1.6 * max_labels)  # rows between two labels, so that they never overlap
+    shown, last = [], -np.inf
+    for k, mid in enumerate(mids):
+        if mid - last >= gap:
+            shown.append(k)
+            last = mid
+    ax.set_yticks(mids[shown], [names[int(g[starts[k]])] if names else f"{prefix}{int(g[starts[k]])}" for k in shown],
+                  fontsize=7)
     for s in starts[1:]:
         ax.axhline(s - 0.5, color="0.55", lw=0.5)
     ax.set_ylabel(label)
