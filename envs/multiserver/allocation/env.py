@@ -95,7 +95,8 @@ class MultiServerAllocationEnv(ClusterEnv):
     ``scenario`` ("paper", "fig2", "large", "toy", "alibaba-v2023" or a Scenario), ``scenario_seed``
     (default 0), ``horizon`` (default 2000; public: ``env.problem.horizon`` carries it, so an agent
     can use T, e.g. OGASched's eq. 26 step), ``oracle`` (default True: the hindsight optimum at
-    episode end), ``infeasible``, ``render_mode`` ("ansi" or "rgb_array"), and scenario parameters:
+    episode end), ``infeasible``, ``render_mode`` ("ansi", "rgb_array" or "human": the episode viewer),
+    and scenario parameters:
     ``setting`` ("paper", default: Table 1 counted in devices; "authors-code": the authors' code's
     units, β ∈ [0.01, 0.1], reciprocal 1/(3α) − 1/(y + 3α), contention 4 (their 0.4);
     "table1-in-code-units": the earlier default mixture), ``units`` ("device" or "code", default

@@ -95,7 +95,8 @@ class MultiServerChannelEnv(ClusterEnv):
     ## Arguments
     ``scenario`` ("paper", "toy" or a Scenario object), ``scenario_seed`` (seed of the instance:
     graph, demands, utilities; default 0), ``horizon`` (default 2000), ``oracle`` (default True),
-    ``infeasible``, ``render_mode`` ("ansi" or "rgb_array"), and any scenario parameter:
+    ``infeasible``, ``render_mode`` ("ansi", "rgb_array" or "human": the episode viewer), and any
+    scenario parameter:
     ``num_ports``, ``num_servers``, ``num_device_types``, ``channel_prob``, ``rho``,
     ``capacity_ratio``, ``demand_min``, ``demand_max``, ``utility_low``, ``utility_high``,
     ``cost_mean``, ``cost_std``; ``instances`` (seeds drawn at each reset, default None) and
