@@ -205,3 +205,20 @@ def test_replay_bad_input_is_one_line(argv, needle, tmp_path, capsys):
     assert main(["replay", P1, "--horizon", "3", *argv]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and needle in err, err
+
+
+def test_gallery_command_writes_a_viewer_frame_and_a_comparison_figure(tmp_path, monkeypatch):
+    import imageio.v3 as iio
+
+    from clustergym import gallery
+
+    paper, ref, bases, _, _ = gallery.PAPERS[P1]
+    monkeypatch.setitem(gallery.PAPERS, P1, (paper, ref, bases[:1], 6, 4))  # short runs
+    monkeypatch.setattr(gallery, "INSTANCES", (0, 1))
+    assert gallery.main(["--out", str(tmp_path), "--only", "MultiServerChannel-v0"]) == 0
+    frame = iio.imread(tmp_path / "viewer_MultiServerChannel-v0.png")
+    np.testing.assert_array_equal(frame, gallery.viewer_frame(P1, 4, ref))  # slot 4 of esdp, instance 0
+    fig = iio.imread(tmp_path / "paper_MultiServerChannel-v0.png")
+    assert fig.ndim == 3 and fig.shape[1] > fig.shape[0] and fig.std() > 0
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["paper_MultiServerChannel-v0.png",
+                                                          "viewer_MultiServerChannel-v0.png"]
