@@ -23,7 +23,7 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 
 __all__ = ["AGENT_COLORS", "agent_color", "reference_color", "figure", "save", "style", "legend_outside", "figure_legend", "mean_ci", "mean_band",
-           "paired_difference", "plot_comparisons", "rolling_mean", "training_curve", "plot_results"]
+           "paired_difference", "plot_comparisons", "plot_claims", "rolling_mean", "training_curve", "plot_results"]
 
 PAPER = "#D55E00"  # vermilion: the paper's policy of each family
 AGENT_COLORS: dict[str, str] = {
@@ -148,10 +148,12 @@ def mean_band(ax, t, arr, label, color=None, **line):
 
 def paired_difference(ax, diffs: Mapping[str, Sequence[float]], reference: str, unit: str = "",
                       relative: bool = False, seed: int = 0,
-                      intervals: Mapping[str, tuple[float, float, float]] | None = None) -> None:
+                      intervals: Mapping[str, tuple[float, float, float]] | None = None,
+                      colors: Mapping[str, str] | None = None) -> None:
     """Per-instance differences ``agent − reference`` (one row per agent): each instance a point, the mean a
     diamond with its 95% t-interval, a line at 0 (no difference). ``relative``: the values are percentages.
-    ``intervals`` (name -> (mean, low, high)) replaces the interval computed here (e.g. the table's own)."""
+    ``intervals`` (name -> (mean, low, high)) replaces the interval computed here (e.g. the table's own);
+    ``colors`` (name -> colour) replaces :func:`agent_color` of the row names."""
     from clustergym.stats import t_quantile
 
     rng = np.random.default_rng(seed)  # vertical jitter of the points only
@@ -159,7 +161,7 @@ def paired_difference(ax, diffs: Mapping[str, Sequence[float]], reference: str, 
     for i, name in enumerate(names):
         d = np.asarray(diffs[name], dtype=float)
         d = d[np.isfinite(d)]
-        c = agent_color(name)
+        c = colors[name] if colors and name in colors else agent_color(name)
         y = len(names) - 1 - i
         ax.scatter(d, y + rng.uniform(-0.15, 0.15, d.size), s=14, color=c, alpha=0.6, lw=0)
         if intervals is not None and name in intervals:
@@ -192,6 +194,39 @@ def plot_comparisons(ax, comparisons) -> None:
         return
     paired_difference(ax, {c.agent: list(c.per_instance.values()) for c in comps}, comps[0].reference,
                       relative=bool(comps[0].basis), intervals={c.agent: (c.mean, c.low, c.high) for c in comps})
+
+
+def plot_claims(rows: Sequence[Mapping], path: str, title: str, wrap: int = 70) -> str | None:
+    """The picture of a claims table (:func:`clustergym.stats.claims_table`): one row per claim whose
+    comparison is relative (% of S), its per-instance differences as points and the table's interval,
+    coloured by the claim's agent; the paper's number, where it is a single percentage, as a black bar.
+    Returns ``path``, or None when no row has a relative comparison."""
+    import re
+    import textwrap
+
+    rel = [r for r in rows if r.get("comparison") is not None and r["comparison"].basis]
+    if not rel:
+        return None
+    labels = [textwrap.shorten(r["claim"], wrap, placeholder="…") for r in rel]
+    labels = [f"{lab} ({k + 1})" if labels.count(lab) > 1 else lab for k, lab in enumerate(labels)]
+    comps = [r["comparison"] for r in rel]
+    fig, ax = figure(size=(11.0, 1.2 + 0.36 * len(rel)))
+    paired_difference(ax, {lab: list(c.per_instance.values()) for lab, c in zip(labels, comps)}, "the reference",
+                      relative=True, intervals={lab: (c.mean, c.low, c.high) for lab, c in zip(labels, comps)},
+                      colors={lab: agent_color(c.agent) for lab, c in zip(labels, comps)})
+    marked = False
+    for k, r in enumerate(rel):
+        m = re.fullmatch(r"\s*([+-]?\d+(?:\.\d+)?)\s*%\s*", str(r.get("paper", "")).replace("−", "-"))
+        if m:
+            ax.scatter([float(m.group(1))], [len(rel) - 1 - k], marker="|", s=160, color="k", zorder=4,
+                       label=None if marked else "the paper's number")
+            marked = True
+    ax.tick_params(axis="y", labelsize=7)
+    ax.set_xlabel("difference in % of S (the claim's common scale, see the table): points = instances, "
+                  "◆ = mean with 95% interval, | = the paper's number")
+    ax.set_title(title)
+    legend_outside(ax)
+    return save(fig, path)
 
 
 def rolling_mean(x, window: int) -> np.ndarray:

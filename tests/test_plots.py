@@ -132,3 +132,28 @@ def test_results_table_aligns_long_agent_names():
             cell = ln[a:b]
             if cell.strip():
                 assert (cell[0] != " ") if k in (0, 2) else (cell[-1] != " "), (k, res.table())
+
+
+def test_claims_figure_draws_each_relative_claim_with_its_table_interval(tmp_path, monkeypatch):
+    from clustergym.stats import paired_comparison
+
+    a = {0: 11.0, 1: 12.0, 2: 10.5}
+    ref = {0: 10.0, 1: 10.0, 2: 10.0}
+    rows = [{"claim": "OPM > fair", "paper": "+12%", "comparison": paired_comparison(a, ref, agent="opm",
+                                                                                     reference="fair")},
+            {"claim": "points", "paper": "+9 points",
+             "comparison": paired_comparison(a, ref, agent="x", reference="y", relative=False)}]
+    seen = []
+    real_save = plots.save
+    monkeypatch.setattr(plots, "save", lambda fig, path: (seen.append(fig.axes[0]), real_save(fig, path))[1])
+    path = plots.plot_claims(rows, str(tmp_path / "c.png"), "claims")
+    assert path and (tmp_path / "c.png").exists()
+    ax = seen[0]
+    assert [t.get_text() for t in ax.get_yticklabels()] == ["OPM > fair"]  # the absolute row is left out
+    eb = ax.containers[0]
+    comp = rows[0]["comparison"]
+    assert eb.lines[0].get_xdata()[0] == pytest.approx(comp.mean)
+    assert to_hex(eb.lines[0].get_color()) == to_hex(plots.agent_color("opm"))
+    paper = [c for c in ax.collections if c.get_label() == "the paper's number"]
+    assert paper and paper[0].get_offsets()[0][0] == pytest.approx(12.0)
+    assert plots.plot_claims(rows[1:], str(tmp_path / "none.png"), "t") is None

@@ -478,7 +478,10 @@ def figures(sw: dict, d: str) -> list[str]:
     ax.set_title(f"Fig. 7 style ({sum(len(v) for v in r7['gadget'].values())} slots, §VI λ2)")
     legend_outside(ax)
     p7 = save(fig, os.path.join(d, "gadget_fig7_milp_ratio.png"))
-    return [p4, p56, p7]
+    from clustergym.plots import plot_claims
+
+    pc = plot_claims(tables(sw)[1], os.path.join(d, "gadget_claims.png"), "GADGET claims: paired differences over instances")
+    return [p4, p56, p7] + ([pc] if pc else [])
 
 
 def report(sw: dict, lines: list[str], claims: list[dict], wall: float) -> str:

@@ -444,7 +444,11 @@ def figures(sw: dict, d: str) -> list[str]:
             z.grid(alpha=0.3)
         fig3 = save(fig, os.path.join(d, "opm_fig3_alpha.png"))
 
-    return [fig1, fig2] + ([fig3] if fig3 else [])
+    from clustergym.plots import plot_claims
+
+    claims_png = plot_claims(claims(sw), os.path.join(d, "opm_claims.png"),
+                             f"OPM claims: paired differences over {len(insts)} job lists")
+    return [fig1, fig2] + ([fig3] if fig3 else []) + ([claims_png] if claims_png else [])
 
 
 def report(sw: dict, claims_md: str, tb: dict, workers: int) -> str:
