@@ -24,7 +24,7 @@ _F = {name: k for k, name in enumerate(JOB_FEATURES)}
 
 
 class ApproxJobsEnv(ClusterEnv):
-    """Approximation jobs with budgets and deadlines on machines of fluctuating, hidden speed.
+    r"""Approximation jobs with budgets and deadlines on machines of fluctuating, hidden speed.
 
     ## Description
     The OPM paper's model (opm.md §III). M machines; in slot t machine i delivers θ_i^t ∈ [0, 1]
@@ -52,7 +52,7 @@ class ApproxJobsEnv(ClusterEnv):
     | t        | Box(0, T, (1,), float32)                 | slots elapsed (the next slot is t+1)       |
 
     ## Rewards
-    Σ_j [f_j(X_j(t)) − f_j(X_j(t−1))]: the episode return is Σ_j f_j(X_j), the objective of P1.
+    $\sum_j [f_j(X_j(t)) - f_j(X_j(t-1))]$: the episode return is $\sum_j f_j(X_j)$, the objective of P1.
 
     ## Infeasible actions
     Budget (eq. 4), as Algorithm 1 lines 7–12: for each job, its tasks are taken in machine order

@@ -35,7 +35,7 @@ _INT = ("id", "arrival", "workers", "budget", "z", "last")
 
 
 class RingAllReduceEnv(ClusterEnv):
-    """Online scheduling of ring-all-reduce DDL jobs on a fat-tree GPU cluster.
+    r"""Online scheduling of ring-all-reduce DDL jobs on a fat-tree GPU cluster.
 
     ## Description
     The GADGET paper's model (gadget.md §IV, specialised as in §VI). S servers with C_s GPUs sit in
@@ -91,8 +91,8 @@ class RingAllReduceEnv(ClusterEnv):
     knows a job's parameters once it is submitted).
 
     ## Rewards
-    Σ_i μ_i(ζ_i z_i,t) − μ_i(ζ_i z_i,t−1): the utility increment of the slot. Summed over the
-    episode it telescopes to the DDLJS objective minus the constant Σ_i μ_i(0).
+    $\sum_i \mu_i(\zeta_i z_{i,t}) - \mu_i(\zeta_i z_{i,t-1})$: the utility increment of the slot. Summed over
+    the episode it telescopes to the DDLJS objective minus the constant $\sum_i \mu_i(0)$.
 
     ## Infeasible actions
     Values outside the space, wrong shape or NaN: always ValueError. Otherwise, with

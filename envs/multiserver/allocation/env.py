@@ -23,7 +23,7 @@ def instance_sizes(problem) -> dict[str, int]:
 
 
 class MultiServerAllocationEnv(ClusterEnv):
-    """Fractional allocation of K device types to multi-server jobs on a bipartite graph.
+    r"""Fractional allocation of K device types to multi-server jobs on a bipartite graph.
 
     ## Description
     The OGASched paper's model (ogasched.md §2). Ports l (job types) connect to servers r through
@@ -65,8 +65,10 @@ class MultiServerAllocationEnv(ClusterEnv):
     naming ``max_edges``; other option keys are a ValueError.
 
     ## Rewards
-    Eq. 5 with the nice setup of eq. 7: q(x, y) = Σ_l x_l [Σ_k Σ_{r∈R_l} f_r^k(y_(l,r)^k)
-    − max_k β_k Σ_{r∈R_l} y_(l,r)^k], utilities of eq. 27 (see ``allocation_scenario``).
+    Eq. 5 with the nice setup of eq. 7, utilities of eq. 27 (see ``allocation_scenario``):
+
+    $$q(x, y) = \sum_l x_l \Big[\sum_k \sum_{r \in R_l} f_r^k\big(y_{(l,r)}^k\big)
+    - \max_k \beta_k \sum_{r \in R_l} y_{(l,r)}^k\Big]$$
 
     ## Infeasible actions
     ``infeasible="repair"`` (default): an action outside Y (beyond a tolerance of 1e-6 device units)

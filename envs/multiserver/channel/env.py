@@ -25,7 +25,7 @@ _BLOCK = BLOCK  # slots of arrivals/utilities drawn at once (same values as draw
 
 
 class MultiServerChannelEnv(ClusterEnv):
-    """Multi-server jobs on a bipartite job-type/server graph with stochastic channel utilities.
+    r"""Multi-server jobs on a bipartite job-type/server graph with stochastic channel utilities.
 
     ## Description
     The ESDP paper's model (esdp.md §2). Ports l (job types) connect to servers r through channels
@@ -69,7 +69,7 @@ class MultiServerChannelEnv(ClusterEnv):
     |E| > P) is a ValueError naming ``max_edges``; other option keys are a ValueError.
 
     ## Rewards
-    Eq. 5: Σ_e x_e Z̃_e(t) over the executed channels.
+    Eq. 5: $\sum_e x_e \tilde Z_e(t)$ over the executed channels.
 
     ## Infeasible actions
     ``infeasible="repair"`` (default): channels of ports without a job are dropped, then selected
