@@ -18,7 +18,8 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["VISUAL_MODES", "EpisodeViewer", "History", "require_pygame", "figure_to_array", "FRAME_SIZE", "FRAME_DPI"]
+__all__ = ["VISUAL_MODES", "EpisodeViewer", "History", "require_pygame", "figure_to_array", "timeline_image", "group_ticks",
+           "legend_outside", "FRAME_SIZE", "FRAME_DPI"]
 
 VISUAL_MODES = ("rgb_array", "human")
 """The render modes that draw pictures (and so keep an episode history)."""
@@ -189,11 +190,6 @@ class EpisodeViewer:
         state = dict(self.__dict__)
         state["_window"] = None  # a window is not copied (a copy opens its own)
         return state
-
-
-def slot_edges(n: int) -> np.ndarray:
-    """The x extent of an (rows, n) timeline image: slot s covers [s, s+1)."""
-    return np.array([0, max(n, 1)])
 
 
 def timeline_image(ax, img: np.ndarray, cmap, vmin: float, vmax: float, bad: str = "white", under: str | None = None):
