@@ -5,8 +5,9 @@
 * ``viewer_<EnvName>.png``: the viewer frame (``render_mode="rgb_array"``) after ``VIEWER_SLOTS[env]`` slots of
   the paper's policy, instance 0, seed 0;
 * ``paper_<env key>.png``: the paper's policy and the baselines of its family over ``INSTANCES`` instances
-  (seed = instance, a short horizon): the average reward per slot vs t with its 95% interval over instances,
-  and beside it every agent's total reward relative to the paper's policy, paired over instances.
+  (seed = instance, a short horizon): the running average reward, divided on each instance by the paper
+  policy's average over the run, with its 95% interval over instances; beside it every agent's total
+  reward relative to the paper's policy, paired over instances.
 
 These are pictures of the house style on short runs, not the papers' reproductions (``clustergym reproduce``).
 """
@@ -47,14 +48,20 @@ def paper_figure(env_id: str, path: str, progress: bool = False) -> str:
     agents = [ref, *bases]
     res = evaluate(env_id, agents, seeds=list(INSTANCES), horizon=horizon, progress=progress, score=False)
     fig, (ax, bx) = figure(1, 2, size=(13, 4.2), gridspec_kw={"width_ratios": [1.25, 1]})
+    # Instances differ in scale: each run's running average is divided by the paper policy's average over
+    # the whole run on the same instance (common random numbers), so the bands show the paired picture.
+    scale = {r.instance: r.total_reward / max(r.steps, 1) for r in res.runs if r.agent == ref}
     for a in [*bases, ref]:  # the paper's policy last, on top (a baseline can coincide with it)
-        rs = [r for r in res.runs if r.agent == a]
+        rs = [r for r in res.runs if r.agent == a and scale.get(r.instance, 0) > 0]
+        if not rs:
+            continue
         n = min(r.steps for r in rs)
         t = np.arange(1, n + 1)
-        mean_band(ax, t, np.vstack([np.cumsum(r.reward[:n]) / t for r in rs]), a,
+        mean_band(ax, t, np.vstack([np.cumsum(r.reward[:n]) / t / scale[r.instance] for r in rs]), a,
                   **({"lw": 2.6, "zorder": 3} if a == ref else {"lw": 1.4, "zorder": 2}))
-    ax.set(xlabel="time slot t", ylabel="average reward per slot, (1/t) Σ reward",
-           title=f"average reward vs t (95% interval over {len(INSTANCES)} instances)")
+    ax.axhline(1.0, color="0.3", lw=0.8, ls=":")
+    ax.set(xlabel="time slot t", ylabel=f"average reward per slot / {ref}'s over the run",
+           title=f"running average reward relative to {ref} (95% interval over {len(INSTANCES)} instances)")
     style(ax)
     plot_comparisons(bx, res.comparisons(reference=ref))
     bx.set_title(f"total reward relative to {ref}, paired over instances")
