@@ -461,7 +461,7 @@ def figures(sw: dict, d: str) -> list[str]:
         cis = [mean_ci(emb[kind, sc].values()) for sc in scales]
         ax.errorbar(scales, [c.mean for c in cis],
                     yerr=None if np.isnan(cis[0].low) else [[c.mean - c.low for c in cis], [c.high - c.mean for c in cis]],
-                    marker="o", capsize=3)
+                    marker="o", capsize=3, color=agent_color("gadget"))
         ax.set_xscale("log")
         ax.set_xlabel(f"{kind} (× the paper's draw)")
         ax.grid(alpha=0.3)
