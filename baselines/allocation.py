@@ -39,6 +39,7 @@ from __future__ import annotations
 import numpy as np
 
 from clustergym.agent import BaseAgent
+from clustergym.envs.multiserver.allocation.actions import dominant_share, drf_order
 from clustergym.envs.multiserver.projection import AllocationLayout
 
 __all__ = ["DRF", "Fairness", "BinPacking", "Spreading", "RandomAllocation", "priority_fill"]
@@ -103,13 +104,8 @@ class DRF(_AllocationBaseline):
     def reset(self, problem, *, seed=None) -> None:
         super().reset(problem, seed=seed)
         pb = problem
-        reach = np.zeros((pb.num_ports, pb.num_device_types))
-        np.add.at(reach, pb.edge_port, pb.capacity[pb.edge_server])  # Σ_{r∈R_l} c_r^k, once per reset
-        share = np.divide(pb.demand, reach, out=np.full_like(reach, np.inf), where=reach > 0)
-        share[(pb.demand == 0)] = 0.0
-        self.dominant_share = share.max(axis=1)  # (L,) s_l
-        rank = np.empty(pb.num_ports)
-        rank[np.lexsort((np.arange(pb.num_ports), self.dominant_share))] = np.arange(pb.num_ports)
+        self.dominant_share = dominant_share(pb)  # (L,) s_l, once per reset
+        rank = drf_order(pb)  # (L,) ascending s_l, ties by port index (the env's port modes use this order)
         self.slot_priority = np.append(rank, np.inf)[self.slot_port]  # (R, D)
         self.port_order = np.argsort(rank, kind="stable")  # ports in DRF order
         starts = np.searchsorted(pb.edge_port, np.arange(pb.num_ports + 1))  # edges are ordered by (port, server)

@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from clustergym.agent import BaseAgent
-from clustergym.envs.approxjobs.dynamics import budget_prefix
+from clustergym.envs.approxjobs.dynamics import budget_prefix, deal_machines
 
 __all__ = ["Fair", "EDF", "RandomApprox"]
 
@@ -69,20 +69,7 @@ class Fair(_ApproxBaseline):
         if not self.redistribute:
             action[self.order] = live[np.arange(M) % live.size] + 1
             return self._within_budget(action, rem)
-        rem = rem.copy()
-        pool, jobs = self.order, live
-        count = np.zeros(rem.size, dtype=np.int64)
-        while pool.size and jobs.size:
-            jobs = jobs[np.argsort(count[jobs], kind="stable")]  # fewest machines first: shares stay within 1
-            slot = jobs[np.arange(pool.size) % jobs.size] + 1  # deal round-robin
-            keep = budget_prefix(slot, self.price[pool], rem)  # each job: affordable prefix of its deal
-            action[pool[keep]] = slot[keep]
-            rem -= np.bincount(slot[keep] - 1, weights=self.price[pool[keep]], minlength=rem.size)
-            count += np.bincount(slot[keep] - 1, minlength=rem.size)
-            short = np.unique(slot[~keep] - 1)  # jobs that could not pay for all they were dealt
-            pool = pool[~keep]
-            jobs = jobs[~np.isin(jobs, short)]
-        return action
+        return deal_machines(self.order, self.price, rem, live)  # the water-filling deal (the env's "job" mode too)
 
 
 class EDF(_ApproxBaseline):

@@ -5,6 +5,7 @@ agent is tested here without editing this file."""
 from __future__ import annotations
 
 import pytest
+from gymnasium.envs.registration import load_env_creator
 
 import clustergym
 from clustergym import testing
@@ -13,6 +14,10 @@ from clustergym.family import env_entry
 
 ENVS = [(f, e) for f in clustergym.family_specs() for e in f.envs]
 PAIRS = [(e.id, name) for _, e in ENVS for name in list_agents(e.id)]
+# (id, kwargs) of every action mode besides the default one (the env class's ``action_modes``)
+MODES = [(e.id, {"action_mode": m}) for _, e in ENVS
+         for m in getattr(load_env_creator(e.entry_point), "action_modes", ())[1:]]
+MODE_IDS = [f"{i.split('/')[-1]}-{kw['action_mode']}" for i, kw in MODES]
 
 
 def small(env_id: str) -> dict:
@@ -31,6 +36,12 @@ def test_every_family_has_envs_a_random_agent_and_its_paper_agent():
 @pytest.mark.parametrize("env_id", [e.id for _, e in ENVS])
 def test_invalid_actions_raise_and_change_nothing(env_id):
     testing.check_invalid_actions(env_id, small(env_id))
+
+
+@pytest.mark.parametrize("env_id,kw", MODES, ids=MODE_IDS)
+def test_invalid_actions_raise_and_change_nothing_in_every_action_mode(env_id, kw):
+    testing.check_invalid_actions(env_id, {**small(env_id), **kw})
+    testing.check_info_keys(env_id, {k: v for k, v in {**small(env_id), **kw}.items() if k != "oracle"})
 
 
 @pytest.mark.parametrize("env_id", [e.id for _, e in ENVS])

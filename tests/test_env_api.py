@@ -6,11 +6,16 @@ runs them over every env id of every registered family, with the paper-default i
 
 import gymnasium as gym
 import pytest
+from gymnasium.envs.registration import load_env_creator
 
 import clustergym
 from clustergym import testing
 
 IDS = list(clustergym.env_ids())
+# (id, kwargs) of every action mode besides the default one (the env class's ``action_modes``)
+MODES = [(i, {"action_mode": m}) for i in IDS
+         for m in getattr(load_env_creator(gym.spec(i).entry_point), "action_modes", ())[1:]]
+MODE_IDS = [f"{i.split('/')[-1]}-{kw['action_mode']}" for i, kw in MODES]
 
 
 def test_registry_lists_every_env():
@@ -38,6 +43,28 @@ def test_same_seed_same_trajectory_1000_steps(env_id):
 @pytest.mark.parametrize("how", ["pickle", "deepcopy"])
 def test_copy_continues_identically(env_id, how):
     testing.check_copy_continues(env_id, how=how, warmup=20, steps=50, horizon=300)
+
+
+def test_every_compact_action_mode_is_listed():
+    assert {(i, kw["action_mode"]) for i, kw in MODES} >= {
+        ("clustergym/MultiServerAllocation-v0", "port"), ("clustergym/MultiServerAllocation-v0", "port_device"),
+        ("clustergym/RingAllReduce-v0", "ring_size"), ("clustergym/ApproxJobs-v0", "job")}
+
+
+@pytest.mark.parametrize("env_id,kw", MODES, ids=MODE_IDS)
+def test_action_modes_pass_the_checkers(env_id, kw):
+    testing.check_gymnasium_api(env_id, kw, horizon=50)
+    assert testing.check_sb3_api(env_id, kw, horizon=50)
+
+
+@pytest.mark.parametrize("env_id,kw", MODES, ids=MODE_IDS)
+def test_action_modes_same_seed_same_trajectory(env_id, kw):
+    testing.check_determinism(env_id, kw, steps=300, seed=7, other_seed=8, horizon=400)
+
+
+@pytest.mark.parametrize("env_id,kw", MODES, ids=MODE_IDS)
+def test_action_modes_copy_continues_identically(env_id, kw):
+    testing.check_copy_continues(env_id, kw, how="pickle", warmup=20, steps=50, horizon=300)
 
 
 @pytest.mark.parametrize("env_id", IDS)

@@ -106,7 +106,8 @@ def test_cli_random_arguments_exit_0_or_2_with_one_line(tmp_path_factory, capsys
 
 # -- actions ---------------------------------------------------------------------------------------
 
-ENV_CASES = [(P1, {}), (P2, {}), (P3, {"action_mode": "placement"}), (P3, {"action_mode": "ring_size"}), (P4, {})]
+ENV_CASES = [(P1, {}), (P2, {}), (P2, {"action_mode": "port"}), (P2, {"action_mode": "port_device"}),
+             (P3, {"action_mode": "placement"}), (P3, {"action_mode": "ring_size"}), (P4, {}), (P4, {"action_mode": "job"})]
 
 
 def _idle(space):
@@ -159,7 +160,8 @@ def _same(a, b):
 
 
 @pytest.mark.parametrize("infeasible", ["repair", "raise"])
-@pytest.mark.parametrize("env_id,kw", ENV_CASES, ids=["P1", "P2", "P3-placement", "P3-ring_size", "P4"])
+@pytest.mark.parametrize("env_id,kw", ENV_CASES, ids=["P1", "P2", "P2-port", "P2-port_device", "P3-placement",
+                                                      "P3-ring_size", "P4", "P4-job"])
 @FAST
 @given(data=st.data())
 def test_rejected_actions_leave_the_env_unchanged(env_id, kw, infeasible, data):

@@ -535,7 +535,7 @@ def large_run(horizon: int, seed: int = 0) -> dict:
     from clustergym.runner import run_one
 
     t0 = time.perf_counter()
-    r = run_one(ENV_ID, "ogasched", seed, horizon, {"scenario": "large"})
+    r = run_one(ENV_ID, "ogasched", seed, horizon, {"scenario": "large", "oracle": True})
     return {"wall_s": time.perf_counter() - t0, "total_reward": r.total_reward, "regret": r.regret,
             "decision_ms_median": r.decision_ms_median}
 
@@ -547,6 +547,9 @@ def bench_rows(quick: bool):
 
     rows = [p2_env_steps(quick),
             sampled_action_rate(ENV_ID, "P2", 5_000 if quick else 30_000, target=10_000),
+            sampled_action_rate(ENV_ID, "P2 port mode", 5_000 if quick else 30_000, target=10_000, action_mode="port"),
+            sampled_action_rate(ENV_ID, "P2 port_device mode", 5_000 if quick else 30_000, target=10_000,
+                                action_mode="port_device"),
             p2_vector_steps(quick),
             # per core: the kernel is parallel over sub-envs (SPEC §10); the learner, not the env, bounds training
             vector_sampled_rate(ENV_ID, "P2", 10 if quick else 60, target=40_000, per_core=True),

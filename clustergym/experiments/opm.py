@@ -579,7 +579,9 @@ def _paper_scale(quick: bool):
 def bench_rows(quick: bool):
     from clustergym.bench import sampled_action_rate, training_rates
 
-    return [_env_steps(quick), sampled_action_rate(ENV, "P4", 2_000 if quick else 10_000), *_opm_decision(quick),
+    return [_env_steps(quick), sampled_action_rate(ENV, "P4", 2_000 if quick else 10_000),
+            sampled_action_rate(ENV, "P4 job mode", 5_000 if quick else 30_000, target=5_000, action_mode="job"),
+            *_opm_decision(quick),
             *_paper_scale(quick), *training_rates(ENV, "P4", quick, ratio_target=2.5),
             *training_rates(ENV, "P4", quick, algo="maskable_ppo")]
 

@@ -15,6 +15,7 @@ FAMILY = FamilySpec(
                    parallel_entry_point=f"{_PKG}.parallel:parallel_env",  # machines as agents
                    check_kwargs={"num_machines": 10, "max_jobs": 5, "arrival_rate": 0.1}),
           ),
+    action_kwargs=("action_mode",),  # "job": per-job levels dealt to machines by the env (env.py): same dynamics
     scenario=f"{_PKG}.scenario:make_approx_scenario",
     drl_hooks=f"{_PKG}.drl_hooks",
     experiment="opm",

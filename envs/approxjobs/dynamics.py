@@ -5,9 +5,11 @@ All work on every machine at once: rows are machines, columns are window slots (
 
 from __future__ import annotations
 
+import numba
 import numpy as np
 
-__all__ = ["project_capped_simplex", "round_rows", "budget_prefix", "confidence_radius", "ucb_rates"]
+__all__ = ["project_capped_simplex", "round_rows", "budget_prefix", "deal_machines", "deal_kernel",
+           "confidence_radius", "ucb_rates"]
 
 
 def project_capped_simplex(Y: np.ndarray) -> np.ndarray:
@@ -70,6 +72,136 @@ def budget_prefix(slot: np.ndarray, cost: np.ndarray, remaining: np.ndarray) -> 
     job_cum = cum - np.where(start > 0, cum[start - 1], 0.0)
     keep[order] = job_cum <= remaining[s - 1] + 1e-9
     return keep
+
+
+def deal_machines(order: np.ndarray, price: np.ndarray, remaining: np.ndarray, live: np.ndarray,
+                  cap: np.ndarray | None = None) -> np.ndarray:
+    """Fair's water-filling deal of the machines to the live jobs (``baselines.approx.Fair``), with optional caps.
+
+    Machines in ``order`` are dealt round-robin to the jobs ``live`` (window-slot indices, 0-based, in
+    ascending order); each job keeps the affordable prefix of what it was dealt (Algorithm 1 lines 7–12,
+    ``remaining`` (J,) budgets); the machines a job cannot pay for are dealt again, round-robin, among the
+    jobs that could pay for every machine they were dealt (those with the fewest machines first), until
+    no machine is left over or no job can take one. With ``cap`` ((J,) ints), job k takes at most
+    ``cap[k]`` machines: the round-robin skips a job once it holds its cap (level by level: first one
+    machine to every job below its cap, then a second to those with room for two, ...); machines no
+    job can take stay idle. Without caps (or with every cap >= M) the deal is Fair's. Returns the (M,)
+    action: 0 = idle, k = window slot k (1-based). At most one round per job, each vectorised.
+    """
+    action = np.zeros(price.size, dtype=np.int64)
+    if live.size == 0:
+        return action
+    rem = remaining.copy()
+    pool, jobs = order, live
+    count = np.zeros(rem.size, dtype=np.int64)
+    while pool.size and jobs.size:
+        if jobs.size > 1:
+            jobs = jobs[np.argsort(count[jobs], kind="stable")]  # fewest machines first: shares stay within 1
+        if cap is None:
+            slot = jobs[np.arange(pool.size) % jobs.size] + 1  # deal round-robin
+            rest = pool[:0]
+        else:  # round-robin among the jobs below their cap: level m serves the jobs with room for m machines
+            room = cap[jobs] - count[jobs]  # (n,) >= 1
+            levels = min(pool.size, int(room.max()))
+            seq = np.broadcast_to(jobs, (levels, jobs.size))[np.arange(levels)[:, None] < room[None, :]]
+            slot = seq[:pool.size] + 1
+            pool, rest = pool[:slot.size], pool[slot.size:]  # rest: no job has room for them this round
+        keep = budget_prefix(slot, price[pool], rem)  # each job: affordable prefix of its deal
+        if keep.all():  # every job paid for its deal: no job is short, the dealt machines are all taken
+            action[pool] = slot
+            if not rest.size:
+                break
+            rem -= np.bincount(slot - 1, weights=price[pool], minlength=rem.size)
+            count += np.bincount(slot - 1, minlength=rem.size)
+            pool = rest
+        else:
+            action[pool[keep]] = slot[keep]
+            rem -= np.bincount(slot[keep] - 1, weights=price[pool[keep]], minlength=rem.size)
+            count += np.bincount(slot[keep] - 1, minlength=rem.size)
+            short = np.unique(slot[~keep] - 1)  # jobs that could not pay for all they were dealt
+            pool = np.concatenate([pool[~keep], rest]) if rest.size else pool[~keep]  # machine order kept
+            jobs = jobs[~np.isin(jobs, short)]
+        if cap is not None:
+            jobs = jobs[count[jobs] < cap[jobs]]
+    return action
+
+
+@numba.njit(cache=True, nogil=True)
+def deal_kernel(order, price, remaining, live, cap, action):  # pragma: no cover - compiled
+    """:func:`deal_machines` with caps, compiled (the env's "job" mode): writes the (M,) action into
+    ``action`` (zeros on entry). The same rounds and the same float arithmetic as the numpy version —
+    the budget prefix sums prices over the tasks grouped by window slot in ascending order, in machine
+    order within a slot, as one running sum (``budget_prefix``), and the budgets drop by each job's
+    kept prices summed from 0 (``np.bincount``) — so both give the same action (tested)."""
+    J = remaining.shape[0]
+    M = order.shape[0]
+    rem = remaining.copy()
+    count = np.zeros(J, np.int64)
+    pool = order.copy()
+    P = M
+    jobs = live.copy()
+    n = jobs.shape[0]
+    slot = np.empty(M, np.int64)  # 0-based job of each dealt machine, in pool order
+    keep = np.empty(M, np.bool_)
+    has = np.zeros(J, np.bool_)
+    short = np.zeros(J, np.bool_)
+    spent = np.zeros(J)
+    while P > 0 and n > 0:
+        for a in range(1, n):  # stable sort by machines held: fewest first
+            v = jobs[a]
+            b = a - 1
+            while b >= 0 and count[jobs[b]] > count[v]:
+                jobs[b + 1] = jobs[b]
+                b -= 1
+            jobs[b + 1] = v
+        levels = 0
+        for a in range(n):
+            levels = max(levels, cap[jobs[a]] - count[jobs[a]])
+        levels = min(levels, P)
+        m = 0
+        for lev in range(1, levels + 1):  # level by level, jobs with room for lev machines
+            for a in range(n):
+                if m < P and cap[jobs[a]] - count[jobs[a]] >= lev:
+                    slot[m] = jobs[a]
+                    m += 1
+        has[:] = False
+        for t in range(m):
+            has[slot[t]] = True
+        g = 0.0
+        for jj in range(J):  # budget_prefix: window slots ascending, machine order inside
+            if not has[jj]:
+                continue
+            base = g
+            for t in range(m):
+                if slot[t] == jj:
+                    g += price[pool[t]]
+                    keep[t] = g - base <= rem[jj] + 1e-9
+        short[:] = False
+        spent[:] = 0.0
+        for t in range(m):
+            jj = slot[t]
+            if keep[t]:
+                action[pool[t]] = jj + 1
+                spent[jj] += price[pool[t]]
+                count[jj] += 1
+            else:
+                short[jj] = True
+        for jj in range(J):
+            rem[jj] -= spent[jj]
+        q = 0
+        for t in range(P):  # the machines not kept, then those not dealt, in pool order
+            if t >= m or not keep[t]:
+                pool[q] = pool[t]
+                q += 1
+        P = q
+        q = 0
+        for a in range(n):
+            jj = jobs[a]
+            if not short[jj] and count[jj] < cap[jj]:
+                jobs[q] = jj
+                q += 1
+        n = q
+    return action
 
 
 def confidence_radius(nu: np.ndarray, P: np.ndarray, gamma: float) -> np.ndarray:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 
 from typing import Any
@@ -9,18 +10,20 @@ from typing import Any
 import numpy as np
 from gymnasium import spaces
 
-from clustergym.core import Scenario, child_generators
+from clustergym.core import Scenario, check_choice, child_generators
 from clustergym.env import ClusterEnv, InstanceSource
 from clustergym.metrics import CUMULATIVE, EPISODE, SLOT, Metric
-from clustergym.envs.approxjobs.dynamics import budget_prefix
+from clustergym.envs.approxjobs.dynamics import budget_prefix, deal_kernel
+from clustergym.envs.approxjobs.stats import MachineStats, learner_spaces
 from clustergym.envs.approxjobs.scenario import APPROX_SCENARIOS, PAPER_DEFAULTS, PAPER_SCALE, make_approx_scenario
 from clustergym.envs.approxjobs.service import ServiceProcess
 
-__all__ = ["ApproxJobsEnv", "JOB_FEATURES"]
+__all__ = ["ApproxJobsEnv", "JOB_FEATURES", "JOB_LEVELS"]
 
 _BLOCK = 256  # slots of service rates drawn at once (fixed: the realisation depends on it)
 JOB_FEATURES = ("job_id", "arrival", "deadline", "budget", "spent", "value", "beta", "work")
 _F = {name: k for k, name in enumerate(JOB_FEATURES)}
+JOB_LEVELS = 10  # S: "job" mode levels; level s caps a job at round(s·M/S) machines
 
 
 class ApproxJobsEnv(ClusterEnv):
@@ -39,10 +42,25 @@ class ApproxJobsEnv(ClusterEnv):
     (it can no longer buy any slot; §VI "the algorithm shall remove it from the scheduling list").
 
     ## Action Space
-    ``MultiDiscrete([J_max + 1] * M)``: entry i is 0 (machine i idle) or k (run a task of the job in
-    window slot k). ``info["action_mask"]`` / ``action_masks()`` is the flat (M·(J_max+1),) mask
-    sb3-contrib expects: per machine, idle is always allowed, job k when slot k is occupied and the
-    job's remaining budget covers p_i.
+    ``action_mode="machine"`` (default; what OPM outputs): ``MultiDiscrete([J_max + 1] * M)``: entry i
+    is 0 (machine i idle) or k (run a task of the job in window slot k). ``info["action_mask"]`` /
+    ``action_masks()`` is the flat (M·(J_max+1),) mask sb3-contrib expects: per machine, idle is
+    always allowed, job k when slot k is occupied and the job's remaining budget covers p_i.
+
+    ``action_mode="job"`` (compact): ``MultiDiscrete([S + 1] * J_max)`` with S = ``JOB_LEVELS`` = 10:
+    per window slot k a level s_k, which caps the job at n_k = round(s_k·M/S) machines (level S: all
+    M). **Deal rule** (public information only: the job rows of the observation and the prices; never
+    the service rates): the live jobs are the occupied slots whose remaining budget B_j − spent_j
+    covers the cheapest price and whose cap is >= 1; the machines, in index order, are dealt
+    round-robin to them (window-slot order, level by level: a job is skipped once it holds its cap);
+    each job keeps the affordable prefix of its deal (Algorithm 1 lines 7–12); the machines a job
+    cannot pay for are dealt again among the jobs that could pay for all they were dealt and are
+    below their cap (fewest machines first), until no machine or no such job is left
+    (``dynamics.deal_machines``; compiled: ``dynamics.deal_kernel``). With every level S this is the ``fair`` baseline's water-filling
+    with the machines in index order (Fair draws its order at random), exactly. The result is within
+    every budget: nothing is repaired. ``action_masks()`` / ``info["action_mask"]`` is the flat
+    (J_max·(S+1),) mask: every level for a live job, level 0 only otherwise (a level of another slot
+    is ignored). Levels outside 0..S: ValueError. ``problem.action_mode`` carries the mode.
 
     ## Observation Space
     | key      | space                                   | meaning                                    |
@@ -50,6 +68,16 @@ class ApproxJobsEnv(ClusterEnv):
     | jobs     | Box(0, inf, (J_max, 8), float64)         | per window slot: job_id, a_j, d_j, B_j, spent, v_j, β_j, X_j (0 if empty) |
     | job_mask | MultiBinary(J_max)                       | window slot occupied                       |
     | t        | Box(0, T, (1,), float32)                 | slots elapsed (the next slot is t+1)       |
+    | machine_price | Box(0, inf, (M,), float64)          | p_i, the public price of a slot on machine i |
+    | machine_rate  | Box(0, 1, (M,), float32)            | mean work per slot machine i ran (estimates θ_i, §III; 0 if unused) |
+    | machine_share | Box(0, 1, (M,), float32)            | share of the slots machine i ran a task    |
+    | last_executed | MultiBinary(M)                      | the machines that ran last slot (``feedback["executed"]``) |
+    | last_work     | Box(0, 1, (M,), float32)            | their work r_j^i(t) (``feedback["work"]``; 0 elsewhere) |
+    Besides the job window, the observation carries what a learner needs (``info`` is diagnostics, never
+    required): the last slot's feedback, its per-machine statistics (updated from the feedback alone,
+    ``approxjobs/stats.py``, shared with the PettingZoo env; 0 at t = 0) and the prices OPM's budgets pay.
+    ``gymnasium.wrappers.FlattenObservation`` (or ``clustergym.wrappers.FlattenWithStats``) gives the flat
+    vector a standard learner takes.
 
     ## Rewards
     $\sum_j [f_j(X_j(t)) - f_j(X_j(t-1))]$: the episode return is $\sum_j f_j(X_j)$, the objective of P1.
@@ -99,7 +127,8 @@ class ApproxJobsEnv(ClusterEnv):
     ``num_machines``, ``max_jobs``, ``beta``, ``load``, ``scale``, ``arrival_rate``, ``life_min``,
     ``life_max``, ``budget_low``, ``budget_high``, ``value_low``, ``value_high``, ``speed_low``,
     ``service``, ``price``, ``price_low``, ``price_high``, ``arrivals``, ``trace_path``,
-    ``trace_start``, ``slot_seconds``; ``instances`` (seeds drawn at each reset, default None).
+    ``trace_start``, ``slot_seconds``; ``instances`` (seeds drawn at each reset, default None);
+    ``action_mode`` (``"machine"``, default, or ``"job"``; Action Space above).
 
     ## Version History
     * v0: initial version.
@@ -109,6 +138,10 @@ class ApproxJobsEnv(ClusterEnv):
       ``gym.make_vec(..., vectorization_mode="sync")``.
     * v0, issue 25: ``reset(options={"scenario_seed": k})`` and ``instances``; unknown reset options
       raise. Issue 27: ``step`` after the end raises until ``reset``.
+    * v0, later: ``action_mode="job"`` (per-job levels dealt to machines by the env).
+    * v0, later: the observation carries the per-machine statistics, the last slot's feedback and the
+      prices. The flat vector of earlier versions is ``clustergym.learning.pipeline``'s ``"legacy"``
+      layout (same values).
     """
 
     family = "approxjobs"
@@ -135,10 +168,12 @@ class ApproxJobsEnv(ClusterEnv):
     # The runner turns the bound on whenever it computes a score (clustergym run / evaluate, score=True):
     # one LP per env (≈0.2–0.5 s at both scales, measured), cached for the env's life.
     score_env_kwargs = {"oracle": True}
+    action_modes = ("machine", "job")  # values of the action_mode kwarg, the default first
 
     def __init__(self, scenario: str | Scenario = "paper", *, scenario_seed: int = 0, horizon: int | None = None,
                  oracle: bool = False, infeasible: str = "repair", render_mode: str | None = None,
-                 instances: Any = None, **params: Any):
+                 instances: Any = None, action_mode: str = "machine", **params: Any):
+        self.action_mode = check_choice("action_mode", action_mode, self.action_modes)
         if horizon is None:  # default T: the Scenario's own, else that of the named scale
             if isinstance(scenario, Scenario):
                 horizon = scenario.problem.horizon
@@ -159,23 +194,32 @@ class ApproxJobsEnv(ClusterEnv):
         """(action space, observation space) of problem ``pb`` (the same for every instance of a scenario:
         M machines and the J-slot window are parameters)."""
         M, J = pb.num_machines, pb.max_jobs
-        act = spaces.MultiDiscrete(np.full(M, J + 1, dtype=np.int64))
+        if self.action_mode == "job":  # a level 0..S per window slot, completed by the env's deal
+            act = spaces.MultiDiscrete(np.full(J, JOB_LEVELS + 1, dtype=np.int64))
+        else:
+            act = spaces.MultiDiscrete(np.full(M, J + 1, dtype=np.int64))
         obs = spaces.Dict({
             "jobs": spaces.Box(0.0, np.inf, shape=(J, len(JOB_FEATURES)), dtype=np.float64),
             "job_mask": spaces.MultiBinary(J),
             "t": spaces.Box(0.0, float(self.horizon), shape=(1,), dtype=np.float32),
+            **learner_spaces(M),
         })
         return act, obs
 
     def _load(self, sc: Scenario) -> None:
         self.scenario = sc
-        self.problem = pb = sc.problem
+        self.problem = pb = dataclasses.replace(sc.problem, action_mode=self.action_mode)
         self._truth = sc.truth
         self._jobs = sc.truth.jobs
         self._M, self._J, self._N = pb.num_machines, pb.max_jobs, len(self._jobs)
         self._price = np.asarray(pb.price, dtype=float)
         self._min_price = float(self._price.min())
+        self._stats = MachineStats(1, self._M)  # the learner's statistics (approxjobs/stats.py)
         self._space_desc = f"MultiDiscrete([{self._J + 1}] * {self._M}) (0 = idle, k = window slot k)"
+        self._order = np.arange(self._M)  # "job" mode: machines dealt in index order
+        self._job_desc = f"MultiDiscrete([{JOB_LEVELS + 1}] * {self._J}) (level 0..{JOB_LEVELS} per window slot)"
+        # "job" mode: level s caps a job at round(s·M/S) machines (integer arithmetic: level S = all M)
+        self._level_cap = (np.arange(JOB_LEVELS + 1) * self._M + JOB_LEVELS // 2) // JOB_LEVELS
 
     # -- job bookkeeping ------------------------------------------------------------------------
     def _utility(self, idx: np.ndarray, work: np.ndarray) -> np.ndarray:
@@ -184,6 +228,7 @@ class ApproxJobsEnv(ClusterEnv):
 
     def _admit(self) -> None:
         """Before slot s = t+1: arrivals with a_j <= t join the queue; leavers free their slots."""
+        self._live = None  # "job" mode: the live slots of the new slot are computed on first use
         jb, t = self._jobs, self._t
         s = t + 1
         while self._next < self._N and jb.arrival[self._next] <= t:
@@ -249,15 +294,46 @@ class ApproxJobsEnv(ClusterEnv):
         self._total_spent = 0.0
         self._fit_total = 0.0
         self._admit()
+        self._stats.reset(0)
         self._viewer_reset(problem=self.problem, jobs=self._jobs)
         return self._obs(), {"action_mask": self.action_masks(), "t": 0}
 
     def _obs(self) -> dict:
-        return {"jobs": self._feat.copy(), "job_mask": (self._slot_job >= 0).astype(np.int8),
-                "t": np.array([self._t], dtype=np.float32)}
+        obs = {"jobs": self._feat.copy(), "job_mask": (self._slot_job >= 0).astype(np.int8),
+               "t": np.array([self._t], dtype=np.float32), "machine_price": self._price.copy()}
+        for key, value in self._stats.observe(np.array([self._t])).items():
+            obs[key] = value[0]
+        return obs
+
+    def _live_slots(self) -> tuple[np.ndarray, np.ndarray]:
+        """In "job" mode: (remaining budgets (J,), live window slots (0-based)) from the public job rows, as
+        ``baselines.approx.Fair`` reads them: occupied, B_j − spent_j >= the cheapest price. Cached per slot."""
+        if self._live is None:
+            occupied = self._slot_job >= 0
+            rem = np.where(occupied, self._feat[:, _F["budget"]] - self._feat[:, _F["spent"]], -1.0)
+            self._live = (rem, np.flatnonzero(occupied & (rem >= self._min_price - 1e-9)))
+        return self._live
+
+    def _deal(self, action: Any) -> np.ndarray:
+        """In "job" mode: the levels (J,) -> the machine action (M,) by the capped water-filling deal."""
+        a = action if isinstance(action, np.ndarray) and action.dtype.kind in "iu" and action.shape == (self._J,) \
+            else self._as_int_action(action, (self._J,), self._job_desc)
+        if a.size and (a.max() > JOB_LEVELS or a.min() < 0):
+            raise ValueError(f"action values must be in 0..{JOB_LEVELS}, expected {self._job_desc}")
+        rem, live = self._live_slots()  # the kernel works on a copy of rem
+        cap = self._level_cap[a]  # (J,) machines each window slot may take
+        # dynamics.deal_machines with caps, compiled (the same action, tested)
+        return deal_kernel(self._order, self._price, rem, live[cap[live] > 0], cap, np.zeros(self._M, dtype=np.int64))
 
     def action_masks(self) -> np.ndarray:
-        """(M·(J_max+1),) bool: per machine [idle, slot 1, ..., slot J_max] allowed."""
+        """(M·(J_max+1),) bool: per machine [idle, slot 1, ..., slot J_max] allowed. "job" mode:
+        (J_max·(S+1),) bool, per window slot [level 0, ..., level S]: every level for a live job, only
+        0 otherwise (its level is ignored)."""
+        if self.action_mode == "job":
+            m = np.zeros((self._J, JOB_LEVELS + 1), dtype=bool)
+            m[:, 0] = True
+            m[self._live_slots()[1], 1:] = True
+            return m.reshape(-1)
         m = np.empty((self._M, self._J + 1), dtype=bool)
         m[:, 0] = True
         np.less_equal(self._price[:, None], self._slot_rem[None, :] + 1e-9, out=m[:, 1:])
@@ -300,6 +376,8 @@ class ApproxJobsEnv(ClusterEnv):
     def step(self, action: Any):
         if self._episode_over:
             raise self._over()
+        if self.action_mode == "job" and self._rngs is not None:
+            action = self._deal(action)  # within every budget by construction: nothing to repair
         mach, slot, dropped = self._check(action)
         theta = self._rates()  # (M,) θ_i^t of this slot (hidden)
         jid = self._slot_job[slot - 1]  # (n,) job of each used machine
@@ -361,6 +439,7 @@ class ApproxJobsEnv(ClusterEnv):
             self._viewer.record(job_of_machine=job_m, cost=cost_m, utility=reward, busy=int(mach.size),
                                 occupied=int((self._slot_job >= 0).sum()))
         feedback = {"executed": now_slot > 0, "slot": now_slot.copy(), "job_id": job_m, "work": work_m, "cost": cost_m}
+        self._stats.update(feedback["executed"][None], work_m[None])
         info = {"feedback": feedback,
                 "metrics": metrics, "action_mask": self.action_masks(), "t": self._t}
         self._episode_over = bool(done) or bool(truncated)

@@ -64,6 +64,7 @@ class ApproxProblem:
     horizon: int  # T (slots 1..T); Theorem 3's parameters use it
     price: np.ndarray  # (M,) p_i, cost of one slot on machine i
     beta: float  # utility exponent of the scenario (each job also reports its own β_j)
+    action_mode: str = "machine"  # set by the env: "machine" or "job" (env.py, Action Space)
 
 
 @dataclass(frozen=True, eq=False)

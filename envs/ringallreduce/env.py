@@ -153,12 +153,14 @@ class RingAllReduceEnv(ClusterEnv):
         "regret": Metric(SLOT, "oracle_reward − utility (oracle=True)"),
     }
 
+    action_modes = ("placement", "ring_size")  # values of the action_mode kwarg, the default first
+
     def __init__(self, scenario: str | Scenario = "paper", *, scenario_seed: int = 0, horizon: int = 200,
                  oracle: bool = False, infeasible: str = "repair", render_mode: str | None = None,
                  action_mode: str = "placement", max_jobs: int = 32, oracle_time_limit: float = 60.0,
                  instances: Any = None, max_racks: int | None = None, **params: Any):
         super().__init__(horizon=horizon, infeasible=infeasible, render_mode=render_mode, oracle=oracle)
-        self.action_mode = check_choice("action_mode", action_mode, ("placement", "ring_size"))
+        self.action_mode = check_choice("action_mode", action_mode, self.action_modes)
         self.max_jobs = check_int("max_jobs", max_jobs, 1, 4096)
         self.oracle_time_limit = check_real("oracle_time_limit", oracle_time_limit, 0.0, None, lo_open=True)
         self.max_racks = None if max_racks is None else check_int("max_racks", max_racks, 1, 10_000)

@@ -17,6 +17,7 @@ FAMILY = FamilySpec(
                    check_kwargs={"num_servers": 16}),
           ),
     pad_kwargs=("max_edges",),
+    action_kwargs=("action_mode",),  # port modes completed by the env's fill rule: same dynamics (allocation/actions.py)
     sizes=f"{_PKG}.env:instance_sizes",
     scenario=f"{_PKG}.scenario:make_allocation_scenario",
     drl_hooks=f"{_PKG}.drl_hooks",

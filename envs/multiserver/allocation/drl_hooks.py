@@ -7,11 +7,18 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["Stats", "box_bounds"]
+from clustergym.envs.multiserver.allocation.actions import channel_high
+from clustergym.envs.multiserver.allocation.stats import STATS_KEYS
+
+__all__ = ["STATS_KEYS", "Stats", "box_bounds", "legacy_keys"]
 
 
 class Stats:
-    """Per port: the share of slots with a job (the hidden ρ_l, eq. 1) and the mean realised reward
+    """The statistics the env's observation carries (``arrival_share``, ``port_reward_mean``;
+    ``allocation/stats.py``), computed outside the env from observations and feedback: the wrapper-side
+    implementation of earlier versions, kept for :class:`clustergym.learning.pipeline.EmpiricalStats`.
+
+    Per port: the share of slots with a job (the hidden ρ_l, eq. 1) and the mean realised reward
     x_l q_l when it had a job."""
 
     def __init__(self, problem, pad: dict | None = None):  # pad: the env's padding kwargs (sizes do not depend on them)
@@ -33,12 +40,26 @@ class Stats:
         return (self.jobs / t, mean)
 
 
+def legacy_keys(space) -> tuple[str, ...]:
+    """The keys of the observation of earlier versions (before the statistics, feedback and public problem
+    data joined it): ``arrivals``, ``t`` and, on a padded env (``edge_present``), the padded keys. A model
+    trained then saw [flatten(these keys), the statistics ``STATS_KEYS``] (``clustergym.learning.pipeline``)."""
+    padded = ("edge_present", "edge_arrival", "edge_demand") if "edge_present" in space.spaces else ()
+    return ("arrivals", "t", *padded)
+
+
 def box_bounds(problem, pad: dict | None = None) -> tuple[np.ndarray, np.ndarray]:
-    """Exact (float64) bounds [0, a_l^k] of eq. 3 (the float32 space bounds can round a up by more than the
-    env's feasibility tolerance); on a padded env (``pad={"max_edges": P}``) the action is a fraction of
-    a_l^k: [0, 1] of shape (P, K)."""
+    """Exact (float64) bounds of the Box action, as the env's ``action_bounds()`` gives them: [0, a_l^k] of
+    eq. 3 (the float32 space bounds can round a up by more than the env's feasibility tolerance; 1 on the
+    entries with a_l^k = 0, which the env ignores); on a padded env (``pad={"max_edges": P}``) the action
+    is a fraction of a_l^k: [0, 1] of shape (P, K); in the ``"port"`` / ``"port_device"`` action modes
+    (``problem.action_mode``) request fractions [0, 1] of shape (L,) / (L, K)."""
+    mode = getattr(problem, "action_mode", "channel")
+    if mode != "channel":
+        shape = (problem.num_ports,) if mode == "port" else (problem.num_ports, problem.num_device_types)
+        return np.zeros(shape), np.ones(shape)
     if pad and pad.get("max_edges"):
         shape = (int(pad["max_edges"]), problem.num_device_types)
         return np.zeros(shape), np.ones(shape)
-    hi = np.asarray(problem.edge_demand, dtype=np.float64)
+    hi = channel_high(problem)
     return np.zeros_like(hi), hi

@@ -337,7 +337,8 @@ class AllocationDynamics:
     the single env calls :meth:`step` every slot, the vector env :meth:`step_batch`, the PettingZoo
     env :meth:`parts` and :meth:`utilities` for its reward split. Attributes (read-only): ``problem``,
     ``plan`` (:class:`SlotPlan`), ``layout`` (the projection's :class:`AllocationLayout`), ``upper``
-    (E, K) a of eq. 3, ``alpha_e`` and ``code_e`` (E, K) α_r^k and the eq. 27 family of each entry,
+    (E, K) a of eq. 3, ``open`` ((E, K) 1/0: a_l^k > 0, or None when all are), ``alpha_e`` and ``code_e`` (E, K) α_r^k and
+    the eq. 27 family of each entry,
     ``beta`` (K,), ``sums`` (R, K) Σ_{l∈L_r} y of the last :meth:`step` (scratch), ``space_desc``
     (the action space as error messages quote it).
 
@@ -354,6 +355,9 @@ class AllocationDynamics:
         self.tol = tol
         E, L, K = pb.num_edges, pb.num_ports, pb.num_device_types
         self.upper = np.ascontiguousarray(pb.edge_demand, dtype=np.float64)  # (E, K) a of eq. 3
+        # (E, K) 1.0 where a_l^k > 0, 0.0 where the port does not request type k (the "channel" action's
+        # ignored entries, allocation/actions.py); None when every entry is requested
+        self.open = None if (self.upper > 0).all() else (self.upper > 0).astype(np.float64)
         self.layout = AllocationLayout(pb.edge_port, pb.edge_server, self.upper, pb.capacity, pb.num_servers)
         self.edge_port = np.ascontiguousarray(pb.edge_port, dtype=np.int64)  # (E,)
         self.alpha_e = np.ascontiguousarray(pb.alpha[pb.edge_server])  # (E, K) α_r^k of eq. 27

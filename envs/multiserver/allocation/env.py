@@ -8,13 +8,17 @@ from typing import Any
 import numpy as np
 from gymnasium import spaces
 
-from clustergym.core import Scenario, check_int, child_generators
+from clustergym.core import Scenario, check_choice, check_int, child_generators
 from clustergym.env import ClusterEnv, InstanceSource, check_maxima
 from clustergym.metrics import EPISODE, SLOT, Metric
+from clustergym.envs.multiserver.allocation.actions import ACTION_MODES, PortFill, channel_high, zero_ignored
 from clustergym.envs.multiserver.allocation.dynamics import AllocationDynamics
 from clustergym.envs.multiserver.allocation.scenario import ALLOCATION_SCENARIOS, make_allocation_scenario
+from clustergym.envs.multiserver.allocation.stats import AllocationStats, learner_spaces, static_parts
 
 __all__ = ["MultiServerAllocationEnv", "instance_sizes"]
+
+_ONE = np.ones(1, dtype=bool)  # (1,) "stepping" of the single env's statistics
 
 
 def instance_sizes(problem) -> dict[str, int]:
@@ -34,9 +38,14 @@ class MultiServerAllocationEnv(ClusterEnv):
     nothing (Y does not depend on x, as in the paper).
 
     ## Action Space
+    ``action_mode="channel"`` (default; the paper's decision, what OGASched outputs):
     ``Box(0, a, shape=(|E|, K), float32)``: row e is channel (problem.edge_port[e],
     problem.edge_server[e]) (edges ordered by (port, server)); column k a device type; values in
-    device units, bounded by a_l^k. (An SB3 wrapper may rescale to [-1, 1].)
+    device units, bounded by a_l^k. Where port l does not request type k (a_l^k = 0) the entry has
+    nothing to decide: its bound is [0, 1] instead of a zero-width [0, 0], and the env ignores its
+    value (executed as 0, never counted as repaired; NaN/inf still raise); the mask of decided
+    entries is ``problem.edge_demand > 0``. So ``gymnasium.wrappers.RescaleAction`` (or
+    ``clustergym.wrappers.RescaleBox``) rescales the action to [-1, 1].
     With ``max_edges=P`` (padding, below): ``Box(0, 1, shape=(P, K), float32)``, the allocation as a
     **fraction of the cap**: y_e^k = u_e^k a_l^k for the instance's channels e < |E| (the bounds then
     do not depend on the instance); rows |E|..P−1 are padding, never executed nor rewarded (0 is
@@ -44,17 +53,44 @@ class MultiServerAllocationEnv(ClusterEnv):
     ``metrics["repaired"]`` under ``"repair"``); ``info["action_mask"]`` (P,) marks the channels of
     ports with a job (padding: False). ``action_bounds()`` is then [0, 1].
 
+    Compact modes (``allocation/actions.py``), completed by the env with one stated rule:
+    ``action_mode="port"``: ``Box(0, 1, shape=(L,), float32)``, a request fraction u_l per port;
+    ``action_mode="port_device"``: ``Box(0, 1, shape=(L, K), float32)``, a fraction u_l^k per port
+    and device type. **Fill rule:** every channel (l, r) of a port with a job requests
+    d_(l,r)^k = u_l^k a_l^k (u_l^k = u_l in ``"port"`` mode; ports without a job request nothing);
+    on every (r, k) the ports of L_r are served in DRF order (ascending dominant share
+    s_l = max_k a_l^k / Σ_{r∈R_l} c_r^k, ties by port index: public problem data) and each takes
+    min(d_(l,r)^k, what is left of c_r^k). The allocation lies in Y (eqs. 3–4) by construction; the
+    all-ones action is DRF's allocation exactly (the ``drf`` baseline), smaller fractions leave
+    capacity to the ports served later. Fractions outside [0, 1] are clipped and counted in
+    ``metrics["repaired"]`` under ``"repair"``, a ValueError under ``"raise"``. These spaces do not
+    depend on the instance's channels: an env switches instances without ``max_edges`` (with it, the
+    observation is padded and the action unchanged). ``problem.action_mode`` carries the mode.
+
     ## Observation Space
-    | key          | space                     | meaning                                              |
-    |--------------|---------------------------|------------------------------------------------------|
-    | arrivals     | MultiBinary(L)            | x_l(t): port l has a job this slot                   |
-    | t            | Box(0, T, (1,), f32)      | slots elapsed                                         |
-    | edge_present | MultiBinary(P)            | padded only: 1 for the instance's channels e < |E|    |
-    | edge_arrival | MultiBinary(P)            | padded only: x_{l(e)}(t), the port's job flag per channel |
-    | edge_demand  | Box(0, inf, (P, K), f32)  | padded only: a_l^k / c_r^k of channel (l, r) (0 where c_r^k = 0 and on padding) |
-    The |E| of the random graph varies by instance (``scenario_seed``), L, R and K do not, and the
-    unpadded action bounds a_l^k differ in every instance: without padding an env cannot switch to
-    another instance; with ``max_edges`` the spaces depend on P alone.
+    P = |E| (or ``max_edges`` when padded). Besides the slot's arrivals, the observation carries what a
+    learner needs (``info`` is diagnostics, never required): the last slot's feedback, its empirical
+    statistics and the public problem data OGASched's gradient reads (eqs. 9–10, 27).
+    | key              | space                         | meaning                                        |
+    |------------------|-------------------------------|------------------------------------------------|
+    | arrivals         | MultiBinary(L)                | x_l(t): port l has a job this slot             |
+    | t                | Box(0, T, (1,), f32)          | slots elapsed                                   |
+    | edge_arrival     | MultiBinary(P)                | x_{l(e)}(t), the port's job flag per channel   |
+    | edge_present     | MultiBinary(P)                | padded only: 1 for the instance's channels e < |E| |
+    | edge_demand      | Box(0, inf, (P, K), f32)      | a_l^k / c_r^k of channel (l, r) (0 where c_r^k = 0 and on padding) |
+    | edge_alpha       | Box(0, inf, (P, K), f32)      | α_r^k of the channel's server (eq. 27; 0 on padding) |
+    | edge_utility     | MultiDiscrete(4, (P, K))      | its utility family (eq. 27): 0 linear, 1 log, 2 reciprocal, 3 poly |
+    | beta             | Box(0, inf, (K,), f32)        | β_k, the overhead weights of eq. 5             |
+    | arrival_share    | Box(0, 1, (L,), f32)          | share of the slots port l had a job (estimates ρ_l) |
+    | port_reward_mean | Box(-inf, inf, (L,), f32)     | mean realised x_l q_l over the slots port l had a job |
+    | last_port_reward | Box(-inf, inf, (L,), f32)     | last slot's x_l q_l (``feedback["port_reward"]``) |
+    | last_allocation  | Box(0, inf, (P, K), f32)      | last slot's executed y in device units (``feedback["allocation"]``) |
+    The statistics are updated from the feedback alone (``allocation/stats.py``, shared with the vector
+    and PettingZoo envs); at t = 0 they are 0. The |E| of the random graph varies by instance
+    (``scenario_seed``), L, R and K do not, and the unpadded action bounds a_l^k differ in every
+    instance: without padding an env cannot switch to another instance; with ``max_edges`` the spaces
+    depend on P alone. ``gymnasium.wrappers.FlattenObservation`` (or
+    ``clustergym.wrappers.FlattenWithStats``) gives the flat vector a standard learner takes.
 
     ## Instances
     ``reset(seed=s, options={"scenario_seed": k})`` switches to instance k: the episode equals that
@@ -82,7 +118,9 @@ class MultiServerAllocationEnv(ClusterEnv):
     ``port_reward`` ((L,) x_l q_l). ``metrics`` (evaluation only): ``expected_reward`` (equal to the
     reward: q is deterministic given x and y), ``gain`` and ``overhead`` (the two parts of eq. 5 over
     ports with a job, Fig. 6), ``repaired``, ``utilisation`` (share of all device units allocated to
-    ports with a job, averaged over device types that exist). At the last slot, with ``oracle=True``:
+    ports with a job, averaged over device types that exist). At the last slot, with ``oracle=True`` (off
+    by default; ``clustergym run`` / ``clustergym.evaluate`` turn it on for a score or regret,
+    ``score_env_kwargs``):
     ``episode_best_static`` = Q(y*) for the best static allocation in hindsight
     y* = argmax_{y∈Y} Σ_t q(x(t), y) (``allocation/oracle.py``, relative tolerance 1e-6),
     ``episode_best_static_upper`` (its certified upper bound) and ``episode_regret`` = Q(y*) −
@@ -96,16 +134,17 @@ class MultiServerAllocationEnv(ClusterEnv):
     ## Arguments
     ``scenario`` ("paper", "fig2", "large", "toy", "alibaba-v2023" or a Scenario), ``scenario_seed``
     (default 0), ``horizon`` (default 2000; public: ``env.problem.horizon`` carries it, so an agent
-    can use T, e.g. OGASched's eq. 26 step), ``oracle`` (default True: the hindsight optimum at
-    episode end), ``infeasible``, ``render_mode`` ("ansi", "rgb_array" or "human": the episode viewer),
-    and scenario parameters:
+    can use T, e.g. OGASched's eq. 26 step), ``oracle`` (default False; True: the hindsight optimum
+    at episode end), ``infeasible``, ``render_mode`` ("ansi", "rgb_array" or "human": the episode
+    viewer), and scenario parameters:
     ``setting`` ("paper", default: Table 1 counted in devices; "authors-code": the authors' code's
     units, β ∈ [0.01, 0.1], reciprocal 1/(3α) − 1/(y + 3α), contention 4 (their 0.4);
     "table1-in-code-units": the earlier default mixture), ``units`` ("device" or "code", default
     the setting's), ``reciprocal`` ("paper" or "code", default the setting's),
     ``num_ports``, ``num_servers``, ``num_device_types``, ``rho``, ``contention``, ``density``,
     ``utility``, ``alpha_low``, ``alpha_high``, ``beta_low``, ``beta_high`` (see the scenario module);
-    ``instances`` (seeds drawn at each reset, default None) and ``max_edges`` (padding, default None).
+    ``instances`` (seeds drawn at each reset, default None), ``max_edges`` (padding, default None) and
+    ``action_mode`` (``"channel"``, default, ``"port"`` or ``"port_device"``; Action Space above).
 
     ## Version History
     * v0: initial version. Later in v0: the default device units became ``units="paper-code"``
@@ -115,6 +154,13 @@ class MultiServerAllocationEnv(ClusterEnv):
       the earlier default ``units="paper-code"`` is ``setting="table1-in-code-units"`` (bit for bit).
     * v0, issue 25: ``reset(options={"scenario_seed": k})``, ``instances``, ``max_edges`` padding
       (fractional action); unknown reset options raise. Issue 27: ``step`` after the end raises.
+    * v0, later: the channel action's entries with a_l^k = 0 are bounded by [0, 1] and ignored
+      (they were zero-width [0, 0] boxes); ``action_mode`` (``"port"``, ``"port_device"``). Every
+      earlier action gives the same rewards.
+    * v0, later: the observation carries the statistics, the last slot's feedback, ``edge_arrival``,
+      ``edge_demand`` (padded or not), ``edge_alpha``, ``edge_utility`` and ``beta``; ``oracle``
+      defaults to False. The flat vector of earlier versions is ``clustergym.learning.pipeline``'s
+      ``"legacy"`` layout (same values).
     """
 
     family = "multiserver-allocation"
@@ -131,11 +177,14 @@ class MultiServerAllocationEnv(ClusterEnv):
     }
 
     pad_kwargs = ("max_edges",)
+    score_env_kwargs = {"oracle": True}  # the hindsight optimum, the bound of a score (clustergym.evaluate)
+    action_modes = ACTION_MODES  # values of the action_mode kwarg, the default first (allocation/actions.py)
 
     def __init__(self, scenario: str | Scenario = "paper", *, scenario_seed: int = 0, horizon: int = 2000,
-                 oracle: bool = True, infeasible: str = "repair", render_mode: str | None = None,
-                 instances: Any = None, max_edges: int | None = None, **params: Any):
+                 oracle: bool = False, infeasible: str = "repair", render_mode: str | None = None,
+                 instances: Any = None, max_edges: int | None = None, action_mode: str = "channel", **params: Any):
         super().__init__(horizon=horizon, infeasible=infeasible, render_mode=render_mode, oracle=oracle)
+        self.action_mode = check_choice("action_mode", action_mode, ACTION_MODES)
         self.max_edges = None if max_edges is None else check_int("max_edges", max_edges, 1, 10_000_000)
         self._source = InstanceSource(scenario, params, make_allocation_scenario, ALLOCATION_SCENARIOS, scenario_seed,
                                       instances, self.pad_kwargs)
@@ -149,40 +198,56 @@ class MultiServerAllocationEnv(ClusterEnv):
         """(action space, observation space) of problem ``pb`` in this env (padded to ``max_edges`` if set)."""
         L, K = pb.num_ports, pb.num_device_types
         obs = {"arrivals": spaces.MultiBinary(L), "t": spaces.Box(0.0, float(self.horizon), shape=(1,), dtype=np.float32)}
+        if self.action_mode != "channel":  # request fractions per port (× device type): allocation/actions.py
+            act = spaces.Box(0.0, 1.0, shape=(L,) if self.action_mode == "port" else (L, K), dtype=np.float32)
+        elif self.max_edges is None:  # [0, a_l^k]; 1 where a_l^k = 0 (ignored entries, never zero-width)
+            act = spaces.Box(low=0.0, high=channel_high(pb).astype(np.float32), shape=(pb.num_edges, K),
+                             dtype=np.float32)
         if self.max_edges is None:
-            act = spaces.Box(low=0.0, high=np.asarray(pb.edge_demand, dtype=np.float64).astype(np.float32),
-                             shape=(pb.num_edges, K), dtype=np.float32)
+            obs.update(edge_arrival=spaces.MultiBinary(pb.num_edges), **learner_spaces(pb.num_edges, L, K))
             return act, spaces.Dict(obs)
         check_maxima(instance_sizes(pb), {"max_edges": self.max_edges}, f"instance scenario_seed={k}")
         E = self.max_edges
-        obs.update(edge_present=spaces.MultiBinary(E), edge_arrival=spaces.MultiBinary(E),
-                   edge_demand=spaces.Box(0.0, np.inf, shape=(E, K), dtype=np.float32))
-        return spaces.Box(0.0, 1.0, shape=(E, K), dtype=np.float32), spaces.Dict(obs)
+        obs.update(edge_present=spaces.MultiBinary(E), edge_arrival=spaces.MultiBinary(E), **learner_spaces(E, L, K))
+        if self.action_mode == "channel":
+            act = spaces.Box(0.0, 1.0, shape=(E, K), dtype=np.float32)
+        return act, spaces.Dict(obs)
 
     def _load(self, sc: Scenario) -> None:
         """Take the problem-derived state of instance ``sc`` (its spaces were checked)."""
         self.scenario = sc
         # The horizon T is public (the episode is truncated after T slots): agents read it from the
         # problem (OGASched's eq. 26 step needs T).
-        pb = dataclasses.replace(sc.problem, horizon=self.horizon)
+        pb = dataclasses.replace(sc.problem, horizon=self.horizon, action_mode=self.action_mode)
         self.problem = pb
         self._E, self._L, self._K = pb.num_edges, pb.num_ports, pb.num_device_types
         # Arrivals, the check and repair of eqs. 3–4 and eq. 5: one object, shared with the vector and
         # PettingZoo envs (allocation/dynamics.py).
         self.dynamics = dyn = AllocationDynamics(pb, sc.truth.rho)
         self.layout = dyn.layout
-        self._A = self.action_space.shape[0]  # action rows: |E|, or max_edges when padded
-        self.space_desc = self._space_desc = (dyn.space_desc if self.max_edges is None else
-                            f"Box(0, 1, shape=({self._A}, {self._K})): fraction of a_l^k per channel (rows "
-                            f"{self._E}..{self._A - 1} are padding: 0)")
-        if self.max_edges is not None:  # static padded observation parts (public problem data)
+        self._A = self._E if self.max_edges is None else self.max_edges  # channel rows: |E|, or max_edges when padded
+        self._fill = None  # the completion rule of the compact modes
+        self._open = None  # (E, K) float 1/0: entries the channel mode executes (None: all of them)
+        if self.action_mode != "channel":
+            self._fill = PortFill(pb)
+            shape = self.action_space.shape
+            self.space_desc = self._space_desc = (f"Box(0, 1, shape={shape}): request fraction of a_l^k per port"
+                                                  + (" and device type" if len(shape) == 2 else ""))
+        else:
+            self.space_desc = self._space_desc = (
+                dyn.space_desc if self.max_edges is None else
+                f"Box(0, 1, shape=({self._A}, {self._K})): fraction of a_l^k per channel (rows "
+                f"{self._E}..{self._A - 1} are padding: 0)")
+            if self.max_edges is None:
+                self._open = dyn.open
+        # static observation parts (public problem data; allocation/stats.py), copied into each observation
+        self._static = static_parts(pb, self._A)
+        self._stats = AllocationStats(1, self._A, self._L, self._K)  # the learner's statistics
+        self._t_arr = np.zeros(1, dtype=np.int64)  # (1,) t, as the statistics read it
+        if self.max_edges is not None:
             self._upper = np.ascontiguousarray(pb.edge_demand, dtype=np.float64)  # (E, K) a of eq. 3
             self._edge_present = np.zeros(self._A, dtype=np.int8)
             self._edge_present[:self._E] = 1
-            cap = np.asarray(pb.capacity, dtype=np.float64)[pb.edge_server]  # (E, K) c_r^k of each channel's server
-            d = np.zeros((self._A, self._K), dtype=np.float32)
-            d[:self._E] = np.divide(self._upper, cap, out=np.zeros_like(cap), where=cap > 0)
-            self._edge_demand = d
 
     def _instance_sizes(self, problem) -> dict:
         return instance_sizes(problem)
@@ -199,10 +264,12 @@ class MultiServerAllocationEnv(ClusterEnv):
     # -- gymnasium API ------------------------------------------------------------------------
     def action_bounds(self) -> tuple[np.ndarray, np.ndarray]:
         """Exact float64 bounds [0, a_l^k] of eq. 3 (the float32 space bounds can round a_l^k up by
-        more than the feasibility tolerance); [0, 1] everywhere when padded (fractions of a_l^k)."""
-        if self.max_edges is not None:
-            return np.zeros((self._A, self._K)), np.ones((self._A, self._K))
-        hi = np.asarray(self.problem.edge_demand, dtype=np.float64)
+        more than the feasibility tolerance; 1 on the ignored entries where a_l^k = 0); [0, 1]
+        everywhere when padded (fractions of a_l^k) and in the port modes (request fractions)."""
+        if self.action_mode != "channel" or self.max_edges is not None:
+            shape = self.action_space.shape
+            return np.zeros(shape), np.ones(shape)
+        hi = channel_high(self.problem)
         return np.zeros_like(hi), hi
 
     def reset(self, *, seed: int | None = None, options: dict | None = None):
@@ -216,6 +283,7 @@ class MultiServerAllocationEnv(ClusterEnv):
         self._block_start = 0
         self._arrivals = self._slot()
         self._last_y = np.zeros((self._E, self._K))
+        self._stats.reset(0)
         self._viewer_reset(problem=self.problem)
         return self._obs(), self._reset_info()
 
@@ -231,8 +299,13 @@ class MultiServerAllocationEnv(ClusterEnv):
     def _obs(self) -> dict:
         obs = {"arrivals": self._arrivals.astype(np.int8), "t": np.array([self._t], dtype=np.float32)}
         if self.max_edges is not None:
-            obs.update(edge_present=self._edge_present.copy(), edge_arrival=self._edge_mask().astype(np.int8),
-                       edge_demand=self._edge_demand.copy())
+            obs.update(edge_present=self._edge_present.copy(), edge_arrival=self._edge_mask().astype(np.int8))
+        else:
+            obs["edge_arrival"] = self._arrivals[self.problem.edge_port].astype(np.int8)
+        for key, value in self._static.items():
+            obs[key] = value.copy()
+        self._t_arr[0] = self._t
+        obs.update(self._stats.observe(self._t_arr, squeeze=True))
         return obs
 
     def _unpad(self, action: Any) -> tuple[np.ndarray, int]:
@@ -248,18 +321,36 @@ class MultiServerAllocationEnv(ClusterEnv):
             dropped = int(np.count_nonzero(pad))
         return np.ascontiguousarray(u[:self._E] * self._upper), dropped
 
+    def _complete(self, action: Any) -> tuple[np.ndarray, int]:
+        """Port modes: the request fractions -> y (E, K) by the fill rule of ``actions.PortFill``, and the
+        number of fractions outside [0, 1] (clipped under ``"repair"``, a ValueError under ``"raise"``)."""
+        u = self._as_float_action(action, self.action_space.shape, self._space_desc)
+        out = (u < 0.0) | (u > 1.0)
+        n = 0
+        if out.any():
+            idx = tuple(map(int, np.argwhere(out)[0]))
+            if self.infeasible == "raise":
+                raise ValueError(f"infeasible action: request fraction {list(idx)} = {u[idx]:.6g} is outside [0, 1]")
+            n = int(out.sum())
+            u = np.clip(u, 0.0, 1.0)
+        return self._fill.fill(u, self._arrivals), n
+
     def step(self, action: Any):
         if self._episode_over:
             raise self._over()
         if self._rngs is None:
             raise RuntimeError("call reset() before step()")
         pad_dropped = 0
-        if self.max_edges is not None:
+        if self._fill is not None:
+            y, pad_dropped = self._complete(action)
+        elif self.max_edges is not None:
             y, pad_dropped = self._unpad(action)
         elif isinstance(action, np.ndarray) and action.dtype == np.float64 and action.shape == (self._E, self._K):
             y = np.ascontiguousarray(action)
         else:
             y = np.ascontiguousarray(self._as_float_action(action, (self._E, self._K), self._space_desc))
+        if self._open is not None:  # entries with a_l^k = 0 are ignored (0 · NaN stays NaN: still refused)
+            y = zero_ignored(y, self._open)
         x = self._arrivals
         # eqs. 3–4 (check, then repair or raise) and eq. 5: a SlotResult, unpacked in its field order
         y, port_reward, _, gain, overhead, util, repaired = self.dynamics.step(y, x, self.infeasible)
@@ -279,10 +370,14 @@ class MultiServerAllocationEnv(ClusterEnv):
             opt = best_static_allocation(self.problem, self._counts)
             metrics.update(episode_best_static=opt.value, episode_best_static_upper=opt.upper_bound,
                            episode_regret=opt.value - self._total)  # eq. 6
-        self._arrivals = self._slot()
         if self.max_edges is not None:
             y_pad = np.zeros((self._A, self._K))
             y_pad[:self._E] = y
+        else:
+            y_pad = y
+        self._stats.update(port_reward[None], x[None], y_pad[None], _ONE)
+        self._arrivals = self._slot()
+        if self.max_edges is not None:
             info = {"feedback": {"allocation": y_pad, "port_reward": port_reward}, "metrics": metrics, "t": self._t,
                     "action_mask": self._edge_mask()}
         else:

@@ -109,6 +109,7 @@ class AllocationProblem:
     beta: np.ndarray  # (K,) float, β_k of eq. 5
     device_names: tuple[str, ...] = field(default=())
     horizon: int | None = None  # T, slots per episode (public: the env truncates at T); set by the env
+    action_mode: str = "channel"  # set by the env: "channel", "port" or "port_device" (allocation/actions.py)
 
     @property
     def num_edges(self) -> int:

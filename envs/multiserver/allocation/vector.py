@@ -8,9 +8,11 @@ from typing import Any
 import numpy as np
 from gymnasium.vector.utils import batch_space
 
-from clustergym.core import Scenario
+from clustergym.core import Scenario, freeze
+from clustergym.envs.multiserver.allocation.actions import PortFill, zero_ignored
 from clustergym.envs.multiserver.allocation.dynamics import ARRIVAL_BLOCK, AllocationDynamics
 from clustergym.envs.multiserver.allocation.env import MultiServerAllocationEnv
+from clustergym.envs.multiserver.allocation.stats import AllocationStats, static_parts
 from clustergym.vector_env import ClusterVectorEnv, with_masks
 
 __all__ = ["MultiServerAllocationVectorEnv"]
@@ -38,13 +40,29 @@ class MultiServerAllocationVectorEnv(ClusterVectorEnv):
 
     ## Action Space
     ``Box(0, a, shape=(N, |E|, K), float32)`` (``single_action_space`` = the single env's box); row i
-    is sub-env i's allocation in device units. float64 actions are accepted as well.
+    is sub-env i's allocation in device units (entries with a_l^k = 0 bounded by 1 and ignored, as in
+    the single env). float64 actions are accepted as well. With ``action_mode="port"`` /
+    ``"port_device"``: ``Box(0, 1, shape=(N, L))`` / ``(N, L, K)``, each row completed by the single
+    env's fill rule (``allocation/actions.py``, :class:`~clustergym.envs.multiserver.allocation.actions.PortFill`,
+    batched over the sub-envs of an instance) before the same kernel runs.
 
     ## Observation Space
-    | key        | shape     | dtype   | meaning                                          |
-    |------------|-----------|---------|--------------------------------------------------|
-    | arrivals   | (N, L)    | int8    | x_l(t) of every sub-env                           |
-    | t          | (N, 1)    | float32 | slots elapsed in each sub-env's episode          |
+    The single env's keys with a leading N axis (``single_observation_space`` = the single env's), computed
+    for all sub-envs at once (the statistics by ``allocation/stats.py``):
+    | key                                            | shape      | dtype   | meaning                  |
+    |------------------------------------------------|------------|---------|--------------------------|
+    | arrivals                                       | (N, L)     | int8    | x_l(t) of every sub-env   |
+    | t                                              | (N, 1)     | float32 | slots elapsed            |
+    | edge_arrival (, edge_present)                  | (N, P)     | int8    | as the single env        |
+    | edge_demand, edge_alpha, last_allocation       | (N, P, K)  | float32 | as the single env        |
+    | edge_utility                                   | (N, P, K)  | int64   | as the single env        |
+    | beta                                           | (N, K)     | float32 | as the single env        |
+    | arrival_share, port_reward_mean, last_port_reward | (N, L)  | float32 | as the single env        |
+    The public problem data (``edge_demand``, ``edge_alpha``, ``edge_utility``, ``beta``,
+    ``edge_present``) are read-only arrays shared by the observations until a sub-env switches instance
+    (then replaced, never written): copy them to modify. ``clustergym.learning.pipeline.flatten_batch``
+    flattens a batch to (N, flatdim), row i equal to ``gymnasium.spaces.flatten`` of sub-env i's
+    observation.
 
     ## Rewards
     (N,) float64: q(x(t), y(t)) of eq. 5 per sub-env (0 for a sub-env being autoreset).
@@ -58,8 +76,8 @@ class MultiServerAllocationVectorEnv(ClusterVectorEnv):
     ## Info
     Arrays with a leading N axis, each with a ``_key`` mask (Gymnasium's vector layout): ``t`` (N,)
     int64; ``feedback``: ``allocation`` (N, |E|, K) the executed y — the action array itself (no
-    copy, its dtype) when no sub-env needed repair, else a float64 copy with the repaired rows
-    projected — and ``port_reward`` (N, L) x_l q_l; ``metrics``: ``expected_reward``, ``gain``,
+    copy, its dtype) when no sub-env needed repair and no entry is ignored, else a float64 copy (the
+    ignored entries 0, the repaired rows projected; in the port modes the filled allocation) — and ``port_reward`` (N, L) x_l q_l; ``metrics``: ``expected_reward``, ``gain``,
     ``overhead``, ``utilisation`` (N,) float64 and ``repaired`` (N,) int64. With ``oracle=True``, at
     the slot where a sub-env truncates: ``episode_best_static``, ``episode_best_static_upper``,
     ``episode_regret`` (N,), set (mask True) only for the sub-envs that truncate; the hindsight
@@ -72,8 +90,8 @@ class MultiServerAllocationVectorEnv(ClusterVectorEnv):
 
     ## Arguments
     ``num_envs`` (N, default 1) and the single env's arguments: ``scenario``, ``scenario_seed``,
-    ``horizon``, ``oracle`` (default True, as the single env), ``infeasible``, ``instances``,
-    ``max_edges``, scenario parameters. ``render_mode`` must be None.
+    ``horizon``, ``oracle`` (default False, as the single env), ``infeasible``, ``instances``,
+    ``max_edges``, ``action_mode``, scenario parameters. ``render_mode`` must be None.
 
     ## Instances
     Each sub-env runs its own instance (``scenario_seeds``, (N,); ``problems[i]``; ``problem`` and
@@ -87,6 +105,7 @@ class MultiServerAllocationVectorEnv(ClusterVectorEnv):
     ## Version History
     * v0: initial version.
     * v0, issue 25: per-sub-env instances, ``options={"scenario_seed": k}``, ``instances``, ``max_edges``.
+    * v0, later: the single env's new observation keys; ``oracle`` defaults to False.
     """
 
     family = "multiserver-allocation"
@@ -94,19 +113,23 @@ class MultiServerAllocationVectorEnv(ClusterVectorEnv):
     _rng_names = ("arrivals",)
 
     def __init__(self, num_envs: int = 1, scenario: str | Scenario = "paper", *, scenario_seed: int = 0,
-                 horizon: int = 2000, oracle: bool = True, infeasible: str = "repair",
-                 render_mode: str | None = None, instances: Any = None, max_edges: int | None = None, **params: Any):
+                 horizon: int = 2000, oracle: bool = False, infeasible: str = "repair",
+                 render_mode: str | None = None, instances: Any = None, max_edges: int | None = None,
+                 action_mode: str = "channel", **params: Any):
         super().__init__(num_envs, horizon=horizon, infeasible=infeasible, oracle=oracle, render_mode=render_mode)
         # The single env builds and validates the scenario and spaces; its dynamics object (arrivals,
         # eqs. 3–5, the error messages) is the one this env steps for every sub-env of that instance.
         self._single = s = MultiServerAllocationEnv(scenario, scenario_seed=scenario_seed, horizon=horizon,
                                                     oracle=False, infeasible=infeasible, instances=instances,
-                                                    max_edges=max_edges, **params)
+                                                    max_edges=max_edges, action_mode=action_mode, **params)
         self._source = s.instance_source
         self.max_edges = s.max_edges
+        self.action_mode = s.action_mode
+        self._fills: dict = {}  # scenario seed -> PortFill (port modes), built once per instance
         pb = s.problem
         N, self._L, self._K = self.num_envs, pb.num_ports, pb.num_device_types
-        self._E = self._W = W = s.action_space.shape[0]  # action rows: |E|, or max_edges when padded
+        self._E = self._W = W = s.max_edges or pb.num_edges  # channel rows: |E|, or max_edges when padded
+        self._act_shape = (N,) + s.action_space.shape
         self.single_action_space = s.action_space
         self.single_observation_space = s.observation_space
         self.action_space = batch_space(self.single_action_space, N)
@@ -117,13 +140,17 @@ class MultiServerAllocationVectorEnv(ClusterVectorEnv):
         self._by_instance[k0] = (s.scenario, s.problem, s.dynamics)
         self._instance[:] = k0
         self._edge_port = np.full((N, W), self._L, dtype=np.int64)  # (N, W) port of each channel, L on padding
-        self._edge_demand = np.zeros((N, W, self._K), dtype=np.float32)  # (N, W, K) padded observation part
+        # the public problem data of each sub-env (allocation/stats.py): edge_demand, edge_alpha (N, W, K)
+        # float32, edge_utility (N, W, K) int64, beta (N, K) float32; read-only arrays shared by the observations
+        self._static = {key: np.zeros((N, *v.shape), dtype=v.dtype) for key, v in static_parts(pb, W).items()}
         self._n_edges = np.zeros(N, dtype=np.int64)  # (N,) real channels of each sub-env
         self._dyns: list = [None] * N
         self.problems: list = [None] * N  # public problem of each sub-env
         self._scenarios: list = [None] * N
         for i in range(N):
             self._set_instance(i, k0)
+        self._share_static()
+        self._stats = AllocationStats(N, W, self._L, self._K)  # the learner's statistics, all sub-envs
         self._repair_buf = np.empty((N, W, self._K))  # (N, E, K) float64, see step()
         self._arr_block = np.zeros((N, ARRIVAL_BLOCK, self._L), dtype=bool)  # (N, B, L) arrivals of the block
         self._pos = np.zeros(N, dtype=np.int64)  # (N,) current slot's index in the block
@@ -145,11 +172,18 @@ class MultiServerAllocationVectorEnv(ClusterVectorEnv):
         self._n_edges[i] = E
         self._edge_port[i] = self._L
         self._edge_port[i, :E] = pb.edge_port
-        if self.max_edges is not None:
-            up = np.asarray(pb.edge_demand, dtype=np.float64)
-            cap = np.asarray(pb.capacity, dtype=np.float64)[pb.edge_server]
-            self._edge_demand[i] = 0.0
-            self._edge_demand[i, :E] = np.divide(up, cap, out=np.zeros_like(cap), where=cap > 0)
+        # copy on write once observations share them (read-only): those already returned keep their arrays
+        for key, value in static_parts(pb, self._W).items():
+            a = self._static[key]
+            if not a.flags.writeable:
+                a = self._static[key] = a.copy()
+            a[i] = value
+
+    def _share_static(self) -> None:
+        """Freeze the static observation parts, shared by every observation until an instance switch."""
+        for a in self._static.values():
+            freeze(a)
+        self._edge_present = freeze((np.arange(self._W)[None, :] < self._n_edges[:, None]).astype(np.int8))
 
     def _use_instance(self, i: int, sc: Scenario, k: int) -> None:
         if k not in self._by_instance:
@@ -157,6 +191,7 @@ class MultiServerAllocationVectorEnv(ClusterVectorEnv):
             pb = dataclasses.replace(sc.problem, horizon=self.horizon)
             self._by_instance[k] = (sc, pb, AllocationDynamics(pb, sc.truth.rho))
         self._set_instance(i, k)
+        self._share_static()
 
     # -- per sub-env episode state ------------------------------------------------------------
     def _refill(self, i: int) -> None:
@@ -166,6 +201,7 @@ class MultiServerAllocationVectorEnv(ClusterVectorEnv):
     def _start_episode(self, i: int) -> None:
         self._counts[i] = 0.0
         self._total[i] = 0.0
+        self._stats.reset(i)
         self._refill(i)
         self._arrivals[i] = self._arr_block[i, 0]
 
@@ -175,10 +211,11 @@ class MultiServerAllocationVectorEnv(ClusterVectorEnv):
         return np.take_along_axis(ext, self._edge_port, axis=1)
 
     def _observations(self) -> dict:
-        obs = {"arrivals": self._arrivals.astype(np.int8), "t": self._t.astype(np.float32)[:, None]}
+        obs = {"arrivals": self._arrivals.astype(np.int8), "t": self._t.astype(np.float32)[:, None],
+               "edge_arrival": self._edge_mask().astype(np.int8), **self._static}
         if self.max_edges is not None:
-            obs.update(edge_present=(np.arange(self._W)[None, :] < self._n_edges[:, None]).astype(np.int8),
-                       edge_arrival=self._edge_mask().astype(np.int8), edge_demand=self._edge_demand.copy())
+            obs["edge_present"] = self._edge_present
+        obs.update(self._stats.observe(self._t))
         return obs
 
     def _reset_info(self, mask: np.ndarray) -> dict:
@@ -187,17 +224,44 @@ class MultiServerAllocationVectorEnv(ClusterVectorEnv):
         return with_masks({"t": self._t.copy()}, mask)
 
     # -- stepping ----------------------------------------------------------------------------
-    def _step_groups(self, y: np.ndarray, stepping: np.ndarray, repair: bool) -> tuple:
-        """Sub-envs on different instances, or padded actions (fractions of a_l^k): the kernel of each
-        instance on its rows, as the single env computes them (a padded row: the padding entries are
-        checked, then y = u[:E] · a in float64). Raises before any state changes."""
+    def _fill_of(self, k: int) -> PortFill:
+        """The fill rule of the port modes for instance k (``actions.PortFill``), built once."""
+        if k not in self._fills:
+            self._fills[k] = PortFill(self._by_instance[k][1])
+        return self._fills[k]
+
+    def _fractions(self, u: np.ndarray, stepping: np.ndarray, repair: bool) -> tuple[np.ndarray, np.ndarray]:
+        """Port modes: check the request fractions (N, L[, K]) as the single env does; returns them (clipped to
+        [0, 1] under ``"repair"``) and the (N,) count of entries outside [0, 1] of the stepping sub-envs."""
+        N = self.num_envs
+        finite = np.isfinite(u).reshape(N, -1).all(axis=1)
+        if not finite.all():
+            raise ValueError(f"sub-env {int(np.argmin(finite))}: action contains NaN or inf, "
+                             f"expected {self._space_desc}")
+        out = ((u < 0.0) | (u > 1.0)).reshape(N, -1) & stepping[:, None]
+        fixed = out.sum(axis=1)
+        if fixed.any():
+            i = int(np.argmax(fixed > 0))
+            if not repair:
+                idx = [int(v) for v in np.argwhere(out[i].reshape(u.shape[1:]))[0]]
+                raise ValueError(f"sub-env {i}: infeasible action: request fraction {idx} = "
+                                 f"{u[(i, *idx)]:.6g} is outside [0, 1]")
+            u = np.clip(u, 0.0, 1.0)
+        return u, fixed
+
+    def _step_groups(self, y: np.ndarray, stepping: np.ndarray, repair: bool, fixed: np.ndarray | None = None) -> tuple:
+        """Sub-envs on different instances, padded actions (fractions of a_l^k) or port-mode fractions
+        (``fixed`` given: their out-of-range counts): the kernel of each instance on its rows, as the
+        single env computes them (a padded row: the padding entries are checked, then y = u[:E] · a in
+        float64; a port-mode row: y = the fill rule of the instance). Raises before any state changes."""
         N, W, K, L = self.num_envs, self._W, self._K, self._L
         port_reward = np.zeros((N, L))
         gain, overhead, utilisation = np.zeros(N), np.zeros(N), np.zeros(N)
         repaired = np.zeros(N, dtype=np.int64)
         allocation = np.zeros((N, W, K))
         errors = []  # (sub-env, message)
-        padded = self.max_edges is not None
+        compact = fixed is not None
+        padded = self.max_edges is not None and not compact
         if padded:
             finite = np.isfinite(y).reshape(N, -1).all(axis=1)
             if not finite.all():  # as the single env: NaN/inf anywhere, padding included
@@ -209,6 +273,11 @@ class MultiServerAllocationVectorEnv(ClusterVectorEnv):
             E = pb.num_edges
             yk = y[rows]
             dropped = np.zeros(rows.size, dtype=np.int64)
+            if compact:  # the port modes' fill rule (actions.PortFill), feasible by construction
+                yk = self._fill_of(int(k)).fill_batch(yk, self._arrivals[rows])
+                dropped = fixed[rows]
+            elif not padded and dyn.open is not None:  # entries with a_l^k = 0 are ignored
+                yk = zero_ignored(yk, dyn.open)
             if padded:
                 pad = (yk[:, E:] != 0) & stepping[rows, None, None]
                 dropped = pad.reshape(rows.size, -1).sum(axis=1)
@@ -259,7 +328,7 @@ class MultiServerAllocationVectorEnv(ClusterVectorEnv):
         return port_reward, gain, overhead, utilisation, repaired, allocation
 
     def _as_actions(self, actions: Any) -> np.ndarray:
-        shape = (self.num_envs, self._E, self._K)
+        shape = self._act_shape
         if isinstance(actions, np.ndarray) and actions.dtype in (np.float32, np.float64) and actions.shape == shape:
             return np.ascontiguousarray(actions)  # no copy for a C-contiguous float32/float64 batch
         try:
@@ -280,7 +349,15 @@ class MultiServerAllocationVectorEnv(ClusterVectorEnv):
         N = self.num_envs
         stepping = ~self._autoreset  # (N,) sub-envs that step (the others reset now)
         repair = self.infeasible == "repair"
-        if self.max_edges is None and all(d is self._dyns[0] for d in self._dyns):  # one instance: one kernel call
+        fixed = None
+        if self.action_mode != "channel":  # request fractions, completed per instance by actions.PortFill
+            y, fixed = self._fractions(y, stepping, repair)
+        one = all(d is self._dyns[0] for d in self._dyns)
+        if self.max_edges is None and one:  # one instance: one kernel call
+            if fixed is not None:
+                y = self._fill_of(int(self._instance[0])).fill_batch(y, self._arrivals)  # (N, E, K) in Y
+            elif self._dyns[0].open is not None:  # entries with a_l^k = 0 are ignored (0 · NaN stays NaN)
+                y = zero_ignored(y, self._dyns[0].open)
             out = self._repair_buf  # (N, E, K) receives the repaired rows; handed out (and replaced) only if used
             res = self._dyns[0].step_batch(y, self._arrivals, stepping, repair, out)  # eqs. 3–5, Π_Y, per sub-env
             nonfinite, bad_box, bad_cap, port_reward = res.nonfinite, res.bad_box, res.bad_cap, res.port_reward
@@ -301,13 +378,16 @@ class MultiServerAllocationVectorEnv(ClusterVectorEnv):
                 kept = repaired == 0
                 if kept.any():
                     allocation[kept] = y[kept]
+            if fixed is not None:  # port modes: fractions outside [0, 1] clipped before the fill
+                repaired = repaired + fixed
         else:
-            port_reward, gain, overhead, utilisation, repaired, allocation = self._step_groups(y, stepping, repair)
+            port_reward, gain, overhead, utilisation, repaired, allocation = self._step_groups(y, stepping, repair, fixed)
         # The state changes only from here on.
         reward = port_reward.sum(axis=1)  # (N,) eq. 5 (rows of the autoresetting sub-envs are 0)
         metrics = {"expected_reward": reward.copy(), "gain": gain, "overhead": overhead,
                    "repaired": repaired, "utilisation": utilisation}
         np.add(self._counts, self._arrivals, out=self._counts, where=stepping[:, None])
+        self._stats.update(port_reward, self._arrivals, allocation, stepping)
         self._total += reward
         self._t += stepping
         truncated = stepping & (self._t >= self.horizon)
