@@ -196,7 +196,7 @@ def plot_comparisons(ax, comparisons) -> None:
                       relative=bool(comps[0].basis), intervals={c.agent: (c.mean, c.low, c.high) for c in comps})
 
 
-def plot_claims(rows: Sequence[Mapping], path: str, title: str, wrap: int = 70) -> str | None:
+def plot_claims(rows: Sequence[Mapping], path: str, title: str, wrap: int = 60) -> str | None:
     """The picture of a claims table (:func:`clustergym.stats.claims_table`): one row per claim whose
     comparison is relative (% of S), its per-instance differences as points and the table's interval,
     coloured by the claim's agent; the paper's number, where it is a single percentage, as a black bar.
@@ -207,10 +207,15 @@ def plot_claims(rows: Sequence[Mapping], path: str, title: str, wrap: int = 70) 
     rel = [r for r in rows if r.get("comparison") is not None and r["comparison"].basis]
     if not rel:
         return None
-    labels = [textwrap.shorten(r["claim"], wrap, placeholder="…") for r in rel]
+    def two_lines(text: str) -> str:
+        lines = textwrap.wrap(text, wrap, break_on_hyphens=False)
+        return "\n".join(lines) if len(lines) <= 2 else lines[0] + "\n" + textwrap.shorten(
+            " ".join(lines[1:]), wrap, placeholder="…")
+
+    labels = [two_lines(r["claim"]) for r in rel]
     labels = [f"{lab} ({k + 1})" if labels.count(lab) > 1 else lab for k, lab in enumerate(labels)]
     comps = [r["comparison"] for r in rel]
-    fig, ax = figure(size=(11.0, 1.2 + 0.36 * len(rel)))
+    fig, ax = figure(size=(11.0, 1.2 + 0.42 * len(rel)))
     paired_difference(ax, {lab: list(c.per_instance.values()) for lab, c in zip(labels, comps)}, "the reference",
                       relative=True, intervals={lab: (c.mean, c.low, c.high) for lab, c in zip(labels, comps)},
                       colors={lab: agent_color(c.agent) for lab, c in zip(labels, comps)})
