@@ -196,10 +196,15 @@ def plot_comparisons(ax, comparisons) -> None:
                       relative=bool(comps[0].basis), intervals={c.agent: (c.mean, c.low, c.high) for c in comps})
 
 
+def _claim_color(c) -> str:
+    """A claim "paper policy > baseline" is coloured by its baseline (the rows differ by it), any other by its agent."""
+    return reference_color(c.reference) if agent_color(c.agent) == PAPER else agent_color(c.agent)
+
+
 def plot_claims(rows: Sequence[Mapping], path: str, title: str, wrap: int = 60) -> str | None:
     """The picture of a claims table (:func:`clustergym.stats.claims_table`): one row per claim whose
     comparison is relative (% of S), its per-instance differences as points and the table's interval,
-    coloured by the claim's agent; the paper's number, where it is a single percentage, as a black bar.
+    coloured by the baseline (a paper policy's claim) or the agent; the paper's number, where it is a single percentage, as a black bar.
     Returns ``path``, or None when no row has a relative comparison."""
     import re
     import textwrap
@@ -218,7 +223,7 @@ def plot_claims(rows: Sequence[Mapping], path: str, title: str, wrap: int = 60) 
     fig, ax = figure(size=(11.0, 1.2 + 0.42 * len(rel)))
     paired_difference(ax, {lab: list(c.per_instance.values()) for lab, c in zip(labels, comps)}, "the reference",
                       relative=True, intervals={lab: (c.mean, c.low, c.high) for lab, c in zip(labels, comps)},
-                      colors={lab: agent_color(c.agent) for lab, c in zip(labels, comps)})
+                      colors={lab: _claim_color(c) for lab, c in zip(labels, comps)})
     marked = False
     for k, r in enumerate(rel):
         m = re.fullmatch(r"\s*([+-]?\d+(?:\.\d+)?)\s*%\s*", str(r.get("paper", "")).replace("−", "-"))

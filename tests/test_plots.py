@@ -153,7 +153,7 @@ def test_claims_figure_draws_each_relative_claim_with_its_table_interval(tmp_pat
     eb = ax.containers[0]
     comp = rows[0]["comparison"]
     assert eb.lines[0].get_xdata()[0] == pytest.approx(comp.mean)
-    assert to_hex(eb.lines[0].get_color()) == to_hex(plots.agent_color("opm"))
+    assert to_hex(eb.lines[0].get_color()) == to_hex(plots.agent_color("fair"))  # a paper policy's claim: its baseline
     paper = [c for c in ax.collections if c.get_label() == "the paper's number"]
     assert paper and paper[0].get_offsets()[0][0] == pytest.approx(12.0)
     assert plots.plot_claims(rows[1:], str(tmp_path / "none.png"), "t") is None
