@@ -198,7 +198,8 @@ def plot_comparisons(ax, comparisons) -> None:
 
 def _claim_color(c) -> str:
     """A claim "paper policy > baseline" is coloured by its baseline (the rows differ by it), any other by its agent."""
-    return reference_color(c.reference) if agent_color(c.agent) == PAPER else agent_color(c.agent)
+    paper_policy = AGENT_COLORS.get(c.agent.split("[")[0]) == PAPER  # e.g. "ogasched[lr=eq26]" too
+    return reference_color(c.reference) if paper_policy else agent_color(c.agent)
 
 
 def plot_claims(rows: Sequence[Mapping], path: str, title: str, wrap: int = 60) -> str | None:

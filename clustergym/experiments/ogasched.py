@@ -340,7 +340,8 @@ def figures(sw: dict, an: dict, d: str) -> list[str]:
     plot_utilities(an["fig7"], UTILITY_FAMILIES, sw["agents7"], sw["T7"], fig7_png)
     from clustergym.plots import plot_claims
 
-    rows = [r for st in an["claims"] for r in an["claims"][st]] + list(an["growth_rows"]) + list(an["claims7"])
+    rows = ([dict(r, claim=f"setting={st}: {r['claim']}") for st in an["claims"] for r in an["claims"][st]]
+            + list(an["growth_rows"]) + list(an["claims7"]))
     claims_png = plot_claims(rows, os.path.join(d, "ogasched_claims.png"),
                              "OGASched claims: paired differences over instances")
     return [units_png, ratio_png, regret_png, fig7_png] + ([claims_png] if claims_png else [])
