@@ -33,8 +33,11 @@ PYGAME_MISSING = ("render_mode='human' needs pygame, which is not installed: pip
 
 def require_pygame():
     """The pygame module, or ``gymnasium.error.DependencyNotInstalled`` with one line saying how to get it."""
+    import os
+
     from gymnasium.error import DependencyNotInstalled
 
+    os.environ.setdefault("PYGAME_HIDE_SUPPORT_PROMPT", "1")  # no greeting on stdout
     try:
         import pygame
     except ImportError:
