@@ -6,13 +6,13 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: setup test fuzz reproduce bench figures drl docs rllib clean
+.PHONY: setup test fuzz reproduce bench figures drl gallery docs rllib clean
 
 $(STAMP): pyproject.toml constraints.txt
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	# CPU torch first, then everything else pinned to it (see constraints.txt).
 	$(BIN)/pip install -q torch==2.13.0
-	$(BIN)/pip install -q -c constraints.txt -e ".[dev,drl,contrib,ray,docs,clients]"
+	$(BIN)/pip install -q -c constraints.txt -e ".[dev,drl,contrib,ray,docs,clients,viewer]"
 	touch $(STAMP)
 
 setup: $(STAMP)
@@ -52,6 +52,12 @@ figures: $(STAMP)
 # the best learner per env into clustergym/learning/pretrained (sb3:pretrained/<EnvName>). About 45 min here.
 drl: $(STAMP)
 	$(BIN)/clustergym drl --out runs/drl --figures docs/figures --export-pretrained
+
+# The docs gallery (docs/gallery.md): one episode-viewer frame per env and one comparison figure per paper
+# (the paper's policy and its family's baselines on 5 instances, short horizons) into docs/figures/gallery.
+# About 10 minutes on 2 shared cores.
+gallery: $(STAMP)
+	$(BIN)/python -m clustergym.gallery --out docs/figures/gallery
 
 # The docs site, offline, into site/ (open site/index.html): regenerate the reference pages from the
 # code (docs/gen_pages.py), then build in strict mode (any warning, e.g. a broken link, fails).

@@ -1,4 +1,4 @@
-"""Command line: ``clustergym list|run|reproduce|train|bench`` (SPEC §3.5).
+"""Command line: ``clustergym list|run|reproduce|train|drl|replay|bench`` (SPEC §3.5).
 
 Errors are one clear line on stderr and exit code 2; ``--debug`` shows the traceback.
 """
@@ -159,7 +159,7 @@ def cmd_run(args) -> int:
     return 0
 
 
-RUN_FILES = ("results.json", "curves.csv", "avg_reward.png", "cumulative_regret.png")
+RUN_FILES = ("results.json", "curves.csv", "avg_reward.png", "cumulative_regret.png", "paired_difference.png")
 REPRODUCE_FILES = ("report.md",)
 
 
@@ -292,6 +292,25 @@ def cmd_drl(args) -> int:
     return 0
 
 
+def cmd_replay(args) -> int:
+    from clustergym.replay import replay
+
+    agents = _split_agents(args.agents)
+    if not 1 <= len(agents) <= 2:
+        raise UsageError(f"--agents {args.agents!r}: expected one agent, or two for a side-by-side animation")
+    _check_out(args.out, is_file=True)
+    env_kwargs = _parse_set(args.set)
+    for key in ("horizon", "render_mode"):
+        if key in env_kwargs:
+            raise UsageError(f"--set {key} is not for replay" + (" (use --horizon)" if key == "horizon" else ""))
+    if args.every is not None and args.every < 1:
+        raise UsageError(f"--every {args.every} is invalid: expected an integer >= 1")
+    out = replay(args.env_id, agents, args.out, args.seed, horizon=args.horizon, every=args.every, fps=args.fps,
+                 env_kwargs=env_kwargs)
+    print(f"wrote {out}")
+    return 0
+
+
 def cmd_bench(args) -> int:
     from clustergym.bench import run_bench
 
@@ -405,6 +424,19 @@ def build_parser() -> argparse.ArgumentParser:
                    help="ship each env's best learner (seed 0) as sb3:pretrained/<EnvName> in the package")
     d.add_argument("--no-progress", action="store_true")
     d.set_defaults(func=cmd_drl)
+
+    v = sub.add_parser("replay", parents=[debug], help="an agent's episode as an animation (GIF/MP4), or two agents "
+                       "side by side on the same instance and seed")
+    v.add_argument("env_id")
+    v.add_argument("--agents", required=True, help="one agent, or two comma-separated (side by side), e.g. esdp,lcf")
+    v.add_argument("--seed", type=int, default=0, help="dynamics seed (and instance, unless --set scenario_seed=K)")
+    v.add_argument("--horizon", type=int, default=None, help="episode length (default: the env's)")
+    v.add_argument("--every", type=int, default=None,
+                   help="slots between frames (default: about 100 frames per episode)")
+    v.add_argument("--fps", type=float, default=8.0, help="frames per second of the animation")
+    v.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="env kwarg (JSON value)")
+    v.add_argument("--out", required=True, help="the animation file: .gif, or .mp4 (needs imageio-ffmpeg)")
+    v.set_defaults(func=cmd_replay)
 
     b = sub.add_parser("bench", parents=[debug], help="performance table (SPEC §10)")
     b.add_argument("--only", default=None, metavar="PAPER", help=f"one of {', '.join(list_papers())}")

@@ -8,6 +8,7 @@ import gymnasium as gym
 import numpy as np
 
 from clustergym.core import INFEASIBLE_MODES, Scenario, check_choice, check_int
+from clustergym.viewer import VISUAL_MODES, require_pygame
 
 
 class ResetNeeded(gym.error.ResetNeeded, RuntimeError):
@@ -23,7 +24,7 @@ class ClusterEnv(gym.Env):
     problem handed to agents) and ``scenario`` (public problem + hidden truth).
     """
 
-    metadata = {"render_modes": ["ansi", "rgb_array"], "render_fps": 4}
+    metadata = {"render_modes": ["ansi", "rgb_array", "human"], "render_fps": 4}
     family: str = ""
     # The keys of info["metrics"] and their kind (clustergym/metrics.py); every env declares its own.
     metrics_spec: dict = {}
@@ -37,6 +38,8 @@ class ClusterEnv(gym.Env):
         self.horizon = check_int("horizon", horizon, 1, None)
         self.infeasible = check_choice("infeasible", infeasible, INFEASIBLE_MODES)
         self.render_mode = check_choice("render_mode", render_mode, (None, *self.metadata["render_modes"]))
+        if self.render_mode == "human":
+            require_pygame()  # one clear line now, not a traceback at the first step
         if not isinstance(oracle, (bool, np.bool_)):
             raise ValueError(f"oracle={oracle!r} is invalid: expected true or false")
         self.oracle = bool(oracle)
@@ -109,6 +112,55 @@ class ClusterEnv(gym.Env):
         if not isinstance(self.action_space, gym.spaces.Box):
             raise ValueError(f"action_bounds: the action space is {self.action_space}, not a Box")
         return self.action_space.low.astype(np.float64), self.action_space.high.astype(np.float64)
+
+    # -- rendering (clustergym/viewer.py) ----------------------------------------------------------
+    # Under "rgb_array" / "human" the env owns its family's EpisodeViewer: reset hands it the static data
+    # (_viewer_reset), step its slot's arrays (``if self._viewer is not None: self._viewer.record(...)``).
+    # Without a picture mode there is no viewer and nothing is recorded.
+    _viewer = None
+
+    def _make_viewer(self):
+        """The family's :class:`clustergym.viewer.EpisodeViewer` (each env defines it)."""
+        raise NotImplementedError
+
+    def _render_ansi(self) -> str:
+        """The text summary of the slot (each env defines it)."""
+        raise NotImplementedError
+
+    def _viewer_reset(self, **static: Any) -> None:
+        if self.render_mode in VISUAL_MODES:
+            if self._viewer is None:
+                self._viewer = self._make_viewer()
+            self._viewer.reset(**static)
+
+    @property
+    def viewer(self):
+        """The episode viewer (``render_mode="rgb_array"`` or ``"human"``, after ``reset``), else None:
+        ``env.unwrapped.viewer.figure()`` is the matplotlib figure of the episode so far."""
+        return self._viewer
+
+    def render(self):
+        """``"rgb_array"``: the episode so far as an (H, W, 3) uint8 image (a timeline, the same size every
+        slot); ``"human"``: the same picture in a pygame window (shown after every step); ``"ansi"``: a
+        text summary of the slot. Without a render mode: a warning, as Gymnasium's envs give, and None."""
+        if self.render_mode is None:
+            spec_id = getattr(getattr(self, "spec", None), "id", None) or type(self).__name__
+            gym.logger.warn("You are calling render method without specifying any render mode. You can specify the "
+                            f'render_mode at initialization, e.g. gym.make("{spec_id}", render_mode="rgb_array")')
+            return None
+        if self.render_mode == "ansi":
+            return self._render_ansi()
+        if self._viewer is None:
+            raise RuntimeError("call reset() before render() (the viewer starts with the episode)")
+        if self.render_mode == "human":
+            self._viewer.show()
+            return None
+        return self._viewer.frame()
+
+    def close(self) -> None:
+        if self._viewer is not None:
+            self._viewer.close()
+        super().close()
 
     # -- helpers for subclasses ------------------------------------------------------------------
     def _as_int_action(self, action: Any, shape: tuple[int, ...], space_desc: str) -> np.ndarray:

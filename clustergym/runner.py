@@ -107,6 +107,14 @@ class Transition(NamedTuple):
     next_info: dict  # the info env.step returned
 
 
+def aligned_table(head: list[str], rows: list[list], align: tuple[str, ...] | None = None) -> str:
+    """A plain-text table whose columns line up whatever the cell widths (agent names with options, long
+    learner paths): ``tabulate``'s "simple" format, cells as given (strings are not re-parsed as numbers)."""
+    from tabulate import tabulate
+
+    return tabulate(rows, headers=head, tablefmt="simple", colalign=align, disable_numparse=True)
+
+
 def make_env(env_id: str, **kwargs):
     """``gym.make`` for the runner's own runs, without Gymnasium's passive-checker warning about Box
     entries with low == high: on P2's trace preset (``alibaba-v2023``) servers that lack a device type
@@ -326,19 +334,18 @@ class Results:
         best = max(rows, key=lambda r: r["mean_total_reward"])["agent"]
         comps = {c.agent: c for c in self.comparisons(reference=best)} if len(rows) > 1 else {}
         n_inst = len(self.instances)
-        head = (f"{'agent':<28} {'total reward (mean ± std)':>27}  {'vs best [95% CI]':<26} {'W/L':>7} "
-                f"{'score':>6} {'regret':>10} {'decision ms':>11}")
-        lines = [f"{len(self.runs) // max(len(rows), 1)} runs per agent over {n_inst} instance(s)"
-                 f" ({self.instance_axis}); intervals: 95% t over instances", head, "-" * len(head)]
+        body = []
         for r in sorted(rows, key=lambda r: -r["mean_total_reward"]):
             c = comps.get(r["agent"])
-            vs = "(best)" if c is None else fmt_ci(c)
-            wl = "" if c is None else f"{c.wins}/{c.losses}"
-            reg = "-" if r["mean_regret"] is None else f"{r['mean_regret']:.1f}"
-            sc = "-" if r["mean_score"] is None else f"{r['mean_score']:.3f}"
-            lines.append(f"{r['agent']:<28} {r['mean_total_reward']:>15.1f} ± {r['std_total_reward']:<9.1f} "
-                         f"{vs:<26} {wl:>7} {sc:>6} {reg:>10} {r['decision_ms_median']:>11.3f}")
-        return "\n".join(lines)
+            body.append([r["agent"], f"{r['mean_total_reward']:.1f} ± {r['std_total_reward']:.1f}",
+                         "(best)" if c is None else fmt_ci(c), "" if c is None else f"{c.wins}/{c.losses}",
+                         "-" if r["mean_score"] is None else f"{r['mean_score']:.3f}",
+                         "-" if r["mean_regret"] is None else f"{r['mean_regret']:.1f}",
+                         f"{r['decision_ms_median']:.3f}"])
+        head = ["agent", "total reward (mean ± std)", "vs best [95% CI]", "W/L", "score", "regret", "decision ms"]
+        return (f"{len(self.runs) // max(len(rows), 1)} runs per agent over {n_inst} instance(s)"
+                f" ({self.instance_axis}); intervals: 95% t over instances\n"
+                + aligned_table(head, body, align=("left", "right", "left", "right", "right", "right", "right")))
 
     def write(self, out_dir: str, plots: bool = True) -> list[str]:
         """Write results.json, curves.csv and (optionally) PNG plots into ``out_dir``; return paths.

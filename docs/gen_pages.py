@@ -322,11 +322,11 @@ def env_page(env_id: str) -> str:
     fam = cls.family
     short = _short(env_id)
     paper, paper_md, _ = _paper_page(fam)
-    summary = _summary(cls)
     defaults, scen_names, smod = _scenario_defaults(cls)
     sig = inspect.signature(cls.__init__)
 
-    out = [f"# {short}", "", f"{summary}", ""]
+    # The summary opens the class docstring rendered under "Specification": not repeated here.
+    out = [f"# {short}", ""]
     env = gym.make(env_id)
     rows = [
         ("Env id", f"`{env_id}`"),
@@ -339,7 +339,8 @@ def env_page(env_id: str) -> str:
         ("Multi-agent version", f"`clustergym.envs.multiagent.parallel_env(\"{env_id}\")`"
          if env_id in PARALLEL_ENVS else "none"),
         ("max_episode_steps", f"`{spec.max_episode_steps}` (the episode is truncated by the env at `horizon`)"),
-        ("Render modes", ", ".join(f"`{m}`" for m in env.metadata.get("render_modes", [])) or "none"),
+        ("Render modes", (", ".join(f"`{m}`" for m in env.metadata.get("render_modes", [])) or "none")
+         + " ([episode viewer](../viewer.md))"),
         ("Evaluation oracle", _oracle_rule(cls)),
         ("Agents", ", ".join(f"[`{a}`](../agents/{a}.md)" for a in list_agents(env_id))),
     ]

@@ -7,6 +7,9 @@
   ``agents/`` and ``baselines/`` where the import package has them (``clustergym.envs`` ...), as the
   setuptools ``package-dir`` mapping does for an install. mkdocstrings (``paths:`` in mkdocs.yml)
   reads the docstrings from that tree by static analysis, without importing anything.
+* ``on_config`` also adds :class:`TableMathPipes` to the Markdown extensions (the pages' and the docstrings'
+  that mkdocstrings renders): in a table row, ``|E|`` (a cardinality or absolute value written in a
+  docstring) would split the cell in two; it becomes ``\\|E\\|``, shown as |E|.
 * ``on_page_markdown``: the hand-written pages link files of the repository outside ``docs/``
   (``../README.md``, ``../examples/my_agent.py``) so that they work when browsed in the repository.
   The site has no copy of those files, so such a link, when its target exists in the repository,
@@ -83,9 +86,46 @@ def source_tree(repo: str) -> str:
 source_tree(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
+try:
+    from mkdocs.plugins import event_priority as _priority
+except ImportError:  # pragma: no cover - MkDocs < 1.4
+    def _priority(_):
+        return lambda f: f
+
+
+_MATH_PIPES = re.compile(r"(?<=[\s(<>=≤≥,+\-*/·])\|([A-Za-z][A-Za-z_0-9]{0,3}(?:\([a-z]\))?)\|(?=[\s),.;:<>=≤≥+\-*/·]|$)")
+
+
+def escape_math_pipes(line: str) -> str:
+    """A table row with ``|E|``-style maths inside its cells: those pipes escaped (cell borders untouched).
+    Only rows (lines starting with ``|``); a cell border has a space or the line's end beside it."""
+    if not line.lstrip().startswith("|"):
+        return line
+    return _MATH_PIPES.sub(lambda m: f"\\|{m.group(1)}\\|", line)
+
+
+def _table_math_pipes():
+    from markdown.extensions import Extension
+    from markdown.preprocessors import Preprocessor
+
+    class _Pre(Preprocessor):
+        def run(self, lines):
+            return [escape_math_pipes(ln) for ln in lines]
+
+    class TableMathPipes(Extension):
+        """Escape ``|E|``-style maths in table rows before the tables extension splits the cells."""
+
+        def extendMarkdown(self, md):
+            md.preprocessors.register(_Pre(md), "table_math_pipes", 29)  # before "tables" (a block parser)
+
+    return TableMathPipes()
+
+
+@_priority(100)  # before mkdocstrings' on_config, which hands the extensions to its renderer
 def on_config(config, **kwargs):
     if config.nav:
         config.nav = _expand(config.nav, config.docs_dir)
+    config.markdown_extensions.append(_table_math_pipes())
     return config
 
 

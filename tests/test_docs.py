@@ -131,3 +131,19 @@ def test_site_builds_in_strict_mode(tmp_path):
         assert (site / "agents" / f"{a}.html").is_file(), a
     assert (site / "cli.html").is_file() and (site / "results-schema.html").is_file()
     assert wall < 120, f"docs build took {wall:.0f} s"
+
+
+def test_maths_pipes_in_table_rows_do_not_split_cells():
+    """A docstring's ``|E|`` inside a table row (P1's observation table) is escaped before the tables
+    extension splits the row; cell borders and text outside tables are left alone."""
+    hooks = _module("hooks_under_test", os.path.join(DOCS, "hooks.py"))
+    row = "| edge_present | MultiBinary(P) | padded only: 1 for the instance's channels e < |E|    |"
+    assert hooks.escape_math_pipes(row) == row.replace("|E|", "\\|E\\|")
+    assert hooks.escape_math_pipes("| t | Box(0, T) | |x| and |L| |") == "| t | Box(0, T) | \\|x\\| and \\|L\\| |"
+    for text in ("| a | b |", "|---|---|", "not a row: |E| stays"):
+        assert hooks.escape_math_pipes(text) == text
+    import markdown
+
+    ext = hooks._table_math_pipes()
+    html = markdown.markdown("| key | meaning |\n|---|---|\n| e | channel e < |E| |", extensions=["tables", ext])
+    assert html.count("<td>") == 2 and "|E|" in html

@@ -173,16 +173,15 @@ def _curves(res, agent, f):
 
 def figures(res, out_dir: str, prefix: str = "esdp_", limit: dict | None = None) -> list[str]:
     """The P1 figures, each a mean over instances with a 95% t-band: average reward vs t, per-slot and cumulative regret of both ESDP variants, Fig. 3-style ratios."""
-    from clustergym.plots import _plt, mean_band, save, style
+    from clustergym.plots import agent_color, figure, figure_legend, mean_band, plot_comparisons, save, style
 
-    plt = _plt()
     H = res.horizon
     t = np.arange(1, H + 1)
     n = len(res.instances)
-    colors = dict(zip(MAIN_AGENTS, plt.cm.tab10(np.linspace(0, 1, 10))))
+    colors = {a: agent_color(a) for a in MAIN_AGENTS}  # the same colour per agent in every figure
     paths = []
 
-    fig, ax = plt.subplots(figsize=(7, 4.2), dpi=110)
+    fig, ax = figure()
     # Instances differ in scale: each run's running average is divided by its oracle's mean reward
     # per slot (oracle_total / T, the same for every agent on the instance: common random numbers).
     for a in MAIN_AGENTS:
@@ -196,7 +195,7 @@ def figures(res, out_dir: str, prefix: str = "esdp_", limit: dict | None = None)
 
     # Per-slot regret (moving average) and cumulative regret on a log-t axis, both variants.
     w = max(H // 40, 5)
-    fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(11, 4.2), dpi=110)
+    fig, (ax1, ax2) = figure(1, 2, size=(12, 4.2))
     for a, lab in (("esdp", "ESDP (faithful: Φ(t), then drop idle ports)"),
                    ("esdp[only_active=true]", "ESDP only_active (Ω(t))")):
         per = _curves(res, a, lambda r: np.diff(np.concatenate([[0.0], r.cum_regret])))
@@ -211,11 +210,12 @@ def figures(res, out_dir: str, prefix: str = "esdp_", limit: dict | None = None)
             title=f"per-slot regret, mean over {n} instances")
     ax2.set(xscale="log", xlabel="time slot t (log scale: c·ln t is a straight line)",
             ylabel="cumulative regret", title="cumulative regret")
-    style(ax1, ax2)
+    style(ax1, ax2, legend=None)
+    figure_legend(fig, (ax1, ax2), ncol=3)
     ax1.set_ylim(bottom=0)
     paths.append(save(fig, os.path.join(out_dir, f"{prefix}regret.png")))
 
-    fig, ax = plt.subplots(figsize=(7, 4.2), dpi=110)
+    fig, ax = figure()
     esdp_avg = _curves(res, "esdp", lambda r: np.cumsum(r.reward))
     for b in BASELINES:
         mean_band(ax, t, esdp_avg / _curves(res, b, lambda r: np.cumsum(r.reward)), f"ESDP / {b.upper()}", colors[b])
@@ -224,6 +224,13 @@ def figures(res, out_dir: str, prefix: str = "esdp_", limit: dict | None = None)
            title=f"ESDP vs baselines (Fig. 3 style), mean over {n} instances (band: 95% t)")
     style(ax)
     paths.append(save(fig, os.path.join(out_dir, f"{prefix}ratio.png")))
+
+    # The printed comparisons as a picture: every agent's total reward relative to ESDP, paired over instances.
+    comps = res.comparisons(reference="esdp")
+    fig, ax = figure(size=(7.5, 1.4 + 0.5 * len(comps)))
+    plot_comparisons(ax, comps)
+    ax.set_title(f"P1: total reward relative to ESDP, paired over {n} instances")
+    paths.append(save(fig, os.path.join(out_dir, f"{prefix}paired.png")))
     return paths
 
 

@@ -423,29 +423,37 @@ def tables(sw: dict) -> tuple[list[str], list[dict]]:
 
 def figures(sw: dict, d: str) -> list[str]:
     """Fig. 4 (utility vs jobs), Figs. 5–6 (embedded ratio vs capacity), Fig. 7 (ratio histogram)."""
-    from clustergym.plots import _plt, save
-    from clustergym.stats import mean_ci
+    from clustergym.plots import _plt, agent_color, figure, figure_legend, legend_outside, save
+    from clustergym.stats import mean_ci, paired_comparison
 
     cfg, fig4, emb, r7 = sw["cfg"], sw["fig4"], sw["emb"], sw["r7"]
     T, agents4 = cfg["horizon"], cfg["fig4_agents"]
     plt = _plt()
-    fig, axs = plt.subplots(1, 2, figsize=(11, 4.2), dpi=110)
+    # Totals of all agents differ by a few percent: drawn as totals they lie on top of each other. Each
+    # agent's total relative to GADGET's on the same instance (paired), mean and 95% interval over instances.
+    ref = "gadget" if "gadget" in agents4 else agents4[0]
+    fig, axs = figure(1, 2, size=(12, 4.2), sharey=True)
     for ax, (mode, rates) in zip(axs, cfg["fig4"].items()):
         x = [rate * T for rate in rates]
         for a in agents4:
-            ys = [mean_ci(_mean_over_seeds(fig4[mode, r], a, "total_reward").values()) for r in rates]
-            m = np.array([c.mean for c in ys])
-            lo = np.array([c.low for c in ys])
-            hi = np.array([c.high for c in ys])
-            ax.plot(x, m, marker="o", label=a, ls="--" if a.startswith("drf[") or a.startswith("gadget[") else "-")
+            if a == ref:
+                continue
+            cs = [paired_comparison(_mean_over_seeds(fig4[mode, r], a, "total_reward"),
+                                    _mean_over_seeds(fig4[mode, r], ref, "total_reward")) for r in rates]
+            m = np.array([c.mean for c in cs])
+            lo = np.array([c.low for c in cs])
+            hi = np.array([c.high for c in cs])
+            ax.plot(x, m, marker="o", label=a, color=agent_color(a),
+                    ls="--" if a.startswith("drf[") or a.startswith("gadget[") else "-")
             if not np.isnan(lo).any():
-                ax.fill_between(x, lo, hi, alpha=0.15)
+                ax.fill_between(x, lo, hi, alpha=0.15, color=agent_color(a), lw=0)
+        ax.axhline(0.0, color=agent_color(ref), lw=1.4, label=f"{ref} (reference)")
         ax.set_xlabel(f"expected number of jobs in T = {T} slots (Poisson)")
         ax.set_title(f"budget_mode={mode}")
         ax.grid(alpha=0.3)
-    axs[0].set_ylabel("total utility (mean over instances, 95% CI)")
-    axs[1].legend(fontsize=7)
-    fig.suptitle("Fig. 4 style: total utility vs number of jobs (all active jobs visible)")
+    axs[0].set_ylabel(f"total utility relative to {ref} (%), paired;\nmean and 95% interval over instances")
+    figure_legend(fig, axs, ncol=6)
+    fig.suptitle("Fig. 4 style: total utility vs number of jobs, relative to GADGET (all active jobs visible)")
     p4 = save(fig, os.path.join(d, "gadget_fig4_utility_vs_jobs.png"))
 
     fig, axs = plt.subplots(1, 2, figsize=(10, 4), dpi=110)
@@ -453,7 +461,7 @@ def figures(sw: dict, d: str) -> list[str]:
         cis = [mean_ci(emb[kind, sc].values()) for sc in scales]
         ax.errorbar(scales, [c.mean for c in cis],
                     yerr=None if np.isnan(cis[0].low) else [[c.mean - c.low for c in cis], [c.high - c.mean for c in cis]],
-                    marker="o", capsize=3)
+                    marker="o", capsize=3, color=agent_color("gadget"))
         ax.set_xscale("log")
         ax.set_xlabel(f"{kind} (× the paper's draw)")
         ax.grid(alpha=0.3)
@@ -463,14 +471,17 @@ def figures(sw: dict, d: str) -> list[str]:
     p56 = save(fig, os.path.join(d, "gadget_fig5_6_embedded_ratio.png"))
     per_inst, pooled = _fig7_stats(r7)
     fig, ax = plt.subplots(figsize=(6.5, 4), dpi=110)
-    ax.hist([pooled[a] for a in r7], bins=20, range=(0, 1.0001), label=list(r7))
+    ax.hist([pooled[a] for a in r7], bins=20, range=(0, 1.0001), label=list(r7), color=[agent_color(a) for a in r7])
     ax.axvspan(0.6, 0.8, color="0.8", alpha=0.5, label="paper: 60–80%")
     ax.set_xlabel("utility increment / MILP optimum of problem (10), per slot (same slots)")
     ax.set_ylabel("slots")
     ax.set_title(f"Fig. 7 style ({sum(len(v) for v in r7['gadget'].values())} slots, §VI λ2)")
-    ax.legend()
+    legend_outside(ax)
     p7 = save(fig, os.path.join(d, "gadget_fig7_milp_ratio.png"))
-    return [p4, p56, p7]
+    from clustergym.plots import plot_claims
+
+    pc = plot_claims(tables(sw)[1], os.path.join(d, "gadget_claims.png"), "GADGET claims: paired differences over instances")
+    return [p4, p56, p7] + ([pc] if pc else [])
 
 
 def report(sw: dict, lines: list[str], claims: list[dict], wall: float) -> str:

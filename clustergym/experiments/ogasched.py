@@ -294,7 +294,7 @@ def tables(sw: dict, an: dict) -> list[str]:
 
 def figures(sw: dict, an: dict, d: str) -> list[str]:
     """The PNGs: regret of every prefix, Fig. 2(c)-style ratios, the units comparison, Fig. 7."""
-    from clustergym.plots import _plt, save
+    from clustergym.plots import _plt, agent_color, figure_legend, legend_outside, save
     from clustergym.stats import mean_ci
 
     instances, checkpoints, prefix, T = sw["instances"], sw["checkpoints"], an["prefix"], sw["T"]
@@ -302,16 +302,17 @@ def figures(sw: dict, an: dict, d: str) -> list[str]:
     fig, ax = plt.subplots(figsize=(7, 4.2), dpi=110)
     for a in GROWTH_AGENTS:
         m = prefix[a].mean(axis=0)
-        ax.plot([0, *checkpoints], [0, *m], marker="o", label=a)
+        ax.plot([0, *checkpoints], [0, *m], marker="o", label=a, color=agent_color(a))
         if len(instances) > 1:
             ci = [mean_ci(prefix[a][:, j]) for j in range(len(checkpoints))]
-            ax.fill_between(checkpoints, [c.low for c in ci], [c.high for c in ci], alpha=0.15)
+            ax.fill_between(checkpoints, [c.low for c in ci], [c.high for c in ci], alpha=0.15, color=agent_color(a),
+                            lw=0)
     ax.set_xlabel("time slot t")
     ax.set_ylabel("regret vs best static allocation of [1, t] (eq. 6)")
     ax.set_title(f"Regret of every prefix, setting={DEFAULT} (mean and 95% interval over {len(instances)} instances)",
                  fontsize=8)
     ax.grid(alpha=0.3)
-    ax.legend(fontsize=7)
+    legend_outside(ax, fontsize=7)
     regret_png = save(fig, os.path.join(d, "ogasched_regret.png"))
 
     # Fig. 2(c) style: ratio of average rewards over t (default setting, mean over instances and seeds).
@@ -321,23 +322,29 @@ def figures(sw: dict, an: dict, d: str) -> list[str]:
         return np.mean([np.cumsum(x.reward) / np.arange(1, x.steps + 1) for x in base.runs if x.agent == a], axis=0)
 
     avg = {a: avg_curve(a) for a in AGENTS}
-    fig, axes = plt.subplots(1, 3, figsize=(14, 4.2), dpi=110, sharey=True)
+    fig, axes = plt.subplots(1, 3, figsize=(14, 4.6), dpi=110, sharey=True, layout="constrained")
     for ax, (a, title) in zip(axes, OGA.items()):
         for b in [*FAIR, *OTHER]:
-            ax.plot(np.arange(1, T + 1), avg[a] / avg[b], label=f"/ {_LABEL[b]}")
+            ax.plot(np.arange(1, T + 1), avg[a] / avg[b], label=f"/ {_LABEL[b]}", color=agent_color(b))
         ax.axhline(1.0, color="0.5", lw=0.8, ls="--")
         ax.set_title(title, fontsize=8)
         ax.set_xlabel("time slot t")
         ax.grid(alpha=0.3)
     axes[0].set_ylabel(f"ratio of average rewards (setting={DEFAULT})")
-    axes[-1].legend(fontsize=7)
+    figure_legend(fig, axes, fontsize=7)
     ratio_png = save(fig, os.path.join(d, "ogasched_ratio.png"))
 
     units_png = os.path.join(d, "ogasched_units.png")
     plot_units(an["comps"], units_png)
     fig7_png = os.path.join(d, "ogasched_utilities.png")
     plot_utilities(an["fig7"], UTILITY_FAMILIES, sw["agents7"], sw["T7"], fig7_png)
-    return [units_png, ratio_png, regret_png, fig7_png]
+    from clustergym.plots import plot_claims
+
+    rows = ([dict(r, claim=f"setting={st}: {r['claim']}") for st in an["claims"] for r in an["claims"][st]]
+            + list(an["growth_rows"]) + list(an["claims7"]))
+    claims_png = plot_claims(rows, os.path.join(d, "ogasched_claims.png"),
+                             "OGASched claims: paired differences over instances")
+    return [units_png, ratio_png, regret_png, fig7_png] + ([claims_png] if claims_png else [])
 
 
 def report(sw: dict, an: dict) -> str:
@@ -427,11 +434,11 @@ def plot_units(comps: dict, path: str) -> None:
     """The claims statistic (% of Q(y*)) of each OGASched variant over each baseline with its 95% interval
     over instances, one panel per setting (``comps[setting][(agent, baseline)]``), the paper's gaps marked
     (the paper's are ratios of totals: compare their sign and rough size only)."""
-    from clustergym.plots import _plt
+    from clustergym.plots import _plt, figure_legend, save
 
     plt = _plt()
     bases = [*FAIR, *OTHER]
-    fig, axes = plt.subplots(1, len(comps), figsize=(6 * len(comps), 4.8), dpi=110)
+    fig, axes = plt.subplots(1, len(comps), figsize=(6 * len(comps), 5.2), dpi=110, layout="constrained")
     for ax, (units, cs) in zip(np.atleast_1d(axes), comps.items()):
         w = 0.8 / len(OGA)
         x = np.arange(len(bases))
@@ -442,36 +449,33 @@ def plot_units(comps: dict, path: str) -> None:
             ax.bar(x + j * w, m, w, yerr=np.nan_to_num(err), capsize=2, label=OGA[a])
         ax.scatter(x + w, [PAPER_GAPS[b.split("[")[0]] for b in bases], marker="_", s=300, color="k", zorder=3,
                    label="paper (Fig. 2)")
-        ax.set_xticks(x + w, [_LABEL[b].replace(" (", "\n(") for b in bases], fontsize=6, rotation=30)
+        ax.set_xticks(x + w, [_LABEL[b].replace(" (", "\n(") for b in bases], fontsize=6, rotation=40, ha="right",
+                      rotation_mode="anchor")
         ax.axhline(0, color="0.3", lw=0.8)
         ax.set_title(f"setting = {units}", fontsize=9)
         ax.set_ylabel("OGASched − baseline, % of Q(y*) (95% CI over instances)", fontsize=8)
         ax.grid(alpha=0.3, axis="y")
-    np.atleast_1d(axes)[0].legend(fontsize=7)
-    fig.tight_layout()
-    fig.savefig(path)
-    plt.close(fig)
+    figure_legend(fig, axes, fontsize=7)
+    save(fig, path)
 
 
 def plot_utilities(fig7: dict, fams: list, names: list, T: int, path: str) -> None:
     """Fig. 7 style bars: accumulative reward per utility family (key (family, agent)) per agent."""
-    from clustergym.plots import _plt
+    from clustergym.plots import _plt, agent_color, legend_outside, save
 
     plt = _plt()
     fig, ax = plt.subplots(figsize=(9, 4.2), dpi=110)
     w = 0.8 / len(names)
     for i, a in enumerate(names):
-        ax.bar(np.arange(len(fams)) + i * w, [fig7[(u, a)] for u in fams], w, label=a)
+        ax.bar(np.arange(len(fams)) + i * w, [fig7[(u, a)] for u in fams], w, label=a, color=agent_color(a))
     ax.set_xticks(np.arange(len(fams)) + 0.4 - w / 2, [f"all {u}" if u != "mixed" else "mixed (default)" for u in fams])
     ax.set_yscale("symlog", linthresh=1e5)  # rewards can be negative (reciprocal: overhead > gain)
     ax.axhline(0, color="0.3", lw=0.8)
     ax.set_ylabel(f"accumulative reward, T={T} (symlog)")
     ax.set_title("Accumulative reward per utility family (ogasched.md Fig. 7 style)")
-    ax.legend(fontsize=7)
+    legend_outside(ax, fontsize=7)
     ax.grid(alpha=0.3, axis="y")
-    fig.tight_layout()
-    fig.savefig(path)
-    plt.close(fig)
+    save(fig, path)
 
 
 # -- benchmark rows (SPEC §10) -------------------------------------------------------------------

@@ -374,13 +374,16 @@ def tables(sw: dict) -> dict:
 def figures(sw: dict, d: str) -> list[str]:
     """Fig. 2 (shares of the bound by load), Fig. 1b (budget-use CDFs) and, with the α sweep, Fig. 3."""
     from clustergym import stats
-    from clustergym.plots import _plt, save
+    from clustergym.plots import _plt, agent_color, figure, figure_legend, save
 
     runs, pl = sw["runs"], sw["pl"]
     cfg, insts, H = pl["configs"], pl["instances"], pl["horizons"]
     vals, best_base, share, score, eff, ci = _views(sw)
     plt = _plt()
-    fig, axes = plt.subplots(2, 2, figsize=(11, 7), dpi=110, sharey=True)
+    # Shares of the bound lie between ~0.6 and 1: points with their 95% interval (not bars, whose axis
+    # would have to start at 0), one offset per agent, the interval drawn whole.
+    fig, axes = figure(2, 2, size=(12, 7), sharey=True)
+    top = 1.0
     for row, scale in enumerate(("paper", "default")):
         for col, load in enumerate(("heavy", "light")):
             ax = axes[row, col]
@@ -388,31 +391,37 @@ def figures(sw: dict, d: str) -> list[str]:
             x = np.arange(len(betas))
             for k, a in enumerate(AGENTS):
                 ms = [stats.mean_ci(list(share((scale, load, b), a).values())) for b in betas]
-                ax.bar(x + (k - 2) * 0.16, [m.mean for m in ms], 0.16, label=a,
-                       yerr=[[m.mean - m.low for m in ms], [m.high - m.mean for m in ms]], capsize=2)
+                lo = np.array([m.low for m in ms])
+                hi = np.array([m.high for m in ms])
+                mean = np.array([m.mean for m in ms])
+                err = None if np.isnan(lo).any() else [mean - lo, hi - mean]
+                ax.errorbar(x + (k - (len(AGENTS) - 1) / 2) * 0.13, mean, yerr=err, fmt="o", ms=4, capsize=2,
+                            color=agent_color(a), label=a)
+                top = max(top, float(np.nanmax(hi)) if err is not None else float(np.nanmax(mean)))
             ax.set_xticks(x, [f"β={b}" for b in betas])
-            ax.set_ylim(0.6, 1.02)
+            ax.axhline(1.0, color="0.4", lw=0.8, ls="--")
             ax.set_title(f"{scale} scale, {load} load", fontsize=9)
             ax.grid(alpha=0.3, axis="y")
             if col == 0:
-                ax.set_ylabel("utility / upper bound")
-    axes[0, 0].legend(fontsize=7, ncol=3)
-    fig.suptitle(f"Fig. 2 style: share of the fluid upper bound, mean and 95% interval over {len(insts)} job lists",
-                 fontsize=10)
+                ax.set_ylabel("utility / fluid upper bound")
+    axes[0, 0].set_ylim(top=top + 0.02)
+    figure_legend(fig, axes, ncol=len(AGENTS))
+    fig.suptitle(f"Fig. 2 style: share of the fluid upper bound (dashed: the bound), mean and 95% interval over "
+                 f"{len(insts)} job lists", fontsize=10)
     fig2 = save(fig, os.path.join(d, "opm_fig2_load.png"))
 
-    fig, axes = plt.subplots(1, 2, figsize=(10, 4), dpi=110)
+    fig, axes = figure(1, 2, size=(10, 4.4))
     for ax, scale in zip(axes, ("paper", "default")):
         for a in AGENTS[:4]:
             rs = [r for r in runs if r["agent"] == a and "records" in r and _key(r["env_kwargs"]) == _key(cfg[(scale, "heavy", 0.5)])]
             used = np.sort(np.concatenate([np.asarray(r["records"]["spent"]) / np.asarray(r["records"]["budget"]) for r in rs]))
-            ax.plot(used, np.arange(1, used.size + 1) / used.size, label=a)
+            ax.plot(used, np.arange(1, used.size + 1) / used.size, label=a, color=agent_color(a))
         ax.axvline(0.9, color="0.5", lw=0.8, ls="--")
         ax.set_xlabel("computation cost / budget (per job)")
         ax.set_ylabel("CDF of jobs (pooled over job lists)")
         ax.set_title(f"Fig. 1b style, {scale} scale, β=0.5", fontsize=9)
         ax.grid(alpha=0.3)
-        ax.legend(fontsize=8)
+    figure_legend(fig, axes)
     fig1 = save(fig, os.path.join(d, "opm_fig1_cdfs.png"))
 
     fig3 = None
@@ -435,7 +444,11 @@ def figures(sw: dict, d: str) -> list[str]:
             z.grid(alpha=0.3)
         fig3 = save(fig, os.path.join(d, "opm_fig3_alpha.png"))
 
-    return [fig1, fig2] + ([fig3] if fig3 else [])
+    from clustergym.plots import plot_claims
+
+    claims_png = plot_claims(claims(sw), os.path.join(d, "opm_claims.png"),
+                             f"OPM claims: paired differences over {len(insts)} job lists")
+    return [fig1, fig2] + ([fig3] if fig3 else []) + ([claims_png] if claims_png else [])
 
 
 def report(sw: dict, claims_md: str, tb: dict, workers: int) -> str:

@@ -322,34 +322,28 @@ def _env_table(plan: EnvPlan, res, cells: dict, paper: str) -> tuple[list[dict],
 
 def _plot_curves(plan: EnvPlan, curves: dict, refs: dict, path: str, horizon: int) -> str:
     """One figure per env: held-out mean total reward vs env steps and vs training wall time, mean over the
-    training seeds with a min-max band; the paper policy, the best baseline and random as lines."""
-    from clustergym.plots import _plt
+    training seeds with its 95% interval; the paper policy, the best baseline and random as lines."""
+    from clustergym.plots import agent_color, figure, figure_legend, mean_band, reference_color, save
 
-    plt = _plt()
-    fig, axes = plt.subplots(1, 2, figsize=(11, 3.8), sharey=True)
-    for i, (name, seeds) in enumerate(curves.items()):
+    fig, axes = figure(1, 2, size=(12, 3.8), sharey=True)
+    for name, seeds in curves.items():
         steps = np.array([[p["steps_trained"] for p in s] for s in seeds]).mean(axis=0)
         y = np.array([[p["mean_total_reward"] for p in s] for s in seeds])
         wall = np.array([[p["wall_s"] for p in s] for s in seeds]).mean(axis=0)
-        color = f"C{i}"
         for ax, x in ((axes[0], steps), (axes[1], wall)):
-            ax.plot(x, y.mean(axis=0), "-o", ms=3, color=color, label=f"{name} ({len(seeds)} seeds)")
-            ax.fill_between(x, y.min(axis=0), y.max(axis=0), color=color, alpha=0.2)
-    for j, (label, val) in enumerate(refs.items()):
+            mean_band(ax, x, y, f"{name} ({len(seeds)} seeds)", agent_color(name), marker="o", ms=3)
+    for label, val in refs.items():
         for ax in axes:
-            ax.axhline(val, ls="--", lw=1, color=f"C{(j + len(curves)) % 10}", label=label if ax is axes[0] else None)
+            ax.axhline(val, ls="--", lw=1.1, color=reference_color(label), label=label)
     axes[0].set_xlabel("env steps (fine-tuning steps for warm-started learners)")
     axes[1].set_xlabel("training wall time (s, behaviour cloning included)")
     axes[0].set_ylabel(f"held-out mean total reward (horizon {horizon})")
     for ax in axes:
         ax.grid(alpha=0.3)
-    axes[0].legend(fontsize=7, loc="best")
-    fig.suptitle(f"{plan.env_id.split('/')[-1]}: learners on held-out instances (band: min-max over training seeds)",
-                 fontsize=10)
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return path
+    figure_legend(fig, axes, fontsize=7)
+    fig.suptitle(f"{plan.env_id.split('/')[-1]}: learners on held-out instances (band: 95% interval over training "
+                 f"seeds)", fontsize=10)
+    return save(fig, path)
 
 
 def run_benchmark(out: str, envs: Sequence[str] | None = None, *, quick: bool = False, seeds: Sequence[int] | None = None,

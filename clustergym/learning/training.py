@@ -538,31 +538,25 @@ def plot_training_curve(run_dir: str, path: str | None = None, reference: dict[s
 
     ``reference``: optional horizontal lines (label -> episode return), e.g. paper agents.
     """
-    from clustergym.plots import _plt
+    from clustergym.plots import figure, legend_outside, save, training_curve
 
-    plt = _plt()
     meta = json.load(open(os.path.join(run_dir, SIDE_CAR)))
-    fig, ax = plt.subplots(figsize=(6.4, 3.8))
+    fig, ax = figure(size=(8.0, 3.8))
     steps, ret = _monitor_curve(run_dir)
-    if steps.size:
-        ax.plot(steps, ret, ".", color="tab:blue", alpha=0.35, ms=3, label="training episodes")
+    # raw returns (instances differ, so they scatter), their rolling mean, and the reference lines
+    training_curve(ax, steps, ret, label=meta["algo"], references=reference)
     ev = os.path.join(run_dir, "evaluations.npz")
     if os.path.exists(ev):
         d = np.load(ev)
         if d["timesteps"].size:
             r = d["results"]
-            ax.plot(d["timesteps"], r.mean(axis=1), "-o", color="tab:orange", ms=3,
+            ax.plot(d["timesteps"], r.mean(axis=1), "-o", color="k", ms=3,
                     label="evaluation (held-out seeds, deterministic)")
-    for i, (label, val) in enumerate((reference or {}).items()):
-        ax.axhline(val, ls="--", lw=1, color=f"C{(i + 2) % 10}", label=label)
     ax.set_xlabel("timesteps")
     ax.set_ylabel("episode return")
     ax.set_title(f"{meta['algo'].upper()} on {meta['env_id'].split('/')[-1]}")
     ax.grid(alpha=0.3)
-    if ax.get_legend_handles_labels()[0]:  # nothing to label before the first episode ends
-        ax.legend(fontsize=8, loc="best")
-    fig.tight_layout()
+    legend_outside(ax)  # nothing to label before the first episode ends
     path = path or os.path.join(run_dir, "training_curve.png")
-    fig.savefig(path)
-    plt.close(fig)
+    save(fig, path)
     return path

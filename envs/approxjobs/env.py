@@ -27,7 +27,7 @@ JOB_LEVELS = 10  # S: "job" mode levels; level s caps a job at round(s·M/S) mac
 
 
 class ApproxJobsEnv(ClusterEnv):
-    """Approximation jobs with budgets and deadlines on machines of fluctuating, hidden speed.
+    r"""Approximation jobs with budgets and deadlines on machines of fluctuating, hidden speed.
 
     ## Description
     The OPM paper's model (opm.md §III). M machines; in slot t machine i delivers θ_i^t ∈ [0, 1]
@@ -80,7 +80,7 @@ class ApproxJobsEnv(ClusterEnv):
     vector a standard learner takes.
 
     ## Rewards
-    Σ_j [f_j(X_j(t)) − f_j(X_j(t−1))]: the episode return is Σ_j f_j(X_j), the objective of P1.
+    $\sum_j [f_j(X_j(t)) - f_j(X_j(t-1))]$: the episode return is $\sum_j f_j(X_j)$, the objective of P1.
 
     ## Infeasible actions
     Budget (eq. 4), as Algorithm 1 lines 7–12: for each job, its tasks are taken in machine order
@@ -295,6 +295,7 @@ class ApproxJobsEnv(ClusterEnv):
         self._fit_total = 0.0
         self._admit()
         self._stats.reset(0)
+        self._viewer_reset(problem=self.problem, jobs=self._jobs)
         return self._obs(), {"action_mask": self.action_masks(), "t": 0}
 
     def _obs(self) -> dict:
@@ -434,6 +435,9 @@ class ApproxJobsEnv(ClusterEnv):
         work_m[mach] = work
         cost_m = np.zeros(self._M)
         cost_m[mach] = cost
+        if self._viewer is not None:  # the episode viewer's history (picture render modes only)
+            self._viewer.record(job_of_machine=job_m, cost=cost_m, utility=reward, busy=int(mach.size),
+                                occupied=int((self._slot_job >= 0).sum()))
         feedback = {"executed": now_slot > 0, "slot": now_slot.copy(), "job_id": job_m, "work": work_m, "cost": cost_m}
         self._stats.update(feedback["executed"][None], work_m[None])
         info = {"feedback": feedback,
@@ -478,11 +482,13 @@ class ApproxJobsEnv(ClusterEnv):
                 "episode_migrations": float(self._migrations)}
 
     # -- rendering ------------------------------------------------------------------------------
-    def render(self):
-        if self.render_mode is None:
-            return None
-        from clustergym.envs.approxjobs.render import render_ansi, render_rgb
+    def _render_ansi(self) -> str:
+        from clustergym.envs.approxjobs.render import render_ansi
 
         last = getattr(self, "_last", (np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0)))
-        args = (self.problem, self._t, self._slot_job, self._jobs, self._spent, self._work, last)
-        return render_ansi(*args) if self.render_mode == "ansi" else render_rgb(*args)
+        return render_ansi(self.problem, self._t, self._slot_job, self._jobs, self._spent, self._work, last)
+
+    def _make_viewer(self):
+        from clustergym.envs.approxjobs.render import ApproxViewer
+
+        return ApproxViewer(self.render_mode, self.horizon, self.metadata["render_fps"])

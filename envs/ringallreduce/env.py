@@ -35,7 +35,7 @@ _INT = ("id", "arrival", "workers", "budget", "z", "last")
 
 
 class RingAllReduceEnv(ClusterEnv):
-    """Online scheduling of ring-all-reduce DDL jobs on a fat-tree GPU cluster.
+    r"""Online scheduling of ring-all-reduce DDL jobs on a fat-tree GPU cluster.
 
     ## Description
     The GADGET paper's model (gadget.md §IV, specialised as in §VI). S servers with C_s GPUs sit in
@@ -91,8 +91,8 @@ class RingAllReduceEnv(ClusterEnv):
     knows a job's parameters once it is submitted).
 
     ## Rewards
-    Σ_i μ_i(ζ_i z_i,t) − μ_i(ζ_i z_i,t−1): the utility increment of the slot. Summed over the
-    episode it telescopes to the DDLJS objective minus the constant Σ_i μ_i(0).
+    $\sum_i \mu_i(\zeta_i z_{i,t}) - \mu_i(\zeta_i z_{i,t-1})$: the utility increment of the slot. Summed over
+    the episode it telescopes to the DDLJS objective minus the constant $\sum_i \mu_i(0)$.
 
     ## Infeasible actions
     Values outside the space, wrong shape or NaN: always ValueError. Otherwise, with
@@ -285,6 +285,7 @@ class RingAllReduceEnv(ClusterEnv):
         self._last_load = np.zeros((self._S + self._R, 2))
         self._admit()
         self._window()
+        self._viewer_reset(problem=self.problem)
         return self._obs(), self._info_public()
 
     def _pad(self, key: str, dtype=np.float64) -> np.ndarray:
@@ -472,6 +473,9 @@ class RingAllReduceEnv(ClusterEnv):
         A[:n, 9] += w[:n]
         A[:n, 10] = w[:n]
         self._last_y, self._last_ids = y, feedback["job_ids"]
+        if self._viewer is not None:  # the episode viewer's history (picture render modes only)
+            self._viewer.record(allocation=y, job_ids=feedback["job_ids"], load=self._last_load, reward=reward,
+                                active=metrics["active_jobs"])
         done = A[:n, 9] >= A[:n, 3]  # only visible jobs progress
         if done.any():
             keep = np.ones(A.shape[0], dtype=bool)
@@ -496,10 +500,13 @@ class RingAllReduceEnv(ClusterEnv):
                 "repaired": repaired}
 
     # -- rendering ----------------------------------------------------------------------------
-    def render(self):
-        if self.render_mode is None:
-            return None
-        from clustergym.envs.ringallreduce.render import render_ansi, render_rgb
+    def _render_ansi(self) -> str:
+        from clustergym.envs.ringallreduce.render import render_ansi
 
-        args = (self.problem, self._t, self._last_y, self._last_ids, self._last_load, int(self._A.shape[0]))
-        return render_ansi(*args) if self.render_mode == "ansi" else render_rgb(*args)
+        return render_ansi(self.problem, self._t, self._last_y, self._last_ids, self._last_load,
+                           int(self._A.shape[0]))
+
+    def _make_viewer(self):
+        from clustergym.envs.ringallreduce.render import RingViewer
+
+        return RingViewer(self.render_mode, self.horizon, self.metadata["render_fps"])

@@ -27,7 +27,7 @@ def instance_sizes(problem) -> dict[str, int]:
 
 
 class MultiServerAllocationEnv(ClusterEnv):
-    """Fractional allocation of K device types to multi-server jobs on a bipartite graph.
+    r"""Fractional allocation of K device types to multi-server jobs on a bipartite graph.
 
     ## Description
     The OGASched paper's model (ogasched.md §2). Ports l (job types) connect to servers r through
@@ -101,8 +101,10 @@ class MultiServerAllocationEnv(ClusterEnv):
     naming ``max_edges``; other option keys are a ValueError.
 
     ## Rewards
-    Eq. 5 with the nice setup of eq. 7: q(x, y) = Σ_l x_l [Σ_k Σ_{r∈R_l} f_r^k(y_(l,r)^k)
-    − max_k β_k Σ_{r∈R_l} y_(l,r)^k], utilities of eq. 27 (see ``allocation_scenario``).
+    Eq. 5 with the nice setup of eq. 7, utilities of eq. 27 (see ``allocation_scenario``):
+
+    $$q(x, y) = \sum_l x_l \Big[\sum_k \sum_{r \in R_l} f_r^k\big(y_{(l,r)}^k\big)
+    - \max_k \beta_k \sum_{r \in R_l} y_{(l,r)}^k\Big]$$
 
     ## Infeasible actions
     ``infeasible="repair"`` (default): an action outside Y (beyond a tolerance of 1e-6 device units)
@@ -133,7 +135,8 @@ class MultiServerAllocationEnv(ClusterEnv):
     ``scenario`` ("paper", "fig2", "large", "toy", "alibaba-v2023" or a Scenario), ``scenario_seed``
     (default 0), ``horizon`` (default 2000; public: ``env.problem.horizon`` carries it, so an agent
     can use T, e.g. OGASched's eq. 26 step), ``oracle`` (default False; True: the hindsight optimum
-    at episode end), ``infeasible``, ``render_mode`` ("ansi" or "rgb_array"), and scenario parameters:
+    at episode end), ``infeasible``, ``render_mode`` ("ansi", "rgb_array" or "human": the episode
+    viewer), and scenario parameters:
     ``setting`` ("paper", default: Table 1 counted in devices; "authors-code": the authors' code's
     units, β ∈ [0.01, 0.1], reciprocal 1/(3α) − 1/(y + 3α), contention 4 (their 0.4);
     "table1-in-code-units": the earlier default mixture), ``units`` ("device" or "code", default
@@ -281,6 +284,7 @@ class MultiServerAllocationEnv(ClusterEnv):
         self._arrivals = self._slot()
         self._last_y = np.zeros((self._E, self._K))
         self._stats.reset(0)
+        self._viewer_reset(problem=self.problem)
         return self._obs(), self._reset_info()
 
     def _reset_info(self) -> dict:
@@ -355,6 +359,8 @@ class MultiServerAllocationEnv(ClusterEnv):
                    "utilisation": util}
         self._counts += x
         self._total += reward
+        if self._viewer is not None:  # the episode viewer's history (picture render modes only)
+            self._viewer.record(allocation=y, arrivals=x, reward=reward, gain=gain, overhead=overhead)
         self._last_y = y
         self._t += 1
         truncated = self._t >= self.horizon
@@ -380,11 +386,12 @@ class MultiServerAllocationEnv(ClusterEnv):
         return self._obs(), reward, False, truncated, info
 
     # -- rendering ----------------------------------------------------------------------------
-    def render(self):
-        if self.render_mode is None:
-            return None
-        from clustergym.envs.multiserver.allocation.render import render_ansi, render_rgb
+    def _render_ansi(self) -> str:
+        from clustergym.envs.multiserver.allocation.render import render_ansi
 
-        if self.render_mode == "ansi":
-            return render_ansi(self, self._t, self._arrivals, self._last_y)
-        return render_rgb(self, self._t, self._arrivals, self._last_y)
+        return render_ansi(self, self._t, self._arrivals, self._last_y)
+
+    def _make_viewer(self):
+        from clustergym.envs.multiserver.allocation.render import AllocationViewer
+
+        return AllocationViewer(self.render_mode, self.horizon, self.metadata["render_fps"])

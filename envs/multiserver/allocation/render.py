@@ -1,8 +1,11 @@
-"""Rendering for P2: a text summary and a heat map of per-server, per-type allocation."""
+"""Rendering for P2: a text summary of the slot and the episode viewer (each device type's allocation per port over time)."""
 
 from __future__ import annotations
 
 import numpy as np
+from matplotlib.patches import Patch
+
+from clustergym.viewer import EpisodeViewer, group_ticks, legend_outside, timeline_image
 
 
 def render_ansi(env, t: int, arrivals: np.ndarray, last_y: np.ndarray) -> str:
@@ -18,27 +21,51 @@ def render_ansi(env, t: int, arrivals: np.ndarray, last_y: np.ndarray) -> str:
     return "\n".join(lines) + "\n"
 
 
-def render_rgb(env, t: int, arrivals: np.ndarray, last_y: np.ndarray) -> np.ndarray:
-    import matplotlib
+class AllocationViewer(EpisodeViewer):
+    """P2 timeline: rows (device type k, port l), grouped by type, × slot t; colour = the share of type k's
+    cluster capacity Σ_r c_r^k allocated to port l's channels, white = port l had no job. Below: the slot's
+    reward (eq. 5) and its gain and overhead parts."""
 
-    matplotlib.use("Agg", force=False)
-    import matplotlib.pyplot as plt
+    title = "MultiServerAllocation (P2): each device type's allocation per port"
 
-    pb = env.problem
-    cap = np.asarray(pb.capacity, dtype=float)
-    share = np.divide(env.layout.server_sums(last_y), cap, out=np.zeros_like(cap), where=cap > 0)  # (R, K)
-    fig, (ax0, ax1) = plt.subplots(1, 2, figsize=(7, 4), dpi=80, gridspec_kw={"width_ratios": [1, 4]})
-    ax0.imshow(np.asarray(arrivals, dtype=float)[:, None], aspect="auto", cmap="Blues", vmin=0, vmax=1)
-    ax0.set_title("jobs")
-    ax0.set_xticks([])
-    ax0.set_ylabel("port l")
-    im = ax1.imshow(share.T, aspect="auto", cmap="viridis", vmin=0, vmax=1, interpolation="nearest")
-    ax1.set_yticks(range(pb.num_device_types), pb.device_names[:pb.num_device_types])
-    ax1.set_xlabel("server r")
-    ax1.set_title(f"MultiServerAllocation slot {t}: allocated / capacity")
-    fig.colorbar(im, ax=ax1, fraction=0.04)
-    fig.tight_layout()
-    fig.canvas.draw()
-    img = np.asarray(fig.canvas.buffer_rgba())[..., :3].copy()
-    plt.close(fig)
-    return img
+    def reset(self, **static) -> None:
+        pb = static["problem"]
+        L, E = pb.num_ports, pb.num_edges
+        onehot = np.zeros((L, E))
+        onehot[np.asarray(pb.edge_port), np.arange(E)] = 1.0
+        total = np.asarray(pb.capacity, dtype=float).sum(axis=0)  # (K,) Σ_r c_r^k
+        static.update(port_of_edge=onehot, total=np.where(total > 0, total, 1.0))  # (L, E), (K,)
+        super().reset(**static)
+
+    def record(self, *, allocation, **row) -> None:
+        share = (self.static["port_of_edge"] @ allocation) / self.static["total"]  # (L, K)
+        super().record(share=share, **row)
+
+    def draw(self, ax, bx) -> str:
+        pb, h = self.static["problem"], self.history
+        n, L, K = h.n, pb.num_ports, pb.num_device_types
+        if n:
+            share = np.where(h["arrivals"][:, :, None] > 0, h["share"], np.nan)  # (n, L, K)
+            img = share.transpose(2, 1, 0).reshape(K * L, n)  # rows (k, l)
+        else:
+            img = np.full((K * L, 0), np.nan)
+        vmax = max(float(np.nanmax(img)) if n and np.isfinite(img).any() else 0.0, 1e-9)
+        im = timeline_image(ax, img, "viridis", 0.0, vmax)
+        names = list(pb.device_names[:K]) or [f"k{k}" for k in range(K)]
+        group = np.repeat(np.arange(K), L)
+        group_ticks(ax, group, f"device type k (rows: ports l = 0..{L - 1})", "k", names=names)
+        cb = ax.figure.colorbar(im, ax=ax, pad=0.01, fraction=0.03)
+        cb.set_label("share of type k's capacity Σ_r c_r^k given to port l", fontsize=7)
+        cb.ax.tick_params(labelsize=7)
+        legend_outside(ax, handles=[Patch(facecolor="white", edgecolor="0.5", label="port has no job")],
+                       bbox_to_anchor=(1.09, 1.0))
+        t = np.arange(n) + 0.5
+        if n:
+            bx.step(t, h["reward"], where="mid", color="tab:blue", lw=1.0, label="reward (eq. 5)")
+            bx.step(t, h["gain"], where="mid", color="tab:green", lw=0.8, label="gain Σ f_r^k(y)")
+            bx.step(t, h["overhead"], where="mid", color="tab:red", lw=0.8, label="overhead max_k β_k Σ y")
+            legend_outside(bx)
+        bx.set_ylabel("utility per slot", fontsize=8)
+        if not n:
+            return f"|L|={L} ports, |R|={pb.num_servers} servers, K={K} device types"
+        return f"K={K} device types × |L|={L} ports; total reward {float(h['reward'].sum()):.1f}"

@@ -27,7 +27,7 @@ _BLOCK = BLOCK  # slots of arrivals/utilities drawn at once (same values as draw
 
 
 class MultiServerChannelEnv(ClusterEnv):
-    """Multi-server jobs on a bipartite job-type/server graph with stochastic channel utilities.
+    r"""Multi-server jobs on a bipartite job-type/server graph with stochastic channel utilities.
 
     ## Description
     The ESDP paper's model (esdp.md §2). Ports l (job types) connect to servers r through channels
@@ -81,7 +81,7 @@ class MultiServerChannelEnv(ClusterEnv):
     |E| > P) is a ValueError naming ``max_edges``; other option keys are a ValueError.
 
     ## Rewards
-    Eq. 5: Σ_e x_e Z̃_e(t) over the executed channels.
+    Eq. 5: $\sum_e x_e \tilde Z_e(t)$ over the executed channels.
 
     ## Infeasible actions
     ``infeasible="repair"`` (default): channels of ports without a job are dropped, then selected
@@ -109,7 +109,8 @@ class MultiServerChannelEnv(ClusterEnv):
     ## Arguments
     ``scenario`` ("paper", "toy" or a Scenario object), ``scenario_seed`` (seed of the instance:
     graph, demands, utilities; default 0), ``horizon`` (default 2000), ``oracle`` (default False),
-    ``infeasible``, ``render_mode`` ("ansi" or "rgb_array"), and any scenario parameter:
+    ``infeasible``, ``render_mode`` ("ansi", "rgb_array" or "human": the episode viewer), and any
+    scenario parameter:
     ``num_ports``, ``num_servers``, ``num_device_types``, ``channel_prob``, ``rho``,
     ``capacity_ratio``, ``demand_min``, ``demand_max``, ``utility_low``, ``utility_high``,
     ``cost_mean``, ``cost_std``; ``instances`` (seeds drawn at each reset, default None) and
@@ -225,6 +226,7 @@ class MultiServerChannelEnv(ClusterEnv):
         self._last_x = np.zeros(self._E, dtype=bool)
         self._stats.reset(0)
         self._stats_update = None
+        self._viewer_reset(problem=self.problem)
         return self._obs(), {"action_mask": self._padded(self._mask), "t": 0}
 
     def _padded(self, a: np.ndarray) -> np.ndarray:
@@ -308,6 +310,9 @@ class MultiServerChannelEnv(ClusterEnv):
             regret = opt - expected  # eq. 6 (per-slot expected gap)
             self._cum_regret += regret
             metrics.update(oracle_reward=opt, regret=regret, cum_regret=self._cum_regret)
+        if self._viewer is not None:  # the episode viewer's history (picture render modes only)
+            self._viewer.record(selected=x, available=self._mask, utility=utilities, reward=reward, expected=expected,
+                                oracle=metrics.get("oracle_reward", np.nan))
         self._last_x = x
         feedback = {"executed": self._padded(x), "utilities": self._padded(utilities)}
         # the statistics' update, applied by _obs in the same compiled call as the observation
@@ -320,11 +325,12 @@ class MultiServerChannelEnv(ClusterEnv):
         return self._obs(), reward, False, truncated, info
 
     # -- rendering ----------------------------------------------------------------------------
-    def render(self):
-        if self.render_mode is None:
-            return None
-        from clustergym.envs.multiserver.channel.render import render_ansi, render_rgb
+    def _render_ansi(self) -> str:
+        from clustergym.envs.multiserver.channel.render import render_ansi
 
-        if self.render_mode == "ansi":
-            return render_ansi(self.problem, self._t, self._arrivals, self._last_x)
-        return render_rgb(self.problem, self._t, self._arrivals, self._last_x)
+        return render_ansi(self.problem, self._t, self._arrivals, self._last_x)
+
+    def _make_viewer(self):
+        from clustergym.envs.multiserver.channel.render import ChannelViewer
+
+        return ChannelViewer(self.render_mode, self.horizon, self.metadata["render_fps"])

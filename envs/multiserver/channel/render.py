@@ -1,8 +1,11 @@
-"""Rendering for P1: a text summary and a matplotlib picture of the bipartite graph."""
+"""Rendering for P1: a text summary of the slot and the episode viewer (a timeline of the selected channels)."""
 
 from __future__ import annotations
 
 import numpy as np
+from matplotlib.patches import Patch
+
+from clustergym.viewer import EpisodeViewer, group_ticks, legend_outside, timeline_image
 
 
 def render_ansi(problem, t: int, arrivals: np.ndarray, last_x: np.ndarray) -> str:
@@ -15,28 +18,39 @@ def render_ansi(problem, t: int, arrivals: np.ndarray, last_x: np.ndarray) -> st
     return "\n".join(lines) + "\n"
 
 
-def render_rgb(problem, t: int, arrivals: np.ndarray, last_x: np.ndarray) -> np.ndarray:
-    import matplotlib
+class ChannelViewer(EpisodeViewer):
+    """P1 timeline: every channel e (rows, grouped by port l) × slot t; colour = the realised utility Z̃_e(t)
+    of an executed channel, light grey = usable (its port had a job) but not selected, white = no job.
+    Below: the slot's reward Σ_e x_e Z̃_e(t) (eq. 5), its expectation ṽᵀx and the oracle's max ṽᵀx."""
 
-    matplotlib.use("Agg", force=False)
-    import matplotlib.pyplot as plt
+    title = "MultiServerChannel (P1): channels selected per slot"
 
-    L, R = problem.num_ports, problem.num_servers
-    fig, ax = plt.subplots(figsize=(6, 4), dpi=80)
-    yl = np.linspace(0, 1, L) if L > 1 else np.array([0.5])
-    yr = np.linspace(0, 1, R) if R > 1 else np.array([0.5])
-    for e in range(problem.num_edges):
-        l, r = problem.edge_port[e], problem.edge_server[e]
-        sel = bool(last_x[e])
-        ax.plot([0, 1], [yl[l], yr[r]], color="tab:red" if sel else "0.8", lw=2.0 if sel else 0.6, zorder=1)
-    ax.scatter(np.zeros(L), yl, s=80, c=["tab:blue" if a else "white" for a in arrivals], edgecolors="k", zorder=2)
-    ax.scatter(np.ones(R), yr, s=25, c="0.3", zorder=2)
-    ax.set_xlim(-0.2, 1.2)
-    ax.set_xticks([0, 1], ["ports (filled = job)", "servers"])
-    ax.set_yticks([])
-    ax.set_title(f"MultiServerChannel slot {t}: red = selected channels")
-    fig.tight_layout()
-    fig.canvas.draw()
-    img = np.asarray(fig.canvas.buffer_rgba())[..., :3].copy()
-    plt.close(fig)
-    return img
+    def draw(self, ax, bx) -> str:
+        pb, h = self.static["problem"], self.history
+        n, E = h.n, pb.num_edges
+        if n:
+            img = np.where(h["selected"], h["utility"], np.where(h["available"], -1.0, np.nan)).T  # (E, n)
+        else:
+            img = np.full((E, 0), np.nan)
+        im = timeline_image(ax, img, "viridis", 0.0, 1.0, under="0.86")
+        group_ticks(ax, pb.edge_port, "channel e, grouped by port l", "l")
+        cb = ax.figure.colorbar(im, ax=ax, pad=0.01, fraction=0.03)
+        cb.set_label("realised utility Z̃_e(t) of a selected channel", fontsize=7)
+        cb.ax.tick_params(labelsize=7)
+        t = np.arange(n) + 0.5
+        if n:
+            bx.step(t, h["reward"], where="mid", color="tab:blue", lw=1.0, label="reward Σ x_e Z̃_e (eq. 5)")
+            bx.step(t, h["expected"], where="mid", color="tab:orange", lw=1.0, label="expected ṽᵀx")
+            if np.isfinite(h["oracle"]).any():
+                bx.step(t, h["oracle"], where="mid", color="0.25", lw=0.8, ls="--", label="oracle max ṽᵀx")
+        bx.set_ylabel("utility per slot", fontsize=8)
+        bx.set_ylim(bottom=0)
+        legend_outside(bx, handles=None if n else [Patch(color="w", label="no slot yet")])
+        legend_outside(ax, handles=[Patch(facecolor="0.86", edgecolor="0.5", label="port has a job,\nnot selected"),
+                                    Patch(facecolor="white", edgecolor="0.5", label="port has no job")],
+                       bbox_to_anchor=(1.09, 1.0))
+        if not n:
+            return f"|L|={pb.num_ports} ports, |R|={pb.num_servers} servers, |E|={E} channels"
+        sel = h["selected"].sum(axis=1)
+        return (f"|E|={E} channels; {int(sel[-1])} selected in the last slot; "
+                f"total reward {float(h['reward'].sum()):.1f}")

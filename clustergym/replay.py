@@ -1,0 +1,85 @@
+"""Episode animations: one agent's episode, or two side by side on the same instance and seed.
+
+``clustergym replay ENV_ID --agents esdp,lcf --seed 0 --out episode.gif`` runs each agent with
+:func:`clustergym.runner.run_episode` on an env built with ``render_mode="rgb_array"`` and keeps the episode
+viewer's frame every ``every`` slots (and at the last slot). With two agents, both runs use the same
+instance and the same dynamics seed (common random numbers: the same arrivals and the same realised
+randomness), so the frames differ only where the agents' decisions differ; they are put side by side,
+each under its agent's name. The file is a GIF (``.gif``) or an MP4 (``.mp4``, needs the ``imageio-ffmpeg``
+package), written with imageio.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+
+import numpy as np
+
+from clustergym.agent import make as make_agent
+from clustergym.runner import make_env, run_episode
+
+__all__ = ["record_episode", "side_by_side", "replay", "MAX_FRAMES"]
+
+MAX_FRAMES = 100  # default frames per animation: every = ceil(horizon / MAX_FRAMES)
+
+
+def record_episode(env_id: str, agent: str, seed: int = 0, *, horizon: int | None = None, every: int | None = None,
+                   env_kwargs: dict | None = None) -> list[np.ndarray]:
+    """The viewer's frames of ``agent``'s episode on instance ``seed`` (unless ``env_kwargs`` has a
+    ``scenario_seed``) with dynamics seed ``seed``: after reset, then every ``every`` slots and at the end."""
+    kwargs = dict(env_kwargs or {})
+    kwargs.setdefault("scenario_seed", seed)  # as clustergym run: the run with seed s uses instance s
+    if horizon is not None:
+        kwargs["horizon"] = horizon
+    env = make_env(env_id, render_mode="rgb_array", **kwargs)
+    n = int(env.unwrapped.horizon)
+    every = max(1, math.ceil(n / MAX_FRAMES)) if every is None else int(every)
+    if every < 1:
+        raise ValueError(f"every={every} is invalid: expected an integer >= 1 (slots between frames)")
+    env.reset(seed=seed)  # builds the viewer; run_episode resets again with the same seed
+    env.unwrapped.viewer.label = agent
+    frames = [env.render()]  # slot 0 (run_episode's reset with the same seed starts the same episode)
+
+    def grab(tr) -> None:
+        if (tr.t + 1) % every == 0 or tr.t + 1 == n:
+            frames.append(env.render())
+
+    ep = run_episode(env, make_agent(agent, env_id=env_id), seed, on_step=grab)
+    if (ep.steps % every) and ep.steps < n:  # ended early (terminated): keep the last slot too
+        frames.append(env.render())
+    env.close()
+    return frames
+
+
+def side_by_side(a: list[np.ndarray], b: list[np.ndarray], gap: int = 8) -> list[np.ndarray]:
+    """Frames of two episodes next to each other (the shorter one holds its last frame)."""
+    n = max(len(a), len(b))
+    out = []
+    for i in range(n):
+        fa, fb = a[min(i, len(a) - 1)], b[min(i, len(b) - 1)]
+        h = max(fa.shape[0], fb.shape[0])
+        pad = lambda f: np.pad(f, ((0, h - f.shape[0]), (0, 0), (0, 0)), constant_values=255)  # noqa: E731
+        out.append(np.concatenate([pad(fa), np.full((h, gap, 3), 255, np.uint8), pad(fb)], axis=1))
+    return out
+
+
+def replay(env_id: str, agents: list[str], out: str, seed: int = 0, *, horizon: int | None = None,
+           every: int | None = None, fps: float = 8.0, env_kwargs: dict | None = None) -> str:
+    """Write the animation of one agent's episode, or two agents' side by side, to ``out`` (.gif or .mp4)."""
+    import imageio.v3 as iio
+
+    if not 1 <= len(agents) <= 2:
+        raise ValueError(f"agents={agents!r} is invalid: expected one agent or two (side by side)")
+    ext = os.path.splitext(out)[1].lower()
+    if ext not in (".gif", ".mp4"):
+        raise ValueError(f"out={out!r} is invalid: expected a .gif or .mp4 file name")
+    if fps <= 0:
+        raise ValueError(f"fps={fps} is invalid: expected a number > 0")
+    runs = [record_episode(env_id, a, seed, horizon=horizon, every=every, env_kwargs=env_kwargs) for a in agents]
+    frames = runs[0] if len(runs) == 1 else side_by_side(*runs)
+    if ext == ".gif":
+        iio.imwrite(out, np.stack(frames), extension=".gif", duration=1000.0 / fps, loop=0)
+    else:
+        iio.imwrite(out, np.stack(frames), extension=".mp4", fps=fps)
+    return out

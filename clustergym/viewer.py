@@ -1,0 +1,240 @@
+"""The episode viewer every clustergym env shares: a timeline of the episode so far, one style for all.
+
+An env built with ``render_mode="rgb_array"`` or ``"human"`` owns an :class:`EpisodeViewer` (its family's
+subclass, in the family's ``render.py``). ``step`` hands the viewer the slot's arrays
+(:meth:`EpisodeViewer.record`: a copy into a growing buffer, no drawing); ``render()`` draws the whole
+episode so far (:meth:`EpisodeViewer.figure`) and returns it as an RGB array, or shows it in a pygame
+window (``"human"``, after every step as Gymnasium's envs do). Without a render mode the env has no
+viewer and records nothing, so stepping costs the same as before.
+
+Every frame has the same size and layout: a title line (env, slot t / T), a wide timeline panel
+(what ran where, slot by slot: x axis "time slot t" from 0 to the current slot), and a panel of
+per-slot totals in the problem's units below it, sharing the time axis; legends sit outside the data.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+__all__ = ["VISUAL_MODES", "EpisodeViewer", "History", "require_pygame", "figure_to_array", "timeline_image", "group_ticks",
+           "legend_outside", "FRAME_SIZE", "FRAME_DPI"]
+
+VISUAL_MODES = ("rgb_array", "human")
+"""The render modes that draw pictures (and so keep an episode history)."""
+
+FRAME_SIZE = (9.0, 5.6)  # inches: every env's frame has the same size (GIFs of two envs line up)
+FRAME_DPI = 80  # 720 x 448 pixels
+
+PYGAME_MISSING = ("render_mode='human' needs pygame, which is not installed: pip install 'clustergym[viewer]' "
+                  "(or pip install pygame); render_mode='rgb_array' returns the same frames without it")
+
+
+def require_pygame():
+    """The pygame module, or ``gymnasium.error.DependencyNotInstalled`` with one line saying how to get it."""
+    import os
+
+    from gymnasium.error import DependencyNotInstalled
+
+    os.environ.setdefault("PYGAME_HIDE_SUPPORT_PROMPT", "1")  # no greeting on stdout
+    try:
+        import pygame
+    except ImportError:
+        raise DependencyNotInstalled(PYGAME_MISSING) from None
+    return pygame
+
+
+def _plt():
+    import matplotlib
+
+    matplotlib.use("Agg", force=False)
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def figure_to_array(fig) -> np.ndarray:
+    """The figure as an (H, W, 3) uint8 RGB array (and the figure closed)."""
+    fig.canvas.draw()
+    img = np.asarray(fig.canvas.buffer_rgba())[..., :3].copy()
+    _plt().close(fig)
+    return img
+
+
+class History:
+    """Per-slot arrays of one episode, appended on ``step``: one buffer per key, grown by doubling
+    (amortised O(1) per slot, one array copy per key). ``h["key"]`` is the (n, ...) array of the n slots
+    recorded so far (a view)."""
+
+    def __init__(self) -> None:
+        self._cols: dict[str, np.ndarray] = {}
+        self.n = 0
+
+    def clear(self) -> None:
+        self.n = 0
+
+    def append(self, **row: Any) -> None:
+        n = self.n
+        for key, value in row.items():
+            v = np.asarray(value)
+            buf = self._cols.get(key)
+            if buf is None or buf.shape[1:] != v.shape or buf.dtype != v.dtype and not np.can_cast(v.dtype, buf.dtype):
+                fresh = np.zeros((max(64, 2 * n), *v.shape), dtype=v.dtype)
+                if buf is not None and buf.shape[1:] == v.shape:
+                    fresh = fresh.astype(np.result_type(buf.dtype, v.dtype))
+                    fresh[:n] = buf[:n]
+                buf = self._cols[key] = fresh
+            elif buf.shape[0] <= n:
+                grown = np.zeros((2 * buf.shape[0], *buf.shape[1:]), dtype=buf.dtype)
+                grown[:n] = buf[:n]
+                buf = self._cols[key] = grown
+            buf[n] = v
+        self.n = n + 1
+
+    def __getitem__(self, key: str) -> np.ndarray:
+        buf = self._cols.get(key)
+        if buf is None:
+            raise KeyError(f"{key!r}: nothing recorded under this key (recorded: {sorted(self._cols)})")
+        return buf[:self.n]
+
+    def __contains__(self, key: str) -> bool:
+        return key in self._cols
+
+    def __len__(self) -> int:
+        return self.n
+
+
+class EpisodeViewer:
+    """Base of the families' viewers: the history, the shared frame layout, the pygame window.
+
+    A subclass sets ``title`` and implements :meth:`draw` (fill the timeline axis ``ax`` and the totals
+    axis ``bx`` from :attr:`history`). The env calls :meth:`reset` at ``reset`` (with the static data the
+    pictures need) and :meth:`record` at every ``step``.
+    """
+
+    title = "episode"
+    label = ""  # shown before the title (the agent's name in ``clustergym replay``)
+
+    def __init__(self, mode: str, horizon: int, fps: int = 4) -> None:
+        if mode == "human":
+            require_pygame()  # fail at construction, with one line, not at the first step
+        self.mode = mode
+        self.horizon = int(horizon)
+        self.fps = fps
+        self.history = History()
+        self.static: dict[str, Any] = {}
+        self._window = None  # (pygame screen, clock), opened at the first "human" frame
+
+    # -- recording (cheap: no drawing) ------------------------------------------------------------
+    def reset(self, **static: Any) -> None:
+        """A new episode: forget the history; keep ``static`` (problem data the pictures need)."""
+        self.history.clear()
+        self.static = static
+        if self.mode == "human":
+            self.show()
+
+    def record(self, **row: Any) -> None:
+        """One slot's arrays (copied). Under ``"human"`` the window shows the new frame."""
+        self.history.append(**row)
+        if self.mode == "human":
+            self.show()
+
+    # -- drawing ------------------------------------------------------------------------------------
+    def draw(self, ax, bx) -> str:
+        """Fill the timeline axis ``ax`` and the per-slot totals axis ``bx``; returns a subtitle."""
+        raise NotImplementedError
+
+    def figure(self):
+        """The matplotlib figure of the episode so far (save it as PDF/SVG for a paper; close it after)."""
+        plt = _plt()
+        fig, (ax, bx) = plt.subplots(2, 1, figsize=FRAME_SIZE, dpi=FRAME_DPI, sharex=True, layout="constrained",
+                                     gridspec_kw={"height_ratios": [3, 1.3]})
+        n = self.history.n
+        sub = self.draw(ax, bx)
+        ax.set_xlim(0, max(n, 1))
+        bx.set_xlabel("time slot t")
+        from matplotlib.ticker import MaxNLocator
+
+        bx.xaxis.set_major_locator(MaxNLocator(integer=True))
+        bx.grid(alpha=0.3)
+        head = f"[{self.label}] " if self.label else ""
+        fig.suptitle(f"{head}{self.title}   slot {n} / {self.horizon}" + (f"\n{sub}" if sub else ""), fontsize=11)
+        return fig
+
+    def frame(self) -> np.ndarray:
+        """The episode so far as an RGB array (the same size at every slot)."""
+        return figure_to_array(self.figure())
+
+    # -- "human" --------------------------------------------------------------------------------------
+    def show(self) -> None:
+        pygame = require_pygame()
+        img = self.frame()
+        if self._window is None:
+            pygame.init()
+            pygame.display.init()
+            screen = pygame.display.set_mode((img.shape[1], img.shape[0]))
+            pygame.display.set_caption(self.title)
+            self._window = (screen, pygame.time.Clock())
+        screen, clock = self._window
+        screen.blit(pygame.surfarray.make_surface(img.swapaxes(0, 1)), (0, 0))
+        pygame.event.pump()
+        pygame.display.flip()
+        clock.tick(self.fps)
+
+    def close(self) -> None:
+        if self._window is not None:
+            pygame = require_pygame()
+            pygame.display.quit()
+            pygame.quit()
+            self._window = None
+
+    def __getstate__(self) -> dict:
+        state = dict(self.__dict__)
+        state["_window"] = None  # a window is not copied (a copy opens its own)
+        return state
+
+
+def timeline_image(ax, img: np.ndarray, cmap, vmin: float, vmax: float, bad: str = "white", under: str | None = None):
+    """Draw an (rows, n) array of the episode so far: column s is slot s (x from s to s+1), row 0 at the top."""
+    import matplotlib as mpl
+
+    cm = (mpl.colormaps[cmap] if isinstance(cmap, str) else cmap).with_extremes(bad=bad, under=under)
+    rows, n = img.shape
+    data = img if n else np.full((max(rows, 1), 1), np.nan)
+    return ax.imshow(np.ma.masked_invalid(data), aspect="auto", interpolation="nearest", cmap=cm, vmin=vmin,
+                     vmax=vmax, extent=(0, max(n, 1), max(rows, 1) - 0.5, -0.5), origin="upper")
+
+
+def group_ticks(ax, group_of_row: np.ndarray, label: str, prefix: str, max_labels: int = 12,
+                names: "list[str] | None" = None) -> None:
+    """Y ticks at the middle of each run of equal ``group_of_row`` values (labelled ``names[g]``, else
+    ``prefix + g``), with separator lines."""
+    g = np.asarray(group_of_row)
+    if g.size == 0:
+        ax.set_yticks([])
+        return
+    starts = np.flatnonzero(np.r_[True, g[1:] != g[:-1]])
+    ends = np.r_[starts[1:], g.size]
+    mids = (starts + ends - 1) / 2
+    gap = g.size / (1.6 * max_labels)  # rows between two labels, so that they never overlap
+    shown, last = [], -np.inf
+    for k, mid in enumerate(mids):
+        if mid - last >= gap:
+            shown.append(k)
+            last = mid
+    ax.set_yticks(mids[shown], [names[int(g[starts[k]])] if names else f"{prefix}{int(g[starts[k]])}" for k in shown],
+                  fontsize=7)
+    for s in starts[1:]:
+        ax.axhline(s - 0.5, color="0.55", lw=0.5)
+    ax.set_ylabel(label)
+
+
+def legend_outside(ax, handles=None, **kw) -> None:
+    """A legend to the right of the axis (outside the data)."""
+    opts = dict(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=7, frameon=False, borderaxespad=0.0)
+    opts.update(kw)
+    if handles is None:
+        ax.legend(**opts)
+    else:
+        ax.legend(handles=handles, **opts)
