@@ -13,7 +13,7 @@ from dataclasses import asdict, dataclass
 import numpy as np
 
 __all__ = ["run_bench", "Row", "decision_times", "ppo_rate", "training_rates", "cartpole_rate", "bench_hyperparams",
-           "sampled_action_rate", "vector_sampled_rate", "numba_threads", "memory_rows"]
+           "sampled_action_rate", "vector_sampled_rate", "numba_threads", "memory_rows", "throughput_rows"]
 
 
 @dataclass
@@ -147,11 +147,11 @@ def _training_model(env_id: str, algo: str, head: str, quick: bool, **env_kw):
     import gymnasium as gym
     import torch
     from stable_baselines3.common.monitor import Monitor
-    from stable_baselines3.common.vec_env import DummyVecEnv, VecNormalize
+    from stable_baselines3.common.vec_env import DummyVecEnv
 
     import clustergym  # noqa: F401
     from clustergym.family import env_ids
-    from clustergym.learning.training import algo_class, make_train_env, policy_class
+    from clustergym.learning.training import algo_class, algo_gamma, make_train_env, normalizer, policy_class
 
     torch.set_num_threads(1)
     run, hp = bench_hyperparams(algo, env_id, quick)
@@ -162,7 +162,7 @@ def _training_model(env_id: str, algo: str, head: str, quick: bool, **env_kw):
     venv = DummyVecEnv(fns)
     venv.seed(0)
     if run["normalize"]:
-        venv = VecNormalize(venv, norm_obs=True, norm_reward=True, clip_obs=10.0)
+        venv = normalizer(venv, gamma=algo_gamma(algo, hp))
     cls = algo_class(algo)
     model = cls(policy_class(algo, head), venv, seed=0, verbose=0, device="cpu", **hp)
     return model, run["n_envs"] * hp["n_steps"], _settings(hp, run)
@@ -233,6 +233,83 @@ def training_rates(env_id: str, label: str, quick: bool, algo: str = "ppo", head
 
 _ANCHOR_ROWS: list[Row] = []
 
+# -- "PPO training, env-steps/s": what `clustergym train ENV_ID` runs, at 4 and at 256 envs --------------------
+# (label, env id, extra env kwargs beside the shipped ones, vec): each env in the action mode its shipped
+# hyperparameter entry trains in (env_kwargs of ppo.yml), on the path `train` picks (vec="auto")
+THROUGHPUT_ENVS = (("P1", "clustergym/MultiServerChannel-v0", {}, "auto"),
+                   ("P1", "clustergym/MultiServerChannel-v0", {}, "dummy"),
+                   ("P2", "clustergym/MultiServerAllocation-v0", {}, "auto"),
+                   ("P3", "clustergym/RingAllReduce-v0", {}, "auto"),
+                   ("P4", "clustergym/ApproxJobs-v0", {}, "auto"))
+THROUGHPUT_ROLLOUT = 2048  # env steps per rollout at every n_envs (n_steps = 2048 / n_envs), CartPole included
+
+
+def _throughput_model(env_id: str, n_envs: int, extra: dict, vec: str, rollout: int = THROUGHPUT_ROLLOUT):
+    """(PPO model, settings text) as ``clustergym train env_id --n-envs n_envs`` builds it (the shipped
+    ppo.yml entry with its env kwargs, the default training pool, VecNormalize with the algorithm's gamma,
+    fast heads, one torch thread), with ``n_steps`` = THROUGHPUT_ROLLOUT / n_envs. CartPole-v1: plain
+    ``gym.make`` in a DummyVecEnv with the same PPO settings."""
+    import gymnasium as gym
+    import torch
+    from stable_baselines3.common.monitor import Monitor
+    from stable_baselines3.common.vec_env import DummyVecEnv
+
+    import clustergym  # noqa: F401
+    from clustergym.family import env_ids
+    from clustergym.learning.hyperparams import load_hyperparams, split_run_keys
+    from clustergym.learning.training import (algo_class, algo_gamma, make_train_vec, normalizer, policy_class,
+                                              resolve_vec, training_envs)
+
+    torch.set_num_threads(1)
+    ours = env_id in env_ids()
+    run, hp = split_run_keys(load_hyperparams("ppo", env_id))  # CartPole-v1: the anchor's entry (the shared setting)
+    hp["n_steps"] = max(rollout // n_envs, 1)
+    hp["batch_size"] = min(int(hp.get("batch_size", 64)), hp["n_steps"] * n_envs)
+    if ours:
+        kw = {**(run.get("env_kwargs") or {}), **extra}
+        _, train_kw, _, _ = training_envs(env_id, kw)
+        vec = resolve_vec(env_id, vec)
+        venv = make_train_vec(env_id, train_kw, n_envs, vec=vec)
+        mode = kw.get("action_mode")
+        where = f"{vec}" + (f", action_mode={mode}" if mode else "")
+    else:
+        venv = DummyVecEnv([lambda: Monitor(gym.make(env_id)) for _ in range(n_envs)])
+        where = "dummy"
+    venv.seed(0)
+    venv = normalizer(venv, gamma=algo_gamma("ppo", hp))
+    model = algo_class("ppo")(policy_class("ppo", "fast"), venv, seed=0, verbose=0, device="cpu", **hp)
+    settings = f"n_steps={hp['n_steps']}, batch {hp['batch_size']}, {hp.get('n_epochs', 10)} epochs"
+    return model, where, settings
+
+
+def throughput_rows(quick: bool = False, n_envs_list: tuple[int, ...] = (4, 256), envs=THROUGHPUT_ENVS,
+                    rollout: int = THROUGHPUT_ROLLOUT) -> list[Row]:
+    """Rows "PPO training, env-steps/s" at each n_envs: CartPole-v1 and every env of ``envs`` with the same PPO
+    settings, measured in this run, interleaved (CartPole, then each env, repeated; medians), each env's
+    row with its ratio to CartPole (target >= 0.5x)."""
+    rows: list[Row] = []
+    reps = 1 if quick else 3
+    for n in n_envs_list:
+        models = {("CartPole-v1", "", ""): _throughput_model("CartPole-v1", n, {}, "dummy", rollout)}
+        for label, env_id, extra, vec in envs:
+            models[(label, env_id, vec)] = _throughput_model(env_id, n, extra, vec, rollout)
+        for model, _, _ in models.values():
+            model.learn(rollout)  # warm-up, untimed: torch, kernels, the first episode
+        rates: dict = {k: [] for k in models}
+        for r in range(reps):
+            for k in (list(models) if r % 2 == 0 else list(models)[::-1]):
+                rates[k].append(_learn_rate(models[k][0], 2 * rollout if not quick else rollout))
+        for model, _, _ in models.values():
+            model.get_env().close()
+        cp = float(np.median(rates[("CartPole-v1", "", "")]))
+        settings = models[("CartPole-v1", "", "")][2]
+        rows.append(Row(f"PPO training, env-steps/s, {n} envs: CartPole-v1 ({settings})", cp, "env-steps/s", "", None))
+        for k in list(models)[1:]:
+            v = float(np.median(rates[k]))
+            rows.append(Row(f"PPO training, env-steps/s, {n} envs: {k[0]} ({models[k][1]}), {v / cp:.2f}x CartPole",
+                            v, "env-steps/s", f">= {0.5 * cp:,.0f} (0.5x CP)", v >= 0.5 * cp))
+    return rows
+
 
 def ppo_rate(env_id: str, label: str, quick: bool, **env_kw) -> Row:
     """PPO training throughput with the fast heads (the row ``clustergym train`` gets); see :func:`training_rates`."""
@@ -291,15 +368,17 @@ def run_bench(only: str | None = None, quick: bool = False, out: str | None = No
 
     from clustergym.experiments import load
 
-    if only is not None and only not in list_papers():
-        raise ValueError(f"unknown paper {only!r} for --only; expected one of {', '.join(list_papers())}")
-    names = list_papers() if only is None else [only]
+    if only is not None and only not in (*list_papers(), "training"):
+        raise ValueError(f"unknown paper {only!r} for --only; expected one of {', '.join(list_papers())}, training")
+    names = list_papers() if only is None else [] if only == "training" else [only]
     rows: list[Row] = []
     _ANCHOR_ROWS.clear()  # the CartPole-v1 anchor row is printed once per bench, beside the first training row
     for name in tqdm(names, desc="bench", leave=False):
         rows.extend(load(name).bench_rows(quick))
     if only is None:
         rows.extend(memory_rows(quick))
+    if only in (None, "training"):
+        rows.extend(throughput_rows(quick))
     print(f"clustergym bench on {platform.node()} ({platform.machine()}, {_cores()} cores), "
           f"{'quick' if quick else 'full'} mode")
     print(f"{'what':<62} {'measured':>12} {'unit':<10} {'target':<14}")

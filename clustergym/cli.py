@@ -204,6 +204,12 @@ def cmd_train(args) -> int:
     from clustergym.learning import training
     from clustergym.outdir import OutputFolder
 
+    if args.algo is None:
+        from clustergym.learning.hyperparams import default_algo
+
+        args.algo = default_algo(args.env_id)
+    if args.out is None:
+        args.out = os.path.join("runs", "train", f"{args.env_id.split('/')[-1]}-{args.algo}-s{args.seed}")
     _check_out(args.out)
     env_kwargs = _parse_set(args.set)
     if args.horizon is not None:
@@ -218,7 +224,7 @@ def cmd_train(args) -> int:
                               eval_episodes=args.eval_episodes, stats=not args.no_stats,
                               normalize=False if args.no_normalize else None, hyperparams=hp,
                               hyperparams_file=args.hp_file, head=args.action_head, progress=not args.no_progress,
-                              verbose=args.verbose, instances=instances, net=args.net,
+                              verbose=args.verbose, instances=instances, net=args.net, vec=args.vec,
                               **({} if args.warm_start is None else {"warm_start": args.warm_start,
                                                                      "bc_steps": args.bc_steps,
                                                                      "bc_epochs": args.bc_epochs}))
@@ -339,10 +345,12 @@ def build_parser() -> argparse.ArgumentParser:
 
     t = sub.add_parser("train", parents=[debug], help="train a Stable-Baselines3 agent (saved model = agent sb3:DIR/model.zip)")
     t.add_argument("env_id")
-    t.add_argument("--algo", required=True, choices=["ppo", "a2c", "sac", "maskable_ppo"])
+    t.add_argument("--algo", default=None, choices=["ppo", "a2c", "sac", "maskable_ppo"],
+                   help="algorithm (default: the env's entry in clustergym/learning/hyperparams/defaults.yml)")
     t.add_argument("--timesteps", type=int, default=None,
                    help="env steps of training (default: n_timesteps of the hyperparameter file's entry)")
-    t.add_argument("--out", required=True, help="run directory (model.zip, tb/, training_curve.png, ...)")
+    t.add_argument("--out", default=None,
+                   help="run directory (model.zip, tb/, training_curve.png, ...; default runs/train/ENV-ALGO-sSEED)")
     t.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="env kwarg (JSON value)")
     t.add_argument("--horizon", type=int, default=None, help="episode length (default: the env's)")
     t.add_argument("--hp", action="append", default=[], metavar="KEY=VALUE",
@@ -368,6 +376,10 @@ def build_parser() -> argparse.ArgumentParser:
                    help="in-training evaluation every N timesteps on held-out seeds (default 0: off; it costs "
                         "training time)")
     t.add_argument("--eval-episodes", type=int, default=2)
+    t.add_argument("--vec", default=None, choices=["auto", "native", "dummy", "subproc"],
+                   help="how the training envs are stepped: native (the env's native vector env, one batched call; "
+                        "P1, P2), dummy (SB3's DummyVecEnv), subproc (one process per env) or auto (default: "
+                        "native where it exists; the hyperparameter file's vec when it sets one)")
     t.add_argument("--no-stats", action="store_true", help="do not append the empirical statistics to observations")
     t.add_argument("--no-normalize", action="store_true", help="no VecNormalize")
     t.add_argument("--no-progress", action="store_true")

@@ -27,9 +27,13 @@ class ClusterEnv(gym.Env):
     family: str = ""
     # The keys of info["metrics"] and their kind (clustergym/metrics.py); every env declares its own.
     metrics_spec: dict = {}
+    # Evaluation-only oracles and bounds are off by default (``oracle=False``: a training env pays nothing for
+    # them); the env kwargs that turn on the bound a score needs, which ``clustergym.evaluate`` (and so
+    # ``clustergym run`` / ``reproduce``) adds when it computes a score, unless the caller gives them.
+    score_env_kwargs: dict = {}
 
     def __init__(self, *, horizon: int, infeasible: str = "repair", render_mode: str | None = None,
-                 oracle: bool = True):
+                 oracle: bool = False):
         self.horizon = check_int("horizon", horizon, 1, None)
         self.infeasible = check_choice("infeasible", infeasible, INFEASIBLE_MODES)
         self.render_mode = check_choice("render_mode", render_mode, (None, *self.metadata["render_modes"]))

@@ -66,7 +66,7 @@ class ClusterVectorEnv(VectorEnv):
     family: str = ""
     _rng_names: tuple[str, ...] = ()
 
-    def __init__(self, num_envs: int, *, horizon: int, infeasible: str = "repair", oracle: bool = True,
+    def __init__(self, num_envs: int, *, horizon: int, infeasible: str = "repair", oracle: bool = False,
                  render_mode: str | None = None):
         self.num_envs = check_int("num_envs", num_envs, 1, None)
         self._source = None  # the single env's InstanceSource (set by the subclass)

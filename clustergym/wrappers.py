@@ -3,9 +3,10 @@
 Gymnasium wrappers (single env, also per sub-env inside ``gym.vector.SyncVectorEnv``):
 
 =============================  ===============================================================
-:class:`FlattenWithStats`      Dict observation -> flat float32 vector, plus running statistics
-                               from public feedback only (the learner's estimates of the hidden
-                               means; what ``clustergym train`` feeds its policies)
+:class:`FlattenWithStats`      Dict observation -> flat float32 vector (the observation already
+                               carries the running statistics from public feedback, the learner's
+                               estimates of the hidden means; what ``clustergym train`` feeds its
+                               policies): ``gymnasium.wrappers.FlattenObservation`` by another name
 :class:`RescaleBox`            Box actions in [min_action, max_action] (SB3 SAC, CleanRL
                                continuous PPO); unlike ``gymnasium.wrappers.RescaleAction`` it
                                accepts entries with low == high (clustergym's own Box actions
@@ -22,8 +23,8 @@ PettingZoo wrapper:
                                ``pettingzoo_env_to_vec_env_v1`` and parameter sharing require
 =============================  ===============================================================
 
-None of them changes the dynamics or what an agent may see: they reshape spaces, and
-:class:`FlattenWithStats` computes its statistics from observations and ``info["feedback"]`` only.
+None of them changes the dynamics or what an agent may see: they reshape spaces (the statistics in the
+observation are the env's own, computed from public feedback only).
 """
 
 from __future__ import annotations
@@ -42,18 +43,21 @@ __all__ = ["FlattenWithStats", "RescaleBox", "FlattenAction", "MultiBinaryAsMult
 
 
 class FlattenWithStats(DRLObservation):
-    """Flat float32 observation ``[gymnasium.spaces.flatten(obs), statistics]``.
+    """Flat float32 observation ``gymnasium.spaces.flatten(obs)``: the same vector as
+    ``gymnasium.wrappers.FlattenObservation`` (cast to float32).
 
-    The statistics (:class:`EmpiricalStats`, per family: empirical mean realised utility and usage
-    share per channel on P1, arrival share and mean reward per port on P2, mean work per used slot
-    on P4, none on P3) are updated after each step from the previous observation and
-    ``info["feedback"]`` — what a real scheduler sees, never ``info["metrics"]``. ``stats=False``
-    gives the flattened observation alone (``gymnasium.wrappers.FlattenObservation`` does the same).
+    The env's observation carries the statistics (per family: empirical mean realised utility and
+    usage share per channel on P1, arrival share and mean reward per port on P2, mean work per used
+    slot on P4, none on P3), updated by the env after each step from public feedback only — what a
+    real scheduler sees, never ``info["metrics"]``; earlier versions computed them here and appended
+    them to the flattened observation. ``stats=False`` leaves the statistics keys out.
+    ``layout="legacy"`` gives the vector of earlier versions (``clustergym.learning.pipeline``: the
+    observation keys of then, then the statistics), what models trained then expect.
     This is the observation ``clustergym train`` and ``sb3:`` agents use.
     """
 
-    def __init__(self, env: gym.Env, stats: bool = True):
-        super().__init__(env, stats=stats)
+    def __init__(self, env: gym.Env, stats: bool = True, layout: str = "full"):
+        super().__init__(env, stats=stats, layout=layout)
 
 
 def action_bounds(env: gym.Env) -> tuple[np.ndarray, np.ndarray]:

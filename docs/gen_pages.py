@@ -301,6 +301,16 @@ def _scenario_defaults(cls) -> tuple[dict, tuple, str]:
 
 
 # ----------------------------------------------------------------------------------------------
+def _oracle_rule(cls) -> str:
+    """The env's evaluation-only oracle rule, from its ``score_env_kwargs`` (the same rule for every env)."""
+    on = ", ".join(f"`{k}={v!r}`" for k, v in getattr(cls, "score_env_kwargs", {}).items())
+    head = "off in `gym.make` (`oracle=False`: a training env pays nothing for it); "
+    if on:
+        return head + (f"`clustergym run` / `reproduce` and `clustergym.evaluate` add {on} when they compute a "
+                       "score or regret, unless given")
+    return head + "a score does not turn it on (costly here); pass `oracle=True` (`--set oracle=true`) to get it"
+
+
 def env_page(env_id: str) -> str:
     import gymnasium as gym
 
@@ -330,6 +340,7 @@ def env_page(env_id: str) -> str:
          if env_id in PARALLEL_ENVS else "none"),
         ("max_episode_steps", f"`{spec.max_episode_steps}` (the episode is truncated by the env at `horizon`)"),
         ("Render modes", ", ".join(f"`{m}`" for m in env.metadata.get("render_modes", [])) or "none"),
+        ("Evaluation oracle", _oracle_rule(cls)),
         ("Agents", ", ".join(f"[`{a}`](../agents/{a}.md)" for a in list_agents(env_id))),
     ]
     out += ["| | |", "|---|---|"] + [f"| {k} | {_md_escape(v)} |" for k, v in rows] + [""]

@@ -26,7 +26,8 @@ class Config:
 
 
 def main(cfg: Config) -> float:
-    env = gym.make("clustergym/MultiServerChannel-v0", horizon=cfg.horizon)  # paper scenario (Table 3)
+    # paper scenario (Table 3); oracle=True: the evaluation-only per-slot optimum, for the regret below
+    env = gym.make("clustergym/MultiServerChannel-v0", horizon=cfg.horizon, oracle=True)
     problem = env.unwrapped.problem  # the public problem: graph, demands, capacities, costs
     print(f"|L|={problem.num_ports} |R|={problem.num_servers} |E|={problem.num_edges} capacity={problem.capacity}")
 

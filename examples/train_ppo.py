@@ -1,7 +1,7 @@
 """Train PPO on a clustergym env with Stable-Baselines3, in one readable file.
 
-What ``clustergym train`` does, spelled out: the env is flattened and given the empirical
-statistics a learner needs (``DRLObservation``), observations are normalised (``VecNormalize``),
+What ``clustergym train`` does, spelled out: the env's observation (which carries the empirical
+statistics a learner needs) is flattened (``DRLObservation``), observations are normalised (``VecNormalize``),
 and the run directory is laid out so the model evaluates as the agent ``sb3:OUT/model.zip``.
 
     python examples/train_ppo.py --env-id clustergym/MultiServerChannel-v0 --timesteps 200000 --out runs/ppo-p1
@@ -48,7 +48,8 @@ def main(cfg: Config) -> str:
     os.makedirs(cfg.out, exist_ok=True)
     env_kwargs = {"horizon": cfg.horizon}
 
-    # 1. N copies of the env: gym.make -> Monitor -> flatten + statistics (+ [-1, 1] actions for Box).
+    # 1. N copies of the env: gym.make -> Monitor -> flatten (the observation carries the statistics) (+ [-1, 1]
+    #    actions for Box).
     venv = DummyVecEnv([lambda i=i: make_train_env(cfg.env_id, env_kwargs, monitor_dir=os.path.join(cfg.out, "monitor"),
                                                    rank=i) for i in range(cfg.n_envs)])
     venv.seed(cfg.seed)
@@ -64,7 +65,7 @@ def main(cfg: Config) -> str:
     model.save(os.path.join(cfg.out, "model.zip"))
     save_normalization(venv, cfg.out)  # plain arrays (vecnormalize.npz), not a pickle
     meta = {"env_id": cfg.env_id, "family": env_family(cfg.env_id), "env_kwargs": env_kwargs, "algo": "ppo",
-            "stats": True, "normalize": True, "seed": cfg.seed, "n_envs": cfg.n_envs, "timesteps": cfg.timesteps,
+            "stats": True, "obs_layout": "full", "normalize": True, "seed": cfg.seed, "n_envs": cfg.n_envs, "timesteps": cfg.timesteps,
             "hyperparams": {"n_steps": cfg.n_steps}, "head": "fast", "rescale_action": hasattr(venv.action_space, "low")}
     with open(os.path.join(cfg.out, SIDE_CAR), "w") as f:
         json.dump(meta, f, indent=1)

@@ -85,7 +85,7 @@ def test_shipped_preset_records_source_and_licence():
 
 
 def test_p2_scenario_has_locality_and_runs_without_raw_files():
-    env = gym.make("clustergym/MultiServerAllocation-v0", scenario="alibaba-v2023", horizon=30)
+    env = gym.make("clustergym/MultiServerAllocation-v0", scenario="alibaba-v2023", horizon=30, oracle=True)
     pb = env.unwrapped.problem
     pre = load_preset()
     types = pre["job_types"][:pb.num_ports]

@@ -16,7 +16,7 @@ FAM = "multiserver-allocation"
 
 
 def run(agent, horizon, seed=0, **env_kw):
-    env = gym.make(ID, horizon=horizon, **env_kw).unwrapped
+    env = gym.make(ID, horizon=horizon, **{"oracle": True, **env_kw}).unwrapped
     ag = make(agent, family=FAM)
     obs, info = env.reset(seed=seed)
     ag.reset(env.problem, seed=seed)

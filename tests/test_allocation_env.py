@@ -216,7 +216,7 @@ def test_best_static_beats_every_feasible_static_allocation(utility):
 
 
 def test_episode_regret_is_best_static_minus_online_total():
-    env = gym.make(ID, horizon=40, num_servers=20, num_ports=4).unwrapped
+    env = gym.make(ID, horizon=40, num_servers=20, num_ports=4, oracle=True).unwrapped
     ag = make("fairness", family="multiserver-allocation")
     obs, info = env.reset(seed=1)
     ag.reset(env.problem)

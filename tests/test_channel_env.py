@@ -114,7 +114,7 @@ def test_oracle_equals_brute_force_on_random_instances():
 
 
 def test_toy_scenario_known_optimum():
-    env = gym.make(ID, scenario="toy", horizon=10).unwrapped
+    env = gym.make(ID, scenario="toy", horizon=10, oracle=True).unwrapped
     env.reset(seed=0)
     best, x = knapsack_max(env.scenario.truth.mean_utility, env.problem.demand, env.problem.capacity)
     assert best == pytest.approx(1.5) and x.tolist() == [False, True, True, True]
@@ -126,7 +126,7 @@ def test_toy_scenario_known_optimum():
 
 
 def test_oracle_dominates_every_feasible_action_and_regret_nonnegative():
-    env = gym.make(ID, horizon=400).unwrapped
+    env = gym.make(ID, horizon=400, oracle=True).unwrapped
     obs, info = env.reset(seed=2)
     rng = np.random.default_rng(0)
     for _ in range(400):
@@ -140,7 +140,7 @@ def test_oracle_dominates_every_feasible_action_and_regret_nonnegative():
 
 @pytest.mark.parametrize("agent", list_agents(ID))  # every registered P1 agent (esdp, hauf, lcf, lwtf, random, ...)
 def test_agents_regret_never_negative_and_actions_feasible(agent):
-    env = gym.make(ID, horizon=150, num_servers=16, infeasible="raise")  # raise: agents must be feasible
+    env = gym.make(ID, horizon=150, num_servers=16, infeasible="raise", oracle=True)  # raise: agents must be feasible
     ag = make(agent, env_id=ID)
     obs, info = env.reset(seed=4)
     ag.reset(env.unwrapped.problem, seed=4)

@@ -97,7 +97,7 @@ def test_all_sequences_are_valid_options():
 
 
 def run(agent, steps, seed=0, **env_kw):
-    env = gym.make(ID, horizon=steps, **env_kw)
+    env = gym.make(ID, horizon=steps, oracle=True, **env_kw)
     obs, info = env.reset(seed=seed)
     agent.reset(env.unwrapped.problem, seed=seed)
     regrets = []

@@ -197,7 +197,7 @@ def test_p2_best_static_actions_score_one():
     from clustergym.envs.multiserver.allocation.oracle import best_static_allocation
 
     env_id, T = "clustergym/MultiServerAllocation-v0", 25
-    env = gym.make(env_id, horizon=T, scenario_seed=1).unwrapped
+    env = gym.make(env_id, horizon=T, scenario_seed=1, oracle=True).unwrapped
     counts = np.zeros(env.problem.num_ports)
     obs, _ = env.reset(seed=4)
     for _ in range(T):  # the arrivals do not depend on the actions (common random numbers)

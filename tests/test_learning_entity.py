@@ -71,8 +71,7 @@ def test_features_are_the_observations_and_statistics_values():
         a = (rng.random(env.action_space.n) < 0.5) & info["action_mask"].astype(bool)
         obs, _, _, _, info = env.step(a.astype(np.int8))
     dict_obs = env.unwrapped._obs()  # the Dict observation behind the flat one
-    stats = env.pipeline.stats._impl
-    mean, use, jobs = stats.parts(env.pipeline.stats.t)
+    mean, use, jobs = dict_obs["utility_mean"], dict_obs["channel_share"], dict_obs["arrival_share"]  # the statistics
     x, present, glob = pol.mlp_extractor.gather(th.as_tensor(obs[None]))
     x = x[0].numpy()
     assert x.shape == (E + 3, len(CHANNEL_FEATURES) + env.unwrapped.problem.num_device_types)

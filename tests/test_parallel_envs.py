@@ -311,9 +311,15 @@ def test_approx_split_by_work():
 
 
 # -- hidden truth never reaches observations or state ---------------------------------------------
-PUBLIC_KEYS = {"clustergym/MultiServerChannel-v0": {"job", "t"},
-               "clustergym/MultiServerAllocation-v0": {"arrivals", "t"},
-               "clustergym/ApproxJobs-v0": {"jobs", "job_mask", "t", "price", "action_mask"}}
+# each agent's slice of the single env's statistics and last feedback (the env's <family>/stats.py)
+OWN_STATS = {"clustergym/MultiServerChannel-v0": ("arrival_share", "utility_mean", "channel_share", "last_executed",
+                                                  "last_utility"),
+             "clustergym/MultiServerAllocation-v0": ("arrival_share", "port_reward_mean"),
+             "clustergym/ApproxJobs-v0": ("machine_rate", "machine_share", "last_executed", "last_work")}
+PUBLIC_KEYS = {"clustergym/MultiServerChannel-v0": {"job", "t", *OWN_STATS["clustergym/MultiServerChannel-v0"]},
+               "clustergym/MultiServerAllocation-v0": {"arrivals", "t", *OWN_STATS["clustergym/MultiServerAllocation-v0"]},
+               "clustergym/ApproxJobs-v0": {"jobs", "job_mask", "t", "price", "action_mask",
+                                            *OWN_STATS["clustergym/ApproxJobs-v0"]}}
 
 
 @pytest.mark.parametrize("env_id", IDS)
@@ -331,13 +337,21 @@ def test_observations_are_slices_of_public_obs(env_id):
             assert set(obs[a]) == PUBLIC_KEYS[env_id]
             assert np.array_equal(obs[a]["t"], pub["t"])
             if "job" in obs[a]:
-                assert obs[a]["job"][0] == pub["arrivals"][env.agent_ports[i]]
+                l = env.agent_ports[i]
+                assert obs[a]["job"][0] == pub["arrivals"][l]
+                assert obs[a]["arrival_share"][0] == pub["arrival_share"][l]
+                for k in OWN_STATS[env_id][1:]:  # the port's channels, in edge order
+                    assert np.array_equal(obs[a][k], pub[k][env.agent_edges[a]]), k
             elif "jobs" in obs[a]:
                 assert np.array_equal(obs[a]["jobs"], pub["jobs"]) and np.array_equal(obs[a]["job_mask"], pub["job_mask"])
                 assert obs[a]["price"][0] == pb.price[i]
                 assert np.array_equal(obs[a]["action_mask"], env.single_env.action_masks().reshape(len(env.possible_agents), -1)[i])
+                for k in OWN_STATS[env_id]:
+                    assert obs[a][k][0] == pub[k][i], k
             else:
                 assert np.array_equal(obs[a]["arrivals"], pub["arrivals"][env.agent_ports[a]])
+                for k in OWN_STATS[env_id]:
+                    assert np.array_equal(obs[a][k], pub[k][env.agent_ports[a]]), k
         obs, _, _, _, infos = env.step(agent_actions(env, obs, infos, rng))
         if not env.agents:
             break
@@ -358,7 +372,8 @@ def _run_obs(env, steps, seed=0):
 
 def test_channel_hidden_utilities_do_not_reach_observations():
     """P1: changing the hidden mean utilities ṽ (same public problem, same ρ) changes the rewards but not one
-    observation, mask or state."""
+    observation, mask or state, except the entries made of the realised utilities (the feedback and its
+    statistics: what a scheduler learns ṽ from)."""
     from clustergym.envs.multiserver.channel.scenario import make_channel_scenario
 
     sc = make_channel_scenario("paper", seed=0)
@@ -366,8 +381,15 @@ def test_channel_hidden_utilities_do_not_reach_observations():
     other = dataclasses.replace(sc, truth=dataclasses.replace(tr, mean_utility=1.0 - tr.mean_utility))
     a, ra = _run_obs(parallel_env("MultiServerChannel-v0", scenario=sc, oracle=False, horizon=120), 120)
     b, rb = _run_obs(parallel_env("MultiServerChannel-v0", scenario=other, oracle=False, horizon=120), 120)
-    assert all(deep_equal(x, y) for x, y in zip(a, b))
+    learned = {"utility_mean", "last_utility"}  # realised Z̃ and their means: feedback, not the truth
+
+    def strip(seen):
+        return [({ag: {k: v for k, v in o.items() if k not in learned} for ag, o in obs.items()}, i, s)
+                for obs, i, s in seen]
+
+    assert all(deep_equal(x, y) for x, y in zip(strip(a), strip(b)))
     assert not deep_equal(ra, rb)
+    assert not all(deep_equal(x, y) for x, y in zip(a, b))  # the learned entries differ
 
 
 def test_approx_future_jobs_do_not_reach_observations():

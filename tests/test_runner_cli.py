@@ -73,7 +73,7 @@ def test_same_seed_runs_are_identical_and_parallel_matches_serial():
 
 
 def test_curves_regret_is_cumulative_of_per_slot():
-    r = run_one(ID, "random", seed=0, horizon=50, env_kwargs=SMALL)
+    r = run_one(ID, "random", seed=0, horizon=50, env_kwargs={**SMALL, "oracle": True})
     assert np.all(np.diff(r.cum_regret) >= -1e-9)
     assert r.cum_regret[-1] == pytest.approx(r.regret)
 
@@ -102,7 +102,8 @@ def test_cli_run_writes_outputs(tmp_path, capsys):
     text = capsys.readouterr().out
     assert "esdp[only_active=true]" in text and "hauf" in text
     d = json.load(open(out / "results.json"))
-    assert d["env_kwargs"] == {"num_servers": 10} and len(d["runs"]) == 6
+    # the env kwargs the runs used: the user's and the oracle the score turned on (score_env_kwargs)
+    assert d["env_kwargs"] == {"num_servers": 10, "oracle": True} and len(d["runs"]) == 6
 
 
 def test_cli_list(capsys):

@@ -225,9 +225,11 @@ def _runs(path):
 @pytest.mark.skipif(not LINUX, reason="needs /proc (Linux) to list child processes")
 def test_killing_one_worker_mid_sweep_costs_one_retry_not_the_sweep(tmp_path):
     ref, out = tmp_path / "ref", tmp_path / "o"
-    # Runs of ~4 s each (HAUF, ~0.3 ms a slot): the worker is killed inside a run, never after its last one
-    # (at 3,000 slots the runs could all finish before a worker passed 3 s of CPU, and nothing was lost).
-    argv = ["--agents", "hauf", "--seeds", "0-3", "--horizon", "12000", "--no-progress", "--no-plots", "--no-score"]
+    # Runs of ~4 s each (HAUF with the env's per-slot oracle on, ~0.3 ms a slot): the worker is killed inside a
+    # run, never after its last one (at 3,000 slots the runs could all finish before a worker passed 3 s of CPU,
+    # and nothing was lost).
+    argv = ["--agents", "hauf", "--seeds", "0-3", "--horizon", "12000", "--no-progress", "--no-plots", "--no-score",
+            "--set", "oracle=true"]
     assert main(["run", P1, *argv, "--out", str(ref)]) == 0
     proc = _start_and_wait_for_workers(["run", P1, *argv, "--workers", "2", "--out", str(out)])
     t0 = time.time()
@@ -505,7 +507,7 @@ def test_p2_oracle_with_idle_ports_warns_nothing():
 
     with warnings.catch_warnings():
         warnings.simplefilter("error", RuntimeWarning)
-        r = run_one(P2, "ogasched", 0, 12, {"rho": 0.0})
+        r = run_one(P2, "ogasched", 0, 12, {"rho": 0.0, "oracle": True})
     assert r.total_reward == 0.0 and r.bound_total == 0.0
 
 

@@ -104,7 +104,7 @@ def true_mean_share(instances, horizon: int, seed_of=lambda i: i, readings=HAUF_
     out = {r: {} for r in readings}
     for spec in readings:
         for inst in instances:
-            env = gym.make(ENV_ID, horizon=horizon, scenario_seed=int(inst))
+            env = gym.make(ENV_ID, horizon=horizon, scenario_seed=int(inst), oracle=True)
             agent = make(spec, env_id=ENV_ID)
             obs, info = env.reset(seed=int(seed_of(inst)))
             agent.reset(env.unwrapped.problem, seed=int(seed_of(inst)))

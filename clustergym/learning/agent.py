@@ -26,8 +26,9 @@ import gymnasium as gym
 import numpy as np
 
 from clustergym.agent import BaseAgent, env_family
-from clustergym.learning.pipeline import ObsPipeline, box_bounds, sb3_mask, unscale_action
-from clustergym.learning.training import HEADS, NETS, NORM_FILE, SIDE_CAR, algo_class, make_train_env, policy_class
+from clustergym.learning.pipeline import LAYOUTS, ObsPipeline, box_bounds, sb3_mask, unscale_action
+from clustergym.learning.training import (HEADS, NETS, NORM_FILE, SIDE_CAR, algo_class, make_train_env, obs_layout,
+                                          policy_class)
 
 __all__ = ["SB3Agent", "safe_load", "check_side_car", "resolve_model_path", "PRETRAINED_DIR", "pretrained_models"]
 
@@ -87,6 +88,8 @@ def check_side_car(meta, side: str) -> None:
         raise ValueError(f"{side}: env_kwargs must be an object")
     if meta.get("head", "sb3") not in HEADS:
         raise ValueError(f"{side}: head {meta['head']!r} is invalid: expected one of {', '.join(HEADS)}")
+    if meta.get("obs_layout", "legacy") not in LAYOUTS:
+        raise ValueError(f"{side}: obs_layout {meta['obs_layout']!r} is invalid: expected one of {', '.join(LAYOUTS)}")
     if meta.get("net", "mlp") not in NETS:
         raise ValueError(f"{side}: net {meta['net']!r} is invalid: expected one of {', '.join(NETS)}")
 
@@ -136,7 +139,8 @@ class SB3Agent(BaseAgent):
 
         space = _obs_space_for(self.meta, problem)
         pad = model_padding(self.meta)  # a pool-trained model acts on the env padded to its maxima
-        self.pipeline = ObsPipeline(self.family, problem, space, self.meta["stats"], pad=pad)
+        self.pipeline = ObsPipeline(self.family, problem, space, self.meta["stats"], pad=pad,
+                                    layout=obs_layout(self.meta))
         expected = self.model.observation_space.shape
         if (self.pipeline.size,) != tuple(expected):
             raise ValueError(f"model {self.path!r} expects observations of size {expected[0]}, this env gives "
@@ -163,7 +167,7 @@ class SB3Agent(BaseAgent):
         return a
 
     def update(self, obs, action, reward, next_obs, info) -> None:
-        self.pipeline.update(info)
+        pass  # the statistics are in the observation
 
 
 # Pickled entries of a model.zip that the sb3: agent supplies itself (everything else is refused).
@@ -181,7 +185,8 @@ def safe_load(path: str, meta: dict):
             data = json.loads(z.read("data"))
     except (OSError, KeyError, ValueError, zipfile.BadZipFile) as exc:
         raise ValueError(f"{path!r} is not a model saved by SB3 ({exc})") from None
-    env = make_train_env(meta["env_id"], meta["env_kwargs"], algo=meta["algo"], stats=bool(meta["stats"]))
+    env = make_train_env(meta["env_id"], meta["env_kwargs"], algo=meta["algo"], stats=bool(meta["stats"]),
+                         layout=obs_layout(meta))
     obs_space, act_space = env.observation_space, env.action_space
     env.close()
     lr = data.get("learning_rate")

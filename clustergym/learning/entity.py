@@ -83,33 +83,41 @@ def check_net(net: str, family: str, algo: str, stats: bool = True) -> None:
         raise ValueError("net='entity' needs the empirical statistics (its channel features): drop --no-stats")
 
 
-def p1_layout(obs_space: gym.spaces.Dict, num_ports: int) -> dict:
-    """The index layout of P1's flat observation [flatten(Dict obs), v̂ (P), n/t (P), jobs/t (L)].
+def p1_layout(obs_space: gym.spaces.Dict, num_ports: int, keys: tuple[str, ...] | None = None) -> dict:
+    """The index layout of P1's flat observation: the observation keys ``keys`` flattened one after the other
+    (``clustergym.learning.pipeline.ObsPipeline.keys``; default: the ``"legacy"`` layout of earlier versions,
+    [flatten(arrivals, edge_*, t), v̂ (P), n/t (P), jobs/t (L)]).
 
     ``obs_space``: the padded env's Dict observation space (``edge_present``, ``edge_arrival``,
-    ``edge_demand`` present). Gymnasium flattens a Dict by concatenating its sub-spaces in the order of
-    ``obs_space.spaces``; the statistics follow (``drl_hooks.Stats.parts``). Returns plain ints/floats."""
+    ``edge_demand`` present). The statistics are the keys ``utility_mean`` (v̂), ``channel_share`` (n/t)
+    and ``arrival_share`` (jobs/t). Returns plain ints/floats."""
+    from clustergym.learning.pipeline import layout_keys
+
     need = ("arrivals", "t", "edge_present", "edge_arrival", "edge_demand")
     missing = [k for k in need if k not in obs_space.spaces]
     if missing:
         raise ValueError(f"net='entity' needs the padded P1 observation (max_edges set); missing keys {missing}")
+    if keys is None:
+        keys = layout_keys("multiserver-channel", obs_space, "legacy")
+    missing = [k for k in ("utility_mean", "channel_share", "arrival_share") if k not in keys]
+    if missing:
+        raise ValueError(f"net='entity' needs the statistics in the observation; missing keys {missing}")
     off, pos = 0, {}
-    for key, sp in obs_space.spaces.items():
+    for key in keys:
         pos[key] = off
-        off += int(gym.spaces.flatdim(sp))
+        off += int(gym.spaces.flatdim(obs_space[key]))
     P, K = obs_space["edge_demand"].shape
     L = int(num_ports)
-    base = off  # statistics: mean (P), n/t (P), jobs/t (L)
     e = np.arange(P)
-    cols = [pos["edge_present"] + e, pos["edge_arrival"] + e, base + e, base + P + e]
+    cols = [pos["edge_present"] + e, pos["edge_arrival"] + e, pos["utility_mean"] + e, pos["channel_share"] + e]
     cols += [pos["edge_demand"] + e * K + k for k in range(K)]
     chan = np.stack(cols, axis=1)
     t_high = float(obs_space["t"].high.reshape(-1)[0])
-    return {"family": "multiserver-channel", "num_inputs": int(base + 2 * P + L), "num_channels": int(P),
+    return {"family": "multiserver-channel", "num_inputs": int(off), "num_channels": int(P),
             "num_device_types": int(K), "channel_index": [[int(v) for v in row] for row in chan],
             "t_index": int(pos["t"]), "t_scale": 1.0 / max(t_high, 1.0),
             "arrivals_index": [int(pos["arrivals"] + i) for i in range(L)],
-            "jobs_index": [int(base + 2 * P + i) for i in range(L)]}
+            "jobs_index": [int(pos["arrival_share"] + i) for i in range(L)]}
 
 
 def entity_layout(env: gym.Env) -> dict:
@@ -117,7 +125,7 @@ def entity_layout(env: gym.Env) -> dict:
     u = env.unwrapped
     if u.family not in ENTITY_FAMILIES:
         raise ValueError(f"net='entity' supports the families {', '.join(ENTITY_FAMILIES)} (P1), not {u.family!r}")
-    layout = p1_layout(u.observation_space, u.problem.num_ports)
+    layout = p1_layout(u.observation_space, u.problem.num_ports, env.get_wrapper_attr("pipeline").keys)
     n = int(np.prod(env.observation_space.shape))
     if n != layout["num_inputs"]:
         raise ValueError(f"net='entity': the observation has {n} entries, the P1 layout expects "

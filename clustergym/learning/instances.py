@@ -20,11 +20,13 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
-__all__ = ["DEFAULT_TRAIN_INSTANCES", "DEFAULT_EVAL_INSTANCES", "pad_kwargs_of", "instance_problems", "padding_for",
+__all__ = ["DEFAULT_TRAIN_INSTANCES", "DEFAULT_EVAL_INSTANCES", "DEFAULT_VALIDATION_INSTANCES", "pad_kwargs_of", "instance_problems", "padding_for",
            "check_model_fits", "model_padding", "model_env_kwargs", "action_kwargs_of", "model_instances"]
 
 DEFAULT_TRAIN_INSTANCES = range(1000, 1100)
 DEFAULT_EVAL_INSTANCES = range(0, 100)
+# Validation instances: hyperparameters (the discount, tuned values) are chosen on these, never on evaluation ones.
+DEFAULT_VALIDATION_INSTANCES = range(900, 1000)
 NOT_SCENARIO = ("scenario_seed", "horizon", "oracle", "render_mode", "instances")  # env kwargs that are not the scenario
 
 

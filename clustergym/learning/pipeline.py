@@ -1,29 +1,43 @@
 """The observation pipeline shared by training and evaluation (SPEC §8), and the family DRL hooks.
 
+Every clustergym env's Dict observation already carries what a learner needs besides the current
+slot (the Gymnasium convention: ``info`` is diagnostics): the last slot's public feedback, the
+empirical statistics of that feedback, and the public problem data a paper policy reads. The
+statistics are computed by the env's simulator core from public feedback only (each family's
+``stats.py``; the single, native vector and PettingZoo envs share them):
+
+=========================  =====================================================================
+family                     statistics in the observation (the keys of ``drl_hooks.STATS_KEYS``)
+=========================  =====================================================================
+multiserver-channel (P1)   per channel: mean realised utility v̂_e ``utility_mean`` (0 if untried)
+                           and the share of slots it was used n_e / t ``channel_share``; per
+                           port: the share of slots with a job ``arrival_share``
+multiserver-allocation     per port: the share of slots with a job ``arrival_share`` (the hidden
+(P2)                       ρ_l, eq. 1) and the mean realised reward x_l q_l when it had a job
+                           ``port_reward_mean``
+ringallreduce (P3)         none: the observation already holds jobs, servers and links; what is
+                           hidden is future arrivals only
+approxjobs (P4)            per machine: the mean work per used slot ``machine_rate`` (the hidden
+                           service rate, §III) and the share of slots it was used ``machine_share``
+=========================  =====================================================================
+
 A saved model must see at evaluation exactly the observations it was trained on, so both sides use
-:class:`ObsPipeline`:
+:class:`ObsPipeline`, which flattens the observation keys of a **layout** into one float32 vector:
 
-* :class:`EmpiricalStats` — the statistics a learner needs but the raw observation lacks, updated
-  only from what a real scheduler sees (observations and ``info["feedback"]``, never metrics); each
-  family's ``drl_hooks.Stats`` (named by its ``FamilySpec``) computes them:
+* ``"full"`` (what ``clustergym train`` writes now, side-car ``"obs_layout": "full"``): every key of
+  the Dict observation in the space's order, i.e. ``gymnasium.spaces.flatten(space, obs)``
+  (``gymnasium.wrappers.FlattenObservation`` gives the same vector);
+* ``"legacy"`` (side-cars without ``obs_layout``, e.g. the shipped pretrained models): the vector of
+  earlier versions, [flatten(the observation keys of then, ``drl_hooks.legacy_keys``), the statistics
+  in ``drl_hooks.STATS_KEYS`` order], read from today's observation, so the values are the same.
 
-  =========================  =====================================================================
-  family                     statistics appended (all in [0, 1] or means of observed quantities)
-  =========================  =====================================================================
-  multiserver-channel (P1)   per channel: mean realised utility v̂_e (0 if untried) and the share
-                             of slots it was used n_e / t; per port: share of slots with a job
-  multiserver-allocation     per port: share of slots with a job (the hidden ρ_l, eq. 1);
-  (P2)                       per port: mean realised reward x_l q_l when it had a job
-  ringallreduce (P3)         none: the observation already holds jobs, servers and links; what is
-                             hidden is future arrivals only
-  approxjobs (P4)            per machine: mean work per used slot (the hidden service rate,
-                             §III) and the share of slots it was used
-  =========================  =====================================================================
-
-* :class:`ObsPipeline` — flattens the Dict observation (``gymnasium.spaces.flatten``) and appends
-  the statistics. :class:`DRLObservation` is the Gymnasium wrapper around it (training, and the
-  public :class:`clustergym.wrappers.FlattenWithStats`); :class:`clustergym.learning.agent.SB3Agent`
-  uses the same pipeline when it acts in ``clustergym run`` (evaluation).
+``stats=False`` leaves the statistics keys out of either layout. :class:`DRLObservation` is the
+Gymnasium wrapper around it (training, and the public :class:`clustergym.wrappers.FlattenWithStats`);
+:class:`clustergym.learning.agent.SB3Agent` uses the same pipeline when it acts in ``clustergym run``
+(evaluation). :func:`flatten_batch` flattens a native vector env's batched Dict observation, row by
+row equal to ``gymnasium.spaces.flatten``. :class:`EmpiricalStats` is the wrapper-side computation of
+the statistics of earlier versions (from observations and ``info["feedback"]``), kept for old code;
+the env's own statistics equal it (tested).
 
 No torch or SB3 here: importing this module is cheap.
 """
@@ -35,7 +49,10 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 
-__all__ = ["EmpiricalStats", "ObsPipeline", "DRLObservation", "sb3_mask", "unscale_action", "box_bounds", "hook"]
+__all__ = ["EmpiricalStats", "ObsPipeline", "DRLObservation", "LAYOUTS", "layout_keys", "flatten_keys",
+           "flatten_batch", "sb3_mask", "unscale_action", "box_bounds", "hook"]
+
+LAYOUTS = ("full", "legacy")  # the flat observation layouts (module docstring)
 
 
 def hook(family: str, name: str):
@@ -46,8 +63,54 @@ def hook(family: str, name: str):
     return None if spec is None else spec.hook(name)
 
 
+def layout_keys(family: str, obs_space: gym.spaces.Dict, layout: str = "full", stats: bool = True) -> tuple[str, ...]:
+    """The observation keys a flat vector of ``layout`` concatenates, in order (module docstring)."""
+    if layout not in LAYOUTS:
+        raise ValueError(f"layout={layout!r} is invalid: expected one of {', '.join(map(repr, LAYOUTS))}")
+    stats_keys = tuple(hook(family, "STATS_KEYS") or ())
+    if layout == "full":
+        keys = tuple(obs_space.spaces)
+        return keys if stats else tuple(k for k in keys if k not in stats_keys)
+    legacy = hook(family, "legacy_keys")
+    old = tuple(obs_space.spaces) if legacy is None else tuple(legacy(obs_space))
+    return (*sorted(old), *(stats_keys if stats else ()))  # gymnasium's Dict sorted the keys of then
+
+
+def flatten_keys(obs_space: gym.spaces.Dict, obs: dict, keys: tuple[str, ...]) -> np.ndarray:
+    """float32 concatenation of ``gymnasium.spaces.flatten`` of each key of ``keys`` (one observation)."""
+    return np.concatenate([gym.spaces.flatten(obs_space[k], obs[k]).astype(np.float32, copy=False)
+                           for k in keys]).astype(np.float32, copy=False)
+
+
+def flatten_batch(obs_space: gym.spaces.Space, obs: Any, keys: tuple[str, ...] | None = None) -> np.ndarray:
+    """(N, flatdim) float32: the batched observation of a native vector env (arrays with a leading N axis,
+    ``obs_space`` the *single* env's space), each row equal to ``gymnasium.spaces.flatten(obs_space, row)``
+    (cast to float32); ``keys``: a Dict's keys to concatenate (default: all, in the space's order)."""
+    sp = obs_space
+    if isinstance(sp, gym.spaces.Dict):
+        keys = tuple(sp.spaces) if keys is None else keys
+        return np.concatenate([flatten_batch(sp[k], obs[k]) for k in keys], axis=1)
+    x = np.asarray(obs)
+    N = x.shape[0]
+    if isinstance(sp, (gym.spaces.Box, gym.spaces.MultiBinary)):
+        return x.reshape(N, -1).astype(np.float32)
+    if isinstance(sp, gym.spaces.MultiDiscrete):  # one-hot per entry, as gymnasium flattens it
+        nvec = np.asarray(sp.nvec).reshape(-1)
+        offsets = np.concatenate([[0], np.cumsum(nvec)[:-1]])
+        out = np.zeros((N, int(nvec.sum())), dtype=np.float32)
+        idx = offsets[None, :] + (x.reshape(N, -1) - np.asarray(sp.start).reshape(-1)[None, :])
+        np.put_along_axis(out, idx, 1.0, axis=1)
+        return out
+    if isinstance(sp, gym.spaces.Discrete):
+        out = np.zeros((N, int(sp.n)), dtype=np.float32)
+        out[np.arange(N), x.reshape(N) - int(sp.start)] = 1.0
+        return out
+    raise ValueError(f"flatten_batch: unsupported space {sp}")
+
+
 class EmpiricalStats:
-    """Running statistics from observations and feedback only (see the module docstring).
+    """Running statistics from observations and feedback only, computed outside the env (earlier versions'
+    wrapper-side statistics; the env's observation now carries the same values, module docstring).
 
     The family's ``drl_hooks.Stats`` holds and updates them; a family without it appends nothing.
     """
@@ -82,60 +145,47 @@ class EmpiricalStats:
 
 
 class ObsPipeline:
-    """Dict observation -> flat float32 vector [flatten(obs), statistics]."""
+    """Dict observation -> flat float32 vector of the keys of a layout (module docstring).
+
+    The statistics are in the observation, so the pipeline keeps no state: ``reset`` and ``observe`` only
+    flatten, ``update`` does nothing (kept so that callers of earlier versions run unchanged).
+    """
 
     def __init__(self, family: str, problem: Any, obs_space: gym.spaces.Space, stats: bool = True,
-                 pad: dict | None = None):
+                 pad: dict | None = None, layout: str = "full"):
         self.obs_space = obs_space
         self.problem = problem
-        self.stats = EmpiricalStats(family, problem, pad) if stats else None
-        self.size = int(gym.spaces.flatdim(obs_space)) + (self.stats.size if self.stats else 0)
+        self.layout = layout
+        self.keys = layout_keys(family, obs_space, layout, stats)
+        self.size = int(sum(gym.spaces.flatdim(obs_space[k]) for k in self.keys))
         self.space = gym.spaces.Box(-np.inf, np.inf, shape=(self.size,), dtype=np.float32)
-        self._last = None
 
     def reset(self, obs) -> np.ndarray:
-        if self.stats is not None:
-            self.stats.reset()
         return self.observe(obs)
 
     def update(self, info: dict) -> None:
-        if self.stats is not None:
-            self.stats.update(self._last, info)
+        """Nothing to do: the env's observation carries the statistics."""
 
     def observe(self, obs) -> np.ndarray:
-        self._last = obs
-        flat = gym.spaces.flatten(self.obs_space, obs).astype(np.float32)
-        if self.stats is None or self.stats.size == 0:
-            return flat
-        return np.concatenate([flat, self.stats.vector()])
+        return flatten_keys(self.obs_space, obs, self.keys)
 
 
-class DRLObservation(gym.Wrapper):
-    """Flattened observation plus empirical statistics (:class:`ObsPipeline`)."""
+class DRLObservation(gym.ObservationWrapper):
+    """The flat float32 observation of :class:`ObsPipeline` (``layout="full"``: the flattened Dict observation)."""
 
-    def __init__(self, env: gym.Env, stats: bool = True):
+    def __init__(self, env: gym.Env, stats: bool = True, layout: str = "full"):
         super().__init__(env)
-        from clustergym.env import env_padding
-
         u = env.unwrapped
-        self._stats_on = stats
-        self.pipeline = ObsPipeline(u.family, u.problem, env.observation_space, stats, pad=env_padding(u))
+        self.pipeline = ObsPipeline(u.family, u.problem, env.observation_space, stats, layout=layout)
         self.observation_space = self.pipeline.space
 
     def reset(self, **kwargs):
         obs, info = self.env.reset(**kwargs)
-        u = self.env.unwrapped
-        if u.problem is not self.pipeline.problem:  # another instance (same spaces): statistics of its problem
-            from clustergym.env import env_padding
+        self.pipeline.problem = self.env.unwrapped.problem  # the episode's instance (same spaces, same keys)
+        return self.observation(obs), info
 
-            self.pipeline = ObsPipeline(u.family, u.problem, self.env.observation_space, self._stats_on,
-                                        pad=env_padding(u))
-        return self.pipeline.reset(obs), info
-
-    def step(self, action):
-        obs, reward, terminated, truncated, info = self.env.step(action)
-        self.pipeline.update(info)
-        return self.pipeline.observe(obs), reward, terminated, truncated, info
+    def observation(self, observation):
+        return self.pipeline.observe(observation)
 
 
 def unscale_action(a: np.ndarray, low: np.ndarray, high: np.ndarray) -> np.ndarray:

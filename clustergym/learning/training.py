@@ -29,8 +29,9 @@ import numpy as np
 from clustergym.agent import env_family
 from clustergym.learning.pipeline import hook
 
-__all__ = ["ALGOS", "HEADS", "NETS", "SIDE_CAR", "NORM_FILE", "algo_class", "check_algo", "make_train_env", "train",
-           "save_normalization", "plot_training_curve", "policy_class"]
+__all__ = ["ALGOS", "HEADS", "NETS", "SIDE_CAR", "NORM_FILE", "algo_class", "algo_gamma", "check_algo",
+           "check_pipeline", "make_train_env", "normalizer", "obs_layout", "train", "save_normalization",
+           "plot_training_curve", "policy_class"]
 
 # algo -> (module, class, the family DRL hook it needs; None = every family). A family supports SAC when
 # its FamilySpec.drl_hooks define ``box_bounds`` (Box actions) and MaskablePPO when they define ``sb3_mask``.
@@ -95,10 +96,18 @@ def check_algo(algo: str, family: str) -> None:
                          f"(SAC needs Box actions; MaskablePPO needs discrete actions with masks)")
 
 
+def obs_layout(meta: dict) -> str:
+    """The flat observation layout of a run's side-car (``clustergym.learning.pipeline``): ``"full"`` for runs
+    that record it, ``"legacy"`` for runs of earlier versions (which did not)."""
+    return meta.get("obs_layout", "legacy")
+
+
 def make_train_env(env_id: str, env_kwargs: dict | None = None, *, algo: str = "ppo", stats: bool = True,
-                   monitor_dir: str | None = None, rank: int = 0) -> gym.Env:
+                   monitor_dir: str | None = None, rank: int = 0, layout: str = "full") -> gym.Env:
     """``gym.make`` + Monitor + ``clustergym.wrappers.FlattenWithStats`` (+ ``clustergym.wrappers.RescaleBox``
-    to [-1, 1] for Box actions): the public wrappers, so a user's own chain can match training exactly."""
+    to [-1, 1] for Box actions): the public wrappers, so a user's own chain can match training exactly.
+    ``layout``: the flat observation layout (``clustergym.learning.pipeline``; ``"legacy"`` for a model
+    trained by an earlier version)."""
     from stable_baselines3.common.monitor import Monitor
 
     from clustergym.wrappers import FlattenWithStats, RescaleBox
@@ -106,10 +115,84 @@ def make_train_env(env_id: str, env_kwargs: dict | None = None, *, algo: str = "
     kw = {"oracle": False, **(env_kwargs or {})}
     env = gym.make(env_id, **kw)
     env = Monitor(env, os.path.join(monitor_dir, str(rank)) if monitor_dir else None)
-    env = FlattenWithStats(env, stats=stats)
+    env = FlattenWithStats(env, stats=stats, layout=layout)
     if isinstance(env.action_space, gym.spaces.Box):
         env = RescaleBox(env)
     return env
+
+
+def algo_gamma(algo: str, hp: dict) -> float:
+    """The discount ``algo`` trains with: ``hp["gamma"]``, else the algorithm's own default."""
+    import inspect
+
+    if "gamma" in hp:
+        return float(hp["gamma"])
+    return float(inspect.signature(algo_class(algo).__init__).parameters["gamma"].default)
+
+
+def normalizer(venv, *, gamma: float, norm_obs: bool = True, training: bool = True):
+    """SB3's ``VecNormalize`` as training uses it. Rewards are divided by the running std of the discounted
+    return, so the discount must be the algorithm's: with SB3's default (0.99) under an algorithm trained at
+    ``gamma=0`` the critic's targets are scaled by a return the algorithm never optimises."""
+    from stable_baselines3.common.vec_env import VecNormalize
+
+    return VecNormalize(venv, training=training, norm_obs=norm_obs, norm_reward=training, clip_obs=10.0,
+                        gamma=float(gamma))
+
+
+def check_pipeline(model, venv) -> None:
+    """ValueError if the training pipeline disagrees with the algorithm: reward normalisation discounting with
+    another gamma than the algorithm's."""
+    from stable_baselines3.common.vec_env import VecNormalize
+
+    v = venv
+    while v is not None:
+        if isinstance(v, VecNormalize) and v.norm_reward and abs(float(v.gamma) - float(model.gamma)) > 1e-12:
+            raise ValueError(f"VecNormalize discounts with gamma={v.gamma} but the algorithm with gamma={model.gamma}")
+        v = getattr(v, "venv", None)
+
+
+VECS = ("auto", "native", "dummy", "subproc")
+SUBPROC_MAX = 32  # vec="subproc": one process per env (each imports torch: ~200 MB)
+
+
+def resolve_vec(env_id: str, vec: str, *, stats: bool = True, net: str = "mlp") -> str:
+    """``"auto"`` -> ``"native"`` where the env has a native vector env (and the net is the MLP), else
+    ``"dummy"``; a ValueError for an unknown value or ``"native"`` where there is no native vector env."""
+    from clustergym.learning.vec import has_native_vector
+
+    if vec not in VECS:
+        raise ValueError(f"vec={vec!r} is invalid: expected one of {', '.join(VECS)}")
+    native = has_native_vector(env_id) and net == "mlp"
+    if vec == "auto":
+        return "native" if native else "dummy"
+    if vec == "native" and not native:
+        why = "has no native vector env" if not has_native_vector(env_id) else "trains the per-entity net on single envs"
+        raise ValueError(f"vec='native': {env_id} {why}; use vec='dummy' or 'subproc'")
+    return vec
+
+
+def make_train_vec(env_id: str, env_kwargs: dict, n_envs: int, *, vec: str = "dummy", algo: str = "ppo",
+                   stats: bool = True, monitor_dir: str | None = None):
+    """The SB3 ``VecEnv`` of ``n_envs`` training envs (``vec``: see :func:`train`); each gives the observations
+    and actions of :func:`make_train_env`, with per-episode returns in ``monitor_dir``."""
+    if vec == "native":
+        from stable_baselines3.common.vec_env import VecMonitor
+
+        from clustergym.learning.vec import NativeVecEnv
+
+        venv = NativeVecEnv(env_id, n_envs, {"oracle": False, **env_kwargs}, stats=stats)
+        return VecMonitor(venv, os.path.join(monitor_dir, "native") if monitor_dir else None)
+    from stable_baselines3.common.vec_env import DummyVecEnv, SubprocVecEnv
+
+    fns = [(lambda i=i: make_train_env(env_id, env_kwargs, algo=algo, stats=stats, monitor_dir=monitor_dir, rank=i))
+           for i in range(n_envs)]
+    if vec == "subproc":
+        if n_envs > SUBPROC_MAX:
+            raise ValueError(f"vec='subproc' starts one process per env: n_envs={n_envs} > {SUBPROC_MAX}; use "
+                             "vec='native' or 'dummy' for many envs")
+        return SubprocVecEnv(fns, start_method="spawn")
+    return DummyVecEnv(fns)
 
 
 def _int(name: str, value, lo: int) -> int:
@@ -124,7 +207,7 @@ def train(env_id: str, algo: str, timesteps: int | None, out: str, *, env_kwargs
           hyperparams_file: str | None = None, head: str = "fast", instances: Sequence[int] | None = None,
           progress: bool = True, verbose: int = 0, threads: int | None = 1, warm_start: str | None = None,
           bc_steps: int = 20_000, bc_epochs: int = 30, checkpoints: Sequence[int] | None = None,
-          net: str = "mlp") -> dict:
+          net: str = "mlp", vec: str | None = None) -> dict:
     """Train ``algo`` on ``env_id``; write the run directory ``out`` (see the module docstring).
 
     Args:
@@ -142,6 +225,11 @@ def train(env_id: str, algo: str, timesteps: int | None, out: str, *, env_kwargs
             ``env_kwargs`` pins ``scenario_seed`` (one instance, as before) or the scenario does not depend
             on ``scenario_seed`` (a trace preset). Families with ``pad_kwargs`` are padded to the maxima
             over the pool and :data:`~clustergym.learning.instances.DEFAULT_EVAL_INSTANCES` (0-99).
+        vec: how the ``n_envs`` training envs are stepped: ``"native"`` (the family's native vector env in
+            one batched call, :mod:`clustergym.learning.vec`; P1 and P2), ``"dummy"`` (SB3's ``DummyVecEnv``:
+            one process), ``"subproc"`` (SB3's ``SubprocVecEnv``: one process per env) or ``"auto"``;
+            None = the hyperparameter file's ``vec``, else ``"auto"`` (native where the env has a native
+            vector env and the net is the MLP, else dummy). Every choice gives the same trajectories.
         net: ``"mlp"`` (default: SB3's flat MLP) or ``"entity"`` (P1 only: the per-channel network of
             :mod:`clustergym.learning.entity`; the env is always padded, observations are not normalised,
             rewards still are).
@@ -167,7 +255,7 @@ def train(env_id: str, algo: str, timesteps: int | None, out: str, *, env_kwargs
     policy = policy_class(algo, head, net)  # also a clear error when the [drl] extra is not installed
     cls = algo_class(algo)
     import torch
-    from stable_baselines3.common.vec_env import DummyVecEnv, VecNormalize
+    from stable_baselines3.common.vec_env import DummyVecEnv
 
     import clustergym  # noqa: F401
 
@@ -181,13 +269,19 @@ def train(env_id: str, algo: str, timesteps: int | None, out: str, *, env_kwargs
         bc_steps, bc_epochs = _int("bc_steps", bc_steps, 1), _int("bc_epochs", bc_epochs, 1)
         hp.update(imitation.FINETUNE_HP)  # the fine-tuning defaults, under the caller's values
     hp.update(hyperparams or {})
-    for k in ("n_envs", "n_timesteps", "normalize"):
+    flags = {"n_envs": "--n-envs", "n_timesteps": "--timesteps", "normalize": "--no-normalize", "env_kwargs": "--set",
+             "vec": "--vec"}
+    for k in flags:
         if k in hp:
-            raise ValueError(f"{k} is a run setting, not a hyperparameter of {algo}: use "
-                             f"{'--n-envs' if k == 'n_envs' else '--timesteps' if k == 'n_timesteps' else '--no-normalize'}")
+            raise ValueError(f"{k} is a run setting, not a hyperparameter of {algo}: use {flags[k]}")
+    if not isinstance(run_cfg.get("env_kwargs") or {}, dict):
+        raise ValueError(f"env_kwargs in the hyperparameter file of {algo} must be a mapping, got "
+                         f"{run_cfg['env_kwargs']!r}")
     timesteps = _int("timesteps", run_cfg.get("n_timesteps") if timesteps is None else timesteps,
                      0 if warm_start is not None else 1)  # 0 with a warm start: the cloned policy itself
     n_envs = _int("n_envs", run_cfg.get("n_envs", 4) if n_envs is None else n_envs, 1)
+    vec = run_cfg.get("vec", "auto") if vec is None else vec
+    env_kwargs = {**(run_cfg.get("env_kwargs") or {}), **(env_kwargs or {})}  # the file's env kwargs, under the caller's
     normalize = bool(run_cfg.get("normalize", True) if normalize is None else normalize)
     eval_freq, eval_episodes = _int("eval_freq", eval_freq, 0), _int("eval_episodes", eval_episodes, 1)
     if algo == "sac" and n_envs != 1:
@@ -195,21 +289,7 @@ def train(env_id: str, algo: str, timesteps: int | None, out: str, *, env_kwargs
     env_kwargs = dict(env_kwargs or {})
     if "instances" in env_kwargs:
         raise ValueError("pass the training pool as instances= (--instances), not as an env kwarg")
-    gym.make(env_id, **env_kwargs).close()  # bad kwargs fail here, before anything is written
-    pool, pool_note = _training_pool(env_id, env_kwargs, instances)
-    train_kwargs = dict(env_kwargs)  # the sub-envs' kwargs: + padding maxima, + the pool
-    if pool is not None:
-        from clustergym.learning.instances import DEFAULT_EVAL_INSTANCES, padding_for
-
-        covered = sorted(set(pool) | set(DEFAULT_EVAL_INSTANCES))
-        env_kwargs.update(padding_for(env_id, env_kwargs, covered))  # recorded: the model's fixed shape
-        train_kwargs = {**env_kwargs, "scenario_seed": int(pool[0]), "instances": tuple(pool)}
-        gym.make(env_id, **train_kwargs).close()
-    if net == "entity" and "max_edges" not in env_kwargs:  # one instance: padded to its own size (the padded keys)
-        from clustergym.learning.instances import padding_for
-
-        env_kwargs.update(padding_for(env_id, env_kwargs, [int(env_kwargs.get("scenario_seed", 0))]))
-        train_kwargs = {**train_kwargs, **env_kwargs}
+    env_kwargs, train_kwargs, pool, pool_note = training_envs(env_id, env_kwargs, instances, net=net)
     model_hp = dict(hp)
     if net == "entity":  # the channel layout, plain JSON ints (saved in model.zip's data, read back without pickles)
         from clustergym.learning.entity import DEFAULT_HIDDEN, entity_layout
@@ -228,21 +308,28 @@ def train(env_id: str, algo: str, timesteps: int | None, out: str, *, env_kwargs
     def factory(rank: int, monitor: str | None):
         return lambda: make_train_env(env_id, train_kwargs, algo=algo, stats=stats, monitor_dir=monitor, rank=rank)
 
-    venv = DummyVecEnv([factory(i, mon) for i in range(n_envs)])
+    vec = resolve_vec(env_id, vec, stats=stats, net=net)
+    venv = make_train_vec(env_id, train_kwargs, n_envs, vec=vec, algo=algo, stats=stats, monitor_dir=mon)
     venv.seed(seed)
-    if normalize:
-        venv = VecNormalize(venv, norm_obs=norm_obs, norm_reward=True, clip_obs=10.0)
+    gamma = algo_gamma(algo, model_hp)
+    if normalize:  # rewards scaled by the std of the *algorithm's* discounted return (its gamma, not SB3's 0.99)
+        venv = normalizer(venv, gamma=gamma, norm_obs=norm_obs)
     try:
         model = cls(policy, venv, seed=seed, verbose=verbose, tensorboard_log=os.path.join(out, "tb"), **model_hp)
     except (AssertionError, ValueError, TypeError) as exc:  # SB3 checks hyperparameters with asserts
         raise ValueError(f"bad hyperparameters for {algo} ({', '.join(f'{k}={v!r}' for k, v in hp.items())}): "
                          f"{str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__}") from None
+    check_pipeline(model, venv)
     cb = None
     if eval_freq > 0:
+        from stable_baselines3.common.vec_env import VecMonitor
+
         eval_env = DummyVecEnv([factory(0, None)])
+        if vec == "native":  # the wrapper chain must match the training env's (VecNormalize syncs along it)
+            eval_env = VecMonitor(eval_env)
         eval_env.seed(eval_seed)
         if normalize:
-            eval_env = VecNormalize(eval_env, training=False, norm_obs=norm_obs, norm_reward=False, clip_obs=10.0)
+            eval_env = normalizer(eval_env, gamma=gamma, norm_obs=norm_obs, training=False)
         if algo == "maskable_ppo":
             from sb3_contrib.common.maskable.callbacks import MaskableEvalCallback as EvalCallback
         else:
@@ -271,15 +358,17 @@ def train(env_id: str, algo: str, timesteps: int | None, out: str, *, env_kwargs
     from clustergym.learning.instances import DEFAULT_EVAL_INSTANCES
 
     meta = {"env_id": env_id, "family": family, "env_kwargs": env_kwargs, "algo": algo, "stats": bool(stats),
+            "obs_layout": "full",  # the flattened Dict observation (clustergym.learning.pipeline)
             "instances": None if pool is None else [int(k) for k in pool], "instances_note": pool_note,
             "padding_covers": None if pool is None else (f"the pool and instances {DEFAULT_EVAL_INSTANCES.start}-"
-                                                         f"{DEFAULT_EVAL_INSTANCES.stop - 1}"),
+                                                         f"{DEFAULT_EVAL_INSTANCES.stop - 1}, 900-999"),
             "normalize": normalize, "seed": int(seed), "n_envs": n_envs, "timesteps": timesteps,
             "timesteps_trained": int(model.num_timesteps), "eval_freq": eval_freq,
             "eval_seed": int(eval_seed), "hyperparams": hp, "head": head if policy is not cls.policy_aliases["MlpPolicy"]
             else "sb3", "hyperparams_file": os.path.abspath(hyperparams_file) if hyperparams_file else None,
-            "train_wall_s": wall, "rescale_action": isinstance(venv.action_space, gym.spaces.Box), "warm_start": bc,
-            "net": net, "norm_obs": bool(normalize and norm_obs)}
+            "train_wall_s": wall, "vec": vec, "rescale_action": isinstance(venv.action_space, gym.spaces.Box), "warm_start": bc,
+            "net": net, "norm_obs": bool(normalize and norm_obs),
+            "reward_normalization": {"gamma": float(venv.gamma)} if normalize else None}
     with open(os.path.join(out, SIDE_CAR), "w") as f:
         json.dump(meta, f, indent=1)
     if saver is not None:
@@ -348,6 +437,30 @@ class _Checkpoints:
             with open(os.path.join(self.dir(n), SIDE_CAR), "w") as f:
                 json.dump({**meta, "timesteps_trained": done, "train_wall_s": w,
                            "checkpoint_of": os.path.abspath(self.out)}, f, indent=1)
+
+
+def training_envs(env_id: str, env_kwargs: dict, instances=None, *, net: str = "mlp") -> tuple[dict, dict, list | None, str]:
+    """(the model's env kwargs as recorded, the training sub-envs' kwargs, the pool or None, a note on it).
+
+    The pool (:func:`_training_pool`) is drawn from per episode; families with padding kwargs are padded to the
+    maxima over the pool and the default evaluation instances, so one model fits every instance."""
+    env_kwargs = dict(env_kwargs)
+    gym.make(env_id, **env_kwargs).close()  # bad kwargs fail here, before anything is written
+    pool, pool_note = _training_pool(env_id, env_kwargs, instances)
+    train_kwargs = dict(env_kwargs)  # the sub-envs' kwargs: + padding maxima, + the pool
+    if pool is not None:
+        from clustergym.learning.instances import DEFAULT_EVAL_INSTANCES, DEFAULT_VALIDATION_INSTANCES, padding_for
+
+        covered = sorted(set(pool) | set(DEFAULT_EVAL_INSTANCES) | set(DEFAULT_VALIDATION_INSTANCES))
+        env_kwargs.update(padding_for(env_id, env_kwargs, covered))  # recorded: the model's fixed shape
+        train_kwargs = {**env_kwargs, "scenario_seed": int(pool[0]), "instances": tuple(pool)}
+        gym.make(env_id, **train_kwargs).close()
+    if net == "entity" and "max_edges" not in env_kwargs:  # one instance: padded to its own size (the padded keys)
+        from clustergym.learning.instances import padding_for
+
+        env_kwargs.update(padding_for(env_id, env_kwargs, [int(env_kwargs.get("scenario_seed", 0))]))
+        train_kwargs = {**train_kwargs, **env_kwargs}
+    return env_kwargs, train_kwargs, pool, pool_note
 
 
 def _training_pool(env_id: str, env_kwargs: dict, instances) -> tuple[list[int] | None, str]:

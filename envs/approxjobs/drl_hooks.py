@@ -7,11 +7,17 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["Stats", "sb3_mask"]
+from clustergym.envs.approxjobs.stats import STATS_KEYS
+
+__all__ = ["STATS_KEYS", "Stats", "legacy_keys", "sb3_mask"]
 
 
 class Stats:
-    """Per machine: the mean work per used slot (the hidden service rate θ_i, §III) and the share of slots
+    """The statistics the env's observation carries (``machine_rate``, ``machine_share``; ``approxjobs/stats.py``),
+    computed outside the env from feedback: the wrapper-side implementation of earlier versions, kept for
+    :class:`clustergym.learning.pipeline.EmpiricalStats`.
+
+    Per machine: the mean work per used slot (the hidden service rate θ_i, §III) and the share of slots
     it was used."""
 
     def __init__(self, problem, pad: dict | None = None):  # pad: the env's padding kwargs (sizes do not depend on them)
@@ -32,6 +38,12 @@ class Stats:
     def parts(self, t: int) -> tuple[np.ndarray, ...]:
         mean = np.divide(self.sum, self.n, out=np.zeros_like(self.sum), where=self.n > 0)
         return (mean, self.n / t)
+
+
+def legacy_keys(space) -> tuple[str, ...]:
+    """The keys of the observation of earlier versions (before the statistics, feedback and prices joined it).
+    A model trained then saw [flatten(these keys), the statistics ``STATS_KEYS``] (``clustergym.learning.pipeline``)."""
+    return ("jobs", "job_mask", "t")
 
 
 def sb3_mask(m: np.ndarray) -> np.ndarray:

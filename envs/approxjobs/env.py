@@ -14,6 +14,7 @@ from clustergym.core import Scenario, check_choice, child_generators
 from clustergym.env import ClusterEnv, InstanceSource
 from clustergym.metrics import CUMULATIVE, EPISODE, SLOT, Metric
 from clustergym.envs.approxjobs.dynamics import budget_prefix, deal_kernel
+from clustergym.envs.approxjobs.stats import MachineStats, learner_spaces
 from clustergym.envs.approxjobs.scenario import APPROX_SCENARIOS, PAPER_DEFAULTS, PAPER_SCALE, make_approx_scenario
 from clustergym.envs.approxjobs.service import ServiceProcess
 
@@ -67,6 +68,16 @@ class ApproxJobsEnv(ClusterEnv):
     | jobs     | Box(0, inf, (J_max, 8), float64)         | per window slot: job_id, a_j, d_j, B_j, spent, v_j, β_j, X_j (0 if empty) |
     | job_mask | MultiBinary(J_max)                       | window slot occupied                       |
     | t        | Box(0, T, (1,), float32)                 | slots elapsed (the next slot is t+1)       |
+    | machine_price | Box(0, inf, (M,), float64)          | p_i, the public price of a slot on machine i |
+    | machine_rate  | Box(0, 1, (M,), float32)            | mean work per slot machine i ran (estimates θ_i, §III; 0 if unused) |
+    | machine_share | Box(0, 1, (M,), float32)            | share of the slots machine i ran a task    |
+    | last_executed | MultiBinary(M)                      | the machines that ran last slot (``feedback["executed"]``) |
+    | last_work     | Box(0, 1, (M,), float32)            | their work r_j^i(t) (``feedback["work"]``; 0 elsewhere) |
+    Besides the job window, the observation carries what a learner needs (``info`` is diagnostics, never
+    required): the last slot's feedback, its per-machine statistics (updated from the feedback alone,
+    ``approxjobs/stats.py``, shared with the PettingZoo env; 0 at t = 0) and the prices OPM's budgets pay.
+    ``gymnasium.wrappers.FlattenObservation`` (or ``clustergym.wrappers.FlattenWithStats``) gives the flat
+    vector a standard learner takes.
 
     ## Rewards
     Σ_j [f_j(X_j(t)) − f_j(X_j(t−1))]: the episode return is Σ_j f_j(X_j), the objective of P1.
@@ -128,6 +139,9 @@ class ApproxJobsEnv(ClusterEnv):
     * v0, issue 25: ``reset(options={"scenario_seed": k})`` and ``instances``; unknown reset options
       raise. Issue 27: ``step`` after the end raises until ``reset``.
     * v0, later: ``action_mode="job"`` (per-job levels dealt to machines by the env).
+    * v0, later: the observation carries the per-machine statistics, the last slot's feedback and the
+      prices. The flat vector of earlier versions is ``clustergym.learning.pipeline``'s ``"legacy"``
+      layout (same values).
     """
 
     family = "approxjobs"
@@ -188,6 +202,7 @@ class ApproxJobsEnv(ClusterEnv):
             "jobs": spaces.Box(0.0, np.inf, shape=(J, len(JOB_FEATURES)), dtype=np.float64),
             "job_mask": spaces.MultiBinary(J),
             "t": spaces.Box(0.0, float(self.horizon), shape=(1,), dtype=np.float32),
+            **learner_spaces(M),
         })
         return act, obs
 
@@ -199,6 +214,7 @@ class ApproxJobsEnv(ClusterEnv):
         self._M, self._J, self._N = pb.num_machines, pb.max_jobs, len(self._jobs)
         self._price = np.asarray(pb.price, dtype=float)
         self._min_price = float(self._price.min())
+        self._stats = MachineStats(1, self._M)  # the learner's statistics (approxjobs/stats.py)
         self._space_desc = f"MultiDiscrete([{self._J + 1}] * {self._M}) (0 = idle, k = window slot k)"
         self._order = np.arange(self._M)  # "job" mode: machines dealt in index order
         self._job_desc = f"MultiDiscrete([{JOB_LEVELS + 1}] * {self._J}) (level 0..{JOB_LEVELS} per window slot)"
@@ -278,11 +294,15 @@ class ApproxJobsEnv(ClusterEnv):
         self._total_spent = 0.0
         self._fit_total = 0.0
         self._admit()
+        self._stats.reset(0)
         return self._obs(), {"action_mask": self.action_masks(), "t": 0}
 
     def _obs(self) -> dict:
-        return {"jobs": self._feat.copy(), "job_mask": (self._slot_job >= 0).astype(np.int8),
-                "t": np.array([self._t], dtype=np.float32)}
+        obs = {"jobs": self._feat.copy(), "job_mask": (self._slot_job >= 0).astype(np.int8),
+               "t": np.array([self._t], dtype=np.float32), "machine_price": self._price.copy()}
+        for key, value in self._stats.observe(np.array([self._t])).items():
+            obs[key] = value[0]
+        return obs
 
     def _live_slots(self) -> tuple[np.ndarray, np.ndarray]:
         """In "job" mode: (remaining budgets (J,), live window slots (0-based)) from the public job rows, as
@@ -415,6 +435,7 @@ class ApproxJobsEnv(ClusterEnv):
         cost_m = np.zeros(self._M)
         cost_m[mach] = cost
         feedback = {"executed": now_slot > 0, "slot": now_slot.copy(), "job_id": job_m, "work": work_m, "cost": cost_m}
+        self._stats.update(feedback["executed"][None], work_m[None])
         info = {"feedback": feedback,
                 "metrics": metrics, "action_mask": self.action_masks(), "t": self._t}
         self._episode_over = bool(done) or bool(truncated)

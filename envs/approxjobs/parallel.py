@@ -41,8 +41,11 @@ class ApproxJobsParallelEnv(ClusterParallelEnv):
     | t           | Box(0, T, (1,), float32)           | slots elapsed                              |
     | price       | Box(0, inf, (1,), float64)         | p_i, machine i's price (public)           |
     | action_mask | MultiBinary(J_max + 1)             | allowed actions of machine i              |
-    Never the machine's hidden service rate θ_i^t, its speed or future jobs. ``state()``: float64
-    (J_max·8 + J_max + 1,) = [jobs, job_mask, t], the single env's observation flattened.
+    | machine_rate, machine_share, last_work | Box(0, 1, (1,), float32) | machine i's entries of the single env's statistics and last feedback |
+    | last_executed | MultiBinary(1)                   | machine i ran a task last slot            |
+    Never the machine's hidden service rate θ_i^t, its speed or future jobs (only its realised work, the
+    feedback). ``state()``: float64 (J_max·8 + J_max + 1,) = [jobs, job_mask, t] of the single env's
+    observation, flattened.
 
     ## Rewards
     The single env's reward is Σ_j Δ_j with Δ_j = f_j(X_j(t)) − f_j(X_j(t−1)), and job j's work this
@@ -84,6 +87,11 @@ class ApproxJobsParallelEnv(ClusterParallelEnv):
             "t": spaces.Box(0.0, T, shape=(1,), dtype=np.float32),
             "price": spaces.Box(0.0, np.inf, shape=(1,), dtype=np.float64),
             "action_mask": spaces.MultiBinary(J + 1),
+            # the single env's statistics and last feedback of this machine (approxjobs/stats.py)
+            "machine_rate": spaces.Box(0.0, 1.0, shape=(1,), dtype=np.float32),
+            "machine_share": spaces.Box(0.0, 1.0, shape=(1,), dtype=np.float32),
+            "last_executed": spaces.MultiBinary(1),
+            "last_work": spaces.Box(0.0, 1.0, shape=(1,), dtype=np.float32),
         }) for a in agents}
         act_spaces = {a: spaces.Discrete(J + 1) for a in agents}
         state_space = spaces.Box(0.0, np.inf, shape=(J * F + J + 1,), dtype=np.float64)
@@ -109,8 +117,10 @@ class ApproxJobsParallelEnv(ClusterParallelEnv):
 
     def _observe(self, obs: dict, info: dict) -> dict[str, dict]:
         masks = info["action_mask"].reshape(self._M, self._J + 1).astype(np.int8)  # (M, J+1)
+        own = ("machine_rate", "machine_share", "last_executed", "last_work")
         return {a: {"jobs": obs["jobs"].copy(), "job_mask": obs["job_mask"].copy(), "t": obs["t"].copy(),
-                    "price": self._price[i:i + 1].copy(), "action_mask": masks[i]}
+                    "price": self._price[i:i + 1].copy(), "action_mask": masks[i],
+                    **{k: obs[k][i:i + 1].copy() for k in own}}
                 for i, a in enumerate(self.possible_agents)}
 
     def _state(self, obs: dict) -> np.ndarray:

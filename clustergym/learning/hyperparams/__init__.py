@@ -13,9 +13,11 @@ from __future__ import annotations
 
 import os
 
-__all__ = ["RUN_KEYS", "hyperparams_path", "load_hyperparams", "split_run_keys"]
+__all__ = ["RUN_KEYS", "default_algo", "hyperparams_path", "load_hyperparams", "split_run_keys"]
 
-RUN_KEYS = ("n_envs", "n_timesteps", "normalize")  # run settings, not algorithm keyword arguments
+# run settings, not algorithm keyword arguments: env_kwargs (the env's kwargs, e.g. the action mode, as rl-zoo3's
+# env_kwargs; the caller's kwargs go on top and the side-car records the result) and vec (how envs are stepped)
+RUN_KEYS = ("n_envs", "n_timesteps", "normalize", "env_kwargs", "vec")
 HERE = os.path.dirname(os.path.abspath(__file__))  # the shipped <algo>.yml files sit beside this module
 
 
@@ -55,3 +57,16 @@ def split_run_keys(entry: dict) -> tuple[dict, dict]:
     """(run settings of :data:`RUN_KEYS`, the algorithm's keyword arguments)."""
     run = {k: entry[k] for k in RUN_KEYS if k in entry}
     return run, {k: v for k, v in entry.items() if k not in RUN_KEYS}
+
+
+def default_algo(env_id: str) -> str:
+    """The algorithm ``clustergym train ENV_ID`` uses without ``--algo``: the env's entry in the shipped
+    ``defaults.yml`` (``"ppo"`` for an env it does not name)."""
+    import yaml
+
+    with open(os.path.join(HERE, "defaults.yml")) as f:
+        data = yaml.safe_load(f) or {}
+    algo = data.get(env_id, "ppo")
+    if not isinstance(algo, str):
+        raise ValueError(f"defaults.yml: the algorithm of {env_id!r} must be a name, got {algo!r}")
+    return algo

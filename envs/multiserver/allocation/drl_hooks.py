@@ -8,12 +8,17 @@ from __future__ import annotations
 import numpy as np
 
 from clustergym.envs.multiserver.allocation.actions import channel_high
+from clustergym.envs.multiserver.allocation.stats import STATS_KEYS
 
-__all__ = ["Stats", "box_bounds"]
+__all__ = ["STATS_KEYS", "Stats", "box_bounds", "legacy_keys"]
 
 
 class Stats:
-    """Per port: the share of slots with a job (the hidden ρ_l, eq. 1) and the mean realised reward
+    """The statistics the env's observation carries (``arrival_share``, ``port_reward_mean``;
+    ``allocation/stats.py``), computed outside the env from observations and feedback: the wrapper-side
+    implementation of earlier versions, kept for :class:`clustergym.learning.pipeline.EmpiricalStats`.
+
+    Per port: the share of slots with a job (the hidden ρ_l, eq. 1) and the mean realised reward
     x_l q_l when it had a job."""
 
     def __init__(self, problem, pad: dict | None = None):  # pad: the env's padding kwargs (sizes do not depend on them)
@@ -33,6 +38,14 @@ class Stats:
     def parts(self, t: int) -> tuple[np.ndarray, ...]:
         mean = np.divide(self.sum, self.jobs, out=np.zeros_like(self.sum), where=self.jobs > 0)
         return (self.jobs / t, mean)
+
+
+def legacy_keys(space) -> tuple[str, ...]:
+    """The keys of the observation of earlier versions (before the statistics, feedback and public problem
+    data joined it): ``arrivals``, ``t`` and, on a padded env (``edge_present``), the padded keys. A model
+    trained then saw [flatten(these keys), the statistics ``STATS_KEYS``] (``clustergym.learning.pipeline``)."""
+    padded = ("edge_present", "edge_arrival", "edge_demand") if "edge_present" in space.spaces else ()
+    return ("arrivals", "t", *padded)
 
 
 def box_bounds(problem, pad: dict | None = None) -> tuple[np.ndarray, np.ndarray]:

@@ -14,8 +14,11 @@ from clustergym.metrics import EPISODE, SLOT, Metric
 from clustergym.envs.multiserver.allocation.actions import ACTION_MODES, PortFill, channel_high, zero_ignored
 from clustergym.envs.multiserver.allocation.dynamics import AllocationDynamics
 from clustergym.envs.multiserver.allocation.scenario import ALLOCATION_SCENARIOS, make_allocation_scenario
+from clustergym.envs.multiserver.allocation.stats import AllocationStats, learner_spaces, static_parts
 
 __all__ = ["MultiServerAllocationEnv", "instance_sizes"]
+
+_ONE = np.ones(1, dtype=bool)  # (1,) "stepping" of the single env's statistics
 
 
 def instance_sizes(problem) -> dict[str, int]:
@@ -65,16 +68,29 @@ class MultiServerAllocationEnv(ClusterEnv):
     observation is padded and the action unchanged). ``problem.action_mode`` carries the mode.
 
     ## Observation Space
-    | key          | space                     | meaning                                              |
-    |--------------|---------------------------|------------------------------------------------------|
-    | arrivals     | MultiBinary(L)            | x_l(t): port l has a job this slot                   |
-    | t            | Box(0, T, (1,), f32)      | slots elapsed                                         |
-    | edge_present | MultiBinary(P)            | padded only: 1 for the instance's channels e < |E|    |
-    | edge_arrival | MultiBinary(P)            | padded only: x_{l(e)}(t), the port's job flag per channel |
-    | edge_demand  | Box(0, inf, (P, K), f32)  | padded only: a_l^k / c_r^k of channel (l, r) (0 where c_r^k = 0 and on padding) |
-    The |E| of the random graph varies by instance (``scenario_seed``), L, R and K do not, and the
-    unpadded action bounds a_l^k differ in every instance: without padding an env cannot switch to
-    another instance; with ``max_edges`` the spaces depend on P alone.
+    P = |E| (or ``max_edges`` when padded). Besides the slot's arrivals, the observation carries what a
+    learner needs (``info`` is diagnostics, never required): the last slot's feedback, its empirical
+    statistics and the public problem data OGASched's gradient reads (eqs. 9–10, 27).
+    | key              | space                         | meaning                                        |
+    |------------------|-------------------------------|------------------------------------------------|
+    | arrivals         | MultiBinary(L)                | x_l(t): port l has a job this slot             |
+    | t                | Box(0, T, (1,), f32)          | slots elapsed                                   |
+    | edge_arrival     | MultiBinary(P)                | x_{l(e)}(t), the port's job flag per channel   |
+    | edge_present     | MultiBinary(P)                | padded only: 1 for the instance's channels e < |E| |
+    | edge_demand      | Box(0, inf, (P, K), f32)      | a_l^k / c_r^k of channel (l, r) (0 where c_r^k = 0 and on padding) |
+    | edge_alpha       | Box(0, inf, (P, K), f32)      | α_r^k of the channel's server (eq. 27; 0 on padding) |
+    | edge_utility     | MultiDiscrete(4, (P, K))      | its utility family (eq. 27): 0 linear, 1 log, 2 reciprocal, 3 poly |
+    | beta             | Box(0, inf, (K,), f32)        | β_k, the overhead weights of eq. 5             |
+    | arrival_share    | Box(0, 1, (L,), f32)          | share of the slots port l had a job (estimates ρ_l) |
+    | port_reward_mean | Box(-inf, inf, (L,), f32)     | mean realised x_l q_l over the slots port l had a job |
+    | last_port_reward | Box(-inf, inf, (L,), f32)     | last slot's x_l q_l (``feedback["port_reward"]``) |
+    | last_allocation  | Box(0, inf, (P, K), f32)      | last slot's executed y in device units (``feedback["allocation"]``) |
+    The statistics are updated from the feedback alone (``allocation/stats.py``, shared with the vector
+    and PettingZoo envs); at t = 0 they are 0. The |E| of the random graph varies by instance
+    (``scenario_seed``), L, R and K do not, and the unpadded action bounds a_l^k differ in every
+    instance: without padding an env cannot switch to another instance; with ``max_edges`` the spaces
+    depend on P alone. ``gymnasium.wrappers.FlattenObservation`` (or
+    ``clustergym.wrappers.FlattenWithStats``) gives the flat vector a standard learner takes.
 
     ## Instances
     ``reset(seed=s, options={"scenario_seed": k})`` switches to instance k: the episode equals that
@@ -100,7 +116,9 @@ class MultiServerAllocationEnv(ClusterEnv):
     ``port_reward`` ((L,) x_l q_l). ``metrics`` (evaluation only): ``expected_reward`` (equal to the
     reward: q is deterministic given x and y), ``gain`` and ``overhead`` (the two parts of eq. 5 over
     ports with a job, Fig. 6), ``repaired``, ``utilisation`` (share of all device units allocated to
-    ports with a job, averaged over device types that exist). At the last slot, with ``oracle=True``:
+    ports with a job, averaged over device types that exist). At the last slot, with ``oracle=True`` (off
+    by default; ``clustergym run`` / ``clustergym.evaluate`` turn it on for a score or regret,
+    ``score_env_kwargs``):
     ``episode_best_static`` = Q(y*) for the best static allocation in hindsight
     y* = argmax_{y∈Y} Σ_t q(x(t), y) (``allocation/oracle.py``, relative tolerance 1e-6),
     ``episode_best_static_upper`` (its certified upper bound) and ``episode_regret`` = Q(y*) −
@@ -114,8 +132,8 @@ class MultiServerAllocationEnv(ClusterEnv):
     ## Arguments
     ``scenario`` ("paper", "fig2", "large", "toy", "alibaba-v2023" or a Scenario), ``scenario_seed``
     (default 0), ``horizon`` (default 2000; public: ``env.problem.horizon`` carries it, so an agent
-    can use T, e.g. OGASched's eq. 26 step), ``oracle`` (default True: the hindsight optimum at
-    episode end), ``infeasible``, ``render_mode`` ("ansi" or "rgb_array"), and scenario parameters:
+    can use T, e.g. OGASched's eq. 26 step), ``oracle`` (default False; True: the hindsight optimum
+    at episode end), ``infeasible``, ``render_mode`` ("ansi" or "rgb_array"), and scenario parameters:
     ``setting`` ("paper", default: Table 1 counted in devices; "authors-code": the authors' code's
     units, β ∈ [0.01, 0.1], reciprocal 1/(3α) − 1/(y + 3α), contention 4 (their 0.4);
     "table1-in-code-units": the earlier default mixture), ``units`` ("device" or "code", default
@@ -136,6 +154,10 @@ class MultiServerAllocationEnv(ClusterEnv):
     * v0, later: the channel action's entries with a_l^k = 0 are bounded by [0, 1] and ignored
       (they were zero-width [0, 0] boxes); ``action_mode`` (``"port"``, ``"port_device"``). Every
       earlier action gives the same rewards.
+    * v0, later: the observation carries the statistics, the last slot's feedback, ``edge_arrival``,
+      ``edge_demand`` (padded or not), ``edge_alpha``, ``edge_utility`` and ``beta``; ``oracle``
+      defaults to False. The flat vector of earlier versions is ``clustergym.learning.pipeline``'s
+      ``"legacy"`` layout (same values).
     """
 
     family = "multiserver-allocation"
@@ -152,10 +174,11 @@ class MultiServerAllocationEnv(ClusterEnv):
     }
 
     pad_kwargs = ("max_edges",)
+    score_env_kwargs = {"oracle": True}  # the hindsight optimum, the bound of a score (clustergym.evaluate)
     action_modes = ACTION_MODES  # values of the action_mode kwarg, the default first (allocation/actions.py)
 
     def __init__(self, scenario: str | Scenario = "paper", *, scenario_seed: int = 0, horizon: int = 2000,
-                 oracle: bool = True, infeasible: str = "repair", render_mode: str | None = None,
+                 oracle: bool = False, infeasible: str = "repair", render_mode: str | None = None,
                  instances: Any = None, max_edges: int | None = None, action_mode: str = "channel", **params: Any):
         super().__init__(horizon=horizon, infeasible=infeasible, render_mode=render_mode, oracle=oracle)
         self.action_mode = check_choice("action_mode", action_mode, ACTION_MODES)
@@ -178,11 +201,11 @@ class MultiServerAllocationEnv(ClusterEnv):
             act = spaces.Box(low=0.0, high=channel_high(pb).astype(np.float32), shape=(pb.num_edges, K),
                              dtype=np.float32)
         if self.max_edges is None:
+            obs.update(edge_arrival=spaces.MultiBinary(pb.num_edges), **learner_spaces(pb.num_edges, L, K))
             return act, spaces.Dict(obs)
         check_maxima(instance_sizes(pb), {"max_edges": self.max_edges}, f"instance scenario_seed={k}")
         E = self.max_edges
-        obs.update(edge_present=spaces.MultiBinary(E), edge_arrival=spaces.MultiBinary(E),
-                   edge_demand=spaces.Box(0.0, np.inf, shape=(E, K), dtype=np.float32))
+        obs.update(edge_present=spaces.MultiBinary(E), edge_arrival=spaces.MultiBinary(E), **learner_spaces(E, L, K))
         if self.action_mode == "channel":
             act = spaces.Box(0.0, 1.0, shape=(E, K), dtype=np.float32)
         return act, spaces.Dict(obs)
@@ -214,14 +237,14 @@ class MultiServerAllocationEnv(ClusterEnv):
                 f"{self._E}..{self._A - 1} are padding: 0)")
             if self.max_edges is None:
                 self._open = dyn.open
-        if self.max_edges is not None:  # static padded observation parts (public problem data)
+        # static observation parts (public problem data; allocation/stats.py), copied into each observation
+        self._static = static_parts(pb, self._A)
+        self._stats = AllocationStats(1, self._A, self._L, self._K)  # the learner's statistics
+        self._t_arr = np.zeros(1, dtype=np.int64)  # (1,) t, as the statistics read it
+        if self.max_edges is not None:
             self._upper = np.ascontiguousarray(pb.edge_demand, dtype=np.float64)  # (E, K) a of eq. 3
             self._edge_present = np.zeros(self._A, dtype=np.int8)
             self._edge_present[:self._E] = 1
-            cap = np.asarray(pb.capacity, dtype=np.float64)[pb.edge_server]  # (E, K) c_r^k of each channel's server
-            d = np.zeros((self._A, self._K), dtype=np.float32)
-            d[:self._E] = np.divide(self._upper, cap, out=np.zeros_like(cap), where=cap > 0)
-            self._edge_demand = d
 
     def _instance_sizes(self, problem) -> dict:
         return instance_sizes(problem)
@@ -257,6 +280,7 @@ class MultiServerAllocationEnv(ClusterEnv):
         self._block_start = 0
         self._arrivals = self._slot()
         self._last_y = np.zeros((self._E, self._K))
+        self._stats.reset(0)
         return self._obs(), self._reset_info()
 
     def _reset_info(self) -> dict:
@@ -271,8 +295,13 @@ class MultiServerAllocationEnv(ClusterEnv):
     def _obs(self) -> dict:
         obs = {"arrivals": self._arrivals.astype(np.int8), "t": np.array([self._t], dtype=np.float32)}
         if self.max_edges is not None:
-            obs.update(edge_present=self._edge_present.copy(), edge_arrival=self._edge_mask().astype(np.int8),
-                       edge_demand=self._edge_demand.copy())
+            obs.update(edge_present=self._edge_present.copy(), edge_arrival=self._edge_mask().astype(np.int8))
+        else:
+            obs["edge_arrival"] = self._arrivals[self.problem.edge_port].astype(np.int8)
+        for key, value in self._static.items():
+            obs[key] = value.copy()
+        self._t_arr[0] = self._t
+        obs.update(self._stats.observe(self._t_arr, squeeze=True))
         return obs
 
     def _unpad(self, action: Any) -> tuple[np.ndarray, int]:
@@ -335,10 +364,14 @@ class MultiServerAllocationEnv(ClusterEnv):
             opt = best_static_allocation(self.problem, self._counts)
             metrics.update(episode_best_static=opt.value, episode_best_static_upper=opt.upper_bound,
                            episode_regret=opt.value - self._total)  # eq. 6
-        self._arrivals = self._slot()
         if self.max_edges is not None:
             y_pad = np.zeros((self._A, self._K))
             y_pad[:self._E] = y
+        else:
+            y_pad = y
+        self._stats.update(port_reward[None], x[None], y_pad[None], _ONE)
+        self._arrivals = self._slot()
+        if self.max_edges is not None:
             info = {"feedback": {"allocation": y_pad, "port_reward": port_reward}, "metrics": metrics, "t": self._t,
                     "action_mask": self._edge_mask()}
         else:

@@ -62,7 +62,8 @@ class MultiServerAllocationParallelEnv(ClusterParallelEnv):
     |----------|-----------------------|---------------------------------------------|
     | arrivals | MultiBinary(|L_r|)    | x_l(t) of the ports l ∈ L_r it serves       |
     | t        | Box(0, T, (1,), f32)  | slots elapsed                               |
-    ``state()``: float32 (L + 1,) = [arrivals of all ports, t], the single env's observation.
+    | arrival_share, port_reward_mean | Box((|L_r|,), f32) | the single env's statistics of those ports |
+    ``state()``: float32 (L + 1,) = [arrivals of all ports, t] of the single env's observation.
 
     ## Rewards
     Eq. 5 is per port and its overhead max_k β_k Σ_{r∈R_l} y is not separable by server. Exact split
@@ -88,7 +89,8 @@ class MultiServerAllocationParallelEnv(ClusterParallelEnv):
     a_l^k (rows of ports it has no channel to are padding: inert; raise / dropped and counted in
     ``metrics["repaired"]``), and observes ``arrivals`` MultiBinary(L) (x_l(t) of the ports it
     serves, 0 elsewhere), ``channel_present`` MultiBinary(L), ``channel_demand`` Box(0, inf, (L, K))
-    a_l^k / c_r^k and ``t``; ``infos[agent]["action_mask"]`` (L,) and ``feedback`` are per port.
+    a_l^k / c_r^k, ``arrival_share`` and ``port_reward_mean`` (L,) (0 for the ports it does not serve)
+    and ``t``; ``infos[agent]["action_mask"]`` (L,) and ``feedback`` are per port.
 
     ## Arguments
     Exactly the single env's kwargs (``instances``, ``max_edges`` included); ``render`` draws the single env.
@@ -116,9 +118,15 @@ class MultiServerAllocationParallelEnv(ClusterParallelEnv):
         self.agent_edges = {a: edges[r] for a, r in zip(agents, self.agent_servers)}  # (|L_r|,) edge ids
         self.agent_ports = {a: np.asarray(pb.edge_port)[e] for a, e in self.agent_edges.items()}  # (|L_r|,) L_r
         obs = {"t": spaces.Box(0.0, T, shape=(1,), dtype=np.float32)}
+
+        def stats(n: int) -> dict:  # the single env's statistics of the agent's ports (allocation/stats.py)
+            return {"arrival_share": spaces.Box(0.0, 1.0, shape=(n,), dtype=np.float32),
+                    "port_reward_mean": spaces.Box(-np.inf, np.inf, shape=(n,), dtype=np.float32)}
+
         if self._padded:
             obs_spaces = {a: spaces.Dict({**obs, "arrivals": spaces.MultiBinary(L), "channel_present": spaces.MultiBinary(L),
-                                          "channel_demand": spaces.Box(0.0, np.inf, shape=(L, K), dtype=np.float32)})
+                                          "channel_demand": spaces.Box(0.0, np.inf, shape=(L, K), dtype=np.float32),
+                                          **stats(L)})
                           for a in agents}
             act_spaces = {a: spaces.Box(0.0, 1.0, shape=(L, K), dtype=np.float32) for a in agents}
             cap = np.asarray(pb.capacity, dtype=np.float64)[pb.edge_server]
@@ -131,7 +139,8 @@ class MultiServerAllocationParallelEnv(ClusterParallelEnv):
                 d[self.agent_ports[a]] = dem[self.agent_edges[a]]
                 self._present[a], self._chan_demand[a] = m, d
         else:
-            obs_spaces = {a: spaces.Dict({**obs, "arrivals": spaces.MultiBinary(int(self.agent_edges[a].size))})
+            obs_spaces = {a: spaces.Dict({**obs, "arrivals": spaces.MultiBinary(int(self.agent_edges[a].size)),
+                                          **stats(int(self.agent_edges[a].size))})
                           for a in agents}
             high = np.where(upper > 0, upper, 1.0).astype(np.float32)  # a_l^k; 1 on the ignored entries (a_l^k = 0)
             act_spaces = {a: spaces.Box(0.0, high[self.agent_edges[a]],
@@ -200,10 +209,13 @@ class MultiServerAllocationParallelEnv(ClusterParallelEnv):
     # -- observations ---------------------------------------------------------------------------
     def _observe(self, obs: dict, info: dict) -> dict[str, dict]:
         arr, t = obs["arrivals"], obs["t"]
+        share, mean = obs["arrival_share"], obs["port_reward_mean"]
         if self._padded:
             return {a: {"arrivals": arr * self._present[a], "t": t.copy(), "channel_present": self._present[a].copy(),
-                        "channel_demand": self._chan_demand[a].copy()} for a in self.possible_agents}
-        return {a: {"arrivals": arr[self.agent_ports[a]], "t": t.copy()} for a in self.possible_agents}
+                        "channel_demand": self._chan_demand[a].copy(), "arrival_share": share * self._present[a],
+                        "port_reward_mean": mean * self._present[a]} for a in self.possible_agents}
+        return {a: {"arrivals": arr[self.agent_ports[a]], "t": t.copy(), "arrival_share": share[self.agent_ports[a]],
+                    "port_reward_mean": mean[self.agent_ports[a]]} for a in self.possible_agents}
 
     def _state(self, obs: dict) -> np.ndarray:
         return np.concatenate([obs["arrivals"].astype(np.float32), obs["t"].astype(np.float32)])

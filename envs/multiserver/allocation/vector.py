@@ -8,10 +8,11 @@ from typing import Any
 import numpy as np
 from gymnasium.vector.utils import batch_space
 
-from clustergym.core import Scenario
+from clustergym.core import Scenario, freeze
 from clustergym.envs.multiserver.allocation.actions import PortFill, zero_ignored
 from clustergym.envs.multiserver.allocation.dynamics import ARRIVAL_BLOCK, AllocationDynamics
 from clustergym.envs.multiserver.allocation.env import MultiServerAllocationEnv
+from clustergym.envs.multiserver.allocation.stats import AllocationStats, static_parts
 from clustergym.vector_env import ClusterVectorEnv, with_masks
 
 __all__ = ["MultiServerAllocationVectorEnv"]
@@ -46,10 +47,22 @@ class MultiServerAllocationVectorEnv(ClusterVectorEnv):
     batched over the sub-envs of an instance) before the same kernel runs.
 
     ## Observation Space
-    | key        | shape     | dtype   | meaning                                          |
-    |------------|-----------|---------|--------------------------------------------------|
-    | arrivals   | (N, L)    | int8    | x_l(t) of every sub-env                           |
-    | t          | (N, 1)    | float32 | slots elapsed in each sub-env's episode          |
+    The single env's keys with a leading N axis (``single_observation_space`` = the single env's), computed
+    for all sub-envs at once (the statistics by ``allocation/stats.py``):
+    | key                                            | shape      | dtype   | meaning                  |
+    |------------------------------------------------|------------|---------|--------------------------|
+    | arrivals                                       | (N, L)     | int8    | x_l(t) of every sub-env   |
+    | t                                              | (N, 1)     | float32 | slots elapsed            |
+    | edge_arrival (, edge_present)                  | (N, P)     | int8    | as the single env        |
+    | edge_demand, edge_alpha, last_allocation       | (N, P, K)  | float32 | as the single env        |
+    | edge_utility                                   | (N, P, K)  | int64   | as the single env        |
+    | beta                                           | (N, K)     | float32 | as the single env        |
+    | arrival_share, port_reward_mean, last_port_reward | (N, L)  | float32 | as the single env        |
+    The public problem data (``edge_demand``, ``edge_alpha``, ``edge_utility``, ``beta``,
+    ``edge_present``) are read-only arrays shared by the observations until a sub-env switches instance
+    (then replaced, never written): copy them to modify. ``clustergym.learning.pipeline.flatten_batch``
+    flattens a batch to (N, flatdim), row i equal to ``gymnasium.spaces.flatten`` of sub-env i's
+    observation.
 
     ## Rewards
     (N,) float64: q(x(t), y(t)) of eq. 5 per sub-env (0 for a sub-env being autoreset).
@@ -77,7 +90,7 @@ class MultiServerAllocationVectorEnv(ClusterVectorEnv):
 
     ## Arguments
     ``num_envs`` (N, default 1) and the single env's arguments: ``scenario``, ``scenario_seed``,
-    ``horizon``, ``oracle`` (default True, as the single env), ``infeasible``, ``instances``,
+    ``horizon``, ``oracle`` (default False, as the single env), ``infeasible``, ``instances``,
     ``max_edges``, ``action_mode``, scenario parameters. ``render_mode`` must be None.
 
     ## Instances
@@ -92,6 +105,7 @@ class MultiServerAllocationVectorEnv(ClusterVectorEnv):
     ## Version History
     * v0: initial version.
     * v0, issue 25: per-sub-env instances, ``options={"scenario_seed": k}``, ``instances``, ``max_edges``.
+    * v0, later: the single env's new observation keys; ``oracle`` defaults to False.
     """
 
     family = "multiserver-allocation"
@@ -99,7 +113,7 @@ class MultiServerAllocationVectorEnv(ClusterVectorEnv):
     _rng_names = ("arrivals",)
 
     def __init__(self, num_envs: int = 1, scenario: str | Scenario = "paper", *, scenario_seed: int = 0,
-                 horizon: int = 2000, oracle: bool = True, infeasible: str = "repair",
+                 horizon: int = 2000, oracle: bool = False, infeasible: str = "repair",
                  render_mode: str | None = None, instances: Any = None, max_edges: int | None = None,
                  action_mode: str = "channel", **params: Any):
         super().__init__(num_envs, horizon=horizon, infeasible=infeasible, oracle=oracle, render_mode=render_mode)
@@ -126,13 +140,17 @@ class MultiServerAllocationVectorEnv(ClusterVectorEnv):
         self._by_instance[k0] = (s.scenario, s.problem, s.dynamics)
         self._instance[:] = k0
         self._edge_port = np.full((N, W), self._L, dtype=np.int64)  # (N, W) port of each channel, L on padding
-        self._edge_demand = np.zeros((N, W, self._K), dtype=np.float32)  # (N, W, K) padded observation part
+        # the public problem data of each sub-env (allocation/stats.py): edge_demand, edge_alpha (N, W, K)
+        # float32, edge_utility (N, W, K) int64, beta (N, K) float32; read-only arrays shared by the observations
+        self._static = {key: np.zeros((N, *v.shape), dtype=v.dtype) for key, v in static_parts(pb, W).items()}
         self._n_edges = np.zeros(N, dtype=np.int64)  # (N,) real channels of each sub-env
         self._dyns: list = [None] * N
         self.problems: list = [None] * N  # public problem of each sub-env
         self._scenarios: list = [None] * N
         for i in range(N):
             self._set_instance(i, k0)
+        self._share_static()
+        self._stats = AllocationStats(N, W, self._L, self._K)  # the learner's statistics, all sub-envs
         self._repair_buf = np.empty((N, W, self._K))  # (N, E, K) float64, see step()
         self._arr_block = np.zeros((N, ARRIVAL_BLOCK, self._L), dtype=bool)  # (N, B, L) arrivals of the block
         self._pos = np.zeros(N, dtype=np.int64)  # (N,) current slot's index in the block
@@ -154,11 +172,18 @@ class MultiServerAllocationVectorEnv(ClusterVectorEnv):
         self._n_edges[i] = E
         self._edge_port[i] = self._L
         self._edge_port[i, :E] = pb.edge_port
-        if self.max_edges is not None:
-            up = np.asarray(pb.edge_demand, dtype=np.float64)
-            cap = np.asarray(pb.capacity, dtype=np.float64)[pb.edge_server]
-            self._edge_demand[i] = 0.0
-            self._edge_demand[i, :E] = np.divide(up, cap, out=np.zeros_like(cap), where=cap > 0)
+        # copy on write once observations share them (read-only): those already returned keep their arrays
+        for key, value in static_parts(pb, self._W).items():
+            a = self._static[key]
+            if not a.flags.writeable:
+                a = self._static[key] = a.copy()
+            a[i] = value
+
+    def _share_static(self) -> None:
+        """Freeze the static observation parts, shared by every observation until an instance switch."""
+        for a in self._static.values():
+            freeze(a)
+        self._edge_present = freeze((np.arange(self._W)[None, :] < self._n_edges[:, None]).astype(np.int8))
 
     def _use_instance(self, i: int, sc: Scenario, k: int) -> None:
         if k not in self._by_instance:
@@ -166,6 +191,7 @@ class MultiServerAllocationVectorEnv(ClusterVectorEnv):
             pb = dataclasses.replace(sc.problem, horizon=self.horizon)
             self._by_instance[k] = (sc, pb, AllocationDynamics(pb, sc.truth.rho))
         self._set_instance(i, k)
+        self._share_static()
 
     # -- per sub-env episode state ------------------------------------------------------------
     def _refill(self, i: int) -> None:
@@ -175,6 +201,7 @@ class MultiServerAllocationVectorEnv(ClusterVectorEnv):
     def _start_episode(self, i: int) -> None:
         self._counts[i] = 0.0
         self._total[i] = 0.0
+        self._stats.reset(i)
         self._refill(i)
         self._arrivals[i] = self._arr_block[i, 0]
 
@@ -184,10 +211,11 @@ class MultiServerAllocationVectorEnv(ClusterVectorEnv):
         return np.take_along_axis(ext, self._edge_port, axis=1)
 
     def _observations(self) -> dict:
-        obs = {"arrivals": self._arrivals.astype(np.int8), "t": self._t.astype(np.float32)[:, None]}
+        obs = {"arrivals": self._arrivals.astype(np.int8), "t": self._t.astype(np.float32)[:, None],
+               "edge_arrival": self._edge_mask().astype(np.int8), **self._static}
         if self.max_edges is not None:
-            obs.update(edge_present=(np.arange(self._W)[None, :] < self._n_edges[:, None]).astype(np.int8),
-                       edge_arrival=self._edge_mask().astype(np.int8), edge_demand=self._edge_demand.copy())
+            obs["edge_present"] = self._edge_present
+        obs.update(self._stats.observe(self._t))
         return obs
 
     def _reset_info(self, mask: np.ndarray) -> dict:
@@ -359,6 +387,7 @@ class MultiServerAllocationVectorEnv(ClusterVectorEnv):
         metrics = {"expected_reward": reward.copy(), "gain": gain, "overhead": overhead,
                    "repaired": repaired, "utilisation": utilisation}
         np.add(self._counts, self._arrivals, out=self._counts, where=stepping[:, None])
+        self._stats.update(port_reward, self._arrivals, allocation, stepping)
         self._total += reward
         self._t += stepping
         truncated = stepping & (self._t >= self.horizon)

@@ -7,11 +7,17 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["Stats", "sb3_mask"]
+from clustergym.envs.multiserver.channel.stats import STATS_KEYS
+
+__all__ = ["STATS_KEYS", "Stats", "legacy_keys", "sb3_mask"]
 
 
 class Stats:
-    """Per channel: mean realised utility v̂_e (0 if untried) and the share of slots it was used n_e / t
+    """The statistics the env's observation carries (``utility_mean``, ``channel_share``, ``arrival_share``;
+    ``channel/stats.py``), computed outside the env from observations and feedback: the wrapper-side
+    implementation of earlier versions, kept for :class:`clustergym.learning.pipeline.EmpiricalStats`.
+
+    Per channel: mean realised utility v̂_e (0 if untried) and the share of slots it was used n_e / t
     (eqs. 8–9's statistics); per port: the share of slots with a job (the hidden ρ_l).
 
     ``pad``: the env's padding kwargs (``{"max_edges": P}`` on a padded env, whose feedback has P entries):
@@ -38,6 +44,14 @@ class Stats:
     def parts(self, t: int) -> tuple[np.ndarray, ...]:
         mean = np.divide(self.sum, self.n, out=np.zeros_like(self.sum), where=self.n > 0)
         return (mean, self.n / t, self.jobs / t)
+
+
+def legacy_keys(space) -> tuple[str, ...]:
+    """The keys of the observation of earlier versions (before the statistics, feedback and public problem
+    data joined it): ``arrivals``, ``t`` and, on a padded env (``edge_present``), the padded keys. A model
+    trained then saw [flatten(these keys), the statistics ``STATS_KEYS``] (``clustergym.learning.pipeline``)."""
+    padded = ("edge_present", "edge_arrival", "edge_demand") if "edge_present" in space.spaces else ()
+    return ("arrivals", "t", *padded)
 
 
 def sb3_mask(m: np.ndarray) -> np.ndarray:

@@ -7,12 +7,13 @@ from typing import Any
 import numpy as np
 from gymnasium import spaces
 
-from clustergym.core import Scenario, check_int, child_generators
+from clustergym.core import Scenario, check_int, child_generators, freeze
 from clustergym.env import ClusterEnv, InstanceSource, check_maxima
 from clustergym.metrics import CUMULATIVE, SLOT, Metric
 from clustergym.envs.multiserver.channel.dynamics import BLOCK, OK, channel_slot, draw_block, infeasible_message
 from clustergym.envs.multiserver.channel.scenario import CHANNEL_SCENARIOS, make_channel_scenario
 from clustergym.envs.multiserver.channel.oracle import knapsack_max
+from clustergym.envs.multiserver.channel.stats import ChannelStats, STATS_KEYS, stats_spaces
 
 __all__ = ["MultiServerChannelEnv", "instance_sizes"]
 
@@ -21,6 +22,7 @@ def instance_sizes(problem) -> dict[str, int]:
     """The natural sizes of a P1 instance, keyed by the padding kwarg that bounds them (``FamilySpec.sizes``)."""
     return {"max_edges": int(problem.num_edges)}
 
+_ONE = np.ones(1, dtype=bool)  # (1,) "stepping" of the single env's statistics
 _BLOCK = BLOCK  # slots of arrivals/utilities drawn at once (same values as drawing slot by slot)
 
 
@@ -46,17 +48,27 @@ class MultiServerChannelEnv(ClusterEnv):
     and is dropped and counted in ``metrics["repaired"]`` under ``"repair"``).
 
     ## Observation Space
-    | key          | space                     | meaning                                              |
-    |--------------|---------------------------|------------------------------------------------------|
-    | arrivals     | MultiBinary(L)            | 1_l(t): port l has a job this slot                   |
-    | t            | Box(0, T, (1,), f32)      | slots elapsed                                         |
-    | edge_present | MultiBinary(P)            | padded only: 1 for the instance's channels e < |E|    |
-    | edge_arrival | MultiBinary(P)            | padded only: 1_{l(e)}(t), the port's job flag per channel (= the action mask) |
-    | edge_demand  | Box(0, 1, (P, K), f32)    | padded only: a_k^e / c_k, the channel's demand relative to the capacity (0 on padding) |
-    The |E| of the random graph varies by instance (``scenario_seed``), L, R and K do not. Without
-    padding the spaces are those of the instance the env was built with; with ``max_edges`` they
-    depend on P alone, so one policy fits every instance with |E| <= P, and the padded keys (public
-    problem data) tell instances apart.
+    P = |E| (or ``max_edges`` when padded). Besides the slot's arrivals, the observation carries what a
+    learner needs (``info`` is diagnostics, never required): the last slot's feedback, its empirical
+    statistics and the public problem data ESDP reads (demands relative to the capacity, eq. 2).
+    | key           | space                     | meaning                                              |
+    |---------------|---------------------------|------------------------------------------------------|
+    | arrivals      | MultiBinary(L)            | 1_l(t): port l has a job this slot                   |
+    | t             | Box(0, T, (1,), f32)      | slots elapsed                                         |
+    | edge_arrival  | MultiBinary(P)            | 1_{l(e)}(t), the port's job flag per channel (= the action mask) |
+    | edge_demand   | Box(0, 1, (P, K), f32)    | a_k^e / c_k, the channel's demand relative to the capacity (0 on padding) |
+    | edge_present  | MultiBinary(P)            | padded only: 1 for the instance's channels e < |E|    |
+    | utility_mean  | Box(0, 1, (P,), f32)      | v̂_e: mean realised Z̃_e over the slots channel e ran (0 if untried; eqs. 8–9) |
+    | channel_share | Box(0, 1, (P,), f32)      | n_e / t: share of the slots channel e ran             |
+    | arrival_share | Box(0, 1, (L,), f32)      | share of the slots port l had a job (estimates ρ_l)   |
+    | last_executed | MultiBinary(P)            | the channels that ran last slot (``feedback["executed"]``) |
+    | last_utility  | Box(0, 1, (P,), f32)      | their realised Z̃_e (``feedback["utilities"]``; 0 elsewhere) |
+    The statistics are updated from the feedback alone (``channel/stats.py``, shared with the vector and
+    PettingZoo envs); at t = 0 they are 0. The |E| of the random graph varies by instance
+    (``scenario_seed``), L, R and K do not. Without padding the spaces are those of the instance the env
+    was built with; with ``max_edges`` they depend on P alone, so one policy fits every instance with
+    |E| <= P, and the problem data tell instances apart. ``gymnasium.wrappers.FlattenObservation`` (or
+    ``clustergym.wrappers.FlattenWithStats``) gives the flat vector a standard learner takes.
 
     ## Instances
     ``reset(seed=s, options={"scenario_seed": k})`` switches to instance k (the scenario regenerated
@@ -84,7 +96,9 @@ class MultiServerChannelEnv(ClusterEnv):
     it): ``executed`` (|E|,) bool, the channels run this slot, and ``utilities`` (|E|,) float64, their
     realised Z̃ (0 where not executed). ``metrics`` (evaluation only, agents never get it): ``expected_reward``
     ṽᵀx, ``repaired``, ``used`` (K,) devices in use; with ``oracle=True`` also ``oracle_reward``
-    max_{x∈Ω(t)} ṽᵀx (exact knapsack DP), ``regret`` (per-slot gap, eq. 6) and ``cum_regret``.
+    max_{x∈Ω(t)} ṽᵀx (exact knapsack DP), ``regret`` (per-slot gap, eq. 6) and ``cum_regret``. The
+    oracle is off by default (it costs most of a step); ``clustergym run`` / ``clustergym.evaluate`` turn
+    it on when they compute a score or regret (``score_env_kwargs``).
 
     ## Starting State / Episode End
     ``reset(seed)`` seeds separate child generators for arrivals and utilities, so every agent
@@ -94,7 +108,7 @@ class MultiServerChannelEnv(ClusterEnv):
 
     ## Arguments
     ``scenario`` ("paper", "toy" or a Scenario object), ``scenario_seed`` (seed of the instance:
-    graph, demands, utilities; default 0), ``horizon`` (default 2000), ``oracle`` (default True),
+    graph, demands, utilities; default 0), ``horizon`` (default 2000), ``oracle`` (default False),
     ``infeasible``, ``render_mode`` ("ansi" or "rgb_array"), and any scenario parameter:
     ``num_ports``, ``num_servers``, ``num_device_types``, ``channel_prob``, ``rho``,
     ``capacity_ratio``, ``demand_min``, ``demand_max``, ``utility_low``, ``utility_high``,
@@ -110,6 +124,9 @@ class MultiServerChannelEnv(ClusterEnv):
       from slot to slot and broke ``gym.make_vec(..., vectorization_mode="sync")``).
     * v0, issue 25: ``reset(options={"scenario_seed": k})``, ``instances``, ``max_edges`` padding;
       unknown reset options raise. Issue 27: ``step`` after the episode's end raises until ``reset``.
+    * v0, later: the observation carries the statistics, the last slot's feedback and ``edge_arrival``,
+      ``edge_demand`` (padded or not); ``oracle`` defaults to False. The flat vector of earlier versions
+      is ``clustergym.learning.pipeline``'s ``"legacy"`` layout (same values).
     """
 
     family = "multiserver-channel"
@@ -124,9 +141,10 @@ class MultiServerChannelEnv(ClusterEnv):
     }
 
     pad_kwargs = ("max_edges",)
+    score_env_kwargs = {"oracle": True}  # the per-slot knapsack oracle, the bound of a score (clustergym.evaluate)
 
     def __init__(self, scenario: str | Scenario = "paper", *, scenario_seed: int = 0, horizon: int = 2000,
-                 oracle: bool = True, infeasible: str = "repair", render_mode: str | None = None,
+                 oracle: bool = False, infeasible: str = "repair", render_mode: str | None = None,
                  instances: Any = None, max_edges: int | None = None, **params: Any):
         super().__init__(horizon=horizon, infeasible=infeasible, render_mode=render_mode, oracle=oracle)
         self.max_edges = None if max_edges is None else check_int("max_edges", max_edges, 1, 10_000_000)
@@ -145,10 +163,12 @@ class MultiServerChannelEnv(ClusterEnv):
             check_maxima(instance_sizes(pb), {"max_edges": self.max_edges}, f"instance scenario_seed={k}")
             E = self.max_edges
         obs = {"arrivals": spaces.MultiBinary(pb.num_ports),
-               "t": spaces.Box(0.0, float(self.horizon), shape=(1,), dtype=np.float32)}
+               "t": spaces.Box(0.0, float(self.horizon), shape=(1,), dtype=np.float32),
+               "edge_arrival": spaces.MultiBinary(E),
+               "edge_demand": spaces.Box(0.0, 1.0, shape=(E, pb.num_device_types), dtype=np.float32),
+               **stats_spaces(E, pb.num_ports)}
         if self.max_edges is not None:
-            obs.update(edge_present=spaces.MultiBinary(E), edge_arrival=spaces.MultiBinary(E),
-                       edge_demand=spaces.Box(0.0, 1.0, shape=(E, pb.num_device_types), dtype=np.float32))
+            obs["edge_present"] = spaces.MultiBinary(E)
         return spaces.MultiBinary(E), spaces.Dict(obs)
 
     def _load(self, sc: Scenario) -> None:
@@ -164,13 +184,16 @@ class MultiServerChannelEnv(ClusterEnv):
         self._A = self.action_space.n  # action length: |E|, or max_edges when padded
         self.space_desc = (f"MultiBinary({self._A}) (0/1 per channel)" if self.max_edges is None else
                            f"MultiBinary({self._A}) (0/1 per channel; entries {self._E}..{self._A - 1} are padding: 0)")
-        if self.max_edges is not None:  # static padded observation parts (public problem data)
-            P = self._A
-            self._edge_present = np.zeros(P, dtype=np.int8)
-            self._edge_present[:self._E] = 1
-            d = np.zeros((P, self._K), dtype=np.float32)
-            d[:self._E] = pb.demand / np.maximum(pb.capacity, 1)[None, :]
-            self._edge_demand = d
+        # static observation parts (public problem data; each observation gets a copy)
+        P = self._A
+        self._edge_present = np.zeros(P, dtype=np.int8)
+        self._edge_present[:self._E] = 1
+        d = np.zeros((P, self._K), dtype=np.float32)
+        d[:self._E] = pb.demand / np.maximum(pb.capacity, 1)[None, :]
+        self._edge_demand = freeze(d)
+        freeze(self._edge_present)
+        self._stats = ChannelStats(1, P, self._L)  # the learner's statistics (channel/stats.py)
+        self._t_arr = np.zeros(1, dtype=np.int64)  # (1,) t, as the statistics read it
 
     def _instance_sizes(self, problem) -> dict:
         return instance_sizes(problem)
@@ -200,6 +223,8 @@ class MultiServerChannelEnv(ClusterEnv):
         self._arrivals, self._z = self._slot()
         self._mask = self._arrivals[self.problem.edge_port]
         self._last_x = np.zeros(self._E, dtype=bool)
+        self._stats.reset(0)
+        self._stats_update = None
         return self._obs(), {"action_mask": self._padded(self._mask), "t": 0}
 
     def _padded(self, a: np.ndarray) -> np.ndarray:
@@ -211,11 +236,22 @@ class MultiServerChannelEnv(ClusterEnv):
         return out
 
     def _obs(self) -> dict:
-        obs = {"arrivals": self._arrivals.astype(np.int8), "t": np.array([self._t], dtype=np.float32)}
+        obs = {"arrivals": self._arrivals.astype(np.int8), "t": np.array([self._t], dtype=np.float32),
+               "edge_arrival": self._edge_arrival(), "edge_demand": self._edge_demand.copy()}
         if self.max_edges is not None:
-            obs.update(edge_present=self._edge_present.copy(), edge_arrival=self._padded(self._mask).astype(np.int8),
-                       edge_demand=self._edge_demand.copy())
+            obs["edge_present"] = self._edge_present.copy()
+        self._t_arr[0] = self._t
+        obs.update(self._stats.observe(self._t_arr, squeeze=True, update=self._stats_update))
+        self._stats_update = None
         return obs
+
+    def _edge_arrival(self) -> np.ndarray:
+        """(P,) int8: 1_{l(e)}(t) per channel (the action mask; 0 on padding)."""
+        if self._A == self._E:
+            return self._mask.astype(np.int8)
+        out = np.zeros(self._A, dtype=np.int8)
+        out[:self._E] = self._mask
+        return out
 
     def action_masks(self) -> np.ndarray:
         """(2|E|,) mask for sb3-contrib MaskablePPO: per channel [0 allowed, 1 allowed] (padding: 0 only)."""
@@ -273,11 +309,13 @@ class MultiServerChannelEnv(ClusterEnv):
             self._cum_regret += regret
             metrics.update(oracle_reward=opt, regret=regret, cum_regret=self._cum_regret)
         self._last_x = x
+        feedback = {"executed": self._padded(x), "utilities": self._padded(utilities)}
+        # the statistics' update, applied by _obs in the same compiled call as the observation
+        self._stats_update = (feedback["executed"][None], feedback["utilities"][None], self._arrivals[None], _ONE)
         self._t += 1
         self._arrivals, self._z = self._slot()
         self._mask = self._arrivals[self.problem.edge_port]
-        info = {"feedback": {"executed": self._padded(x), "utilities": self._padded(utilities)}, "metrics": metrics,
-                "action_mask": self._padded(self._mask), "t": self._t}
+        info = {"feedback": feedback, "metrics": metrics, "action_mask": self._padded(self._mask), "t": self._t}
         self._episode_over = truncated = self._t >= self.horizon
         return self._obs(), reward, False, truncated, info
 

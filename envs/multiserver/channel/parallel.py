@@ -35,8 +35,11 @@ class MultiServerChannelParallelEnv(ClusterParallelEnv):
     |------|-----------------------|--------------------------------------|
     | job  | MultiBinary(1)        | 1_l(t): port l has a job this slot   |
     | t    | Box(0, T, (1,), f32)  | slots elapsed                        |
+    | arrival_share | Box(0, 1, (1,), f32) | share of the slots port l had a job |
+    | utility_mean, channel_share, last_utility | Box(0, 1, (|E_l|,), f32) | the single env's statistics and last feedback of the port's channels |
+    | last_executed | MultiBinary(|E_l|) | its channels that ran last slot     |
     The static public problem (its channels' demands a^e, costs, the capacities c) is in
-    ``problem`` as for the single env. ``state()``: float32 (L + 1,) = [arrivals of all ports, t],
+    ``problem`` as for the single env. ``state()``: float32 (L + 1,) = [arrivals of all ports, t] of
     the single env's observation.
 
     ## Rewards
@@ -65,7 +68,8 @@ class MultiServerChannelParallelEnv(ClusterParallelEnv):
     is an agent and acts on ``MultiBinary(R)``, entry r = channel (l, r) (entries of servers it has
     no channel to are padding: masked, inert; raise / dropped and counted in ``metrics["repaired"]``),
     and observes besides ``job`` and ``t``: ``channel_present`` MultiBinary(R) and ``channel_demand``
-    Box(0, 1, (R, K)) a_k^(l,r) / c_k; ``feedback`` is per server (``edges`` −1 where none).
+    Box(0, 1, (R, K)) a_k^(l,r) / c_k, and its channels' statistics per server (R,) (0 where none);
+    ``feedback`` is per server (``edges`` −1 where none).
 
     ## Arguments
     Exactly the single env's kwargs (``scenario``, ``scenario_seed``, ``horizon``, ``oracle``,
@@ -89,7 +93,14 @@ class MultiServerChannelParallelEnv(ClusterParallelEnv):
         self.agent_ports = [l for l in range(L) if self._padded or edges[l].size]  # ports with a channel
         agents = [f"port_{l}" for l in self.agent_ports]
         self.agent_edges = {a: edges[l] for a, l in zip(agents, self.agent_ports)}  # (|E_l|,) edge ids
-        obs = {"job": spaces.MultiBinary(1), "t": spaces.Box(0.0, T, shape=(1,), dtype=np.float32)}
+        obs = {"job": spaces.MultiBinary(1), "t": spaces.Box(0.0, T, shape=(1,), dtype=np.float32),
+               "arrival_share": spaces.Box(0.0, 1.0, shape=(1,), dtype=np.float32)}
+
+        def own(n: int) -> dict:  # the single env's statistics of the agent's channels (channel/stats.py)
+            unit = spaces.Box(0.0, 1.0, shape=(n,), dtype=np.float32)
+            return {"utility_mean": unit, "channel_share": unit, "last_executed": spaces.MultiBinary(n),
+                    "last_utility": unit}
+
         if self._padded:
             obs.update(channel_present=spaces.MultiBinary(R),
                        channel_demand=spaces.Box(0.0, 1.0, shape=(R, K), dtype=np.float32))
@@ -103,7 +114,8 @@ class MultiServerChannelParallelEnv(ClusterParallelEnv):
                 d = np.zeros((R, K), dtype=np.float32)
                 d[self.agent_slots[a]] = dem[self.agent_edges[a]]
                 self._present[a], self._chan_demand[a] = m, d
-        obs_spaces = {a: spaces.Dict(obs) for a in agents}
+        obs_spaces = {a: spaces.Dict({**obs, **own(R if self._padded else int(self.agent_edges[a].size))})
+                      for a in agents}
         act_spaces = {a: spaces.MultiBinary(R if self._padded else int(self.agent_edges[a].size)) for a in agents}
         state_space = spaces.Box(0.0, max(T, 1.0), shape=(L + 1,), dtype=np.float32)
         self._order = np.concatenate([self.agent_edges[a] for a in agents])  # agent-major position -> edge id
@@ -163,10 +175,20 @@ class MultiServerChannelParallelEnv(ClusterParallelEnv):
     # -- observations ---------------------------------------------------------------------------
     def _observe(self, obs: dict, info: dict) -> dict[str, dict]:
         arr, t = obs["arrivals"], obs["t"]
-        out = {a: {"job": arr[l:l + 1].copy(), "t": t.copy()} for a, l in zip(self.possible_agents, self.agent_ports)}
-        if self._padded:
-            for a in self.possible_agents:
+        share = obs["arrival_share"]
+        out = {a: {"job": arr[l:l + 1].copy(), "t": t.copy(), "arrival_share": share[l:l + 1].copy()}
+               for a, l in zip(self.possible_agents, self.agent_ports)}
+        own = ("utility_mean", "channel_share", "last_executed", "last_utility")
+        for a in self.possible_agents:
+            e = self.agent_edges[a]
+            if self._padded:  # per server: the agent's channel to server r, 0 where it has none
                 out[a].update(channel_present=self._present[a].copy(), channel_demand=self._chan_demand[a].copy())
+                for k in own:
+                    v = np.zeros(self.action_space(a).n, dtype=obs[k].dtype)
+                    v[self.agent_slots[a]] = obs[k][e]
+                    out[a][k] = v
+            else:
+                out[a].update({k: obs[k][e] for k in own})
         return out
 
     def _state(self, obs: dict) -> np.ndarray:

@@ -7,10 +7,11 @@ from typing import Any
 import numpy as np
 from gymnasium.vector.utils import batch_space
 
-from clustergym.core import Scenario
+from clustergym.core import Scenario, freeze
 from clustergym.envs.multiserver.channel.dynamics import BLOCK, channel_slot_batch, draw_block, infeasible_message
 from clustergym.envs.multiserver.channel.env import MultiServerChannelEnv
 from clustergym.envs.multiserver.channel.oracle import knapsack_max
+from clustergym.envs.multiserver.channel.stats import ChannelStats
 from clustergym.vector_env import ClusterVectorEnv, with_masks
 
 __all__ = ["MultiServerChannelVectorEnv"]
@@ -35,10 +36,20 @@ class MultiServerChannelVectorEnv(ClusterVectorEnv):
     ports with a job; ``action_masks()`` gives the (N, 2|E|) masks sb3-contrib expects.
 
     ## Observation Space
-    | key        | shape     | dtype   | meaning                                          |
-    |------------|-----------|---------|--------------------------------------------------|
-    | arrivals   | (N, L)    | int8    | 1_l(t) of every sub-env                           |
-    | t          | (N, 1)    | float32 | slots elapsed in each sub-env's episode          |
+    The single env's keys with a leading N axis (``single_observation_space`` = the single env's), computed
+    for all sub-envs at once (the statistics by ``channel/stats.py``, the kernels the single env runs):
+    | key                                       | shape       | dtype   | meaning                          |
+    |-------------------------------------------|-------------|---------|----------------------------------|
+    | arrivals                                  | (N, L)      | int8    | 1_l(t) of every sub-env           |
+    | t                                         | (N, 1)      | float32 | slots elapsed in each episode    |
+    | edge_arrival, last_executed (, edge_present) | (N, P)   | int8    | as the single env                |
+    | utility_mean, channel_share, last_utility | (N, P)      | float32 | as the single env                |
+    | arrival_share                             | (N, L)      | float32 | as the single env                |
+    | edge_demand                               | (N, P, K)   | float32 | as the single env                |
+    The public problem data (``edge_demand``, ``edge_present``) are read-only arrays shared by the
+    observations until a sub-env switches instance (then replaced, never written): copy them to modify.
+    ``clustergym.learning.pipeline.flatten_batch`` flattens a batch to (N, flatdim), row i equal to
+    ``gymnasium.spaces.flatten`` of sub-env i's observation.
 
     ## Rewards
     (N,) float64: eq. 5, Σ_e x_e Z̃_e(t) per sub-env (0 for a sub-env being autoreset).
@@ -57,7 +68,7 @@ class MultiServerChannelVectorEnv(ClusterVectorEnv):
     ``used`` (N, K) int64 and, with ``oracle=True``, ``oracle_reward``, ``regret``, ``cum_regret``
     (N,). ``feedback``/``metrics`` are absent (mask False) for sub-envs being autoreset.
     ``oracle=True`` solves the exact knapsack of every sub-env in a Python loop (slow: about a
-    millisecond per sub-env and slot); use ``oracle=False`` for throughput.
+    millisecond per sub-env and slot); it is off by default.
 
     ## Starting State / Episode End
     Each sub-env truncates after ``horizon`` slots and autoresets at the next step
@@ -65,7 +76,7 @@ class MultiServerChannelVectorEnv(ClusterVectorEnv):
 
     ## Arguments
     ``num_envs`` (N, default 1) and the single env's arguments: ``scenario``, ``scenario_seed``,
-    ``horizon``, ``oracle`` (default True, as the single env), ``infeasible``, ``instances``,
+    ``horizon``, ``oracle`` (default False, as the single env), ``infeasible``, ``instances``,
     ``max_edges``, scenario parameters. ``render_mode`` must be None.
 
     ## Instances
@@ -80,6 +91,7 @@ class MultiServerChannelVectorEnv(ClusterVectorEnv):
     ## Version History
     * v0: initial version.
     * v0, issue 25: per-sub-env instances, ``options={"scenario_seed": k}``, ``instances``, ``max_edges``.
+    * v0, later: the single env's new observation keys; ``oracle`` defaults to False.
     """
 
     family = "multiserver-channel"
@@ -87,7 +99,7 @@ class MultiServerChannelVectorEnv(ClusterVectorEnv):
     _rng_names = ("arrivals", "utilities")
 
     def __init__(self, num_envs: int = 1, scenario: str | Scenario = "paper", *, scenario_seed: int = 0,
-                 horizon: int = 2000, oracle: bool = True, infeasible: str = "repair",
+                 horizon: int = 2000, oracle: bool = False, infeasible: str = "repair",
                  render_mode: str | None = None, instances: Any = None, max_edges: int | None = None, **params: Any):
         super().__init__(num_envs, horizon=horizon, infeasible=infeasible, oracle=oracle, render_mode=render_mode)
         # The single env builds and validates the scenario and spaces; it also words the errors.
@@ -123,6 +135,8 @@ class MultiServerChannelVectorEnv(ClusterVectorEnv):
         self._cum_regret = np.zeros(N)  # (N,)
         self._arrivals = np.zeros((N, self._L + 1), dtype=bool)  # (N, L + 1) (column L: padding, always False)
         self._mask = np.zeros((N, W), dtype=bool)  # (N, W) channels of ports with a job
+        self._stats = ChannelStats(N, W, self._L)  # the learner's statistics (channel/stats.py), all sub-envs
+        self._share_static()
 
     # -- instances ----------------------------------------------------------------------------
     def _set_instance(self, i: int, sc: Scenario) -> None:
@@ -137,12 +151,21 @@ class MultiServerChannelVectorEnv(ClusterVectorEnv):
         self._v[i, :E] = sc.truth.mean_utility
         self._edge_port[i] = self._L
         self._edge_port[i, :E] = pb.edge_port
-        self._edge_demand[i] = 0.0
-        self._edge_demand[i, :E] = pb.demand / np.maximum(pb.capacity, 1)[None, :]
+        # copy on write once observations share it (read-only): those already returned keep their arrays
+        d = self._edge_demand if self._edge_demand.flags.writeable else self._edge_demand.copy()
+        d[i] = 0.0
+        d[i, :E] = pb.demand / np.maximum(pb.capacity, 1)[None, :]
+        self._edge_demand = d
+
+    def _share_static(self) -> None:
+        """Freeze the static observation parts (public problem data), shared by every observation."""
+        self._edge_demand = freeze(self._edge_demand)
+        self._edge_present = freeze((np.arange(self._W)[None, :] < self._n_edges[:, None]).astype(np.int8))
 
     def _use_instance(self, i: int, sc: Scenario, k: int) -> None:
         self._single.check_instance(sc, k)
         self._set_instance(i, sc)
+        self._share_static()
 
     # -- per sub-env episode state ------------------------------------------------------------
     def _refill(self, i: int) -> None:
@@ -155,15 +178,17 @@ class MultiServerChannelVectorEnv(ClusterVectorEnv):
     def _start_episode(self, i: int) -> None:
         self._z_block[i] = 0.0
         self._cum_regret[i] = 0.0
+        self._stats.reset(i)
         self._refill(i)
         self._arrivals[i, :self._L] = self._arr_block[i, 0]
         self._mask[i] = self._arrivals[i, self._edge_port[i]]
 
     def _observations(self) -> dict:
-        obs = {"arrivals": self._arrivals[:, :self._L].astype(np.int8), "t": self._t.astype(np.float32)[:, None]}
+        obs = {"arrivals": self._arrivals[:, :self._L].astype(np.int8), "t": self._t.astype(np.float32)[:, None],
+               "edge_arrival": self._mask.astype(np.int8), "edge_demand": self._edge_demand}
         if self.max_edges is not None:
-            obs.update(edge_present=(np.arange(self._W)[None, :] < self._n_edges[:, None]).astype(np.int8),
-                       edge_arrival=self._mask.astype(np.int8), edge_demand=self._edge_demand.copy())
+            obs["edge_present"] = self._edge_present
+        obs.update(self._stats.observe(self._t))
         return obs
 
     def _reset_info(self, mask: np.ndarray) -> dict:
@@ -243,6 +268,7 @@ class MultiServerChannelVectorEnv(ClusterVectorEnv):
             regret = np.where(stepping, opt - expected, 0.0)  # eq. 6 (per-slot expected gap)
             self._cum_regret += regret
             metrics.update(oracle_reward=opt, regret=regret, cum_regret=self._cum_regret.copy())
+        self._stats.update(x, utilities, self._arrivals[:, :self._L], stepping)
         self._t += stepping
         truncated = stepping & (self._t >= self.horizon)
         terminated = np.zeros(N, dtype=bool)

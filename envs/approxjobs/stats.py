@@ -1,0 +1,67 @@
+"""P4's learner observation parts: statistics from public feedback and public problem data, per machine.
+
+The single env and, through it, the PettingZoo env put the same entries in their observation,
+computed here once (arrays with a leading N axis, so a batched env can use them as they are):
+
+* ``machine_rate`` (M,): the mean work r_j^i(t) machine i delivered per slot it ran (the estimate of
+  its hidden service rate θ_i, §III; 0 while unused);
+* ``machine_share`` (M,): the share of slots machine i ran a task;
+* ``last_executed`` (M,) and ``last_work`` (M,): the last slot's feedback (the machines that ran and
+  the work they delivered; 0 before the first step);
+* ``machine_price`` (M,): the public price p_i of a slot on machine i (what the budgets of eq. 4 pay).
+
+Only ``info["feedback"]`` and the public problem enter; never the hidden rates or the metrics.
+t is the number of slots played in the episode (1 at t = 0).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from gymnasium import spaces
+
+__all__ = ["STATS_KEYS", "MachineStats", "learner_spaces"]
+
+# The statistics in the order earlier versions appended them to the flat observation (FlattenWithStats).
+STATS_KEYS = ("machine_rate", "machine_share")
+
+
+def learner_spaces(M: int) -> dict:
+    """The observation spaces of the statistics, the last slot's feedback and the machines' prices."""
+    unit = spaces.Box(0.0, 1.0, shape=(M,), dtype=np.float32)
+    return {"machine_rate": unit, "machine_share": unit, "last_executed": spaces.MultiBinary(M), "last_work": unit,
+            "machine_price": spaces.Box(0.0, np.inf, shape=(M,), dtype=np.float64)}
+
+
+class MachineStats:
+    """Running per-machine statistics of N envs (the single env uses N = 1)."""
+
+    def __init__(self, num_envs: int, num_machines: int):
+        N, M = num_envs, num_machines
+        self.M = M
+        self.count = np.zeros((N, M))  # (N, M) slots machine i ran
+        self.total = np.zeros((N, M))  # (N, M) Σ work r_j^i(t) over those slots
+        self.last_executed = np.zeros((N, M), dtype=np.int8)  # (N, M) the last slot's executed machines
+        self.last_work = np.zeros((N, M))  # (N, M) their work (0 elsewhere)
+
+    def reset(self, i) -> None:
+        """Zero the statistics of env(s) ``i`` (an index, slice or mask): a new episode."""
+        for a in (self.count, self.total, self.last_executed, self.last_work):
+            a[i] = 0
+
+    def update(self, executed: np.ndarray, work: np.ndarray) -> None:
+        """After a slot: ``executed`` (N, M) bool and ``work`` (N, M) the feedback (0 where idle)."""
+        self.count += executed
+        self.total += work  # 0 where idle
+        self.last_executed = executed.astype(np.int8)
+        self.last_work = work.copy()
+
+    def observe(self, t: np.ndarray) -> dict:
+        """The statistics and feedback entries (N, M) after t (N,) slots (fresh arrays)."""
+        M = self.M
+        out = np.empty((self.count.shape[0], 3 * M), dtype=np.float32)
+        # a machine never used has total 0: 0 / max(n, 1) = 0; else the float64 ratio, then float32
+        np.divide(self.total, np.maximum(self.count, 1.0), out=out[:, :M])
+        np.divide(self.count, np.maximum(t, 1)[:, None], out=out[:, M:2 * M])
+        out[:, 2 * M:] = self.last_work
+        return {"machine_rate": out[:, :M], "machine_share": out[:, M:2 * M], "last_executed": self.last_executed.copy(),
+                "last_work": out[:, 2 * M:]}

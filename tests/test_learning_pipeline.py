@@ -1,0 +1,200 @@
+"""The training pipeline: reward normalisation with the algorithm's discount, run settings from the
+hyperparameter files, and the SB3 VecEnv over the native vector envs (same trajectories as DummyVecEnv)."""
+
+import json
+
+import gymnasium as gym
+import numpy as np
+import pytest
+
+import clustergym  # noqa: F401
+from clustergym.cli import main
+from clustergym.learning.training import check_pipeline, make_train_env, make_train_vec, normalizer, train
+
+P1, P2, P3, P4 = (f"clustergym/{n}-v0" for n in ("MultiServerChannel", "MultiServerAllocation",
+                                                  "RingAllReduce", "ApproxJobs"))
+TINY = {"n_steps": 32, "batch_size": 32, "n_epochs": 1}
+
+
+@pytest.mark.parametrize("gamma", [0.0, 0.3])
+def test_reward_normalisation_discounts_with_the_algorithms_gamma(tmp_path, gamma):
+    meta = train(P4, "ppo", 64, str(tmp_path / "run"), env_kwargs={"horizon": 24, "num_machines": 10, "max_jobs": 5},
+                 n_envs=2, hyperparams={**TINY, "gamma": gamma}, progress=False)
+    assert meta["hyperparams"]["gamma"] == gamma
+    assert meta["reward_normalization"] == {"gamma": gamma}  # read back from the VecNormalize that trained
+
+
+def test_reward_normalisation_of_gamma_zero_scales_by_the_reward_itself():
+    """With gamma 0 the discounted return VecNormalize tracks is the reward: its variance is the rewards'."""
+    from stable_baselines3.common.vec_env import DummyVecEnv
+
+    venv = normalizer(DummyVecEnv([lambda: make_train_env(P1, {"horizon": 50, "num_servers": 12})]), gamma=0.0)
+    venv.seed(0)
+    venv.reset()
+    rewards = []
+    for _ in range(40):
+        venv.step_async(np.array([venv.action_space.sample()]))
+        venv.step_wait()
+        rewards.append(venv.get_original_reward()[0])
+    r = np.asarray(rewards, dtype=np.float64)
+    assert r.std() > 0
+    # RunningMeanStd starts at count 1e-4 with var 1: up to that prior, the variance of the rewards (with the
+    # default gamma 0.99 it would be the variance of the running discounted sum, many times larger)
+    assert float(venv.ret_rms.var) == pytest.approx(np.var(r), rel=0.01)
+
+
+def test_pipeline_check_refuses_a_normaliser_with_another_discount():
+    from stable_baselines3 import PPO
+    from stable_baselines3.common.vec_env import DummyVecEnv
+
+    venv = normalizer(DummyVecEnv([lambda: make_train_env(P4, {"horizon": 24, "num_machines": 10, "max_jobs": 5})]),
+                      gamma=0.99)
+    model = PPO("MlpPolicy", venv, gamma=0.5, n_steps=32, batch_size=32, device="cpu")
+    with pytest.raises(ValueError, match="gamma"):
+        check_pipeline(model, venv)
+    model.gamma = 0.99
+    check_pipeline(model, venv)
+
+
+def test_hyperparameter_file_carries_env_kwargs_and_vec(tmp_path):
+    hp = tmp_path / "ppo.yml"
+    hp.write_text(f"{P3}:\n  n_envs: 2\n  vec: dummy\n  env_kwargs:\n    action_mode: ring_size\n    horizon: 16\n"
+                  "  n_steps: 16\n  batch_size: 32\n  n_epochs: 1\n  gamma: 0.5\n")
+    meta = train(P3, "ppo", 32, str(tmp_path / "run"), hyperparams_file=str(hp), progress=False)
+    assert meta["env_kwargs"]["action_mode"] == "ring_size" and meta["env_kwargs"]["horizon"] == 16
+    assert meta["vec"] == "dummy" and meta["hyperparams"]["gamma"] == 0.5
+    # the caller's kwargs go on top of the file's
+    meta = train(P3, "ppo", 32, str(tmp_path / "run2"), hyperparams_file=str(hp), progress=False,
+                 env_kwargs={"horizon": 8})
+    assert meta["env_kwargs"]["horizon"] == 8 and meta["env_kwargs"]["action_mode"] == "ring_size"
+    bad = tmp_path / "bad.yml"
+    bad.write_text(f"{P3}:\n  env_kwargs: 3\n")
+    with pytest.raises(ValueError, match="env_kwargs"):
+        train(P3, "ppo", 32, str(tmp_path / "run3"), hyperparams_file=str(bad), progress=False)
+    with pytest.raises(ValueError, match="run setting"):
+        train(P3, "ppo", 32, str(tmp_path / "run4"), hyperparams={"vec": "dummy"}, progress=False)
+
+
+def test_vec_choices_and_errors(tmp_path):
+    from clustergym.learning.training import resolve_vec
+
+    assert resolve_vec(P3, "auto") == "dummy"  # no native vector env
+    assert resolve_vec(P1, "auto") == "native" and resolve_vec(P2, "auto") == "native"
+    assert resolve_vec(P1, "auto", net="entity") == "dummy"
+    with pytest.raises(ValueError, match="no native vector env"):
+        resolve_vec(P4, "native")
+    with pytest.raises(ValueError, match="vec='fast' is invalid"):
+        resolve_vec(P1, "fast")
+    with pytest.raises(ValueError, match="one process per env"):
+        make_train_vec(P3, {}, 256, vec="subproc")
+
+
+CASES = [(P1, {"num_servers": 12, "horizon": 7}), (P2, {"num_servers": 16, "horizon": 7}),
+         (P2, {"num_servers": 16, "horizon": 7, "action_mode": "port"}),
+         (P1, {"num_servers": 12, "horizon": 5, "instances": (3, 4, 5), "max_edges": 40}),
+         (P2, {"num_servers": 16, "horizon": 5, "instances": (3, 4, 5), "max_edges": 60}),
+         (P2, {"num_servers": 16, "horizon": 5, "instances": (3, 4, 5), "max_edges": 60, "action_mode": "port"})]
+
+
+@pytest.mark.parametrize("env_id,kw", CASES, ids=["P1", "P2", "P2-port", "P1-pool", "P2-pool", "P2-port-pool"])
+def test_native_vec_env_replays_dummy_vec_env(env_id, kw):
+    """Same seeds, same actions: identical observations, rewards, episode ends and terminal observations,
+    across several episode ends (horizon 5-7 over 25 steps) and instance switches."""
+    n = 3
+    stats = True
+    native = make_train_vec(env_id, {**kw, "oracle": False}, n, vec="native", stats=stats)
+    dummy = make_train_vec(env_id, {**kw, "oracle": False}, n, vec="dummy", stats=stats)
+    assert native.observation_space == dummy.observation_space and native.action_space == dummy.action_space
+    native.seed(5)
+    dummy.seed(5)
+    assert np.array_equal(native.reset(), dummy.reset())
+    dummy.action_space.seed(1)
+    ends = 0
+    for t in range(25):
+        a = np.stack([dummy.action_space.sample() for _ in range(n)])
+        o1, r1, d1, i1 = native.step(a)
+        o2, r2, d2, i2 = dummy.step(a)
+        assert np.array_equal(o1, o2), t
+        np.testing.assert_allclose(r1, r2, rtol=1e-6, atol=1e-9)
+        assert np.array_equal(d1, d2)
+        for i in np.flatnonzero(d1):
+            ends += 1
+            assert np.array_equal(i1[i]["terminal_observation"], i2[i]["terminal_observation"])
+            assert i1[i]["TimeLimit.truncated"] == i2[i]["TimeLimit.truncated"]
+            assert i1[i]["episode"]["r"] == pytest.approx(i2[i]["episode"]["r"], rel=1e-5)
+    assert ends >= 2 * n
+    if env_id == P1:  # MaskablePPO's masks
+        from sb3_contrib.common.maskable.utils import get_action_masks
+
+        assert np.array_equal(get_action_masks(native), get_action_masks(dummy))
+
+
+def test_flatten_batch_equals_gymnasium_flatten():
+    from gymnasium import spaces
+
+    from clustergym.learning.vec import flatten_batch
+
+    space = spaces.Dict({"a": spaces.Box(0, 1, (2, 3)), "b": spaces.MultiBinary(4), "c": spaces.Discrete(3, start=1),
+                         "d": spaces.MultiDiscrete([2, 3, 4])})
+    space.seed(0)
+    rows = [space.sample() for _ in range(5)]
+    batch = {k: np.stack([r[k] for r in rows]) for k in space.spaces}
+    got = flatten_batch(space, batch, 5)
+    want = np.stack([spaces.flatten(space, r) for r in rows]).astype(np.float32)
+    assert np.array_equal(got, want)
+
+
+def test_cli_train_with_no_options_uses_the_defaults(tmp_path, monkeypatch):
+    """``clustergym train ENV_ID`` needs no --algo or --out: the defaults file's algorithm, runs/train/... ."""
+    monkeypatch.chdir(tmp_path)
+    rc = main(["train", P4, "--timesteps", "64", "--no-progress", "--set", "num_machines=10", "--set", "max_jobs=5",
+               "--horizon", "16", "--hp", "n_steps=32", "--hp", "batch_size=32", "--hp", "n_epochs=1"])
+    assert rc == 0
+    side = tmp_path / "runs" / "train" / "ApproxJobs-v0-ppo-s0" / "clustergym.json"
+    meta = json.loads(side.read_text())
+    assert meta["algo"] == "ppo" and meta["vec"] == "dummy"
+
+
+def test_fast_heads_with_plain_sb3():
+    """The documented one-liner: SB3's PPO with clustergym's policy class on a plain Gymnasium chain."""
+    from gymnasium.wrappers import FlattenObservation
+    from stable_baselines3 import PPO
+
+    from clustergym.learning import policy_class
+    from clustergym.learning.heads import FastActorCriticPolicy
+
+    env = FlattenObservation(gym.make(P3, action_mode="ring_size", horizon=16))
+    model = PPO(policy_class("ppo"), env, n_steps=32, batch_size=32, n_epochs=1, device="cpu", seed=0)
+    assert isinstance(model.policy, FastActorCriticPolicy)
+    model.learn(64)
+    a, _ = model.predict(env.observation_space.sample(), deterministic=True)
+    assert env.action_space.contains(a.astype(env.action_space.dtype))
+
+
+def test_native_vec_env_without_statistics_matches_the_wrapper():
+    kw = {"num_servers": 12, "horizon": 6, "oracle": False}
+    native = make_train_vec(P1, kw, 2, vec="native", stats=False)
+    dummy = make_train_vec(P1, kw, 2, vec="dummy", stats=False)
+    assert native.observation_space == dummy.observation_space
+    assert native.observation_space.shape[0] < make_train_vec(P1, kw, 1, vec="native").observation_space.shape[0]
+    native.seed(3)
+    dummy.seed(3)
+    assert np.array_equal(native.reset(), dummy.reset())
+    for _ in range(8):
+        a = np.stack([dummy.action_space.sample() for _ in range(2)])
+        assert np.array_equal(native.step(a)[0], dummy.step(a)[0])
+
+
+def test_bench_throughput_rows_name_cartpole_and_the_ratio():
+    from clustergym.bench import throughput_rows
+
+    envs = (("P1", P1, {"num_servers": 12}, "auto"), ("P3", P3, {"horizon": 16}, "auto"))
+    rows = throughput_rows(quick=True, n_envs_list=(2,), envs=envs, rollout=64)
+    assert rows[0].what.startswith("PPO training, env-steps/s, 2 envs: CartPole-v1") and rows[0].ok is None
+    assert "P1 (native)" in rows[1].what and "P3 (dummy, action_mode=ring_size)" in rows[2].what
+    for r in rows:
+        assert r.measured > 0 and r.unit == "env-steps/s"
+    for r in rows[1:]:
+        ratio = float(r.what.rsplit(", ", 1)[1].split("x")[0])
+        assert ratio == pytest.approx(r.measured / rows[0].measured, abs=0.006)
+        assert r.ok == (r.measured >= 0.5 * rows[0].measured)
