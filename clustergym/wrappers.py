@@ -9,7 +9,8 @@ Gymnasium wrappers (single env, also per sub-env inside ``gym.vector.SyncVectorE
                                policies): ``gymnasium.wrappers.FlattenObservation`` by another name
 :class:`RescaleBox`            Box actions in [min_action, max_action] (SB3 SAC, CleanRL
                                continuous PPO); unlike ``gymnasium.wrappers.RescaleAction`` it
-                               accepts entries with low == high (a device type a server lacks)
+                               accepts entries with low == high (clustergym's own Box actions
+                               have none; a user's env may)
 :class:`FlattenAction`         a Box of any shape as a 1-D Box (RLlib, most continuous trainers)
 :class:`MultiBinaryAsMultiDiscrete`  MultiBinary(n) as MultiDiscrete([2] * n) (RLlib, Tianshou)
 =============================  ===============================================================

@@ -49,32 +49,43 @@ def test_single_env_feedback_has_fixed_shapes():
         assert len(shapes) == 1, (env_id, shapes)
 
 
+class _FlatBoxEnv(gym.Env):
+    """A Box action with one zero-width entry (low == high), for RescaleBox's own rule."""
+
+    action_space = gym.spaces.Box(np.array([0.0, 1.0, -2.0], np.float32), np.array([0.0, 3.0, 2.0], np.float32))
+    observation_space = gym.spaces.Box(-1.0, 1.0, shape=(1,), dtype=np.float32)
+
+    def reset(self, *, seed=None, options=None):
+        super().reset(seed=seed)
+        return np.zeros(1, np.float32), {}
+
+    def step(self, action):
+        return np.zeros(1, np.float32), 0.0, False, False, {}
+
+
 def test_gymnasium_rescale_action_on_p2_and_rescale_box_with_zero_width_entries():
-    # the authors' code's units draw every demand from a continuous range: no zero-width entry (the default
-    # setting="paper" counts devices, and a port that requests no GPU has a = 0 there, as in the preset below)
-    env = RescaleAction(gym.make(P2, horizon=20, oracle=False, setting="authors-code"), -1.0, 1.0)
-    env.reset(seed=0)
-    env.action_space.seed(0)
-    for _ in range(5):
-        env.step(env.action_space.sample())
-    # The alibaba preset has device types some servers lack (low == high == 0): RescaleAction would give NaN.
-    raw = gym.make(P2, scenario="alibaba-v2023", horizon=20, oracle=False)
-    lo, hi = raw.unwrapped.action_bounds()
+    # P2's channel action has no zero-width entry (a_l^k = 0 entries are bounded by 1 and ignored), in
+    # every setting and preset: gymnasium's RescaleAction works and agrees with RescaleBox
+    for kw in ({}, {"setting": "authors-code"}, {"scenario": "alibaba-v2023"}):
+        raw = gym.make(P2, horizon=20, oracle=False, **kw)
+        lo, hi = raw.unwrapped.action_bounds()
+        assert np.all(hi > lo)
+        theirs, mine = RescaleAction(gym.make(P2, horizon=20, oracle=False, **kw), -1.0, 1.0), RescaleBox(raw)
+        z = np.zeros(raw.action_space.shape, np.float32)
+        assert np.all(np.isfinite(theirs.action(z))) and np.allclose(theirs.action(z), mine.action(z), rtol=1e-6)
+        theirs.reset(seed=0)
+        theirs.action_space.seed(0)
+        for _ in range(5):
+            assert np.isfinite(theirs.step(theirs.action_space.sample())[1])
+    # RescaleBox's own rule for a Box that has zero-width entries: they map to low whatever is sent
+    env = RescaleBox(_FlatBoxEnv())
+    lo, hi = env.unwrapped.action_space.low.astype(np.float64), env.unwrapped.action_space.high.astype(np.float64)
     flat = lo == hi
-    assert flat.any()
-    with np.errstate(all="ignore"):
-        assert np.isnan(RescaleAction(raw, -1.0, 1.0).action(np.zeros(raw.action_space.shape, np.float32))).any()
-    env = RescaleBox(raw)
-    assert np.array_equal(env.action(-np.ones(env.action_space.shape)), lo)
-    assert np.array_equal(env.action(np.ones(env.action_space.shape)), hi)
-    mid = env.action(np.zeros(env.action_space.shape))
+    assert np.array_equal(env.action(-np.ones(3)), lo)
+    assert np.array_equal(env.action(np.ones(3)), hi)
+    mid = env.action(np.zeros(3))
     assert np.all(np.isfinite(mid)) and np.allclose(mid, (lo + hi) / 2) and np.all(mid[flat] == lo[flat])
-    assert np.array_equal(env.action(np.full(env.action_space.shape, 5.0)), hi)  # clipped first
-    env.reset(seed=0)
-    env.action_space.seed(0)
-    for _ in range(10):
-        _, _, _, _, info = env.step(env.action_space.sample())
-        assert info["metrics"]["repaired"] >= 0
+    assert np.array_equal(env.action(np.full(3, 5.0)), hi)  # clipped first
     with pytest.raises(ValueError, match="Box"):
         RescaleBox(gym.make(P1, horizon=5))
 

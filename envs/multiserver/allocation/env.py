@@ -63,9 +63,9 @@ class MultiServerAllocationEnv(ClusterEnv):
     min(d_(l,r)^k, what is left of c_r^k). The allocation lies in Y (eqs. 3–4) by construction; the
     all-ones action is DRF's allocation exactly (the ``drf`` baseline), smaller fractions leave
     capacity to the ports served later. Fractions outside [0, 1] are clipped and counted in
-    ``metrics["repaired"]`` under ``"repair"``, a ValueError under ``"raise"``. These spaces do not
-    depend on the instance's channels: an env switches instances without ``max_edges`` (with it, the
-    observation is padded and the action unchanged). ``problem.action_mode`` carries the mode.
+    ``metrics["repaired"]`` under ``"repair"``, a ValueError under ``"raise"``. These action spaces do
+    not depend on the instance's channels nor on ``max_edges`` (the observation does: switching
+    instances needs ``max_edges`` as in the channel mode). ``problem.action_mode`` carries the mode.
 
     ## Observation Space
     P = |E| (or ``max_edges`` when padded). Besides the slot's arrivals, the observation carries what a
