@@ -84,10 +84,22 @@ def layout_keys(family: str, obs_space: gym.spaces.Dict, layout: str = "full", s
     return (*sorted(old), *(stats_keys if stats else ()))  # gymnasium's Dict sorted the keys of then
 
 
-def flatten_keys(obs_space: gym.spaces.Dict, obs: dict, keys: tuple[str, ...]) -> np.ndarray:
-    """float32 concatenation of ``gymnasium.spaces.flatten`` of each key of ``keys`` (one observation)."""
-    return np.concatenate([gym.spaces.flatten(obs_space[k], obs[k]).astype(np.float32, copy=False)
-                           for k in keys]).astype(np.float32, copy=False)
+def flatten_keys(obs_space: gym.spaces.Dict, obs: dict, keys: tuple[str, ...], plain: tuple[bool, ...] | None = None
+                 ) -> np.ndarray:
+    """float32 concatenation of ``gymnasium.spaces.flatten`` of each key of ``keys`` (one observation).
+
+    ``plain[i]``: key i's space is a Box or MultiBinary, whose flattening is a reshape (done here directly,
+    without gymnasium's dispatch: a third of a training step's Python time on P4); others go through
+    ``gymnasium.spaces.flatten`` (one-hot of discrete values)."""
+    if plain is None:
+        plain = plain_keys(obs_space, keys)
+    return np.concatenate([obs[k].reshape(-1) if p else gym.spaces.flatten(obs_space[k], obs[k])
+                           for k, p in zip(keys, plain)], dtype=np.float32)
+
+
+def plain_keys(obs_space: gym.spaces.Dict, keys: tuple[str, ...]) -> tuple[bool, ...]:
+    """Per key: whether its flattening is a plain reshape (Box, MultiBinary)."""
+    return tuple(isinstance(obs_space[k], (gym.spaces.Box, gym.spaces.MultiBinary)) for k in keys)
 
 
 def flatten_batch(obs_space: gym.spaces.Space, obs: Any, keys: tuple[str, ...] | None = None) -> np.ndarray:
@@ -165,6 +177,7 @@ class ObsPipeline:
         self.problem = problem
         self.layout = layout
         self.keys = layout_keys(family, obs_space, layout, stats)
+        self._plain = plain_keys(obs_space, self.keys)
         self.size = int(sum(gym.spaces.flatdim(obs_space[k]) for k in self.keys))
         self.space = gym.spaces.Box(-np.inf, np.inf, shape=(self.size,), dtype=np.float32)
 
@@ -175,7 +188,7 @@ class ObsPipeline:
         """Nothing to do: the env's observation carries the statistics."""
 
     def observe(self, obs) -> np.ndarray:
-        return flatten_keys(self.obs_space, obs, self.keys)
+        return flatten_keys(self.obs_space, obs, self.keys, self._plain)
 
 
 class DRLObservation(gym.ObservationWrapper):
