@@ -72,7 +72,8 @@ def main(argv=None) -> int:
                   f"({meta['vec']})", flush=True)
     agents = list(models.values()) + ([args.baseline] if args.baseline else []) + ["random"]
     res = clustergym.evaluate(args.env_id, agents, seeds=[int(x) for x in args.eval_seeds.split(",")],
-                              horizon=args.horizon, env_kwargs={k: v for k, v in kw.items() if k != "horizon"},
+                              horizon=args.horizon,  # the models' envs get their action mode from their side-cars
+                              env_kwargs={k: v for k, v in kw.items() if k not in ("horizon", "action_mode")},
                               instances=validation, workers=args.workers, progress=False)
     res.write(args.out, plots=False)
 
