@@ -209,6 +209,10 @@ class RingAllReduceEnv(ClusterEnv):
         self._cap_srv = np.asarray(topo.server_bw, dtype=np.float64)
         self._cap_rack = np.asarray(topo.rack_bw, dtype=np.float64)
         self._link_cap = np.concatenate([self._cap_srv, self._cap_rack])  # (S+R, 2)
+        # link_util of the metrics: mean over links and directions of load / capacity; a ring loads both
+        # directions equally, so it is load · (1/cap_up + 1/cap_down) / (2 (S+R))
+        self._util_w = (1.0 / self._link_cap).sum(axis=1) / self._link_cap.size  # (S+R,)
+        self._gpu_total = float(self._gpus.sum())
         wmax = self.problem.workers_max
         self._nvec = np.asarray(self.action_space.nvec)
         if self.action_mode == "placement":
@@ -319,10 +323,10 @@ class RingAllReduceEnv(ClusterEnv):
     def _info_public(self) -> dict:
         Wi = self._W[:, [0, 1, 2, 3, 9]].astype(np.int64)
         Wi[~self._present, 0] = -1
+        Wf = self._W[:, 4:9].T.copy()  # (5, J) zeta, bw, lam1, lam2, lam3 of the window (one copy, rows as views)
         window = {"id": Wi[:, 0], "present": self._present.copy(), "workers": Wi[:, 2], "cap": self._cap.copy(),
                   "remaining": Wi[:, 3] - Wi[:, 4], "attained": Wi[:, 4], "arrival": Wi[:, 1],
-                  "zeta": self._pad("zeta"), "bw": self._pad("bw"), "lam1": self._pad("lam1"),
-                  "lam2": self._pad("lam2"), "lam3": self._pad("lam3")}
+                  "zeta": Wf[0], "bw": Wf[1], "lam1": Wf[2], "lam2": Wf[3], "lam3": Wf[4]}
         return {"action_mask": self._mask(), "window": window, "t": self._t}
 
     def action_masks(self) -> np.ndarray:
@@ -491,12 +495,12 @@ class RingAllReduceEnv(ClusterEnv):
 
     def _metrics(self, y, w, reward, repaired, srv, rack) -> dict:
         active = int(self._A.shape[0])
-        embedded = int((w > 0).sum())
-        load = np.repeat(np.concatenate([srv, rack])[:, None], 2, axis=1)
-        self._last_load = load
+        embedded = int(np.count_nonzero(w))
+        per_link = np.concatenate([srv, rack])  # (S+R,) Gbps each way
+        self._last_load = np.stack([per_link, per_link], axis=1)  # (S+R, 2): the cheapest ring loads both ways
         return {"utility": reward, "embedded_ratio": embedded / active if active else 1.0, "active_jobs": active,
                 "embedded_jobs": embedded, "waiting_jobs": max(0, active - self._J),
-                "gpu_util": float(y.sum() / self._gpus.sum()), "link_util": float((load / self._link_cap).mean()),
+                "gpu_util": float(y.sum() / self._gpu_total), "link_util": float(per_link @ self._util_w),
                 "repaired": repaired}
 
     # -- rendering ----------------------------------------------------------------------------
