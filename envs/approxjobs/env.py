@@ -68,14 +68,14 @@ class ApproxJobsEnv(ClusterEnv):
     | jobs     | Box(0, inf, (J_max, 8), float64)         | per window slot: job_id, a_j, d_j, B_j, spent, v_j, β_j, X_j (0 if empty) |
     | job_mask | MultiBinary(J_max)                       | window slot occupied                       |
     | t        | Box(0, T, (1,), float32)                 | slots elapsed (the next slot is t+1)       |
-    | machine_price | Box(0, inf, (M,), float64)          | p_i, the public price of a slot on machine i |
     | machine_rate  | Box(0, 1, (M,), float32)            | mean work per slot machine i ran (estimates θ_i, §III; 0 if unused) |
     | machine_share | Box(0, 1, (M,), float32)            | share of the slots machine i ran a task    |
     | last_executed | MultiBinary(M)                      | the machines that ran last slot (``feedback["executed"]``) |
     | last_work     | Box(0, 1, (M,), float32)            | their work r_j^i(t) (``feedback["work"]``; 0 elsewhere) |
     Besides the job window, the observation carries what a learner needs (``info`` is diagnostics, never
-    required): the last slot's feedback, its per-machine statistics (updated from the feedback alone,
-    ``approxjobs/stats.py``, shared with the PettingZoo env; 0 at t = 0) and the prices OPM's budgets pay.
+    required): the last slot's feedback and its per-machine statistics (updated from the feedback alone,
+    ``approxjobs/stats.py``, shared with the PettingZoo env; 0 at t = 0). The prices p_i stay in
+    ``problem.price`` (an instance fingerprint in the observation: see ``approxjobs/stats.py``).
     ``gymnasium.wrappers.FlattenObservation`` (or ``clustergym.wrappers.FlattenWithStats``) gives the flat
     vector a standard learner takes.
 
@@ -139,8 +139,8 @@ class ApproxJobsEnv(ClusterEnv):
     * v0, issue 25: ``reset(options={"scenario_seed": k})`` and ``instances``; unknown reset options
       raise. Issue 27: ``step`` after the end raises until ``reset``.
     * v0, later: ``action_mode="job"`` (per-job levels dealt to machines by the env).
-    * v0, later: the observation carries the per-machine statistics, the last slot's feedback and the
-      prices. The flat vector of earlier versions is ``clustergym.learning.pipeline``'s ``"legacy"``
+    * v0, later: the observation carries the per-machine statistics and the last slot's feedback. The
+      flat vector of earlier versions is ``clustergym.learning.pipeline``'s ``"legacy"``
       layout (same values).
     """
 
@@ -300,7 +300,7 @@ class ApproxJobsEnv(ClusterEnv):
 
     def _obs(self) -> dict:
         obs = {"jobs": self._feat.copy(), "job_mask": (self._slot_job >= 0).astype(np.int8),
-               "t": np.array([self._t], dtype=np.float32), "machine_price": self._price.copy()}
+               "t": np.array([self._t], dtype=np.float32)}
         for key, value in self._stats.observe(np.array([self._t])).items():
             obs[key] = value[0]
         return obs
