@@ -139,7 +139,10 @@ def test_box_clone_sets_a_small_std_and_fine_tuning_loads_without_pickle(tmp_pat
     """P2 (Box, padded, [-1, 1]): BC fits the Gaussian mean, sets log_std = log(BC_BOX_STD); then PPO fine-tunes
     with FINETUNE_HP under the caller's hyperparameters, and the sb3: loader (no unpickling) acts with it."""
     out = tmp_path / "p2"
-    meta = train(P2, "ppo", 64, str(out), env_kwargs={"horizon": 16}, instances=range(100, 103), warm_start="drf",
+    with pytest.raises(ValueError, match="action_mode=channel"):  # the shipped P2 entry trains in port mode
+        train(P2, "ppo", 64, str(tmp_path / "port"), env_kwargs={"horizon": 16}, instances=range(100, 103),
+              warm_start="drf", bc_steps=64, bc_epochs=2, n_envs=2, progress=False)
+    meta = train(P2, "ppo", 64, str(out), env_kwargs={"horizon": 16, "action_mode": "channel"}, instances=range(100, 103), warm_start="drf",
                  bc_steps=64, bc_epochs=2, n_envs=2, hyperparams={"n_steps": 32, "batch_size": 32, "n_epochs": 1,
                                                                   "clip_range": 0.15}, progress=False)
     assert meta["hyperparams"]["learning_rate"] == FINETUNE_HP["learning_rate"]

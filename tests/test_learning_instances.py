@@ -33,7 +33,8 @@ def pool_model(tmp_path_factory):
 def test_pool_training_records_pool_and_padding(pool_model):
     meta = json.loads((pool_model / "clustergym.json").read_text())
     assert meta["instances"] == [10, 11, 12, 13]
-    need = max(_sizes(list(range(0, 100)) + [10, 11, 12, 13]).values())  # the pool and the default evaluation set
+    # the pool, the default evaluation set and the validation instances
+    need = max(_sizes(list(range(0, 100)) + [10, 11, 12, 13] + list(range(900, 1000))).values())
     assert meta["env_kwargs"]["max_edges"] == need
     assert meta["head"] == "fast" and meta["hyperparams"]["n_steps"] == 32  # --hp over the file's 512
     assert meta["hyperparams"]["n_epochs"] == 1 and meta["hyperparams"]["gae_lambda"] == 0.95  # the rest: ppo.yml

@@ -94,8 +94,9 @@ PLAN: dict[str, EnvPlan] = {
         Learner("ppo", "ppo", 100_000),
         Learner("sac", "sac", 10_000, {"hyperparams": _SAC_P2}, quick_budget=256,
                 note="one gradient step per 8 env steps (2,016 action dimensions)"),
-        Learner("bc(drf)+ppo", "ppo", 100_000, {"warm_start": "drf"},
-                note="behaviour cloning from DRF (the best baseline at this horizon) on training instances"),
+        Learner("bc(drf)+ppo", "ppo", 100_000, {"warm_start": "drf", "env_kwargs": {"action_mode": "channel"}},
+                note=("behaviour cloning from DRF (the best baseline at this horizon) on training instances, in the "
+                      "paper's channel action (DRF's own)")),
     ), (0, 1, 2, 3, 4), (0, 1, 2), (0, 1, 2, 3, 4), (0,)),
     "p3": EnvPlan("p3", "clustergym/RingAllReduce-v0", (
         Learner("ppo", "ppo", 50_000),

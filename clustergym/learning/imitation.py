@@ -88,8 +88,13 @@ def to_train_action(action, ref_env: gym.Env, train_env: gym.Env) -> np.ndarray:
 
     target = train_env.unwrapped.action_space  # before RescaleBox
     padded = bool(env_padding(train_env))
+    ref_shape = ref_env.unwrapped.action_space.shape
+    if np.asarray(action).size != int(np.prod(ref_shape)):
+        raise ValueError(f"the teacher's action has {np.asarray(action).size} entries, the env's action_mode="
+                         f"{getattr(train_env.unwrapped, 'action_mode', None)!r} expects {int(np.prod(ref_shape))}: a "
+                         "warm start needs the action the teacher acts in (e.g. --set action_mode=channel on P2)")
     if isinstance(target, gym.spaces.Box):
-        y = np.asarray(action, dtype=np.float64).reshape(ref_env.unwrapped.action_space.shape)
+        y = np.asarray(action, dtype=np.float64).reshape(ref_shape)
         if padded:  # fractions of the cap a_l^k (P2's box_bounds on a padded env)
             _, cap = ref_env.unwrapped.action_bounds()
             y = np.divide(y, cap, out=np.zeros_like(y), where=cap > 0)
