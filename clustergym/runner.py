@@ -575,6 +575,19 @@ class Interrupted(KeyboardInterrupt):
     """A sweep stopped by Ctrl-C or SIGTERM; the message says how much was done (nothing is written)."""
 
 
+def was_interrupted(exc: BaseException | None) -> bool:
+    """Whether ``exc`` is Ctrl-C / SIGTERM, or an error raised because of one: compiled code (numba's
+    ``SystemError: ... returned a result with an exception set``, torch) wraps a KeyboardInterrupt raised
+    inside it as the cause or context of its own error."""
+    seen = set()
+    while exc is not None and id(exc) not in seen:
+        if isinstance(exc, KeyboardInterrupt):
+            return True
+        seen.add(id(exc))
+        exc = exc.__cause__ or exc.__context__
+    return False
+
+
 class WorkerDied(RuntimeError):
     """A run whose worker process died twice (killed, out of memory, a crash in native code)."""
 
@@ -635,12 +648,19 @@ def run_tasks(fn: Callable, tasks: list, workers: int, *, report=None, on_start:
     """
     out: list = [None] * len(tasks)
     if workers == 1:
-        for i, task in enumerate(tasks):
-            if on_start is not None:
-                on_start(task)
-            out[i] = fn(task, report)
-            if on_done is not None:
-                on_done(out[i])
+        i = 0
+        try:
+            for i, task in enumerate(tasks):
+                if on_start is not None:
+                    on_start(task)
+                out[i] = fn(task, report)
+                if on_done is not None:
+                    on_done(out[i])
+        except BaseException as exc:  # Ctrl-C, also when compiled code (numba) wrapped it in a SystemError
+            if not isinstance(exc, Interrupted) and was_interrupted(exc):
+                raise Interrupted(f"interrupted after {i} of {len(tasks)} runs; these runs were discarded (no "
+                                  "results of this sweep were written)") from None
+            raise
         return out
     import sys
     import uuid
