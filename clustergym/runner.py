@@ -326,6 +326,7 @@ class Results:
         best = max(rows, key=lambda r: r["mean_total_reward"])["agent"]
         comps = {c.agent: c for c in self.comparisons(reference=best)} if len(rows) > 1 else {}
         n_inst = len(self.instances)
+        seen = self._trained_on_counts()
         head = (f"{'agent':<28} {'total reward (mean ± std)':>27}  {'vs best [95% CI]':<26} {'W/L':>7} "
                 f"{'score':>6} {'regret':>10} {'decision ms':>11}")
         lines = [f"{len(self.runs) // max(len(rows), 1)} runs per agent over {n_inst} instance(s)"
@@ -336,9 +337,22 @@ class Results:
             wl = "" if c is None else f"{c.wins}/{c.losses}"
             reg = "-" if r["mean_regret"] is None else f"{r['mean_regret']:.1f}"
             sc = "-" if r["mean_score"] is None else f"{r['mean_score']:.3f}"
-            lines.append(f"{r['agent']:<28} {r['mean_total_reward']:>15.1f} ± {r['std_total_reward']:<9.1f} "
+            name = r["agent"] + ("*" if r["agent"] in seen else "")
+            lines.append(f"{name:<28} {r['mean_total_reward']:>15.1f} ± {r['std_total_reward']:<9.1f} "
                          f"{vs:<26} {wl:>7} {sc:>6} {reg:>10} {r['decision_ms_median']:>11.3f}")
+        lines += [f"* {a}: {k} of {n} runs on instances it was trained on ({', '.join(map(str, inst))}); compare "
+                  "learned agents on held-out instances" for a, (k, n, inst) in seen.items()]
         return "\n".join(lines)
+
+    def _trained_on_counts(self) -> dict:
+        """agent -> (runs on a training instance, runs, those instances) for agents with such runs."""
+        out = {}
+        for a in self.agents:
+            runs = [r for r in self.runs if r.agent == a]
+            hit = [r for r in runs if r.trained_on]
+            if hit:
+                out[a] = (len(hit), len(runs), sorted({r.instance for r in hit}, key=lambda x: (x is None, x)))
+        return out
 
     def write(self, out_dir: str, plots: bool = True) -> list[str]:
         """Write results.json, curves.csv and (optionally) PNG plots into ``out_dir``; return paths.
@@ -851,6 +865,16 @@ def _run_ray(tasks: list[tuple], workers: int, bar) -> list[RunResult]:
             ray.shutdown()
 
 
+MAX_VALUES = 100_000  # the most seeds (or instances) one call takes: each is at least one run per agent
+
+
+def _check_size(name: str, values) -> None:
+    """Refuse a huge ``seeds`` / ``instances`` (e.g. ``range(0, 10**15)``) before iterating over it."""
+    n = len(values) if hasattr(values, "__len__") else None
+    if n is not None and n > MAX_VALUES:
+        raise ValueError(f"{name} has {n:,} values; at most {MAX_VALUES:,} per call")
+
+
 def _check_count(name: str, value, lo: int = 1) -> int:
     """An integer argument (no floats, bools or strings: ``horizon=5.9`` is an error, not 5)."""
     if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < lo:
@@ -902,6 +926,7 @@ def evaluate(env_id: str, agents: Sequence[str], seeds: Sequence[int], horizon: 
         raise ValueError("no agents given")
     if not seeds:
         raise ValueError("no seeds given")
+    _check_size("seeds", seeds)
     seeds = [_check_count("seeds", s, lo=0) for s in seeds]
     if "horizon" in env_kwargs:
         raise ValueError("pass the episode length as horizon=, not in env_kwargs")
@@ -916,6 +941,7 @@ def evaluate(env_id: str, agents: Sequence[str], seeds: Sequence[int], horizon: 
                              "pins one instance for every run")
         if not len(instances):
             raise ValueError("instances is empty")
+        _check_size("instances", instances)
         instances = list(dict.fromkeys(_check_count("instances", i, lo=0) for i in instances))
     if backend == "ray":
         _import_ray()  # fail before any work when Ray is missing

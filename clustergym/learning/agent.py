@@ -27,8 +27,8 @@ import numpy as np
 
 from clustergym.agent import BaseAgent, env_family
 from clustergym.learning.pipeline import ObsPipeline, box_bounds, sb3_mask, unscale_action
-from clustergym.learning.training import (ALGOS, HEADS, NETS, NORM_FILE, SIDE_CAR, algo_class, make_train_env,
-                                         policy_class)
+from clustergym.learning.training import (ALGOS, HEADS, NETS, NORM_FILE, SIDE_CAR, algo_class, check_algo,
+                                         make_train_env, policy_class)
 
 __all__ = ["SB3Agent", "safe_load", "check_side_car", "check_norm_file", "resolve_model_path", "PRETRAINED_DIR",
            "pretrained_models", "OBS_MODES"]
@@ -102,6 +102,10 @@ def check_side_car(meta, side: str) -> None:
         raise ValueError(f"{side}: net {meta['net']!r} is invalid: expected one of {', '.join(NETS)}")
     if meta["algo"] not in ALGOS:
         raise ValueError(f"{side}: algo {meta['algo']!r} is invalid: expected one of {', '.join(ALGOS)}")
+    try:
+        check_algo(meta["algo"], meta["family"])
+    except ValueError as exc:
+        raise ValueError(f"{side}: {exc}") from None
     if meta.get("obs", "pipeline") not in OBS_MODES:
         raise ValueError(f"{side}: obs {meta['obs']!r} is invalid: expected one of {', '.join(OBS_MODES)}")
     for k in ("normalize", "norm_obs", "stats", "rescale_action"):
@@ -236,6 +240,7 @@ def safe_load(path: str, meta: dict):
             data = json.loads(z.read("data"))
     except (OSError, KeyError, ValueError, zipfile.BadZipFile) as exc:
         raise ValueError(f"{path!r} is not a model saved by SB3 ({exc})") from None
+    _check_algo_fields(path, data, meta["algo"])
     obs_space, act_space = model_spaces(meta)
     lr = data.get("learning_rate")
     lr = float(lr) if isinstance(lr, (int, float)) else 3e-4
@@ -281,6 +286,21 @@ def safe_load(path: str, meta: dict):
         why = str(exc).strip().splitlines()[0][:160] if str(exc).strip() else type(exc).__name__
         raise ValueError(f"{path!r} does not load as {meta['algo']} (the side-car's algorithm) with the no-pickle "
                          f"loader: {type(exc).__name__}: {why}") from None
+
+
+# Fields SB3 writes to a model's data only for some algorithms: a side-car whose algorithm does not match the file.
+_ALGO_FIELDS = {"ppo": ("n_epochs", "clip_range"), "maskable_ppo": ("n_epochs", "clip_range"), "a2c": ("n_steps",),
+                "sac": ("tau", "train_freq")}
+_NOT_FIELDS = {"a2c": ("n_epochs", "tau"), "ppo": ("tau",), "maskable_ppo": ("tau",), "sac": ("n_epochs",)}
+
+
+def _check_algo_fields(path: str, data: dict, algo: str) -> None:
+    missing = [k for k in _ALGO_FIELDS[algo] if k not in data]
+    extra = [k for k in _NOT_FIELDS[algo] if k in data]
+    if missing or extra:
+        raise ValueError(f"{path!r} was not saved by {algo} (the side-car's algorithm): it "
+                         + (f"lacks {', '.join(missing)}" if missing else f"has {', '.join(extra)}")
+                         + "; fix algo in the side-car")
 
 
 def model_spaces(meta: dict) -> tuple[gym.spaces.Space, gym.spaces.Space]:

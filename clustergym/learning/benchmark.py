@@ -367,11 +367,10 @@ def _sweep(out: str, plans: Sequence[EnvPlan] | None = None) -> None:
 
 
 def _atomic_json_or_text(path: str, text: str) -> None:
-    import tempfile
-
-    fd, tmp = tempfile.mkstemp(prefix=STAGE, dir=os.path.dirname(path) or ".")
+    """Write ``path`` whole or not at all (a staged file renamed over it; the folder's lock is held)."""
+    tmp = os.path.join(os.path.dirname(path) or ".", STAGE + os.path.basename(path))
     try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
+        with open(tmp, "w", encoding="utf-8") as f:
             f.write(text)
         os.replace(tmp, path)
     except BaseException:
