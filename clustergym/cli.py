@@ -214,9 +214,9 @@ def cmd_train(args) -> int:
     # Trained into a staging folder inside --out; the earlier run is replaced only when this one finished.
     with OutputFolder(args.out, overwrite=args.overwrite, marks=TRAIN_FILES, need_total=20e6,
                       need_file=5e6) as stage:
-        if not args.no_progress:  # the logs are written as training goes: watchable before it ends
-            print(f"TensorBoard logs, live: tensorboard --logdir {os.path.join(stage.path, 'tb')} (moved to "
-                  f"{os.path.join(args.out.rstrip('/'), 'tb')} when training ends)")
+        # the logs are written as training goes (into the staging folder): watchable before it ends
+        print(f"TensorBoard logs, live: tensorboard --logdir {os.path.join(stage.path, 'tb')} (moved to "
+              f"{os.path.join(args.out.rstrip('/'), 'tb')} when training ends)", flush=True)
         meta = training.train(args.env_id, args.algo, args.timesteps, stage.path, env_kwargs=env_kwargs,
                               seed=args.seed, n_envs=args.n_envs, eval_freq=args.eval_freq,
                               eval_episodes=args.eval_episodes, stats=not args.no_stats,
@@ -412,7 +412,7 @@ def build_parser() -> argparse.ArgumentParser:
     t.add_argument("--eval-episodes", type=int, default=2, help="episodes per in-training evaluation (default 2)")
     t.add_argument("--no-stats", action="store_true", help="do not append the empirical statistics to observations")
     t.add_argument("--no-normalize", action="store_true", help="no VecNormalize")
-    t.add_argument("--no-progress", action="store_true", help="no progress bar (and no live TensorBoard line)")
+    t.add_argument("--no-progress", action="store_true", help="no progress bar")
     t.add_argument("--overwrite", action="store_true", help="replace an earlier training run in --out")
     t.add_argument("--warm-start", default=None, metavar="AGENT",
                    help="behaviour cloning from this agent's decisions on training instances before PPO / "

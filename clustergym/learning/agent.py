@@ -251,6 +251,7 @@ def safe_load(path: str, meta: dict):
         if key == "policy_class":
             # older runs: SB3's MlpPolicy; "net": "entity": the per-entity policy (its layout is JSON in policy_kwargs)
             custom[key] = policy_class(meta["algo"], meta.get("head", "sb3"), meta.get("net", "mlp"))
+            _check_policy_class(path, val, custom[key], meta)
         elif key == "observation_space":
             custom[key] = obs_space
         elif key == "action_space":
@@ -301,6 +302,20 @@ def _check_algo_fields(path: str, data: dict, algo: str) -> None:
         raise ValueError(f"{path!r} was not saved by {algo} (the side-car's algorithm): it "
                          + (f"lacks {', '.join(missing)}" if missing else f"has {', '.join(extra)}")
                          + "; fix algo in the side-car")
+
+
+def _check_policy_class(path: str, entry: dict, cls, meta: dict) -> None:
+    """The zip's readable record of its policy class (SB3 writes the class's own attributes beside the pickle:
+    ``<function FastActorCriticPolicy.forward at ...>``) must name the class the side-car's algorithm, head and
+    net give: another algorithm's weights could otherwise load and act wrongly."""
+    import re
+
+    names = {m for v in entry.values() if isinstance(v, str) for m in re.findall(r"function (\w+)\.\w+ at", v)}
+    short = cls.__qualname__.rsplit(".", 1)[-1]
+    if names and short not in names:
+        raise ValueError(f"{path!r} holds a {sorted(names)[0]} policy; the side-car's algo {meta['algo']!r} (head "
+                         f"{meta.get('head', 'sb3')!r}, net {meta.get('net', 'mlp')!r}) loads a {short}: "
+                         "fix the side-car")
 
 
 def model_spaces(meta: dict) -> tuple[gym.spaces.Space, gym.spaces.Space]:
