@@ -110,11 +110,17 @@ def shipped(tmp_path, monkeypatch):
 @pytest.fixture(scope="module")
 def train_template(tmp_path_factory):
     """A small training run on P4's pool 0-4 (model, normalisation statistics, side-car, tb/)."""
+    import contextlib
+    import io
+
     out = tmp_path_factory.mktemp("tr") / "run"
-    rc = main(["train", P4, "--algo", "ppo", "--timesteps", "64", "--horizon", "16", "--n-envs", "1",
-               "--instances", "0-4", "--hp", "n_steps=32", "--hp", "batch_size=32", "--hp", "n_epochs=1",
-               "--out", str(out), "--no-progress"])
+    printed = io.StringIO()
+    with contextlib.redirect_stdout(printed):
+        rc = main(["train", P4, "--algo", "ppo", "--timesteps", "64", "--horizon", "16", "--n-envs", "1",
+                   "--instances", "0-4", "--hp", "n_steps=32", "--hp", "batch_size=32", "--hp", "n_epochs=1",
+                   "--out", str(out), "--no-progress"])
     assert rc == 0 and (out / "vecnormalize.npz").exists()
+    (out.parent / "printed.txt").write_text(printed.getvalue())
     return out
 
 
@@ -122,7 +128,13 @@ def train_template(tmp_path_factory):
 def trained(train_template, tmp_path):
     out = tmp_path / "run"
     shutil.copytree(train_template, out)
+    (tmp_path / "printed.txt").write_text((train_template.parent / "printed.txt").read_text())
     return out, _snapshot(out)
+
+
+def _train_printed(model) -> list[str]:
+    """What `clustergym train` printed when it wrote the template run (kept beside the copy)."""
+    return (model.parent / "printed.txt").read_text().splitlines()
 
 
 @pytest.fixture
@@ -263,6 +275,8 @@ def test_train_hint_and_table_mark_training_instances(trained, earlier_results, 
 
     assert _held_out(range(0, 5)) == "5-9" and _held_out([1000, 1001]) == "0-4" and _held_out([2]) == "0,1,3,4,5"
     model, before = trained
+    hint = [ln for ln in _train_printed(model) if "evaluate on others" in ln]
+    assert len(hint) == 1 and "trained on instances 0-4" in hint[0] and "--instances 5-9 " in hint[0], hint
     res_out, res_before = earlier_results
     assert main(_run_sb3(model, res_out, "--instances", "0,7")) == 0  # instance 0 is in its pool 0-4
     text = capsys.readouterr().out
