@@ -749,12 +749,26 @@ def run_tasks(fn: Callable, tasks: list, workers: int, *, report=None, on_start:
 
 
 def _run_local(tasks: list[tuple], workers: int, bar) -> list[RunResult]:
+    """The runs in this process or the worker pool, round-robin over the agents (so the progress bar measures
+    every agent's cost early: :mod:`clustergym.progress`); results in the order of ``tasks``."""
+    from clustergym.progress import interleaved
+
+    order = interleaved(tasks)
+    mine = [tasks[i] for i in order]
     if workers == 1:
-        start = None if bar is None else (lambda task: bar.set_postfix_str(f"{task[1]} seed {task[2]}"))
-        return run_tasks(_run_task, tasks, 1, report=None if bar is None else bar.update, on_start=start)
+        start = None if bar is None else getattr(bar, "start_task", None)
+        done = _unordered(run_tasks(_run_task, mine, 1, report=None if bar is None else bar.update, on_start=start), order)
+        return done
     with _progress_queue(bar) as queue:
-        done = (lambda r: bar.update(r.steps)) if bar is not None and queue is None else None
-        return run_tasks(_run_task, tasks, workers, report=queue, on_done=done)
+        done = None if bar is None else getattr(bar, "run_done", None)
+        return _unordered(run_tasks(_run_task, mine, workers, report=queue, on_done=done), order)
+
+
+def _unordered(results: list, order: list[int]) -> list:
+    out: list = [None] * len(order)
+    for r, i in zip(results, order):
+        out[i] = r
+    return out
 
 
 @contextlib.contextmanager
@@ -1021,7 +1035,10 @@ def evaluate(env_id: str, agents: Sequence[str], seeds: Sequence[int], horizon: 
     if progress:
         from tqdm.auto import tqdm
 
-        bar = tqdm(total=total, unit="slot", desc=env_id.split("/")[-1], leave=False, dynamic_ncols=True)
+        from clustergym.progress import CostBar
+
+        bar = CostBar(tqdm(total=total, unit="slot", desc=env_id.split("/")[-1], leave=False, dynamic_ncols=True),
+                      tasks, 1 if backend == "ray" else workers)  # ETA weighted by each agent's measured cost
     run = _run_ray if backend == "ray" else _run_local
     reference: list[RunResult] = []
     try:
@@ -1032,6 +1049,7 @@ def evaluate(env_id: str, agents: Sequence[str], seeds: Sequence[int], horizon: 
                 ref_tasks = [(env_id, "random", s, int(horizon), kwargs_of(i)) for i, s in pairs]
                 if bar is not None:
                     bar.total += len(ref_tasks) * int(horizon)
+                    bar.add_tasks(ref_tasks)
                     bar.set_description_str("random (score reference)")
                 reference = run(ref_tasks, int(workers), bar)
                 runs_ref = reference

@@ -619,3 +619,42 @@ def test_every_cli_flag_has_help():
     missing += [str(a.option_strings) for a in p._actions
                 if not a.help and not isinstance(a, argparse._SubParsersAction)]
     assert not missing, missing
+
+
+def test_the_eta_is_weighted_by_each_agents_measured_cost():
+    from clustergym.progress import CostBar, interleaved
+
+    class Bar:
+        total, n, postfix = 0, 0, ""
+
+        def update(self, n):
+            self.n += n
+
+        def set_postfix_str(self, text, refresh=True):
+            self.postfix = text
+
+    now = [0.0]
+    tasks = [("e", "fast", s, 100, {}) for s in range(3)] + [("e", "slow", s, 100, {}) for s in range(3)]
+    order = interleaved(tasks)
+    assert [tasks[i][1] for i in order] == ["fast", "slow"] * 3
+    bar = CostBar(Bar(), tasks, 1, clock=lambda: now[0], every=0.0)
+    bar.start_task(tasks[0])
+    for _ in range(100):  # 1 ms a slot
+        now[0] += 0.001
+        bar.update(1)
+    assert bar.eta() == pytest.approx(500 * 0.001)  # only the fast agent measured: the others count as it
+    bar.start_task(tasks[3])
+    for _ in range(50):  # 100 ms a slot
+        now[0] += 0.1
+        bar.update(1)
+    # 200 fast slots at 1 ms + 250 slow slots at 100 ms: the slow agent's measured cost, not a slot average
+    assert bar.eta() == pytest.approx(200 * 0.001 + 250 * 0.1)
+    assert "ETA 00:25" in bar.bar.postfix
+    two = CostBar(Bar(), tasks, 2, clock=lambda: now[0])
+    two.run_done(type("R", (), {"agent": "slow", "wall_s": 10.0, "steps": 100})())
+    assert two.eta() == pytest.approx((300 * 0.1 + 200 * 0.1) / 2)
+    # the runner runs round-robin and returns results in the order asked, equal to a parallel sweep's
+    a = clustergym.evaluate(P1, ["hauf", "lcf"], [0, 1], 20, progress=True, score=False)
+    b = clustergym.evaluate(P1, ["hauf", "lcf"], [0, 1], 20, progress=False, score=False, workers=2)
+    assert [(r.agent, r.seed) for r in a.runs] == [("hauf", 0), ("hauf", 1), ("lcf", 0), ("lcf", 1)]
+    assert [r.total_reward for r in a.runs] == [r.total_reward for r in b.runs]
