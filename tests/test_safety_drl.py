@@ -465,6 +465,27 @@ def test_ctrl_c_during_train_is_one_line_and_tensorboard_logs_were_live(trained)
     assert _snapshot(out) == before and not _staging(out)
 
 
+@pytest.mark.skipif(not LINUX, reason="POSIX signals")
+def test_ctrl_c_during_drl_keeps_finished_cells_in_one_line(quick):
+    out, before = quick
+    proc = _start(["drl", "--quick", "--learners", "ppo", "--seeds", "1,4", "--workers", "1", "--no-progress",
+                   "--out", str(out)], out)
+    cells = out / "p4" / "ppo"
+    try:
+        _wait(lambda: [n for n in os.listdir(cells) if n.startswith(benchmark.STAGE)], proc, "a cell's training")
+        time.sleep(1.0)
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    lines = err.strip().splitlines()
+    assert proc.returncode == 130 and len(lines) == 1, err
+    assert lines[0].startswith("clustergym: interrupted after 0 of 1 cells") and "finished cells are kept" in lines[0]
+    assert _snapshot(out) == before  # the finished cell (seed 1) and everything else as it was; seed 4 discarded
+    assert not [n for n in os.listdir(cells) if n.startswith(benchmark.STAGE)]
+
+
 # -- guards ------------------------------------------------------------------------------------------------
 
 def test_drl_shares_the_lock_of_run_and_train(quick, capsys, tmp_path):

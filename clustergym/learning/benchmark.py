@@ -615,7 +615,10 @@ def _run_planned(out, plan, *, quick, workers, progress, figures, learners, log)
 
         bar = tqdm(total=len(todo), desc="drl cells", unit="cell")
 
+    finished = []
+
     def done(result):
+        finished.append(result["path"])
         if bar is not None:
             bar.update(1)
         rel = os.path.relpath(result["path"], out)
@@ -628,6 +631,13 @@ def _run_planned(out, plan, *, quick, workers, progress, figures, learners, log)
         order = sorted(todo, key=lambda t: -t[1]["learner"]["budget"] * (5 if t[1]["env_id"].endswith("RingAllReduce-v0")
                                                                         else 1))
         run_tasks(_train_cell, order, max(1, min(int(workers), len(order) or 1)), on_done=done)
+    except KeyboardInterrupt as exc:
+        from clustergym.runner import was_interrupted
+
+        if was_interrupted(exc):
+            raise KeyboardInterrupt(f"interrupted after {len(finished)} of {len(todo)} cells; the finished cells are "
+                                    "kept (the next drl reuses them), the cells in training were discarded") from None
+        raise
     finally:
         if bar is not None:
             bar.close()
