@@ -127,7 +127,9 @@ def check_norm_file(path: str, size: int | None = None) -> dict:
     except (OSError, EOFError, ValueError, TypeError) as exc:
         if isinstance(exc, ValueError) and str(exc).startswith(path):
             raise
-        raise ValueError(f"{path}: not a normalisation statistics file ({type(exc).__name__})") from None
+        why = str(exc).strip().splitlines()[0][:120] if str(exc).strip() else ""
+        raise ValueError(f"{path}: not a normalisation statistics file ({type(exc).__name__}"
+                         + (f": {why})" if why else ")")) from None
     for k in ("mean", "var"):
         if n[k].ndim != 1 or (size is not None and n[k].shape[0] != size):
             want = f"({size},)" if size is not None else "a vector"
