@@ -308,16 +308,19 @@ def _check_algo_fields(path: str, data: dict, algo: str) -> None:
 
 def _check_policy_class(path: str, entry: dict, cls, meta: dict) -> None:
     """The zip's readable record of its policy class (SB3 writes the class's own attributes beside the pickle:
-    ``<function FastActorCriticPolicy.forward at ...>``) must name the class the side-car's algorithm, head and
-    net give: another algorithm's weights could otherwise load and act wrongly."""
+    ``<function FastActorCriticPolicy.forward at ...>``) must name a policy of the side-car's algorithm and net
+    (either action head: they share the weights): another algorithm's weights could otherwise load and act
+    wrongly."""
     import re
 
     names = {m for v in entry.values() if isinstance(v, str) for m in re.findall(r"function (\w+)\.\w+ at", v)}
-    short = cls.__qualname__.rsplit(".", 1)[-1]
-    if names and short not in names:
-        raise ValueError(f"{path!r} holds a {sorted(names)[0]} policy; the side-car's algo {meta['algo']!r} (head "
-                         f"{meta.get('head', 'sb3')!r}, net {meta.get('net', 'mlp')!r}) loads a {short}: "
-                         "fix the side-car")
+    if not names:
+        return
+    net = meta.get("net", "mlp")
+    ok = {c.__qualname__.rsplit(".", 1)[-1] for h in HEADS for c in policy_class(meta["algo"], h, net).__mro__}
+    if not names & ok:
+        raise ValueError(f"{path!r} holds a {sorted(names)[0]} policy; the side-car's algo {meta['algo']!r} (net "
+                         f"{net!r}) loads a {cls.__qualname__.rsplit('.', 1)[-1]}: fix the side-car")
 
 
 def model_spaces(meta: dict) -> tuple[gym.spaces.Space, gym.spaces.Space]:
