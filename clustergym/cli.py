@@ -216,18 +216,23 @@ def cmd_train(args) -> int:
         env_kwargs["horizon"] = args.horizon
     hp = _parse_set(args.hp)
     instances = None if args.instances is None else _parse_seeds(args.instances, "--instances")
+    _check_warm_flags(args)
     # Trained into a staging folder inside --out; the earlier run is replaced only when this one finished.
     with OutputFolder(args.out, overwrite=args.overwrite, marks=TRAIN_FILES, need_total=20e6,
                       need_file=5e6) as stage:
+        # the logs are written as training goes (into the staging folder): watchable before it ends
+        print(f"TensorBoard logs, live: tensorboard --logdir {os.path.join(stage.path, 'tb')} (moved to "
+              f"{os.path.join(args.out.rstrip('/'), 'tb')} when training ends)", flush=True)
         meta = training.train(args.env_id, args.algo, args.timesteps, stage.path, env_kwargs=env_kwargs,
                               seed=args.seed, n_envs=args.n_envs, eval_freq=args.eval_freq,
                               eval_episodes=args.eval_episodes, stats=not args.no_stats,
                               normalize=False if args.no_normalize else None, hyperparams=hp,
                               hyperparams_file=args.hp_file, head=args.action_head, progress=not args.no_progress,
                               verbose=args.verbose, instances=instances, net=args.net, vec=args.vec,
-                              **({} if args.warm_start is None else {"warm_start": args.warm_start,
-                                                                     "bc_steps": args.bc_steps,
-                                                                     "bc_epochs": args.bc_epochs}))
+                              **({} if args.warm_start is None else {
+                                  "warm_start": args.warm_start,
+                                  "bc_steps": 20_000 if args.bc_steps is None else args.bc_steps,
+                                  "bc_epochs": 30 if args.bc_epochs is None else args.bc_epochs}))
     model = f"{args.out.rstrip('/')}/model.zip"
     done = meta.get("timesteps_trained", meta["timesteps"])
     note = "" if done == meta["timesteps"] else (f" (asked {meta['timesteps']:,}; {meta['algo']} trains whole "
@@ -249,12 +254,30 @@ def cmd_train(args) -> int:
         from clustergym.learning.instances import describe_pool
 
         print(f"trained on instances {describe_pool(meta['instances'])}; evaluate on others: clustergym run "
-              f"{meta['env_id']} --agents sb3:{model},random --instances 0-4 --seeds 0 --out runs/eval")
+              f"{meta['env_id']} --agents sb3:{model},random --instances {_held_out(meta['instances'])} --seeds 0 "
+              "--out runs/eval")
     else:
         inst = meta.get("env_kwargs", {}).get("scenario_seed", 0)
         print(f"evaluate: clustergym run {meta['env_id']} --agents sb3:{model} --seeds 100-102 --out runs/eval "
               f"(instance {inst}, the one it was trained on)")
     return 0
+
+
+def _check_warm_flags(args) -> None:
+    if args.warm_start is None:
+        given = [f for f, v in (("--bc-steps", args.bc_steps), ("--bc-epochs", args.bc_epochs)) if v is not None]
+        if given:
+            raise UsageError(f"{given[0]} sets the behaviour cloning of --warm-start AGENT, which is not given")
+
+
+def _held_out(pool) -> str:
+    """Five instances outside the training pool, as --instances text (0-4 unless the pool covers some)."""
+    taken, free, k = set(int(i) for i in pool), [], 0
+    while len(free) < 5:
+        if k not in taken:
+            free.append(k)
+        k += 1
+    return f"{free[0]}-{free[-1]}" if free[-1] - free[0] == 4 else ",".join(map(str, free))
 
 
 TRAIN_FILES = ("model.zip", "clustergym.json", "vecnormalize.npz", "vecnormalize.pkl", "evaluations.npz", "training_curve.png",
@@ -264,7 +287,8 @@ TRAIN_FILES = ("model.zip", "clustergym.json", "vecnormalize.npz", "vecnormalize
 def cmd_drl(args) -> int:
     from clustergym.learning import benchmark
 
-    _check_out(args.out)
+    out = args.out if args.out is not None else (benchmark.QUICK["out"] if args.quick else benchmark.FULL_OUT)
+    _check_out(out)
     envs = None if args.envs is None else [e.strip().lower() for e in args.envs.split(",") if e.strip()]
     for e in envs or ():
         if e not in benchmark.PLAN:
@@ -273,22 +297,37 @@ def cmd_drl(args) -> int:
     learners = None if args.learners is None else [x.strip() for x in args.learners.split(",") if x.strip()]
     if args.workers < 1:
         raise UsageError(f"--workers {args.workers} is invalid: expected an integer >= 1")
-    from filelock import FileLock, Timeout
+    if args.export_pretrained:
+        benchmark.check_export(args.quick, learners, envs)
+    if args.figures is not None:
+        _check_out(args.figures)
+    from clustergym.outdir import FolderLock
 
-    os.makedirs(args.out, exist_ok=True)
-    lock = FileLock(os.path.join(args.out, ".clustergym-drl.lock"))
-    try:
-        lock.acquire(timeout=0)
-    except Timeout:
-        raise UsageError(f"{args.out} is in use by another 'clustergym drl' (lock {lock.lock_file})") from None
-    try:
-        benchmark.run_benchmark(args.out, envs, quick=args.quick, seeds=seeds, workers=args.workers,
-                                progress=not args.no_progress, figures=args.figures, learners=learners)
+    plan = benchmark.plan_cells(out, envs, quick=args.quick, seeds=seeds, learners=learners)  # before the lock
+    with FolderLock(out, need_total=benchmark.CELL_BYTES * len(plan["todo"]) + 20e6,
+                    need_file=benchmark.CELL_FILE_BYTES):  # the lock clustergym run and train take
+        benchmark.run_benchmark(out, envs, quick=args.quick, seeds=seeds, workers=args.workers,
+                                progress=not args.no_progress, figures=args.figures, learners=learners, lock=False)
         if args.export_pretrained:
-            for key in envs or (benchmark.QUICK["envs"] if args.quick else benchmark.PLAN):
-                benchmark.export_pretrained(args.out, key)
-    finally:
-        lock.release()
+            keys = envs or list(benchmark.PLAN)
+            for key in keys:  # every check of every env first: nothing shipped is replaced when one fails
+                benchmark._prepare_export(out, key)
+            for key in keys:
+                benchmark.export_pretrained(out, key)
+    return 0
+
+
+def cmd_import_model(args) -> int:
+    from clustergym.learning.importing import import_model
+
+    _check_out(args.out)
+    meta = import_model(args.model, args.env_id, args.out, algo=args.algo, env_kwargs=_parse_set(args.set),
+                        overwrite=args.overwrite)
+    inst = meta["env_kwargs"].get("scenario_seed", 0)
+    print(f"imported {args.model} as a {meta['algo']} model of {meta['env_id']} (observation: FlattenObservation; "
+          f"instance {inst}) into {args.out}")
+    print(f"evaluate: clustergym run {meta['env_id']} --agents sb3:{args.out.rstrip('/')},random --seeds 0-2 "
+          "--out runs/eval")
     return 0
 
 
@@ -325,6 +364,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = _Parser(prog="clustergym", description="Online cluster scheduling environments and agents.")
     p.add_argument("--debug", action="store_true", help="show full tracebacks on errors")
+    p.add_argument("--version", action="version", version=f"clustergym {_version()}",
+                   help="print the installed clustergym version and exit")
     sub = p.add_subparsers(dest="command", required=True)
     # --debug also after the subcommand (SUPPRESS: a subcommand without it keeps the top-level value)
     debug = _Parser(add_help=False)
@@ -333,7 +374,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub.add_parser("list", parents=[debug], help="registered envs and the agents that can act in each").set_defaults(func=cmd_list)
 
     r = sub.add_parser("run", parents=[debug], help="evaluate agents on an env over instances and seeds")
-    r.add_argument("env_id")
+    r.add_argument("env_id", help="a registered env id, e.g. clustergym/MultiServerChannel-v0 (clustergym list)")
     r.add_argument("--agents", required=True, help="comma-separated, options in brackets: esdp[only_active=true],hauf")
     r.add_argument("--seeds", default="0", help="dynamics seeds, e.g. 0,1,2 or 0-4; by default the run with "
                                                 "seed s uses instance (scenario_seed) s")
@@ -341,31 +382,32 @@ def build_parser() -> argparse.ArgumentParser:
                                                      "(--set scenario_seed=K pins one instance instead)")
     r.add_argument("--no-score", action="store_true",
                    help="skip the normalised score (saves the random reference runs)")
-    r.add_argument("--horizon", type=int, default=2000)
+    r.add_argument("--horizon", type=int, default=2000, help="slots per run (default 2000)")
     r.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="env kwarg (JSON value)")
-    r.add_argument("--workers", type=int, default=1)
+    r.add_argument("--workers", type=int, default=1, help="parallel worker processes (default 1: in this process)")
     r.add_argument("--backend", default="local", choices=["local", "ray"],
                    help="ray: one Ray task per run on $RAY_ADDRESS or a local Ray with --workers CPUs "
                         "(pip install 'clustergym[ray]'); results equal the local backend's")
-    r.add_argument("--out", required=True)
-    r.add_argument("--no-plots", action="store_true")
+    r.add_argument("--out", required=True, help="results folder (results.json, curves.csv, plots)")
+    r.add_argument("--no-plots", action="store_true", help="write no PNG plots")
     r.add_argument("--overwrite", action="store_true", help="replace the results of an earlier run in --out")
-    r.add_argument("--no-progress", action="store_true")
+    r.add_argument("--no-progress", action="store_true", help="no progress bar")
     r.set_defaults(func=cmd_run)
 
     rp = sub.add_parser("reproduce", parents=[debug], help="the papers' comparisons with tables, plots and a report")
     rp.add_argument("paper", help=f"one of {', '.join([*list_papers(), 'all'])}")
     rp.add_argument("--quick", action="store_true", help="shorter horizons and fewer seeds")
-    rp.add_argument("--out", default="runs/reproduce")
-    rp.add_argument("--workers", type=int, default=2)
-    rp.add_argument("--no-progress", action="store_true")
+    rp.add_argument("--out", default="runs/reproduce", help="report folder (report.md, one folder per paper)")
+    rp.add_argument("--workers", type=int, default=2, help="parallel worker processes (default 2)")
+    rp.add_argument("--no-progress", action="store_true", help="no progress bars")
     rp.add_argument("--overwrite", action="store_true", help="replace an earlier reproduction in --out")
     rp.set_defaults(func=cmd_reproduce)
 
     t = sub.add_parser("train", parents=[debug], help="train a Stable-Baselines3 agent (saved model = agent sb3:DIR/model.zip)")
-    t.add_argument("env_id")
+    t.add_argument("env_id", help="a registered env id, e.g. clustergym/ApproxJobs-v0 (clustergym list)")
     t.add_argument("--algo", default=None, choices=["ppo", "a2c", "sac", "maskable_ppo"],
-                   help="algorithm (default: the env's entry in clustergym/learning/hyperparams/defaults.yml)")
+                   help="the algorithm (sac: Box actions, P2; maskable_ppo: action masks, P1 and P4; default: the "
+                        "env's entry in clustergym/learning/hyperparams/defaults.yml)")
     t.add_argument("--timesteps", type=int, default=None,
                    help="env steps of training (default: n_timesteps of the hyperparameter file's entry)")
     t.add_argument("--out", default=None,
@@ -388,32 +430,35 @@ def build_parser() -> argparse.ArgumentParser:
                    help="training pool of scenario seeds, e.g. 100-199: each sub-env draws one per episode "
                         "(default 1000-1099, disjoint from run's default instances; --set scenario_seed=K trains "
                         "on one instance)")
-    t.add_argument("--seed", type=int, default=0)
+    t.add_argument("--seed", type=int, default=0, help="training seed (SB3's seed; training envs seed, seed+1, ...)")
     t.add_argument("--n-envs", type=int, default=None,
                    help="parallel training envs (default: the hyperparameter file's n_envs, else 4; SAC uses 1)")
     t.add_argument("--eval-freq", type=int, default=0,
                    help="in-training evaluation every N timesteps on held-out seeds (default 0: off; it costs "
                         "training time)")
-    t.add_argument("--eval-episodes", type=int, default=2)
+    t.add_argument("--eval-episodes", type=int, default=2, help="episodes per in-training evaluation (default 2)")
     t.add_argument("--vec", default=None, choices=["auto", "native", "dummy", "subproc"],
                    help="how the training envs are stepped: native (the env's native vector env, one batched call; "
                         "P1, P2), dummy (SB3's DummyVecEnv), subproc (one process per env) or auto (default: "
                         "native where it exists; the hyperparameter file's vec when it sets one)")
     t.add_argument("--no-stats", action="store_true", help="do not append the empirical statistics to observations")
     t.add_argument("--no-normalize", action="store_true", help="no VecNormalize")
-    t.add_argument("--no-progress", action="store_true")
+    t.add_argument("--no-progress", action="store_true", help="no progress bar")
     t.add_argument("--overwrite", action="store_true", help="replace an earlier training run in --out")
     t.add_argument("--warm-start", default=None, metavar="AGENT",
                    help="behaviour cloning from this agent's decisions on training instances before PPO / "
                         "MaskablePPO fine-tuning (e.g. esdp, fair); --timesteps 0 keeps the cloned policy")
-    t.add_argument("--bc-steps", type=int, default=20_000, help="demonstration env steps for --warm-start (default 20000)")
-    t.add_argument("--bc-epochs", type=int, default=30, help="passes over the demonstrations for --warm-start (default 30)")
-    t.add_argument("--verbose", type=int, default=0)
+    t.add_argument("--bc-steps", type=int, default=None,
+                   help="demonstration env steps for --warm-start (default 20000; only with --warm-start)")
+    t.add_argument("--bc-epochs", type=int, default=None,
+                   help="passes over the demonstrations for --warm-start (default 30; only with --warm-start)")
+    t.add_argument("--verbose", type=int, default=0, help="SB3's verbosity: 0 (default), 1 or 2")
     t.set_defaults(func=cmd_train)
 
     d = sub.add_parser("drl", parents=[debug], help="the learned-scheduler benchmark: train on an instance pool, "
                        "evaluate on held-out instances beside the paper policies (resumable)")
-    d.add_argument("--out", default="runs/drl", help="benchmark folder (finished cells in it are reused)")
+    d.add_argument("--out", default=None, help="benchmark folder; finished cells in it are reused (default runs/drl; "
+                   "--quick: runs/drl-quick; one folder holds one of the two)")
     d.add_argument("--envs", default=None, help="comma-separated: p1,p2,p3,p4 (default: all; --quick: p4)")
     d.add_argument("--learners", default=None, help="only these learners, e.g. ppo,maskable_ppo")
     d.add_argument("--seeds", default=None, help="training seeds (default 0-2; --quick: 0,1)")
@@ -421,8 +466,9 @@ def build_parser() -> argparse.ArgumentParser:
     d.add_argument("--workers", type=int, default=2, help="cells trained in parallel (one process each)")
     d.add_argument("--figures", default=None, help="also copy the learning-curve figures here (docs/figures)")
     d.add_argument("--export-pretrained", action="store_true",
-                   help="ship each env's best learner (seed 0) as sb3:pretrained/<EnvName> in the package")
-    d.add_argument("--no-progress", action="store_true")
+                   help="replace the shipped sb3:pretrained/<EnvName> models with each env's best learner (its lowest "
+                        "training seed); only from the full benchmark with every learner")
+    d.add_argument("--no-progress", action="store_true", help="no progress bars")
     d.set_defaults(func=cmd_drl)
 
     v = sub.add_parser("replay", parents=[debug], help="an agent's episode as an animation (GIF/MP4), or two agents "
@@ -443,7 +489,37 @@ def build_parser() -> argparse.ArgumentParser:
     b.add_argument("--quick", action="store_true", help="fewer repetitions")
     b.add_argument("--out", default=None, help="also write the table as JSON here")
     b.set_defaults(func=cmd_bench)
+
+    im = sub.add_parser("import-model", parents=[debug], help="make a model trained with plain Stable-Baselines3 "
+                        "(on FlattenObservation(gym.make(ENV))) an sb3: agent: checks its spaces, writes the side-car")
+    im.add_argument("model", help="the model.zip SB3 saved")
+    im.add_argument("--env", dest="env_id", required=True, help="the env id it was trained on, e.g. clustergym/ApproxJobs-v0")
+    im.add_argument("--algo", default="ppo", choices=["ppo", "a2c", "sac", "maskable_ppo"],
+                    help="the SB3 algorithm it was trained with (default ppo)")
+    im.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                    help="an env kwarg it was trained with (JSON value), e.g. --set scenario_seed=3")
+    im.add_argument("--out", required=True, help="run folder to write (model.zip, clustergym.json); then sb3:OUT")
+    im.add_argument("--overwrite", action="store_true", help="replace an earlier model in --out")
+    im.set_defaults(func=cmd_import_model)
     return p
+
+
+def _version() -> str:
+    import clustergym
+
+    return clustergym.__version__
+
+
+def _interrupt_message(exc, args) -> str:
+    """The one line of an interrupted command: the runner's count of finished runs when it has one."""
+    text = str(exc).strip() if exc is not None else ""
+    if text and text != "terminated":
+        return text
+    what = "terminated" if text == "terminated" else "interrupted"
+    kept = {"train": "; nothing in --out was replaced (an earlier run there is intact)",
+            "drl": "; finished cells are kept, the cells in training were discarded",
+            "import-model": "; nothing was written"}.get(getattr(args, "command", ""), "; nothing was written")
+    return what + kept
 
 
 def _on_sigterm(signum, frame):
@@ -473,7 +549,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return int(args.func(args) or 0)
     except KeyboardInterrupt as exc:
-        print(f"clustergym: {exc or 'interrupted'}", file=sys.stderr)
+        print(f"clustergym: {_interrupt_message(exc, args)}", file=sys.stderr)
         return 130
     except BrokenPipeError:  # `clustergym list | head`: the reader left; not an error of ours
         import os
@@ -494,7 +570,11 @@ def main(argv: list[str] | None = None) -> int:
     except Exception as exc:  # noqa: BLE001 - user errors are one line; everything else too, unless --debug
         import gymnasium
 
-        from clustergym.runner import WorkerDied
+        from clustergym.runner import WorkerDied, was_interrupted
+
+        if was_interrupted(exc) and not args.debug:  # Ctrl-C inside compiled code (numba, torch) that wrapped it
+            print(f"clustergym: {_interrupt_message(None, args)}", file=sys.stderr)
+            return 130
 
         if not isinstance(exc, (UsageError, ValueError, TypeError, FileNotFoundError, gymnasium.error.Error,
                                 WorkerDied)):

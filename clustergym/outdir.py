@@ -28,7 +28,7 @@ import sys
 import tempfile
 import time
 
-__all__ = ["MANIFEST", "LOCK", "OutputError", "OutputFolder", "check_path", "check_fresh", "read_manifest"]
+__all__ = ["MANIFEST", "LOCK", "OutputError", "OutputFolder", "FolderLock", "check_path", "check_fresh", "read_manifest"]
 
 MANIFEST = ".clustergym-files.json"  # what a command wrote into its --out (so --overwrite clears exactly that)
 LOCK = ".clustergym.lock"  # held by the one process writing into the folder
@@ -289,3 +289,56 @@ class OutputFolder:
             shutil.rmtree(trash, ignore_errors=True)
         self.written = new
         return new
+
+
+class FolderLock:
+    """``with FolderLock(folder):`` hold ``folder``'s lock (:data:`LOCK`, the one :class:`OutputFolder` takes,
+    so ``clustergym run``, ``train`` and ``drl`` never write one folder at once) for a command that keeps its own
+    files in the folder (``clustergym drl``'s cells). Creates the folder when missing (removed again on a
+    failure before anything else was written); refused with one line naming the holder when it is busy; checks
+    the free space and the file-size limit against the caller's estimate (``need_total``, ``need_file``)."""
+
+    def __init__(self, path: str, *, need_total: float = 0.0, need_file: float = 0.0):
+        self.out = path
+        self._folder = OutputFolder(path, overwrite=True, marks=(), need_total=need_total, need_file=need_file)
+
+    def __enter__(self) -> "FolderLock":
+        from filelock import FileLock, Timeout
+
+        f = self._folder
+        check_path(self.out)
+        if not os.path.isdir(self.out):
+            try:
+                os.makedirs(self.out)
+                f._created = True
+            except FileExistsError:
+                pass
+            except OSError as exc:
+                raise OutputError(f"--out {_short(self.out)!r}: cannot create it ({exc.strerror})") from None
+        lock = FileLock(os.path.join(self.out, LOCK), timeout=0)
+        try:
+            lock.acquire()
+        except Timeout:
+            f._release(failed=True)
+            raise OutputError(f"--out {_short(self.out)!r} is in use by {_holder(self.out)}; wait for it to finish "
+                              "or choose another folder") from None
+        except OSError as exc:
+            raise OutputError(f"--out {_short(self.out)!r}: cannot create its lock file ({exc.strerror})") from None
+        f._lock = lock
+        try:
+            f._write_holder()
+            _free_checks(self.out, f.need_total, f.need_file)
+        except BaseException:
+            f._release(failed=True)
+            raise
+        return self
+
+    def __exit__(self, exc_type, exc, tb) -> None:
+        failed = exc_type is not None and not self._wrote_anything()
+        self._folder._release(failed=failed)
+
+    def _wrote_anything(self) -> bool:
+        try:
+            return bool(set(os.listdir(self.out)) - set(_OURS))
+        except OSError:
+            return True

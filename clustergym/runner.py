@@ -334,18 +334,33 @@ class Results:
         best = max(rows, key=lambda r: r["mean_total_reward"])["agent"]
         comps = {c.agent: c for c in self.comparisons(reference=best)} if len(rows) > 1 else {}
         n_inst = len(self.instances)
+        seen = self._trained_on_counts()
         body = []
         for r in sorted(rows, key=lambda r: -r["mean_total_reward"]):
             c = comps.get(r["agent"])
-            body.append([r["agent"], f"{r['mean_total_reward']:.1f} ± {r['std_total_reward']:.1f}",
+            body.append([r["agent"] + ("*" if r["agent"] in seen else ""),
+                         f"{r['mean_total_reward']:.1f} ± {r['std_total_reward']:.1f}",
                          "(best)" if c is None else fmt_ci(c), "" if c is None else f"{c.wins}/{c.losses}",
                          "-" if r["mean_score"] is None else f"{r['mean_score']:.3f}",
                          "-" if r["mean_regret"] is None else f"{r['mean_regret']:.1f}",
                          f"{r['decision_ms_median']:.3f}"])
         head = ["agent", "total reward (mean ± std)", "vs best [95% CI]", "W/L", "score", "regret", "decision ms"]
-        return (f"{len(self.runs) // max(len(rows), 1)} runs per agent over {n_inst} instance(s)"
-                f" ({self.instance_axis}); intervals: 95% t over instances\n"
-                + aligned_table(head, body, align=("left", "right", "left", "right", "right", "right", "right")))
+        lines = [f"* {a}: {k} of {n} runs on instances it was trained on ({', '.join(map(str, inst))}); compare "
+                 "learned agents on held-out instances" for a, (k, n, inst) in seen.items()]
+        return "\n".join([f"{len(self.runs) // max(len(rows), 1)} runs per agent over {n_inst} instance(s)"
+                          f" ({self.instance_axis}); intervals: 95% t over instances",
+                          aligned_table(head, body, align=("left", "right", "left", "right", "right", "right",
+                                                           "right")), *lines])
+
+    def _trained_on_counts(self) -> dict:
+        """agent -> (runs on a training instance, runs, those instances) for agents with such runs."""
+        out = {}
+        for a in self.agents:
+            runs = [r for r in self.runs if r.agent == a]
+            hit = [r for r in runs if r.trained_on]
+            if hit:
+                out[a] = (len(hit), len(runs), sorted({r.instance for r in hit}, key=lambda x: (x is None, x)))
+        return out
 
     def write(self, out_dir: str, plots: bool = True) -> list[str]:
         """Write results.json, curves.csv and (optionally) PNG plots into ``out_dir``; return paths.
@@ -582,6 +597,19 @@ class Interrupted(KeyboardInterrupt):
     """A sweep stopped by Ctrl-C or SIGTERM; the message says how much was done (nothing is written)."""
 
 
+def was_interrupted(exc: BaseException | None) -> bool:
+    """Whether ``exc`` is Ctrl-C / SIGTERM, or an error raised because of one: compiled code (numba's
+    ``SystemError: ... returned a result with an exception set``, torch) wraps a KeyboardInterrupt raised
+    inside it as the cause or context of its own error."""
+    seen = set()
+    while exc is not None and id(exc) not in seen:
+        if isinstance(exc, KeyboardInterrupt):
+            return True
+        seen.add(id(exc))
+        exc = exc.__cause__ or exc.__context__
+    return False
+
+
 class WorkerDied(RuntimeError):
     """A run whose worker process died twice (killed, out of memory, a crash in native code)."""
 
@@ -642,12 +670,19 @@ def run_tasks(fn: Callable, tasks: list, workers: int, *, report=None, on_start:
     """
     out: list = [None] * len(tasks)
     if workers == 1:
-        for i, task in enumerate(tasks):
-            if on_start is not None:
-                on_start(task)
-            out[i] = fn(task, report)
-            if on_done is not None:
-                on_done(out[i])
+        i = 0
+        try:
+            for i, task in enumerate(tasks):
+                if on_start is not None:
+                    on_start(task)
+                out[i] = fn(task, report)
+                if on_done is not None:
+                    on_done(out[i])
+        except BaseException as exc:  # Ctrl-C, also when compiled code (numba) wrapped it in a SystemError
+            if not isinstance(exc, Interrupted) and was_interrupted(exc):
+                raise Interrupted(f"interrupted after {i} of {len(tasks)} runs; these runs were discarded (no "
+                                  "results of this sweep were written)") from None
+            raise
         return out
     import sys
     import uuid
@@ -722,12 +757,26 @@ def run_tasks(fn: Callable, tasks: list, workers: int, *, report=None, on_start:
 
 
 def _run_local(tasks: list[tuple], workers: int, bar) -> list[RunResult]:
+    """The runs in this process or the worker pool, round-robin over the agents (so the progress bar measures
+    every agent's cost early: :mod:`clustergym.progress`); results in the order of ``tasks``."""
+    from clustergym.progress import interleaved
+
+    order = interleaved(tasks)
+    mine = [tasks[i] for i in order]
     if workers == 1:
-        start = None if bar is None else (lambda task: bar.set_postfix_str(f"{task[1]} seed {task[2]}"))
-        return run_tasks(_run_task, tasks, 1, report=None if bar is None else bar.update, on_start=start)
+        start = None if bar is None else getattr(bar, "start_task", None)
+        done = _unordered(run_tasks(_run_task, mine, 1, report=None if bar is None else bar.update, on_start=start), order)
+        return done
     with _progress_queue(bar) as queue:
-        done = (lambda r: bar.update(r.steps)) if bar is not None and queue is None else None
-        return run_tasks(_run_task, tasks, workers, report=queue, on_done=done)
+        done = None if bar is None else getattr(bar, "run_done", None)
+        return _unordered(run_tasks(_run_task, mine, workers, report=queue, on_done=done), order)
+
+
+def _unordered(results: list, order: list[int]) -> list:
+    out: list = [None] * len(order)
+    for r, i in zip(results, order):
+        out[i] = r
+    return out
 
 
 @contextlib.contextmanager
@@ -838,6 +887,16 @@ def _run_ray(tasks: list[tuple], workers: int, bar) -> list[RunResult]:
             ray.shutdown()
 
 
+MAX_VALUES = 100_000  # the most seeds (or instances) one call takes: each is at least one run per agent
+
+
+def _check_size(name: str, values) -> None:
+    """Refuse a huge ``seeds`` / ``instances`` (e.g. ``range(0, 10**15)``) before iterating over it."""
+    n = len(values) if hasattr(values, "__len__") else None
+    if n is not None and n > MAX_VALUES:
+        raise ValueError(f"{name} has {n:,} values; at most {MAX_VALUES:,} per call")
+
+
 def _check_count(name: str, value, lo: int = 1) -> int:
     """An integer argument (no floats, bools or strings: ``horizon=5.9`` is an error, not 5)."""
     if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < lo:
@@ -889,6 +948,7 @@ def evaluate(env_id: str, agents: Sequence[str], seeds: Sequence[int], horizon: 
         raise ValueError("no agents given")
     if not seeds:
         raise ValueError("no seeds given")
+    _check_size("seeds", seeds)
     seeds = [_check_count("seeds", s, lo=0) for s in seeds]
     if "horizon" in env_kwargs:
         raise ValueError("pass the episode length as horizon=, not in env_kwargs")
@@ -903,6 +963,7 @@ def evaluate(env_id: str, agents: Sequence[str], seeds: Sequence[int], horizon: 
                              "pins one instance for every run")
         if not len(instances):
             raise ValueError("instances is empty")
+        _check_size("instances", instances)
         instances = list(dict.fromkeys(_check_count("instances", i, lo=0) for i in instances))
     if backend == "ray":
         _import_ray()  # fail before any work when Ray is missing
@@ -982,7 +1043,10 @@ def evaluate(env_id: str, agents: Sequence[str], seeds: Sequence[int], horizon: 
     if progress:
         from tqdm.auto import tqdm
 
-        bar = tqdm(total=total, unit="slot", desc=env_id.split("/")[-1], leave=False, dynamic_ncols=True)
+        from clustergym.progress import CostBar
+
+        bar = CostBar(tqdm(total=total, unit="slot", desc=env_id.split("/")[-1], leave=False, dynamic_ncols=True),
+                      tasks, 1 if backend == "ray" else workers)  # ETA weighted by each agent's measured cost
     run = _run_ray if backend == "ray" else _run_local
     reference: list[RunResult] = []
     try:
@@ -993,6 +1057,7 @@ def evaluate(env_id: str, agents: Sequence[str], seeds: Sequence[int], horizon: 
                 ref_tasks = [(env_id, "random", s, int(horizon), kwargs_of(i)) for i, s in pairs]
                 if bar is not None:
                     bar.total += len(ref_tasks) * int(horizon)
+                    bar.add_tasks(ref_tasks)
                     bar.set_description_str("random (score reference)")
                 reference = run(ref_tasks, int(workers), bar)
                 runs_ref = reference

@@ -27,10 +27,16 @@ import numpy as np
 
 from clustergym.agent import BaseAgent, env_family
 from clustergym.learning.pipeline import LAYOUTS, ObsPipeline, box_bounds, sb3_mask, unscale_action
-from clustergym.learning.training import (HEADS, NETS, NORM_FILE, SIDE_CAR, algo_class, make_train_env, obs_layout,
-                                          policy_class)
+from clustergym.learning.training import (ALGOS, HEADS, NETS, NORM_FILE, SIDE_CAR, algo_class, check_algo,
+                                          make_train_env, obs_layout, policy_class)
 
-__all__ = ["SB3Agent", "safe_load", "check_side_car", "resolve_model_path", "PRETRAINED_DIR", "pretrained_models"]
+__all__ = ["SB3Agent", "safe_load", "check_side_car", "check_norm_file", "resolve_model_path", "PRETRAINED_DIR",
+           "pretrained_models", "OBS_MODES"]
+
+# How the model's observation is built from the env's: "pipeline" (clustergym train: FlattenWithStats, +
+# VecNormalize statistics) or "flatten" (a plain SB3 model trained on gymnasium's FlattenObservation(gym.make(id)),
+# imported with clustergym import-model: the flattened observation, the env's own action space).
+OBS_MODES = ("pipeline", "flatten")
 
 # Models shipped with clustergym (``clustergym drl --export-pretrained`` writes them): sb3:pretrained/<EnvName>
 PRETRAINED_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "pretrained")
@@ -47,8 +53,12 @@ def pretrained_models() -> list[str]:
 
 def resolve_model_path(path: str) -> str:
     """``pretrained/<env>`` (``MultiServerChannel-v0``, ``clustergym/MultiServerChannel-v0``, ``MultiServerChannel``
-    or ``p1``; optionally ``/model.zip``) -> the shipped model, unless a file of that name exists; other paths
-    unchanged."""
+    or ``p1``; optionally ``/model.zip``) -> the shipped model, unless a file of that name exists; a run folder
+    -> its ``model.zip``; other paths unchanged."""
+    if os.path.isdir(path):  # sb3:DIR: the run folder clustergym train wrote
+        if os.path.lexists(os.path.join(path, "model.zip")):
+            return os.path.join(path, "model.zip")
+        raise FileNotFoundError(f"no SB3 model in the folder {path!r} (expected {os.path.join(path, 'model.zip')})")
     if os.path.exists(path):
         return path
     norm = path.replace(os.sep, "/")
@@ -92,6 +102,50 @@ def check_side_car(meta, side: str) -> None:
         raise ValueError(f"{side}: obs_layout {meta['obs_layout']!r} is invalid: expected one of {', '.join(LAYOUTS)}")
     if meta.get("net", "mlp") not in NETS:
         raise ValueError(f"{side}: net {meta['net']!r} is invalid: expected one of {', '.join(NETS)}")
+    if meta["algo"] not in ALGOS:
+        raise ValueError(f"{side}: algo {meta['algo']!r} is invalid: expected one of {', '.join(ALGOS)}")
+    try:
+        check_algo(meta["algo"], meta["family"])
+    except ValueError as exc:
+        raise ValueError(f"{side}: {exc}") from None
+    if meta.get("obs", "pipeline") not in OBS_MODES:
+        raise ValueError(f"{side}: obs {meta['obs']!r} is invalid: expected one of {', '.join(OBS_MODES)}")
+    for k in ("normalize", "norm_obs", "stats", "rescale_action"):
+        if k in meta and not isinstance(meta[k], bool):
+            raise ValueError(f"{side}: {k} must be true or false, not {meta[k]!r}")
+
+
+def check_norm_file(path: str, size: int | None = None) -> dict:
+    """Read and validate ``vecnormalize.npz`` (plain arrays, ``allow_pickle=False``): ``mean`` and ``var`` finite
+    vectors of the model's observation size (``size``) with ``var >= 0``, ``clip_obs > 0`` and ``epsilon >= 0``
+    finite scalars. A ValueError naming the file and the field otherwise (a wrong shape would broadcast, a
+    negative variance would make every observation NaN)."""
+    try:
+        with np.load(path, allow_pickle=False) as z:
+            missing = [k for k in ("mean", "var", "clip_obs", "epsilon") if k not in z.files]
+            if missing:
+                raise ValueError(f"{path}: missing {', '.join(missing)}; train the model again")
+            n = {k: np.asarray(z[k], dtype=np.float64) for k in ("mean", "var", "clip_obs", "epsilon")}
+    except (OSError, EOFError, ValueError, TypeError) as exc:
+        if isinstance(exc, ValueError) and str(exc).startswith(path):
+            raise
+        why = str(exc).strip().splitlines()[0][:120] if str(exc).strip() else ""
+        raise ValueError(f"{path}: not a normalisation statistics file ({type(exc).__name__}"
+                         + (f": {why})" if why else ")")) from None
+    for k in ("mean", "var"):
+        if n[k].ndim != 1 or (size is not None and n[k].shape[0] != size):
+            want = f"({size},)" if size is not None else "a vector"
+            raise ValueError(f"{path}: {k} has shape {n[k].shape}, expected {want} (the model's observation size)")
+        if not np.all(np.isfinite(n[k])):
+            raise ValueError(f"{path}: {k} has non-finite entries")
+    if n["mean"].shape != n["var"].shape:
+        raise ValueError(f"{path}: mean and var differ in shape ({n['mean'].shape} vs {n['var'].shape})")
+    if np.any(n["var"] < 0):
+        raise ValueError(f"{path}: var has negative entries (a variance is >= 0)")
+    for k, lo_ok in (("clip_obs", lambda v: v > 0), ("epsilon", lambda v: v >= 0)):
+        if n[k].shape != () or not np.isfinite(n[k]) or not lo_ok(float(n[k])):
+            raise ValueError(f"{path}: {k} must be a finite scalar {'> 0' if k == 'clip_obs' else '>= 0'}")
+    return n
 
 
 class SB3Agent(BaseAgent):
@@ -106,13 +160,16 @@ class SB3Agent(BaseAgent):
     name = "sb3"
 
     def __init__(self, path: str, deterministic: bool = True):
-        path = resolve_model_path(path)  # sb3:pretrained/<env>: a model shipped with clustergym
+        given = path
+        path = resolve_model_path(path)  # sb3:pretrained/<env>: a model shipped with clustergym; sb3:DIR: DIR/model.zip
         run_dir = os.path.dirname(os.path.abspath(path))
         side = os.path.join(run_dir, SIDE_CAR)
         if not os.path.exists(path):
             raise FileNotFoundError(f"no SB3 model at {path!r}")
         if not os.path.exists(side):
-            raise ValueError(f"{path!r} has no {SIDE_CAR} beside it: was it written by 'clustergym train'?")
+            where = f"in the folder {given!r}" if os.path.isdir(given) else f"beside {path!r}"
+            raise ValueError(f"no {SIDE_CAR} {where}: a model trained with plain SB3 needs one: clustergym "
+                             f"import-model {path} --env ENV_ID --out DIR (docs/drl.md)")
         with open(side) as f:
             try:
                 self.meta = json.load(f)
@@ -125,13 +182,15 @@ class SB3Agent(BaseAgent):
         self.families = (self.family,)
         self.model = safe_load(path, self.meta)
         self._norm = None
+        norm = os.path.join(run_dir, NORM_FILE)
         if self.meta.get("normalize") and self.meta.get("norm_obs", True):  # net="entity": rewards only
-            norm = os.path.join(run_dir, NORM_FILE)
             if not os.path.exists(norm):
                 raise ValueError(f"{run_dir!r} has no {NORM_FILE} (a run written by an older clustergym keeps its "
                                  "statistics in a pickle, which is not loaded: train it again)")
-            with np.load(norm, allow_pickle=False) as z:
-                self._norm = {k: np.asarray(z[k], dtype=np.float64) for k in ("mean", "var", "clip_obs", "epsilon")}
+            self._norm = check_norm_file(norm, int(np.prod(self.model.observation_space.shape)))
+        elif os.path.exists(norm) and not self.meta.get("normalize"):
+            raise ValueError(f"{side} says normalize: false, but {NORM_FILE} lies beside it: the model was trained on "
+                             "normalised observations? set normalize to true, or remove the statistics file")
 
     def reset(self, problem, *, seed=None) -> None:
         super().reset(problem, seed=seed)
@@ -139,8 +198,10 @@ class SB3Agent(BaseAgent):
 
         space = _obs_space_for(self.meta, problem)
         pad = model_padding(self.meta)  # a pool-trained model acts on the env padded to its maxima
-        self.pipeline = ObsPipeline(self.family, problem, space, self.meta["stats"], pad=pad,
-                                    layout=obs_layout(self.meta))
+        flat = self.meta.get("obs", "pipeline") == "flatten"  # imported: FlattenObservation, every key
+        stats = True if flat else bool(self.meta["stats"])
+        self.pipeline = ObsPipeline(self.family, problem, space, stats, pad=pad,
+                                    layout="full" if flat else obs_layout(self.meta))
         expected = self.model.observation_space.shape
         if (self.pipeline.size,) != tuple(expected):
             raise ValueError(f"model {self.path!r} expects observations of size {expected[0]}, this env gives "
@@ -185,10 +246,8 @@ def safe_load(path: str, meta: dict):
             data = json.loads(z.read("data"))
     except (OSError, KeyError, ValueError, zipfile.BadZipFile) as exc:
         raise ValueError(f"{path!r} is not a model saved by SB3 ({exc})") from None
-    env = make_train_env(meta["env_id"], meta["env_kwargs"], algo=meta["algo"], stats=bool(meta["stats"]),
-                         layout=obs_layout(meta))
-    obs_space, act_space = env.observation_space, env.action_space
-    env.close()
+    _check_algo_fields(path, data, meta["algo"])
+    obs_space, act_space = model_spaces(meta)
     lr = data.get("learning_rate")
     lr = float(lr) if isinstance(lr, (int, float)) else 3e-4
     custom: dict[str, Any] = {}
@@ -198,6 +257,7 @@ def safe_load(path: str, meta: dict):
         if key == "policy_class":
             # older runs: SB3's MlpPolicy; "net": "entity": the per-entity policy (its layout is JSON in policy_kwargs)
             custom[key] = policy_class(meta["algo"], meta.get("head", "sb3"), meta.get("net", "mlp"))
+            _check_policy_class(path, val, custom[key], meta)
         elif key == "observation_space":
             custom[key] = obs_space
         elif key == "action_space":
@@ -227,7 +287,57 @@ def safe_load(path: str, meta: dict):
         else:
             raise ValueError(f"{path!r} holds a pickled entry {key!r} that the sb3: agent does not unpickle "
                              "(pickles can run code)")
-    return cls.load(path, device="cpu", custom_objects=custom)
+    try:
+        return cls.load(path, device="cpu", custom_objects=custom)
+    except Exception as exc:  # noqa: BLE001 - a pickled .pth, another algorithm's weights, a truncated file
+        why = str(exc).strip().splitlines()[0][:160] if str(exc).strip() else type(exc).__name__
+        raise ValueError(f"{path!r} does not load as {meta['algo']} (the side-car's algorithm) with the no-pickle "
+                         f"loader: {type(exc).__name__}: {why}") from None
+
+
+# Fields SB3 writes to a model's data only for some algorithms: a side-car whose algorithm does not match the file.
+_ALGO_FIELDS = {"ppo": ("n_epochs", "clip_range"), "maskable_ppo": ("n_epochs", "clip_range"), "a2c": ("n_steps",),
+                "sac": ("tau", "train_freq")}
+_NOT_FIELDS = {"a2c": ("n_epochs", "tau"), "ppo": ("tau",), "maskable_ppo": ("tau",), "sac": ("n_epochs",)}
+
+
+def _check_algo_fields(path: str, data: dict, algo: str) -> None:
+    missing = [k for k in _ALGO_FIELDS[algo] if k not in data]
+    extra = [k for k in _NOT_FIELDS[algo] if k in data]
+    if missing or extra:
+        raise ValueError(f"{path!r} was not saved by {algo} (the side-car's algorithm): it "
+                         + (f"lacks {', '.join(missing)}" if missing else f"has {', '.join(extra)}")
+                         + "; fix algo in the side-car")
+
+
+def _check_policy_class(path: str, entry: dict, cls, meta: dict) -> None:
+    """The zip's readable record of its policy class (SB3 writes the class's own attributes beside the pickle:
+    ``<function FastActorCriticPolicy.forward at ...>``) must name a policy of the side-car's algorithm and net
+    (either action head: they share the weights): another algorithm's weights could otherwise load and act
+    wrongly."""
+    import re
+
+    names = {m for v in entry.values() if isinstance(v, str) for m in re.findall(r"function (\w+)\.\w+ at", v)}
+    if not names:
+        return
+    net = meta.get("net", "mlp")
+    ok = {c.__qualname__.rsplit(".", 1)[-1] for h in HEADS for c in policy_class(meta["algo"], h, net).__mro__}
+    if not names & ok:
+        raise ValueError(f"{path!r} holds a {sorted(names)[0]} policy; the side-car's algo {meta['algo']!r} (net "
+                         f"{net!r}) loads a {cls.__qualname__.rsplit('.', 1)[-1]}: fix the side-car")
+
+
+def model_spaces(meta: dict) -> tuple[gym.spaces.Space, gym.spaces.Space]:
+    """(observation space, action space) the model acts in: the training env's (``obs: pipeline``), or a plain
+    SB3 model's ``FlattenObservation(gym.make(env_id, **env_kwargs))`` (``obs: flatten``)."""
+    if meta.get("obs", "pipeline") == "flatten":
+        env = gym.wrappers.FlattenObservation(gym.make(meta["env_id"], **{**meta["env_kwargs"], "oracle": False}))
+    else:
+        env = make_train_env(meta["env_id"], meta["env_kwargs"], algo=meta["algo"], stats=bool(meta["stats"]),
+                             layout=obs_layout(meta))
+    spaces = env.observation_space, env.action_space
+    env.close()
+    return spaces
 
 
 class _Constant:

@@ -27,6 +27,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import re
 import shutil
 import subprocess
 import time
@@ -35,8 +36,8 @@ from typing import Sequence
 
 import numpy as np
 
-__all__ = ["Learner", "EnvPlan", "PLAN", "HORIZON", "QUICK", "TRAIN_SEED_OFFSET", "run_benchmark", "plan_for",
-           "export_pretrained"]
+__all__ = ["Learner", "EnvPlan", "PLAN", "HORIZON", "QUICK", "FULL_OUT", "TRAIN_SEED_OFFSET", "run_benchmark", "plan_for",
+           "plan_cells", "cell_config", "cell_state", "check_cell_files", "CellError", "check_export", "export_pretrained"]
 
 HORIZON = 200  # slots per training episode and per evaluation run (P3's default; P1, P2, P4 default to 2000)
 TRAIN_SEED_OFFSET = 100  # training seed s trains with SB3 seed 100 + s (envs 100+s, 101+s, ...): disjoint from
@@ -58,6 +59,8 @@ class Learner:
         opts = self.options
         if quick and self.algo in ("ppo", "maskable_ppo"):  # two short rollouts, so the quick curve has an update
             opts = {**opts, "hyperparams": {"n_steps": 128, "batch_size": 128, **opts.get("hyperparams", {})}}
+        if quick and "warm_start" in opts:  # a short cloning phase: the same code path, not 20,000 teacher slots
+            opts = {**opts, "bc_steps": QUICK["bc_steps"], "bc_epochs": QUICK["bc_epochs"]}
         return {"name": self.name, "algo": self.algo, "budget": self.quick_budget if quick else self.budget,
                 "options": opts}
 
@@ -124,7 +127,19 @@ PLAN: dict[str, EnvPlan] = {
 assert all(set(lr.name).isdisjoint("[],= ") for p in PLAN.values() for lr in p.learners)
 
 # --quick: CI-sized; same learners and code paths, tiny budgets, 2 training seeds, short runs.
-QUICK = {"horizon": 50, "seeds": (0, 1), "eval_seeds": (0,), "envs": ("p4",)}
+QUICK = {"horizon": 50, "seeds": (0, 1), "eval_seeds": (0,), "envs": ("p4",), "bc_steps": 400, "bc_epochs": 5,
+         "out": "runs/drl-quick"}
+FULL_OUT = "runs/drl"  # the default --out of the full benchmark (--quick has its own: QUICK["out"])
+
+# Names the benchmark gives its own temporary entries (a cell being trained, a cell being replaced, a table being
+# written): hidden and prefixed, so no user file matches them; swept only inside the benchmark's own cell folders.
+STAGE = ".clustergym-drl-staging-"
+OLD = ".clustergym-drl-old-"
+_LEGACY = re.compile(r"seed\d+\.(tmp|old)-\d+")  # what older versions left: seed3.tmp-<pid>, seed3.old-<pid>
+
+
+class CellError(ValueError):
+    """A finished cell whose files are broken (one line naming the cell folder to delete)."""
 
 
 def plan_for(key: str, quick: bool = False) -> EnvPlan:
@@ -157,7 +172,16 @@ def _checkpoints(budget: int, quick: bool) -> list[int]:
     return sorted({0, budget // 4, budget // 2, 3 * budget // 4, budget})
 
 
+def hyperparams_entry(algo: str, env_id: str) -> dict:
+    """The entry of ``env_id`` in the shipped hyperparameter file of ``algo``, as plain JSON: part of every cell's
+    configuration, so editing the file retrains the cells it changes (and only those)."""
+    from clustergym.learning.hyperparams import load_hyperparams
+
+    return json.loads(json.dumps(load_hyperparams(algo, env_id), sort_keys=True, default=repr))
+
+
 def cell_config(plan: EnvPlan, learner: Learner, seed: int, horizon: int, quick: bool) -> dict:
+    """Everything that defines a cell: a finished cell whose recorded configuration differs is trained again."""
     from clustergym.learning.instances import DEFAULT_TRAIN_INSTANCES
 
     cfg = learner.config(quick)
@@ -165,20 +189,93 @@ def cell_config(plan: EnvPlan, learner: Learner, seed: int, horizon: int, quick:
             "horizon": int(horizon), "pool": [DEFAULT_TRAIN_INSTANCES.start, DEFAULT_TRAIN_INSTANCES.stop - 1],
             "checkpoints": _checkpoints(cfg["budget"], quick),
             "curve": {"instances": None if plan.curve_instances is None else list(plan.curve_instances),
-                      "seeds": list(plan.curve_seeds)}}
+                      "seeds": list(plan.curve_seeds)},
+            "quick": bool(quick), "hyperparams_file_entry": hyperparams_entry(learner.algo, plan.env_id)}
+
+
+_DONE_FIELDS = {"config": dict, "commit": str, "train_wall_s": (int, float), "bc_wall_s": (int, float),
+                "timesteps_trained": int}
+
+
+def _read_json(path: str, what: str):
+    try:
+        with open(path, encoding="utf-8") as f:
+            return json.load(f)
+    except (OSError, ValueError) as exc:
+        raise CellError(f"{what} is unreadable ({type(exc).__name__})") from None
+
+
+def _done_record(path: str) -> dict | None:
+    """A cell's ``done.json`` (None: no such file); :class:`CellError` when it is not a finished cell's record."""
+    f = os.path.join(path, "done.json")
+    if not os.path.lexists(f):
+        return None
+    done = _read_json(f, "done.json")
+    if not isinstance(done, dict):
+        raise CellError(f"done.json is not a JSON object")
+    for k, t in _DONE_FIELDS.items():
+        if k not in done:
+            raise CellError(f"done.json has no {k!r}")
+        if isinstance(done[k], bool) or not isinstance(done[k], t):
+            raise CellError(f"done.json's {k!r} is not a {t.__name__ if isinstance(t, type) else 'number'}")
+    return done
+
+
+def check_cell_files(path: str) -> None:
+    """A finished cell's files load: the side-car, the model (no-pickle loader's zip check), the normalisation
+    statistics (validated as the ``sb3:`` agent validates them) and the learning curve; else :class:`CellError`."""
+    import zipfile
+
+    from clustergym.learning.agent import check_norm_file, check_side_car
+    from clustergym.learning.training import NORM_FILE, SIDE_CAR
+
+    meta = _read_json(os.path.join(path, SIDE_CAR), SIDE_CAR)
+    try:
+        check_side_car(meta, SIDE_CAR)
+    except ValueError as exc:
+        raise CellError(str(exc)) from None
+    try:
+        with zipfile.ZipFile(os.path.join(path, "model.zip")) as z:
+            json.loads(z.read("data"))
+            z.getinfo("policy.pth")
+    except (OSError, KeyError, ValueError, zipfile.BadZipFile) as exc:
+        raise CellError(f"model.zip is not a readable SB3 model ({type(exc).__name__})") from None
+    if meta.get("normalize") and meta.get("norm_obs", True):
+        try:
+            check_norm_file(os.path.join(path, NORM_FILE))
+        except (OSError, ValueError) as exc:
+            raise CellError(str(exc).replace(path + os.sep, "")) from None
+    curve = _read_json(os.path.join(path, "curve.json"), "curve.json")
+    if not isinstance(curve, dict) or not isinstance(curve.get("points"), list) or not all(
+            isinstance(p, dict) and {"steps_trained", "mean_total_reward", "wall_s"} <= set(p) for p in curve["points"]):
+        raise CellError("curve.json is not a learning curve")
+
+
+def cell_state(path: str, cfg: dict, out: str = "") -> str:
+    """``"done"`` (finished with this configuration, files intact), ``"missing"`` or ``"stale"`` (to train);
+    :class:`CellError` (one line naming the folder to delete) for a finished cell whose files are broken."""
+    rel = os.path.relpath(path, out) if out else path
+    try:
+        done = _done_record(path)
+        if done is None:
+            return "missing"
+        if done["config"] != cfg:
+            return "stale"
+        check_cell_files(path)
+    except CellError as exc:
+        raise CellError(f"cell {rel}: {exc}; delete the folder {path} to train it again") from None
+    return "done"
 
 
 def _cell_done(path: str, cfg: dict) -> dict | None:
     try:
-        with open(os.path.join(path, "done.json")) as f:
-            done = json.load(f)
-    except (OSError, ValueError):
+        return _done_record(path) if cell_state(path, cfg) == "done" else None
+    except CellError:
         return None
-    return done if done.get("config") == cfg else None
 
 
 def _train_cell(task, report=None) -> dict:
-    """Train one (env, learner, seed) cell into a temporary folder, score its checkpoints on held-out
+    """Train one (env, learner, seed) cell into a temporary folder beside it, score its checkpoints on held-out
     instances, write ``curve.json`` and ``done.json``, then rename the folder into place."""
     path, cfg, commit = task
     import warnings
@@ -190,9 +287,24 @@ def _train_cell(task, report=None) -> dict:
     warnings.filterwarnings("ignore", message=".*Box action space maximum and minimum values are equal")
     from clustergym.learning.training import train
 
-    tmp = f"{path}.tmp-{os.getpid()}"
+    parent, base = os.path.split(path)
+    tmp = os.path.join(parent, f"{STAGE}{base}-{os.getpid()}")
     shutil.rmtree(tmp, ignore_errors=True)
-    os.makedirs(os.path.dirname(path), exist_ok=True)
+    os.makedirs(parent, exist_ok=True)
+    try:
+        done = _train_into(tmp, cfg, commit, train, clustergym)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    old = os.path.join(parent, f"{OLD}{base}-{os.getpid()}")
+    if os.path.lexists(path):
+        os.replace(path, old)
+    os.replace(tmp, path)
+    shutil.rmtree(old, ignore_errors=True)
+    return {"path": path, **done}
+
+
+def _train_into(tmp: str, cfg: dict, commit: str, train, clustergym) -> dict:
     lrn = cfg["learner"]
     t0 = time.perf_counter()
     opts = dict(lrn["options"])
@@ -226,21 +338,48 @@ def _train_cell(task, report=None) -> dict:
             "finished": time.strftime("%Y-%m-%d %H:%M:%S")}
     with open(os.path.join(tmp, "done.json"), "w") as f:
         json.dump(done, f, indent=1)
-    old = f"{path}.old-{os.getpid()}"
-    if os.path.exists(path):
-        os.replace(path, old)
-    os.replace(tmp, path)
-    shutil.rmtree(old, ignore_errors=True)
-    return {"path": path, **done}
+    return done
 
 
-def _sweep(root: str) -> None:
-    """Remove cells a killed benchmark left half-trained (``*.tmp-<pid>``, ``*.old-<pid>``)."""
-    for dirpath, dirnames, _ in os.walk(root):
-        for d in list(dirnames):
-            if ".tmp-" in d or ".old-" in d:
-                shutil.rmtree(os.path.join(dirpath, d), ignore_errors=True)
-                dirnames.remove(d)
+def _cell_dirs(out: str, plans: Sequence[EnvPlan]) -> list[str]:
+    return [os.path.join(out, p.key, lr.name) for p in plans for lr in p.learners]
+
+
+def _sweep(out: str, plans: Sequence[EnvPlan] | None = None) -> None:
+    """Remove what a killed benchmark left half-written: only entries the benchmark names itself
+    (:data:`STAGE`, :data:`OLD`; older versions' ``seed<k>.tmp-<pid>``), only directly inside its own cell
+    folders ``<out>/<env>/<learner>/`` and ``<out>`` itself, and only under the folder's lock."""
+    plans = list(PLAN.values()) if plans is None else plans
+    for d in [out, *_cell_dirs(out, plans)]:
+        try:
+            names = os.listdir(d)
+        except OSError:
+            continue
+        for n in names:
+            if n.startswith((STAGE, OLD)) or (d != out and _LEGACY.fullmatch(n)):
+                full = os.path.join(d, n)
+                if os.path.isdir(full) and not os.path.islink(full):
+                    shutil.rmtree(full, ignore_errors=True)
+                else:
+                    try:
+                        os.remove(full)
+                    except OSError:
+                        pass
+
+
+def _atomic_json_or_text(path: str, text: str) -> None:
+    """Write ``path`` whole or not at all (a staged file renamed over it; the folder's lock is held)."""
+    tmp = os.path.join(os.path.dirname(path) or ".", STAGE + os.path.basename(path))
+    try:
+        with open(tmp, "w", encoding="utf-8") as f:
+            f.write(text)
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.remove(tmp)
+        except OSError:
+            pass
+        raise
 
 
 def _fmt_cmp(c) -> str:
@@ -347,17 +486,108 @@ def _plot_curves(plan: EnvPlan, curves: dict, refs: dict, path: str, horizon: in
     return save(fig, path)
 
 
+def _mode_of(out: str, cells: dict) -> bool | None:
+    """Whether ``out`` holds the quick benchmark (True), the full one (False) or nothing yet (None): from its
+    ``summary.json`` and the records of its cells (older records without ``quick``: by their horizon)."""
+    try:
+        with open(os.path.join(out, "summary.json"), encoding="utf-8") as f:
+            summ = json.load(f)
+        if isinstance(summ, dict) and isinstance(summ.get("quick"), bool):
+            return summ["quick"]
+    except (OSError, ValueError):
+        pass
+    for path in cells.values():
+        try:
+            with open(os.path.join(path, "done.json"), encoding="utf-8") as f:
+                cfg = json.load(f).get("config", {})
+            return bool(cfg["quick"]) if "quick" in cfg else int(cfg["horizon"]) == QUICK["horizon"]
+        except (OSError, ValueError, AttributeError, KeyError, TypeError):
+            continue
+    return None
+
+
+def plan_cells(out: str, envs: Sequence[str] | None = None, *, quick: bool = False, seeds: Sequence[int] | None = None,
+               learners: Sequence[str] | None = None) -> dict:
+    """Validate the arguments and every cell already in ``out`` (nothing is written): the plans, the cells
+    (``(env, learner, seed) -> path``), the configurations and what is to be trained.
+
+    A ValueError (one line) for an unknown env or learner, a folder holding the other mode's benchmark (a quick
+    run would retrain the full cells at tiny budgets, and the reverse) and a finished cell whose files are
+    broken (:class:`CellError`, naming the folder to delete)."""
+    envs = list(envs or (QUICK["envs"] if quick else PLAN))
+    plans = [plan_for(k, quick) for k in envs]
+    seeds = [int(s) for s in (seeds if seeds is not None else (QUICK["seeds"] if quick else (0, 1, 2)))]
+    if not seeds or min(seeds) < 0:
+        raise ValueError("seeds: expected integers >= 0")
+    horizon = QUICK["horizon"] if quick else HORIZON
+    known = {lr.name for p in plans for lr in p.learners}
+    for name in learners or ():
+        if name not in known:
+            raise ValueError(f"learner {name!r} is not in the benchmark of {', '.join(envs)}: expected one of "
+                             f"{', '.join(sorted(known))}")
+    cells, configs, todo, stale = {}, {}, [], []
+    for p in plans:
+        for lr in p.learners:
+            if learners and lr.name not in learners:
+                continue
+            for s in seeds:
+                path = os.path.join(out, p.key, lr.name, f"seed{s}")
+                cells[(p.key, lr.name, s)] = path
+                configs[(p.key, lr.name, s)] = cell_config(p, lr, s, horizon, quick)
+    mode = _mode_of(out, {k: os.path.join(out, k[0], k[1], f"seed{k[2]}") for k in
+                          [(p.key, lr.name, s) for p in PLAN.values() for lr in p.learners for s in range(10)]})
+    if mode is not None and mode != quick:
+        held, this = ("the quick benchmark", "the full") if mode else ("the full benchmark", "a --quick")
+        raise ValueError(f"--out {out!r} holds {held}'s cells; {this} run there would retrain and replace them: "
+                         f"choose another --out (defaults: {FULL_OUT} for the full benchmark, {QUICK['out']} for "
+                         "--quick)")
+    for key, path in cells.items():
+        state = cell_state(path, configs[key], out)
+        if state != "done":
+            todo.append(key)
+            if state == "stale":
+                stale.append(key)
+    return {"envs": envs, "plans": plans, "seeds": seeds, "horizon": horizon, "cells": cells, "configs": configs,
+            "todo": todo, "stale": stale}
+
+
+# Bytes a cell writes at most while it trains (model, statistics and 5 checkpoints of P2's largest model) and the
+# largest single file: the free-space and file-size-limit (ulimit -f) checks before any training.
+CELL_BYTES, CELL_FILE_BYTES = 60e6, 12e6
+
+
 def run_benchmark(out: str, envs: Sequence[str] | None = None, *, quick: bool = False, seeds: Sequence[int] | None = None,
                   workers: int = 2, progress: bool = True, figures: str | None = None, learners: Sequence[str] | None = None,
-                  log=print) -> dict:
+                  log=print, lock: bool = True) -> dict:
     """Train what is not trained yet, evaluate, write ``out/table.md``, ``out/summary.json`` and the figures.
+
+    Everything is validated first (:func:`plan_cells`); the benchmark holds ``out``'s lock (the one
+    ``clustergym run`` and ``train`` take: :class:`clustergym.outdir.FolderLock`) and writes only its cell
+    folders ``out/<env>/<learner>/seed<k>``, ``out/<env>/eval``, the table, the summary and the figures.
 
     Args:
         envs: keys of :data:`PLAN` (default: all four; ``--quick``: P4 only).
         seeds: training seeds (default 0, 1, 2; ``--quick``: 0, 1).
         learners: only these learner names (default: every learner of each env).
         figures: also copy the learning-curve figures there (``docs/figures``).
+        lock: take ``out``'s lock (False: the caller holds it).
     """
+    import contextlib
+
+    from clustergym.outdir import FolderLock, check_path
+
+    check_path(out)
+    if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
+        raise ValueError(f"workers={workers!r} is invalid: expected an integer >= 1")
+    plan = plan_cells(out, envs, quick=quick, seeds=seeds, learners=learners)  # validates before the lock
+    with (FolderLock(out, need_total=CELL_BYTES * len(plan["todo"]) + 20e6, need_file=CELL_FILE_BYTES)
+          if lock else contextlib.nullcontext()):
+        plan = plan_cells(out, envs, quick=quick, seeds=seeds, learners=learners)  # again: under the lock
+        return _run_planned(out, plan, quick=quick, workers=workers, progress=progress, figures=figures,
+                            learners=learners, log=log)
+
+
+def _run_planned(out, plan, *, quick, workers, progress, figures, learners, log) -> dict:
     import clustergym
     from clustergym.family import family_spec
     from clustergym.agent import env_family, list_agents
@@ -366,39 +596,24 @@ def run_benchmark(out: str, envs: Sequence[str] | None = None, *, quick: bool = 
     import warnings
 
     warnings.filterwarnings("ignore", message=".*Box action space maximum and minimum values are equal")  # P2, per env
-    envs = list(envs or (QUICK["envs"] if quick else PLAN))
-    plans = [plan_for(k, quick) for k in envs]
-    seeds = [int(s) for s in (seeds if seeds is not None else (QUICK["seeds"] if quick else (0, 1, 2)))]
-    horizon = QUICK["horizon"] if quick else HORIZON
-    known = {lr.name for p in plans for lr in p.learners}
-    for name in learners or ():
-        if name not in known:
-            raise ValueError(f"learner {name!r} is not in the benchmark of {', '.join(envs)}: expected one of "
-                             f"{', '.join(sorted(known))}")
-    os.makedirs(out, exist_ok=True)
-    _sweep(out)
+    envs, plans, seeds, horizon, cells = plan["envs"], plan["plans"], plan["seeds"], plan["horizon"], plan["cells"]
+    _sweep(out, plans)
     commit = _commit()
     t_start = time.perf_counter()
-    todo, cells = [], {}
-    for p in plans:
-        for lr in p.learners:
-            if learners and lr.name not in learners:
-                continue
-            for s in seeds:
-                path = os.path.join(out, p.key, lr.name, f"seed{s}")
-                cfg = cell_config(p, lr, s, horizon, quick)
-                cells[(p.key, lr.name, s)] = path
-                if _cell_done(path, cfg) is None:
-                    todo.append((path, cfg, commit))
-    log(f"drl: {len(cells)} cells ({len(cells) - len(todo)} already trained, {len(todo)} to train) on "
-        f"{', '.join(envs)}; {len(seeds)} training seeds; horizon {horizon}; {workers} worker(s)")
+    todo = [(cells[k], plan["configs"][k], commit) for k in plan["todo"]]
+    log(f"drl: {len(cells)} cells ({len(cells) - len(todo)} already trained, {len(todo)} to train"
+        + (f", {len(plan['stale'])} of them because their configuration changed" if plan["stale"] else "")
+        + f") on {', '.join(envs)}; {len(seeds)} training seeds; horizon {horizon}; {workers} worker(s)")
     bar = None
     if progress and todo:
         from tqdm.auto import tqdm
 
         bar = tqdm(total=len(todo), desc="drl cells", unit="cell")
 
+    finished = []
+
     def done(result):
+        finished.append(result["path"])
         if bar is not None:
             bar.update(1)
         rel = os.path.relpath(result["path"], out)
@@ -411,6 +626,13 @@ def run_benchmark(out: str, envs: Sequence[str] | None = None, *, quick: bool = 
         order = sorted(todo, key=lambda t: -t[1]["learner"]["budget"] * (5 if t[1]["env_id"].endswith("RingAllReduce-v0")
                                                                         else 1))
         run_tasks(_train_cell, order, max(1, min(int(workers), len(order) or 1)), on_done=done)
+    except KeyboardInterrupt as exc:
+        from clustergym.runner import was_interrupted
+
+        if was_interrupted(exc):
+            raise KeyboardInterrupt(f"interrupted after {len(finished)} of {len(todo)} cells; the finished cells are "
+                                    "kept (the next drl reuses them), the cells in training were discarded") from None
+        raise
     finally:
         if bar is not None:
             bar.close()
@@ -480,10 +702,8 @@ def run_benchmark(out: str, envs: Sequence[str] | None = None, *, quick: bool = 
     summary["train_elapsed_s"] = train_elapsed
     md.append(f"Total wall time of this invocation: {summary['wall_s'] / 60:.1f} min ({len(todo)} cells trained; "
               f"{len(cells) - len(todo)} reused).")
-    with open(os.path.join(out, "table.md"), "w") as f:
-        f.write("\n".join(md) + "\n")
-    with open(os.path.join(out, "summary.json"), "w") as f:
-        json.dump(summary, f, indent=1, default=lambda o: None)
+    _atomic_json_or_text(os.path.join(out, "table.md"), "\n".join(md) + "\n")
+    _atomic_json_or_text(os.path.join(out, "summary.json"), json.dumps(summary, indent=1, default=lambda o: None))
     log("\n".join(md))
     log(f"wrote {os.path.join(out, 'table.md')}, {os.path.join(out, 'summary.json')}, {', '.join(fig_paths)}")
     return summary
@@ -497,21 +717,102 @@ class _Agents(list):
         self.meta = meta
 
 
+def check_export(quick: bool, learners: Sequence[str] | None, envs: Sequence[str] | None = None) -> None:
+    """Refuse ``--export-pretrained`` before any work unless the benchmark is the full configuration: a shipped
+    model is replaced only from the full budgets with every learner of its env compared."""
+    if quick:
+        raise ValueError("--export-pretrained ships models only from the full benchmark, not from --quick (tiny "
+                         "budgets): drop one of them")
+    if learners:
+        for k in envs or PLAN:
+            missing = [lr.name for lr in PLAN[k].learners if lr.name not in learners]
+            if missing:
+                raise ValueError(f"--export-pretrained picks the best of all learners of an env; --learners leaves out "
+                                 f"{', '.join(missing)} of {k}: drop --learners")
+
+
+def _prepare_export(out: str, key: str) -> tuple[dict, dict, str, int]:
+    """(summary, the chosen row, its cell folder, its training seed), every check passed (nothing written)."""
+    from clustergym.learning.training import SIDE_CAR
+
+    if key not in PLAN:
+        raise ValueError(f"env {key!r} is not in the benchmark: expected one of {', '.join(PLAN)}")
+    try:
+        with open(os.path.join(out, "summary.json"), encoding="utf-8") as f:
+            summ = json.load(f)
+    except (OSError, ValueError) as exc:
+        raise ValueError(f"--export-pretrained: {os.path.join(out, 'summary.json')} is unreadable "
+                         f"({type(exc).__name__}); run the benchmark first") from None
+    env = summ.get("envs", {}).get(key) if isinstance(summ, dict) and isinstance(summ.get("envs"), dict) else None
+    if not isinstance(env, dict) or not isinstance(env.get("rows"), list):
+        raise ValueError(f"--export-pretrained: {out}/summary.json has no table of {key}; run the benchmark on it first")
+    if summ.get("quick") is not False or summ.get("horizon") != HORIZON:
+        raise ValueError(f"--export-pretrained: {out}/summary.json is not the full benchmark (quick or another horizon)")
+    rows = [r for r in env["rows"] if isinstance(r, dict) and r.get("learned")]
+    names = {r.get("learner") for r in rows}
+    missing = [lr.name for lr in PLAN[key].learners if lr.name not in names]
+    if missing:
+        raise ValueError(f"--export-pretrained: {key}'s table lacks {', '.join(missing)}; the best learner is chosen "
+                         "among all of them: run the benchmark without --learners first")
+    seeds = summ.get("training_seeds")
+    if not isinstance(seeds, list) or not seeds or not all(isinstance(x, int) and x >= 0 for x in seeds):
+        raise ValueError(f"--export-pretrained: {out}/summary.json has no training seeds")
+    best = max(rows, key=lambda r: r["score"] if isinstance(r.get("score"), (int, float)) and math.isfinite(r["score"])
+               else -math.inf)
+    seed = min(seeds)
+    lr = next(x for x in PLAN[key].learners if x.name == best["learner"])
+    src = os.path.join(out, key, lr.name, f"seed{seed}")
+    state = cell_state(src, cell_config(PLAN[key], lr, seed, HORIZON, False), out)
+    if state != "done":
+        raise ValueError(f"--export-pretrained: cell {os.path.relpath(src, out)} is not a finished cell of the full "
+                         f"configuration ({state}); run the benchmark first")
+    with open(os.path.join(src, SIDE_CAR)) as f:
+        if json.load(f).get("env_id") != PLAN[key].env_id:
+            raise ValueError(f"--export-pretrained: {src}/{SIDE_CAR} is not a model of {PLAN[key].env_id}")
+    return summ, best, src, seed
+
+
 def export_pretrained(out: str, key: str, dest_root: str | None = None, log=print) -> str:
-    """Ship the best learner of ``key`` (highest held-out mean score in ``out/summary.json``), training seed 0,
-    as ``sb3:pretrained/<EnvName>``: its model with a fresh (empty) optimizer state, statistics and side-car."""
+    """Ship the best learner of ``key`` (highest held-out mean score in ``out/summary.json``), its lowest
+    training seed, as ``sb3:pretrained/<EnvName>``: its model with a fresh (empty) optimizer state, statistics
+    and side-car (which records that seed's own held-out score beside the learner's mean).
+
+    Only from a finished cell of the full configuration (not ``--quick``, every learner of the env in the
+    table); everything is checked and the new model written beside the shipped one before the shipped one is
+    replaced (a failure leaves it untouched)."""
     from clustergym.learning.agent import PRETRAINED_DIR, safe_load
 
     dest_root = dest_root or PRETRAINED_DIR
-    with open(os.path.join(out, "summary.json")) as f:
-        summ = json.load(f)
+    summ, best, src, seed = _prepare_export(out, key)
     env = summ["envs"][key]
-    rows = [r for r in env["rows"] if r["learned"]]
-    best = max(rows, key=lambda r: r["score"] if r["score"] is not None else -math.inf)
-    src = os.path.join(out, key, best["learner"], "seed0")
     name = env["env_id"].split("/")[-1]
     dest = os.path.join(dest_root, name)
-    shutil.rmtree(dest, ignore_errors=True)
+    os.makedirs(dest_root, exist_ok=True)
+    stage = os.path.join(dest_root, f"{STAGE}{name}-{os.getpid()}")
+    shutil.rmtree(stage, ignore_errors=True)
+    try:
+        _write_export(stage, src, summ, best, seed, safe_load)
+    except BaseException:
+        shutil.rmtree(stage, ignore_errors=True)
+        raise
+    old = os.path.join(dest_root, f"{OLD}{name}-{os.getpid()}")
+    if os.path.lexists(dest):
+        os.replace(dest, old)
+    os.replace(stage, dest)
+    shutil.rmtree(old, ignore_errors=True)
+    size = sum(os.path.getsize(os.path.join(dest, n)) for n in os.listdir(dest))
+    log(f"pretrained {name}: {best['learner']} seed {seed} -> {dest} ({size / 1e6:.2f} MB)")
+    return dest
+
+
+def _seed_score(best: dict, summ: dict, seed: int) -> float | None:
+    per, seeds = best.get("per_seed_score"), summ.get("training_seeds")
+    if isinstance(per, list) and isinstance(seeds, list) and len(per) == len(seeds) and seed in seeds:
+        return per[seeds.index(seed)]
+    return None
+
+
+def _write_export(dest: str, src: str, summ: dict, best: dict, seed: int, safe_load) -> None:
     os.makedirs(dest)
     with open(os.path.join(src, "clustergym.json")) as f:
         meta = json.load(f)
@@ -532,11 +833,9 @@ def export_pretrained(out: str, key: str, dest_root: str | None = None, log=prin
         done = json.load(f)
     meta.pop("checkpoint_of", None)
     meta["hyperparams_file"] = None
-    meta["pretrained"] = {"learner": best["learner"], "training_seed": 0, "commit": done["commit"],
-                          "benchmark_commit": summ["commit"], "held_out_score_of_learner": best["score"],
-                          "selected": "the learner with the highest held-out mean score; its training seed 0"}
+    meta["pretrained"] = {"learner": best["learner"], "training_seed": seed, "commit": done["commit"],
+                          "benchmark_commit": summ.get("commit"), "held_out_score_of_learner": best["score"],
+                          "held_out_score_of_this_seed": _seed_score(best, summ, seed),
+                          "selected": "the learner with the highest held-out mean score; its lowest training seed"}
     with open(os.path.join(dest, "clustergym.json"), "w") as f:
         json.dump(meta, f, indent=1)
-    size = sum(os.path.getsize(os.path.join(dest, n)) for n in os.listdir(dest))
-    log(f"pretrained {name}: {best['learner']} seed 0 -> {dest} ({size / 1e6:.2f} MB)")
-    return dest

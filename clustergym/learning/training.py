@@ -487,6 +487,10 @@ def _training_pool(env_id: str, env_kwargs: dict, instances) -> tuple[list[int] 
         if given:
             raise ValueError(f"{env_id} cannot switch instances (its env has no instances kwarg): drop --instances")
         return None, "one instance: the env does not switch instances"
+    if given:
+        from clustergym.runner import _check_size
+
+        _check_size("instances", instances)  # range(0, 10**15) would be iterated for hours
     pool = list(dict.fromkeys(_int("instances", k, 0) for k in (instances if given else DEFAULT_TRAIN_INSTANCES)))
     if not pool:
         raise ValueError("instances is empty")
