@@ -473,7 +473,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     v = sub.add_parser("replay", parents=[debug], help="an agent's episode as an animation (GIF/MP4), or two agents "
                        "side by side on the same instance and seed")
-    v.add_argument("env_id")
+    v.add_argument("env_id", help="a registered env id, e.g. clustergym/MultiServerChannel-v0 (clustergym list)")
     v.add_argument("--agents", required=True, help="one agent, or two comma-separated (side by side), e.g. esdp,lcf")
     v.add_argument("--seed", type=int, default=0, help="dynamics seed (and instance, unless --set scenario_seed=K)")
     v.add_argument("--horizon", type=int, default=None, help="episode length (default: the env's)")
