@@ -270,7 +270,7 @@ def test_fig2_claim_per_hauf_reading_counts_early_lead_and_overtake():
     H = 500  # early slot = max(10, H / 50) = 10
     esdp = np.concatenate([np.full(20, 0.2), np.full(H - 20, 1.0)])
     curves = {"esdp": esdp, "hauf": np.full(H, 0.8), "hauf[skip_unfit=true]": np.full(H, 0.1)}
-    runs = [SimpleNamespace(agent=a, instance=i, reward=c * (1 + i)) for a, c in curves.items() for i in range(6)]
+    runs = [SimpleNamespace(agent=a, instance=i, reward=c * 2.0 ** (i % 3)) for a, c in curves.items() for i in range(6)]
 
     class Res:
         horizon, instances, agents = H, list(range(6)), list(curves)
