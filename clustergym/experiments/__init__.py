@@ -34,8 +34,7 @@ def instances_for(quick: bool, instances=None) -> list[int]:
 
 def mode_name(quick: bool, tiny: bool = False) -> str:
     """The mode a report's title names."""
-    return "tiny test mode: horizons of a few slots, the numbers mean nothing" if tiny else (
-        "quick" if quick else "full")
+    return "tiny test" if tiny else ("quick" if quick else "full")  # tiny: a few slots, the numbers mean nothing
 
 
 def write_summary(folder: str, env_id: str, instances, quick: bool, tiny: bool, rows, **extra) -> str:
