@@ -76,6 +76,8 @@ VERDICTS = (REPRODUCED, DIRECTION_ONLY, NOT_REPRODUCED, INCONCLUSIVE, TOO_FEW)
 MAGNITUDE_FRACTION = 1 / 3
 BOOTSTRAP_RESAMPLES = 9999
 
+# A bounded value past its bound by at most this (relative to the range) is rounding, and sits on it.
+_BOUND_RTOL = 1e-6
 # Relative ties: two per-instance values closer than this (relative) count as a tie.
 _TIE_RTOL = 1e-9
 
@@ -124,9 +126,13 @@ def mean_ci(values: Sequence[float], level: float = 0.95, bounds: tuple[float, f
     lo, hi = float(bounds[0]), float(bounds[1])
     if np.isnan(v).any():  # as the t-interval: an undefined value leaves the interval undefined
         return Interval(m, math.nan, math.nan, n)
-    if not np.all((v >= lo) & (v <= hi)):
-        bad = v[(v < lo) | (v > hi)][0]
-        raise ValueError(f"bounds=({lo:g}, {hi:g}) does not hold: a value is {bad!r}")
+    # values past a bound by rounding only (a ratio of two solver results: 1.0000000022) sit on it
+    tol = _BOUND_RTOL * max(1.0, abs(hi - lo) if math.isfinite(hi - lo) else 1.0)
+    if not np.all((v >= lo - tol) & (v <= hi + tol)):
+        bad = v[(v < lo - tol) | (v > hi + tol)][0]
+        raise ValueError(f"bounds=({lo:g}, {hi:g}) does not hold: a value is {float(bad)!r}")
+    v = np.clip(v, lo, hi)
+    m = float(v.mean())
     if float(v.max() - v.min()) <= 1e-12 * max(abs(m), 1.0):
         return Interval(m, m, m, n)
     return Interval(m, *_bootstrap(v, level, seed), n)

@@ -84,6 +84,9 @@ def test_a_bounded_share_near_one_gets_an_interval_inside_zero_one():
     assert (mean_ci([1.0] * 5, bounds=(0.0, 1.0)).low, mean_ci([1.0] * 5, bounds=(0.0, 1.0)).high) == (1.0, 1.0)
     with pytest.raises(ValueError, match="bounds"):
         mean_ci([0.5, 1.2], bounds=(0.0, 1.0))
+    # past a bound by rounding only (a ratio of two solver results): on the bound
+    r = mean_ci([1.0000000021918731, 0.9, 0.95], bounds=(0.0, 1.0))
+    assert r.high <= 1.0 and r.mean == pytest.approx(0.95)
 
 
 def test_proportion_interval_is_wilson_and_inside_zero_one():
