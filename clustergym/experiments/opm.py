@@ -681,9 +681,9 @@ def ingredients(horizon: int = 1000, workers: int = 2, progress: bool = False) -
              f"Fair share of B | OPM share of B |", "|---|---|---|---|---|"]
     for (sl, ar), kw in cfgs.items():
         c = stats.paired_comparison(vals((sl, ar), "opm"), best_base((sl, ar)), scale=_bounds(runs, kw), basis=BASIS)
-        fs = stats.fmt_ci(stats.mean_ci(list(share((sl, ar), "fair").values())), "", 3, False)
-        os_ = stats.fmt_ci(stats.mean_ci(list(share((sl, ar), "opm").values())), "", 3, False)
+        fs = stats.fmt_ci(stats.mean_ci(list(share((sl, ar), "fair").values()), bounds=SHARE_BOUNDS), "", 3, False)
+        os_ = stats.fmt_ci(stats.mean_ci(list(share((sl, ar), "opm").values()), bounds=SHARE_BOUNDS), "", 3, False)
         mach = "identical (paper)" if sl == 1.0 else f"speed factors U[{sl}, 1]"
         lines.append(f"| {mach} | {ar} | {stats.fmt_ci(c)} {c.wins}/{c.losses} ({c.ratio:+.1f}%) "
-                     f"{stats.verdict(c, +1)} | {fs} | {os_} |")
+                     f"{stats.verdict(c, +1, paper=min(PAPER_VS['fair'][0.7], PAPER_VS['edf'][0.7]))} | {fs} | {os_} |")
     return "\n".join(lines)
