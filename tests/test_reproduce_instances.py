@@ -81,3 +81,29 @@ def test_reproduce_instances_errors_are_one_line(bad, word, tmp_path, capsys):
     assert main(["reproduce", "esdp", "--quick", "--instances", bad, "--out", str(tmp_path / "r")]) == 2
     err = capsys.readouterr().err.strip()
     assert "--instances" in err and word in err and len(err.splitlines()) == 1
+
+
+def test_update_claims_copies_every_claims_table_between_the_markers():
+    """docs/update_claims.py: the tables the docs show are the report's claims tables, whole."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("update_claims", os.path.join(
+        os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "docs", "update_claims.py"))
+    uc = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(uc)
+    report = "\n".join(["# ESDP reproduction (quick mode)", "", "`env`, 10 instances (scenario_seed 0–9).", "",
+                        "## The paper's claims", "", "| claim | paper | ours | verdict |", "|---|---|---|---|",
+                        "| a > b | +5% | +1% [+0.5, +1.5] | **direction only** |", "",
+                        "Statistic (clustergym.stats): per instance ...", "", "Verdicts (docs/evaluation.md): ...", "",
+                        "## Other", "", "| agent | x |", "|---|---|", "| a | 1 |", "",
+                        "## More claims", "", "| claim | paper | ours | verdict |", "|---|---|---|---|",
+                        "| c > d | +2% | -1% [-2, -0.5] | **not reproduced** |", ""])
+    body = uc.claims_blocks(report)
+    assert "10 instances (scenario_seed 0–9)" in body and "**The paper's claims**" in body
+    assert "**direction only**" in body and "**not reproduced**" in body and "Verdicts (docs" in body
+    assert "| agent | x |" not in body  # only claims tables
+    page = "intro\n<!-- quick-claims:esdp -->\nold\n<!-- /quick-claims:esdp -->\nrest\n"
+    new = uc.replace_between(page, "esdp", body)
+    assert "old" not in new and new.startswith("intro\n") and new.endswith("rest\n") and body in new
+    with pytest.raises(ValueError, match="quick-claims:gadget"):
+        uc.replace_between(page, "gadget", body)
