@@ -1,7 +1,7 @@
 """Copy the claims tables of a quick reproduction into README.md and the papers' pages.
 
     make reproduce                                   # clustergym reproduce all --quick --out runs/reproduce
-    .venv/bin/python docs/update_claims.py runs/reproduce
+    .venv/bin/python docs/update_claims.py runs/reproduce            # or name papers: ... runs/reproduce opm
 
 Every claims table of ``RUN/<paper>/report.md`` (a table whose header starts ``| claim | paper |``,
 with the heading above it and the notes under it) replaces the text between the markers
@@ -58,10 +58,11 @@ def replace_between(text: str, paper: str, body: str) -> str:
 
 def main(argv=None) -> None:
     argv = sys.argv[1:] if argv is None else argv
-    if len(argv) != 1:
-        raise SystemExit("usage: python docs/update_claims.py RUN_DIR (the --out of reproduce all --quick)")
+    if not argv or any(p not in PAPERS for p in argv[1:]):
+        raise SystemExit("usage: python docs/update_claims.py RUN_DIR [PAPER ...] (RUN_DIR: the --out of "
+                         "reproduce all --quick; default: every paper)")
     run = argv[0]
-    for paper in PAPERS:
+    for paper in argv[1:] or PAPERS:
         with open(os.path.join(run, paper, "report.md")) as f:
             body = claims_blocks(f.read())
         for rel in ("README.md", PAGE[paper]):
