@@ -12,7 +12,11 @@ Per slot t (Algorithm 1 extended to many jobs, §V-A), for every visible job j a
    work really observed instead).
 4. Projection of every machine's row onto {z >= 0, Σ_j z_j <= 1} (P4, eqs. 70–71), all machines at
    once (``kernels.project_capped_simplex``).
-5. Randomised rounding with E[x̃_j^i] = x_j^i and at most one task per machine (eq. 72).
+5. Randomised rounding with E[x̃_j^i] = x_j^i and at most one task per machine (eq. 72). The
+   paper draws it afresh every slot (``rounding="per_slot"``, the default); ``rounding="coupled"``
+   draws each machine's uniform once per episode and reuses it, so the rounding is still unbiased
+   in every slot (the uniform is uniform) but a machine whose fractional row barely moves keeps
+   its job instead of migrating (docs/opm.md reports both).
 6. Budget (Algorithm 1 lines 7–12, and §VI "we do not violate the budget constraint"): per job,
    tasks in machine order while the remaining budget lasts.
 
@@ -53,7 +57,7 @@ def theorem3_parameters(num_machines: int, horizon: int, delta: float = 0.05) ->
 class OPM(BaseAgent):
     """OPM (§V). Options: ``alpha``, ``mu``, ``gamma``, ``delta``, ``eps`` (None = Theorem 3),
     ``work_floor``, ``progress`` ("estimate" | "observed"), ``estimate`` (False = noest),
-    ``theta_const``, ``dtype``."""
+    ``theta_const``, ``dtype``, ``rounding`` ("per_slot" | "coupled", eq. 72)."""
 
     name = "opm"
     families = ("approxjobs",)
@@ -61,7 +65,7 @@ class OPM(BaseAgent):
     def __init__(self, alpha: float | None = None, mu: float | None = None, gamma: float | None = None,
                  delta: float = 0.05, eps: float | None = None, work_floor: float = 1.0,
                  progress: str = "estimate", estimate: bool = True, theta_const: float = 1.0,
-                 dtype: str = "float32"):
+                 dtype: str = "float32", rounding: str = "per_slot"):
         self.alpha = None if alpha is None else check_real("alpha", alpha, 0.0, None, lo_open=True)
         self.mu = None if mu is None else check_real("mu", mu, 0.0, None)
         self.gamma = None if gamma is None else check_real("gamma", gamma, 0.0, None)
@@ -74,6 +78,7 @@ class OPM(BaseAgent):
         self.estimate = bool(estimate)
         self.theta_const = check_real("theta_const", theta_const, 0.0, 1.0, lo_open=True)
         self.dtype = np.dtype(check_choice("dtype", dtype, ("float32", "float64")))
+        self.rounding = check_choice("rounding", rounding, ("per_slot", "coupled"))
 
     def reset(self, problem, *, seed=None) -> None:
         super().reset(problem, seed=seed)
@@ -93,6 +98,8 @@ class OPM(BaseAgent):
         self.g2 = np.zeros(J)  # (J,) g_j(x_j(t−2))
         self.W = np.zeros(J)  # (J,) Σ_τ Σ_i θ̂_i^τ x_j^i(τ) (eq. 68)
         self.ids = np.full(J, -1, dtype=np.int64)  # job id held by each window slot
+        # eq. 72 coupled across slots: one uniform per machine for the whole episode
+        self.u = self.rng.random(M) if self.rounding == "coupled" else None  # (M,)
 
     def theta_hat(self) -> np.ndarray:
         """(M,) θ̂^t: UCB (eq. 66) or the constant of opm-noest."""
@@ -145,7 +152,7 @@ class OPM(BaseAgent):
         self.g2[A] = self.g1[A]
         self.g1[A] = g
         self.W[A] += th @ Z64  # eq. 68: estimated work of the fractional iterate
-        k = round_rows(Z, self.rng.random(M))  # eq. 72
+        k = round_rows(Z, self.rng.random(M) if self.u is None else self.u)  # eq. 72
         action = np.where(k > 0, A[k - 1] + 1, 0)
         mach = np.flatnonzero(action)
         keep = budget_prefix(action[mach], self.price[mach], rem)  # Algorithm 1 lines 7–12

@@ -192,10 +192,16 @@ def cmd_reproduce(args) -> int:
     if args.paper != "all" and args.paper not in list_papers():
         raise UsageError(f"unknown paper {args.paper!r}; expected one of {', '.join([*list_papers(), 'all'])}")
     names = list_papers() if args.paper == "all" else [args.paper]
+    instances = None if args.instances is None else _parse_seeds(args.instances, "--instances")
+    if instances is not None and len(set(instances)) != len(instances):
+        raise UsageError(f"--instances {args.instances} is invalid: an instance is listed twice")
     with OutputFolder(args.out, overwrite=args.overwrite, marks=(*REPRODUCE_FILES, *names),
                       need_total=50e6, need_file=2e6) as stage, _print_as(stage.path, args.out.rstrip("/")):
+        kw = {"instances": instances} if instances is not None else {}
+        if args.tiny:
+            kw["tiny"] = True
         reproduce(args.paper, quick=args.quick, out=stage.path, workers=args.workers,
-                  progress=not args.no_progress)
+                  progress=not args.no_progress, **kw)
     print(f"wrote {', '.join(stage.written)} in {args.out}")
     return 0
 
@@ -398,6 +404,10 @@ def build_parser() -> argparse.ArgumentParser:
     rp.add_argument("paper", help=f"one of {', '.join([*list_papers(), 'all'])}")
     rp.add_argument("--quick", action="store_true", help="shorter horizons and fewer seeds")
     rp.add_argument("--out", default="runs/reproduce", help="report folder (report.md, one folder per paper)")
+    rp.add_argument("--instances", default=None, metavar="A-B",
+                    help="instances (scenario seeds) of every comparison, e.g. 20-29 or 3,5,8 "
+                         "(default: 0-9 with --quick, 0-19 without)")
+    rp.add_argument("--tiny", action="store_true", help=argparse.SUPPRESS)  # tests of the machinery: a few slots
     rp.add_argument("--workers", type=int, default=2, help="parallel worker processes (default 2)")
     rp.add_argument("--no-progress", action="store_true", help="no progress bars")
     rp.add_argument("--overwrite", action="store_true", help="replace an earlier reproduction in --out")

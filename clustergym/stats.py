@@ -8,8 +8,11 @@ over that instance's dynamics seeds) and returns
 - the mean over instances with a 95% **t-interval** (Student's t with n−1 degrees of freedom:
   mean ± t_{0.975, n−1} · s / √n, s the sample standard deviation over instances);
 - **wins / losses / ties** over instances;
-- a **verdict** for a claim that predicts a direction: *reproduced*, *not reproduced* or
-  *depends on the instance*.
+- a **verdict** for a claim that predicts a direction (:func:`verdict`, docs/evaluation.md "Verdicts"):
+  *reproduced*, *direction only*, *not reproduced* or *inconclusive*;
+- for **bounded quantities** (shares, scores, ratios in [0, 1]) a seeded bootstrap interval that stays
+  inside the range of the data, hence inside the bounds (:func:`mean_ci` with ``bounds=``), and for
+  counts of instances a Wilson interval (:func:`proportion_ci`).
 
 **The claims statistic** (:func:`paired_comparison`, docs/evaluation.md "The claims statistic"). On
 instance i the two agents' values R_A(i), R_B(i) are compared by the paired difference divided by a
@@ -41,25 +44,40 @@ import numpy as np
 
 __all__ = [
     "REPRODUCED",
+    "DIRECTION_ONLY",
     "NOT_REPRODUCED",
+    "INCONCLUSIVE",
     "DEPENDS",
     "TOO_FEW",
+    "VERDICTS",
+    "MAGNITUDE_FRACTION",
     "Interval",
     "Comparison",
     "t_quantile",
     "mean_ci",
+    "proportion_ci",
+    "range_verdict",
     "paired_comparison",
     "ratio_of_totals",
     "verdict",
     "fmt_ci",
     "claims_table",
+    "claims_rows_json",
 ]
 
 REPRODUCED = "reproduced"
+DIRECTION_ONLY = "direction only"
 NOT_REPRODUCED = "not reproduced"
-DEPENDS = "depends on the instance"
+INCONCLUSIVE = "inconclusive"
+DEPENDS = INCONCLUSIVE  # earlier name of the inconclusive verdict (kept for imports)
 TOO_FEW = "too few instances"
+VERDICTS = (REPRODUCED, DIRECTION_ONLY, NOT_REPRODUCED, INCONCLUSIVE, TOO_FEW)
+# "direction only": on the paper's side, but the effect is below this fraction of the paper's number.
+MAGNITUDE_FRACTION = 1 / 3
+BOOTSTRAP_RESAMPLES = 9999
 
+# A bounded value past its bound by at most this (relative to the range) is rounding, and sits on it.
+_BOUND_RTOL = 1e-6
 # Relative ties: two per-instance values closer than this (relative) count as a tie.
 _TIE_RTOL = 1e-9
 
@@ -84,8 +102,17 @@ class Interval:
         return self.low <= x <= self.high
 
 
-def mean_ci(values: Sequence[float], level: float = 0.95) -> Interval:
-    """Mean and ``level`` t-interval of ``values`` (one value per instance)."""
+def mean_ci(values: Sequence[float], level: float = 0.95, bounds: tuple[float, float] | None = None,
+            seed: int = 0) -> Interval:
+    """Mean and ``level`` interval of ``values`` (one value per instance).
+
+    Without ``bounds``: the Student-t interval. With ``bounds=(lo, hi)`` (a bounded quantity: a share,
+    a score, a ratio in [0, 1]): a seeded BCa bootstrap interval of the mean (``scipy.stats.bootstrap``,
+    :data:`BOOTSTRAP_RESAMPLES` resamples drawn by ``np.random.default_rng(seed)``, so the same values
+    give the same interval). A bootstrap interval lies inside the range of the values, hence inside
+    the bounds, where a t-interval of values near a bound crosses it; a value outside ``bounds`` is a
+    ValueError. All values equal: the interval is that value.
+    """
     v = np.asarray(list(values), dtype=float)
     n = int(v.size)
     if n == 0:
@@ -93,8 +120,58 @@ def mean_ci(values: Sequence[float], level: float = 0.95) -> Interval:
     m = float(v.mean())
     if n < 2:
         return Interval(m, math.nan, math.nan, n)
-    half = t_quantile(n - 1, level) * float(v.std(ddof=1)) / math.sqrt(n)
-    return Interval(m, m - half, m + half, n)
+    if bounds is None:
+        half = t_quantile(n - 1, level) * float(v.std(ddof=1)) / math.sqrt(n)
+        return Interval(m, m - half, m + half, n)
+    lo, hi = float(bounds[0]), float(bounds[1])
+    if np.isnan(v).any():  # as the t-interval: an undefined value leaves the interval undefined
+        return Interval(m, math.nan, math.nan, n)
+    # values past a bound by rounding only (a ratio of two solver results: 1.0000000022) sit on it
+    tol = _BOUND_RTOL * max(1.0, abs(hi - lo) if math.isfinite(hi - lo) else 1.0)
+    if not np.all((v >= lo - tol) & (v <= hi + tol)):
+        bad = v[(v < lo - tol) | (v > hi + tol)][0]
+        raise ValueError(f"bounds=({lo:g}, {hi:g}) does not hold: a value is {float(bad)!r}")
+    v = np.clip(v, lo, hi)
+    m = float(v.mean())
+    if float(v.max() - v.min()) <= 1e-12 * max(abs(m), 1.0):
+        return Interval(m, m, m, n)
+    return Interval(m, *_bootstrap(v, level, seed), n)
+
+
+def _bootstrap(v: np.ndarray, level: float, seed: int) -> tuple[float, float]:
+    """BCa bootstrap interval of the mean of ``v`` (percentile where BCa is undefined); inside [min, max]."""
+    import warnings
+
+    from scipy.stats import bootstrap
+
+    for method in ("BCa", "percentile"):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            r = bootstrap((v,), np.mean, confidence_level=level, n_resamples=BOOTSTRAP_RESAMPLES, method=method,
+                          vectorized=True, random_state=np.random.default_rng(seed))
+        low, high = float(r.confidence_interval.low), float(r.confidence_interval.high)
+        if math.isfinite(low) and math.isfinite(high):
+            # the resampled means lie in [min, max]; guard the last ulp of the quantile interpolation
+            return max(low, float(v.min())), min(high, float(v.max()))
+    return float(v.min()), float(v.max())
+
+
+def proportion_ci(k: int, n: int, level: float = 0.95) -> Interval:
+    """Share ``k / n`` of instances with a property, with its Wilson score interval (inside [0, 1], and
+    not degenerate at 0/n or n/n, where a bootstrap or t-interval collapses to a point)."""
+    from scipy.stats import norm
+
+    if n <= 0:
+        return Interval(math.nan, math.nan, math.nan, 0)
+    if not 0 <= k <= n:
+        raise ValueError(f"k={k!r} is invalid: expected 0 <= k <= n = {n}")
+    z = float(norm.ppf(0.5 + level / 2))
+    p = k / n
+    den = 1 + z * z / n
+    centre = (p + z * z / (2 * n)) / den
+    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / den
+    # exact ends at 0/n and n/n (the formula gives them up to rounding)
+    return Interval(p, 0.0 if k == 0 else max(0.0, centre - half), 1.0 if k == n else min(1.0, centre + half), n)
 
 
 @dataclass(frozen=True)
@@ -121,8 +198,8 @@ class Comparison:
         d["per_instance"] = {str(k): v for k, v in self.per_instance.items()}
         return {k: (None if isinstance(v, float) and math.isnan(v) else v) for k, v in d.items()}
 
-    def verdict(self, predicted: int = +1, tol: float = 0.0) -> str:
-        return verdict(self, predicted=predicted, tol=tol)
+    def verdict(self, predicted: int = +1, tol: float = 0.0, paper: float | None = None) -> str:
+        return verdict(self, predicted=predicted, tol=tol, paper=paper)
 
 
 BASIS_REF = "reference total (every total positive)"
@@ -186,21 +263,28 @@ def paired_comparison(values: Mapping, ref_values: Mapping, *, agent: str = "", 
                       ratio=ratio_of_totals(values, ref_values) if relative else math.nan)
 
 
-def verdict(comp: Comparison, predicted: int = +1, tol: float = 0.0) -> str:
-    """The verdict on a claim about ``comp`` (agent vs reference over instances).
+def verdict(comp: Comparison, predicted: int = +1, tol: float = 0.0, paper: float | None = None) -> str:
+    """The verdict on a claim about ``comp`` (agent vs reference over instances; docs/evaluation.md
+    "Verdicts on paper claims").
 
     ``predicted=+1``: the claim says the agent beats the reference; ``-1``: it loses to it.
+    ``paper``: the paper's effect size where it gives one (its "+x %", a ratio of totals; or a
+    difference in the comparison's unit when the comparison is not relative).
 
-    - *reproduced*: the whole 95% interval is on the predicted side of 0 **and** no instance goes
-      the other way;
-    - *not reproduced*: the whole interval is on the other side **and** no instance goes the
-      predicted way;
-    - *depends on the instance*: otherwise (the interval straddles 0, or the ordering flips
-      between instances).
+    - *reproduced*: the whole 95% interval is on the predicted side of 0 (and, with ``paper``, the
+      effect is at least :data:`MAGNITUDE_FRACTION` of the paper's);
+    - *direction only*: the interval is on the predicted side, but the effect is below
+      :data:`MAGNITUDE_FRACTION` (a third) of the paper's number. The effect is the ratio of totals
+      where the comparison has one (the number a paper's "+x %" is), else the mean;
+    - *not reproduced*: the whole interval is on the other side of 0;
+    - *inconclusive*: otherwise (the interval contains 0).
+
+    Wins and losses over instances are printed beside the verdict and do not enter it: a 9/1 split
+    with the interval above 0 is *reproduced*; a 5/0 split whose interval touches 0 is *inconclusive*.
 
     ``predicted=0`` is a claim of a tie ("Fair ≈ Deadline-aware") within ``tol`` (same unit as
     the comparison, percent when relative): reproduced when the interval lies inside
-    [−tol, tol], not reproduced when it lies wholly outside, else depends on the instance.
+    [−tol, tol], not reproduced when it lies wholly outside, else inconclusive.
     Fewer than two instances give *too few instances* (no interval).
     """
     if comp.n < 2 or math.isnan(comp.low):
@@ -210,16 +294,34 @@ def verdict(comp: Comparison, predicted: int = +1, tol: float = 0.0) -> str:
             return REPRODUCED
         if comp.low > tol or comp.high < -tol:
             return NOT_REPRODUCED
-        return DEPENDS
+        return INCONCLUSIVE
     if predicted not in (1, -1):
         raise ValueError(f"predicted={predicted!r} is invalid: expected +1, -1 or 0")
     lo, hi = (comp.low, comp.high) if predicted > 0 else (-comp.high, -comp.low)
-    good, bad = (comp.wins, comp.losses) if predicted > 0 else (comp.losses, comp.wins)
-    if lo > 0 and bad == 0:
+    if lo > 0:
+        if paper is not None:
+            effect = comp.ratio if math.isfinite(comp.ratio) else comp.mean
+            if predicted * effect < MAGNITUDE_FRACTION * abs(float(paper)):
+                return DIRECTION_ONLY
         return REPRODUCED
-    if hi < 0 and good == 0:
+    if hi < 0:
         return NOT_REPRODUCED
-    return DEPENDS
+    return INCONCLUSIVE
+
+
+def range_verdict(ci: Interval, low: float, high: float) -> str:
+    """Verdict on a claim that a quantity lies in [``low``, ``high``] (e.g. "60–80% of the optimum"):
+    reproduced when the interval lies inside the range, not reproduced when it lies wholly outside
+    it (the reason is appended: higher / lower), else inconclusive."""
+    if ci.n < 2 or math.isnan(ci.low):
+        return TOO_FEW
+    if low <= ci.low and ci.high <= high:
+        return REPRODUCED
+    if ci.low > high:
+        return f"{NOT_REPRODUCED} (higher)"
+    if ci.high < low:
+        return f"{NOT_REPRODUCED} (lower)"
+    return INCONCLUSIVE
 
 
 def fmt_ci(x, unit: str = "%", digits: int = 1, signed: bool = True) -> str:
@@ -233,8 +335,9 @@ def fmt_ci(x, unit: str = "%", digits: int = 1, signed: bool = True) -> str:
 
 def claims_table(rows: Sequence[Mapping]) -> str:
     """A markdown table of paper claims: each row a mapping with ``claim``, ``paper`` and either a
-    ``comparison`` (:class:`Comparison`, with ``predicted`` / ``tol``) or ready ``ours`` and
-    ``verdict`` strings. Columns: claim | paper | ours: mean [95% interval] over instances (the
+    ``comparison`` (:class:`Comparison`, with ``predicted`` / ``tol`` and, where the paper gives an
+    effect size, ``paper_effect``: the number :func:`verdict` weighs the effect against) or ready
+    ``ours`` and ``verdict`` strings. Columns: claim | paper | ours: mean [95% interval] over instances (the
     claims statistic, % of S) | ratio of totals (the number to set beside the paper's %) | wins /
     losses | verdict. What S is for each row is listed under the table.
     """
@@ -252,11 +355,36 @@ def claims_table(rows: Sequence[Mapping]) -> str:
             rt = r.get("ratio") or (f"{comp.ratio:+.1f}%" if not math.isnan(comp.ratio) else
                                     ("n/a (a sum <= 0)" if comp.basis else "–"))
             wl = f"{comp.wins} / {comp.losses}" + (f" ({comp.ties})" if comp.ties else "")
-            v = r.get("verdict") or verdict(comp, r.get("predicted", +1), r.get("tol", 0.0))
+            v = r.get("verdict") or verdict(comp, r.get("predicted", +1), r.get("tol", 0.0), r.get("paper_effect"))
         else:
             ours, rt, wl, v = r.get("ours", ""), r.get("ratio", "–"), r.get("wins", "–"), r.get("verdict", "")
         lines.append(f"| {r['claim']} | {r['paper']} | {ours} | {rt} | {wl} | **{v}** |")
     if bases:
         lines += ["", "Statistic (clustergym.stats): per instance 100·(agent − reference)/S, mean and 95% t-interval "
                   "over instances; S = " + "; ".join(f"^{i + 1} {b}" for i, b in enumerate(bases)) + "."]
+    lines += ["", VERDICT_RULE]
     return "\n".join(lines)
+
+
+def claims_rows_json(rows: Sequence[Mapping]) -> list[dict]:
+    """Claims rows as JSON: claim, paper, verdict (as :func:`claims_table` prints it) and the comparison."""
+    out = []
+    for r in rows:
+        comp = r.get("comparison")
+        v = r.get("verdict") or (verdict(comp, r.get("predicted", +1), r.get("tol", 0.0), r.get("paper_effect"))
+                                 if comp is not None else "")
+        d = {"claim": r["claim"], "paper": r["paper"], "verdict": v}
+        if r.get("paper_effect") is not None:
+            d["paper_effect"] = r["paper_effect"]
+        if comp is not None:
+            d["comparison"] = comp.to_json()
+        else:
+            d["ours"] = r.get("ours", "")
+        out.append(d)
+    return out
+
+
+VERDICT_RULE = ("Verdicts (docs/evaluation.md): *reproduced* = the 95% interval lies on the paper's side of 0; "
+                "*direction only* = on the paper's side, but the effect (ratio of totals, else the mean) is below a "
+                "third of the paper's number; *not reproduced* = the interval lies on the other side; *inconclusive* "
+                "= the interval contains 0. Wins / losses are shown, not used.")

@@ -297,3 +297,34 @@ def test_experiment_module_is_discovered_and_episode_is_consistent():
     assert r["total_reward"] == pytest.approx(sum(r["records"]["utility"]))
     assert r["budget_spent"] == pytest.approx(sum(r["records"]["spent"]))
     assert r["repaired"] == 0 and r["fit"] == 0.0
+
+
+def test_coupled_rounding_keeps_jobs_on_machines_and_stays_unbiased():
+    """eq. 72 with one uniform per machine per episode (``rounding="coupled"``): every slot's rounding
+    is still unbiased (the uniform is uniform over seeds), and machines migrate far less often than
+    with a fresh draw every slot (the default, the paper's text)."""
+    assert make("opm", family="approxjobs").rounding == "per_slot"
+
+    def migrations(spec):
+        _, repaired, env, _, acts = episode(spec, steps=300)
+        assert repaired == 0
+        a = np.stack(acts)  # (T, M) window slot run by each machine, 0 = idle
+        both = (a[1:] > 0) & (a[:-1] > 0)
+        return float(np.mean(a[1:][both] != a[:-1][both]))
+
+    per_slot, coupled = migrations("opm"), migrations("opm[rounding=coupled]")
+    assert coupled < 0.5 * per_slot, (coupled, per_slot)
+    # unbiased: over seeds, the coupled uniform of a machine falls in each job's share as often as Z says
+    rng = np.random.default_rng(1)
+    Z = project_capped_simplex(rng.normal(0.2, 0.5, size=(5, 4)))
+    counts = np.zeros((5, 5))
+    n = 4000
+    env = gym.make(ENV, **SMALL).unwrapped
+    ag = make("opm[rounding=coupled]", family="approxjobs")
+    for seed in range(n):
+        ag.reset(env.problem, seed=seed)
+        k = round_rows(Z, ag.u[:5])
+        counts[np.arange(5), k] += 1
+    np.testing.assert_allclose(counts[:, 1:] / n, Z, atol=0.03)
+    with pytest.raises(ValueError, match="rounding"):
+        make("opm[rounding=sometimes]", family="approxjobs")

@@ -4,7 +4,7 @@ import math
 
 import pytest
 
-from clustergym.stats import (BASIS_PAIR, BASIS_REF, DEPENDS, claims_table, paired_comparison, ratio_of_totals,
+from clustergym.stats import (BASIS_PAIR, BASIS_REF, INCONCLUSIVE, claims_table, paired_comparison, ratio_of_totals,
                               t_quantile, verdict)
 
 # A baseline whose totals are near zero or negative on some instances (P2's reciprocal/log utilities
@@ -25,7 +25,7 @@ def test_statistic_with_a_common_bound_matches_a_hand_computation():
     assert (c.n, c.wins, c.losses, c.ties, c.basis) == (4, 4, 0, 0, "bound")
     assert all(math.isfinite(x) for x in (c.mean, c.low, c.high))
     # 4/0 wins but the interval reaches below 0: the verdict needs the interval, not only the signs
-    assert c.low < 0 < c.high and verdict(c, +1) == DEPENDS
+    assert c.low < 0 < c.high and verdict(c, +1) == INCONCLUSIVE
     # ratio of totals: the reference's sum 21.0 is positive, the agent's 43.1: +105.2 %
     assert c.ratio == pytest.approx(100 * (43.1 - 1e-9 - 21.0) / (21.0 + 1e-9))
 
@@ -56,4 +56,4 @@ def test_scale_must_be_positive():
 def test_claims_table_shows_ratio_and_basis():
     c = paired_comparison(AGENT, BASE, scale=BOUND, basis="fluid bound")
     md = claims_table([{"claim": "a > b", "paper": "+7%", "comparison": c, "predicted": +1}])
-    assert "ratio of totals" in md and "+105.2%" in md and "fluid bound" in md and "**depends on the instance**" in md
+    assert "ratio of totals" in md and "+105.2%" in md and "fluid bound" in md and "**inconclusive**" in md

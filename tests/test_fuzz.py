@@ -51,7 +51,7 @@ def stub_heavy(monkeypatch):
     import clustergym.experiments as experiments
     import clustergym.learning.training as training
 
-    def fake_reproduce(paper, quick=False, out="runs/reproduce", workers=2, progress=True):
+    def fake_reproduce(paper, quick=False, out="runs/reproduce", workers=2, progress=True, **kw):
         experiments.load(paper) if paper != "all" else None
         os.makedirs(out, exist_ok=True)
         open(os.path.join(out, "report.md"), "w").close()

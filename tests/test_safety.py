@@ -375,7 +375,7 @@ def stub_reproduce(monkeypatch):
 
     calls = {}
 
-    def fake(paper, quick=False, out="runs/reproduce", workers=2, progress=True):
+    def fake(paper, quick=False, out="runs/reproduce", workers=2, progress=True, **kw):
         os.makedirs(os.path.join(out, "esdp"), exist_ok=True)
         with open(os.path.join(out, "esdp", "report.md"), "w") as f:
             f.write(f"new {paper}")

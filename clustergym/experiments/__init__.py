@@ -1,4 +1,5 @@
-"""One module per paper: ``reproduce(quick, out, workers, progress) -> report path`` and
+"""One module per paper: ``reproduce(quick, out, workers, progress, instances=None, tiny=False) -> report
+path`` and
 ``bench_rows(quick) -> list[bench.Row]``. Modules are discovered by name, so a new paper adds one
 file here and nothing else (``clustergym reproduce NAME`` and ``clustergym bench`` pick it up).
 """
@@ -8,18 +9,56 @@ from __future__ import annotations
 import importlib
 import importlib.util
 
-__all__ = ["KNOWN", "MIN_INSTANCES", "instances_for", "list_papers", "load", "reproduce", "write_combined_report"]
+__all__ = ["KNOWN", "MIN_INSTANCES", "QUICK_INSTANCES", "FULL_INSTANCES", "instances_for", "describe_instances", "mode_name", "write_summary",
+           "list_papers", "load", "reproduce", "write_combined_report"]
 
-# Instances (scenario seeds) of every claims comparison, quick and full mode alike (issue 26): with
-# n = 3 no sign pattern reaches a 95% t-interval verdict that the signs alone would not give, and a
-# verdict needs the interval. Quick mode shortens horizons instead (docs/evaluation.md).
-MIN_INSTANCES = 5
+# Instances (scenario seeds) of every claims comparison (docs/evaluation.md "How many instances"):
+# five instances sit at the edge of what a 95% interval resolves (verdicts changed on five fresh
+# instances), so quick mode compares over 10 and full mode over 20; quick mode shortens horizons.
+QUICK_INSTANCES = 10
+FULL_INSTANCES = 20
+MIN_INSTANCES = QUICK_INSTANCES  # the fewest instances any mode uses by default
 
 
-def instances_for(quick: bool) -> list[int]:
-    """The instances (scenario seeds) a paper's reproduction compares agents over: ``MIN_INSTANCES``
-    in both modes (the one place that sets the number)."""
-    return list(range(MIN_INSTANCES))
+def instances_for(quick: bool, instances=None) -> list[int]:
+    """The instances (scenario seeds) a paper's reproduction compares agents over: ``instances`` when
+    given (``clustergym reproduce --instances A-B``), else 0..QUICK_INSTANCES−1 in quick mode and
+    0..FULL_INSTANCES−1 in full mode (the one place that sets the numbers)."""
+    if instances is None:
+        return list(range(QUICK_INSTANCES if quick else FULL_INSTANCES))
+    out = [int(i) for i in instances]
+    if not out or any(i < 0 for i in out) or len(set(out)) != len(out):
+        raise ValueError(f"instances={list(instances)!r} is invalid: expected distinct integers >= 0")
+    return out
+
+
+def mode_name(quick: bool, tiny: bool = False) -> str:
+    """The mode a report's title names."""
+    return "tiny test" if tiny else ("quick" if quick else "full")  # tiny: a few slots, the numbers mean nothing
+
+
+def write_summary(folder: str, env_id: str, instances, quick: bool, tiny: bool, rows, **extra) -> str:
+    """``FOLDER/results.json`` of a paper whose runs span several configurations: the instances, the
+    mode and every claims row with its verdict (a comparison as ``Comparison.to_json``, per instance)."""
+    import json
+    import os
+
+    from clustergym.stats import claims_rows_json
+
+    doc = {"env_id": env_id, "instances": [int(i) for i in instances], "mode": mode_name(quick, tiny), **extra,
+           "claims": claims_rows_json(rows)}
+    path = os.path.join(folder, "results.json")
+    with open(path, "w") as f:
+        json.dump(doc, f, indent=1, default=str)
+    return path
+
+
+def describe_instances(instances) -> str:
+    """``"20–29"`` for a run of consecutive instances, else the comma-separated list."""
+    xs = [int(i) for i in instances]
+    if len(xs) > 2 and xs == list(range(xs[0], xs[0] + len(xs))):
+        return f"{xs[0]}–{xs[-1]}"
+    return ", ".join(map(str, xs))
 
 from clustergym.envs import FAMILIES as _FAMILIES
 
@@ -39,32 +78,36 @@ def load(name: str):
 
 
 def reproduce(paper: str, quick: bool = False, out: str = "runs/reproduce", workers: int = 2,
-              progress: bool = True) -> list[str]:
+              progress: bool = True, instances=None, tiny: bool = False) -> list[str]:
     """Run one paper's comparison (or ``"all"``); returns the report paths.
 
-    Each paper writes its own ``OUT/<paper>/report.md`` (tables, figures). With ``"all"``, a combined
-    ``OUT/report.md`` follows them: one section per paper (its report, figure links rewritten to
-    point into the paper's folder) and the wall time of each part.
+    Each paper writes its own ``OUT/<paper>/report.md`` (tables, figures) and ``results.json``. With
+    ``"all"``, a combined ``OUT/report.md`` follows them: one section per paper (its report, figure
+    links rewritten to point into the paper's folder) and the wall time of each part.
+    ``instances``: the scenario seeds every experiment of every paper compares over (default
+    :func:`instances_for`). ``tiny``: for tests of the machinery only — horizons of a few slots, so
+    the numbers mean nothing; the reports say so.
     """
     import time
 
     names = list_papers() if paper == "all" else [paper]
     mods = [load(n) for n in names]  # validate every name before running anything
+    insts = instances_for(quick, instances)
     from clustergym.runner import worker_pool
 
     reports, walls = [], []
     with worker_pool(workers):  # one set of worker processes for every sweep of every paper
         for m in mods:
             t0 = time.perf_counter()
-            reports.append(m.reproduce(quick, out, workers, progress))
+            reports.append(m.reproduce(quick, out, workers, progress, instances=insts, tiny=tiny))
             walls.append(time.perf_counter() - t0)
     if paper == "all":
-        reports.append(write_combined_report(out, names, reports, walls, quick, workers))
+        reports.append(write_combined_report(out, names, reports, walls, quick, workers, insts))
     return reports
 
 
 def write_combined_report(out: str, names: list[str], reports: list[str], walls: list[float], quick: bool,
-                          workers: int) -> str:
+                          workers: int, instances=None) -> str:
     """``OUT/report.md``: every paper's report in one page, with per-paper wall times."""
     import os
     import platform
@@ -75,7 +118,9 @@ def write_combined_report(out: str, names: list[str], reports: list[str], walls:
     total = sum(walls)
     lines = [f"# clustergym reproduction report ({'quick' if quick else 'full'} mode)", "",
              f"clustergym {clustergym.__version__}, {platform.machine()} with {os.cpu_count()} cores, "
-             f"{workers} worker processes; total wall time {total / 60:.1f} min.", "",
+             f"{workers} worker processes; total wall time {total / 60:.1f} min."
+             + (f" Instances (scenario seeds) of every comparison: {describe_instances(instances)} "
+                f"({len(instances)})." if instances is not None else ""), "",
              "| paper | report | wall time |", "|---|---|---|"]
     for n, r, w in zip(names, reports, walls):
         lines.append(f"| {n} | [{n}/report.md]({os.path.relpath(r, out)}) | {w:.0f} s |")

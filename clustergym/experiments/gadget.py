@@ -27,17 +27,29 @@ BASELINES = ["fifo", "drf", "las"]
 # window never binds: the report prints mean waiting jobs, which must be 0), loads that contend the
 # GPUs (GPU utilisation printed per point), both readings of the budget (scenario.py).
 CONFIG = {
-    True: dict(horizon=24, instances=[0, 1, 2, 3, 4],  # >= 5 instances (experiments.MIN_INSTANCES), shorter
+    # instances: experiments.instances_for (10 quick, 20 full) unless reproduce is given others
+    True: dict(horizon=24,
                fig4={"iterations": [4.0, 8.0, 12.0], "worker_slots": [1.0, 2.5, 5.0]},
                fig4_agents=["gadget", "fifo", "drf", "las", "drf[share=demand]"],
                fig56_rate=12.0, gscales=[0.5, 2.0], bscales=[0.02, 1.0],
-               fig7_horizon=10, fig7_instances=[0, 1, 2, 3, 4], fig7_size="medium"),
-    False: dict(horizon=200, instances=[0, 1, 2, 3, 4],
+               fig7_horizon=10, fig7_size="medium"),
+    False: dict(horizon=200,
                 fig4={"iterations": [2.0, 4.0, 8.0, 10.0], "worker_slots": [0.5, 1.0, 2.0]},
                 fig4_agents=["gadget", "fifo", "drf", "las", "drf[share=demand]", "random"],
                 fig56_rate=10.0, gscales=[0.25, 0.5, 1.0, 2.0, 4.0], bscales=[0.01, 0.02, 0.1, 1.0],
-                fig7_horizon=10, fig7_instances=[0, 1, 2, 3, 4], fig7_size="large"),
+                fig7_horizon=10, fig7_size="large"),
 }
+# Tests of the machinery only (``tiny``): a few slots everywhere, the small Fig. 7 instance.
+TINY = dict(horizon=6, scarce_horizon=6, fig7_horizon=2, fig7_size="small")
+
+
+def config(quick: bool, instances=None, tiny: bool = False) -> dict:
+    """The experiment grid of one mode (:data:`CONFIG`) with its instances (``experiments.instances_for``)."""
+    from clustergym.experiments import instances_for
+
+    cfg = dict(CONFIG[bool(quick)], **(TINY if tiny else {}))
+    cfg["instances"] = cfg["fig7_instances"] = instances_for(quick, instances)
+    return cfg
 # Scarce-GPU regime (issue 29): the Fig. 4 loads above saturate (GADGET and LAS reach ~96–99% of
 # Σλ1, so no gain above a few percent is possible); with a quarter of the GPUs they contend. Same
 # instances as Fig. 4, T = 40, 4 jobs/slot, both budget readings; the baselines in their default
@@ -162,7 +174,7 @@ def scarce_sweep(cfg: dict, workers: int, progress: bool) -> dict:
     """The scarce-GPU regime (:data:`SCARCE`): ``{mode: (Results, Σλ1 per instance)}``."""
     from clustergym.runner import evaluate
 
-    T, rate, inst = SCARCE["horizon"], SCARCE["arrival_rate"], cfg["instances"]
+    T, rate, inst = cfg.get("scarce_horizon", SCARCE["horizon"]), SCARCE["arrival_rate"], cfg["instances"]
     mj = int(max(64, np.ceil(1.3 * rate * T + 20)))
     out = {}
     for mode in SCARCE["modes"]:
@@ -186,21 +198,24 @@ def _mean_over_seeds(res, agent, key):
     return res.per_instance(agent, key)
 
 
-def _ci_str(vals, digits=3):
+def _ci_str(vals, digits=3, bounds=None):
+    """``mean [low, high]``: a t-interval, or with ``bounds`` (a share or ratio) a seeded bootstrap one."""
     from clustergym.stats import mean_ci
 
-    ci = mean_ci(list(vals))
+    ci = mean_ci(list(vals), bounds=bounds)
     if np.isnan(ci.low):
         return f"{ci.mean:.{digits}f}"
     return f"{ci.mean:.{digits}f} [{ci.low:.{digits}f}, {ci.high:.{digits}f}]"
 
 
-def sweep(quick: bool, workers: int, progress: bool) -> dict:
+def sweep(quick: bool, workers: int, progress: bool, instances=None, tiny: bool = False) -> dict:
     """Every run: Fig. 4 (each budget mode × arrival rate, every agent), Figs. 5–6 (GADGET's embedded
-    ratio per capacity scaling) and Fig. 7 (per-slot ratios to the MILP optimum, :func:`slot_ratios`)."""
+    ratio per capacity scaling) and Fig. 7 (per-slot ratios to the MILP optimum, :func:`slot_ratios`).
+    ``instances``: the scenario seeds (default ``experiments.instances_for(quick)``); ``tiny``: a few
+    slots, for tests of the machinery."""
     from clustergym.runner import evaluate
 
-    cfg = CONFIG[bool(quick)]
+    cfg = config(quick, instances, tiny)
     # run = (instance s, seed s): in this env the instance (scenario_seed) draws the topology and the
     # seed the job stream, so pairing them gives every instance its own topology and its own jobs
     T, inst = cfg["horizon"], cfg["instances"]
@@ -224,7 +239,7 @@ def sweep(quick: bool, workers: int, progress: bool) -> dict:
                                           budget_mode=mode), inst, T)
             for mode, rates in cfg["fig4"].items() for rate in rates}
     f7 = fig7_sweep(cfg)
-    return {"quick": quick, "cfg": cfg, "fig4": fig4, "lam4": lam4, "emb": emb, "r7": f7["r7"], "r7_wall": f7["wall"],
+    return {"quick": quick, "tiny": tiny, "cfg": cfg, "fig4": fig4, "lam4": lam4, "emb": emb, "r7": f7["r7"], "r7_wall": f7["wall"],
             "scarce": scarce_sweep(cfg, workers, progress)}
 
 
@@ -260,7 +275,8 @@ def _fig4_section(sw: dict) -> tuple[list[str], list[dict]]:
             res = fig4[mode, rate]
             tot = {a: _mean_over_seeds(res, a, "total_reward") for a in agents4}
             wait = max(max(_mean_over_seeds(res, a, "mean_waiting_jobs").values()) for a in agents4)
-            gu = {a: _ci_str(_mean_over_seeds(res, a, "mean_gpu_util").values(), 2) for a in ("gadget", "fifo")}
+            gu = {a: _ci_str(_mean_over_seeds(res, a, "mean_gpu_util").values(), 2, bounds=(0.0, 1.0))
+                  for a in ("gadget", "fifo")}
             cells = []
             for b in [b for b in BASELINES + ["drf[share=demand]"] if b in agents4]:
                 comp = paired_comparison(tot["gadget"], tot[b], agent="gadget", reference=b)
@@ -309,7 +325,8 @@ def _lam1_share_table(points, agents, label: str) -> list[str]:
         cells = []
         for a in agents:
             tot = _mean_over_seeds(res, a, "total_reward")
-            cells.append(fmt_ci(mean_ci([100 * tot[i] / lam[i] for i in tot]), signed=False, digits=1))
+            cells.append(fmt_ci(mean_ci([100 * tot[i] / lam[i] for i in tot], bounds=(0.0, 100.0)), signed=False,
+                                digits=1))
         out.append(f"| {lab} | " + " | ".join(cells) + " |")
     return out + [""]
 
@@ -336,7 +353,7 @@ def _scarce_section(sw: dict) -> tuple[list[str], list[dict]]:
                   "| agent | total utility, mean [95% CI] | share of Σλ1, % | GADGET vs this agent | W / L |",
                   "|---|---|---|---|---|"]
         for a in SCARCE_AGENTS:
-            share = _ci_str([100 * tot[a][i] / lam[i] for i in tot[a]], 1)
+            share = _ci_str([100 * tot[a][i] / lam[i] for i in tot[a]], 1, bounds=(0.0, 100.0))
             if a == "gadget":
                 lines.append(f"| {a} | {_ci_str(tot[a].values(), 0)} | {share} | – | – |")
                 continue
@@ -357,15 +374,16 @@ def _fig56_section(sw: dict) -> tuple[list[str], list[dict]]:
     claims, lines = [], []
     rate = cfg["fig56_rate"]
     lines += [f"## Figs. 5–6: GADGET's embedded ratio vs capacity (rate {rate}/slot, all jobs visible)", "",
-              "| scaling | factor | embedded ratio, mean [95% CI] over instances |", "|---|---|---|"]
+              "| scaling | factor | embedded ratio, mean [95% bootstrap interval] over instances |", "|---|---|---|"]
     for kind, scales in (("gpu_scale", cfg["gscales"]), ("bw_scale", cfg["bscales"])):
         for sc in scales:
-            lines.append(f"| {kind} | {sc} | {_ci_str(emb[kind, sc].values())} |")
+            lines.append(f"| {kind} | {sc} | {_ci_str(emb[kind, sc].values(), bounds=(0.0, 1.0))} |")
         c = paired_comparison(emb[kind, scales[-1]], emb[kind, scales[0]], agent=f"{kind}={scales[-1]}",
                               reference=f"{kind}={scales[0]}", relative=False)
         claims.append(dict(claim=f"Fig. {5 if kind == 'gpu_scale' else 6}: embedded ratio higher at {kind} "
                                  f"{scales[-1]} than {scales[0]} (difference)",
-                           paper="rises with node / edge capacity", comparison=c, predicted=+1, unit=""))
+                           paper=("rises with node (GPU) capacity" if kind == "gpu_scale" else
+                                  "rises with edge (bandwidth) capacity"), comparison=c, predicted=+1, unit=""))
     lines.append("")
 
     return lines, claims
@@ -374,7 +392,7 @@ def _fig56_section(sw: dict) -> tuple[list[str], list[dict]]:
 def _fig7_section(sw: dict) -> tuple[list[str], list[dict]]:
     """Fig. 7: per-slot ratios to the MILP optimum on the same slots, the share of slots where each
     agent is exactly optimal, and the claims."""
-    from clustergym.stats import mean_ci, paired_comparison
+    from clustergym.stats import fmt_ci, mean_ci, paired_comparison, range_verdict
 
     cfg, r7 = sw["cfg"], sw["r7"]
     claims, lines = [], []
@@ -388,20 +406,18 @@ def _fig7_section(sw: dict) -> tuple[list[str], list[dict]]:
               "a capacity is discarded); `greedy` the increment-ranking reference policy; FIFO and LAS in their "
               "default readings (static size capped at N_i, continuous LAS)."
               + (f" Wall time {sw['r7_wall']:.0f} s." if "r7_wall" in sw else ""), "",
-              "| agent | slots | mean ratio per instance, mean [95% CI] | pooled p10 / p50 / p90 | share of slots exactly optimal |",
+              "| agent | slots | mean ratio per instance, mean [95% bootstrap interval] | pooled p10 / p50 / p90 | share of slots exactly optimal |",
               "|---|---|---|---|---|"]
     for a in r7:
         q = np.percentile(pooled[a], [10, 50, 90]) if pooled[a].size else [np.nan] * 3
-        lines.append(f"| {a} | {pooled[a].size} | {_ci_str(per_inst[a].values())} | "
+        lines.append(f"| {a} | {pooled[a].size} | {_ci_str(per_inst[a].values(), bounds=(0.0, 1.0))} | "
                      f"{q[0]:.3f} / {q[1]:.3f} / {q[2]:.3f} | {np.mean(pooled[a] >= 1 - 1e-9):.2f} |")
     lines.append("")
     for g in [a for a in ("gadget", "gadget[rounding_repair=false]") if a in per_inst]:
-        g7 = mean_ci(per_inst[g].values())
-        v7 = ("not reproduced (higher than the paper's range)" if g7.low > 0.8 else
-              "not reproduced (lower)" if g7.high < 0.6 else
-              "reproduced" if 0.6 <= g7.low and g7.high <= 0.8 else "depends on the instance")
+        g7 = mean_ci(per_inst[g].values(), bounds=(0.0, 1.0))  # a ratio in [0, 1]: seeded bootstrap interval
         claims.append(dict(claim=f"Fig. 7: `{g}` reaches 60–80% of the per-slot optimum ({size} instance)",
-                           paper="60–80%", ours=f"{_ci_str(per_inst[g].values())} (n={g7.n})", verdict=v7, wins="–"))
+                           paper="60–80%", ours=f"{fmt_ci(g7, unit='', digits=3, signed=False)} (n={g7.n}, bootstrap)",
+                           verdict=range_verdict(g7, 0.6, 0.8), wins="–"))
     for b in [b for b in r7 if b != "gadget"]:
         c = paired_comparison(per_inst["gadget"], per_inst[b], agent="gadget", reference=b, relative=False)
         claims.append(dict(claim=f"Fig. 7 ratio: GADGET above `{b}` (ratio difference)",
@@ -488,9 +504,12 @@ def report(sw: dict, lines: list[str], claims: list[dict], wall: float) -> str:
     """The markdown of ``report.md``."""
     from clustergym.stats import claims_table
 
+    from clustergym.experiments import describe_instances, mode_name
+
     cfg = sw["cfg"]
-    head = [f"# GADGET reproduction ({'quick' if sw['quick'] else 'full'} mode)", "",
-            f"`{ENV_ID}`, paper scenario (gadget.md §VI.1, Poisson arrivals), instances (scenario_seed) {cfg['instances']}, "
+    head = [f"# GADGET reproduction ({mode_name(sw['quick'], sw.get('tiny', False))} mode)", "",
+            f"`{ENV_ID}`, paper scenario (gadget.md §VI.1, Poisson arrivals), instances (scenario_seed) "
+            f"{describe_instances(cfg['instances'])} ({len(cfg['instances'])}), "
             f"run with seed s on instance s (own topology and own job stream), T = {cfg['horizon']}; common random "
             f"numbers across agents. Wall time {wall:.0f} s.", "",
             "## Claims", "", claims_table(claims), ""]
@@ -499,21 +518,27 @@ def report(sw: dict, lines: list[str], claims: list[dict], wall: float) -> str:
                                       "![fig7](gadget_fig7_milp_ratio.png)", ""])
 
 
-def reproduce(quick: bool, out: str, workers: int, progress: bool) -> str:
+def reproduce(quick: bool, out: str, workers: int, progress: bool, instances=None, tiny: bool = False) -> str:
     """Figs. 4–7 over instances (scenario seeds) with 95% intervals and a claims table: :func:`sweep`,
-    :func:`figures`, :func:`tables` and :func:`report`."""
+    :func:`figures`, :func:`tables` and :func:`report`; ``results.json`` holds the instances and the claims."""
+    from clustergym.experiments import write_summary
+
     d = os.path.join(out, "gadget")
     os.makedirs(d, exist_ok=True)
     t_start = time.time()
-    sw = sweep(quick, workers, progress)
+    sw = sweep(quick, workers, progress, instances, tiny)
     pngs = figures(sw, d)
     lines, claims = tables(sw)
-    text = report(sw, lines, claims, time.time() - t_start)
+    wall = time.time() - t_start
+    text = report(sw, lines, claims, wall)
     path = os.path.join(d, "report.md")
     with open(path, "w") as f:
         f.write(text)
+    cfg = sw["cfg"]
+    js = write_summary(d, ENV_ID, cfg["instances"], quick, tiny, claims, horizon=cfg["horizon"], wall_s=wall,
+                       fig7={"size": cfg["fig7_size"], "horizon": cfg["fig7_horizon"]})
     print(text)
-    print("wrote " + ", ".join([*pngs, path]))
+    print("wrote " + ", ".join([*pngs, js, path]))
     return path
 
 
@@ -606,7 +631,7 @@ def main(argv=None) -> None:
     p.add_argument("--fig7-horizon", type=int, default=None, help="override the Fig. 7 slots per instance")
     p.add_argument("--workers", type=int, default=1)
     a = p.parse_args(argv)
-    cfg = dict(CONFIG[bool(a.quick)])
+    cfg = config(a.quick)
     if a.fig7_size:
         cfg["fig7_size"] = a.fig7_size
     if a.fig7_horizon:

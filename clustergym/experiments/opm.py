@@ -90,6 +90,19 @@ AGENTS = ["opm", "opm-noest", "fair", "edf", "random"]
 SCALE_KW = {"default": {}, "paper": {"scale": "paper"}}  # scale="paper": identical machines (the paper's setup)
 SPEED_EXT = 0.3  # the speed-factor extension: scale="paper" with speed_low=0.3
 BASIS = "fluid bound B on the expected utility of the job list (bound.py)"
+# What scale="paper" is (opm.md §VI): every machine has the same rate law (U[0.7, 1] in available
+# periods, U[0, 0.1] in unavailable ones); machines differ only through their own, independent
+# Gamma-distributed available / unavailable periods. The arrival rate 0.15/slot is ours.
+PAPER_SETUP = "M=1000, one rate law, machines differ only by their independent available/unavailable periods"
+# eq. 72's rounding coupled across slots (agents/opm.py ``rounding``), run beside the default per-slot one
+COUPLED = "opm[rounding=coupled]"
+ROUNDING_CONFIG = ("paper", "heavy", 0.7)
+# Arrival rates of the density sweep (jobs/slot at scale="paper"; 0.15 is the default, our choice).
+RATE_SWEEP = (0.05, 0.45)
+# Shares of B and scores are bounded below (0) and, in expectation, above (1); a mean over seeds may pass
+# 1 by the luck of the machine rates, so their intervals are bootstrap intervals inside the values' range.
+SHARE_BOUNDS = (0.0, math.inf)
+SCORE_BOUNDS = (-math.inf, math.inf)
 PAPER_VS = {"fair": {0.5: 10.4, 0.6: 21.4, 0.7: 32.6}, "edf": {0.5: 11.5, 0.6: 21.7, 0.7: 33.6},
             "opm-noest": {0.5: 8.3, 0.6: 9.0, 0.7: 11.0}}  # Table I, OPM's relative gain (%)
 
@@ -98,17 +111,24 @@ def _key(kw: dict) -> tuple:
     return tuple(sorted((k, v) for k, v in kw.items() if k not in ("scenario_seed", "oracle")))
 
 
-def plan(quick: bool) -> dict:
+QUICK_H = 600  # quick mode's horizon at both scales
+TINY_H = 30  # tests of the machinery only
+
+
+def plan(quick: bool, instances=None, tiny: bool = False) -> dict:
     """The configurations, instances and seeds of ``reproduce`` (one place, so tests can read it).
 
-    Quick: 5 job lists (``experiments.instances_for``), one seed, horizon 600 at both scales, β ∈ {0.5, 0.7, 0.9} heavy, β = 0.9 light, the speed-factor extension at
-    β ∈ {0.5, 0.7}. Full: 5 job lists × 2 seeds, horizon 2000, Table I's three β and β = 0.9, light
-    load at β ∈ {0.5, 0.7, 0.9}, the extension at Table I's three β, the Fig. 3 α sweep and a
-    horizon sweep (600 / 2000 / 5000 slots) at the paper's scale.
+    Quick: 10 job lists (``experiments.instances_for``), one seed, horizon 600 at both scales, β ∈
+    {0.5, 0.7, 0.9} heavy, β = 0.9 light, the speed-factor extension at β ∈ {0.5, 0.7}. Full: 20 job
+    lists × 2 seeds, horizon 2000, Table I's three β and β = 0.9, light load at β ∈ {0.5, 0.7, 0.9},
+    the extension at Table I's three β, the Fig. 3 α sweep and a horizon sweep (600 / 2000 / 5000
+    slots) at the paper's scale. ``instances`` replaces the job lists; ``tiny`` the horizons (a few
+    slots, for tests of the machinery).
     """
     from clustergym.experiments import instances_for
 
-    H = {"default": 600 if quick else 2000, "paper": 600 if quick else 2000}
+    h = TINY_H if tiny else QUICK_H if quick else 2000
+    H = {"default": h, "paper": h}
     heavy = (0.5, 0.7, 0.9) if quick else (0.5, 0.6, 0.7, 0.9)
     light = (0.9,) if quick else (0.5, 0.7, 0.9)
     ext = (0.5, 0.7) if quick else (0.5, 0.6, 0.7)
@@ -120,7 +140,10 @@ def plan(quick: bool) -> dict:
             cfgs[(scale, "light", b)] = dict(skw, horizon=H[scale], beta=b, load=0.5)
     for b in ext:  # the extension: machines with speed factors U[0.3, 1] (not in the paper)
         cfgs[("paper", "speed", b)] = dict(scale="paper", horizon=H["paper"], beta=b, load=1.0, speed_low=SPEED_EXT)
-    instances = instances_for(quick)
+    for r in RATE_SWEEP:  # the arrival rate is ours: the claim at other densities (β = 0.7, heavy)
+        cfgs[("paper", f"rate={r:g}", 0.7)] = dict(scale="paper", horizon=H["paper"], beta=0.7, load=1.0,
+                                                   arrival_rate=r)
+    instances = instances_for(quick, instances)
     seeds = [0] if quick else [0, 1]
     alphas = [] if quick else [None, 0.06, 0.6, 6.0]  # Fig. 3 sweep (full mode), None = Theorem 3
     if alphas:
@@ -138,8 +161,10 @@ def _tasks(pl: dict) -> list:
         agents = list(AGENTS)
         if group == "alpha":
             agents = ["fair", "random"] + [("opm" if a is None else f"opm[alpha={a:g}]") for a in pl["alphas"]]
-        elif group.startswith("T="):
+        elif group.startswith("T=") or group.startswith("rate="):
             agents = ["opm", "fair", "edf", "random"]
+        elif (scale, group, b) == ROUNDING_CONFIG:
+            agents = [*agents, COUPLED]
         for inst in pl["instances"]:
             for sd in pl.get("seeds", [0]):
                 for a in agents:
@@ -161,13 +186,13 @@ def _bounds(runs, kw) -> dict:
     return _per_instance(runs, kw, "random", "bound")
 
 
-def sweep(quick: bool, workers: int, progress: bool) -> dict:
+def sweep(quick: bool, workers: int, progress: bool, instances=None, tiny: bool = False) -> dict:
     """Every episode of :func:`plan` (:func:`episode` per task, through the runner's worker pool)."""
-    pl = plan(quick)
+    pl = plan(quick, instances, tiny)
     tasks = _tasks(pl)
     t0 = time.perf_counter()
     runs = _run_all(tasks, workers, progress)
-    return {"quick": quick, "pl": pl, "runs": runs, "wall": time.perf_counter() - t0}
+    return {"quick": quick, "tiny": tiny, "pl": pl, "runs": runs, "wall": time.perf_counter() - t0}
 
 
 def _views(sw: dict):
@@ -196,8 +221,9 @@ def _views(sw: dict):
         w, s = vals(c, agent, "work"), vals(c, agent, "budget_spent")
         return {i: w[i] / s[i] for i in w}
 
-    def ci(x, unit="", digits=3, signed=False):
-        return stats.fmt_ci(stats.mean_ci(list(x.values())), unit, digits, signed)
+    def ci(x, unit="", digits=3, signed=False, bounds=None):
+        """mean [95% interval]; ``bounds``: a share or score, seeded bootstrap interval (stats.mean_ci)."""
+        return stats.fmt_ci(stats.mean_ci(list(x.values()), bounds=bounds), unit, digits, signed)
 
     return vals, best_base, share, score, eff, ci
 
@@ -211,7 +237,8 @@ def claims(sw: dict) -> list[dict]:
     cfg = sw["pl"]["configs"]
     vals, best_base, *_ = _views(sw)
     runs = sw["runs"]
-    setup = {"paper": "paper setup (identical machines)", "default": "default scale (speed factors)"}
+    setup = {"paper": "paper setup (one rate law; machines differ by their on/off periods)",
+             "default": "default scale (speed factors)"}
 
     def comp(c, a, ref_vals, ref):
         return stats.paired_comparison(vals(c, a), ref_vals, agent=a, reference=ref, scale=_bounds(runs, cfg[c]),
@@ -224,35 +251,77 @@ def claims(sw: dict) -> list[dict]:
             c = (scale, "heavy", b)
             for base in ("fair", "edf", "opm-noest"):
                 rows.append({"claim": f"Table I, {setup[scale]}, β={b}: OPM > {base}", "paper": f"+{PAPER_VS[base][b]}%",
-                             "comparison": comp(c, "opm", vals(c, base), base), "predicted": +1})
+                             "comparison": comp(c, "opm", vals(c, base), base), "predicted": +1,
+                             "paper_effect": PAPER_VS[base][b]})
             rows.append({"claim": f"Table I, {setup[scale]}, β={b}: OPM > best of Fair/EDF (per job list)",
                          "paper": f"+{min(PAPER_VS['fair'][b], PAPER_VS['edf'][b])}%",
-                         "comparison": comp(c, "opm", best_base(c), "max(fair, edf)"), "predicted": +1})
+                         "comparison": comp(c, "opm", best_base(c), "max(fair, edf)"), "predicted": +1,
+                         "paper_effect": min(PAPER_VS['fair'][b], PAPER_VS['edf'][b])})
         for load, paper in (("heavy", "+47%"), ("light", "+56%")):
             c = (scale, load, 0.9)
             rows.append({"claim": f"Fig. 2, {setup[scale]}, {load} load, β=0.9: OPM > Fair", "paper": paper,
-                         "comparison": comp(c, "opm", vals(c, "fair"), "fair"), "predicted": +1})
+                         "comparison": comp(c, "opm", vals(c, "fair"), "fair"), "predicted": +1,
+                         "paper_effect": float(paper.strip("+%"))})
         gain = {ld: comp((scale, ld, 0.9), "opm", vals((scale, ld, 0.9), "fair"), "fair").per_instance
                 for ld in ("heavy", "light")}
         c2 = stats.paired_comparison(gain["light"], gain["heavy"], agent="light", reference="heavy", relative=False)
         rows.append({"claim": f"Fig. 2, {setup[scale]}, β=0.9: OPM's gain over Fair (% of B) larger at light load "
-                              "(points)", "paper": "+9 points", "comparison": c2, "predicted": +1, "unit": " pts"})
+                              "(points)", "paper": "+9 points", "comparison": c2, "predicted": +1, "unit": " pts",
+                     "paper_effect": 9.0})
         c = (scale, "heavy", 0.5)
         cu = stats.paired_comparison(vals(c, "opm", "jobs_under_90"), vals(c, "fair", "jobs_under_90"),
                                      agent="opm", reference="fair", relative=False)
         cu = stats.Comparison(**{**cu.__dict__, "mean": cu.mean * 100, "low": cu.low * 100, "high": cu.high * 100})
         rows.append({"claim": f"Fig. 1b, {setup[scale]}, β=0.5: more jobs under 90% of budget with OPM than Fair "
                               "(points)", "paper": "+17 points (20% vs 3%)", "comparison": cu, "predicted": +1,
-                     "unit": " pts"})
+                     "unit": " pts", "paper_effect": 17.0})
     for b in [b for b in (0.5, 0.6, 0.7) if ("paper", "speed", b) in cfg]:
         c = ("paper", "speed", b)
         rows.append({"claim": f"extension, paper scale with speed factors (speed_low={SPEED_EXT}), β={b}: OPM > best "
                               "of Fair/EDF", "paper": f"+{min(PAPER_VS['fair'][b], PAPER_VS['edf'][b])}%",
-                     "comparison": comp(c, "opm", best_base(c), "max(fair, edf)"), "predicted": +1})
+                     "comparison": comp(c, "opm", best_base(c), "max(fair, edf)"), "predicted": +1,
+                     "paper_effect": min(PAPER_VS['fair'][b], PAPER_VS['edf'][b])})
         rows.append({"claim": f"extension, speed_low={SPEED_EXT}, β={b}: OPM > OPM-noest",
                      "paper": f"+{PAPER_VS['opm-noest'][b]}%", "comparison": comp(c, "opm", vals(c, "opm-noest"),
-                                                                                 "opm-noest"), "predicted": +1})
+                                                                                 "opm-noest"), "predicted": +1,
+                     "paper_effect": PAPER_VS['opm-noest'][b]})
+    rows += _fig3_rows(sw)
+    for r in sorted([*(float(g.split("=")[1]) for (_, g, _) in cfg if g.startswith("rate=")), 0.15]):
+        c = ("paper", f"rate={r:g}", 0.7) if r != 0.15 else ("paper", "heavy", 0.7)
+        if c not in cfg:
+            continue
+        rows.append({"claim": f"arrival-rate sweep, paper setup, {r:g} jobs/slot (0.15 = our default), β=0.7: OPM > "
+                              "best of Fair/EDF", "paper": f"+{min(PAPER_VS['fair'][0.7], PAPER_VS['edf'][0.7])}% "
+                              "(rate not stated)", "comparison": comp(c, "opm", best_base(c), "max(fair, edf)"),
+                     "predicted": +1, "paper_effect": min(PAPER_VS['fair'][0.7], PAPER_VS['edf'][0.7])})
     return rows
+
+
+def _fig3_rows(sw: dict) -> list[dict]:
+    """Fig. 3's claims (full mode, the α sweep at scale="paper", β = 0.8, heavy): from the smallest to
+    the largest numeric α, OPM's gain over Fair (% of B) falls (paper: 40% → 17%, 23 points) and the
+    share of machines migrating per slot falls (paper: ~20% → ~3%, 17 points); each a paired
+    difference over job lists (small α minus large α, points)."""
+    from clustergym import stats
+
+    pl = sw["pl"]
+    alphas = sorted(a for a in pl.get("alphas", []) if a is not None)
+    c = ("paper", "alpha", 0.8)
+    if len(alphas) < 2 or c not in pl["configs"]:
+        return []
+    vals, *_ = _views(sw)
+    lo, hi = (f"opm[alpha={a:g}]" for a in (alphas[0], alphas[-1]))
+    b = _bounds(sw["runs"], pl["configs"][c])
+    fair = vals(c, "fair")
+    gain = {a: {i: 100 * (vals(c, a)[i] - fair[i]) / b[i] for i in fair} for a in (lo, hi)}
+    mig = {a: {i: 100 * x for i, x in vals(c, a, "migration_rate").items()} for a in (lo, hi)}
+    span = f"α {alphas[0]:g} → {alphas[-1]:g}"
+    return [{"claim": f"Fig. 3a, paper setup, β=0.8: OPM's gain over Fair (% of B) falls as {span} (points)",
+             "paper": "40% → 17% (−23 points)", "unit": " pts", "predicted": +1, "paper_effect": 23.0,
+             "comparison": stats.paired_comparison(gain[lo], gain[hi], agent=lo, reference=hi, relative=False)},
+            {"claim": f"Fig. 3b, paper setup, β=0.8: machines migrating per slot fall as {span} (points)",
+             "paper": "~20% → ~3% (−17 points)", "unit": " pts", "predicted": +1, "paper_effect": 17.0,
+             "comparison": stats.paired_comparison(mig[lo], mig[hi], agent=lo, reference=hi, relative=False)}]
 
 
 def _fig3(sw: dict):
@@ -290,7 +359,7 @@ def tables(sw: dict) -> dict:
     cfg, H = pl["configs"], pl["horizons"]
     vals, best_base, share, score, eff, ci = _views(sw)
     desc = {"default": f"default scale (M=100, J_max=20, arrival 0.015/slot), horizon {H['default']}",
-            "paper": f'scale="paper", the paper\'s setup (M=1000 identical machines, J_max=100, arrival 0.15/slot), '
+            "paper": f'scale="paper", the paper\'s setup ({PAPER_SETUP}; J_max=100, arrival 0.15/slot, ours), '
                      f'horizon {H["paper"]}'}
 
     def table(scale, group, betas):
@@ -304,8 +373,8 @@ def tables(sw: dict) -> dict:
                 m = stats.mean_ci(list(vals(c, a).values()))
                 bnd = stats.mean_ci(list(_bounds(runs, cfg[c]).values())).mean
                 gap = bnd - stats.mean_ci(list(vals(c, "random").values())).mean
-                sc = ci(score(c, a), digits=2) if gap > 0.05 * bnd else "–"  # random within 5% of the bound: no scale
-                cells.append(f"{m.mean:,.0f} | {ci(share(c, a))} | {sc}")
+                sc = ci(score(c, a), digits=2, bounds=SCORE_BOUNDS) if gap > 0.05 * bnd else "–"  # random within 5% of the bound: no scale
+                cells.append(f"{m.mean:,.0f} | {ci(share(c, a), bounds=SHARE_BOUNDS)} | {sc}")
             lines.append(f"| {a} | " + " | ".join(cells) + " |")
         bl = [stats.mean_ci(list(_bounds(runs, cfg[(scale, group, b)]).values())).mean for b in betas]
         lines.append("| upper bound (fluid, bound.py) | " + " | ".join(f"{x:,.0f} | 1 | 1" for x in bl) + " |")
@@ -343,7 +412,7 @@ def tables(sw: dict) -> dict:
                  "|---|" + "---|" * len(AGENTS)]
     for c in (("paper", "heavy", 0.5), ("default", "heavy", 0.5)):
         use_lines.append(f"| {c[0]} scale, β=0.5 | " + " | ".join(
-            f"{ci({i: 100 * x for i, x in vals(c, a, 'jobs_under_90').items()}, '%', 0)} / "
+            f"{ci({i: 100 * x for i, x in vals(c, a, 'jobs_under_90').items()}, '%', 0, bounds=(0.0, 100.0))} / "
             f"{stats.mean_ci(list(vals(c, a, 'budget_used_median').values())).mean:.2f}" for a in AGENTS) + " |")
     # Per-run ratios to the bound on the EXPECTED utility (one run may exceed 1 by lucky machine rates) and
     # the per-job-list shares on means over seeds (the ones a bound on an expectation speaks about).
@@ -365,9 +434,21 @@ def tables(sw: dict) -> dict:
             cf = stats.paired_comparison(vals(c, "opm"), vals(c, "fair"), scale=_bounds(runs, cfg[c]), basis=BASIS)
             ce = stats.paired_comparison(vals(c, "opm"), vals(c, "edf"), scale=_bounds(runs, cfg[c]), basis=BASIS)
             hor_lines.append(f"| {T} | {stats.fmt_ci(cf)} | {cf.wins} / {cf.losses} | {stats.fmt_ci(ce)} | "
-                             f"{ce.wins} / {ce.losses} | {ci(share(c, 'opm'))} | {ci(share(c, 'fair'))} |")
+                             f"{ce.wins} / {ce.losses} | {ci(share(c, 'opm'), bounds=SHARE_BOUNDS)} | "
+                             f"{ci(share(c, 'fair'), bounds=SHARE_BOUNDS)} |")
 
-    return {"sections": tables, "side": side, "eff": eff_lines, "use": use_lines, "horizon": hor_lines,
+    rnd = []
+    c = ROUNDING_CONFIG
+    if c in cfg and vals(c, COUPLED):
+        rnd = ["| eq. 72 rounding | machines migrating per slot, % [95% bootstrap interval] | vs best of Fair/EDF, % of B "
+               "| W / L | share of B |", "|---|---|---|---|---|"]
+        for name, lab in (("opm", "per slot (default, the paper's text)"), (COUPLED, "coupled across slots")):
+            k = stats.paired_comparison(vals(c, name), best_base(c), scale=_bounds(runs, cfg[c]), basis=BASIS)
+            mg = ci({i: 100 * x for i, x in vals(c, name, "migration_rate").items()}, digits=1,
+                    bounds=(0.0, 100.0))
+            rnd.append(f"| {lab} (`{name}`) | {mg} | {stats.fmt_ci(k)} | {k.wins} / {k.losses} | "
+                       f"{ci(share(c, name), bounds=SHARE_BOUNDS)} |")
+    return {"sections": tables, "side": side, "rounding": rnd, "eff": eff_lines, "use": use_lines, "horizon": hor_lines,
             "fig3": _fig3(sw)[2], "max_share": max_share, "worst": worst, "max_mean_share": max_mean_share}
 
 
@@ -456,9 +537,12 @@ def report(sw: dict, claims_md: str, tb: dict, workers: int) -> str:
     quick, runs, insts, total_wall = sw["quick"], sw["runs"], sw["pl"]["instances"], sw["wall"]
     claims, tables, eff_lines, use_lines = claims_md, tb["sections"], tb["eff"], tb["use"]
     hor_lines, fig3_lines, max_share, worst = tb["horizon"], tb["fig3"], tb["max_share"], tb["worst"]
+    from clustergym.experiments import describe_instances, mode_name
+
     seeds = sw["pl"].get("seeds", [0])
-    head = [f"# OPM reproduction ({'quick' if quick else 'full'} mode)", "",
-            f"`{ENV}`; every comparison is over {len(insts)} job lists (instances, `scenario_seed` {insts}), "
+    head = [f"# OPM reproduction ({mode_name(quick, sw.get('tiny', False))} mode)", "",
+            f"`{ENV}`; every comparison is over {len(insts)} job lists (instances, `scenario_seed` "
+            f"{describe_instances(insts)}), "
             f"{len(seeds)} dynamics seed(s) each; intervals are 95% t-intervals over job lists; common random "
             f"numbers across agents. {len(runs)} runs in {total_wall:.0f} s with {workers} worker(s).",
             "", "B = the fluid upper bound on the **expected** utility of the job list (bound.py). Claims statistic: "
@@ -469,7 +553,7 @@ def report(sw: dict, claims_md: str, tb: dict, workers: int) -> str:
             f"ratio utility / B over all {len(runs)} runs: {max_share:.4f} ({worst['agent']}, "
             f"{_key(worst['env_kwargs'])}, instance {worst['env_kwargs']['scenario_seed']}) — B bounds an expectation, "
             "so a single run above 1 (lucky machine rates) is not a violation.", ""]
-    body = ["## The paper's setup (identical machines) and the speed-factor extension beside it", "",
+    body = [f"## The paper's setup ({PAPER_SETUP}) and the speed-factor extension beside it", "",
             "OPM vs each baseline, heavy load: mean [95% interval] over job lists of 100·(OPM − baseline)/B, "
             "wins/losses, (ratio of totals).", "", *tb["side"], "", "## Claims", "", claims, ""]
     for title, lines in tables.items():
@@ -477,6 +561,9 @@ def report(sw: dict, claims_md: str, tb: dict, workers: int) -> str:
     body += ["## Work per unit of budget (work / spend; p = 2θ makes it 1/2 for rate-blind choices)", "", *eff_lines, "",
              "## Fig. 1b: budget use (jobs under 90% of budget, mean [95% interval] over job lists / median budget used)",
              "", *use_lines, "", "![Fig. 1](opm_fig1_cdfs.png)", "", "![Fig. 2](opm_fig2_load.png)", ""]
+    if tb.get("rounding"):
+        body += [f"## Eq. 72's rounding: drawn every slot vs coupled across slots (paper setup, β=0.7, heavy, "
+                 f"Theorem 3's α)", "", *tb["rounding"], ""]
     if hor_lines:
         body += ["## OPM's gain against the horizon (paper scale, β=0.7, heavy load; Theorem 3's parameters use T)", "",
                  *hor_lines, ""]
@@ -486,16 +573,17 @@ def report(sw: dict, claims_md: str, tb: dict, workers: int) -> str:
     return "\n".join(head + body)
 
 
-def reproduce(quick: bool, out: str, workers: int, progress: bool) -> str:
+def reproduce(quick: bool, out: str, workers: int, progress: bool, instances=None, tiny: bool = False) -> str:
     """Table I and Fig. 2 at ``scale="paper"`` (the paper's identical machines) and the default scale,
     the speed-factor extension beside the paper's setup, shares of the upper bound, Fig. 1 budget use, and (full mode) the Fig. 3 α sweep; all
     over several job lists (instances) with 95% intervals and a verdict per claim: :func:`sweep`,
     :func:`claims`, :func:`tables`, :func:`figures`, :func:`report`."""
     from clustergym import stats
+    from clustergym.experiments import mode_name
 
     d = os.path.join(out, "opm")
     os.makedirs(d, exist_ok=True)
-    sw = sweep(quick, workers, progress)
+    sw = sweep(quick, workers, progress, instances, tiny)
     runs, pl = sw["runs"], sw["pl"]
     cfg, insts, H, total_wall = pl["configs"], pl["instances"], pl["horizons"], sw["wall"]
     rows = claims(sw)
@@ -503,9 +591,9 @@ def reproduce(quick: bool, out: str, workers: int, progress: bool) -> str:
     tb = tables(sw)
     pngs = figures(sw, d)
     with open(os.path.join(d, "results.json"), "w") as f:
-        json.dump({"env_id": ENV, "plan": {"instances": insts, "horizons": H, "alphas": pl["alphas"],
+        json.dump({"env_id": ENV, "instances": insts, "mode": mode_name(quick, tiny), "plan": {"instances": insts, "horizons": H, "alphas": pl["alphas"],
                                            "configs": {"/".join(map(str, k)): v for k, v in cfg.items()}},
-                   "wall_s": total_wall, "claims": [dict(r, comparison=r["comparison"].to_json()) for r in rows],
+                   "wall_s": total_wall, "claims": stats.claims_rows_json(rows),
                    "runs": [{k: v for k, v in r.items() if k != "records"} for r in runs]}, f, indent=1, default=str)
     text = report(sw, claims_md, tb, workers)
     path = os.path.join(d, "report.md")
@@ -608,9 +696,9 @@ def ingredients(horizon: int = 1000, workers: int = 2, progress: bool = False) -
              f"Fair share of B | OPM share of B |", "|---|---|---|---|---|"]
     for (sl, ar), kw in cfgs.items():
         c = stats.paired_comparison(vals((sl, ar), "opm"), best_base((sl, ar)), scale=_bounds(runs, kw), basis=BASIS)
-        fs = stats.fmt_ci(stats.mean_ci(list(share((sl, ar), "fair").values())), "", 3, False)
-        os_ = stats.fmt_ci(stats.mean_ci(list(share((sl, ar), "opm").values())), "", 3, False)
+        fs = stats.fmt_ci(stats.mean_ci(list(share((sl, ar), "fair").values()), bounds=SHARE_BOUNDS), "", 3, False)
+        os_ = stats.fmt_ci(stats.mean_ci(list(share((sl, ar), "opm").values()), bounds=SHARE_BOUNDS), "", 3, False)
         mach = "identical (paper)" if sl == 1.0 else f"speed factors U[{sl}, 1]"
         lines.append(f"| {mach} | {ar} | {stats.fmt_ci(c)} {c.wins}/{c.losses} ({c.ratio:+.1f}%) "
-                     f"{stats.verdict(c, +1)} | {fs} | {os_} |")
+                     f"{stats.verdict(c, +1, paper=min(PAPER_VS['fair'][0.7], PAPER_VS['edf'][0.7]))} | {fs} | {os_} |")
     return "\n".join(lines)
