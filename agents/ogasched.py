@@ -23,7 +23,7 @@ def proportional_share(problem, active: np.ndarray | None = None) -> np.ndarray:
     """y_(l,r)^k = min(a_l^k, c_r^k a_l^k / Σ_{l'∈L_r} a_l'^k): every port's share of every server.
 
     Feasible (eqs. 3–4); the paper's "well designed initial solution" (§4.1) is not specified; we use
-    this proportional share (SPEC §5). With ``active`` ((L,) bool), only the active ports take a
+    this proportional share. With ``active`` ((L,) bool), only the active ports take a
     share and the sum runs over the active ports of L_r (the authors' code's initial solution,
     ``Y.init_value``).
     """

@@ -1,13 +1,13 @@
 """The OGASched paper's baselines for MultiServerAllocation (ogasched.md §4 "Baselines") and random.
 
 Every baseline sees the arrivals x(t) at the start of the slot and gives resources only to ports
-with a job (SPEC §5). Readings of the paper's one-line descriptions:
+with a job. Readings of the paper's one-line descriptions:
 
 * **DRF**: ports with a job are served in ascending order of the dominant share
   s_l = max_k a_l^k / Σ_{r∈R_l} c_r^k (the paper's formula, fixed per instance; ties by port index);
   on every (r, k) each port in turn takes min(a_l^k, what is left) (partial fills): eq. 3 caps
   each channel at a_l^k, so a port reaching several servers may get up to |R_l| · a_l^k of type k.
-  ``drf[total_cap=true]`` is the authors' reading (their code, as described in issue 26): "a port's
+  ``drf[total_cap=true]`` is the authors' reading (their code): "a port's
   **total** allocation of type k is capped at a_l^k" — each port in DRF order takes, on its
   channels in server order, min(what is left on r, what is left of a_l^k), so
   Σ_{r∈R_l} y_(l,r)^k <= a_l^k.
@@ -27,7 +27,7 @@ with a job (SPEC §5). Readings of the paper's one-line descriptions:
   a port whose request no longer fits is skipped (first fit). Each port may so be placed on every
   node of R_l that still fits it.
   ``binpacking[single_node=true]`` / ``spreading[single_node=true]`` are the authors' reading
-  (their code, issue 26): "each request is placed on a **single** node" — ports with a job, in
+  (their code): "each request is placed on a **single** node" — ports with a job, in
   index order, each take q_lr on the one node r ∈ R_l where it fits (all k) with the highest
   (BINPACKING) / lowest (SPREADING) post-placement utilisation, ties by server index; a port
   that fits no node gets nothing this slot.

@@ -6,7 +6,7 @@ satisfied". Read literally, filling stops at the first channel that does not fit
 default. ``skip_unfit=True`` skips such a channel and keeps going (first fit), an option.
 Only channels of ports with a job are considered (constraint 4). Ties are broken by index.
 
-The readings decide results (issues 16 and 29; the sensitivity table in ``docs/esdp.md`` measures them
+The readings decide results (the sensitivity table in ``docs/esdp.md`` measures them
 over instances): stop-at-first-unfit vs first fit (``skip_unfit``); for HAUF, ranking ports or
 channels (``rank``) and how untried channels rank (``untried``); and for LCF, which "ranks each job
 (non-empty port) in the ascending order of cost Σ_k f_k(a_k^(l,r))", whether channels or jobs are
@@ -81,7 +81,7 @@ class HAUF(_ChannelHeuristic):
     in turn until (2) can not be satisfied", Z estimated as "the average of historical
     observations". Our utilities Z̃ are already net of the supply cost (eq. 7), so the ranked
     quantity is the historical mean v̂ of each channel. The sentence leaves three things open; each
-    is an option (issue 29):
+    is an option:
 
     * ``rank="ports"`` (default, the sentence's "ranks each port"): ports with a job in descending
       Σ_{r∈R_l} v̂_(l,r) over all their channels, their channels selected in turn (within a port:

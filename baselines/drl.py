@@ -1,4 +1,4 @@
-"""DRL comparisons (SPEC §8): the names that lived here, re-exported from :mod:`clustergym.learning`.
+"""DRL comparisons: the names that lived here, re-exported from :mod:`clustergym.learning`.
 
 The learning stack has its own package now: the observation pipeline
 (:mod:`clustergym.learning.pipeline`), the fast action heads (:mod:`clustergym.learning.heads`),

@@ -8,7 +8,7 @@ within [1, 10]". Our reading: each job gets a fixed size w_i drawn once, uniform
 capped each slot at min(N_i, budget left) (eqs. 2, 11). ``workers=k`` fixes w_i = k for every job.
 DRF uses the same fixed sizes (the paper calls all three baselines static).
 
-The paper is silent on how a size drawn from [1, 10] meets N_i ∈ [1, 5]; option ``sizes`` (issue 29):
+The paper is silent on how a size drawn from [1, 10] meets N_i ∈ [1, 5]; option ``sizes``:
 ``"capped"`` (default) draws w_i in {lo..hi} and caps it at N_i, so with the paper's ranges ~80% of jobs
 run at their full N_i (a fixed size of 5..10 becomes N_i) and a static size differs little from
 GADGET's dynamic one; ``"within"`` draws w_i uniformly in {lo..min(hi, N_i)} (N_i is public,
@@ -39,7 +39,7 @@ blocking).
 * ``drf[rack_links=true]``: the dominant share also counts rack uplinks, a third resource: a ring
   over m > 1 racks holds b_i on each of its m rack uplinks, share b_i m / Σ_r B_r (default: server
   uplinks only, the resources the paper's sentence does not name either way).
-* ``greedy`` (a reference policy, not a paper baseline; issue 29): every visible job at its full size
+* ``greedy`` (a reference policy, not a paper baseline): every visible job at its full size
   min(N_i, budget left), ranked by its full-size utility increment
   π_i = μ_i(ζ_i(z_i + κ)) − μ_i(ζ_i z_i) at κ = that size, descending (ties by arrival), placed in that
   order with the same greedy ring placement; a job that does not fit at full size waits.

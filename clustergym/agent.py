@@ -1,4 +1,4 @@
-"""Agent protocol and registry (SPEC §3.3).
+"""Agent protocol and registry.
 
 An agent sees only what a real scheduler sees: the public problem at ``reset``, observations,
 rewards and ``info`` *without* ``"metrics"`` (the runner strips it; see :func:`public_info`).

@@ -1,4 +1,4 @@
-"""``clustergym bench``: the performance table of SPEC §10, measured on this machine.
+"""``clustergym bench``: the performance table (docs/architecture.md, Performance targets), measured on this machine.
 
 Each row prints the measured value beside its target. Timings are medians; they depend on the
 machine and on what else runs on it (run it on an idle machine).
@@ -121,7 +121,7 @@ def vector_sampled_rate(env_id: str, label: str, steps: int, num_envs: int = 102
     return Row(what, rate, unit, f">= {target:,.0f}" if target else "", rate >= target if target else None)
 
 
-# -- DRL training throughput (SPEC §10: "PPO training, every env, end to end") --------------------------
+# -- DRL training throughput (target: "PPO training, every env, end to end") --------------------------
 def bench_hyperparams(algo: str, env_id: str, quick: bool) -> tuple[dict, dict]:
     """(run settings, algorithm kwargs) of the bench's training rows: the entry of ``env_id`` in the shipped
     ``clustergym/learning/hyperparams/<algo>.yml`` with ``n_steps`` cut to 16 (quick) / 64 per env, so one
@@ -179,7 +179,7 @@ _CARTPOLE: dict = {}
 
 def cartpole_rate(quick: bool) -> tuple[float, str]:
     """PPO env-steps/s on CartPole-v1 with the bench's PPO settings (measured once per process and mode):
-    the anchor of SPEC §10's "PPO training >= 0.5x CartPole-v1 with the same PPO settings"."""
+    the anchor of the target "PPO training >= 0.5x CartPole-v1 with the same PPO settings"."""
     if quick not in _CARTPOLE:
         model, per, settings = _training_model("CartPole-v1", "ppo", "sb3", quick)
         model.learn(per)  # warm-up, untimed
@@ -195,7 +195,7 @@ def training_rates(env_id: str, label: str, quick: bool, algo: str = "ppo", head
     ``algo`` on ``env_id`` with SB3's own action distribution ("before") and the fast heads of
     :mod:`clustergym.learning.heads` ("after"), same settings (:func:`bench_hyperparams`), measured
     interleaved: one untimed rollout + update each, then ``reps`` timed ones alternating the order; medians.
-    Rows: the CartPole-v1 anchor (first call only), one per head with SPEC §10's target (>= 0.5x CartPole),
+    Rows: the CartPole-v1 anchor (first call only), one per head with its target (>= 0.5x CartPole),
     and the after/before ratio (target ``ratio_target`` when given). With one head (actions where both
     heads are the same distribution: Box, unmasked MultiBinary), one row."""
     cp, cp_settings = cartpole_rate(quick)
@@ -328,7 +328,7 @@ def _rss_mb() -> float:
 
 
 def memory_rows(quick: bool) -> list[Row]:
-    """SPEC §10: memory stays flat (and per-step time does not grow) over 10^6 steps.
+    """Target: memory stays flat (and per-step time does not grow) over 10^6 steps.
 
     Steps every env for ``n`` slots (10^6 for P1 and P2, the fast envs; 10^5 in quick mode) with
     one horizon covering them all, and compares RSS and step time between the first and last tenth.

@@ -1,4 +1,4 @@
-"""Command line: ``clustergym list|run|reproduce|train|drl|replay|bench`` (SPEC §3.5).
+"""Command line: ``clustergym list|run|reproduce|train|drl|replay|bench``.
 
 Errors are one clear line on stderr and exit code 2; ``--debug`` shows the traceback.
 """
@@ -494,7 +494,7 @@ def build_parser() -> argparse.ArgumentParser:
     v.add_argument("--out", required=True, help="the animation file: .gif, or .mp4 (needs imageio-ffmpeg)")
     v.set_defaults(func=cmd_replay)
 
-    b = sub.add_parser("bench", parents=[debug], help="performance table (SPEC §10)")
+    b = sub.add_parser("bench", parents=[debug], help="performance table")
     b.add_argument("--only", default=None, metavar="PAPER", help=f"one of {', '.join(list_papers())}")
     b.add_argument("--quick", action="store_true", help="fewer repetitions")
     b.add_argument("--out", default=None, help="also write the table as JSON here")

@@ -1,4 +1,4 @@
-"""Shared contracts: scenarios, parameter validation, seeding and action checks (SPEC §3.1–3.2).
+"""Shared contracts: scenarios, parameter validation, seeding and action checks.
 
 Every problem family builds its environment from a :class:`Scenario`: the *public problem*
 (what a real scheduler knows and what agents receive) plus the *hidden truth* (what must be
@@ -46,7 +46,7 @@ class Scenario(Generic[P, H]):
     params: dict  # generator parameters that produced it (for results.json)
 
 
-# The keyword arguments every env constructor takes besides its scenario parameters (SPEC §3.2).
+# The keyword arguments every env constructor takes besides its scenario parameters.
 ENV_KWARGS = ("scenario", "scenario_seed", "instances", "horizon", "oracle", "infeasible", "render_mode")
 
 

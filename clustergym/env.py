@@ -1,4 +1,4 @@
-"""Base class with the conventions every clustergym environment shares (SPEC §3.2)."""
+"""Base class with the conventions every clustergym environment shares."""
 
 from __future__ import annotations
 
@@ -44,7 +44,7 @@ class ClusterEnv(gym.Env):
             raise ValueError(f"oracle={oracle!r} is invalid: expected true or false")
         self.oracle = bool(oracle)
 
-    # -- instances (issue 25) -------------------------------------------------------------------
+    # -- instances -------------------------------------------------------------------
     _source = None  # InstanceSource of an env that can switch instances (set by the subclass)
     pad_kwargs: tuple[str, ...] = ()  # the family's padding kwargs (FamilySpec.pad_kwargs)
 
@@ -200,7 +200,7 @@ class ClusterEnv(gym.Env):
         return a
 
 
-# -- instances per episode (issue 25) -----------------------------------------------------------------
+# -- instances per episode -----------------------------------------------------------------
 RESET_OPTIONS = ("scenario_seed",)
 """The ``reset(options=...)`` keys every clustergym env accepts (the native vector envs add ``reset_mask``)."""
 

@@ -99,13 +99,13 @@ class FamilySpec:
     """``(name, "module:Class")`` agents registered together with the family (a user family's own agents;
     the shipped families register theirs in ``agents/__init__.py`` and ``baselines/__init__.py``)."""
     pad_kwargs: tuple[str, ...] = ()
-    """The env kwargs that pad the family's spaces to fixed shapes across instances (issue 25), e.g.
+    """The env kwargs that pad the family's spaces to fixed shapes across instances, e.g.
     ``("max_edges",)``; empty when the spaces do not vary by instance. Given any of them, the env's spaces
     depend only on these maxima and the scenario parameters, never on the instance."""
     action_kwargs: tuple[str, ...] = ()
     """Env kwargs that change only how actions are expressed, never the dynamics (P3's ``action_mode``:
     ``"ring_size"`` = ring sizes placed by the env's greedy ring placement). A trained model's env gets the
-    values it trained with, like its padding kwargs; the other agents of a comparison keep theirs (issue 28)."""
+    values it trained with, like its padding kwargs; the other agents of a comparison keep theirs."""
     sizes: str | None = None
     """``"module:function"`` of ``sizes(problem) -> dict[str, int]``: an instance's natural sizes keyed by
     the ``pad_kwargs`` names (the smallest values those kwargs may take for it), computed from the public

@@ -19,7 +19,7 @@ kind            the value at step t is                                 results.j
 ==============  =====================================================  ===================================
 
 ``total_<key>`` therefore always means the episode total of the quantity, summed over the slots or read
-from the running total. The three contract keys of SPEC §3.2 have run-level fields of their own:
+from the running total. The three contract keys of the env conventions (docs/architecture.md) have run-level fields of their own:
 ``regret`` (per slot, summed into ``runs[].regret`` and the cumulative-regret curve),
 ``oracle_reward`` (summed into ``oracle_total``) and ``expected_reward`` (summed into ``value_total``);
 ``episode_regret``, ``episode_bound`` and ``episode_best_static`` feed ``regret`` and ``bound_total``.

@@ -1,6 +1,6 @@
 """Output folders of ``clustergym run``, ``train`` and ``reproduce``: validate, lock, stage, then swap.
 
-One mechanism for every command that writes a folder (SPEC §11, "nothing lost"):
+One mechanism for every command that writes a folder ("nothing lost"):
 
 1. :func:`check_path` — the path resolves (no symlink loop, no broken link, no file on the way), every
    name fits the file system (``NAME_MAX``/``PATH_MAX``), the folder (or its nearest existing

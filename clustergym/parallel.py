@@ -1,4 +1,4 @@
-"""Base class of the PettingZoo ``ParallelEnv`` versions (SPEC §8): one core, two interfaces.
+"""Base class of the PettingZoo ``ParallelEnv`` versions: one core, two interfaces.
 
 A :class:`ClusterParallelEnv` *holds one single-agent env* (``single_env``, built from the same
 kwargs) and drives it: every ``step`` joins the agents' actions into the single env's joint

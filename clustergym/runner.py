@@ -1,4 +1,4 @@
-"""Runner: agents × instances × seeds on one env, with common random numbers (SPEC §3.4).
+"""Runner: agents × instances × seeds on one env, with common random numbers.
 
 A run is (agent, instance, seed). The **instance** is the scenario seed (env kwarg ``scenario_seed``:
 graph, demands, hidden means, topology, job list); the **seed** drives the dynamics (arrivals, realised

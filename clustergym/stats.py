@@ -1,4 +1,4 @@
-"""Statistics for honest comparisons over random instances (SPEC §3.4, §12).
+"""Statistics for honest comparisons over random instances.
 
 A comparison between two agents is made **over instances** (scenario seeds: graph, demands, hidden
 means, topology, job list), not over the dynamics seeds of one instance: a result that holds on one
@@ -26,7 +26,7 @@ positive quantity S(i) that is **common to both** (and, where one exists, to eve
 - without ``scale``: S(i) = R_B(i) — the classic relative % — **only when every total of both agents
   is positive**; otherwise S(i) = (|R_A(i)| + |R_B(i)|) / 2, which is positive and common to the pair
   and keeps |d(i)| <= 200 %, where dividing by a near-zero or negative reference total would blow up
-  (issue 26: +271 % [−148, +691] against per-instance gains +298 / +92 / +424 %).
+  (measured on P4: +271 % [−148, +691] against per-instance gains +298 / +92 / +424 %).
 
 d is averaged over instances with a t-interval, so every instance counts the same whatever its
 scale. Beside it, the **ratio of totals** 100 · (Σ_i R_A(i) / Σ_i R_B(i) − 1) is the number to set

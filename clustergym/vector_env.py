@@ -1,4 +1,4 @@
-"""Base class of the native vector envs (SPEC §8): N sub-envs stepped as arrays with a leading batch axis.
+"""Base class of the native vector envs: N sub-envs stepped as arrays with a leading batch axis.
 
 A native vector env runs the same per-slot dynamics code as its single env (a per-env kernel that
 the single env calls directly and the vector env calls for every sub-env in one batched kernel), and

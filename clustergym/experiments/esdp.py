@@ -43,7 +43,7 @@ ENV_ID = "clustergym/MultiServerChannel-v0"
 BASELINES = ("hauf", "lcf", "lwtf")
 MAIN_AGENTS = ("esdp", "esdp[only_active=true]", *BASELINES, "random")
 # The other readings of the baselines (baselines/channel.py): each beside its default.
-# HAUF's readings of esdp.md §4 (baselines/channel.py, class HAUF; issue 29), the default first. The
+# HAUF's readings of esdp.md §4 (baselines/channel.py, class HAUF), the default first. The
 # headline claims use the default: it reads the sentence literally ("ranks each port", "until (2)
 # can not be satisfied", no word on untried channels). Every reading gets its own Fig. 2 and
 # ESDP-vs-HAUF claim (:func:`hauf_reading_rows`).

@@ -1,6 +1,6 @@
 """GADGET paper (gadget.md §VI): reproduction of Figs. 4–7 and P3 benchmark rows.
 
-Baseline readings (``baselines/ring.py``; issue 29): every table uses the defaults — static sizes
+Baseline readings (``baselines/ring.py``): every table uses the defaults — static sizes
 drawn in {1..10} and capped at N_i (``sizes="capped"``), DRF's share over GPUs and server uplinks
 (``rack_links=false``), continuous LAS — unless a row names another reading (``las[thresholds=10]``:
 Tiresias' two discretised queues; ``sizes=within``; ``drf[rack_links=true]``). The scarce-GPU regime
@@ -50,7 +50,7 @@ def config(quick: bool, instances=None, tiny: bool = False) -> dict:
     cfg = dict(CONFIG[bool(quick)], **(TINY if tiny else {}))
     cfg["instances"] = cfg["fig7_instances"] = instances_for(quick, instances)
     return cfg
-# Scarce-GPU regime (issue 29): the Fig. 4 loads above saturate (GADGET and LAS reach ~96–99% of
+# Scarce-GPU regime: the Fig. 4 loads above saturate (GADGET and LAS reach ~96–99% of
 # Σλ1, so no gain above a few percent is possible); with a quarter of the GPUs they contend. Same
 # instances as Fig. 4, T = 40, 4 jobs/slot, both budget readings; the baselines in their default
 # readings and in the other readings of baselines/ring.py, and the greedy reference policy.
@@ -61,8 +61,8 @@ SCARCE_AGENTS = ["gadget", "greedy", "fifo", "drf", "las", "las[thresholds=10]",
 # that bind; λ2 as in §VI (λ2 ∈ (0, 1), the scenario default) unless a variant overrides it.
 FIG7_SMALL = dict(num_servers=12, max_jobs=6, arrival_rate=3.0, gpu_choices=[1, 2], server_bw_min=1.0,
                   server_bw_max=4.0, rack_bw_min=2.0, rack_bw_max=8.0, bw_min=0.5, bw_max=3.0)
-# On FIG7_SMALL GADGET scores 1.000 of the MILP on ~97% of slots (issue 26): the per-slot problem is
-# trivial there. The larger instances (issue 29): more servers, more visible jobs than GPUs can
+# On FIG7_SMALL GADGET scores 1.000 of the MILP on ~97% of slots: the per-slot problem is
+# trivial there. The larger instances: more servers, more visible jobs than GPUs can
 # serve at full size (one GPU per server: ~1.8× more workers wanted than GPUs), tighter links.
 # "large" is the paper's S = 50 with 30 visible jobs, the largest we found whose MILP still solves in
 # seconds per slot on 2 shared cores (measured under load: median 1.6 s, max 8.6 s over 20 slots);
@@ -119,7 +119,7 @@ def slot_ratios(instances, horizon: int, seed: int = 0, agents=("gadget", "fifo"
 
 def unserved_idle(agent, seeds=(0, 1), horizon: int = 200, arrival_rate: float = 8.0, max_jobs: int = 64,
                   **env_kw) -> list[dict]:
-    """Must-show of issue 14: per run, mean over slots of visible jobs with budget left that get no
+    """Per run, mean over slots of visible jobs with budget left that get no
     worker, and of idle GPUs. ``agent`` is a spec (``"gadget"``) or an agent object; the run with
     seed s uses instance s (``scenario_seed=s``) unless ``env_kw`` pins one."""
     from clustergym.agent import make

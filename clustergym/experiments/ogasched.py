@@ -487,7 +487,7 @@ def plot_utilities(fig7: dict, fams: list, names: list, T: int, path: str) -> No
     save(fig, path)
 
 
-# -- benchmark rows (SPEC §10) -------------------------------------------------------------------
+# -- benchmark rows -------------------------------------------------------------------
 
 def p2_env_steps(quick: bool):
     import gymnasium as gym
@@ -529,7 +529,7 @@ def p2_vector_steps(quick: bool, num_envs: int = 1024):
     batches = [(base * rng.uniform(0.0, 0.99, size=(num_envs, *base.shape))).astype(np.float32) for _ in range(4)]
     env.reset(seed=0)
     rate = _vector_rate(env, batches, 30 if quick else 200)
-    threads = numba_threads()  # the kernel is parallel over sub-envs: report per core (SPEC §10), no target
+    threads = numba_threads()  # the kernel is parallel over sub-envs: report per core, no target
     return Row(f"P2 native vector env, {num_envs} envs (|E|={pb.num_edges}, K={pb.num_device_types}, float32), per core "
                f"({threads} numba threads)", rate / threads, "/s/core", "", None)
 
@@ -561,7 +561,7 @@ def bench_rows(quick: bool):
             sampled_action_rate(ENV_ID, "P2 port_device mode", 5_000 if quick else 30_000, target=10_000,
                                 action_mode="port_device"),
             p2_vector_steps(quick),
-            # per core: the kernel is parallel over sub-envs (SPEC §10); the learner, not the env, bounds training
+            # per core: the kernel is parallel over sub-envs; the learner, not the env, bounds training
             vector_sampled_rate(ENV_ID, "P2", 10 if quick else 60, target=40_000, per_core=True),
             # Box actions: SB3's Gaussian in both heads, one row
             *training_rates(ENV_ID, "P2", quick, heads=("fast",))]

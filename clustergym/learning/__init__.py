@@ -1,4 +1,4 @@
-"""The learning stack (SPEC §8): DRL with Stable-Baselines3 on clustergym envs.
+"""The learning stack: DRL with Stable-Baselines3 on clustergym envs.
 
 =====================================  ==============================================================
 :mod:`clustergym.learning.pipeline`    observation pipeline shared by training and evaluation

@@ -1,4 +1,4 @@
-"""``clustergym drl``: the learned-scheduler benchmark on all four problems (issue 28, SPEC §8).
+"""``clustergym drl``: the learned-scheduler benchmark on all four problems.
 
 For every env of :data:`PLAN` and every learner of that env, the benchmark trains one model per training
 seed (a *cell*) on the instance pool :data:`~clustergym.learning.instances.DEFAULT_TRAIN_INSTANCES`
@@ -112,7 +112,7 @@ PLAN: dict[str, EnvPlan] = {
                 note="behaviour cloning from greedy's ring sizes, then fine-tuning, in ring_size mode"),
     ), None, tuple(range(15)), None, tuple(range(5)),
         note=("P3's instances (scenario seeds) differ only in the topology, which does not change any agent's "
-              "total at the default load (issue 25's note): the job list comes from the dynamics seed. So "
+              "total at the default load: the job list comes from the dynamics seed. So "
               "P3 is evaluated on 15 instances with instance = seed (each its own topology and job list), "
               "not on 5 instances x 3 seeds (which would be 3 job lists).")),
     "p4": EnvPlan("p4", "clustergym/ApproxJobs-v0", (

@@ -1,4 +1,4 @@
-"""Fast action heads: a MultiDiscrete / MultiBinary action distribution as one batched tensor op (SPEC §8).
+"""Fast action heads: a MultiDiscrete / MultiBinary action distribution as one batched tensor op.
 
 SB3's ``MultiCategoricalDistribution`` (and sb3-contrib's ``MaskableMultiCategoricalDistribution``)
 build one ``torch.distributions.Categorical`` per action dimension and loop over them in Python for

@@ -1,4 +1,4 @@
-"""Warm start by behaviour cloning (BC): imitate a teacher agent, then fine-tune with PPO (issue 28).
+"""Warm start by behaviour cloning (BC): imitate a teacher agent, then fine-tune with PPO.
 
 ``clustergym train ENV --algo ppo|maskable_ppo --warm-start esdp --bc-steps N`` (``train(...,
 warm_start=...)``) does, before any PPO update:

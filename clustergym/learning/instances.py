@@ -1,4 +1,4 @@
-"""Training on a distribution of instances and evaluating on others (issue 25, SPEC §8).
+"""Training on a distribution of instances and evaluating on others.
 
 A learned scheduler is compared like every other agent only on instances it did not train on. So:
 

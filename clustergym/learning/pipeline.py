@@ -1,4 +1,4 @@
-"""The observation pipeline shared by training and evaluation (SPEC §8), and the family DRL hooks.
+"""The observation pipeline shared by training and evaluation, and the family DRL hooks.
 
 Every clustergym env's Dict observation already carries what a learner needs besides the current
 slot (the Gymnasium convention: ``info`` is diagnostics): the last slot's public feedback, the

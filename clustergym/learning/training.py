@@ -1,5 +1,5 @@
 """``clustergym train``: PPO / A2C on every env, SAC on Box actions (P2), MaskablePPO (sb3-contrib) on
-P1 and P4 with the env's ``action_masks()`` (SPEC §8).
+P1 and P4 with the env's ``action_masks()``.
 
 The training env is ``gym.make`` + Monitor + :class:`clustergym.wrappers.FlattenWithStats` (+
 :class:`clustergym.wrappers.RescaleBox` to [-1, 1] for Box actions): the public wrappers, so a user's
@@ -84,7 +84,7 @@ def policy_class(algo: str, head: str = "fast", net: str = "mlp"):
 
 
 def check_algo(algo: str, family: str) -> None:
-    """ValueError unless ``algo`` can train on ``family`` (SPEC §8)."""
+    """ValueError unless ``algo`` can train on ``family``."""
     if algo not in ALGOS:
         raise ValueError(f"algo={algo!r} is invalid: expected one of {', '.join(ALGOS)}")
     need = ALGOS[algo][2]
@@ -218,7 +218,7 @@ def train(env_id: str, algo: str, timesteps: int | None, out: str, *, env_kwargs
         hyperparams_file: a YAML file in the shipped files' format (default: the shipped one of ``algo``).
         eval_freq: in-training evaluation every ``eval_freq`` env steps on separate envs seeded from
             ``eval_seed`` (held-out seeds), ``eval_episodes`` episodes each; 0 (default) = off. It costs
-            time: with it on every 10,000 steps, P1's end-to-end rate halved (issue 25).
+            time: with it on every 10,000 steps, P1's end-to-end rate halved.
         head: ``"fast"`` (default; :mod:`clustergym.learning.heads`) or ``"sb3"`` (SB3's own distribution).
         instances: the training pool (scenario seeds): each sub-env draws one per episode (env kwarg
             ``instances``, seeded by its reset seed). None: :data:`clustergym.learning.instances.DEFAULT_TRAIN_INSTANCES`
@@ -481,7 +481,7 @@ def _training_pool(env_id: str, env_kwargs: dict, instances) -> tuple[list[int] 
         return None, f"one instance: scenario_seed={env_kwargs['scenario_seed']}"
     given = instances is not None
     probe = gym.make(env_id, **{**env_kwargs, "oracle": False})
-    switches = getattr(probe.unwrapped, "instance_source", None) is not None  # the env has the instances kwarg (issue 25)
+    switches = getattr(probe.unwrapped, "instance_source", None) is not None  # the env has the instances kwarg
     probe.close()
     if not switches:
         if given:

@@ -132,12 +132,12 @@ class ApproxJobsEnv(ClusterEnv):
 
     ## Version History
     * v0: initial version.
-    * v0, issue 20: ``info["feedback"]`` is per machine with fixed shapes (``executed``, ``slot``,
+    * v0, later: ``info["feedback"]`` is per machine with fixed shapes (``executed``, ``slot``,
       ``job_id``, ``work``, ``cost``, each (M,)); it was the used machines only (``machines``,
       ``slots``, ``job_ids``, ``work``, ``cost``), whose length changed from slot to slot and broke
       ``gym.make_vec(..., vectorization_mode="sync")``.
-    * v0, issue 25: ``reset(options={"scenario_seed": k})`` and ``instances``; unknown reset options
-      raise. Issue 27: ``step`` after the end raises until ``reset``.
+    * v0, later: ``reset(options={"scenario_seed": k})`` and ``instances``; unknown reset options
+      raise. Later: ``step`` after the end raises until ``reset``.
     * v0, later: ``action_mode="job"`` (per-job levels dealt to machines by the env).
     * v0, later: the observation carries the per-machine statistics and the last slot's feedback. The
       flat vector of earlier versions is ``clustergym.learning.pipeline``'s ``"legacy"``

@@ -10,12 +10,12 @@ Modelling choices, each a documented reading of §VI:
 
 * **Speed factors (``speed_low``; an extension, not the paper's).** The paper's machines all share
   one rate law (U[0.7,1] in APs, U[0,0.1] in UPs): **identical machines**, which ``scale="paper"``
-  uses (speed_low = 1, issue 26). ``speed_low < 1`` gives machine i a speed factor
+  uses (speed_low = 1). ``speed_low < 1`` gives machine i a speed factor
   s_i ~ U[speed_low, 1] multiplying its rate, so machines differ in mean θ_i and the UCB estimate
-  (eq. 66) has something to learn (SPEC §7); the small default scale keeps speed_low = 0.3, and
+  (eq. 66) has something to learn; the small default scale keeps speed_low = 0.3, and
   ``clustergym reproduce opm`` reports ``scale="paper", speed_low=0.3`` as the extension beside the
   paper's setup. Identical machines price a slot at 2θ ≈ 1.41 each; with speed_low = 0.3 the prices
-  average ≈ 0.91, so a budget buys ≈ 1.5× more machine-slots (issue 26).
+  average ≈ 0.91, so a budget buys ≈ 1.5× more machine-slots.
 * **Prices.** ``price="paper"`` (default): p_i = 2 θ_i, "two times of the mean service rate" (§VI).
   Note this makes the expected cost per unit of work equal on every machine; a scheduler that knew
   the rule could read θ_i off p_i (none of our agents does). ``price="uniform"``: p_i ~

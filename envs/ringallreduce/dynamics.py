@@ -1,4 +1,4 @@
-"""Greedy ring placement: the heuristic the paper's baselines use (gadget.md §VI.2, SPEC §6).
+"""Greedy ring placement: the heuristic the paper's baselines use (gadget.md §VI.2).
 
 "We place workers based on the simple heuristic that greedily allocates workers to servers where a
 cycle can be attained." Our reading, for one job of kappa workers and ring bandwidth b:

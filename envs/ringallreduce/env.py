@@ -133,8 +133,8 @@ class RingAllReduceEnv(ClusterEnv):
 
     ## Version History
     * v0: initial version.
-    * v0, issue 25: ``reset(options={"scenario_seed": k})``, ``instances``, ``max_racks`` padding;
-      unknown reset options raise. Issue 27: ``step`` after the end raises until ``reset``.
+    * v0, later: ``reset(options={"scenario_seed": k})``, ``instances``, ``max_racks`` padding;
+      unknown reset options raise. Later: ``step`` after the end raises until ``reset``.
     """
 
     family = "ringallreduce"

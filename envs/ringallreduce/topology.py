@@ -1,4 +1,4 @@
-"""Fat-tree substrate and the exact ring bandwidth accounting (gadget.md eqs. 7–9, SPEC §6).
+"""Fat-tree substrate and the exact ring bandwidth accounting (gadget.md eqs. 7–9).
 
 The substrate is a two-level tree: every server s hangs below the top-of-rack switch of its rack
 ``rack_of[s]`` through a full-duplex link (bandwidth per direction ``server_bw[s, d]``, d = 0 up

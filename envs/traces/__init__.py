@@ -1,1 +1,1 @@
-"""Loaders for public cluster-trace formats (SPEC §9). They never download; users pass paths."""
+"""Loaders for public cluster-trace formats. They never download; users pass paths."""

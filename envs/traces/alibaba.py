@@ -1,4 +1,4 @@
-"""Alibaba cluster-trace-gpu-v2023 (``openb_*`` CSV files) and the ``alibaba-v2023`` preset (SPEC §9).
+"""Alibaba cluster-trace-gpu-v2023 (``openb_*`` CSV files) and the ``alibaba-v2023`` preset.
 
 Data: Alibaba Cluster Trace Program, cluster-trace-gpu-v2023 (github.com/alibaba/clusterdata,
 ``cluster-trace-gpu-v2023/csv/``), published for research and study use; cite Weng et al., "Beware of

@@ -1,4 +1,4 @@
-"""Strict CSV reading shared by every trace loader (SPEC §9).
+"""Strict CSV reading shared by every trace loader.
 
 Malformed files fail with a ``TraceFormatError`` (a ValueError) naming the file, the line and the
 column: a missing column, a non-numeric value where a number is expected, an empty file.

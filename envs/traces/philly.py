@@ -1,4 +1,4 @@
-"""Philly-derived traces as prepared by the Pollux OSDI'21 artifact (SPEC §9).
+"""Philly-derived traces as prepared by the Pollux OSDI'21 artifact.
 
 Data: Microsoft Philly trace (msr-fiddle/philly-traces, CC BY 4.0) as prepared in
 petuum/adaptdl (branch ``osdi21-artifact``, ``simulator/``). Users pass paths; nothing downloads.

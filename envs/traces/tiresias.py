@@ -1,4 +1,4 @@
-"""Tiresias simulator traces (SymbioticLab/Tiresias, Apache-2.0, ``simulator/``) (SPEC §9).
+"""Tiresias simulator traces (SymbioticLab/Tiresias, Apache-2.0, ``simulator/``).
 
 * job files such as ``60_job.csv``: ``job_id, num_gpu, submit_time, iterations, model_name,
   duration, interval`` (times in seconds);

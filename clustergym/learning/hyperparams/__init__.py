@@ -1,4 +1,4 @@
-"""One hyperparameter set per (env, algorithm), in files users read and edit (SPEC §8).
+"""One hyperparameter set per (env, algorithm), in files users read and edit.
 
 ``clustergym/learning/hyperparams/<algo>.yml`` (this package's data files) follows rl-zoo3's convention: one file per algorithm,
 keys are env ids, values the algorithm's keyword arguments plus a few run settings (:data:`RUN_KEYS`).

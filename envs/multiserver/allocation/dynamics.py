@@ -38,7 +38,7 @@ which agree to rounding (``rtol=1e-12`` in the test). The kernel accepts float32
 allocations (numba compiles one version per dtype; float32 values widen exactly to float64, so the
 results equal those of the float64 copy of the action).
 
-Known remaining copies (kept because removing them changes numbers, issue 17): :meth:`~AllocationDynamics.parts`
+Known remaining copies (kept because removing them changes numbers): :meth:`~AllocationDynamics.parts`
 sums in edge/device order (:func:`reward_sums`) rather than through :func:`slot_step`, whose family-grouped
 order would move the PettingZoo per-server rewards by up to ~1e-13; and the numpy eq. 27
 (``scenario.utility_value``, used by :meth:`~AllocationDynamics.utilities` and the hindsight oracle) is

@@ -149,11 +149,11 @@ class MultiServerAllocationEnv(ClusterEnv):
     ## Version History
     * v0: initial version. Later in v0: the default device units became ``units="paper-code"``
       (the authors' code's ranges; ``units="device"`` gives the earlier instances bit for bit), and
-      ``problem.horizon`` was added. Issue 26: ``setting`` names each setting after its source and
+      ``problem.horizon`` was added. Later: ``setting`` names each setting after its source and
       the default became ``setting="paper"`` (the earlier ``units="device"`` instances bit for bit);
       the earlier default ``units="paper-code"`` is ``setting="table1-in-code-units"`` (bit for bit).
-    * v0, issue 25: ``reset(options={"scenario_seed": k})``, ``instances``, ``max_edges`` padding
-      (fractional action); unknown reset options raise. Issue 27: ``step`` after the end raises.
+    * v0, later: ``reset(options={"scenario_seed": k})``, ``instances``, ``max_edges`` padding
+      (fractional action); unknown reset options raise. Later: ``step`` after the end raises.
     * v0, later: the channel action's entries with a_l^k = 0 are bounded by [0, 1] and ignored
       (they were zero-width [0, 0] boxes); ``action_mode`` (``"port"``, ``"port_device"``). Every
       earlier action gives the same rewards.

@@ -4,7 +4,7 @@ Public problem (:class:`AllocationProblem`): the bipartite graph G=(L,R,E), per-
 per-server capacities c_r^k, the utilities f_r^k of eq. 27 (family and α per (r, k)) and the overhead
 weights β_k of eq. 5. Hidden truth (:class:`AllocationTruth`): the arrival probability of each port.
 
-**Settings named after their source (``setting``; issue 26, docs/ogasched.md "Settings").** Each
+**Settings named after their source (``setting``; docs/ogasched.md "Settings").** Each
 fixes the units, the β range, the contention level and the reciprocal utility's form together, so an
 instance is consistent with one source; any of these parameters given explicitly overrides it.
 
@@ -14,7 +14,7 @@ instance is consistent with one source; any of these parameters given explicitly
   "computing devices" of K types drawn from the Alibaba trace, so we count whole devices (cores,
   8 GiB memory blocks, accelerators). Bit for bit the instances of the earlier ``units="device"``.
 - ``"authors-code"``: what the authors' public review code uses (github.com/anonymity-for-review/
-  OGASched, as read in issue 26 and ``parameter.py`` / ``env.py``): its units (``units="code"``,
+  OGASched, as read in its ``parameter.py`` / ``env.py``): its units (``units="code"``,
   below), β ∈ [0.01, 0.1], the reciprocal utility 1/(3α) − 1/(y + 3α) (stored as eq. 27's form with
   α_r^k replaced by 3α_r^k on the reciprocal entries, so agents and the env need nothing new;
   ``reciprocal="code"``) and its default contention 0.4, our **4** (our contention 10 is their 1).
@@ -22,10 +22,10 @@ instance is consistent with one source; any of these parameters given explicitly
   source: the authors' code's units and contention normalisation with Table 1's β ∈ [0.3, 0.5],
   contention 10 and eq. 27's reciprocal. Kept so that earlier numbers can be reproduced (bit for bit).
 
-Why ``"paper"`` is the default: it is the paper's own stated setup (SPEC §12: claims are tested in
+Why ``"paper"`` is the default: it is the paper's own stated setup (claims are tested in
 the paper's setup first); the other two are reported beside it by ``clustergym reproduce ogasched``.
 
-Modelling choices (SPEC §5), each a documented reading of the paper:
+Modelling choices, each a documented reading of the paper:
 
 * **Device units (``units``; Table 1: |R| = 128, K = 6 CPU, MEM, GPU, NPU, TPU, FPGA).** The paper
   draws its machines from Alibaba traces we do not have and does not say in which units a_l^k and
@@ -35,7 +35,7 @@ Modelling choices (SPEC §5), each a documented reading of the paper:
   only means something in some unit system. Two are offered (the setting picks one):
 
   - ``"code"`` (settings ``authors-code`` and ``table1-in-code-units``; called ``"paper-code"``
-    before issue 26, a name that now raises an error naming its replacements): the ranges of the authors' public review code
+    formerly, a name that now raises an error naming its replacements): the ranges of the authors' public review code
     (github.com/anonymity-for-review/OGASched, ``ogasched/parameter.py`` and ``env.py``): c_r^k
     uniform integers, vCPU cores 1..127, MEM GiB 2..511, GPUs 0..63, NPUs and TPUs 0..7, FPGAs 0..3
     (all K types present, their non-"simplified" mode; D7, D8 beyond K = 6 take 0..7); demands
@@ -212,7 +212,7 @@ def utility_derivative(y: np.ndarray, alpha: np.ndarray, code: np.ndarray) -> np
 def apply_setting(p: dict, explicit) -> dict:
     """Fill the entries of ``p`` the chosen ``setting`` fixes (SETTINGS), except those in ``explicit``."""
     if p.get("units") == "paper-code":
-        raise ValueError("units='paper-code' was renamed (issue 26): use setting='table1-in-code-units' for the "
+        raise ValueError("units='paper-code' was renamed: use setting='table1-in-code-units' for the "
                          "earlier default instances, or units='code' for the authors' code's units")
     p["setting"] = check_choice("setting", p["setting"], tuple(SETTINGS))
     for k, v in SETTINGS[p["setting"]].items():

@@ -104,7 +104,7 @@ class MultiServerAllocationVectorEnv(ClusterVectorEnv):
 
     ## Version History
     * v0: initial version.
-    * v0, issue 25: per-sub-env instances, ``options={"scenario_seed": k}``, ``instances``, ``max_edges``.
+    * v0, later: per-sub-env instances, ``options={"scenario_seed": k}``, ``instances``, ``max_edges``.
     * v0, later: the single env's new observation keys; ``oracle`` defaults to False.
     """
 

@@ -118,13 +118,13 @@ class MultiServerChannelEnv(ClusterEnv):
 
     ## Version History
     * v0: initial version.
-    * v0, issue 16: Z̃ is drawn from a Beta law with mean ṽ_e and the paper's std where [0, 1] allows
+    * v0, later: Z̃ is drawn from a Beta law with mean ṽ_e and the paper's std where [0, 1] allows
       it (was a triangular law that reached a median 58–63% of it); same id, different draws.
-    * v0, issue 20: ``info["feedback"]`` has fixed shapes, ``executed`` (|E|,) bool and ``utilities``
+    * v0, later: ``info["feedback"]`` has fixed shapes, ``executed`` (|E|,) bool and ``utilities``
       (|E|,) (was ``channels``, the executed edge ids, and their utilities, whose length changed
       from slot to slot and broke ``gym.make_vec(..., vectorization_mode="sync")``).
-    * v0, issue 25: ``reset(options={"scenario_seed": k})``, ``instances``, ``max_edges`` padding;
-      unknown reset options raise. Issue 27: ``step`` after the episode's end raises until ``reset``.
+    * v0, later: ``reset(options={"scenario_seed": k})``, ``instances``, ``max_edges`` padding;
+      unknown reset options raise. Later: ``step`` after the episode's end raises until ``reset``.
     * v0, later: the observation carries the statistics, the last slot's feedback and ``edge_arrival``,
       ``edge_demand`` (padded or not); ``oracle`` defaults to False. The flat vector of earlier versions
       is ``clustergym.learning.pipeline``'s ``"legacy"`` layout (same values).

@@ -4,7 +4,7 @@ Public problem (:class:`ChannelProblem`): the bipartite graph G=(L,R,E), demands
 capacities c_k and supply costs f_k. Hidden truth (:class:`ChannelTruth`): arrival probabilities
 rho_l and the law of the net utility Z̃_e(t) of every channel.
 
-Modelling choices (SPEC §4), each one a documented reading of the paper:
+Modelling choices, each one a documented reading of the paper:
 
 * **Capacities.** Table 3's "normalised" bounds on c (between 1 and 2) cannot be taken literally:
   with a_k^e in {1, 2} they admit about one channel. We set
@@ -27,7 +27,7 @@ Modelling choices (SPEC §4), each one a documented reading of the paper:
   to 0 or 1 (``tests/test_channel_env.py`` checks the realised std per channel against σ_e and
   the fraction of channels at the intended std). Version note: up to this change Z̃ was a
   symmetric triangular law on [ṽ_e − h_e, ṽ_e + h_e], h_e ≤ min(ṽ_e, 1 − ṽ_e); its std cannot
-  exceed min(ṽ, 1 − ṽ)/√6 ≤ 0.204, a median 58–63% of the intended std (issue 16).
+  exceed min(ṽ, 1 − ṽ)/√6 ≤ 0.204, a median 58–63% of the intended std.
   A channel with σ_e = 0 (ṽ_e ∈ {0, 1} or s_e = 0) is deterministic: Z̃_e(t) = ṽ_e.
 * **Graph.** Each (l, r) is a channel with probability ``channel_prob``; a port left without a
   channel gets one to a uniformly drawn server. Edges are ordered by (port, server).
@@ -186,7 +186,7 @@ def make_channel_scenario(name: str = "paper", seed: int | np.random.Generator |
     if name == "toy":
         check_known(params, (), "toy")  # the toy scenario takes no parameters
         return _toy()
-    if name == "alibaba-v2023":  # trace preset (SPEC §9); built in clustergym.envs.traces.alibaba
+    if name == "alibaba-v2023":  # trace preset; built in clustergym.envs.traces.alibaba
         from clustergym.envs.traces.alibaba import channel_scenario_from_preset
 
         return channel_scenario_from_preset(seed=seed, **params)
