@@ -1,5 +1,5 @@
 """Which teachers can be cloned? Behaviour cloning only (``clustergym train --warm-start T --timesteps 0``)
-vs its teacher on held-out instances, per env and teacher (issue 28; docs/drl.md "Warm start").
+vs its teacher on held-out instances, per env and teacher (docs/drl.md "Warm start").
 
 Per cell: train on the pool 100-199 (horizon 200, ``--bc-steps`` demonstration slots, ``--bc-epochs``
 passes, training seed 0), then ``clustergym.evaluate`` the clone and the teacher on instances 0-4, seed 0,

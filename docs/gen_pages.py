@@ -122,7 +122,7 @@ fixed sizes, greedy ring placement. ``thresholds``: Tiresias' discretised queues
 queue).
 """,
     "greedy": """\
-Greedy (a reference policy for P3, not a paper baseline; issue 29): every visible job at its full
+Greedy (a reference policy for P3, not a paper baseline): every visible job at its full
 size κ_i = min(N_i, budget left), ranked by its full-size increment π_iκi = μ_i(ζ_i(z_i + κ_i)) −
 μ_i(ζ_i z_i) (the objective of problem (10)), descending, placed one pass in that order by the env's
 greedy ring placement; a job that does not fit at full size waits.
