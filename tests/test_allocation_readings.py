@@ -1,5 +1,5 @@
-"""The authors' readings of DRF and BINPACKING / SPREADING beside ours (baselines/allocation.py,
-issue 26), and the P2 settings named after their source (scenario.py)."""
+"""The authors' readings of DRF and BINPACKING / SPREADING beside ours (baselines/allocation.py),
+and the P2 settings named after their source (scenario.py)."""
 
 import numpy as np
 import pytest

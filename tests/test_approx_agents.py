@@ -190,7 +190,7 @@ def test_fair_shares_machines_equally_and_edf_serves_earliest_deadline():
 def test_opm_with_default_parameters_beats_random_in_the_papers_regime():
     """Theorem 3's parameters, scale="paper" (1000 machines, ≈ 24 jobs at once, each affording a few
     % of the cluster) with the speed-factor extension (speed_low=0.3, the setting this test was
-    written for before scale="paper" became identical machines, issue 26), short horizon, three job
+    written for before scale="paper" became identical machines), short horizon, three job
     lists: OPM beats random on every one. (At the small default scale it does not reliably, and on the
     paper's identical machines it loses to random: docs/opm.md.)"""
     for inst in range(3):

@@ -1,4 +1,4 @@
-"""The claims statistic (clustergym.stats, docs/evaluation.md "The claims statistic", issue 26)."""
+"""The claims statistic (clustergym.stats, docs/evaluation.md "The claims statistic")."""
 
 import math
 

@@ -1,5 +1,5 @@
 """Standard RL plumbing works unchanged: Gymnasium vector envs, Gymnasium and clustergym wrappers,
-PettingZoo's API tests (issue 20)."""
+PettingZoo's API tests."""
 
 from __future__ import annotations
 

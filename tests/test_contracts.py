@@ -1,4 +1,4 @@
-"""Contract tests over the registries (issue 17): every env id of every registered family and every
+"""Contract tests over the registries: every env id of every registered family and every
 registered agent, with ``clustergym.testing`` on each env's small ``check_kwargs`` instance. A new env or
 agent is tested here without editing this file."""
 

@@ -1,4 +1,4 @@
-"""The docs site (issue 18, must-show 2): a page per registered env id and per agent name, pages
+"""The docs site: a page per registered env id and per agent name, pages
 generated from the code and up to date, and ``mkdocs build --strict`` passing (broken links and
 unresolved mkdocstrings references fail it)."""
 

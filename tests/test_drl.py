@@ -1,4 +1,4 @@
-"""DRL comparisons (SPEC §8, issue 6): ``clustergym train`` for every (env, algo) pair with a tiny
+"""DRL comparisons: ``clustergym train`` for every (env, algo) pair with a tiny
 budget, saved models evaluating as ``sb3:`` agents, and the train/evaluate observation contract."""
 
 import json

@@ -1,4 +1,4 @@
-"""``clustergym drl`` (issue 28, must-show 1): the quick benchmark trains on the instance pool, scores
+"""``clustergym drl``: the quick benchmark trains on the instance pool, scores
 checkpoints and final models on held-out instances through the runner, writes the table, and resumes."""
 
 import json

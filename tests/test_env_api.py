@@ -1,4 +1,4 @@
-"""API contract of every registered env (SPEC §3.2, §11): checkers, determinism, pickling, rendering.
+"""API contract of every registered env: checkers, determinism, pickling, rendering.
 
 The checks live in ``clustergym.testing`` (shipped, so a user's family runs the same ones); this file
 runs them over every env id of every registered family, with the paper-default instances.

@@ -1,6 +1,6 @@
 """Fuzz suite (hypothesis): the CLI, env actions, scenario kwargs and trace files under random input.
 
-Each property is what the reliability contract (SPEC §11) promises:
+Each property is what the reliability contract promises:
 - every CLI argument list ends in exit 0, or exit 2 with one line on stderr; never a traceback, never a
   file written outside ``--out``;
 - an action an env rejects (ValueError) leaves it unchanged: stepping on afterwards equals a clean run;
@@ -332,7 +332,7 @@ def test_p2_vector_env_refuses_actions_that_are_not_real_numbers(dtype):
         envs.step(np.zeros(envs.action_space.shape).astype(dtype))
 
 
-# -- extreme floats in every numeric kwarg, size parameters (issue 27) ------------------------------
+# -- extreme floats in every numeric kwarg, size parameters ------------------------------
 
 EXTREME = st.sampled_from([1e308, -1e308, 1.7976931348623157e308, 5e-324, -5e-324, 1e-308, 1e-300, float("inf"),
                            float("-inf"), float("nan"), 1e9, -1e9, 1e9 * (1 + 1e-15), 1e-9, 0.0, -0.0, 10**20,
@@ -412,7 +412,7 @@ def test_size_parameters_build_or_refuse_in_one_line(env_id, data, monkeypatch):
     _finite_episode(env, steps=1)
 
 
-# -- concurrent writers (issue 27) -----------------------------------------------------------------
+# -- concurrent writers -----------------------------------------------------------------
 
 class _FakeResults:
     """What ``evaluate`` returns, enough for ``cmd_run``: writes results.json and curves.csv with a mark."""

@@ -1,4 +1,4 @@
-"""Instances per episode and fixed-shape spaces (issue 25), and ``step`` after the end (issue 27).
+"""Instances per episode and fixed-shape spaces, and ``step`` after the end.
 
 Parametrised over the shipped families of the registry (P1..P4): ``reset(options={"scenario_seed": k})``
 gives exactly the episode of ``gym.make(..., scenario_seed=k)``; junk options raise; the ``instances``
@@ -76,7 +76,7 @@ def totals(traj) -> dict:
     return out
 
 
-# -- must-show 1: reset(options={"scenario_seed": k}) == gym.make(..., scenario_seed=k) ----------------------
+# -- reset(options={"scenario_seed": k}) == gym.make(..., scenario_seed=k) ----------------------
 @pytest.mark.parametrize("env_id", IDS)
 def test_reset_option_gives_exactly_the_episode_of_make_with_that_scenario_seed(env_id):
     kw = kwargs(env_id)
@@ -476,7 +476,7 @@ def test_pettingzoo_envs_switch_instances(env_id):
             plain.reset(seed=0, options={"scenario_seed": 4})
 
 
-# -- issue 27: step after the end ----------------------------------------------------------------------------
+# -- step after the end -------------------------------------------------------------------------------------
 @pytest.mark.parametrize("env_id", IDS)
 def test_step_after_truncation_raises_until_reset(env_id):
     env = gym.make(env_id, **kwargs(env_id, padded=False, horizon=3, oracle=False))

@@ -1,4 +1,4 @@
-"""Instances as an axis, comparisons over instances with intervals, and the normalised score (SPEC §3.4)."""
+"""Instances as an axis, comparisons over instances with intervals, and the normalised score."""
 
 from __future__ import annotations
 

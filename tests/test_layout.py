@@ -1,4 +1,4 @@
-"""Structure of the env modules: no module reaches into another module's private names (issue 17).
+"""Structure of the env modules: no module reaches into another module's private names.
 
 Every env module talks to another one through public names only: the P2 vector env steps the single
 env's public ``dynamics`` object instead of borrowing its plan and buffers, the P1 vector env calls

@@ -1,4 +1,4 @@
-"""Fast action heads (issue 25, SPEC §8): one padded tensor op with the maths of SB3's
+"""Fast action heads: one padded tensor op with the maths of SB3's
 ``MultiCategoricalDistribution`` and sb3-contrib's ``MaskableMultiCategoricalDistribution``."""
 
 import numpy as np

@@ -1,4 +1,4 @@
-"""Warm start by behaviour cloning (issue 28, must-show 4): the teacher's actions mapped into the training
+"""Warm start by behaviour cloning: the teacher's actions mapped into the training
 env's action space, the supervised fit, determinism, the no-pickle loader, and the cloned policy (step 0 of
 fine-tuning) within 10% of its teacher on held-out instances."""
 

@@ -1,4 +1,4 @@
-"""Training on a pool of instances and evaluating on others (issue 25, must-show 2), and the
+"""Training on a pool of instances and evaluating on others, and the
 hyperparameter files ``clustergym train`` reads."""
 
 import json

@@ -1,4 +1,4 @@
-"""P4 on the paper's machines and the bound a score needs (issue 26)."""
+"""P4 on the paper's machines and the bound a score needs."""
 
 import numpy as np
 import pytest

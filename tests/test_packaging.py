@@ -1,4 +1,4 @@
-"""Packaging as users get it (issue 18, must-show 4): a wheel built from the repository's files
+"""Packaging as users get it: a wheel built from the repository's files
 passes ``twine check``, installs non-editable without dependencies into a folder of its own, and
 works from outside the repository with that folder first on ``PYTHONPATH``: ``clustergym list``,
 ``gym.make`` of every env id, every scenario preset that ships inside the package, and a tiny
@@ -119,7 +119,7 @@ def test_wheel_builds_passes_twine_and_runs_from_outside_the_repo(tmp_path):
 
 
 def test_core_install_in_a_fresh_venv_runs_without_torch(tmp_path):
-    """Issue 20, must-show 3: ``pip install .`` (core only, non-editable) into a fresh venv pulls no
+    """``pip install .`` (core only, non-editable) into a fresh venv pulls no
     torch/SB3, imports clustergym, makes and steps every env and runs ``clustergym run`` with a paper
     agent and random. Dependencies come from the package registry (pip's cache makes it ~40 s)."""
     src, venv, outside = tmp_path / "src", tmp_path / "venv", tmp_path / "elsewhere"

@@ -1,4 +1,4 @@
-"""PettingZoo ParallelEnv versions (SPEC §8, §11): API, seeding, reward split, no hidden truth, one core."""
+"""PettingZoo ParallelEnv versions: API, seeding, reward split, no hidden truth, one core."""
 
 from __future__ import annotations
 
@@ -187,7 +187,7 @@ def test_kwargs_are_the_single_envs():
         parallel_env("ApproxJobs-v0", horizon=0)
 
 
-# -- determinism (SPEC §11) ----------------------------------------------------------------------
+# -- determinism ----------------------------------------------------------------------
 @pytest.mark.parametrize("env_id", IDS)
 def test_same_seed_same_trajectory(env_id):
     steps = 150  # > the horizon of 120: covers an episode end and a reset

@@ -1,4 +1,4 @@
-"""Ray backend: the same results.json as the local backend; one clear error without Ray (SPEC §3.4).
+"""Ray backend: the same results.json as the local backend; one clear error without Ray.
 
 Compared: every byte of curves.csv and every field of results.json except the timing fields
 ``clustergym.runner.TIMING_FIELDS`` (wall_s, decision_ms_median, decision_ms_p95, per run and the

@@ -132,7 +132,7 @@ def test_highs_banner_is_not_printed(capfd):
     assert "HiGHS" not in out.stdout + out.stderr and "[1.]" in out.stdout
 
 
-# -- baseline readings where the paper is silent (issue 29) ----------------------------------------
+# -- baseline readings where the paper is silent ----------------------------------------
 
 
 def test_static_sizes_capped_or_drawn_within_n_i():

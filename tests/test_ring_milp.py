@@ -143,7 +143,7 @@ def test_fig7_slot_ratios_same_slots_and_bounded_by_the_optimum():
 
 
 def test_lam1_total_bounds_every_agents_total_utility():
-    """``lam1_total`` (issue 29): Σλ1 over the jobs that arrive, an upper bound on any agent's total
+    """``lam1_total``: Σλ1 over the jobs that arrive, an upper bound on any agent's total
     utility on the same (instance, seed); a window too small to list every job is an error."""
     from clustergym.experiments.gadget import lam1_total
     from clustergym.runner import evaluate

@@ -223,7 +223,7 @@ _E = "clustergym/MultiServerChannel-v0"
     (["run", _E, "--agents", "hauf", "--set", "scenario_seed=1.5", "--horizon", "5"], "scenario_seed"),
     (["run", _E, "--agents", "hauf", "--instances", "3-1", "--horizon", "5"], "--instances"),
     (["reproduce", "esdp", "--workers", "0"], "--workers"),
-    (["train", _E, "--algo", "ppo", "--timesteps", "100", "--eval-freq", "-1"], "eval_freq"),  # 0 = off (issue 25)
+    (["train", _E, "--algo", "ppo", "--timesteps", "100", "--eval-freq", "-1"], "eval_freq"),  # 0 = off
     (["train", _E, "--algo", "ppo", "--timesteps", "100", "--eval-episodes", "0"], "eval_episodes"),
     (["train", _E, "--algo", "ppo", "--timesteps", "100", "--hp", "n_steps=-5"], "n_steps"),
     (["train", _E, "--algo", "ppo", "--timesteps", "100", "--hp", "learning_rate=abc"], "learning_rate"),

@@ -1,4 +1,4 @@
-"""No lost work (issue 27): every row of the issue's table, each with an earlier run in the same --out that
+"""No lost work: every row below, each with an earlier run in the same --out that
 must come out byte-identical (results.json, model.zip and every other file).
 
 Rows: train --overwrite with a bad --hp/--algo; two writers on one folder; kill -9 of the parent; kill -9 of

@@ -1,4 +1,4 @@
-"""Issue 17, must-show 1: a new problem family is one folder and one registration line.
+"""A new problem family is one folder and one registration line.
 
 The test writes a tiny family package (a 2-machine env, its FamilySpec and a random agent) into
 ``tmp_path``, registers it with ``clustergym.register_family`` (in-process) or ``CLUSTERGYM_PLUGINS``

@@ -61,7 +61,7 @@ def test_real_philly_files():
     assert len(w) == 240
 
 
-# -- inputs that used to be accepted or crash (issue 21) ---------------------------------------
+# -- inputs that used to be accepted or crash ---------------------------------------
 
 import subprocess
 import sys

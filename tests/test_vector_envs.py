@@ -1,4 +1,4 @@
-"""Native vector envs (SPEC §8, §11): every sub-env replays the single env exactly, step by step."""
+"""Native vector envs: every sub-env replays the single env exactly, step by step."""
 
 import copy
 import pickle
