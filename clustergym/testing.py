@@ -6,7 +6,8 @@
     check_agent("esdp", "clustergym/MultiServerChannel-v0", env_kwargs={"num_servers": 12})
 
 Every check raises ``AssertionError`` (or the checker's own error) on a broken contract and returns None.
-The contracts are the env conventions, the agent protocol and the reliability rules of docs/architecture.md:
+The contracts are the env conventions, the agent protocol and the reliability rules of
+docs/architecture.md (Reliability):
 
 * :func:`check_env` runs all the env checks below: Gymnasium's ``check_env`` and, when installed,
   Stable-Baselines3's; same seed -> identical trajectory (obs, rewards, flags, infos) over ``steps``

@@ -1,6 +1,6 @@
 """Fuzz suite (hypothesis): the CLI, env actions, scenario kwargs and trace files under random input.
 
-Each property is what the reliability contract promises:
+Each property is what the reliability contract (docs/architecture.md, Reliability) promises:
 - every CLI argument list ends in exit 0, or exit 2 with one line on stderr; never a traceback, never a
   file written outside ``--out``;
 - an action an env rejects (ValueError) leaves it unchanged: stepping on afterwards equals a clean run;
