@@ -43,7 +43,7 @@ def test_pattern_catches_what_it_should():
     bad = ["see " + "S" + "PEC §10", "(" + "issue" + " 25)", "I" + "ssues 12-14", "issue" + " #7",
            "issue" + "-26 run", "must" + "-show 2", "must" + "show"]
     assert all(references(s) for s in bad), bad
-    ok = ["FamilySpec", "the spec string", "an issue with the paper", "tissue 5", "S" + "PECIAL"]
+    ok = ["FamilySpec", "the spec string", "an issue with the paper", "tis" + "sue 5", "S" + "PECIAL"]
     assert not any(references(s) for s in ok)
 
 
