@@ -198,3 +198,19 @@ def test_bench_throughput_rows_name_cartpole_and_the_ratio():
         ratio = float(r.what.rsplit(", ", 1)[1].split("x")[0])
         assert ratio == pytest.approx(r.measured / rows[0].measured, abs=0.006)
         assert r.ok == (r.measured >= 0.5 * rows[0].measured)
+
+
+def test_training_vec_env_passes_sb3_only_the_info_keys_it_reads():
+    """SB3 deep-copies every sub-env's info each step; the training envs pass only episode ends' keys."""
+    venv = make_train_vec(P3, {"horizon": 3, "action_mode": "ring_size"}, 2, vec="dummy")
+    venv.seed(0)
+    venv.reset()
+    keys = set()
+    for _ in range(4):
+        *_, infos = venv.step(np.stack([venv.action_space.sample() for _ in range(2)]))
+        for info in infos:
+            keys |= set(info)
+    assert "episode" in keys and keys <= {"episode", "TimeLimit.truncated", "is_success", "terminal_observation"}
+    full = make_train_env(P3, {"horizon": 3, "action_mode": "ring_size"})  # the public chain keeps the whole info
+    full.reset(seed=0)
+    assert {"feedback", "metrics", "window"} <= set(full.step(full.action_space.sample())[4])

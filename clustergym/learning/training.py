@@ -102,8 +102,25 @@ def obs_layout(meta: dict) -> str:
     return meta.get("obs_layout", "legacy")
 
 
+class SlimInfo(gym.Wrapper):
+    """Pass on only the info keys SB3 reads during training (``episode`` from Monitor, ``TimeLimit.truncated``,
+    ``is_success``). SB3's ``DummyVecEnv`` deep-copies every sub-env's info at every step; P3's and P4's infos
+    (the job window, feedback arrays, metrics) made that copy cost more than the env step itself."""
+
+    KEEP = ("episode", "TimeLimit.truncated", "is_success")
+
+    def step(self, action):
+        obs, reward, terminated, truncated, info = self.env.step(action)
+        return obs, reward, terminated, truncated, {k: info[k] for k in self.KEEP if k in info}
+
+    def reset(self, **kwargs):
+        obs, info = self.env.reset(**kwargs)
+        return obs, {k: info[k] for k in self.KEEP if k in info}
+
+
 def make_train_env(env_id: str, env_kwargs: dict | None = None, *, algo: str = "ppo", stats: bool = True,
-                   monitor_dir: str | None = None, rank: int = 0, layout: str = "full") -> gym.Env:
+                   monitor_dir: str | None = None, rank: int = 0, layout: str = "full", slim_info: bool = False
+                   ) -> gym.Env:
     """``gym.make`` + Monitor + ``clustergym.wrappers.FlattenWithStats`` (+ ``clustergym.wrappers.RescaleBox``
     to [-1, 1] for Box actions): the public wrappers, so a user's own chain can match training exactly.
     ``layout``: the flat observation layout (``clustergym.learning.pipeline``; ``"legacy"`` for a model
@@ -118,6 +135,8 @@ def make_train_env(env_id: str, env_kwargs: dict | None = None, *, algo: str = "
     env = FlattenWithStats(env, stats=stats, layout=layout)
     if isinstance(env.action_space, gym.spaces.Box):
         env = RescaleBox(env)
+    if slim_info:  # the training VecEnv: SB3 reads a few info keys and deep-copies the whole info every step
+        env = SlimInfo(env)
     return env
 
 
@@ -186,7 +205,7 @@ def make_train_vec(env_id: str, env_kwargs: dict, n_envs: int, *, vec: str = "du
     from stable_baselines3.common.vec_env import DummyVecEnv, SubprocVecEnv
 
     fns = [(lambda i=i: make_train_env(env_id, env_kwargs, algo=algo, stats=stats, monitor_dir=monitor_dir, rank=i,
-                                       layout=layout))
+                                       layout=layout, slim_info=True))
            for i in range(n_envs)]
     if vec == "subproc":
         if n_envs > SUBPROC_MAX:
