@@ -41,16 +41,11 @@ def main(argv=None) -> int:
     args = ap.parse_args(argv)
 
     import clustergym
+    from clustergym.cli import _parse_set
     from clustergym.learning.training import train
     from clustergym.stats import mean_ci
 
-    kw = {}
-    for item in args.set:
-        k, v = item.split("=", 1)
-        try:
-            kw[k] = json.loads(v)
-        except json.JSONDecodeError:
-            kw[k] = v
+    kw = _parse_set(args.set)  # the CLI's --set rule (JSON values, else strings)
     kw["horizon"] = args.horizon
     gammas = [float(g) for g in args.gammas.split(",")]
     seeds = [int(s) for s in args.seeds.split(",")]

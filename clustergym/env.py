@@ -121,11 +121,11 @@ class ClusterEnv(gym.Env):
 
     def _make_viewer(self):
         """The family's :class:`clustergym.viewer.EpisodeViewer` (each env defines it)."""
-        raise NotImplementedError
+        raise NotImplementedError  # pragma: no cover - abstract: every family's env overrides it
 
     def _render_ansi(self) -> str:
         """The text summary of the slot (each env defines it)."""
-        raise NotImplementedError
+        raise NotImplementedError  # pragma: no cover - abstract: every family's env overrides it
 
     def _viewer_reset(self, **static: Any) -> None:
         if self.render_mode in VISUAL_MODES:

@@ -190,27 +190,9 @@ class OutputFolder:
 
     # -- lifecycle -----------------------------------------------------------------------------------
     def __enter__(self) -> "OutputFolder":
-        from filelock import FileLock, Timeout
-
         check_path(self.out)
         check_fresh(self.out, self.overwrite, self.marks)
-        if not os.path.isdir(self.out):
-            try:
-                os.makedirs(self.out)
-                self._created = True
-            except FileExistsError:
-                pass
-            except OSError as exc:
-                raise OutputError(f"--out {_short(self.out)!r}: cannot create it ({exc.strerror})") from None
-        lock = FileLock(os.path.join(self.out, LOCK), timeout=0)
-        try:
-            lock.acquire()
-        except Timeout:
-            raise OutputError(f"--out {_short(self.out)!r} is in use by {_holder(self.out)}; wait for it to finish "
-                              "or choose another folder") from None
-        except OSError as exc:
-            raise OutputError(f"--out {_short(self.out)!r}: cannot create its lock file ({exc.strerror})") from None
-        self._lock = lock
+        self._create_and_lock(release_when_busy=False)
         try:
             self._write_holder()
             check_fresh(self.out, self.overwrite, self.marks)  # again: a writer may have finished meanwhile
@@ -228,6 +210,31 @@ class OutputFolder:
                 self.commit()
         finally:
             self._release(failed=exc_type is not None)
+
+    def _create_and_lock(self, release_when_busy: bool) -> None:
+        """Create the folder when missing (``_created``) and take its lock (:data:`LOCK`) without waiting; one
+        line naming the holder when it is busy (``release_when_busy``: remove a folder created here first)."""
+        from filelock import FileLock, Timeout
+
+        if not os.path.isdir(self.out):
+            try:
+                os.makedirs(self.out)
+                self._created = True
+            except FileExistsError:
+                pass
+            except OSError as exc:
+                raise OutputError(f"--out {_short(self.out)!r}: cannot create it ({exc.strerror})") from None
+        lock = FileLock(os.path.join(self.out, LOCK), timeout=0)
+        try:
+            lock.acquire()
+        except Timeout:
+            if release_when_busy:
+                self._release(failed=True)
+            raise OutputError(f"--out {_short(self.out)!r} is in use by {_holder(self.out)}; wait for it to finish "
+                              "or choose another folder") from None
+        except OSError as exc:
+            raise OutputError(f"--out {_short(self.out)!r}: cannot create its lock file ({exc.strerror})") from None
+        self._lock = lock
 
     def _write_holder(self) -> None:
         info = {"pid": os.getpid(), "host": socket.gethostname(), "since": time.strftime("%Y-%m-%d %H:%M:%S"),
@@ -303,28 +310,9 @@ class FolderLock:
         self._folder = OutputFolder(path, overwrite=True, marks=(), need_total=need_total, need_file=need_file)
 
     def __enter__(self) -> "FolderLock":
-        from filelock import FileLock, Timeout
-
         f = self._folder
         check_path(self.out)
-        if not os.path.isdir(self.out):
-            try:
-                os.makedirs(self.out)
-                f._created = True
-            except FileExistsError:
-                pass
-            except OSError as exc:
-                raise OutputError(f"--out {_short(self.out)!r}: cannot create it ({exc.strerror})") from None
-        lock = FileLock(os.path.join(self.out, LOCK), timeout=0)
-        try:
-            lock.acquire()
-        except Timeout:
-            f._release(failed=True)
-            raise OutputError(f"--out {_short(self.out)!r} is in use by {_holder(self.out)}; wait for it to finish "
-                              "or choose another folder") from None
-        except OSError as exc:
-            raise OutputError(f"--out {_short(self.out)!r}: cannot create its lock file ({exc.strerror})") from None
-        f._lock = lock
+        f._create_and_lock(release_when_busy=True)
         try:
             f._write_holder()
             _free_checks(self.out, f.need_total, f.need_file)

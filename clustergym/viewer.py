@@ -143,7 +143,7 @@ class EpisodeViewer:
     # -- drawing ------------------------------------------------------------------------------------
     def draw(self, ax, bx) -> str:
         """Fill the timeline axis ``ax`` and the per-slot totals axis ``bx``; returns a subtitle."""
-        raise NotImplementedError
+        raise NotImplementedError  # pragma: no cover - abstract: each family's viewer (envs/*/render.py) draws
 
     def figure(self):
         """The matplotlib figure of the episode so far (save it as PDF/SVG for a paper; close it after)."""

@@ -132,14 +132,14 @@ def test_native_vec_env_replays_dummy_vec_env(env_id, kw):
 def test_flatten_batch_equals_gymnasium_flatten():
     from gymnasium import spaces
 
-    from clustergym.learning.vec import flatten_batch
+    from clustergym.learning.pipeline import flatten_batch
 
     space = spaces.Dict({"a": spaces.Box(0, 1, (2, 3)), "b": spaces.MultiBinary(4), "c": spaces.Discrete(3, start=1),
                          "d": spaces.MultiDiscrete([2, 3, 4])})
     space.seed(0)
     rows = [space.sample() for _ in range(5)]
     batch = {k: np.stack([r[k] for r in rows]) for k in space.spaces}
-    got = flatten_batch(space, batch, 5)
+    got = flatten_batch(space, batch)
     want = np.stack([spaces.flatten(space, r) for r in rows]).astype(np.float32)
     assert np.array_equal(got, want)
 

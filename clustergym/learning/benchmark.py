@@ -287,20 +287,7 @@ def _train_cell(task, report=None) -> dict:
     warnings.filterwarnings("ignore", message=".*Box action space maximum and minimum values are equal")
     from clustergym.learning.training import train
 
-    parent, base = os.path.split(path)
-    tmp = os.path.join(parent, f"{STAGE}{base}-{os.getpid()}")
-    shutil.rmtree(tmp, ignore_errors=True)
-    os.makedirs(parent, exist_ok=True)
-    try:
-        done = _train_into(tmp, cfg, commit, train, clustergym)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
-    old = os.path.join(parent, f"{OLD}{base}-{os.getpid()}")
-    if os.path.lexists(path):
-        os.replace(path, old)
-    os.replace(tmp, path)
-    shutil.rmtree(old, ignore_errors=True)
+    done = _staged_replace(path, lambda tmp: _train_into(tmp, cfg, commit, train, clustergym))
     return {"path": path, **done}
 
 
@@ -787,19 +774,7 @@ def export_pretrained(out: str, key: str, dest_root: str | None = None, log=prin
     env = summ["envs"][key]
     name = env["env_id"].split("/")[-1]
     dest = os.path.join(dest_root, name)
-    os.makedirs(dest_root, exist_ok=True)
-    stage = os.path.join(dest_root, f"{STAGE}{name}-{os.getpid()}")
-    shutil.rmtree(stage, ignore_errors=True)
-    try:
-        _write_export(stage, src, summ, best, seed, safe_load)
-    except BaseException:
-        shutil.rmtree(stage, ignore_errors=True)
-        raise
-    old = os.path.join(dest_root, f"{OLD}{name}-{os.getpid()}")
-    if os.path.lexists(dest):
-        os.replace(dest, old)
-    os.replace(stage, dest)
-    shutil.rmtree(old, ignore_errors=True)
+    _staged_replace(dest, lambda stage: _write_export(stage, src, summ, best, seed, safe_load))
     size = sum(os.path.getsize(os.path.join(dest, n)) for n in os.listdir(dest))
     log(f"pretrained {name}: {best['learner']} seed {seed} -> {dest} ({size / 1e6:.2f} MB)")
     return dest
@@ -839,3 +814,24 @@ def _write_export(dest: str, src: str, summ: dict, best: dict, seed: int, safe_l
                           "selected": "the learner with the highest held-out mean score; its lowest training seed"}
     with open(os.path.join(dest, "clustergym.json"), "w") as f:
         json.dump(meta, f, indent=1)
+
+
+def _staged_replace(path: str, write):
+    """``write(stage)`` into a staging folder beside ``path`` (named with :data:`STAGE`, removed on any failure),
+    then swap it in: the earlier ``path`` is moved aside (:data:`OLD`) and removed only after the swap. Returns
+    what ``write`` returns."""
+    parent, base = os.path.split(path)
+    os.makedirs(parent or ".", exist_ok=True)
+    stage = os.path.join(parent, f"{STAGE}{base}-{os.getpid()}")
+    shutil.rmtree(stage, ignore_errors=True)
+    try:
+        result = write(stage)
+    except BaseException:
+        shutil.rmtree(stage, ignore_errors=True)
+        raise
+    old = os.path.join(parent, f"{OLD}{base}-{os.getpid()}")
+    if os.path.lexists(path):
+        os.replace(path, old)
+    os.replace(stage, path)
+    shutil.rmtree(old, ignore_errors=True)
+    return result
