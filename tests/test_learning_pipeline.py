@@ -214,3 +214,20 @@ def test_training_vec_env_passes_sb3_only_the_info_keys_it_reads():
     full = make_train_env(P3, {"horizon": 3, "action_mode": "ring_size"})  # the public chain keeps the whole info
     full.reset(seed=0)
     assert {"feedback", "metrics", "window"} <= set(full.step(full.action_space.sample())[4])
+
+
+def test_p2_compact_layout_keeps_the_per_port_keys_only(tmp_path):
+    """P2's shipped entry trains on the per-port observation keys; the side-car records the layout and the sb3:
+    agent rebuilds the same vector."""
+    from clustergym.learning.pipeline import layout_keys
+
+    env = gym.make(P2, action_mode="port")
+    keys = layout_keys("multiserver-allocation", env.observation_space, "compact")
+    assert set(keys) == {"arrivals", "t", "beta", "arrival_share", "port_reward_mean", "last_port_reward"}
+    assert sum(gym.spaces.flatdim(env.observation_space[k]) for k in keys) == 47  # L = 10, K = 6
+    meta = train(P2, "ppo", 64, str(tmp_path / "run"), env_kwargs={"horizon": 16}, n_envs=2, hyperparams=TINY,
+                 progress=False)
+    assert meta["obs_layout"] == "compact" and meta["env_kwargs"]["action_mode"] == "port"
+    res = clustergym.evaluate(P2, [f"sb3:{tmp_path / 'run'}/model.zip"], seeds=[0], horizon=8, instances=[5],
+                              progress=False, score=False)
+    assert np.isfinite(res.runs[0].total_reward)
