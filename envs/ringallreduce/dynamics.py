@@ -15,6 +15,22 @@ Bandwidth is committed with the cheapest-ring accounting of :mod:`topology` (b o
 server uplink when the job spans servers, b on each used rack uplink when it spans racks), so a
 placement returned here is always feasible (eqs. 2–9). Jobs are placed one after another in the
 caller's order against the remaining capacity. Compiled with numba (one call per slot).
+
+The rest of this module is the per-slot core that the single env (``env.py``) and the native vector
+env (``vector.py``) share:
+
+* :func:`arrival_block` — the jobs arriving in ``BLOCK`` slots, drawn from an env's child generators;
+* :func:`size_slot_batch` — one slot of ``action_mode="ring_size"`` for N envs in one compiled call
+  (the single env calls it with N = 1): the requested sizes checked against the window (eq. 6) and
+  capped at min(N_i, budget left) (eqs. 2, 11), placed by the greedy placement above in window order,
+  then each job's ring and the per-link loads (``topology.ring_stats_into``);
+* :func:`settle` — the bookkeeping after a slot: attained service z_i and last workers of the visible
+  jobs, then the jobs whose budget is used up leave (order kept); :func:`settle_batch` runs it for N
+  envs and admits each env's arrivals of the next slot;
+* :func:`size_infeasible_message` — the ``infeasible="raise"`` message of a ring-size step.
+
+The utility gain of a slot is not computed here: both envs evaluate ``scenario.sigmoid_utility`` with
+numpy on the executed workers, so every env computes the same floating-point values.
 """
 
 from __future__ import annotations
@@ -22,7 +38,20 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-__all__ = ["place_jobs", "place_one"]
+from clustergym.envs.ringallreduce.scenario import draw_jobs
+from clustergym.envs.ringallreduce.topology import ring_stats_into
+
+__all__ = ["place_jobs", "place_one", "BLOCK", "JOB_FIELDS", "arrival_block", "size_slot_batch", "settle",
+           "settle_batch", "size_infeasible_message", "SIZE_OK", "SIZE_EMPTY_ROW", "SIZE_OVER_CAP",
+           "SIZE_NOT_PLACED"]
+
+BLOCK = 256  # slots of arrivals drawn at once (same jobs as drawing slot by slot)
+# columns of an active-job matrix (float64; integer-valued where the name says so): the job's id, arrival
+# slot, N_i, budget (worker-slots), ζ_i, b_i, λ1..λ3, attained worker-slots z_i, workers in the last slot
+JOB_FIELDS = ("id", "arrival", "workers", "budget", "zeta", "bw", "lam1", "lam2", "lam3", "z", "last")
+_ID, _ARRIVAL, _WORKERS, _BUDGET, _BW, _Z, _LAST = 0, 1, 2, 3, 5, 9, 10
+# status of a ring-size step (size_slot_batch) under infeasible="raise"
+SIZE_OK, SIZE_EMPTY_ROW, SIZE_OVER_CAP, SIZE_NOT_PLACED = 0, 1, 2, 3
 
 _EPS = 1e-9
 
@@ -129,3 +158,162 @@ def place_one(k, b, free_gpu, free_srv, free_rack, rack_of, num_racks: int):
     y, placed = place_jobs(np.array([0]), np.array([k]), np.array([b]), free_gpu, free_srv, free_rack, rack_of,
                            num_racks)
     return y[0], bool(placed[0])
+
+
+# -- the per-slot core shared by the single and the vector env ------------------------------------------
+def arrival_block(rngs: dict, truth, t0: int, next_id: int) -> np.ndarray:
+    """(n, len(JOB_FIELDS)) float64: the jobs arriving in slots [t0, t0 + BLOCK), sorted by arrival, ids from
+    ``next_id``; drawn from the env's child generators ``rngs["arrivals"]`` (Poisson counts) and
+    ``rngs["jobs"]`` (attributes, ``scenario.draw_jobs``), or the trace's arrivals in that window."""
+    if truth.trace_slot is None:
+        counts = rngs["arrivals"].poisson(truth.arrival_rate, size=BLOCK)
+        arrival = np.repeat(np.arange(t0, t0 + BLOCK), counts)
+        jobs = draw_jobs(rngs["jobs"], arrival, truth.params)
+    else:
+        lo, hi = np.searchsorted(truth.trace_slot, [t0, t0 + BLOCK])
+        sl = slice(int(lo), int(hi))
+        opt = lambda a: None if a is None else a[sl]  # noqa: E731
+        jobs = draw_jobs(rngs["jobs"], truth.trace_slot[sl], truth.params, workers=opt(truth.trace_workers),
+                         budget_iters=opt(truth.trace_budget_iters), zeta=opt(truth.trace_zeta),
+                         lam3=opt(truth.trace_lambda3))
+    n = jobs.arrival.shape[0]
+    ids = np.arange(next_id, next_id + n)
+    return np.column_stack([ids, jobs.arrival, jobs.workers, jobs.budget, jobs.zeta, jobs.bw, jobs.lam1,
+                            jobs.lam2, jobs.lam3, np.zeros(n), np.zeros(n)]).astype(np.float64)
+
+
+@numba.njit(cache=True, nogil=True)
+def _size_slot(kappa, W, n, strict, gpus, srv_cap, rack_cap, num_racks, rack_of, ring_seq, k, y, w, rings,
+               srv_load, rack_load, used):  # pragma: no cover - compiled
+    """One env's ring-size slot; returns (status, window row, repaired). ``W`` (>= J, F): the window in its
+    first n rows (zeros below); ``k`` (J,) scratch for the executed sizes."""
+    J = kappa.shape[0]
+    S = gpus.shape[0]
+    status, where, repaired = SIZE_OK, -1, 0
+    for j in range(J):
+        cap = 0
+        if j < n:  # eqs. 2 and 11: at most min(N_i, budget left) workers this slot
+            cap = int(min(W[j, _WORKERS], W[j, _BUDGET] - W[j, _Z]))
+        kj = kappa[j]
+        if j >= n and kj > 0 and status == SIZE_OK:  # eq. 6: no workers for an empty window row
+            status, where = SIZE_EMPTY_ROW, j
+        k[j] = min(kj, cap)
+    if strict and status == SIZE_OK:
+        for j in range(J):
+            if kappa[j] > k[j]:
+                status, where = SIZE_OVER_CAP, j
+                break
+    if strict and status != SIZE_OK:
+        return status, where, 0
+    free_gpu = gpus.copy()
+    free_srv = srv_cap.copy()
+    free_rack = rack_cap[:num_racks].copy()
+    for j in range(J):
+        placed = _place_one(k[j], W[j, _BW], free_gpu, free_srv, free_rack, rack_of, num_racks, y[j])
+        failed = k[j] > 0 and not placed
+        if failed and status == SIZE_OK:
+            status, where = SIZE_NOT_PLACED, j
+        if failed or k[j] != kappa[j]:
+            repaired += 1
+    if strict and status != SIZE_OK:
+        return status, where, 0
+    for s in range(S):
+        used[s] = 0
+    for j in range(J):
+        tot = 0
+        for s in range(S):
+            tot += y[j, s]
+            used[s] += y[j, s]
+        w[j] = tot
+    ring_stats_into(y, W[:J, _BW], ring_seq, rack_of, num_racks, rings, srv_load, rack_load)
+    return SIZE_OK, -1, repaired
+
+
+@numba.njit(cache=True, nogil=True)
+def size_slot_batch(kappa, jobs, n_vis, stepping, strict, gpus, srv_cap, rack_cap, num_racks, rack_of, ring_seq,
+                    y, w, rings, load, used, repaired, status, where):  # pragma: no cover - compiled
+    """One ring-size slot of N envs (``action_mode="ring_size"``, module docstring). Env i (``stepping[i]``)
+    reads its requested sizes ``kappa[i]`` (J,), its window ``jobs[i, :J]`` (the J oldest active jobs, zero rows
+    beyond ``n_vis[i]``; columns ``JOB_FIELDS``) and its instance (``gpus[i]`` (S,), ``srv_cap[i]`` (S, 2),
+    ``rack_cap[i]`` (R_max, 2) of which the first ``num_racks[i]`` rows are real, ``rack_of[i]``,
+    ``ring_seq[i]``), and writes the executed workers ``y[i]`` (J, S), ``w[i]`` (J,), the rings ``rings[i]``
+    (J, S), the per-link loads ``load[i]`` (S + R_max,: server uplinks, then rack uplinks, 0 beyond the
+    instance's racks; the same both directions), the GPUs used ``used[i]`` (S,), ``repaired[i]`` and, under
+    ``strict`` (infeasible="raise"), ``status[i]`` / ``where[i]`` (the first violation, else SIZE_OK / -1).
+    Envs that do not step get zero rows. Nothing else is written: a step that raises changes no state."""
+    N, J = kappa.shape
+    S = gpus.shape[1]
+    k = np.empty(J, dtype=np.int64)
+    for i in range(N):
+        status[i], where[i], repaired[i] = SIZE_OK, -1, 0
+        if not stepping[i]:
+            y[i] = 0
+            w[i] = 0
+            rings[i] = -1
+            load[i] = 0.0
+            used[i] = 0
+            continue
+        R = num_racks[i]
+        st, wh, rep = _size_slot(kappa[i], jobs[i], n_vis[i], strict, gpus[i], srv_cap[i], rack_cap[i], R,
+                                 rack_of[i], ring_seq[i], k, y[i], w[i], rings[i], load[i, :S], load[i, S:S + R],
+                                 used[i])
+        status[i], where[i], repaired[i] = st, wh, rep
+        for li in range(S + R, load.shape[1]):
+            load[i, li] = 0.0
+
+
+@numba.njit(cache=True, nogil=True)
+def settle(A, count, n, w):  # pragma: no cover - compiled
+    """The bookkeeping of one env after a slot, in place on its active jobs ``A[:count]`` (arrival order):
+    the n visible jobs add their workers ``w`` (J,) to z_i and record them as the last slot's, then the jobs
+    whose budget is used up leave (only visible jobs progress), the others keep their order; the vacated rows
+    are zeroed. Returns the new count."""
+    for j in range(n):
+        A[j, _Z] += w[j]
+        A[j, _LAST] = w[j]
+    m = 0
+    for r in range(count):
+        if r < n and A[r, _Z] >= A[r, _BUDGET]:
+            continue
+        if m != r:
+            A[m, :] = A[r, :]
+        m += 1
+    for r in range(m, count):
+        A[r, :] = 0.0
+    return m
+
+
+@numba.njit(cache=True, nogil=True)
+def settle_batch(jobs, count, n_vis, w, stepping, block, lo, hi, max_jobs):  # pragma: no cover - compiled
+    """:func:`settle` for every env that steps, then its arrivals of the next slot (``block[i, lo[i]:hi[i]]``)
+    join the end of its active jobs (``jobs[i]`` must have room: the caller grows it); updates ``count`` and
+    ``n_vis`` = min(max_jobs, count) in place."""
+    N = jobs.shape[0]
+    for i in range(N):
+        if not stepping[i]:
+            continue
+        c = settle(jobs[i], count[i], n_vis[i], w[i])
+        for r in range(lo[i], hi[i]):
+            jobs[i, c, :] = block[i, r, :]
+            c += 1
+        count[i] = c
+        n_vis[i] = min(max_jobs, c)
+
+
+def size_infeasible_message(status: int, j: int, asked: int, row: np.ndarray) -> str:
+    """The ``infeasible="raise"`` message of a ring-size step whose first violation (``status``, from
+    :func:`size_slot_batch`) is at window row j, which asked ``asked`` workers; ``row``: that window row
+    (``JOB_FIELDS``)."""
+    if status == SIZE_EMPTY_ROW:
+        msg = f"window row {j} has no job but gets {asked} workers (eq. 6)"
+    elif status == SIZE_OVER_CAP:
+        n_i = int(row[_WORKERS])
+        cap = int(min(row[_WORKERS], row[_BUDGET] - row[_Z]))
+        eq = "N_i = %d (eq. 2)" % n_i if asked > n_i else f"remaining budget {cap} (eq. 11)"
+        msg = f"job {int(row[_ID])} (window row {j}) asks {asked} workers > {eq}"
+    elif status == SIZE_NOT_PLACED:
+        msg = (f"no feasible ring placement for {asked} workers of job {int(row[_ID])} (window row {j}) in the "
+               f"GPUs and bandwidth left (eqs. 4, 19)")
+    else:
+        raise ValueError(f"status={status!r} is not a violation")
+    return f"infeasible action: {msg}"

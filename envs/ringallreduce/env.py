@@ -11,9 +11,9 @@ from gymnasium import spaces
 from clustergym.core import Scenario, check_choice, check_int, check_real, child_generators
 from clustergym.env import ClusterEnv, InstanceSource, check_maxima
 from clustergym.metrics import SLOT, Metric
-from clustergym.envs.ringallreduce.dynamics import place_jobs
-from clustergym.envs.ringallreduce.scenario import (RING_SCENARIOS, draw_jobs, make_ring_scenario,
-                                                    sigmoid_utility)
+from clustergym.envs.ringallreduce.dynamics import (BLOCK, JOB_FIELDS, SIZE_OK, arrival_block, settle,
+                                                    size_infeasible_message, size_slot_batch)
+from clustergym.envs.ringallreduce.scenario import RING_SCENARIOS, make_ring_scenario, sigmoid_utility
 from clustergym.envs.ringallreduce.topology import placement_loads, ring_stats
 
 __all__ = ["RingAllReduceEnv", "JOB_FEATURES", "instance_sizes"]
@@ -25,11 +25,11 @@ def instance_sizes(problem) -> dict[str, int]:
     are drawn per instance (§VI.1: 2..5)."""
     return {"max_racks": int(problem.topology.num_racks)}
 
-_BLOCK = 256  # slots of arrivals drawn at once (same jobs as drawing slot by slot)
+_BLOCK = BLOCK  # slots of arrivals drawn at once (same jobs as drawing slot by slot)
 JOB_FEATURES = ("workers_cap", "remaining", "attained", "zeta", "bw", "lambda1", "lambda2", "lambda3", "age",
                 "last_workers")
 # columns of the active-job matrix (float64; integer-valued where the name says so)
-_FIELDS = ("id", "arrival", "workers", "budget", "zeta", "bw", "lam1", "lam2", "lam3", "z", "last")
+_FIELDS = JOB_FIELDS
 _C = {k: i for i, k in enumerate(_FIELDS)}
 _INT = ("id", "arrival", "workers", "budget", "z", "last")
 
@@ -204,10 +204,11 @@ class RingAllReduceEnv(ClusterEnv):
         topo = self.problem.topology
         self._topo = topo
         self._S, self._R, self._J = topo.num_servers, topo.num_racks, self.max_jobs
-        self._gpus = np.asarray(topo.gpus, dtype=np.int64)
-        self._rack_of = np.asarray(topo.rack_of, dtype=np.int64)
-        self._cap_srv = np.asarray(topo.server_bw, dtype=np.float64)
-        self._cap_rack = np.asarray(topo.rack_bw, dtype=np.float64)
+        # writable copies: the compiled ring-size step takes the same array types from this env and the vector env
+        self._gpus = np.array(topo.gpus, dtype=np.int64)
+        self._rack_of = np.array(topo.rack_of, dtype=np.int64)
+        self._cap_srv = np.array(topo.server_bw, dtype=np.float64)
+        self._cap_rack = np.array(topo.rack_bw, dtype=np.float64)
         self._link_cap = np.concatenate([self._cap_srv, self._cap_rack])  # (S+R, 2)
         # link_util of the metrics: mean over links and directions of load / capacity; a ring loads both
         # directions equally, so it is load · (1/cap_up + 1/cap_down) / (2 (S+R))
@@ -233,25 +234,10 @@ class RingAllReduceEnv(ClusterEnv):
 
     # -- arrivals ------------------------------------------------------------------------------
     def _refill(self) -> None:
-        """Jobs arriving in slots [t, t + _BLOCK)."""
-        tr, t0 = self._truth, self._t
-        if tr.trace_slot is None:
-            counts = self._rngs["arrivals"].poisson(tr.arrival_rate, size=_BLOCK)
-            arrival = np.repeat(np.arange(t0, t0 + _BLOCK), counts)
-            jobs = draw_jobs(self._rngs["jobs"], arrival, tr.params)
-        else:
-            lo, hi = np.searchsorted(tr.trace_slot, [t0, t0 + _BLOCK])
-            sl = slice(int(lo), int(hi))
-            opt = lambda a: None if a is None else a[sl]  # noqa: E731
-            jobs = draw_jobs(self._rngs["jobs"], tr.trace_slot[sl], tr.params, workers=opt(tr.trace_workers),
-                             budget_iters=opt(tr.trace_budget_iters), zeta=opt(tr.trace_zeta),
-                             lam3=opt(tr.trace_lambda3))
-        n = jobs.arrival.shape[0]
-        ids = np.arange(self._next_id, self._next_id + n)
-        self._next_id += n
-        self._block = np.column_stack([ids, jobs.arrival, jobs.workers, jobs.budget, jobs.zeta, jobs.bw, jobs.lam1,
-                                       jobs.lam2, jobs.lam3, np.zeros(n), np.zeros(n)]).astype(np.float64)
-        self._block_end = t0 + _BLOCK
+        """Jobs arriving in slots [t, t + _BLOCK) (``dynamics.arrival_block``)."""
+        self._block = arrival_block(self._rngs, self._truth, self._t, self._next_id)
+        self._next_id += self._block.shape[0]
+        self._block_end = self._t + _BLOCK
 
     def _admit(self) -> None:
         """Move the jobs arriving at slot t into the active set (eq. 6: none before a_i)."""
@@ -417,31 +403,22 @@ class RingAllReduceEnv(ClusterEnv):
                 y[j] = 0
         return y
 
-    def _place_sizes(self, kappa: np.ndarray) -> tuple[np.ndarray, int]:
-        present, cap = self._present, self._cap
-        k = kappa.copy()
-        strict = self.infeasible == "raise"
-        if k[~present].any():
-            if strict:
-                j = int(np.flatnonzero((k > 0) & ~present)[0])
-                self._raise(f"window row {j} has no job but gets {int(k[j])} workers (eq. 6)")
-            k[~present] = 0
-        over = k > cap
-        if over.any() and strict:
-            j = int(np.flatnonzero(over)[0])
-            n_i = int(self._W[j, 2])
-            eq = "N_i = %d (eq. 2)" % n_i if k[j] > n_i else f"remaining budget {int(cap[j])} (eq. 11)"
-            self._raise(f"job {int(self._W[j, 0])} (window row {j}) asks {int(k[j])} workers > {eq}")
-        k = np.minimum(k, cap)
-        y, placed = place_jobs(np.arange(self._J), k, self._pad("bw"), self._gpus.copy(), self._cap_srv.copy(),
-                               self._cap_rack.copy(), self._rack_of, self._R)
-        failed = (k > 0) & ~placed
-        if failed.any() and strict:
-            j = int(np.flatnonzero(failed)[0])
-            self._raise(f"no feasible ring placement for {int(k[j])} workers of job {int(self._W[j, 0])} "
-                        f"(window row {j}) in the GPUs and bandwidth left (eqs. 4, 19)")
-        repaired = int(((k != kappa) | failed).sum())
-        return y, repaired
+    def _place_sizes(self, kappa: np.ndarray) -> tuple:
+        """The ring-size slot (``dynamics.size_slot_batch`` for this one env, as the vector env runs it for all):
+        (y (J, S), workers (J,), rings (J, S), server loads (S,), rack loads (R,), repaired jobs)."""
+        J, S, R = self._J, self._S, self._R
+        y, rings = np.empty((1, J, S), dtype=np.int64), np.empty((1, J, S), dtype=np.int64)
+        w, used = np.empty((1, J), dtype=np.int64), np.empty((1, S), dtype=np.int64)
+        load = np.empty((1, S + R))
+        repaired, status, where = (np.empty(1, dtype=np.int64) for _ in range(3))
+        size_slot_batch(np.ascontiguousarray(kappa)[None], self._W[None], np.array([self._n_vis]), np.ones(1, dtype=np.bool_),
+                        self.infeasible == "raise", self._gpus[None], self._cap_srv[None], self._cap_rack[None],
+                        np.array([R]), self._rack_of[None], self._ring_seq[None], y, w, rings, load, used, repaired,
+                        status, where)
+        if status[0] != SIZE_OK:
+            j = int(where[0])
+            raise ValueError(size_infeasible_message(int(status[0]), j, int(kappa[j]), self._W[j]))
+        return y[0], w[0], rings[0], load[0, :S], load[0, S:], int(repaired[0])
 
     # -- step ----------------------------------------------------------------------------------
     def step(self, action: Any):
@@ -450,10 +427,11 @@ class RingAllReduceEnv(ClusterEnv):
         a = self._parse(action)
         if self.action_mode == "placement":
             y, repaired = self._check_placement(a.reshape(self._J, self._S))
+            w = y.sum(axis=1)  # (J,) workers per window row
+            rings, srv, rack = ring_stats(y, self._W[:, 5], self._ring_seq, self._rack_of, self._R)
         else:
-            y, repaired = self._place_sizes(a)
+            y, w, rings, srv, rack, repaired = self._place_sizes(a)
         n, W = self._n_vis, self._W
-        w = y.sum(axis=1)  # (J,) workers per window row
         zeta, bw, l1, l2, l3 = W[:n, 4], W[:n, 5], W[:n, 6], W[:n, 7], W[:n, 8]
         z_old = W[:n, 9]
         gain = np.zeros(self._J)
@@ -461,7 +439,6 @@ class RingAllReduceEnv(ClusterEnv):
             gain[:n] = (sigmoid_utility(zeta * (z_old + w[:n]), l1, l2, l3)
                         - sigmoid_utility(zeta * z_old, l1, l2, l3))
         reward = float(gain.sum())
-        rings, srv, rack = ring_stats(y, self._W[:, 5], self._ring_seq, self._rack_of, self._R)
         metrics = self._metrics(y, w, reward, repaired, srv, rack)
         if self.oracle:
             from clustergym.envs.ringallreduce.oracle import solve_slot
@@ -473,18 +450,12 @@ class RingAllReduceEnv(ClusterEnv):
                     "gain": gain, "rings": rings}
         feedback["job_ids"][~self._present] = -1
         # bookkeeping: attained service, departures (budget used up), arrivals of the next slot
-        A = self._A
-        A[:n, 9] += w[:n]
-        A[:n, 10] = w[:n]
         self._last_y, self._last_ids = y, feedback["job_ids"]
         if self._viewer is not None:  # the episode viewer's history (picture render modes only)
             self._viewer.record(allocation=y, job_ids=feedback["job_ids"], load=self._last_load, reward=reward,
                                 active=metrics["active_jobs"])
-        done = A[:n, 9] >= A[:n, 3]  # only visible jobs progress
-        if done.any():
-            keep = np.ones(A.shape[0], dtype=bool)
-            keep[:n] = ~done
-            self._A = A[keep]
+        # only visible jobs progress; those whose budget is used up leave (dynamics.settle, as the vector env)
+        self._A = self._A[:settle(self._A, self._A.shape[0], n, w)]
         self._t += 1
         self._admit()
         self._window()

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 import numba
 import numpy as np
 
-__all__ = ["Topology", "ring_order", "ring_hops_loads", "placement_loads"]
+__all__ = ["Topology", "ring_order", "ring_hops_loads", "placement_loads", "ring_stats", "ring_stats_into"]
 
 
 @dataclass(frozen=True, eq=False)
@@ -103,11 +103,17 @@ def placement_loads(y: np.ndarray, b: np.ndarray, rack_of: np.ndarray, num_racks
     return server_load, rack_load
 
 
-def _ring_stats_py(y, bw, ring_seq, rack_of, num_racks):  # pragma: no cover - compiled below
+def _ring_stats_into_py(y, bw, ring_seq, rack_of, num_racks, rings, srv, rack):  # pragma: no cover - compiled
+    """:func:`ring_stats` writing into ``rings`` (J, S), ``srv`` (S,) and ``rack`` (num_racks,); compiled, and
+    callable from other kernels (the ring-size step of ``dynamics`` runs it for every env)."""
     J, S = y.shape
-    rings = np.full((J, S), -1, dtype=np.int64)
-    srv = np.zeros(S)
-    rack = np.zeros(num_racks)
+    for j in range(J):
+        for s in range(S):
+            rings[j, s] = -1
+    for s in range(S):
+        srv[s] = 0.0
+    for r in range(num_racks):
+        rack[r] = 0.0
     used_rack = np.zeros(num_racks, dtype=np.bool_)
     for j in range(J):
         m = 0
@@ -129,10 +135,9 @@ def _ring_stats_py(y, bw, ring_seq, rack_of, num_racks):  # pragma: no cover - c
             for r in range(num_racks):
                 if used_rack[r]:
                     rack[r] += bw[j]
-    return rings, srv, rack
 
 
-_ring_stats = numba.njit(cache=True, nogil=True)(_ring_stats_py)
+ring_stats_into = numba.njit(cache=True, nogil=True)(_ring_stats_into_py)
 
 
 def ring_stats(y: np.ndarray, bw: np.ndarray, ring_seq: np.ndarray, rack_of: np.ndarray, num_racks: int):
@@ -145,5 +150,10 @@ def ring_stats(y: np.ndarray, bw: np.ndarray, ring_seq: np.ndarray, rack_of: np.
         rings (J, S) servers of each job's ring in :func:`ring_order`, padded with −1; server_load
         (S,) and rack_load (R,) as :func:`placement_loads` (tested equal).
     """
-    return _ring_stats(np.ascontiguousarray(y, dtype=np.int64), np.asarray(bw, dtype=np.float64), ring_seq,
-                       np.asarray(rack_of, dtype=np.int64), int(num_racks))
+    y = np.ascontiguousarray(y, dtype=np.int64)
+    J, S = y.shape
+    rings = np.empty((J, S), dtype=np.int64)
+    srv, rack = np.empty(S), np.empty(int(num_racks))
+    ring_stats_into(y, np.asarray(bw, dtype=np.float64), ring_seq, np.asarray(rack_of, dtype=np.int64),
+                    int(num_racks), rings, srv, rack)
+    return rings, srv, rack
