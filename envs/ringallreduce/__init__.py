@@ -11,6 +11,7 @@ FAMILY = FamilySpec(
     number="P3",
     paper="GADGET",
     envs=(EnvEntry(id="clustergym/RingAllReduce-v0", entry_point=f"{_PKG}.env:RingAllReduceEnv",
+                   vector_entry_point=f"{_PKG}.vector:RingAllReduceVectorEnv",  # action_mode="ring_size" only
                    check_kwargs={"num_servers": 10, "num_racks": 2, "max_jobs": 8, "arrival_rate": 2.0}),),
     pad_kwargs=("max_racks",),
     action_kwargs=("action_mode",),  # ring sizes placed greedily by the env: same dynamics (tests/test_drl_benchmark.py)
