@@ -268,7 +268,7 @@ def _throughput_model(env_id: str, n_envs: int, extra: dict, vec: str, rollout: 
     if ours:
         kw = {**(run.get("env_kwargs") or {}), **extra}
         _, train_kw, _, _ = training_envs(env_id, kw)
-        vec = resolve_vec(env_id, vec)
+        vec = resolve_vec(env_id, vec, env_kwargs=train_kw)
         venv = make_train_vec(env_id, train_kw, n_envs, vec=vec, layout=run.get("obs_layout", "full"))
         mode = kw.get("action_mode")
         where = f"{vec}" + (f", action_mode={mode}" if mode else "")

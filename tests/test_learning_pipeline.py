@@ -78,11 +78,18 @@ def test_hyperparameter_file_carries_env_kwargs_and_vec(tmp_path):
 def test_vec_choices_and_errors(tmp_path):
     from clustergym.learning.training import resolve_vec
 
-    assert resolve_vec(P3, "auto") == "dummy"  # no native vector env
     assert resolve_vec(P1, "auto") == "native" and resolve_vec(P2, "auto") == "native"
     assert resolve_vec(P1, "auto", net="entity") == "dummy"
     with pytest.raises(ValueError, match="no native vector env"):
         resolve_vec(P4, "native")
+    # P3's native vector env steps the ring_size action mode only: the env kwargs decide
+    assert resolve_vec(P3, "auto", env_kwargs={"action_mode": "ring_size", "horizon": 9}) == "native"
+    assert resolve_vec(P3, "auto", env_kwargs={"action_mode": "placement"}) == "dummy"
+    assert resolve_vec(P3, "auto") == "dummy"  # the single env's default mode is placement
+    with pytest.raises(ValueError, match="action_mode='placement' is stepped by single envs only"):
+        resolve_vec(P3, "native", env_kwargs={"horizon": 9})
+    with pytest.raises(ValueError, match="action_mode='placement'"):
+        make_train_vec(P3, {"horizon": 9}, 2, vec="native")
     with pytest.raises(ValueError, match="vec='fast' is invalid"):
         resolve_vec(P1, "fast")
     with pytest.raises(ValueError, match="one process per env"):
@@ -93,10 +100,14 @@ CASES = [(P1, {"num_servers": 12, "horizon": 7}), (P2, {"num_servers": 16, "hori
          (P2, {"num_servers": 16, "horizon": 7, "action_mode": "port"}),
          (P1, {"num_servers": 12, "horizon": 5, "instances": (3, 4, 5), "max_edges": 40}),
          (P2, {"num_servers": 16, "horizon": 5, "instances": (3, 4, 5), "max_edges": 60}),
-         (P2, {"num_servers": 16, "horizon": 5, "instances": (3, 4, 5), "max_edges": 60, "action_mode": "port"})]
+         (P2, {"num_servers": 16, "horizon": 5, "instances": (3, 4, 5), "max_edges": 60, "action_mode": "port"}),
+         (P3, {"num_servers": 10, "horizon": 7, "action_mode": "ring_size", "max_jobs": 6, "arrival_rate": 3.0}),
+         (P3, {"num_servers": 10, "horizon": 5, "action_mode": "ring_size", "max_jobs": 6, "arrival_rate": 3.0,
+               "instances": (3, 4, 5, 6), "max_racks": 5})]
 
 
-@pytest.mark.parametrize("env_id,kw", CASES, ids=["P1", "P2", "P2-port", "P1-pool", "P2-pool", "P2-port-pool"])
+@pytest.mark.parametrize("env_id,kw", CASES, ids=["P1", "P2", "P2-port", "P1-pool", "P2-pool", "P2-port-pool", "P3",
+                                                  "P3-pool"])
 def test_native_vec_env_replays_dummy_vec_env(env_id, kw):
     """Same seeds, same actions: identical observations, rewards, episode ends and terminal observations,
     across several episode ends (horizon 5-7 over 25 steps) and instance switches."""
@@ -123,7 +134,7 @@ def test_native_vec_env_replays_dummy_vec_env(env_id, kw):
             assert i1[i]["TimeLimit.truncated"] == i2[i]["TimeLimit.truncated"]
             assert i1[i]["episode"]["r"] == pytest.approx(i2[i]["episode"]["r"], rel=1e-5)
     assert ends >= 2 * n
-    if env_id == P1:  # MaskablePPO's masks
+    if env_id in (P1, P3):  # MaskablePPO's masks
         from sb3_contrib.common.maskable.utils import get_action_masks
 
         assert np.array_equal(get_action_masks(native), get_action_masks(dummy))
@@ -191,7 +202,7 @@ def test_bench_throughput_rows_name_cartpole_and_the_ratio():
     envs = (("P1", P1, {"num_servers": 12}, "auto"), ("P3", P3, {"horizon": 16}, "auto"))
     rows = throughput_rows(quick=True, n_envs_list=(2,), envs=envs, rollout=64)
     assert rows[0].what.startswith("PPO training, env-steps/s, 2 envs: CartPole-v1") and rows[0].ok is None
-    assert "P1 (native)" in rows[1].what and "P3 (dummy, action_mode=ring_size)" in rows[2].what
+    assert "P1 (native)" in rows[1].what and "P3 (native, action_mode=ring_size)" in rows[2].what
     for r in rows:
         assert r.measured > 0 and r.unit == "env-steps/s"
     for r in rows[1:]:

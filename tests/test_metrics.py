@@ -14,6 +14,8 @@ IDS = [i for i in gym.registry if i.startswith("clustergym/")]
 # Small instances where the oracle is expensive (P3's MILP); every other id runs its defaults.
 SMALL = {"clustergym/RingAllReduce-v0": dict(num_servers=12, max_jobs=6, arrival_rate=1.0)}
 VECTOR_IDS = [i for i in IDS if gym.spec(i).vector_entry_point is not None]
+# The native vector env's kwargs where it does not step the single env's default mode (P3: ring_size only)
+VECTOR_KW = {"clustergym/RingAllReduce-v0": dict(SMALL["clustergym/RingAllReduce-v0"], action_mode="ring_size")}
 
 
 def _emitted(env_id, horizon=6, seed=0):
@@ -46,8 +48,9 @@ def test_every_emitted_metric_is_declared(env_id):
 
 @pytest.mark.parametrize("env_id", VECTOR_IDS)
 def test_vector_env_declares_the_single_envs_metrics(env_id):
-    venv = gym.make_vec(env_id, num_envs=2, vectorization_mode="vector_entry_point", horizon=4, oracle=True)
-    single = gym.make(env_id, horizon=4)
+    venv = gym.make_vec(env_id, num_envs=2, vectorization_mode="vector_entry_point", horizon=4, oracle=True,
+                        **VECTOR_KW.get(env_id, {}))
+    single = gym.make(env_id, horizon=4, **VECTOR_KW.get(env_id, {}))
     assert metrics_spec_of(venv) == metrics_spec_of(single)
     venv.reset(seed=0)
     venv.action_space.seed(0)

@@ -175,19 +175,21 @@ VECS = ("auto", "native", "dummy", "subproc")
 SUBPROC_MAX = 32  # vec="subproc": one process per env (each imports torch: ~200 MB)
 
 
-def resolve_vec(env_id: str, vec: str, *, stats: bool = True, net: str = "mlp") -> str:
-    """``"auto"`` -> ``"native"`` where the env has a native vector env (and the net is the MLP), else
-    ``"dummy"``; a ValueError for an unknown value or ``"native"`` where there is no native vector env."""
-    from clustergym.learning.vec import has_native_vector
+def resolve_vec(env_id: str, vec: str, *, stats: bool = True, net: str = "mlp", env_kwargs: dict | None = None) -> str:
+    """``"auto"`` -> ``"native"`` where the env has a native vector env that steps ``env_kwargs`` (P3's: the
+    ``ring_size`` action mode only) and the net is the MLP, else ``"dummy"``; a ValueError for an unknown value
+    or ``"native"`` where there is no such native vector env."""
+    from clustergym.learning.vec import native_vector_gap
 
     if vec not in VECS:
         raise ValueError(f"vec={vec!r} is invalid: expected one of {', '.join(VECS)}")
-    native = has_native_vector(env_id) and net == "mlp"
+    gap = native_vector_gap(env_id, env_kwargs)
+    if gap is None and net != "mlp":
+        gap = "trains the per-entity net on single envs"
     if vec == "auto":
-        return "native" if native else "dummy"
-    if vec == "native" and not native:
-        why = "has no native vector env" if not has_native_vector(env_id) else "trains the per-entity net on single envs"
-        raise ValueError(f"vec='native': {env_id} {why}; use vec='dummy' or 'subproc'")
+        return "native" if gap is None else "dummy"
+    if vec == "native" and gap is not None:
+        raise ValueError(f"vec='native': {env_id} {gap}; use vec='dummy' or 'subproc'")
     return vec
 
 
@@ -246,10 +248,11 @@ def train(env_id: str, algo: str, timesteps: int | None, out: str, *, env_kwargs
             on ``scenario_seed`` (a trace preset). Families with ``pad_kwargs`` are padded to the maxima
             over the pool and :data:`~clustergym.learning.instances.DEFAULT_EVAL_INSTANCES` (0-99).
         vec: how the ``n_envs`` training envs are stepped: ``"native"`` (the family's native vector env in
-            one batched call, :mod:`clustergym.learning.vec`; P1 and P2), ``"dummy"`` (SB3's ``DummyVecEnv``:
-            one process), ``"subproc"`` (SB3's ``SubprocVecEnv``: one process per env) or ``"auto"``;
-            None = the hyperparameter file's ``vec``, else ``"auto"`` (native where the env has a native
-            vector env and the net is the MLP, else dummy). Every choice gives the same trajectories.
+            one batched call, :mod:`clustergym.learning.vec`; P1, P2, and P3 in ``ring_size`` mode),
+            ``"dummy"`` (SB3's ``DummyVecEnv``: one process), ``"subproc"`` (SB3's ``SubprocVecEnv``: one
+            process per env) or ``"auto"``; None = the hyperparameter file's ``vec``, else ``"auto"`` (native
+            where the env has a native vector env for these env kwargs and the net is the MLP, else dummy).
+            Every choice gives the same trajectories.
         net: ``"mlp"`` (default: SB3's flat MLP) or ``"entity"`` (P1 only: the per-channel network of
             :mod:`clustergym.learning.entity`; the env is always padded, observations are not normalised,
             rewards still are).
@@ -334,7 +337,7 @@ def train(env_id: str, algo: str, timesteps: int | None, out: str, *, env_kwargs
         return lambda: make_train_env(env_id, train_kwargs, algo=algo, stats=stats, monitor_dir=monitor, rank=rank,
                                       layout=layout)
 
-    vec = resolve_vec(env_id, vec, stats=stats, net=net)
+    vec = resolve_vec(env_id, vec, stats=stats, net=net, env_kwargs=train_kwargs)
     venv = make_train_vec(env_id, train_kwargs, n_envs, vec=vec, algo=algo, stats=stats, monitor_dir=mon, layout=layout)
     venv.seed(seed)
     gamma = algo_gamma(algo, model_hp)

@@ -1,6 +1,7 @@
 """An SB3 ``VecEnv`` over clustergym's native vector envs: N sub-envs stepped as arrays in one call.
 
-``clustergym train --vec native`` uses it where a family has a native vector env (P1 and P2):
+``clustergym train --vec native`` uses it where a family has a native vector env (P1, P2, and P3 with
+``action_mode="ring_size"``):
 ``gym.make_vec(id, num_envs=N, vectorization_mode="vector_entry_point")`` steps every sub-env in one
 batched kernel, where SB3's ``DummyVecEnv`` calls N single envs and N wrapper chains one after another.
 The adapter gives SB3 exactly what ``DummyVecEnv`` over ``make_train_env`` gives:
@@ -36,20 +37,34 @@ from stable_baselines3.common.vec_env.base_vec_env import VecEnv
 from clustergym.env import env_padding
 from clustergym.learning.pipeline import box_bounds, flatten_batch, layout_keys
 
-__all__ = ["NativeVecEnv", "has_native_vector"]
+__all__ = ["NativeVecEnv", "has_native_vector", "native_vector_gap"]
 
 
-def has_native_vector(env_id: str) -> bool:
-    """Whether ``env_id`` registers a native vector env (``vector_entry_point``)."""
+def native_vector_gap(env_id: str, env_kwargs: dict | None = None) -> str | None:
+    """Why ``env_id`` with ``env_kwargs`` cannot be stepped by a native vector env, or None when it can: the id
+    registers none (``vector_entry_point``), or its vector env's ``unsupported(env_kwargs)`` names a kwarg it
+    does not step (P3's runs ``action_mode="ring_size"`` only)."""
     import clustergym  # noqa: F401  (registers the ids)
+    from gymnasium.envs.registration import load_env_creator
 
     spec = gym.spec(env_id)
-    return spec.vector_entry_point is not None
+    if spec.vector_entry_point is None:
+        return "has no native vector env"
+    cls = spec.vector_entry_point
+    cls = load_env_creator(cls) if isinstance(cls, str) else cls
+    check = getattr(cls, "unsupported", None)
+    return None if check is None else check({**spec.kwargs, **(env_kwargs or {})})
+
+
+def has_native_vector(env_id: str, env_kwargs: dict | None = None) -> bool:
+    """Whether ``env_id`` registers a native vector env (``vector_entry_point``) that steps ``env_kwargs``."""
+    return native_vector_gap(env_id, env_kwargs) is None
 
 
 def _make_native(env_id: str, n_envs: int, env_kwargs: dict):
-    if not has_native_vector(env_id):
-        raise ValueError(f"{env_id} has no native vector env: use vec='dummy' or vec='subproc'")
+    why = native_vector_gap(env_id, env_kwargs)
+    if why is not None:
+        raise ValueError(f"{env_id} {why}: use vec='dummy' or vec='subproc'")
     return gym.make_vec(env_id, num_envs=n_envs, vectorization_mode="vector_entry_point", **env_kwargs)
 
 

@@ -187,6 +187,11 @@ class RingAllReduceVectorEnv(ClusterVectorEnv):
         self._used = np.zeros((N, S), dtype=np.int64)  # GPUs used in the last slot
         self._load = np.zeros((N, L))  # per-link load in the last slot (same both directions)
 
+    @property
+    def jobs_capacity(self) -> int:
+        """Rows of each sub-env's active-job array (doubled whenever a sub-env needs more)."""
+        return int(self._jobs.shape[1])
+
     # -- instances ----------------------------------------------------------------------------
     def _instance_arrays(self, sc: Scenario, k: int) -> _Instance:
         if k not in self._by_instance:
