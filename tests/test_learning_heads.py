@@ -78,6 +78,28 @@ def test_float32_logits_agree(kind):
     np.testing.assert_allclose(fast.entropy().numpy(), ref.entropy().numpy(), rtol=1e-6, atol=1e-4)
 
 
+def test_sample_and_mode_take_the_first_maximal_index_as_argmax():
+    """``sample`` and ``mode`` reduce over the choice axis with ``th.max(..., dim=1).indices`` (fast on CPU): the
+    same index as ``th.argmax(..., dim=1)``, ties included (a row of equal logits, masked-out and padding
+    choices); ``sample`` is the argmax of the log-probabilities plus the Gumbel noise of the same draw."""
+    nvec = NVECS["unequal"]
+    logits, _, masks = _case(nvec)
+    logits[2] = 0.0  # every choice of every dimension tied
+    logits[3, :4] = 1.0
+    for masked in (False, True):
+        fast = (FastMaskableMultiCategoricalDistribution if masked else FastMultiCategoricalDistribution)(nvec)
+        fast.proba_distribution(logits)
+        if masked:
+            fast.apply_masking(masks)
+        logp = fast.padded.probs().log()  # (B, K, D); padding -inf
+        assert th.equal(fast.mode(), th.argmax(logp, dim=1))
+        th.manual_seed(7)
+        got = fast.sample()
+        th.manual_seed(7)
+        u = th.rand_like(logp)
+        assert th.equal(got, th.argmax(fast.padded.probs().log() - th.log(-th.log(u)), dim=1))
+
+
 @pytest.mark.parametrize("kind", ["unequal", "multibinary"])
 @pytest.mark.parametrize("masked", [False, True], ids=["unmasked", "masked"])
 def test_samples_follow_the_sb3_probabilities(kind, masked):
