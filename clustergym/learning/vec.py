@@ -32,6 +32,7 @@ from typing import Any, Sequence
 import gymnasium as gym
 import numpy as np
 from gymnasium import spaces
+from gymnasium.envs.registration import load_env_creator
 from stable_baselines3.common.vec_env.base_vec_env import VecEnv
 
 from clustergym.env import env_padding
@@ -45,7 +46,6 @@ def native_vector_gap(env_id: str, env_kwargs: dict | None = None) -> str | None
     registers none (``vector_entry_point``), or its vector env's ``unsupported(env_kwargs)`` names a kwarg it
     does not step (P3's runs ``action_mode="ring_size"`` only)."""
     import clustergym  # noqa: F401  (registers the ids)
-    from gymnasium.envs.registration import load_env_creator
 
     spec = gym.spec(env_id)
     if spec.vector_entry_point is None:

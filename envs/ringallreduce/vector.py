@@ -364,9 +364,13 @@ class RingAllReduceVectorEnv(ClusterVectorEnv):
                                                                         self._jobs[i, j]))
         # The state changes only from here on.
         W, present = self._window()
-        zeta, z_old, l1, l2, l3 = W[..., 4], W[..., 9], W[..., 6], W[..., 7], W[..., 8]
-        gain = sigmoid_utility(zeta * (z_old + w), l1, l2, l3) - sigmoid_utility(zeta * z_old, l1, l2, l3)
-        gain[~(present & stepping[:, None])] = 0.0
+        # the utility increments (the single env's formula, element by element); a job without workers gains
+        # exactly 0 (mu(x) - mu(x)), so only the entries with workers are evaluated
+        gain = np.zeros((N, J))
+        run = w > 0  # only visible jobs of stepping sub-envs get workers
+        zeta, z_old, l1, l2, l3 = (W[..., c][run] for c in (4, 9, 6, 7, 8))
+        gain[run] = (sigmoid_utility(zeta * (z_old + w[run]), l1, l2, l3)
+                     - sigmoid_utility(zeta * z_old, l1, l2, l3))
         reward = gain.sum(axis=1)
         active = self._count.copy()
         embedded = np.count_nonzero(w, axis=1)
