@@ -66,6 +66,13 @@ class ClusterVectorEnv(VectorEnv):
     family: str = ""
     _rng_names: tuple[str, ...] = ()
 
+    @classmethod
+    def unsupported(cls, env_kwargs: dict) -> str | None:
+        """Why the env kwargs ``env_kwargs`` (those of ``gym.make``) cannot be stepped by this vector env, or None
+        when they can (every kwarg here; P3's steps one action mode). ``clustergym.learning.vec`` reads it to
+        choose between the native vector env and single envs."""
+        return None
+
     def __init__(self, num_envs: int, *, horizon: int, infeasible: str = "repair", oracle: bool = False,
                  render_mode: str | None = None):
         self.num_envs = check_int("num_envs", num_envs, 1, None)

@@ -120,8 +120,9 @@ class RingAllReduceVectorEnv(ClusterVectorEnv):
 
     @classmethod
     def unsupported(cls, env_kwargs: dict) -> str | None:
-        """Why env kwargs ``env_kwargs`` (of ``gym.make``) cannot be stepped by this env, or None when they can.
-        ``clustergym.learning.training.resolve_vec`` reads it to choose between this env and single envs."""
+        """Why env kwargs ``env_kwargs`` (of ``gym.make``) cannot be stepped by this env, or None when they can:
+        only ``action_mode="ring_size"`` is vectorised (``clustergym.learning.training.resolve_vec`` then steps
+        single envs)."""
         mode = env_kwargs.get("action_mode", RingAllReduceEnv.action_modes[0])
         if mode not in cls.action_modes:
             return (f"action_mode={mode!r} is stepped by single envs only (the native vector env runs "
@@ -157,17 +158,17 @@ class RingAllReduceVectorEnv(ClusterVectorEnv):
         self._space_desc = f"MultiDiscrete({J}; values 0..{self._wmax})"
         L, Rmax = self._L, self._L - S
         # each sub-env's instance (padded to R_max racks)
-        self._gpus = np.zeros((N, S), dtype=np.int64)
-        self._rack_of = np.zeros((N, S), dtype=np.int64)
-        self._srv_cap = np.zeros((N, S, 2))
-        self._rack_cap = np.zeros((N, Rmax, 2))
-        self._num_racks = np.zeros(N, dtype=np.int64)
-        self._ring_seq = np.zeros((N, S), dtype=np.int64)
-        self._link_cap = np.zeros((N, L, 2))
-        self._util_w = np.zeros((N, L))
-        self._gpu_total = np.zeros(N)
-        self._servers_static = np.zeros((N, S, 3), dtype=np.float32)
-        self._link_present = np.zeros((N, L), dtype=np.int8)
+        self._gpus = np.zeros((N, S), dtype=np.int64)  # (N, S) C_s
+        self._rack_of = np.zeros((N, S), dtype=np.int64)  # (N, S)
+        self._srv_cap = np.zeros((N, S, 2))  # (N, S, 2) Gbps per direction
+        self._rack_cap = np.zeros((N, Rmax, 2))  # (N, R_max, 2) Gbps, zero beyond each instance's racks
+        self._num_racks = np.zeros(N, dtype=np.int64)  # (N,) R of each instance
+        self._ring_seq = np.zeros((N, S), dtype=np.int64)  # (N, S) servers in ring order
+        self._link_cap = np.zeros((N, L, 2))  # (N, S + R_max, 2) Gbps, zero beyond S + R
+        self._util_w = np.zeros((N, L))  # (N, S + R_max) link_util weights
+        self._gpu_total = np.zeros(N)  # (N,) Σ_s C_s
+        self._servers_static = np.zeros((N, S, 3), dtype=np.float32)  # (N, S, 3) C_s, rack, (GPUs used: per step)
+        self._link_present = np.zeros((N, L), dtype=np.int8)  # (N, S + R_max)
         self.problems: list = [None] * N
         self._scenarios: list = [None] * N
         self._truths: list = [None] * N
@@ -177,9 +178,9 @@ class RingAllReduceVectorEnv(ClusterVectorEnv):
             self._set_instance(i, s.scenario, k0)
         self._instance[:] = k0
         # episode state: active jobs in arrival order (rows >= count are zero), the arrival block of each sub-env
-        self._jobs = np.zeros((N, max(64, 2 * J), _F))
-        self._count = np.zeros(N, dtype=np.int64)
-        self._n_vis = np.zeros(N, dtype=np.int64)
+        self._jobs = np.zeros((N, max(64, 2 * J), _F))  # (N, A, F) active jobs (JOB_FIELDS)
+        self._count = np.zeros(N, dtype=np.int64)  # (N,) active jobs
+        self._n_vis = np.zeros(N, dtype=np.int64)  # (N,) visible jobs: min(J_max, count)
         self._block = np.zeros((N, 64, _F))  # (N, B, F) jobs of the current block (first rows of each sub-env)
         self._start = np.zeros((N, BLOCK + 1), dtype=np.int64)  # first block row of each slot of the block
         self._block_t0 = np.zeros(N, dtype=np.int64)  # first slot of each sub-env's block
