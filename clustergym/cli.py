@@ -459,8 +459,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="MultiDiscrete/MultiBinary action distribution: fast (default: one batched tensor op) or "
                         "sb3 (SB3's own, one Categorical per dimension; same maths, slower)")
     t.add_argument("--net", default="mlp", choices=["mlp", "entity"],
-                   help="policy network: mlp (default: SB3's flat MLP) or entity (P1 only: shared weights over "
-                        "channels with pooling; runs on any instance size; docs/drl.md)")
+                   help="policy network: mlp (default: SB3's flat MLP) or entity (shared weights over P1's "
+                        "channels, P2's ports (port mode) or P4's jobs (job mode) with pooling; docs/drl.md)")
     t.add_argument("--instances", default=None,
                    help="training pool of scenario seeds, e.g. 100-199: each sub-env draws one per episode "
                         "(default 1000-1099, disjoint from run's default instances; --set scenario_seed=K trains "
