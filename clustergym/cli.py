@@ -290,6 +290,31 @@ TRAIN_FILES = ("model.zip", "clustergym.json", "vecnormalize.npz", "vecnormalize
                "monitor", "tb")
 
 
+def cmd_tune(args) -> int:
+    from clustergym.learning.tuning import TuneConfig, tune
+
+    if args.algo is None:
+        from clustergym.learning.hyperparams import default_algo
+
+        args.algo = default_algo(args.env_id)
+    out = args.out or os.path.join("runs", "tune", f"{args.env_id.split('/')[-1]}-{args.algo}")
+    _check_out(out)
+    instances = tuple(_parse_seeds(args.instances, "--instances"))
+    cfg = TuneConfig(args.env_id, args.algo, timesteps=args.timesteps, trials=args.trials, instances=instances,
+                     seeds=tuple(_parse_seeds(args.seeds, "--seeds")), horizon=args.horizon,
+                     reference=args.reference, seed=args.seed, n_envs=args.n_envs,
+                     env_kwargs=tuple(sorted(_parse_set(args.set).items())))
+    rec = tune(cfg, out, storage=args.storage, study_name=args.study, progress=not args.no_progress)
+    best = rec["best"]
+    done = sum(t["state"] == "COMPLETE" for t in rec["trials"])
+    print(f"{done} trials of study {rec['study']} in {out}/tuning.json (objective: 1 = {rec['reference']}, "
+          "0 = random, on the validation instances)")
+    if best is not None:
+        print(f"best: trial {best['number']}, {best['value']:+.3f}: "
+              + ", ".join(f"{k}={v:.3g}" if isinstance(v, float) else f"{k}={v}" for k, v in best["params"].items()))
+    return 0
+
+
 def cmd_drl(args) -> int:
     from clustergym.learning import benchmark
 
@@ -434,8 +459,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="MultiDiscrete/MultiBinary action distribution: fast (default: one batched tensor op) or "
                         "sb3 (SB3's own, one Categorical per dimension; same maths, slower)")
     t.add_argument("--net", default="mlp", choices=["mlp", "entity"],
-                   help="policy network: mlp (default: SB3's flat MLP) or entity (P1 only: shared weights over "
-                        "channels with pooling; runs on any instance size; docs/drl.md)")
+                   help="policy network: mlp (default: SB3's flat MLP) or entity (shared weights over P1's "
+                        "channels, P2's ports (port mode) or P4's jobs (job mode) with pooling; docs/drl.md)")
     t.add_argument("--instances", default=None,
                    help="training pool of scenario seeds, e.g. 100-199: each sub-env draws one per episode "
                         "(default 1000-1099, disjoint from run's default instances; --set scenario_seed=K trains "
@@ -465,6 +490,32 @@ def build_parser() -> argparse.ArgumentParser:
                    help="passes over the demonstrations for --warm-start (default 30; only with --warm-start)")
     t.add_argument("--verbose", type=int, default=0, help="SB3's verbosity: 0 (default), 1 or 2")
     t.set_defaults(func=cmd_train)
+
+    tu = sub.add_parser("tune", parents=[debug], help="tune an algorithm's hyperparameters on validation instances "
+                        "(Optuna; resumable, shareable storage)")
+    tu.add_argument("env_id", help="a registered env id")
+    tu.add_argument("--algo", default=None, choices=["ppo", "a2c", "maskable_ppo"],
+                    help="the algorithm (default: the env's entry in hyperparams/defaults.yml)")
+    tu.add_argument("--trials", type=int, default=20, help="trials this process runs (default 20)")
+    tu.add_argument("--timesteps", type=int, default=100_000, help="env steps of training per trial (default 100000)")
+    tu.add_argument("--instances", default="900-909",
+                    help="validation instances the trials are scored on (default 900-909; never the training pool "
+                         "1000-1099 nor the evaluation instances 0-99)")
+    tu.add_argument("--seeds", default="0", help="dynamics seeds of the validation runs (default 0)")
+    tu.add_argument("--horizon", type=int, default=200, help="slots per training episode and validation run "
+                    "(default 200)")
+    tu.add_argument("--reference", default=None, metavar="AGENT",
+                    help="the baseline that scores 1 (default: lcf, drf, greedy, fair for P1-P4)")
+    tu.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="env kwarg (JSON value)")
+    tu.add_argument("--n-envs", type=int, default=None, help="training envs per trial (default 4)")
+    tu.add_argument("--seed", type=int, default=0, help="the sampler's seed (trial k trains with seed + k)")
+    tu.add_argument("--storage", default=None, metavar="URL",
+                    help="Optuna storage shared by several tuning processes or machines (default: sqlite in --out)")
+    tu.add_argument("--study", default=None, help="study name (default ENV-ALGO); an existing study is continued")
+    tu.add_argument("--out", default=None, help="folder of tuning.json and the default storage "
+                    "(default runs/tune/ENV-ALGO)")
+    tu.add_argument("--no-progress", action="store_true", help="no line per trial")
+    tu.set_defaults(func=cmd_tune)
 
     d = sub.add_parser("drl", parents=[debug], help="the learned-scheduler benchmark: train on an instance pool, "
                        "evaluate on held-out instances beside the paper policies (resumable)")

@@ -200,12 +200,12 @@ def test_same_seed_training_is_bitwise_identical(tmp_path):
 
 def test_other_families_and_settings_fail_clearly(tmp_path, capsys):
     with pytest.raises(ValueError, match="multiserver-channel"):
-        check_net("entity", "approxjobs", "ppo")
+        check_net("entity", "ringallreduce", "ppo")
     with pytest.raises(ValueError, match="net='wide' is invalid"):
         check_net("wide", "multiserver-channel", "ppo")
     with pytest.raises(ValueError, match="no-stats"):
         check_net("entity", "multiserver-channel", "ppo", stats=False)
-    rc = main(["train", "clustergym/ApproxJobs-v0", "--algo", "ppo", "--net", "entity", "--timesteps", "10",
+    rc = main(["train", "clustergym/RingAllReduce-v0", "--algo", "ppo", "--net", "entity", "--timesteps", "10",
                "--out", str(tmp_path / "x")])
     err = capsys.readouterr().err
     assert rc == 2 and "multiserver-channel" in err and len(err.strip().splitlines()) == 1

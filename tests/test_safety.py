@@ -132,6 +132,17 @@ def test_train_overwrite_replaces_the_model_only_when_training_finished(earlier_
 
 # -- row 2: one writer per output folder -------------------------------------------------------------
 
+def _proc_state(pid: int) -> str:
+    """What /proc says of a process that does not react (its state, signal masks, what it waits in)."""
+    try:
+        status = open(f"/proc/{pid}/status").read().splitlines()
+        keep = [ln for ln in status if ln.split(":")[0] in ("State", "Threads", "SigBlk", "SigIgn", "SigCgt")]
+        wchan = open(f"/proc/{pid}/wchan").read()
+        return "; ".join(keep) + f"; wchan {wchan}"
+    except OSError as exc:
+        return f"no /proc entry ({exc})"
+
+
 def _wait_for(path, proc, timeout=120.0):
     t0 = time.time()
     while not os.path.exists(path):
@@ -154,7 +165,10 @@ def test_a_second_writer_gets_one_line_naming_the_holder(earlier_run, capsys, se
         assert f"is in use by pid {first.pid} on " in line and "clustergym run" in line, line
         # the first writer, stopped before it finished, leaves the earlier run as it was
         first.send_signal(signal.SIGTERM)
-        _, err = first.communicate(timeout=60)
+        try:
+            _, err = first.communicate(timeout=180)
+        except subprocess.TimeoutExpired:
+            pytest.fail(f"the first writer did not stop within 180 s of SIGTERM; {_proc_state(first.pid)}")
         assert first.returncode == 130, err
     finally:
         if first.poll() is None:

@@ -1,4 +1,6 @@
-"""A per-entity (per-channel) policy network for P1 MultiServerChannel (``clustergym train --net entity``).
+"""A per-entity policy network (``clustergym train --net entity``): per channel on P1 MultiServerChannel, as
+described below; per port on P2 (``"port"`` action mode) and per window slot on P4 (``"job"`` mode) with the
+same φ / ρ / ψ structure and the features of ``_p2_features`` / ``_p4_features``.
 
 The flat MLP (``net="mlp"``) maps the whole padded observation to |E| logits with weights per input
 position, so its parameter count grows with ``max_edges`` and channel e's weights are learnt from
@@ -63,7 +65,8 @@ except ImportError:  # pragma: no cover - exercised only without the [contrib] e
 __all__ = ["NETS", "ENTITY_FAMILIES", "ENTITY_ALGOS", "p1_layout", "entity_layout", "check_net", "entity_policy",
            "EntityNet", "EntityActorCriticPolicy", "EntityMaskableActorCriticPolicy"]
 
-ENTITY_FAMILIES = ("multiserver-channel",)  # families with a per-entity layout (P1)
+# families with a per-entity layout: P1 (channels), P2 in the "port" action mode (ports), P4 in the "job" mode (jobs)
+ENTITY_FAMILIES = ("multiserver-channel", "multiserver-allocation", "approxjobs")
 ENTITY_ALGOS = ("ppo", "a2c", "maskable_ppo")
 DEFAULT_HIDDEN = 64  # h; train() writes it into policy_kwargs, so a saved model never depends on this default
 CHANNEL_FEATURES = ("present", "arrival", "mean_utility", "use_share")  # then the K demand columns
@@ -76,7 +79,8 @@ def check_net(net: str, family: str, algo: str, stats: bool = True) -> None:
     if net == "mlp":
         return
     if family not in ENTITY_FAMILIES:
-        raise ValueError(f"net='entity' supports the families {', '.join(ENTITY_FAMILIES)} (P1), not {family!r}")
+        raise ValueError(f"net='entity' supports the families {', '.join(ENTITY_FAMILIES)} (P1, P2, P4), not "
+                         f"{family!r}")
     if algo not in ENTITY_ALGOS:
         raise ValueError(f"net='entity' supports the algorithms {', '.join(ENTITY_ALGOS)}, not {algo!r}")
     if not stats:
@@ -120,12 +124,72 @@ def p1_layout(obs_space: gym.spaces.Dict, num_ports: int, keys: tuple[str, ...] 
             "jobs_index": [int(pos["arrival_share"] + i) for i in range(L)]}
 
 
+def _positions(obs_space: gym.spaces.Dict, keys) -> tuple[dict, int]:
+    """Offset of each key in the flat observation (the keys flattened one after the other), and its size."""
+    off, pos = 0, {}
+    for key in keys:
+        pos[key] = off
+        off += int(gym.spaces.flatdim(obs_space[key]))
+    return pos, off
+
+
+def p4_layout(obs_space: gym.spaces.Dict, keys: tuple[str, ...], levels: int) -> dict:
+    """The index layout of P4's flat observation in the ``"job"`` action mode: per window slot j the raw
+    columns [job_mask_j, arrival, deadline, budget, spent, value, β, work] (``JOB_FEATURES`` without the id),
+    per machine i [machine_rate, machine_share, last_executed, last_work], and ``t``."""
+    need = ("job_mask", "jobs", "t", "machine_rate", "machine_share", "last_executed", "last_work")
+    missing = [k for k in need if k not in keys]
+    if missing:
+        raise ValueError(f"net='entity' on P4 needs the observation keys {missing} (the 'full' layout)")
+    pos, off = _positions(obs_space, keys)
+    J, F = obs_space["jobs"].shape
+    j = np.arange(J)
+    cols = [pos["job_mask"] + j] + [pos["jobs"] + j * F + c for c in range(1, F)]  # column 0 is the job id
+    M = obs_space["machine_rate"].shape[0]
+    m = np.arange(M)
+    mach = np.stack([pos[k] + m for k in ("machine_rate", "machine_share", "last_executed", "last_work")], axis=1)
+    return {"family": "approxjobs", "num_inputs": int(off), "num_channels": int(J),
+            "entity_index": np.stack(cols, axis=1).tolist(), "pool_index": mach.tolist(),
+            "t_index": int(pos["t"]), "logits_per_entity": int(levels) + 1}
+
+
+def p2_layout(obs_space: gym.spaces.Dict, keys: tuple[str, ...]) -> dict:
+    """The index layout of P2's flat observation in the ``"port"`` action mode: per port l the raw columns
+    [arrivals_l, arrival_share_l, port_reward_mean_l, last_port_reward_l], the cost weights β (global) and
+    ``t``. Every port is an entity (the action has one fraction per port)."""
+    need = ("arrivals", "arrival_share", "port_reward_mean", "last_port_reward", "beta", "t")
+    missing = [k for k in need if k not in keys]
+    if missing:
+        raise ValueError(f"net='entity' on P2 needs the observation keys {missing} (the 'compact' or 'full' "
+                         "layout)")
+    pos, off = _positions(obs_space, keys)
+    L = obs_space["arrivals"].shape[0]
+    port = np.arange(L)
+    cols = [pos[k] + port for k in ("arrivals", "arrival_share", "port_reward_mean", "last_port_reward")]
+    K = obs_space["beta"].shape[0]
+    return {"family": "multiserver-allocation", "num_inputs": int(off), "num_channels": int(L),
+            "entity_index": np.stack(cols, axis=1).tolist(), "global_index": [int(pos["beta"] + k) for k in range(K)],
+            "t_index": int(pos["t"]), "logits_per_entity": 1}
+
+
 def entity_layout(env: gym.Env) -> dict:
     """The layout of a training env (``make_train_env``: flat observation + statistics) for the entity net."""
     u = env.unwrapped
     if u.family not in ENTITY_FAMILIES:
-        raise ValueError(f"net='entity' supports the families {', '.join(ENTITY_FAMILIES)} (P1), not {u.family!r}")
-    layout = p1_layout(u.observation_space, u.problem.num_ports, env.get_wrapper_attr("pipeline").keys)
+        raise ValueError(f"net='entity' supports the families {', '.join(ENTITY_FAMILIES)} (P1, P2, P4), not "
+                         f"{u.family!r}")
+    keys = env.get_wrapper_attr("pipeline").keys
+    mode = getattr(u.problem, "action_mode", None) or getattr(u, "action_mode", None)
+    if u.family == "approxjobs":
+        if mode != "job":
+            raise ValueError(f"net='entity' on P4 needs action_mode='job' (one level per job), not {mode!r}")
+        layout = p4_layout(u.observation_space, keys, int(u.action_space.nvec[0]) - 1)
+    elif u.family == "multiserver-allocation":
+        if mode != "port":
+            raise ValueError(f"net='entity' on P2 needs action_mode='port' (one fraction per port), not {mode!r}")
+        layout = p2_layout(u.observation_space, keys)
+    else:
+        layout = p1_layout(u.observation_space, u.problem.num_ports, keys)
     n = int(np.prod(env.observation_space.shape))
     if n != layout["num_inputs"]:
         raise ValueError(f"net='entity': the observation has {n} entries, the P1 layout expects "
@@ -162,35 +226,101 @@ class _SetEncoder(nn.Module):
         return phi, self.rho(th.cat([mean, mx, glob], dim=1))
 
 
+def _slog(x: th.Tensor) -> th.Tensor:
+    """sign(x) log(1 + |x|): rewards and budgets of any scale into a range a tanh network takes."""
+    return th.sign(x) * th.log1p(th.abs(x))
+
+
+def _p4_features(net: "EntityNet", obs: th.Tensor) -> tuple[th.Tensor, th.Tensor, th.Tensor]:
+    """P4, per window slot: [present, share of the job's window left, log time left, share of its budget left,
+    log budget, log value, β, log work, log age, share of its budget spent] (0 on empty slots); global: mean
+    and max over machines of [rate, share, last executed, last work], the share of occupied slots, log t.
+    Scale-free (shares and logs, never t / T): the same features at any horizon."""
+    r = obs[:, net.ent_index]  # (B, J, 8): mask, a, d, B, spent, v, β, X
+    t = obs[:, net.t_index:net.t_index + 1]  # (B, 1)
+    present = r[..., 0] > 0.5
+    a, d, bud, spent, v, beta, work = (r[..., k] for k in range(1, 8))
+    left = (d - t).clamp_min(0.0)
+    safe_b = bud.clamp_min(1e-9)
+    x = th.stack([present.to(r.dtype), left / (d - a).clamp_min(1.0), th.log1p(left) / 5.0,
+                  ((bud - spent) / safe_b).clamp(0.0, 1.0), th.log1p(bud.clamp_min(0.0)) / 5.0,
+                  th.log1p(v.clamp_min(0.0)) / 5.0, beta, th.log1p(work.clamp_min(0.0)) / 5.0,
+                  th.log1p((t - a).clamp_min(0.0)) / 5.0, (spent / safe_b).clamp(0.0, 1.0)], dim=-1)
+    x = x * present.unsqueeze(-1).to(x.dtype)
+    m = obs[:, net.pool_index]  # (B, M, 4)
+    glob = th.cat([m.mean(dim=1), m.amax(dim=1), present.to(r.dtype).mean(dim=1, keepdim=True),
+                   th.log1p(t.clamp_min(0.0)) / 10.0], dim=1)
+    return x, present, glob
+
+
+def _p2_features(net: "EntityNet", obs: th.Tensor) -> tuple[th.Tensor, th.Tensor, th.Tensor]:
+    """P2, per port: [job this slot, share of slots with a job, log mean realised reward, log last reward];
+    global: log β, the share of ports with a job, log t. Every port is present."""
+    r = obs[:, net.ent_index]  # (B, L, 4)
+    t = obs[:, net.t_index:net.t_index + 1]
+    x = th.stack([r[..., 0], r[..., 1], _slog(r[..., 2]), _slog(r[..., 3])], dim=-1)
+    present = th.ones(r.shape[:2], dtype=th.bool, device=r.device)
+    glob = th.cat([_slog(obs[:, net.glob_index]), r[..., 0].mean(dim=1, keepdim=True),
+                   th.log1p(t.clamp_min(0.0)) / 10.0], dim=1)
+    return x, present, glob
+
+
+_FEATURES = {"approxjobs": _p4_features, "multiserver-allocation": _p2_features}
+
+
 class EntityNet(nn.Module):
     """The per-entity actor and critic (module docstring); plays the role of SB3's ``mlp_extractor``:
-    ``forward_actor`` returns the action logits themselves (the policy's ``action_net`` is the identity)."""
+    ``forward_actor`` returns the action logits themselves (the policy's ``action_net`` is the identity).
+
+    The entities are P1's channels, P2's ports (``"port"`` action mode: one Gaussian mean per port) or P4's
+    window slots (``"job"`` mode: S + 1 logits per slot, the levels); the layout (:func:`entity_layout`) says
+    which, and ``_p2_features`` / ``_p4_features`` build their features from the raw observation."""
 
     def __init__(self, layout: dict, hidden: int = DEFAULT_HIDDEN, logits_per_channel: int = 1):
         super().__init__()
-        chan = th.as_tensor(np.asarray(layout["channel_index"], dtype=np.int64))
-        self.register_buffer("chan_index", chan, persistent=False)  # (P, f): not in the state_dict
-        self.register_buffer("arr_index", th.as_tensor(np.asarray(layout["arrivals_index"], dtype=np.int64)),
-                             persistent=False)
-        self.register_buffer("jobs_index", th.as_tensor(np.asarray(layout["jobs_index"], dtype=np.int64)),
-                             persistent=False)
-        self.t_index, self.t_scale = int(layout["t_index"]), float(layout["t_scale"])
-        self.P, f = chan.shape
-        self.K = f - len(CHANNEL_FEATURES)
-        g = 4 + self.K
-        self.logits_per_channel = int(logits_per_channel)
+        self.family = layout.get("family", "multiserver-channel")
+        self.t_index = int(layout["t_index"])
+        if self.family == "multiserver-channel":
+            chan = th.as_tensor(np.asarray(layout["channel_index"], dtype=np.int64))
+            self.register_buffer("chan_index", chan, persistent=False)  # (P, f): not in the state_dict
+            self.register_buffer("arr_index", th.as_tensor(np.asarray(layout["arrivals_index"], dtype=np.int64)),
+                                 persistent=False)
+            self.register_buffer("jobs_index", th.as_tensor(np.asarray(layout["jobs_index"], dtype=np.int64)),
+                                 persistent=False)
+            self.t_scale = float(layout["t_scale"])
+            self.P, f = chan.shape
+            self.K = f - len(CHANNEL_FEATURES)
+            g = 4 + self.K
+            self.logits_per_channel = int(logits_per_channel)
+            n_out = 1
+        else:
+            if self.family not in _FEATURES:
+                raise ValueError(f"no entity features for the family {self.family!r}")
+            self._features = _FEATURES[self.family]
+            ent = th.as_tensor(np.asarray(layout["entity_index"], dtype=np.int64))
+            self.register_buffer("ent_index", ent, persistent=False)
+            self.register_buffer("pool_index", th.as_tensor(np.asarray(layout.get("pool_index", [[0]]),
+                                                                       dtype=np.int64)), persistent=False)
+            self.register_buffer("glob_index", th.as_tensor(np.asarray(layout.get("global_index", []),
+                                                                       dtype=np.int64)), persistent=False)
+            self.P = int(ent.shape[0])
+            n_out = self.logits_per_channel = int(layout["logits_per_entity"])
+            x, _, glob = self._features(self, th.zeros(1, int(layout["num_inputs"])))
+            f, g = int(x.shape[-1]), int(glob.shape[-1])
         self.actor = _SetEncoder(f, g, hidden)
         # ψ([φ_e, ρ]) = w · tanh(A φ_e + C ρ + b) + b': the first layer split so C ρ is computed once per row,
         # not once per channel (the same function class as a Linear on the concatenation, fewer operations)
         self.psi_channel = nn.Linear(hidden, hidden)
         self.psi_context = nn.Linear(hidden, hidden, bias=False)
-        self.psi_out = nn.Linear(hidden, 1)
+        self.psi_out = nn.Linear(hidden, n_out)
         self.critic = _SetEncoder(f, g, hidden)
         self.latent_dim_pi = self.P * self.logits_per_channel
         self.latent_dim_vf = hidden
 
     def gather(self, obs: th.Tensor) -> tuple[th.Tensor, th.Tensor, th.Tensor]:
-        """Flat observations (B, N) -> channel features (B, P, f), present (B, P) bool, global features (B, g)."""
+        """Flat observations (B, N) -> entity features (B, P, f), present (B, P) bool, global features (B, g)."""
+        if self.family != "multiserver-channel":
+            return self._features(self, obs)
         x = obs[:, self.chan_index]  # (B, P, f)
         present = x[..., 0] > 0.5
         active = (present & (x[..., 1] > 0.5)).to(x.dtype)
@@ -206,6 +336,8 @@ class EntityNet(nn.Module):
         x, present, glob = self.gather(obs)
         phi, ctx = self.actor(x, present, glob)
         z = th.tanh(self.psi_channel(phi) + self.psi_context(ctx).unsqueeze(1))  # (B, P, h)
+        if self.family != "multiserver-channel":  # n_out numbers per entity, entity after entity
+            return self.psi_out(z).reshape(z.shape[0], self.P * self.logits_per_channel)
         logit = self.psi_out(z).squeeze(-1)  # (B, P)
         logit = th.where(present, logit, th.tensor(PAD_LOGIT, dtype=logit.dtype, device=logit.device))
         if self.logits_per_channel == 2:  # the masked categorical head: [logit(0), logit(1)] per channel
@@ -226,7 +358,7 @@ class _EntityMixin:
     _logits_per_channel = 1
 
     def __init__(self, *args, entity: dict, hidden: int = DEFAULT_HIDDEN, **kwargs):
-        if not isinstance(entity, dict) or "channel_index" not in entity:
+        if not isinstance(entity, dict) or not {"channel_index", "entity_index"} & set(entity):
             raise ValueError("the entity policy needs policy_kwargs['entity'], the layout of entity_layout()")
         self.entity = entity
         self.hidden = int(hidden)

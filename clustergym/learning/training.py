@@ -253,8 +253,9 @@ def train(env_id: str, algo: str, timesteps: int | None, out: str, *, env_kwargs
             process per env) or ``"auto"``; None = the hyperparameter file's ``vec``, else ``"auto"`` (native
             where the env has a native vector env for these env kwargs and the net is the MLP, else dummy).
             Every choice gives the same trajectories.
-        net: ``"mlp"`` (default: SB3's flat MLP) or ``"entity"`` (P1 only: the per-channel network of
-            :mod:`clustergym.learning.entity`; the env is always padded, observations are not normalised,
+        net: ``"mlp"`` (default: SB3's flat MLP) or ``"entity"`` (the per-entity network of
+            :mod:`clustergym.learning.entity`: P1's channels, P2's ports in the ``"port"`` action mode, P4's
+            window slots in the ``"job"`` mode; P1's env is always padded, observations are not normalised,
             rewards still are).
 
         checkpoints: env-step counts at which to save the model as well (``out/checkpoints/<steps>/``, each

@@ -1,0 +1,235 @@
+"""Hyperparameter tuning on validation instances: ``clustergym tune ENV_ID`` (Optuna, as rl-zoo3 tunes).
+
+A study samples the algorithm's hyperparameters (:data:`SEARCH_SPACE`) with Optuna's TPE sampler; each
+trial trains with :func:`clustergym.learning.training.train` for ``timesteps`` env steps on the default
+training pool (:data:`~clustergym.learning.instances.DEFAULT_TRAIN_INSTANCES`, 1000-1099) and is scored on
+**validation instances** (default 900-909, a part of
+:data:`~clustergym.learning.instances.DEFAULT_VALIDATION_INSTANCES`): disjoint from the training pool and
+from every evaluation set (``clustergym run``'s and ``clustergym drl``'s instances are below 100). Tuning
+never sees an evaluation instance.
+
+The objective is the **baseline-normalised value**, per (validation instance, dynamics seed)::
+
+    (V_learner − V_random) / (V_reference − V_random)
+
+with V a run's evaluated total (``RunResult.value_total``: the expected reward where the env reports it,
+else the realised one), averaged over the runs: 0 = random, 1 = the reference baseline (:data:`REFERENCE`,
+the best simple rule of each env at the training horizon). The reference and random runs do not depend on
+the trial; they are run once per study and kept in the study's user attributes.
+
+The record (``tuning.json`` in ``--out``): the settings (env, algorithm, budget, validation instances,
+seeds, horizon, reference, search space), every trial (parameters, objective, per-instance values, state,
+wall time) and the best trial. Copy it next to the hyperparameter files
+(``clustergym/learning/hyperparams/tuning/``) when adopting its values; the yml entry then lists them under
+``tuned`` (a run key the algorithm never sees).
+
+Several processes or machines can tune one study at once: give them the same ``--storage`` (an Optuna
+RDB URL, e.g. ``postgresql://...`` or a shared ``sqlite:///`` file) and ``--study``; each runs its own
+trials and the record is written from the storage. With one process, the same ``--seed`` gives the same
+trials (TPE is seeded and every trial trains with a fixed seed); with several, the order in which trials
+finish decides what the sampler sees, so the trials differ.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import tempfile
+import time
+from dataclasses import dataclass
+from typing import Any, Callable, Sequence
+
+import numpy as np
+
+__all__ = ["SEARCH_SPACE", "REFERENCE", "VALIDATION", "TuneConfig", "sample_params", "normalised_value", "tune",
+           "record_of"]
+
+VALIDATION = tuple(range(900, 910))  # the default validation instances (part of DEFAULT_VALIDATION_INSTANCES)
+
+# The best simple rule of each env at the training horizon (docs/drl.md): the objective's "1".
+REFERENCE = {"clustergym/MultiServerChannel-v0": "lcf", "clustergym/MultiServerAllocation-v0": "drf",
+             "clustergym/RingAllReduce-v0": "greedy", "clustergym/ApproxJobs-v0": "fair"}
+
+# Per algorithm: name -> ("log", low, high) | ("choice", values). The rollout length and batch size are
+# chosen per training env (``n_steps`` is per env, as SB3's).
+SEARCH_SPACE: dict[str, dict[str, tuple]] = {
+    "ppo": {"learning_rate": ("log", 1e-5, 3e-3), "n_steps": ("choice", (128, 256, 512, 1024)),
+            "batch_size": ("choice", (64, 128, 256, 512)), "n_epochs": ("choice", (3, 5, 10, 20)),
+            "gamma": ("choice", (0.0, 0.5, 0.9, 0.99)), "gae_lambda": ("choice", (0.8, 0.9, 0.95, 0.99)),
+            "clip_range": ("choice", (0.1, 0.2, 0.3)), "ent_coef": ("log", 1e-8, 0.05)},
+    "a2c": {"learning_rate": ("log", 1e-5, 3e-3), "n_steps": ("choice", (5, 16, 64, 128)),
+            "gamma": ("choice", (0.0, 0.5, 0.9, 0.99)), "gae_lambda": ("choice", (0.8, 0.9, 0.95, 1.0)),
+            "ent_coef": ("log", 1e-8, 0.05)},
+}
+SEARCH_SPACE["maskable_ppo"] = SEARCH_SPACE["ppo"]
+
+
+def sample_params(trial, algo: str) -> dict:
+    """The trial's hyperparameters from :data:`SEARCH_SPACE` (``batch_size`` capped at one rollout)."""
+    if algo not in SEARCH_SPACE:
+        raise ValueError(f"algo={algo!r} cannot be tuned: expected one of {', '.join(sorted(SEARCH_SPACE))}")
+    out: dict[str, Any] = {}
+    for name, spec in SEARCH_SPACE[algo].items():
+        if spec[0] == "log":
+            out[name] = float(trial.suggest_float(name, spec[1], spec[2], log=True))
+        else:
+            out[name] = trial.suggest_categorical(name, list(spec[1]))
+    return out
+
+
+def normalised_value(learner: dict, reference: dict, random: dict) -> dict:
+    """Per run key (instance, seed): (V − V_random) / (V_reference − V_random); keys where the reference
+    does not beat random (a zero or negative denominator) are left out."""
+    out = {}
+    for k, v in learner.items():
+        den = reference[k] - random[k]
+        if den > 1e-12:
+            out[k] = (v - random[k]) / den
+    return out
+
+
+@dataclass(frozen=True)
+class TuneConfig:
+    env_id: str
+    algo: str = "ppo"
+    timesteps: int = 100_000
+    trials: int = 20
+    instances: tuple[int, ...] = VALIDATION
+    seeds: tuple[int, ...] = (0,)
+    horizon: int = 200
+    reference: str | None = None  # None: REFERENCE[env_id]
+    seed: int = 0
+    n_envs: int | None = None
+    env_kwargs: tuple = ()  # (key, value) pairs on top of the hyperparameter file's env_kwargs
+
+    def reference_agent(self) -> str:
+        ref = self.reference or REFERENCE.get(self.env_id)
+        if ref is None:
+            raise ValueError(f"{self.env_id} has no default reference baseline: give reference=AGENT")
+        return ref
+
+
+def _values(res, agent: str) -> dict:
+    return {(r.instance, r.seed): float(r.value_total) for r in res.runs if r.agent == agent}
+
+
+def _check_instances(instances: Sequence[int]) -> None:
+    from clustergym.learning.instances import DEFAULT_EVAL_INSTANCES, DEFAULT_TRAIN_INSTANCES
+
+    bad = sorted(set(instances) & (set(DEFAULT_TRAIN_INSTANCES) | set(DEFAULT_EVAL_INSTANCES)))
+    if bad:
+        raise ValueError(f"validation instances {bad[:5]} are in the training pool or the evaluation instances: "
+                         "tune on others (default 900-909)")
+
+
+def _reference_values(cfg: TuneConfig, study) -> tuple[dict, dict]:
+    """The reference baseline's and random's values on the validation runs (once per study)."""
+    from clustergym.runner import evaluate
+
+    attrs = study.user_attrs
+    if "reference_values" in attrs:
+        dec = lambda d: {tuple(json.loads(k)): v for k, v in d.items()}  # noqa: E731
+        return dec(attrs["reference_values"]), dec(attrs["random_values"])
+    ref = cfg.reference_agent()
+    res = evaluate(cfg.env_id, [ref, "random"], seeds=list(cfg.seeds), horizon=cfg.horizon,
+                   env_kwargs=dict(cfg.env_kwargs), instances=list(cfg.instances), progress=False, score=False)
+    r, z = _values(res, ref), _values(res, "random")
+    enc = lambda d: {json.dumps(list(k)): v for k, v in d.items()}  # noqa: E731
+    study.set_user_attr("reference_values", enc(r))
+    study.set_user_attr("random_values", enc(z))
+    return r, z
+
+
+def _objective(cfg: TuneConfig, ref: dict, rnd: dict, progress: bool) -> Callable:
+    from clustergym.learning.training import train
+    from clustergym.runner import evaluate
+
+    def objective(trial) -> float:
+        hp = sample_params(trial, cfg.algo)
+        n_envs = cfg.n_envs or 4
+        if "batch_size" in hp:  # at most one rollout (n_steps per env x n_envs)
+            hp["batch_size"] = min(hp["batch_size"], hp["n_steps"] * n_envs)
+        with tempfile.TemporaryDirectory(prefix="clustergym-tune-") as tmp:
+            t0 = time.perf_counter()
+            meta = train(cfg.env_id, cfg.algo, cfg.timesteps, tmp, env_kwargs={"horizon": cfg.horizon,
+                                                                             **dict(cfg.env_kwargs)},
+                         seed=cfg.seed + trial.number, n_envs=n_envs, hyperparams=hp, progress=False)
+            train_s = time.perf_counter() - t0
+            res = evaluate(cfg.env_id, [f"sb3:{tmp}"], seeds=list(cfg.seeds), horizon=cfg.horizon,
+                           env_kwargs=dict(cfg.env_kwargs), instances=list(cfg.instances), progress=False,
+                           score=False)
+        vals = normalised_value(_values(res, f"sb3:{tmp}"), ref, rnd)
+        if not vals:
+            raise ValueError(f"the reference {cfg.reference_agent()} does not beat random on any validation run: "
+                             "choose another reference")
+        value = float(np.mean(list(vals.values())))
+        trial.set_user_attr("per_run", {json.dumps(list(k)): v for k, v in vals.items()})
+        trial.set_user_attr("hyperparams", hp)  # as trained (batch_size capped at one rollout)
+        trial.set_user_attr("train_wall_s", round(train_s, 1))
+        trial.set_user_attr("timesteps_trained", int(meta.get("timesteps_trained", meta["timesteps"])))
+        if progress:
+            print(f"trial {trial.number}: {value:+.3f} ({', '.join(f'{k}={v:.3g}' for k, v in hp.items())}; "
+                  f"{train_s:.0f} s)", flush=True)
+        return value
+
+    return objective
+
+
+def record_of(study, cfg: TuneConfig) -> dict:
+    """The study's record (module docstring) from its storage: settings, every trial, the best one."""
+    trials = []
+    for t in study.trials:
+        trials.append({"number": t.number, "state": t.state.name, "value": t.value,
+                       "params": t.user_attrs.get("hyperparams", t.params),
+                       "per_run": t.user_attrs.get("per_run"), "train_wall_s": t.user_attrs.get("train_wall_s"),
+                       "timesteps_trained": t.user_attrs.get("timesteps_trained"),
+                       "wall_s": (None if t.datetime_complete is None or t.datetime_start is None
+                                  else round((t.datetime_complete - t.datetime_start).total_seconds(), 1))})
+    done = [t for t in trials if t["state"] == "COMPLETE" and t["value"] is not None and math.isfinite(t["value"])]
+    best = max(done, key=lambda t: t["value"]) if done else None
+    return {"env_id": cfg.env_id, "algo": cfg.algo, "study": study.study_name,
+            "objective": "mean over validation runs of (V - V_random) / (V_reference - V_random); 1 = reference",
+            "reference": cfg.reference_agent(), "timesteps_per_trial": cfg.timesteps, "horizon": cfg.horizon,
+            "validation_instances": list(cfg.instances), "seeds": list(cfg.seeds), "sampler": "TPE",
+            "sampler_seed": cfg.seed, "env_kwargs": dict(cfg.env_kwargs),
+            "search_space": {k: list(v) if not isinstance(v[1], tuple) else [v[0], list(v[1])]
+                             for k, v in SEARCH_SPACE[cfg.algo].items()},
+            "trials": trials, "best": best}
+
+
+def tune(cfg: TuneConfig, out: str, *, storage: str | None = None, study_name: str | None = None,
+         progress: bool = True) -> dict:
+    """Run ``cfg.trials`` trials of the study (module docstring); write ``out/tuning.json``; return the record.
+
+    ``storage``: an Optuna storage URL shared by several tuning processes (default: ``sqlite:///`` in
+    ``out``; an existing study of that name is continued)."""
+    try:
+        import optuna
+    except ImportError as exc:  # pragma: no cover - the drl extra installs it
+        raise ValueError("tuning needs Optuna: pip install 'clustergym[drl]'") from exc
+    import gymnasium as gym
+
+    import clustergym  # noqa: F401  (registers the ids)
+
+    if cfg.algo not in SEARCH_SPACE:
+        raise ValueError(f"algo={cfg.algo!r} cannot be tuned: expected one of {', '.join(sorted(SEARCH_SPACE))}")
+    gym.spec(cfg.env_id)  # an unknown id fails here, before anything runs
+    if cfg.trials < 1 or cfg.timesteps < 1:
+        raise ValueError("trials and timesteps must be >= 1")
+    _check_instances(cfg.instances)
+    cfg.reference_agent()
+    os.makedirs(out, exist_ok=True)
+    storage = storage or f"sqlite:///{os.path.abspath(os.path.join(out, 'study.db'))}"
+    name = study_name or f"{cfg.env_id.split('/')[-1]}-{cfg.algo}"
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
+    study = optuna.create_study(study_name=name, storage=storage, direction="maximize", load_if_exists=True,
+                                sampler=optuna.samplers.TPESampler(seed=cfg.seed))
+    ref, rnd = _reference_values(cfg, study)
+    study.optimize(_objective(cfg, ref, rnd, progress), n_trials=cfg.trials, catch=())
+    rec = record_of(study, cfg)
+    tmp = os.path.join(out, f".tuning.json.{os.getpid()}")  # several tuning processes may share ``out``
+    with open(tmp, "w") as f:
+        json.dump(rec, f, indent=1)
+    os.replace(tmp, os.path.join(out, "tuning.json"))
+    return rec

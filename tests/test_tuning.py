@@ -1,0 +1,79 @@
+"""Hyperparameter tuning on validation instances (clustergym.learning.tuning, `clustergym tune`)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+pytest.importorskip("optuna")
+pytest.importorskip("stable_baselines3")
+
+import optuna  # noqa: E402
+
+from clustergym.cli import main  # noqa: E402
+from clustergym.learning.tuning import (SEARCH_SPACE, TuneConfig, normalised_value, sample_params,  # noqa: E402
+                                        tune)
+
+P4 = "clustergym/ApproxJobs-v0"
+TINY = dict(trials=2, timesteps=128, instances=(900, 901), horizon=12, n_envs=2)
+
+
+def test_normalised_value_is_zero_at_random_one_at_the_reference_and_drops_empty_denominators():
+    ref = {(900, 0): 10.0, (901, 0): 4.0, (902, 0): 3.0}
+    rnd = {(900, 0): 2.0, (901, 0): 1.0, (902, 0): 3.0}  # on 902 the reference does not beat random
+    got = normalised_value({(900, 0): 10.0, (901, 0): 1.0, (902, 0): 5.0}, ref, rnd)
+    assert got == {(900, 0): 1.0, (901, 0): 0.0}
+    assert normalised_value({(900, 0): 6.0}, ref, rnd) == {(900, 0): 0.5}
+    assert normalised_value({(900, 0): 0.0}, ref, rnd)[(900, 0)] < 0  # below random is negative
+
+
+def test_sampled_parameters_stay_in_the_search_space():
+    study = optuna.create_study(sampler=optuna.samplers.RandomSampler(seed=1))
+    for _ in range(20):
+        hp = sample_params(study.ask(), "ppo")
+        assert set(hp) == set(SEARCH_SPACE["ppo"])
+        for k, spec in SEARCH_SPACE["ppo"].items():
+            if spec[0] == "log":
+                assert spec[1] <= hp[k] <= spec[2]
+            else:
+                assert hp[k] in spec[1]
+    with pytest.raises(ValueError, match="cannot be tuned"):
+        sample_params(study.ask(), "sac")
+
+
+def test_validation_instances_must_not_touch_the_training_pool_or_the_evaluation_instances(tmp_path):
+    for bad in ((1000, 900), (3, 900)):
+        with pytest.raises(ValueError, match="training pool or the evaluation"):
+            tune(TuneConfig(P4, **{**TINY, "instances": bad}), str(tmp_path / "o"), progress=False)
+
+
+def test_a_tiny_study_records_every_trial_continues_and_replays_with_the_same_seed(tmp_path):
+    rec = tune(TuneConfig(P4, **TINY), str(tmp_path / "a"), progress=False)
+    assert [t["state"] for t in rec["trials"]] == ["COMPLETE", "COMPLETE"]
+    assert rec["reference"] == "fair" and rec["validation_instances"] == [900, 901]
+    values = [t["value"] for t in rec["trials"]]
+    assert rec["best"]["value"] == max(values)
+    for t in rec["trials"]:  # the objective is the mean of the per-run values
+        per = list(t["per_run"].values())
+        assert 1 <= len(per) <= 2 and abs(sum(per) / len(per) - t["value"]) < 1e-12
+        assert t["params"]["batch_size"] <= t["params"]["n_steps"] * 2  # capped at one rollout
+    on_disk = json.load(open(tmp_path / "a" / "tuning.json"))
+    assert on_disk["trials"] == rec["trials"]
+    # the same seed: the same trials, the same values
+    again = tune(TuneConfig(P4, **TINY), str(tmp_path / "b"), progress=False)
+    assert [(t["params"], t["value"]) for t in again["trials"]] == [(t["params"], t["value"]) for t in rec["trials"]]
+    # the same folder continues the study from its storage
+    more = tune(TuneConfig(P4, **{**TINY, "trials": 1}), str(tmp_path / "a"), progress=False)
+    assert len(more["trials"]) == 3 and more["trials"][:2] == rec["trials"]
+
+
+def test_cli_tune_writes_the_record_and_names_the_best_trial(tmp_path, capsys):
+    out = tmp_path / "t"
+    rc = main(["tune", P4, "--algo", "ppo", "--trials", "1", "--timesteps", "128", "--horizon", "12",
+               "--instances", "900-901", "--n-envs", "2", "--out", str(out), "--no-progress"])
+    assert rc == 0, capsys.readouterr().err
+    text = capsys.readouterr().out
+    assert "1 trials of study ApproxJobs-v0-ppo" in text and "best: trial 0" in text
+    assert json.load(open(out / "tuning.json"))["trials"][0]["state"] == "COMPLETE"
+    assert main(["tune", P4, "--instances", "1000-1001", "--out", str(tmp_path / "u")]) == 2
