@@ -19,7 +19,7 @@ from clustergym.envs.approxjobs.stats import learner_spaces
 from clustergym.envs.approxjobs.scenario import APPROX_SCENARIOS, PAPER_DEFAULTS, PAPER_SCALE, make_approx_scenario
 from clustergym.envs.approxjobs.service import ServiceProcess
 
-__all__ = ["ApproxJobsEnv", "JOB_FEATURES", "JOB_LEVELS", "episode_summary"]
+__all__ = ["ApproxJobsEnv", "JOB_FEATURES", "JOB_LEVELS", "episode_summary", "job_records"]
 
 
 class ApproxJobsEnv(ClusterEnv):
@@ -215,6 +215,11 @@ class ApproxJobsEnv(ClusterEnv):
         self._state.load(0, pb, self._jobs)  # the slot step's arrays (dynamics.py), N = 1
         self._space_desc = f"MultiDiscrete([{self._J + 1}] * {self._M}) (0 = idle, k = window slot k)"
         self._job_desc = f"MultiDiscrete([{JOB_LEVELS + 1}] * {self._J}) (level 0..{JOB_LEVELS} per window slot)"
+
+    @property
+    def space_desc(self) -> str:
+        """The action space of the action mode in words (the error messages say it)."""
+        return self._job_desc if self.action_mode == "job" else self._space_desc
 
     # The episode's state: row 0 of the slot step's arrays (views; dynamics.SlotState).
     @property
