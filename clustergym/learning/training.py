@@ -246,7 +246,7 @@ def train(env_id: str, algo: str, timesteps: int | None, out: str, *, env_kwargs
             on ``scenario_seed`` (a trace preset). Families with ``pad_kwargs`` are padded to the maxima
             over the pool and :data:`~clustergym.learning.instances.DEFAULT_EVAL_INSTANCES` (0-99).
         vec: how the ``n_envs`` training envs are stepped: ``"native"`` (the family's native vector env in
-            one batched call, :mod:`clustergym.learning.vec`; P1 and P2), ``"dummy"`` (SB3's ``DummyVecEnv``:
+            one batched call, :mod:`clustergym.learning.vec`; P1, P2 and P4), ``"dummy"`` (SB3's ``DummyVecEnv``:
             one process), ``"subproc"`` (SB3's ``SubprocVecEnv``: one process per env) or ``"auto"``;
             None = the hyperparameter file's ``vec``, else ``"auto"`` (native where the env has a native
             vector env and the net is the MLP, else dummy). Every choice gives the same trajectories.

@@ -105,6 +105,13 @@ class ApproxJobsEnv(ClusterEnv):
     seed. Truncated after ``horizon`` slots; terminated early when every job has left (never for an
     instance without jobs); ``step`` then raises ``ResetNeeded`` (a ``RuntimeError``) until ``reset``.
 
+    ## Vector env
+    ``gym.make_vec("clustergym/ApproxJobs-v0", num_envs=N, vectorization_mode="vector_entry_point", **kwargs)``
+    builds :class:`~clustergym.envs.approxjobs.vector.ApproxJobsVectorEnv`: N sub-envs stepped by this env's
+    own slot step (``dynamics.SlotState`` with N rows, one compiled call per step), in both action modes;
+    sub-env i seeded s_i replays this env reset with ``seed=s_i``. ``clustergym train`` steps its training
+    envs with it.
+
     ## Instances
     ``reset(seed=s, options={"scenario_seed": k})`` switches to instance k (another job list and
     machine set of the same scenario): the episode equals that of ``gym.make(..., scenario_seed=k)``
@@ -138,6 +145,10 @@ class ApproxJobsEnv(ClusterEnv):
     * v0, later: the observation carries the per-machine statistics and the last slot's feedback. The
       flat vector of earlier versions is ``clustergym.learning.pipeline``'s ``"legacy"``
       layout (same values).
+    * v0, later: the slot runs in one compiled step (``dynamics.SlotState``) shared with the native vector
+      env; the same trajectories, except that f_j(X) = v_j X^β_j now comes from the C library's ``pow``
+      where numpy's vectorised ``np.power`` gave it before (they differ in the last bit for some X), so
+      rewards and utilities may differ from earlier versions in the last bits.
     """
 
     family = "approxjobs"
