@@ -13,8 +13,9 @@ from tests.helpers import deep_equal
 
 P4 = "clustergym/ApproxJobs-v0"
 # A long queue behind a small window (queued jobs expire), a rate block boundary (slot 256) and truncations
-# on a pool of instances; and the one-job scenario, whose job runs out of budget: early terminations.
-QUEUE = dict(num_machines=12, max_jobs=4, arrival_rate=0.25, horizon=280, instances=range(6))
+# on a pool of instances (built on the one with the fewest jobs, 64: the per-job arrays must grow); and the
+# one-job scenario, whose job runs out of budget: early terminations.
+QUEUE = dict(num_machines=12, max_jobs=4, arrival_rate=0.25, horizon=280, instances=range(6), scenario_seed=1)
 SINGLE = dict(scenario="single", num_machines=8, horizon=40, budget_rate=1.0, instances=range(4))
 
 
@@ -112,6 +113,7 @@ def test_sub_envs_replay_single_envs_exactly(mode, case):
     assert seen["left"] > 0
     if case == "queue":  # the queue outgrew the window; the episodes crossed a rate block
         assert seen["queued"] > 0 and vec.unwrapped.horizon > 256
+        assert vec.unwrapped._state.cap > len(gym.make(P4, **{**kw, "instances": None}).unwrapped.scenario.truth.jobs)
 
 
 def test_episode_summaries_and_bound_only_where_an_episode_ends():
@@ -155,8 +157,8 @@ def test_seed_list_reset_mask_and_instance_option():
     assert list(obs["t"][:, 0]) == [1.0, 0.0, 1.0]
     vec.reset(seed=0, options={"scenario_seed": 5, "reset_mask": np.array([True, False, False])})
     assert vec.unwrapped.scenario_seeds[0] == 5
-    assert vec.unwrapped.problems[0].price.tolist() == gym.make(P4, scenario_seed=5, **{
-        k: v for k, v in kw.items() if k != "instances"}).unwrapped.problem.price.tolist()
+    assert vec.unwrapped.problems[0].price.tolist() == gym.make(P4, **{
+        **kw, "scenario_seed": 5, "instances": None}).unwrapped.problem.price.tolist()
     with pytest.raises(ValueError, match="scenario_seed"):
         vec.reset(seed=0, options={"foo": 1})
 
