@@ -298,7 +298,7 @@ class ApproxJobsEnv(ClusterEnv):
             else self._as_int_action(action, (width,), desc)
         if a.size and (a.max() > hi or a.min() < 0):
             raise ValueError(f"action values must be in 0..{hi}, expected {desc}")
-        return a.astype(np.int64, copy=False)[None, :]
+        return np.ascontiguousarray(a, dtype=np.int64)[None, :]  # one compiled signature for every input
 
     def step(self, action: Any):
         if self._episode_over:

@@ -1,7 +1,8 @@
 """P4's learner observation parts: statistics from public feedback and public problem data, per machine.
 
-The single env and, through it, the PettingZoo env put the same entries in their observation,
-computed here once (arrays with a leading N axis, so a batched env can use them as they are):
+The single env, the native vector env and, through the single env, the PettingZoo env put the same
+entries in their observation, computed here once (arrays with a leading N axis: the vector env's N
+sub-envs, the single env's one):
 
 * ``machine_rate`` (M,): the mean work r_j^i(t) machine i delivered per slot it ran (the estimate of
   its hidden service rate θ_i, §III; 0 while unused);
