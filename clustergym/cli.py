@@ -474,8 +474,8 @@ def build_parser() -> argparse.ArgumentParser:
     t.add_argument("--eval-episodes", type=int, default=2, help="episodes per in-training evaluation (default 2)")
     t.add_argument("--vec", default=None, choices=["auto", "native", "dummy", "subproc"],
                    help="how the training envs are stepped: native (the env's native vector env, one batched call; "
-                        "P1, P2, P3 with action_mode=ring_size), dummy (SB3's DummyVecEnv), subproc (one process per "
-                        "env) or auto (default: native where it exists for the env kwargs; the hyperparameter "
+                        "P1, P2, P3 with action_mode=ring_size, P4), dummy (SB3's DummyVecEnv), subproc (one process "
+                        "per env) or auto (default: native where it exists for the env kwargs; the hyperparameter "
                         "file's vec when it sets one)")
     t.add_argument("--no-stats", action="store_true", help="do not append the empirical statistics to observations")
     t.add_argument("--no-normalize", action="store_true", help="no VecNormalize")

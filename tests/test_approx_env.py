@@ -260,3 +260,29 @@ def test_philly_real_trace_if_present():
         pytest.skip("real Philly trace not present")
     env = gym.make(ENV, scenario="philly", trace_path=path, horizon=500).unwrapped
     assert len(env.scenario.truth.jobs) > 5
+
+
+def test_window_and_queue_rules_at_the_deadline_and_budget_boundaries():
+    """One window slot, two jobs arriving at a_j = 0: job 0 takes the slot; after slot 1 it cannot pay the
+    cheapest price and leaves; job 1 (d_1 = 2) waited in the queue and still runs in its last slot 2; after
+    slot 2 it leaves at its deadline and the episode terminates (every job has left)."""
+    from clustergym.core import Scenario
+    from clustergym.envs.approxjobs.scenario import ApproxProblem, ApproxTruth, JobList
+
+    one = np.ones(2)
+    jobs = JobList(arrival=np.array([0, 0]), deadline=np.array([4, 2]), budget=np.array([1.5, 10.0]),
+                   value=one.copy(), beta=np.full(2, 0.5))
+    sc = Scenario("window", ApproxProblem(num_machines=2, max_jobs=1, horizon=6, price=one.copy(), beta=0.5),
+                  ApproxTruth(jobs=jobs, speed=one.copy(), mean_rate=one * 0.5, service=ServiceModel(kind="iid")), {})
+    env = gym.make(ENV, scenario=sc).unwrapped
+    obs, _ = env.reset(seed=0)
+    assert obs["job_mask"].tolist() == [1] and obs["jobs"][0, 0] == 0  # job 0 in the window, job 1 queued
+    obs, r, term, trunc, info = env.step(np.array([1, 1]))
+    assert info["metrics"]["repaired"] == 1 and info["feedback"]["executed"].tolist() == [True, False]  # B = 1.5
+    assert obs["job_mask"].tolist() == [1] and obs["jobs"][0, 0] == 1 and obs["jobs"][0, 2] == 2  # job 1 is in
+    assert not term and r > 0
+    obs, r, term, trunc, info = env.step(np.array([1, 1]))
+    assert info["feedback"]["job_id"].tolist() == [1, 1] and r > 0  # job 1 ran in slot d_1 = 2
+    assert term and not trunc and obs["job_mask"].tolist() == [0]
+    rec = env.job_records()
+    assert rec["left"].tolist() == [True, True] and rec["spent"].tolist() == [1.0, 2.0]

@@ -79,9 +79,10 @@ def test_vec_choices_and_errors(tmp_path):
     from clustergym.learning.training import resolve_vec
 
     assert resolve_vec(P1, "auto") == "native" and resolve_vec(P2, "auto") == "native"
+    assert resolve_vec(P4, "auto") == "native"  # both action modes
     assert resolve_vec(P1, "auto", net="entity") == "dummy"
     with pytest.raises(ValueError, match="no native vector env"):
-        resolve_vec(P4, "native")
+        resolve_vec("CartPole-v1", "native")
     # P3's native vector env steps the ring_size action mode only: the env kwargs decide
     assert resolve_vec(P3, "auto", env_kwargs={"action_mode": "ring_size", "horizon": 9}) == "native"
     assert resolve_vec(P3, "auto", env_kwargs={"action_mode": "placement"}) == "dummy"
@@ -103,11 +104,15 @@ CASES = [(P1, {"num_servers": 12, "horizon": 7}), (P2, {"num_servers": 16, "hori
          (P2, {"num_servers": 16, "horizon": 5, "instances": (3, 4, 5), "max_edges": 60, "action_mode": "port"}),
          (P3, {"num_servers": 10, "horizon": 7, "action_mode": "ring_size", "max_jobs": 6, "arrival_rate": 3.0}),
          (P3, {"num_servers": 10, "horizon": 5, "action_mode": "ring_size", "max_jobs": 6, "arrival_rate": 3.0,
-               "instances": (3, 4, 5, 6), "max_racks": 5})]
+               "instances": (3, 4, 5, 6), "max_racks": 5}),
+         (P4, {"num_machines": 12, "max_jobs": 4, "arrival_rate": 0.3, "horizon": 7, "action_mode": "job"}),
+         (P4, {"num_machines": 12, "max_jobs": 4, "arrival_rate": 0.3, "horizon": 7}),
+         (P4, {"num_machines": 12, "max_jobs": 4, "arrival_rate": 0.3, "horizon": 5, "instances": (3, 4, 5),
+               "action_mode": "job"})]
 
 
 @pytest.mark.parametrize("env_id,kw", CASES, ids=["P1", "P2", "P2-port", "P1-pool", "P2-pool", "P2-port-pool", "P3",
-                                                  "P3-pool"])
+                                                  "P3-pool", "P4-job", "P4-machine", "P4-job-pool"])
 def test_native_vec_env_replays_dummy_vec_env(env_id, kw):
     """Same seeds, same actions: identical observations, rewards, episode ends and terminal observations,
     across several episode ends (horizon 5-7 over 25 steps) and instance switches."""
@@ -134,7 +139,7 @@ def test_native_vec_env_replays_dummy_vec_env(env_id, kw):
             assert i1[i]["TimeLimit.truncated"] == i2[i]["TimeLimit.truncated"]
             assert i1[i]["episode"]["r"] == pytest.approx(i2[i]["episode"]["r"], rel=1e-5)
     assert ends >= 2 * n
-    if env_id in (P1, P3):  # MaskablePPO's masks
+    if env_id in (P1, P3, P4):  # MaskablePPO's masks
         from sb3_contrib.common.maskable.utils import get_action_masks
 
         assert np.array_equal(get_action_masks(native), get_action_masks(dummy))
@@ -163,7 +168,7 @@ def test_cli_train_with_no_options_uses_the_defaults(tmp_path, monkeypatch):
     assert rc == 0
     side = tmp_path / "runs" / "train" / "ApproxJobs-v0-ppo-s0" / "clustergym.json"
     meta = json.loads(side.read_text())
-    assert meta["algo"] == "ppo" and meta["vec"] == "dummy"
+    assert meta["algo"] == "ppo" and meta["vec"] == "native"  # P4's native vector env (vec="auto")
 
 
 def test_fast_heads_with_plain_sb3():

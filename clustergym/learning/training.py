@@ -248,7 +248,7 @@ def train(env_id: str, algo: str, timesteps: int | None, out: str, *, env_kwargs
             on ``scenario_seed`` (a trace preset). Families with ``pad_kwargs`` are padded to the maxima
             over the pool and :data:`~clustergym.learning.instances.DEFAULT_EVAL_INSTANCES` (0-99).
         vec: how the ``n_envs`` training envs are stepped: ``"native"`` (the family's native vector env in
-            one batched call, :mod:`clustergym.learning.vec`; P1, P2, and P3 in ``ring_size`` mode),
+            one batched call, :mod:`clustergym.learning.vec`; P1, P2, P3 in ``ring_size`` mode, and P4),
             ``"dummy"`` (SB3's ``DummyVecEnv``: one process), ``"subproc"`` (SB3's ``SubprocVecEnv``: one
             process per env) or ``"auto"``; None = the hyperparameter file's ``vec``, else ``"auto"`` (native
             where the env has a native vector env for these env kwargs and the net is the MLP, else dummy).

@@ -1,7 +1,7 @@
 """An SB3 ``VecEnv`` over clustergym's native vector envs: N sub-envs stepped as arrays in one call.
 
-``clustergym train --vec native`` uses it where a family has a native vector env (P1, P2, and P3 with
-``action_mode="ring_size"``):
+``clustergym train --vec native`` uses it where a family has a native vector env (P1, P2, P3 with
+``action_mode="ring_size"``, and P4):
 ``gym.make_vec(id, num_envs=N, vectorization_mode="vector_entry_point")`` steps every sub-env in one
 batched kernel, where SB3's ``DummyVecEnv`` calls N single envs and N wrapper chains one after another.
 The adapter gives SB3 exactly what ``DummyVecEnv`` over ``make_train_env`` gives:

@@ -12,6 +12,7 @@ FAMILY = FamilySpec(
     paper="OPM",
     envs=(EnvEntry(id="clustergym/ApproxJobs-v0",
                    entry_point=f"{_PKG}.env:ApproxJobsEnv",
+                   vector_entry_point=f"{_PKG}.vector:ApproxJobsVectorEnv",
                    parallel_entry_point=f"{_PKG}.parallel:parallel_env",  # machines as agents
                    check_kwargs={"num_machines": 10, "max_jobs": 5, "arrival_rate": 0.1}),
           ),

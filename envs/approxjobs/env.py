@@ -13,17 +13,13 @@ from gymnasium import spaces
 from clustergym.core import Scenario, check_choice, child_generators
 from clustergym.env import ClusterEnv, InstanceSource
 from clustergym.metrics import CUMULATIVE, EPISODE, SLOT, Metric
-from clustergym.envs.approxjobs.dynamics import budget_prefix, deal_kernel
-from clustergym.envs.approxjobs.stats import MachineStats, learner_spaces
+from clustergym.envs.approxjobs.dynamics import (JOB_FEATURES, JOB_LEVELS, RATE_BLOCK, SlotState,
+                                                 infeasible_message)
+from clustergym.envs.approxjobs.stats import learner_spaces
 from clustergym.envs.approxjobs.scenario import APPROX_SCENARIOS, PAPER_DEFAULTS, PAPER_SCALE, make_approx_scenario
 from clustergym.envs.approxjobs.service import ServiceProcess
 
-__all__ = ["ApproxJobsEnv", "JOB_FEATURES", "JOB_LEVELS"]
-
-_BLOCK = 256  # slots of service rates drawn at once (fixed: the realisation depends on it)
-JOB_FEATURES = ("job_id", "arrival", "deadline", "budget", "spent", "value", "beta", "work")
-_F = {name: k for k, name in enumerate(JOB_FEATURES)}
-JOB_LEVELS = 10  # S: "job" mode levels; level s caps a job at round(s·M/S) machines
+__all__ = ["ApproxJobsEnv", "JOB_FEATURES", "JOB_LEVELS", "episode_summary", "job_records"]
 
 
 class ApproxJobsEnv(ClusterEnv):
@@ -109,6 +105,13 @@ class ApproxJobsEnv(ClusterEnv):
     seed. Truncated after ``horizon`` slots; terminated early when every job has left (never for an
     instance without jobs); ``step`` then raises ``ResetNeeded`` (a ``RuntimeError``) until ``reset``.
 
+    ## Vector env
+    ``gym.make_vec("clustergym/ApproxJobs-v0", num_envs=N, vectorization_mode="vector_entry_point", **kwargs)``
+    builds :class:`~clustergym.envs.approxjobs.vector.ApproxJobsVectorEnv`: N sub-envs stepped by this env's
+    own slot step (``dynamics.SlotState`` with N rows, one compiled call per step), in both action modes;
+    sub-env i seeded s_i replays this env reset with ``seed=s_i``. ``clustergym train`` steps its training
+    envs with it.
+
     ## Instances
     ``reset(seed=s, options={"scenario_seed": k})`` switches to instance k (another job list and
     machine set of the same scenario): the episode equals that of ``gym.make(..., scenario_seed=k)``
@@ -142,6 +145,10 @@ class ApproxJobsEnv(ClusterEnv):
     * v0, later: the observation carries the per-machine statistics and the last slot's feedback. The
       flat vector of earlier versions is ``clustergym.learning.pipeline``'s ``"legacy"``
       layout (same values).
+    * v0, later: the slot runs in one compiled step (``dynamics.SlotState``) shared with the native vector
+      env; the same trajectories, except that f_j(X) = v_j X^β_j now comes from the C library's ``pow``
+      where numpy's vectorised ``np.power`` gave it before (they differ in the last bit for some X), so
+      rewards and utilities may differ from earlier versions in the last bits.
     """
 
     family = "approxjobs"
@@ -214,57 +221,36 @@ class ApproxJobsEnv(ClusterEnv):
         self._M, self._J, self._N = pb.num_machines, pb.max_jobs, len(self._jobs)
         self._price = np.asarray(pb.price, dtype=float)
         self._min_price = float(self._price.min())
-        self._stats = MachineStats(1, self._M)  # the learner's statistics (approxjobs/stats.py)
+        if getattr(self, "_state", None) is None:  # every instance has the same M and J (the spaces are checked)
+            self._state = SlotState(1, self._M, self._J, cap=self._N)
+        self._state.load(0, pb, self._jobs)  # the slot step's arrays (dynamics.py), N = 1
         self._space_desc = f"MultiDiscrete([{self._J + 1}] * {self._M}) (0 = idle, k = window slot k)"
-        self._order = np.arange(self._M)  # "job" mode: machines dealt in index order
         self._job_desc = f"MultiDiscrete([{JOB_LEVELS + 1}] * {self._J}) (level 0..{JOB_LEVELS} per window slot)"
-        # "job" mode: level s caps a job at round(s·M/S) machines (integer arithmetic: level S = all M)
-        self._level_cap = (np.arange(JOB_LEVELS + 1) * self._M + JOB_LEVELS // 2) // JOB_LEVELS
 
-    # -- job bookkeeping ------------------------------------------------------------------------
-    def _utility(self, idx: np.ndarray, work: np.ndarray) -> np.ndarray:
-        jb = self._jobs
-        return jb.value[idx] * np.power(work, jb.beta[idx])  # f_j(X) = v_j X^β_j (§VI)
+    @property
+    def space_desc(self) -> str:
+        """The action space of the action mode in words (the error messages say it)."""
+        return self._job_desc if self.action_mode == "job" else self._space_desc
 
-    def _admit(self) -> None:
-        """Before slot s = t+1: arrivals with a_j <= t join the queue; leavers free their slots."""
-        self._live = None  # "job" mode: the live slots of the new slot are computed on first use
-        jb, t = self._jobs, self._t
-        s = t + 1
-        while self._next < self._N and jb.arrival[self._next] <= t:
-            self._queue.append(self._next)
-            self._next += 1
-        gone = (self._slot_deadline < s) | ((self._slot_rem < self._min_price) & (self._slot_job >= 0))
-        if gone.any():
-            slots = np.flatnonzero(gone)
-            self._left[self._slot_job[slots]] = True
-            self._slot_job[slots] = -1
-            self._slot_rem[slots] = -1.0
-            self._slot_deadline[slots] = np.inf
-            self._feat[slots] = 0.0
-        if self._queue:
-            q = [j for j in self._queue if jb.deadline[j] >= s]  # expired while waiting
-            for j in self._queue:
-                if jb.deadline[j] < s:
-                    self._left[j] = True
-            free = np.flatnonzero(self._slot_job < 0)
-            n = min(free.size, len(q))
-            if n:
-                sl, j = free[:n], np.asarray(q[:n], dtype=np.int64)
-                self._slot_job[sl] = j
-                self._slot_rem[sl] = jb.budget[j] - self._spent[j]
-                self._slot_deadline[sl] = jb.deadline[j]
-                self._feat[sl] = np.stack([j, jb.arrival[j], jb.deadline[j], jb.budget[j], self._spent[j],
-                                           jb.value[j], jb.beta[j], self._work[j]], axis=1)
-            self._queue = q[n:]
+    # The episode's state: row 0 of the slot step's arrays (views; dynamics.SlotState).
+    @property
+    def _slot_job(self) -> np.ndarray:
+        return self._state.slot_job[0]  # (J,) job id per window slot, -1 = empty
 
-    def _rates(self) -> np.ndarray:
-        i = self._t - self._block_start
-        if i >= _BLOCK:
-            self._rate_block = self._service.block(_BLOCK)
-            self._block_start = self._t
-            i = 0
-        return self._rate_block[i]
+    @property
+    def _slot_rem(self) -> np.ndarray:
+        return self._state.slot_rem[0]  # (J,) remaining budget per window slot, -1 = empty
+
+    @property
+    def _feat(self) -> np.ndarray:
+        return self._state.feat[0]  # (J, 8) observation rows
+
+    @property
+    def _next(self) -> int:
+        return int(self._state.ctr[0, 0])  # jobs arrived so far
+
+    def _per_job(self, name: str) -> np.ndarray:
+        return getattr(self._state, name)[0, :self._N]  # (N,) spent, work, util or left
 
     # -- gymnasium API --------------------------------------------------------------------------
     def reset(self, *, seed: int | None = None, options: dict | None = None):
@@ -272,178 +258,88 @@ class ApproxJobsEnv(ClusterEnv):
         self._begin_instance(seed, options)  # options["scenario_seed"] or a draw from `instances`
         self._rngs = child_generators(self.np_random, ("service", "unused"))
         self._service = ServiceProcess(self._truth.service, self._truth.speed, self._rngs["service"])
-        self._rate_block = self._service.block(_BLOCK)
         self._t = 0
-        self._block_start = 0
-        N = self._N
-        self._spent = np.zeros(N)  # (N,) price units
-        self._work = np.zeros(N)  # (N,) X_j
-        self._util = np.zeros(N)  # (N,) f_j(X_j)
-        self._left = np.zeros(N, dtype=bool)
-        self._slot_job = np.full(self._J, -1, dtype=np.int64)  # (J,) job id per window slot
-        self._prev_job = np.full(self._M, -1, dtype=np.int64)  # (M,) job each machine ran last slot
-        self._prev_slot = np.zeros(self._M, dtype=np.int64)  # (M,) its window slot (0 = idle)
-        self._slot_rem = np.full(self._J, -1.0)  # (J,) remaining budget per window slot, -1 = empty
-        self._slot_deadline = np.full(self._J, np.inf)  # (J,) d_j per window slot, inf = empty
-        self._feat = np.zeros((self._J, len(JOB_FEATURES)))  # (J, 8) observation rows, float64 so that
-        # agents read budgets exactly (a float32 remaining budget could be off by 1e-3 and overspend)
-        self._queue: list[int] = []
-        self._next = 0
+        self._state.start(0, self._service.block(RATE_BLOCK))  # the first jobs enter the window (dynamics.admit)
         self._migrations = 0
         self._total_util = 0.0
-        self._total_spent = 0.0
         self._fit_total = 0.0
-        self._admit()
-        self._stats.reset(0)
+        self._last = None
         self._viewer_reset(problem=self.problem, jobs=self._jobs)
         return self._obs(), {"action_mask": self.action_masks(), "t": 0}
 
+    def _rates(self) -> np.ndarray:
+        """(M,) θ_i^t of the slot about to run (hidden), drawing the next block when the current one is used up."""
+        st = self._state
+        if st.pos[0] >= RATE_BLOCK:
+            st.blocks[0] = self._service.block(RATE_BLOCK)
+            st.pos[0] = 0
+        return st.blocks[0, st.pos[0]]
+
     def _obs(self) -> dict:
-        obs = {"jobs": self._feat.copy(), "job_mask": (self._slot_job >= 0).astype(np.int8),
-               "t": np.array([self._t], dtype=np.float32)}
-        for key, value in self._stats.observe(np.array([self._t])).items():
+        st = self._state
+        obs = {"jobs": st.feat[0].copy(), "job_mask": st.job_mask()[0], "t": np.array([self._t], dtype=np.float32)}
+        for key, value in st.stats.observe(np.array([self._t])).items():
             obs[key] = value[0]
         return obs
-
-    def _live_slots(self) -> tuple[np.ndarray, np.ndarray]:
-        """In "job" mode: (remaining budgets (J,), live window slots (0-based)) from the public job rows, as
-        ``baselines.approx.Fair`` reads them: occupied, B_j − spent_j >= the cheapest price. Cached per slot."""
-        if self._live is None:
-            occupied = self._slot_job >= 0
-            rem = np.where(occupied, self._feat[:, _F["budget"]] - self._feat[:, _F["spent"]], -1.0)
-            self._live = (rem, np.flatnonzero(occupied & (rem >= self._min_price - 1e-9)))
-        return self._live
-
-    def _deal(self, action: Any) -> np.ndarray:
-        """In "job" mode: the levels (J,) -> the machine action (M,) by the capped water-filling deal."""
-        a = action if isinstance(action, np.ndarray) and action.dtype.kind in "iu" and action.shape == (self._J,) \
-            else self._as_int_action(action, (self._J,), self._job_desc)
-        if a.size and (a.max() > JOB_LEVELS or a.min() < 0):
-            raise ValueError(f"action values must be in 0..{JOB_LEVELS}, expected {self._job_desc}")
-        rem, live = self._live_slots()  # the kernel works on a copy of rem
-        cap = self._level_cap[a]  # (J,) machines each window slot may take
-        # dynamics.deal_machines with caps, compiled (the same action, tested)
-        return deal_kernel(self._order, self._price, rem, live[cap[live] > 0], cap, np.zeros(self._M, dtype=np.int64))
 
     def action_masks(self) -> np.ndarray:
         """(M·(J_max+1),) bool: per machine [idle, slot 1, ..., slot J_max] allowed. "job" mode:
         (J_max·(S+1),) bool, per window slot [level 0, ..., level S]: every level for a live job, only
         0 otherwise (its level is ignored)."""
-        if self.action_mode == "job":
-            m = np.zeros((self._J, JOB_LEVELS + 1), dtype=bool)
-            m[:, 0] = True
-            m[self._live_slots()[1], 1:] = True
-            return m.reshape(-1)
-        m = np.empty((self._M, self._J + 1), dtype=bool)
-        m[:, 0] = True
-        np.less_equal(self._price[:, None], self._slot_rem[None, :] + 1e-9, out=m[:, 1:])
-        return m.reshape(-1)
+        return self._state.action_masks(self.action_mode == "job")[0]
 
-    def _check(self, action: Any) -> tuple[np.ndarray, np.ndarray, int]:
-        """Validate and repair; returns (machines kept, their window slot 1..J, number dropped)."""
-        if self._rngs is None:
-            raise RuntimeError("call reset() before step()")
-        a = action if isinstance(action, np.ndarray) and action.dtype.kind in "iu" and action.shape == (self._M,) \
-            else self._as_int_action(action, (self._M,), self._space_desc)
-        if a.size and (a.max() > self._J or a.min() < 0):
-            raise ValueError(f"action values must be in 0..{self._J}, expected {self._space_desc}")
-        mach = np.flatnonzero(a)
-        slot = a[mach].astype(np.int64)
-        dropped = 0
-        rem = self._slot_rem  # (J,) remaining budget per window slot, -1 when empty
-        empty = rem[slot - 1] < 0
-        if empty.any():
-            if self.infeasible == "raise":
-                i = int(mach[np.argmax(empty)])
-                raise ValueError(f"infeasible action: machine {i} is given window slot {int(a[i])}, which holds no job")
-            dropped += int(empty.sum())
-            mach, slot = mach[~empty], slot[~empty]
-        if mach.size:
-            cost = self._price[mach]
-            per_slot = np.bincount(slot, weights=cost, minlength=self._J + 1)[1:]
-            if (per_slot > np.maximum(rem, 0.0) + 1e-9).any():
-                ok = budget_prefix(slot, cost, rem)  # eq. 4, Algorithm 1 lines 7-12
-                if self.infeasible == "raise":
-                    k = int(slot[np.argmin(ok)])
-                    need = float(per_slot[k - 1])
-                    raise ValueError(f"infeasible action: job {int(self._slot_job[k - 1])} (window slot {k}) would "
-                                     f"spend {need:.4g} > remaining budget {rem[k - 1]:.4g} (excess "
-                                     f"{need - rem[k - 1]:.4g}, eq. 4)")
-                dropped += int((~ok).sum())
-                mach, slot = mach[ok], slot[ok]
-        return mach, slot, dropped
+    def _action(self, action: Any) -> np.ndarray:
+        """The (1, J) levels ("job" mode) or (1, M) machine action as int64; ValueError on shape, NaN, range."""
+        if self.action_mode == "job":
+            width, hi, desc = self._J, JOB_LEVELS, self._job_desc
+        else:
+            width, hi, desc = self._M, self._J, self._space_desc
+        a = action if isinstance(action, np.ndarray) and action.dtype.kind in "iu" and action.shape == (width,) \
+            else self._as_int_action(action, (width,), desc)
+        if a.size and (a.max() > hi or a.min() < 0):
+            raise ValueError(f"action values must be in 0..{hi}, expected {desc}")
+        return np.ascontiguousarray(a, dtype=np.int64)[None, :]  # one compiled signature for every input
 
     def step(self, action: Any):
         if self._episode_over:
             raise self._over()
-        if self.action_mode == "job" and self._rngs is not None:
-            action = self._deal(action)  # within every budget by construction: nothing to repair
-        mach, slot, dropped = self._check(action)
-        theta = self._rates()  # (M,) θ_i^t of this slot (hidden)
-        jid = self._slot_job[slot - 1]  # (n,) job of each used machine
-        work = theta[mach]  # r_j^i(t) = θ_i^t x_j^i(t)
-        cost = self._price[mach]
-        reward = 0.0
-        if mach.size:
-            J1 = self._J + 1
-            add_all = np.bincount(slot, weights=cost, minlength=J1)[1:]  # (J,) price paid per window slot
-            occ = add_all > 0  # window slots served this slot (prices are positive)
-            touched = self._slot_job[occ]
-            add = add_all[occ]
-            self._work[touched] += np.bincount(slot, weights=work, minlength=J1)[1:][occ]  # eq. 1
-            self._spent[touched] += add
-            rem = self._slot_rem[occ]
-            self._slot_rem[occ] = rem - add
-            # eq. 8 (violations only): only the jobs served now can change it
-            self._fit_total += np.maximum(add - rem, 0.0).sum() - np.maximum(-rem, 0.0).sum()
-            new_u = self._utility(touched, self._work[touched])
-            reward = float((new_u - self._util[touched]).sum())
-            self._util[touched] = new_u
-            self._feat[occ, _F["spent"]] = self._spent[touched]
-            self._feat[occ, _F["work"]] = self._work[touched]
-        spent = float(cost.sum())
+        if self._rngs is None:
+            raise RuntimeError("call reset() before step()")
+        a = self._action(action)
+        st = self._state
+        self._rates()  # the slot reads θ from the current block
+        # The slot (dynamics.slot_step_batch, N = 1): "job" mode's deal (within every budget by construction:
+        # nothing to repair), the check and repair of eq. 4, eqs. 1–2, the statistics and the next window.
+        r = st.step(a, np.array([self._t]), _STEPPING, self.action_mode == "job", self.infeasible == "repair")
+        if not r.ok:
+            raise ValueError(infeasible_message(int(r.status[0]), int(r.where[0]), r.slot[0], st.slot_rem[0],
+                                                st.slot_job[0], st.price[0]))
+        st.pos[0] += 1
+        reward = float(r.reward[0])
+        migr = int(r.migrations[0])
+        busy = int(r.busy[0])
         self._total_util += reward
-        self._total_spent += spent
-        # Migrations (Fig. 3b): machine i ran job j last slot, j is still in the window, i no longer runs j.
-        now_slot = np.zeros(self._M, dtype=np.int64)
-        now_slot[mach] = slot
-        ps = self._prev_slot
-        was = ps > 0
-        migr = 0
-        if was.any():
-            pj = self._prev_job
-            moved = was & (now_slot != ps)
-            if moved.any():
-                migr = int((self._slot_job[ps[moved] - 1] == pj[moved]).sum())  # same job still holds that slot
+        self._fit_total += r.fit[0]
         self._migrations += migr
-        self._prev_slot = now_slot
-        self._prev_job = np.where(now_slot > 0, self._slot_job[now_slot - 1], -1)
-        self._last = (mach, slot, work)
+        now_slot, job_m, work_m, cost_m = r.slot[0], r.job_id[0], r.work[0], r.cost[0]
+        self._last = (now_slot, work_m)
         self._t += 1
-        self._admit()
-        done = self._N > 0 and self._next >= self._N and not self._queue and not (self._slot_job >= 0).any()
+        done = bool(r.done[0])
         truncated = self._t >= self.horizon and not done
-        metrics = {"utility": self._total_util, "budget_spent": spent, "fit": float(self._fit_total),
-                   "migrations": migr, "migration_rate": migr / self._M, "busy": int(mach.size), "repaired": dropped}
+        metrics = {"utility": self._total_util, "budget_spent": float(r.paid[0]), "fit": float(self._fit_total),
+                   "migrations": migr, "migration_rate": migr / self._M, "busy": busy, "repaired": int(r.dropped[0])}
         if done or truncated:
             metrics.update(self._episode_summary())
             if self.oracle:
                 metrics["episode_bound"] = self.episode_bound()
-        job_m = np.full(self._M, -1, dtype=np.int64)  # per-machine feedback (fixed shape (M,))
-        job_m[mach] = jid
-        work_m = np.zeros(self._M)
-        work_m[mach] = work
-        cost_m = np.zeros(self._M)
-        cost_m[mach] = cost
         if self._viewer is not None:  # the episode viewer's history (picture render modes only)
-            self._viewer.record(job_of_machine=job_m, cost=cost_m, utility=reward, busy=int(mach.size),
+            self._viewer.record(job_of_machine=job_m, cost=cost_m, utility=reward, busy=busy,
                                 occupied=int((self._slot_job >= 0).sum()))
-        feedback = {"executed": now_slot > 0, "slot": now_slot.copy(), "job_id": job_m, "work": work_m, "cost": cost_m}
-        self._stats.update(feedback["executed"][None], work_m[None])
+        feedback = {"executed": now_slot > 0, "slot": now_slot, "job_id": job_m, "work": work_m, "cost": cost_m}
         info = {"feedback": feedback,
                 "metrics": metrics, "action_mask": self.action_masks(), "t": self._t}
-        self._episode_over = bool(done) or bool(truncated)
-        return self._obs(), reward, bool(done), bool(truncated), info
+        self._episode_over = done or bool(truncated)
+        return self._obs(), reward, done, bool(truncated), info
 
     def episode_bound(self) -> float:
         """Upper bound on the expected episode utility (``bound.fluid_bound``: the fluid program
@@ -457,38 +353,54 @@ class ApproxJobsEnv(ClusterEnv):
             bounds[k] = float(fluid_bound(self.scenario, self.horizon))
         return bounds[k]
 
-    def _fit(self) -> float:
-        return float(np.maximum(self._spent - self._jobs.budget, 0.0).sum())  # eq. 8, violations only
-
     def job_records(self) -> dict[str, np.ndarray]:
         """Per-job arrays for every job that has arrived so far (Fig. 1 CDFs)."""
-        n = self._next
-        jb = self._jobs
-        return {"budget": np.asarray(jb.budget[:n]), "spent": self._spent[:n].copy(), "work": self._work[:n].copy(),
-                "utility": self._util[:n].copy(), "left": self._left[:n].copy(),
-                "arrival": np.asarray(jb.arrival[:n]), "deadline": np.asarray(jb.deadline[:n])}
+        return job_records(self._jobs, self._next, *(self._per_job(k) for k in ("spent", "work", "util", "left")))
 
     def _episode_summary(self) -> dict:
-        r = self.job_records()
-        served = r["utility"] > 0
-        ctu = r["spent"][served] / r["utility"][served]
-        used = r["spent"] / r["budget"]
-        return {"episode_utility": float(r["utility"].sum()), "episode_budget_spent": float(r["spent"].sum()),
-                "episode_fit": self._fit(), "episode_jobs": int(r["budget"].size),
-                "episode_jobs_served": int(served.sum()),
-                "episode_cost_to_utility_median": float(np.median(ctu)) if ctu.size else 0.0,
-                "episode_budget_used_median": float(np.median(used)) if used.size else 0.0,
-                "episode_budget_used_mean": float(np.mean(used)) if used.size else 0.0,
-                "episode_migrations": float(self._migrations)}
+        return episode_summary(self._jobs, self._next, self._per_job("spent"), self._per_job("work"),
+                               self._per_job("util"), self._per_job("left"), self._migrations)
 
     # -- rendering ------------------------------------------------------------------------------
     def _render_ansi(self) -> str:
         from clustergym.envs.approxjobs.render import render_ansi
 
-        last = getattr(self, "_last", (np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0)))
-        return render_ansi(self.problem, self._t, self._slot_job, self._jobs, self._spent, self._work, last)
+        slot, work = getattr(self, "_last", None) or (np.zeros(0, np.int64), np.zeros(0))
+        mach = np.flatnonzero(slot)  # the machines that ran last slot, their window slots and work
+        return render_ansi(self.problem, self._t, self._slot_job, self._jobs, self._per_job("spent"),
+                           self._per_job("work"), (mach, slot[mach], work[mach]))
 
     def _make_viewer(self):
         from clustergym.envs.approxjobs.render import ApproxViewer
 
         return ApproxViewer(self.render_mode, self.horizon, self.metadata["render_fps"])
+
+
+_STEPPING = np.ones(1, dtype=bool)  # the single env steps its one row
+
+
+def job_records(jobs, n: int, spent: np.ndarray, work: np.ndarray, util: np.ndarray,
+                left: np.ndarray) -> dict[str, np.ndarray]:
+    """Per-job arrays of the first ``n`` jobs of ``jobs`` (``scenario.JobList``) from the per-job state
+    (spent, work, util, left: (len(jobs),) each); the single and the vector env both report them."""
+    return {"budget": np.asarray(jobs.budget[:n]), "spent": spent[:n].copy(), "work": work[:n].copy(),
+            "utility": util[:n].copy(), "left": left[:n].copy(),
+            "arrival": np.asarray(jobs.arrival[:n]), "deadline": np.asarray(jobs.deadline[:n])}
+
+
+def episode_summary(jobs, n: int, spent: np.ndarray, work: np.ndarray, util: np.ndarray, left: np.ndarray,
+                    migrations: int) -> dict:
+    """The ``episode_*`` metrics of an episode whose first ``n`` jobs have arrived (per-job state as
+    :func:`job_records`; ``migrations`` Σ_t of the slot counts)."""
+    r = job_records(jobs, n, spent, work, util, left)
+    served = r["utility"] > 0
+    ctu = r["spent"][served] / r["utility"][served]
+    used = r["spent"] / r["budget"]
+    fit = float(np.maximum(spent - jobs.budget, 0.0).sum())  # eq. 8, violations only
+    return {"episode_utility": float(r["utility"].sum()), "episode_budget_spent": float(r["spent"].sum()),
+            "episode_fit": fit, "episode_jobs": int(r["budget"].size),
+            "episode_jobs_served": int(served.sum()),
+            "episode_cost_to_utility_median": float(np.median(ctu)) if ctu.size else 0.0,
+            "episode_budget_used_median": float(np.median(used)) if used.size else 0.0,
+            "episode_budget_used_mean": float(np.mean(used)) if used.size else 0.0,
+            "episode_migrations": float(migrations)}

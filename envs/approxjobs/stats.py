@@ -1,7 +1,8 @@
 """P4's learner observation parts: statistics from public feedback and public problem data, per machine.
 
-The single env and, through it, the PettingZoo env put the same entries in their observation,
-computed here once (arrays with a leading N axis, so a batched env can use them as they are):
+The single env, the native vector env and, through the single env, the PettingZoo env put the same
+entries in their observation, computed here once (arrays with a leading N axis: the vector env's N
+sub-envs, the single env's one):
 
 * ``machine_rate`` (M,): the mean work r_j^i(t) machine i delivered per slot it ran (the estimate of
   its hidden service rate θ_i, §III; 0 while unused);
@@ -20,10 +21,11 @@ t is the number of slots played in the episode (1 at t = 0).
 
 from __future__ import annotations
 
+import numba
 import numpy as np
 from gymnasium import spaces
 
-__all__ = ["STATS_KEYS", "MachineStats", "learner_spaces"]
+__all__ = ["STATS_KEYS", "MachineStats", "learner_spaces", "record_slot"]
 
 # The statistics in the order earlier versions appended them to the flat observation (FlattenWithStats).
 STATS_KEYS = ("machine_rate", "machine_share")
@@ -36,7 +38,8 @@ def learner_spaces(M: int) -> dict:
 
 
 class MachineStats:
-    """Running per-machine statistics of N envs (the single env uses N = 1)."""
+    """Running per-machine statistics of N envs (the single env uses N = 1). The envs' compiled slot step
+    (``dynamics.slot_step`` / ``slot_step_batch``) updates each env's rows in place with :func:`record_slot`."""
 
     def __init__(self, num_envs: int, num_machines: int):
         N, M = num_envs, num_machines
@@ -51,13 +54,6 @@ class MachineStats:
         for a in (self.count, self.total, self.last_executed, self.last_work):
             a[i] = 0
 
-    def update(self, executed: np.ndarray, work: np.ndarray) -> None:
-        """After a slot: ``executed`` (N, M) bool and ``work`` (N, M) the feedback (0 where idle)."""
-        self.count += executed
-        self.total += work  # 0 where idle
-        self.last_executed = executed.astype(np.int8)
-        self.last_work = work.copy()
-
     def observe(self, t: np.ndarray) -> dict:
         """The statistics and feedback entries (N, M) after t (N,) slots (fresh arrays)."""
         M = self.M
@@ -68,3 +64,18 @@ class MachineStats:
         out[:, 2 * M:] = self.last_work
         return {"machine_rate": out[:, :M], "machine_share": out[:, M:2 * M], "last_executed": self.last_executed.copy(),
                 "last_work": out[:, 2 * M:]}
+
+
+@numba.njit(cache=True, nogil=True)
+def record_slot(count, total, last_executed, last_work, slot, work):  # pragma: no cover - compiled
+    """One env's statistics after a slot, in place: ``count``, ``total``, ``last_work`` (M,) float64,
+    ``last_executed`` (M,) int8; from the slot's feedback: ``slot`` (M,) the window slot machine i ran
+    (0 = idle) and ``work`` (M,) its work r_j^i(t) (0 where idle)."""
+    for i in range(count.shape[0]):
+        if slot[i] > 0:
+            count[i] += 1.0
+            total[i] += work[i]
+            last_executed[i] = 1
+        else:
+            last_executed[i] = 0
+        last_work[i] = work[i]
