@@ -82,7 +82,7 @@ def test_vec_choices_and_errors(tmp_path):
     assert resolve_vec(P4, "auto") == "native"  # both action modes
     assert resolve_vec(P1, "auto", net="entity") == "dummy"
     with pytest.raises(ValueError, match="no native vector env"):
-        resolve_vec("CartPole-v1", "native")
+        resolve_vec("FrozenLake-v1", "native")  # an id without a native vector env
     # P3's native vector env steps the ring_size action mode only: the env kwargs decide
     assert resolve_vec(P3, "auto", env_kwargs={"action_mode": "ring_size", "horizon": 9}) == "native"
     assert resolve_vec(P3, "auto", env_kwargs={"action_mode": "placement"}) == "dummy"
