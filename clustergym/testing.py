@@ -33,6 +33,8 @@ from typing import Any, Callable
 import gymnasium as gym
 import numpy as np
 
+from clustergym.agent import make, public_info
+
 __all__ = ["check_env", "check_agent", "check_gymnasium_api", "check_sb3_api", "check_determinism",
            "check_copy_continues", "check_truncation", "check_invalid_actions", "check_info_keys",
            "check_render", "check_bad_kwargs", "check_agent_feasible", "check_agent_no_metrics",
@@ -81,8 +83,6 @@ def rollout(env, seed: int, steps: int, action_seed: int = 0) -> list:
 def _factory(env: Any, env_kwargs: dict | None) -> Callable[..., gym.Env]:
     """``make(**overrides)`` building a fresh env (overrides only for an env id)."""
     if isinstance(env, str):
-        import clustergym  # noqa: F401  (registers the ids)
-
         base = dict(env_kwargs or {})
         return lambda **kw: gym.make(env, **{**base, **kw})
     if isinstance(env, gym.Env):  # the checks need several independent envs: deep copies of this one
@@ -281,23 +281,17 @@ class GuardedInfo(dict):
 
 
 def _guarded(info: dict) -> GuardedInfo:
-    from clustergym.agent import public_info
-
     return GuardedInfo(public_info(info))
 
 
 def _make_agent(agent: Any, env_id: str):
     if isinstance(agent, str):
-        from clustergym.agent import make
-
         return make(agent, env_id=env_id)
     return copy.deepcopy(agent)
 
 
 def _agent_episode(agent: Any, env_id: str, env_kwargs: dict | None, steps: int, seed: int) -> tuple[list, list]:
     """Actions and rewards of the agent under ``infeasible="raise"``, with guarded infos."""
-    import clustergym  # noqa: F401
-
     env = gym.make(env_id, **{**(env_kwargs or {}), "infeasible": "raise", "horizon": steps})
     ag = _make_agent(agent, env_id)
     obs, info = env.reset(seed=seed)

@@ -36,7 +36,7 @@ import numpy as np
 from gymnasium import spaces
 from pettingzoo.utils.env import ParallelEnv
 
-from clustergym.learning.pipeline import DRLObservation, EmpiricalStats
+from clustergym.pipeline import DRLObservation, EmpiricalStats
 
 __all__ = ["FlattenWithStats", "RescaleBox", "FlattenAction", "MultiBinaryAsMultiDiscrete", "HomogeneousAgents",
            "EmpiricalStats", "action_bounds"]

@@ -43,8 +43,6 @@ def write_summary(folder: str, env_id: str, instances, quick: bool, tiny: bool, 
     import json
     import os
 
-    from clustergym.stats import claims_rows_json
-
     doc = {"env_id": env_id, "instances": [int(i) for i in instances], "mode": mode_name(quick, tiny), **extra,
            "claims": claims_rows_json(rows)}
     path = os.path.join(folder, "results.json")
@@ -61,6 +59,9 @@ def describe_instances(instances) -> str:
     return ", ".join(map(str, xs))
 
 from clustergym.envs import FAMILIES as _FAMILIES
+from clustergym.runner import worker_pool
+from clustergym.stats import claims_rows_json
+from clustergym.version import __version__
 
 # The ``experiment`` of every shipped family, in the order the papers appear in the README (P1..P4).
 KNOWN = tuple(f.experiment for f in _FAMILIES if f.experiment)
@@ -93,7 +94,6 @@ def reproduce(paper: str, quick: bool = False, out: str = "runs/reproduce", work
     names = list_papers() if paper == "all" else [paper]
     mods = [load(n) for n in names]  # validate every name before running anything
     insts = instances_for(quick, instances)
-    from clustergym.runner import worker_pool
 
     reports, walls = [], []
     with worker_pool(workers):  # one set of worker processes for every sweep of every paper
@@ -113,11 +113,9 @@ def write_combined_report(out: str, names: list[str], reports: list[str], walls:
     import platform
     import re
 
-    import clustergym
-
     total = sum(walls)
     lines = [f"# clustergym reproduction report ({'quick' if quick else 'full'} mode)", "",
-             f"clustergym {clustergym.__version__}, {platform.machine()} with {os.cpu_count()} cores, "
+             f"clustergym {__version__}, {platform.machine()} with {os.cpu_count()} cores, "
              f"{workers} worker processes; total wall time {total / 60:.1f} min."
              + (f" Instances (scenario seeds) of every comparison: {describe_instances(instances)} "
                 f"({len(instances)})." if instances is not None else ""), "",

@@ -24,6 +24,13 @@ import time
 
 import numpy as np
 
+from clustergym import stats
+from clustergym.agent import make
+from clustergym.bench import Row, sampled_action_rate, training_rates
+from clustergym.experiments import describe_instances, instances_for, mode_name
+from clustergym.plots import _plt, agent_color, figure, figure_legend, plot_claims, save
+from clustergym.runner import run_episode, run_tasks, time_decisions
+
 __all__ = ["reproduce", "sweep", "claims", "tables", "figures", "report", "bench_rows", "episode", "plan",
            "PAPER_TABLE1"]
 
@@ -43,10 +50,6 @@ def episode(env_kw: dict, agent: str, seed: int, records: bool = False) -> dict:
     """One episode (:func:`clustergym.runner.run_episode`); returns utility, spending, migrations,
     timings (and per-job records)."""
     import gymnasium as gym
-
-    import clustergym  # noqa: F401
-    from clustergym.agent import make
-    from clustergym.runner import run_episode
 
     env = gym.make(ENV, **env_kw).unwrapped
     ep = run_episode(env, make(agent, family=env.family), seed)
@@ -74,8 +77,6 @@ def _task(args, report=None):
 def _run_all(tasks: list, workers: int, progress: bool) -> list[dict]:
     """Every task through the runner's worker pool (:func:`clustergym.runner.run_tasks`)."""
     from tqdm.auto import tqdm
-
-    from clustergym.runner import run_tasks
 
     bar = tqdm(total=len(tasks), desc="opm runs", leave=False, disable=not progress)
     try:
@@ -125,8 +126,6 @@ def plan(quick: bool, instances=None, tiny: bool = False) -> dict:
     slots) at the paper's scale. ``instances`` replaces the job lists; ``tiny`` the horizons (a few
     slots, for tests of the machinery).
     """
-    from clustergym.experiments import instances_for
-
     h = TINY_H if tiny else QUICK_H if quick else 2000
     H = {"default": h, "paper": h}
     heavy = (0.5, 0.7, 0.9) if quick else (0.5, 0.6, 0.7, 0.9)
@@ -198,8 +197,6 @@ def sweep(quick: bool, workers: int, progress: bool, instances=None, tiny: bool 
 def _views(sw: dict):
     """Per-instance views of a sweep's runs: ``vals(config, agent, field)``, ``best_base``, ``share`` of
     the bound, ``score``, ``eff`` (work / spend) and ``ci`` (mean [95% interval] as text)."""
-    from clustergym import stats
-
     runs, cfg = sw["runs"], sw["pl"]["configs"]
 
     def vals(c, agent, field="total_reward"):
@@ -232,8 +229,6 @@ def claims(sw: dict) -> list[dict]:
     """The claims rows (Table I, Fig. 2, Fig. 1b) in the paper's setup (``scale="paper"``: identical
     machines) and at the default scale, then the speed-factor extension, for ``stats.claims_table``.
     Every utility comparison uses the claims statistic with S = the job list's fluid bound."""
-    from clustergym import stats
-
     cfg = sw["pl"]["configs"]
     vals, best_base, *_ = _views(sw)
     runs = sw["runs"]
@@ -302,8 +297,6 @@ def _fig3_rows(sw: dict) -> list[dict]:
     the largest numeric α, OPM's gain over Fair (% of B) falls (paper: 40% → 17%, 23 points) and the
     share of machines migrating per slot falls (paper: ~20% → ~3%, 17 points); each a paired
     difference over job lists (small α minus large α, points)."""
-    from clustergym import stats
-
     pl = sw["pl"]
     alphas = sorted(a for a in pl.get("alphas", []) if a is not None)
     c = ("paper", "alpha", 0.8)
@@ -326,8 +319,6 @@ def _fig3_rows(sw: dict) -> list[dict]:
 
 def _fig3(sw: dict):
     """Fig. 3's α sweep: (OPM vs Fair comparisons, migration intervals, table lines); empty without it."""
-    from clustergym import stats
-
     pl, H = sw["pl"], sw["pl"]["horizons"]
     vals, *_ = _views(sw)
     fig3_lines, imp, mig = [], [], []
@@ -353,8 +344,6 @@ def _fig3(sw: dict):
 def tables(sw: dict) -> dict:
     """Every table of the report: ``sections`` (title -> lines: Table I, Fig. 2, the ablation),
     ``eff``, ``use`` (Fig. 1b), ``horizon`` and ``fig3`` lines, and the largest share of the bound."""
-    from clustergym import stats
-
     runs, pl = sw["runs"], sw["pl"]
     cfg, H = pl["configs"], pl["horizons"]
     vals, best_base, share, score, eff, ci = _views(sw)
@@ -454,9 +443,6 @@ def tables(sw: dict) -> dict:
 
 def figures(sw: dict, d: str) -> list[str]:
     """Fig. 2 (shares of the bound by load), Fig. 1b (budget-use CDFs) and, with the α sweep, Fig. 3."""
-    from clustergym import stats
-    from clustergym.plots import _plt, agent_color, figure, figure_legend, save
-
     runs, pl = sw["runs"], sw["pl"]
     cfg, insts, H = pl["configs"], pl["instances"], pl["horizons"]
     vals, best_base, share, score, eff, ci = _views(sw)
@@ -525,8 +511,6 @@ def figures(sw: dict, d: str) -> list[str]:
             z.grid(alpha=0.3)
         fig3 = save(fig, os.path.join(d, "opm_fig3_alpha.png"))
 
-    from clustergym.plots import plot_claims
-
     claims_png = plot_claims(claims(sw), os.path.join(d, "opm_claims.png"),
                              f"OPM claims: paired differences over {len(insts)} job lists")
     return [fig1, fig2] + ([fig3] if fig3 else []) + ([claims_png] if claims_png else [])
@@ -537,7 +521,6 @@ def report(sw: dict, claims_md: str, tb: dict, workers: int) -> str:
     quick, runs, insts, total_wall = sw["quick"], sw["runs"], sw["pl"]["instances"], sw["wall"]
     claims, tables, eff_lines, use_lines = claims_md, tb["sections"], tb["eff"], tb["use"]
     hor_lines, fig3_lines, max_share, worst = tb["horizon"], tb["fig3"], tb["max_share"], tb["worst"]
-    from clustergym.experiments import describe_instances, mode_name
 
     seeds = sw["pl"].get("seeds", [0])
     head = [f"# OPM reproduction ({mode_name(quick, sw.get('tiny', False))} mode)", "",
@@ -578,9 +561,6 @@ def reproduce(quick: bool, out: str, workers: int, progress: bool, instances=Non
     the speed-factor extension beside the paper's setup, shares of the upper bound, Fig. 1 budget use, and (full mode) the Fig. 3 α sweep; all
     over several job lists (instances) with 95% intervals and a verdict per claim: :func:`sweep`,
     :func:`claims`, :func:`tables`, :func:`figures`, :func:`report`."""
-    from clustergym import stats
-    from clustergym.experiments import mode_name
-
     d = os.path.join(out, "opm")
     os.makedirs(d, exist_ok=True)
     sw = sweep(quick, workers, progress, instances, tiny)
@@ -611,10 +591,6 @@ def reproduce(quick: bool, out: str, workers: int, progress: bool, instances=Non
 def _env_steps(quick: bool):
     import gymnasium as gym
 
-    import clustergym  # noqa: F401
-    from clustergym.agent import make
-    from clustergym.bench import Row
-
     env = gym.make(ENV, horizon=10**9)
     ag = make("random", family="approxjobs")
     obs, info = env.reset(seed=0)
@@ -635,11 +611,6 @@ def _env_steps(quick: bool):
 def _opm_decision(quick: bool):
     import gymnasium as gym
 
-    import clustergym  # noqa: F401
-    from clustergym.agent import make
-    from clustergym.bench import Row
-    from clustergym.runner import time_decisions
-
     # Enough long-lived jobs that the 100-slot window stays full.
     env = gym.make(ENV, num_machines=1000, max_jobs=100, horizon=10**6, arrival_rate=2.0, life_min=5000,
                    life_max=6000).unwrapped
@@ -653,8 +624,6 @@ def _opm_decision(quick: bool):
 
 
 def _paper_scale(quick: bool):
-    from clustergym.bench import Row
-
     if quick:
         r = episode(dict(scale="paper", horizon=2000), "opm", 0)
         return [Row("P4 paper scale (M=1000), OPM, first 2,000 of 50,000 slots (quick)", r["wall_s"], "s", "(completes)", True)]
@@ -665,8 +634,6 @@ def _paper_scale(quick: bool):
 
 
 def bench_rows(quick: bool):
-    from clustergym.bench import sampled_action_rate, training_rates
-
     return [_env_steps(quick), sampled_action_rate(ENV, "P4", 2_000 if quick else 10_000),
             sampled_action_rate(ENV, "P4 job mode", 5_000 if quick else 30_000, target=5_000, action_mode="job"),
             *_opm_decision(quick),
@@ -681,9 +648,6 @@ def ingredients(horizon: int = 1000, workers: int = 2, progress: bool = False) -
     heavy load: OPM vs the best of Fair/EDF per job list (claims statistic, S = the fluid bound) and
     Fair's share of the bound, over ``experiments.instances_for`` job lists, seed 0. Returns the
     markdown table (docs/opm.md names the command)."""
-    from clustergym import stats
-    from clustergym.experiments import instances_for
-
     insts = instances_for(False)
     cfgs = {(sl, ar): dict(scale="paper", horizon=horizon, beta=0.7, load=1.0, speed_low=sl, arrival_rate=ar)
             for sl in (1.0, SPEED_EXT) for ar in (0.05, 0.15, 0.45)}

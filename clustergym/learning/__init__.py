@@ -26,12 +26,6 @@ With SB3 directly, the fast action heads are one argument::
     model = PPO(policy_class("ppo"), env)    # instead of PPO("MlpPolicy", env)
 """
 
+from clustergym.learning.policies import policy_class
+
 __all__ = ["policy_class"]
-
-
-def policy_class(algo: str = "ppo", head: str = "fast", net: str = "mlp"):
-    """The policy class ``clustergym train`` uses for ``algo`` (fast action heads for discrete actions; SB3's
-    ``MlpPolicy`` where the heads are the same distribution): pass it to SB3 in place of ``"MlpPolicy"``."""
-    from clustergym.learning.training import policy_class as _policy_class
-
-    return _policy_class(algo, head, net)

@@ -36,6 +36,17 @@ from typing import Sequence
 
 import numpy as np
 
+from clustergym.agent import env_family, list_agents
+from clustergym.family import family_spec
+from clustergym.learning.agent import PRETRAINED_DIR, check_norm_file, check_side_car, safe_load
+from clustergym.learning.hyperparams import load_hyperparams
+from clustergym.learning.instances import DEFAULT_TRAIN_INSTANCES
+from clustergym.learning.training import NORM_FILE, SIDE_CAR, train
+from clustergym.outdir import FolderLock, check_path
+from clustergym.plots import agent_color, figure, figure_legend, mean_band, reference_color, save
+from clustergym.runner import evaluate, run_tasks, was_interrupted
+from clustergym.stats import fmt_ci, mean_ci, paired_comparison, verdict
+
 __all__ = ["Learner", "EnvPlan", "PLAN", "HORIZON", "QUICK", "FULL_OUT", "TRAIN_SEED_OFFSET", "run_benchmark", "plan_for",
            "plan_cells", "cell_config", "cell_state", "check_cell_files", "CellError", "check_export", "export_pretrained"]
 
@@ -175,15 +186,11 @@ def _checkpoints(budget: int, quick: bool) -> list[int]:
 def hyperparams_entry(algo: str, env_id: str) -> dict:
     """The entry of ``env_id`` in the shipped hyperparameter file of ``algo``, as plain JSON: part of every cell's
     configuration, so editing the file retrains the cells it changes (and only those)."""
-    from clustergym.learning.hyperparams import load_hyperparams
-
     return json.loads(json.dumps(load_hyperparams(algo, env_id), sort_keys=True, default=repr))
 
 
 def cell_config(plan: EnvPlan, learner: Learner, seed: int, horizon: int, quick: bool) -> dict:
     """Everything that defines a cell: a finished cell whose recorded configuration differs is trained again."""
-    from clustergym.learning.instances import DEFAULT_TRAIN_INSTANCES
-
     cfg = learner.config(quick)
     return {"env_id": plan.env_id, "learner": cfg, "seed": int(seed), "sb3_seed": TRAIN_SEED_OFFSET + int(seed),
             "horizon": int(horizon), "pool": [DEFAULT_TRAIN_INSTANCES.start, DEFAULT_TRAIN_INSTANCES.stop - 1],
@@ -225,9 +232,6 @@ def check_cell_files(path: str) -> None:
     """A finished cell's files load: the side-car, the model (no-pickle loader's zip check), the normalisation
     statistics (validated as the ``sb3:`` agent validates them) and the learning curve; else :class:`CellError`."""
     import zipfile
-
-    from clustergym.learning.agent import check_norm_file, check_side_car
-    from clustergym.learning.training import NORM_FILE, SIDE_CAR
 
     meta = _read_json(os.path.join(path, SIDE_CAR), SIDE_CAR)
     try:
@@ -280,18 +284,15 @@ def _train_cell(task, report=None) -> dict:
     path, cfg, commit = task
     import warnings
 
-    import clustergym
-
     # P2's padded Box has dimensions with low == high (devices a server lacks); Gymnasium's checker says so once
     # per env, which would bury the benchmark's own lines
     warnings.filterwarnings("ignore", message=".*Box action space maximum and minimum values are equal")
-    from clustergym.learning.training import train
 
-    done = _staged_replace(path, lambda tmp: _train_into(tmp, cfg, commit, train, clustergym))
+    done = _staged_replace(path, lambda tmp: _train_into(tmp, cfg, commit, train))
     return {"path": path, **done}
 
 
-def _train_into(tmp: str, cfg: dict, commit: str, train, clustergym) -> dict:
+def _train_into(tmp: str, cfg: dict, commit: str, train) -> dict:
     lrn = cfg["learner"]
     t0 = time.perf_counter()
     opts = dict(lrn["options"])
@@ -302,8 +303,8 @@ def _train_into(tmp: str, cfg: dict, commit: str, train, clustergym) -> dict:
     # Learning curve: every checkpoint on the held-out curve instances (runner, one process).
     ck = {n: os.path.join(tmp, "checkpoints", str(n)) for n in cfg["checkpoints"]}
     agents = [f"sb3:{d}/model.zip" for d in ck.values()]
-    res = clustergym.evaluate(cfg["env_id"], agents, cfg["curve"]["seeds"], cfg["horizon"],
-                              instances=cfg["curve"]["instances"], workers=1, progress=False, score=False)
+    res = evaluate(cfg["env_id"], agents, cfg["curve"]["seeds"], cfg["horizon"],
+                   instances=cfg["curve"]["instances"], workers=1, progress=False, score=False)
     bc_wall = float((meta.get("warm_start") or {}).get("bc_wall_s", 0.0) or 0.0)  # demonstrations + fit
     points = []
     for (n, d), a in zip(ck.items(), agents):
@@ -370,8 +371,6 @@ def _atomic_json_or_text(path: str, text: str) -> None:
 
 
 def _fmt_cmp(c) -> str:
-    from clustergym.stats import fmt_ci
-
     return f"{fmt_ci(c)} {c.wins}/{c.losses}"
 
 
@@ -382,8 +381,6 @@ def _best_baseline(res, paper: str, learned: set[str]) -> str | None:
 
 def _env_table(plan: EnvPlan, res, cells: dict, paper: str) -> tuple[list[dict], str]:
     """Rows (learners, then the paper policy, the best baseline and random) and the markdown table."""
-    from clustergym.stats import mean_ci, paired_comparison, verdict
-
     learned = {a for agents in cells.values() for a in agents}
     best = _best_baseline(res, paper, learned)
 
@@ -450,8 +447,6 @@ def _env_table(plan: EnvPlan, res, cells: dict, paper: str) -> tuple[list[dict],
 def _plot_curves(plan: EnvPlan, curves: dict, refs: dict, path: str, horizon: int) -> str:
     """One figure per env: held-out mean total reward vs env steps and vs training wall time, mean over the
     training seeds with its 95% interval; the paper policy, the best baseline and random as lines."""
-    from clustergym.plots import agent_color, figure, figure_legend, mean_band, reference_color, save
-
     fig, axes = figure(1, 2, size=(12, 3.8), sharey=True)
     for name, seeds in curves.items():
         steps = np.array([[p["steps_trained"] for p in s] for s in seeds]).mean(axis=0)
@@ -561,8 +556,6 @@ def run_benchmark(out: str, envs: Sequence[str] | None = None, *, quick: bool = 
     """
     import contextlib
 
-    from clustergym.outdir import FolderLock, check_path
-
     check_path(out)
     if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
         raise ValueError(f"workers={workers!r} is invalid: expected an integer >= 1")
@@ -575,11 +568,6 @@ def run_benchmark(out: str, envs: Sequence[str] | None = None, *, quick: bool = 
 
 
 def _run_planned(out, plan, *, quick, workers, progress, figures, learners, log) -> dict:
-    import clustergym
-    from clustergym.family import family_spec
-    from clustergym.agent import env_family, list_agents
-    from clustergym.runner import run_tasks
-
     import warnings
 
     warnings.filterwarnings("ignore", message=".*Box action space maximum and minimum values are equal")  # P2, per env
@@ -614,8 +602,6 @@ def _run_planned(out, plan, *, quick, workers, progress, figures, learners, log)
                                                                         else 1))
         run_tasks(_train_cell, order, max(1, min(int(workers), len(order) or 1)), on_done=done)
     except KeyboardInterrupt as exc:
-        from clustergym.runner import was_interrupted
-
         if was_interrupted(exc):
             raise KeyboardInterrupt(f"interrupted after {len(finished)} of {len(todo)} cells; the finished cells are "
                                     "kept (the next drl reuses them), the cells in training were discarded") from None
@@ -648,8 +634,8 @@ def _run_planned(out, plan, *, quick, workers, progress, figures, learners, log)
         log(f"drl: evaluating {p.key} ({len(agents)} agents on "
             + (f"instances {list(p.eval_instances)} x seeds {list(p.eval_seeds)}" if p.eval_instances is not None
                else f"instances = seeds {p.eval_seeds[0]}-{p.eval_seeds[-1]}") + ")")
-        res = clustergym.evaluate(p.env_id, agents, list(p.eval_seeds), horizon, instances=p.eval_instances,
-                                  workers=workers, progress=progress)
+        res = evaluate(p.env_id, agents, list(p.eval_seeds), horizon, instances=p.eval_instances,
+                       workers=workers, progress=progress)
         res.write(os.path.join(out, p.key, "eval"), plots=False)
         learned = {a for v in learner_cells.values() for a in v}
         for r in res.runs:
@@ -720,8 +706,6 @@ def check_export(quick: bool, learners: Sequence[str] | None, envs: Sequence[str
 
 def _prepare_export(out: str, key: str) -> tuple[dict, dict, str, int]:
     """(summary, the chosen row, its cell folder, its training seed), every check passed (nothing written)."""
-    from clustergym.learning.training import SIDE_CAR
-
     if key not in PLAN:
         raise ValueError(f"env {key!r} is not in the benchmark: expected one of {', '.join(PLAN)}")
     try:
@@ -767,8 +751,6 @@ def export_pretrained(out: str, key: str, dest_root: str | None = None, log=prin
     Only from a finished cell of the full configuration (not ``--quick``, every learner of the env in the
     table); everything is checked and the new model written beside the shipped one before the shipped one is
     replaced (a failure leaves it untouched)."""
-    from clustergym.learning.agent import PRETRAINED_DIR, safe_load
-
     dest_root = dest_root or PRETRAINED_DIR
     summ, best, src, seed = _prepare_export(out, key)
     env = summ["envs"][key]

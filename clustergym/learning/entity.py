@@ -52,8 +52,9 @@ import numpy as np
 import torch as th
 from torch import nn
 
-from clustergym.learning.heads import PAD_LOGIT, FastActorCriticPolicy
-from clustergym.learning.training import NETS
+from clustergym.learning.algos import NETS
+from clustergym.learning.heads import FastActorCriticPolicy, PAD_LOGIT
+from clustergym.pipeline import layout_keys
 
 try:
     from sb3_contrib.common.maskable.policies import MaskableActorCriticPolicy
@@ -95,8 +96,6 @@ def p1_layout(obs_space: gym.spaces.Dict, num_ports: int, keys: tuple[str, ...] 
     ``obs_space``: the padded env's Dict observation space (``edge_present``, ``edge_arrival``,
     ``edge_demand`` present). The statistics are the keys ``utility_mean`` (v̂), ``channel_share`` (n/t)
     and ``arrival_share`` (jobs/t). Returns plain ints/floats."""
-    from clustergym.learning.pipeline import layout_keys
-
     need = ("arrivals", "t", "edge_present", "edge_arrival", "edge_demand")
     missing = [k for k in need if k not in obs_space.spaces]
     if missing:

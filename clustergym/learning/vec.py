@@ -34,15 +34,13 @@ from gymnasium import spaces
 from stable_baselines3.common.vec_env.base_vec_env import VecEnv
 
 from clustergym.env import env_padding
-from clustergym.learning.pipeline import box_bounds, flatten_batch, layout_keys
+from clustergym.pipeline import box_bounds, flatten_batch, layout_keys
 
 __all__ = ["NativeVecEnv", "has_native_vector"]
 
 
 def has_native_vector(env_id: str) -> bool:
     """Whether ``env_id`` registers a native vector env (``vector_entry_point``)."""
-    import clustergym  # noqa: F401  (registers the ids)
-
     spec = gym.spec(env_id)
     return spec.vector_entry_point is not None
 
