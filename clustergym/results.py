@@ -15,8 +15,6 @@ import json
 import math
 import os
 from dataclasses import asdict, dataclass, field
-from typing import Any, Callable
-
 import numpy as np
 
 from clustergym.plots import plot_results

@@ -25,16 +25,14 @@ import time
 import numpy as np
 
 from clustergym import stats
-from clustergym.agent import make
-from clustergym.bench import Row, sampled_action_rate, training_rates
 from clustergym.experiments import describe_instances, instances_for, mode_name
+from clustergym.experiments.opm_bench import bench_rows  # noqa: F401  (the P4 rows of clustergym bench)
+from clustergym.experiments.opm_runs import ENV, _run_all, _task, episode  # noqa: F401  (the runs)
 from clustergym.plots import _plt, agent_color, figure, figure_legend, plot_claims, save
-from clustergym.runner import run_episode, run_tasks, time_decisions
 
 __all__ = ["reproduce", "sweep", "claims", "tables", "figures", "report", "bench_rows", "episode", "plan",
            "PAPER_TABLE1"]
 
-ENV = "clustergym/ApproxJobs-v0"
 # Table I (overall utility). The paper prints 1.29 × 10^5 for Fair at β = 0.7; its text ("OPM
 # increases the overall utility by 30% and 34%") implies 1.29 × 10^6, which we use.
 PAPER_TABLE1 = {0.5: {"opm": 2.23e5, "opm-noest": 2.06e5, "fair": 2.02e5, "edf": 2.00e5},
@@ -44,45 +42,6 @@ PAPER_FIG2 = "heavy load: OPM +47% over Fair at β=0.9; light load: +56% at β=0
 PAPER_FIG3 = "β=0.8, heavy: improvement over Fair falls from 40% to 17% and migrations from ~20% to ~3% of servers as α grows tenfold"
 BASE = ["opm", "opm-noest", "fair", "edf"]
 LABEL = {"opm": "OPM", "opm-noest": "OPM without estimation", "fair": "Fair", "edf": "Deadline-aware (EDF)"}
-
-
-def episode(env_kw: dict, agent: str, seed: int, records: bool = False) -> dict:
-    """One episode (:func:`clustergym.runner.run_episode`); returns utility, spending, migrations,
-    timings (and per-job records)."""
-    import gymnasium as gym
-
-    env = gym.make(ENV, **env_kw).unwrapped
-    ep = run_episode(env, make(agent, family=env.family), seed)
-    m, sums, steps = ep.final_metrics, ep.metrics.sums, ep.steps
-    out = {"agent": agent, "seed": seed, "env_kwargs": env_kw, "steps": steps, "wall_s": ep.wall_s,
-           "total_reward": float(m["episode_utility"]), "budget_spent": float(m["episode_budget_spent"]),
-           "fit": float(m["episode_fit"]), "repaired": int(sums["repaired"]),
-           "migration_rate": sums["migration_rate"] / steps, "busy": sums["busy"] / steps,
-           "decision_ms_median": float(np.median(ep.decision_s) * 1000),
-           "metrics": {k: v for k, v in m.items() if k.startswith("episode_")}}
-    rec = env.job_records()
-    out["work"] = float(rec["work"].sum())  # Σ_j X_j (efficiency = work / budget_spent)
-    out["jobs_under_90"] = float(np.mean(rec["spent"] / rec["budget"] < 0.9)) if rec["budget"].size else 0.0
-    out["budget_used_median"] = float(np.median(rec["spent"] / rec["budget"])) if rec["budget"].size else 0.0
-    out["bound"] = float(m["episode_bound"]) if "episode_bound" in m else None
-    if records:
-        out["records"] = {k: v.tolist() for k, v in rec.items()}
-    return out
-
-
-def _task(args, report=None):
-    return episode(*args)
-
-
-def _run_all(tasks: list, workers: int, progress: bool) -> list[dict]:
-    """Every task through the runner's worker pool (:func:`clustergym.runner.run_tasks`)."""
-    from tqdm.auto import tqdm
-
-    bar = tqdm(total=len(tasks), desc="opm runs", leave=False, disable=not progress)
-    try:
-        return run_tasks(_task, tasks, workers, on_done=lambda _: bar.update(1))
-    finally:
-        bar.close()
 
 
 # -- reproduction over instances (job lists) ----------------------------------------------------
@@ -585,60 +544,6 @@ def reproduce(quick: bool, out: str, workers: int, progress: bool, instances=Non
     print(f"wrote {path}, " + ", ".join(pngs) + f" ({total_wall:.0f} s)")
     return path
 
-# -- benchmarks ----------------------------------------------------------------------------------
-
-
-def _env_steps(quick: bool):
-    import gymnasium as gym
-
-    env = gym.make(ENV, horizon=10**9)
-    ag = make("random", family="approxjobs")
-    obs, info = env.reset(seed=0)
-    ag.reset(env.unwrapped.problem, seed=0)
-    for _ in range(20):  # warm-up, untimed (first calls load compiled code and caches)
-        obs, r, term, trunc, info = env.step(ag.act(obs, info))
-    n = 5_000 if quick else 30_000
-    spent = 0.0
-    for _ in range(n):
-        a = ag.act(obs, info)  # a random *valid* action (budgets respected)
-        t0 = time.perf_counter()
-        obs, r, term, trunc, info = env.step(a)
-        spent += time.perf_counter() - t0
-    rate = n / spent
-    return Row("P4 env step (M=100, J_max=20, gym.make, random valid actions)", rate, "steps/s", ">= 5,000", rate >= 5_000)
-
-
-def _opm_decision(quick: bool):
-    import gymnasium as gym
-
-    # Enough long-lived jobs that the 100-slot window stays full.
-    env = gym.make(ENV, num_machines=1000, max_jobs=100, horizon=10**6, arrival_rate=2.0, life_min=5000,
-                   life_max=6000).unwrapped
-    active = []
-    times = time_decisions(env, make("opm", family="approxjobs"), 150 if quick else 600,
-                           on_step=lambda tr: active.append(int(tr.obs["job_mask"].sum())))
-    full = times[np.array(active) == 100]
-    ms = float(np.median(full) * 1000)
-    return [Row(f"OPM decision, M=1000, 100 active jobs ({full.size} slots)", ms, "ms median", "<= 10 ms", ms <= 10.0),
-            Row("OPM decision, M=1000, 100 active jobs, p95", float(np.percentile(full, 95) * 1000), "ms", "", None)]
-
-
-def _paper_scale(quick: bool):
-    if quick:
-        r = episode(dict(scale="paper", horizon=2000), "opm", 0)
-        return [Row("P4 paper scale (M=1000), OPM, first 2,000 of 50,000 slots (quick)", r["wall_s"], "s", "(completes)", True)]
-    r = episode(dict(scale="paper"), "opm", 0)
-    ok = r["steps"] == 50_000
-    return [Row("P4 paper scale run: OPM, M=1000, 50,000 slots, wall time", r["wall_s"], "s", "(completes)", ok),
-            Row("  its OPM decision median", r["decision_ms_median"], "ms", "", None)]
-
-
-def bench_rows(quick: bool):
-    return [_env_steps(quick), sampled_action_rate(ENV, "P4", 2_000 if quick else 10_000),
-            sampled_action_rate(ENV, "P4 job mode", 5_000 if quick else 30_000, target=5_000, action_mode="job"),
-            *_opm_decision(quick),
-            *_paper_scale(quick), *training_rates(ENV, "P4", quick, ratio_target=2.5),
-            *training_rates(ENV, "P4", quick, algo="maskable_ppo")]
 
 
 # -- which ingredient decides the claims (docs/opm.md, "What holds and what does not") ------------
