@@ -13,9 +13,9 @@ import sys
 from clustergym import runner
 from clustergym.agent import list_agents
 from clustergym.bench import run_bench
-from clustergym.experiments import list_papers, reproduce
+from clustergym.experiments import drl, drl_export, drl_plan, list_papers, reproduce
 from clustergym.family import env_ids, load_plugins
-from clustergym.learning import benchmark, training
+from clustergym.learning import training
 from clustergym.learning.hyperparams import default_algo
 from clustergym.learning.importing import import_model
 from clustergym.learning.instances import describe_pool
@@ -310,32 +310,32 @@ def cmd_tune(args) -> int:
 
 
 def cmd_drl(args) -> int:
-    out = args.out if args.out is not None else (benchmark.QUICK["out"] if args.quick else benchmark.FULL_OUT)
+    out = args.out if args.out is not None else (drl_plan.QUICK["out"] if args.quick else drl_plan.FULL_OUT)
     _check_out(out)
     envs = None if args.envs is None else [e.strip().lower() for e in args.envs.split(",") if e.strip()]
     for e in envs or ():
-        if e not in benchmark.PLAN:
-            raise UsageError(f"--envs {args.envs!r}: {e!r} is not one of {', '.join(benchmark.PLAN)}")
+        if e not in drl_plan.PLAN:
+            raise UsageError(f"--envs {args.envs!r}: {e!r} is not one of {', '.join(drl_plan.PLAN)}")
     seeds = None if args.seeds is None else _parse_seeds(args.seeds, "--seeds")
     learners = None if args.learners is None else [x.strip() for x in args.learners.split(",") if x.strip()]
     if args.workers < 1:
         raise UsageError(f"--workers {args.workers} is invalid: expected an integer >= 1")
     if args.export_pretrained:
-        benchmark.check_export(args.quick, learners, envs)
+        drl_export.check_export(args.quick, learners, envs)
     if args.figures is not None:
         _check_out(args.figures)
 
-    plan = benchmark.plan_cells(out, envs, quick=args.quick, seeds=seeds, learners=learners)  # before the lock
-    with FolderLock(out, need_total=benchmark.CELL_BYTES * len(plan["todo"]) + 20e6,
-                    need_file=benchmark.CELL_FILE_BYTES):  # the lock clustergym run and train take
-        benchmark.run_benchmark(out, envs, quick=args.quick, seeds=seeds, workers=args.workers,
+    plan = drl.plan_cells(out, envs, quick=args.quick, seeds=seeds, learners=learners)  # before the lock
+    with FolderLock(out, need_total=drl.CELL_BYTES * len(plan["todo"]) + 20e6,
+                    need_file=drl.CELL_FILE_BYTES):  # the lock clustergym run and train take
+        drl.run_benchmark(out, envs, quick=args.quick, seeds=seeds, workers=args.workers,
                                 progress=not args.no_progress, figures=args.figures, learners=learners, lock=False)
         if args.export_pretrained:
-            keys = envs or list(benchmark.PLAN)
+            keys = envs or list(drl_plan.PLAN)
             for key in keys:  # every check of every env first: nothing shipped is replaced when one fails
-                benchmark._prepare_export(out, key)
+                drl_export.prepare_export(out, key)
             for key in keys:
-                benchmark.export_pretrained(out, key)
+                drl_export.export_pretrained(out, key)
     return 0
 
 
