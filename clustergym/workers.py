@@ -367,7 +367,7 @@ def _progress_queue(bar):
 def _import_ray():
     try:
         import ray
-    except ImportError:  # a ValueError like every missing optional extra (see baselines/drl.py)
+    except ImportError:  # a ValueError like every missing optional extra (see clustergym.learning.algos.algo_class)
         raise ValueError("backend='ray' needs Ray: pip install 'clustergym[ray]'") from None
     return ray
 

@@ -17,7 +17,6 @@ run may exceed it by the luck of the machine rates, which is not a violation).
 
 from __future__ import annotations
 
-import json
 import math
 import os
 import time
@@ -28,6 +27,7 @@ from clustergym import stats
 from clustergym.experiments import describe_instances, instances_for, mode_name
 from clustergym.experiments.opm_bench import bench_rows  # noqa: F401  (the P4 rows of clustergym bench)
 from clustergym.experiments.opm_runs import ENV, _run_all, _task, episode  # noqa: F401  (the runs)
+from clustergym.results import RESULTS_FILE, write_json
 from clustergym.plots import _plt, agent_color, figure, figure_legend, plot_claims, save
 
 __all__ = ["reproduce", "sweep", "claims", "tables", "figures", "report", "bench_rows", "episode", "plan",
@@ -529,11 +529,12 @@ def reproduce(quick: bool, out: str, workers: int, progress: bool, instances=Non
     claims_md = stats.claims_table(rows)
     tb = tables(sw)
     pngs = figures(sw, d)
-    with open(os.path.join(d, "results.json"), "w") as f:
-        json.dump({"env_id": ENV, "instances": insts, "mode": mode_name(quick, tiny), "plan": {"instances": insts, "horizons": H, "alphas": pl["alphas"],
-                                           "configs": {"/".join(map(str, k)): v for k, v in cfg.items()}},
-                   "wall_s": total_wall, "claims": stats.claims_rows_json(rows),
-                   "runs": [{k: v for k, v in r.items() if k != "records"} for r in runs]}, f, indent=1, default=str)
+    write_json(os.path.join(d, RESULTS_FILE),
+               {"env_id": ENV, "instances": insts, "mode": mode_name(quick, tiny),
+                "plan": {"instances": insts, "horizons": H, "alphas": pl["alphas"],
+                         "configs": {"/".join(map(str, k)): v for k, v in cfg.items()}},
+                "wall_s": total_wall, "claims": stats.claims_rows_json(rows),
+                "runs": [{k: v for k, v in r.items() if k != "records"} for r in runs]}, indent=1, default=str)
     text = report(sw, claims_md, tb, workers)
     path = os.path.join(d, "report.md")
     with open(path, "w") as f:

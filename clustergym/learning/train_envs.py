@@ -53,7 +53,7 @@ def make_train_env(env_id: str, env_kwargs: dict | None = None, *, algo: str = "
                    ) -> gym.Env:
     """``gym.make`` + Monitor + ``clustergym.wrappers.FlattenWithStats`` (+ ``clustergym.wrappers.RescaleBox``
     to [-1, 1] for Box actions): the public wrappers, so a user's own chain can match training exactly.
-    ``layout``: the flat observation layout (``clustergym.learning.pipeline``; ``"legacy"`` for a model
+    ``layout``: the flat observation layout (``clustergym.pipeline``; ``"legacy"`` for a model
     trained by an earlier version)."""
     from stable_baselines3.common.monitor import Monitor
 
