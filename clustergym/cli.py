@@ -19,6 +19,7 @@ from clustergym.learning import training
 from clustergym.learning.hyperparams import default_algo
 from clustergym.learning.importing import import_model
 from clustergym.learning.instances import describe_pool
+from clustergym.learning.tuning import TuneConfig, tune
 from clustergym.outdir import MANIFEST  # noqa: F401  (what a command wrote into its --out)
 from clustergym.outdir import FolderLock, OutputFolder, check_path
 from clustergym.results import RUN_FILES
@@ -285,11 +286,7 @@ TRAIN_FILES = ("model.zip", "clustergym.json", "vecnormalize.npz", "vecnormalize
 
 
 def cmd_tune(args) -> int:
-    from clustergym.learning.tuning import TuneConfig, tune
-
     if args.algo is None:
-        from clustergym.learning.hyperparams import default_algo
-
         args.algo = default_algo(args.env_id)
     out = args.out or os.path.join("runs", "tune", f"{args.env_id.split('/')[-1]}-{args.algo}")
     _check_out(out)
