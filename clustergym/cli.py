@@ -10,10 +10,9 @@ import json
 import os
 import sys
 
-from clustergym import runner
+from clustergym import bench, experiments, runner
 from clustergym.agent import list_agents
-from clustergym.bench import run_bench
-from clustergym.experiments import drl, drl_export, drl_plan, list_papers, reproduce
+from clustergym.experiments import drl, drl_export, drl_plan, list_papers
 from clustergym.family import env_ids, load_plugins
 from clustergym.learning import training
 from clustergym.learning.hyperparams import default_algo
@@ -22,6 +21,7 @@ from clustergym.learning.instances import describe_pool
 from clustergym.learning.tuning import TuneConfig, tune
 from clustergym.outdir import MANIFEST  # noqa: F401  (what a command wrote into its --out)
 from clustergym.outdir import FolderLock, OutputFolder, check_path
+from clustergym.replay import replay
 from clustergym.results import RUN_FILES
 from clustergym.runner import WorkerDied, was_interrupted
 from clustergym.version import __version__
@@ -202,8 +202,8 @@ def cmd_reproduce(args) -> int:
         kw = {"instances": instances} if instances is not None else {}
         if args.tiny:
             kw["tiny"] = True
-        reproduce(args.paper, quick=args.quick, out=stage.path, workers=args.workers,
-                  progress=not args.no_progress, **kw)
+        experiments.reproduce(args.paper, quick=args.quick, out=stage.path, workers=args.workers,
+                              progress=not args.no_progress, **kw)
     print(f"wrote {', '.join(stage.written)} in {args.out}")
     return 0
 
@@ -368,7 +368,7 @@ def cmd_replay(args) -> int:
 def cmd_bench(args) -> int:
     if args.out is not None:
         _check_out(args.out, is_file=True)
-    run_bench(only=args.only, quick=args.quick, out=args.out)
+    bench.run_bench(only=args.only, quick=args.quick, out=args.out)
     return 0
 
 
