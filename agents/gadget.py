@@ -77,6 +77,7 @@ from scipy.sparse import coo_matrix, csc_matrix
 
 from clustergym.agent import BaseAgent
 from clustergym.envs.ringallreduce.dynamics import place_one
+from clustergym.envs.ringallreduce.topology import placement_loads
 
 __all__ = ["GADGET", "gadget_slot", "log_increments", "repair_overfill", "reoffer_support"]
 
@@ -235,8 +236,6 @@ def gadget_slot(window: dict, topo, rng: np.random.Generator, *, u_b: int = 20, 
         y[jobs[idx]] = yy
         left[idx] = False
         # capacity left after this round (cheapest-ring accounting)
-        from clustergym.envs.ringallreduce.topology import placement_loads
-
         srv, rack = placement_loads(yy, np.asarray(window["bw"], float)[jobs[idx]], np.asarray(topo.rack_of),
                                     topo.num_racks)
         free_gpu = free_gpu - yy.sum(axis=0)
@@ -424,8 +423,6 @@ def reoffer_support(pick: np.ndarray, dropped: np.ndarray, support: list, loads:
 
 def _fill(y, window, topo, jobs, rank, cap) -> None:
     """Greedy ring placement of the jobs left empty, on the leftover capacity (option)."""
-    from clustergym.envs.ringallreduce.topology import placement_loads
-
     gpus = np.asarray(topo.gpus, dtype=np.int64)
     rack_of = np.asarray(topo.rack_of)
     bw = np.asarray(window["bw"], dtype=np.float64)

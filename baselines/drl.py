@@ -1,7 +1,7 @@
 """DRL comparisons: the names that lived here, re-exported from :mod:`clustergym.learning`.
 
 The learning stack has its own package now: the observation pipeline
-(:mod:`clustergym.learning.pipeline`), the fast action heads (:mod:`clustergym.learning.heads`),
+(:mod:`clustergym.pipeline`, in the core), the fast action heads (:mod:`clustergym.learning.heads`),
 training (:mod:`clustergym.learning.training`), the hyperparameter files
 (:mod:`clustergym.learning.hyperparams`) and the ``sb3:`` evaluation agent with its no-pickle loader
 (:mod:`clustergym.learning.agent`). Import from there; these names keep working.
@@ -9,8 +9,8 @@ training (:mod:`clustergym.learning.training`), the hyperparameter files
 
 from __future__ import annotations
 
-from clustergym.learning.pipeline import (DRLObservation, EmpiricalStats, ObsPipeline, box_bounds as _box_bounds,
-                                          hook as _hook, sb3_mask, unscale_action)
+from clustergym.pipeline import (DRLObservation, EmpiricalStats, ObsPipeline, box_bounds as _box_bounds, hook as _hook,
+                                 sb3_mask, unscale_action)
 
 __all__ = ["ALGOS", "EmpiricalStats", "ObsPipeline", "DRLObservation", "SB3Agent", "make_train_env", "train",
            "sb3_mask", "plot_training_curve"]

@@ -55,6 +55,7 @@ import numpy as np
 
 from clustergym.agent import BaseAgent
 from clustergym.envs.ringallreduce.dynamics import place_jobs
+from clustergym.envs.ringallreduce.scenario import sigmoid_utility
 
 __all__ = ["FIFO", "DRF", "LAS", "Greedy", "RandomRing"]
 
@@ -231,8 +232,6 @@ class Greedy(_RingHeuristic):
         return win["cap"][rows].astype(np.int64)
 
     def _order(self, win, rows, size):
-        from clustergym.envs.ringallreduce.scenario import sigmoid_utility  # μ_i, public (the window carries λ, ζ)
-
         zeta, z = win["zeta"][rows], win["attained"][rows].astype(float)
         lam = (win["lam1"][rows], win["lam2"][rows], win["lam3"][rows])
         pi = sigmoid_utility(zeta * (z + size), *lam) - sigmoid_utility(zeta * z, *lam)  # π_i at κ = full size

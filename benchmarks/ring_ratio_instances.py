@@ -1,13 +1,15 @@
 """Fig. 7 (table 1 of docs/gadget.md): GADGET / MILP optimum on 200 random per-slot instances."""
 import numpy as np
-from tests.test_ring_milp import _instance
+
 from clustergym.agents.gadget import gadget_slot
 from clustergym.envs.ringallreduce.oracle import ring_increments, solve_slot
+from clustergym.testing import random_ring_slot
+
 out = {"default": [], "alpha=1/3,rounds=1": []}
 for seed in range(200):
     rng = np.random.default_rng(10_000 + seed)
     S, n = int(rng.integers(3, 13)), int(rng.integers(1, 7))
-    topo, jobs = _instance(rng, S, n, cap_max=4, tight=seed % 2 == 0)
+    topo, jobs = random_ring_slot(rng, S, n, cap_max=4, tight=seed % 2 == 0)
     opt, _ = solve_slot(topo, jobs["cap"], jobs["zeta"], jobs["z"], jobs["lam1"], jobs["lam2"], jobs["lam3"], jobs["bw"])
     if opt <= 1e-9:
         continue

@@ -2,18 +2,38 @@
 
 An agent sees only what a real scheduler sees: the public problem at ``reset``, observations,
 rewards and ``info`` *without* ``"metrics"`` (the runner strips it; see :func:`public_info`).
-One name may have one implementation per problem family (``drf`` exists for P2 and P3).
+One name may have one implementation per problem family (``drf`` exists for P2 and P3); the registry
+itself is data of :mod:`clustergym.family` (``register_agent``), read here.
+
+An agent spec names an agent in one of four forms, parsed once into an :class:`AgentSpec`:
+a registered name (``"esdp"``), with options (``"esdp[only_active=true,alpha=0.3]"``), your own class
+(``"pkg.module:Class"`` or ``"path/to/file.py:Class"``) or a prefixed loader of :data:`AGENT_LOADERS`
+(``"sb3:PATH/model.zip"``: a model saved by ``clustergym train``).
+
+**Evaluation hooks.** An agent that was trained on instances (a saved model) may define
+:class:`EvaluationHooks`; the runner asks them, instead of knowing how models are trained, which
+instance the agent acts on, which env kwargs its own env needs and whether a run's instance was one
+it trained on.
 """
 
 from __future__ import annotations
 
 import importlib
-from typing import Any, Protocol, runtime_checkable
+import importlib.util
+import inspect
+import json
+import os
+import sys
+from dataclasses import dataclass, field
+from typing import Any, Protocol, Sequence, runtime_checkable
 
-import gymnasium as gym
+import numpy as np
 
-__all__ = ["Agent", "BaseAgent", "register_agent", "make", "list_agents", "env_family", "public_info",
-           "parse_agent_spec"]
+from clustergym.family import (BUILTIN_AGENT_MODULES, _AGENTS, agent_entry_points, agent_names, env_family,
+                               register_agent)
+
+__all__ = ["Agent", "BaseAgent", "AgentSpec", "EvaluationHooks", "AGENT_LOADERS", "register_agent", "make",
+           "list_agents", "env_family", "public_info", "parse_agent_spec", "evaluation_hooks"]
 
 
 @runtime_checkable
@@ -35,8 +55,6 @@ class BaseAgent:
     families: tuple[str, ...] = ()
 
     def reset(self, problem: Any, *, seed: int | None = None) -> None:
-        import numpy as np
-
         self.problem = problem
         self.rng = np.random.default_rng(seed)
 
@@ -47,24 +65,47 @@ class BaseAgent:
         return None
 
 
+@runtime_checkable
+class EvaluationHooks(Protocol):
+    """Optional methods of an agent trained on instances (a saved model, :class:`clustergym.learning.agent.SB3Agent`).
+
+    The runner (:func:`clustergym.runner.evaluate`) calls them before any work and when it labels the runs.
+    """
+
+    def pinned_instance(self) -> int | None:
+        """The one instance (scenario seed) the agent can act on, or None when it acts on any instance its
+        env kwargs fit (:meth:`eval_env_kwargs`)."""
+
+    def eval_env_kwargs(self, spec: str, env_id: str, env_kwargs: dict, instances: Sequence[int]) -> dict:
+        """Check (ValueError naming ``spec``) that the agent can act on every instance of ``instances`` of the
+        comparison's scenario (``env_id``, ``env_kwargs``) and return the env kwargs its own env gets on top
+        (padding and action kwargs: they never change the dynamics)."""
+
+    def trained_on(self, instance: int | None, pinned: bool) -> bool:
+        """Whether a run on ``instance`` is on an instance the agent trained on (``pinned``: the comparison
+        was pinned to :meth:`pinned_instance`)."""
+
+
+def evaluation_hooks(agent: Any) -> EvaluationHooks | None:
+    """The agent itself when it defines :class:`EvaluationHooks`, else None."""
+    return agent if isinstance(agent, EvaluationHooks) else None
+
+
 SB3_PREFIX = "sb3:"
+# Prefixed agent specs: prefix -> "module:function" building the agent from the rest of the spec and its
+# options (``loader(path, **opts)``, ``agent.families`` then checked), imported on first use.
+AGENT_LOADERS: dict[str, str] = {SB3_PREFIX: "clustergym.learning.agent:SB3Agent"}
 
-# name -> family -> "module:Class"
-_REGISTRY: dict[str, dict[str, str]] = {}
+_REGISTRY = _AGENTS  # the registry (clustergym.family), under its earlier name
 _BUILTINS_LOADED = False
-
-
-def register_agent(name: str, family: str, entry_point: str) -> None:
-    """Register ``entry_point`` ("module:Class") as agent ``name`` for problem ``family``."""
-    _REGISTRY.setdefault(name, {})[family] = entry_point
 
 
 def _load_builtins() -> None:
     global _BUILTINS_LOADED
     if not _BUILTINS_LOADED:
         _BUILTINS_LOADED = True
-        importlib.import_module("clustergym.agents")
-        importlib.import_module("clustergym.baselines")
+        for mod in BUILTIN_AGENT_MODULES:
+            importlib.import_module(mod)
 
 
 def _load(entry_point: str):
@@ -72,72 +113,83 @@ def _load(entry_point: str):
     return getattr(importlib.import_module(mod), attr)
 
 
-def env_family(env_id: str) -> str:
-    """The problem family of a registered env id (its ``FamilySpec``; for an id registered with Gymnasium
-    directly, its class attribute ``family``)."""
-    import clustergym.envs  # noqa: F401  (registers the ids)
-    from clustergym.family import env_entry
-
-    found = env_entry(env_id)
-    if found is not None:
-        return found[0].name
-    try:
-        spec = gym.spec(env_id)
-    except gym.error.Error:
-        known = ", ".join(sorted(i for i in gym.registry if i.startswith("clustergym/")))
-        raise ValueError(f"unknown env id {env_id!r}; known: {known}") from None
-    ep = spec.entry_point
-    cls = _load(ep) if isinstance(ep, str) else ep
-    return getattr(cls, "family", "")
-
-
 def list_agents(env_id: str | None = None, family: str | None = None) -> list[str]:
     """Agent names, all or those that can act in ``env_id`` / ``family``."""
     _load_builtins()
     if env_id is not None:
         family = env_family(env_id)
-    names = [n for n, fams in _REGISTRY.items() if family is None or family in fams]
-    return sorted(names)
+    return agent_names(family)
+
+
+@dataclass(frozen=True)
+class AgentSpec:
+    """An agent spec, parsed: ``"esdp[only_active=true]"`` -> ``AgentSpec("esdp", {"only_active": True})``."""
+
+    name: str
+    """The agent name without options: a registered name, ``pkg.module:Class``, ``path/file.py:Class`` or
+    ``PREFIX:REST`` of :data:`AGENT_LOADERS`."""
+    options: dict = field(default_factory=dict)
+    """Keyword arguments for the agent's constructor (values parsed as JSON when they parse)."""
+
+    @classmethod
+    def parse(cls, spec: str) -> "AgentSpec":
+        """``"esdp"`` or ``"esdp[only_active=true,alpha=0.3]"``; ValueError on a malformed spec."""
+        spec = spec.strip()
+        if "[" not in spec:
+            return cls(spec, {})
+        if not spec.endswith("]"):
+            raise ValueError(f"malformed agent spec {spec!r}: expected name[key=value,...]")
+        name, _, body = spec[:-1].partition("[")
+        kwargs = {}
+        for part in filter(None, (p.strip() for p in body.split(","))):
+            key, eq, val = part.partition("=")
+            if not eq or not key.strip():
+                raise ValueError(f"malformed agent option {part!r} in {spec!r}: expected key=value")
+            try:
+                kwargs[key.strip()] = json.loads(val)
+            except json.JSONDecodeError:
+                kwargs[key.strip()] = val
+        return cls(name.strip(), kwargs)
+
+    @property
+    def prefix(self) -> str | None:
+        """The :data:`AGENT_LOADERS` prefix the name starts with, or None."""
+        return next((p for p in AGENT_LOADERS if self.name.startswith(p)), None)
+
+    @property
+    def is_custom(self) -> bool:
+        """``pkg.module:Class`` or ``path/to/file.py:Class`` (not a prefixed spec)."""
+        return ":" in self.name and self.prefix is None
+
+    @property
+    def is_registered_form(self) -> bool:
+        """Neither prefixed nor custom: the name must be in the registry."""
+        return self.prefix is None and ":" not in self.name
 
 
 def parse_agent_spec(spec: str) -> tuple[str, dict]:
     """``"esdp"`` or ``"esdp[only_active=true,alpha=0.3]"`` -> (name, kwargs); values parsed as JSON."""
-    import json
-
-    spec = spec.strip()
-    if "[" not in spec:
-        return spec, {}
-    if not spec.endswith("]"):
-        raise ValueError(f"malformed agent spec {spec!r}: expected name[key=value,...]")
-    name, _, body = spec[:-1].partition("[")
-    kwargs = {}
-    for part in filter(None, (p.strip() for p in body.split(","))):
-        key, eq, val = part.partition("=")
-        if not eq or not key.strip():
-            raise ValueError(f"malformed agent option {part!r} in {spec!r}: expected key=value")
-        try:
-            kwargs[key.strip()] = json.loads(val)
-        except json.JSONDecodeError:
-            kwargs[key.strip()] = val
-    return name.strip(), kwargs
+    parsed = AgentSpec.parse(spec)
+    return parsed.name, dict(parsed.options)
 
 
-def make(name: str, family: str | None = None, *, env_id: str | None = None, **kwargs) -> Agent:
+def make(name: str | AgentSpec, family: str | None = None, *, env_id: str | None = None, **kwargs) -> Agent:
     """Build agent ``name`` for ``family`` (or the family of ``env_id``).
 
-    ``name`` may carry options: ``"esdp[only_active=true]"``. ``"sb3:PATH/model.zip"`` loads a model
-    saved by ``clustergym train`` (:class:`clustergym.learning.agent.SB3Agent`).
+    ``name`` may carry options: ``"esdp[only_active=true]"`` (or be an :class:`AgentSpec`).
+    ``"sb3:PATH/model.zip"`` loads a model saved by ``clustergym train``
+    (:class:`clustergym.learning.agent.SB3Agent`, through :data:`AGENT_LOADERS`).
     """
     _load_builtins()
-    base, opts = parse_agent_spec(name)
-    opts.update(kwargs)
+    spec = name if isinstance(name, AgentSpec) else AgentSpec.parse(name)
+    base, opts = spec.name, {**spec.options, **kwargs}
     if env_id is not None:
         family = env_family(env_id)
-    if base.startswith(SB3_PREFIX):  # a saved Stable-Baselines3 model (``clustergym train``)
-        from clustergym.learning.agent import SB3Agent
-
+    prefix = spec.prefix
+    if prefix is not None:  # e.g. a saved Stable-Baselines3 model (``clustergym train``)
+        loader = _load(AGENT_LOADERS[prefix])
         try:
-            agent = SB3Agent(base[len(SB3_PREFIX):], **opts)
+            agent = loader(base[len(prefix):], **opts)
         except TypeError as exc:
             raise ValueError(f"bad options for agent {base!r}: {exc}") from None
         if family is not None and family not in agent.families:
@@ -145,7 +197,7 @@ def make(name: str, family: str | None = None, *, env_id: str | None = None, **k
                              f"and cannot act in family {family!r}")
         agent.name = base
         return agent
-    if is_custom_spec(base):  # your own agent: "pkg.module:Class" or "path/to/file.py:Class"
+    if spec.is_custom:  # your own agent: "pkg.module:Class" or "path/to/file.py:Class"
         cls = load_custom_agent(base)
         fams = tuple(getattr(cls, "families", ()) or ())
         if family is not None and fams and family not in fams:
@@ -157,10 +209,10 @@ def make(name: str, family: str | None = None, *, env_id: str | None = None, **k
             raise ValueError(f"bad options for agent {base!r}: {exc}") from None
         agent.name = base
         return agent
-    if base not in _REGISTRY:
-        raise ValueError(f"unknown agent {base!r}; known: {', '.join(sorted(_REGISTRY))} (or your own: "
+    fams = agent_entry_points(base)
+    if fams is None:
+        raise ValueError(f"unknown agent {base!r}; known: {', '.join(agent_names())} (or your own: "
                          "pkg.module:Class, path/to/file.py:Class, sb3:PATH/model.zip)")
-    fams = _REGISTRY[base]
     if family is None:
         if len(fams) != 1:
             raise ValueError(f"agent {base!r} exists for several families ({', '.join(fams)}); pass family=")
@@ -180,8 +232,6 @@ def make(name: str, family: str | None = None, *, env_id: str | None = None, **k
 
 def _option_params(cls) -> dict:
     """The keyword parameters of ``cls.__init__``, following ``**kwargs`` into the base classes."""
-    import inspect
-
     params: dict = {}
     for klass in cls.__mro__:
         init = klass.__dict__.get("__init__")
@@ -231,17 +281,13 @@ def coerce_options(cls, base: str, opts: dict) -> dict:
 
 def is_custom_spec(name: str) -> bool:
     """``pkg.module:Class`` or ``path/to/file.py:Class`` (not ``sb3:...``)."""
-    return ":" in name and not name.startswith(SB3_PREFIX)
+    return AgentSpec(name).is_custom
 
 
 def load_custom_agent(spec: str):
     """The class named by ``pkg.module:Class`` or ``path/to/file.py:Class``; it must follow the Agent
     protocol (``reset``, ``act``, ``update``). A file is loaded by path (relative to the working
     directory, which worker processes share); a module must be importable (on ``sys.path``)."""
-    import importlib.util
-    import os
-    import sys
-
     where, _, cls_name = spec.rpartition(":")
     if not where or not cls_name.isidentifier():
         raise ValueError(f"malformed agent {spec!r}: expected pkg.module:Class or path/to/file.py:Class")

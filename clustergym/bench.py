@@ -12,6 +12,15 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 
+from clustergym.agent import env_family, make
+from clustergym.experiments import list_papers as _list_papers
+from clustergym.experiments import load
+from clustergym.family import env_ids
+from clustergym.learning.hyperparams import load_hyperparams, split_run_keys
+from clustergym.learning.training import (algo_class, algo_gamma, make_train_env, make_train_vec, normalizer,
+                                          policy_class, resolve_vec, training_envs)
+from clustergym.runner import time_decisions
+
 __all__ = ["run_bench", "Row", "decision_times", "ppo_rate", "training_rates", "cartpole_rate", "bench_hyperparams",
            "sampled_action_rate", "vector_sampled_rate", "numba_threads", "memory_rows", "throughput_rows"]
 
@@ -48,10 +57,6 @@ def decision_times(env_id: str, agent: str, slots: int, seed: int = 0, on_step=N
     row uses it."""
     import gymnasium as gym
 
-    import clustergym  # noqa: F401
-    from clustergym.agent import env_family, make
-    from clustergym.runner import time_decisions
-
     env = gym.make(env_id, oracle=False, horizon=slots, **env_kw)
     times = time_decisions(env, make(agent, family=env_family(env_id)), slots, seed=seed, on_step=on_step)
     return times, env.unwrapped.problem
@@ -63,8 +68,6 @@ def sampled_action_rate(env_id: str, label: str, n: int, target: float | None = 
     ``infeasible="repair"`` path runs. 64 pre-drawn actions (space seeded 0) are cycled; only
     ``env.step`` is timed; an episode end resets untimed."""
     import gymnasium as gym
-
-    import clustergym  # noqa: F401
 
     env = gym.make(env_id, oracle=False, horizon=10**9, **env_kw)
     env.reset(seed=0)
@@ -104,8 +107,6 @@ def vector_sampled_rate(env_id: str, label: str, steps: int, num_envs: int = 102
     depends on the core count; ``target`` is then per core)."""
     import gymnasium as gym
 
-    import clustergym  # noqa: F401
-
     env = gym.make_vec(env_id, num_envs=num_envs, vectorization_mode="vector_entry_point", oracle=False,
                        horizon=10**9, **env_kw)
     env.reset(seed=0)
@@ -127,8 +128,6 @@ def bench_hyperparams(algo: str, env_id: str, quick: bool) -> tuple[dict, dict]:
     ``clustergym/learning/hyperparams/<algo>.yml`` with ``n_steps`` cut to 16 (quick) / 64 per env, so one
     rollout + update stays short even with SB3's own heads on P3 (about 6 env-steps/s), and
     ``batch_size`` at most one rollout. Every row (CartPole included) gets the same cut."""
-    from clustergym.learning.hyperparams import load_hyperparams, split_run_keys
-
     run, hp = split_run_keys(load_hyperparams(algo, env_id))
     n_envs = int(run.get("n_envs", 4))
     hp["n_steps"] = 16 if quick else 64
@@ -148,10 +147,6 @@ def _training_model(env_id: str, algo: str, head: str, quick: bool, **env_kw):
     import torch
     from stable_baselines3.common.monitor import Monitor
     from stable_baselines3.common.vec_env import DummyVecEnv
-
-    import clustergym  # noqa: F401
-    from clustergym.family import env_ids
-    from clustergym.learning.training import algo_class, algo_gamma, make_train_env, normalizer, policy_class
 
     torch.set_num_threads(1)
     run, hp = bench_hyperparams(algo, env_id, quick)
@@ -254,12 +249,6 @@ def _throughput_model(env_id: str, n_envs: int, extra: dict, vec: str, rollout: 
     from stable_baselines3.common.monitor import Monitor
     from stable_baselines3.common.vec_env import DummyVecEnv
 
-    import clustergym  # noqa: F401
-    from clustergym.family import env_ids
-    from clustergym.learning.hyperparams import load_hyperparams, split_run_keys
-    from clustergym.learning.training import (algo_class, algo_gamma, make_train_vec, normalizer, policy_class,
-                                              resolve_vec, training_envs)
-
     torch.set_num_threads(1)
     ours = env_id in env_ids()
     run, hp = split_run_keys(load_hyperparams("ppo", env_id))  # CartPole-v1: the anchor's entry (the shared setting)
@@ -335,8 +324,6 @@ def memory_rows(quick: bool) -> list[Row]:
     """
     import gymnasium as gym
 
-    import clustergym  # noqa: F401
-
     rows = []
     n = 100_000 if quick else 1_000_000
     for env_id, label in (("clustergym/MultiServerChannel-v0", "P1"), ("clustergym/MultiServerAllocation-v0", "P2")):
@@ -365,8 +352,6 @@ def run_bench(only: str | None = None, quick: bool = False, out: str | None = No
     import platform
 
     from tqdm.auto import tqdm
-
-    from clustergym.experiments import load
 
     if only is not None and only not in (*list_papers(), "training"):
         raise ValueError(f"unknown paper {only!r} for --only; expected one of {', '.join(list_papers())}, training")
@@ -398,6 +383,4 @@ def _cores() -> int:
 
 
 def list_papers() -> list[str]:
-    from clustergym.experiments import list_papers as lp
-
-    return lp()
+    return _list_papers()

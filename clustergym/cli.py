@@ -10,9 +10,23 @@ import json
 import os
 import sys
 
-__all__ = ["main"]
+from clustergym import bench, experiments, runner
+from clustergym.agent import list_agents
+from clustergym.experiments import drl, drl_export, drl_plan, list_papers
+from clustergym.family import env_ids, load_plugins
+from clustergym.learning import training
+from clustergym.learning.hyperparams import default_algo
+from clustergym.learning.importing import import_model
+from clustergym.learning.instances import describe_pool
+from clustergym.learning.tuning import TuneConfig, tune
+from clustergym.outdir import MANIFEST  # noqa: F401  (what a command wrote into its --out)
+from clustergym.outdir import FolderLock, OutputFolder, check_path
+from clustergym.replay import replay
+from clustergym.results import RUN_FILES
+from clustergym.runner import WorkerDied, was_interrupted
+from clustergym.version import __version__
 
-from clustergym.outdir import MANIFEST  # noqa: E402,F401  (what a command wrote into its --out)
+__all__ = ["main"]
 
 
 class UsageError(ValueError):
@@ -78,8 +92,6 @@ def _check_out(path: str, *, is_file: bool = False) -> None:
     """
     import os
 
-    from clustergym.outdir import check_path
-
     if not is_file:
         check_path(path)
         return
@@ -112,9 +124,6 @@ def _split_agents(text: str) -> list[str]:
 
 
 def cmd_list(args) -> int:
-    from clustergym.agent import list_agents
-    from clustergym.family import env_ids
-
     for env_id in env_ids():
         print(f"{env_id}\n    agents: {', '.join(list_agents(env_id))}")
     return 0
@@ -129,9 +138,6 @@ def _run_sizes(n_runs: int, horizon: int, plots: bool) -> tuple[float, float]:
 
 
 def cmd_run(args) -> int:
-    from clustergym.outdir import OutputFolder
-    from clustergym.runner import evaluate
-
     agents = _split_agents(args.agents)
     if not agents:
         raise UsageError("--agents is empty")
@@ -150,16 +156,15 @@ def cmd_run(args) -> int:
     total, largest = _run_sizes(n_runs * (len(agents) + 1), max(int(args.horizon), 1), not args.no_plots)
     with OutputFolder(args.out, overwrite=args.overwrite, marks=RUN_FILES, need_total=total,
                       need_file=largest) as stage:
-        res = evaluate(args.env_id, agents, seeds, args.horizon, env_kwargs=env_kwargs,
-                       workers=args.workers, backend=args.backend, progress=not args.no_progress,
-                       instances=instances, score=not args.no_score)
+        res = runner.evaluate(args.env_id, agents, seeds, args.horizon, env_kwargs=env_kwargs,  # looked up per call
+                              workers=args.workers, backend=args.backend, progress=not args.no_progress,
+                              instances=instances, score=not args.no_score)
         print(res.table())
         res.write(stage.path, plots=not args.no_plots)
     print("wrote " + ", ".join(os.path.join(args.out, n) for n in stage.written))
     return 0
 
 
-RUN_FILES = ("results.json", "curves.csv", "avg_reward.png", "cumulative_regret.png", "paired_difference.png")
 REPRODUCE_FILES = ("report.md",)
 
 
@@ -183,9 +188,6 @@ def _print_as(old: str, new: str):
 
 
 def cmd_reproduce(args) -> int:
-    from clustergym.experiments import list_papers, reproduce
-    from clustergym.outdir import OutputFolder
-
     _check_out(args.out)
     if args.workers < 1:
         raise UsageError(f"--workers {args.workers} is invalid: expected an integer >= 1")
@@ -200,19 +202,14 @@ def cmd_reproduce(args) -> int:
         kw = {"instances": instances} if instances is not None else {}
         if args.tiny:
             kw["tiny"] = True
-        reproduce(args.paper, quick=args.quick, out=stage.path, workers=args.workers,
-                  progress=not args.no_progress, **kw)
+        experiments.reproduce(args.paper, quick=args.quick, out=stage.path, workers=args.workers,
+                              progress=not args.no_progress, **kw)
     print(f"wrote {', '.join(stage.written)} in {args.out}")
     return 0
 
 
 def cmd_train(args) -> int:
-    from clustergym.learning import training
-    from clustergym.outdir import OutputFolder
-
     if args.algo is None:
-        from clustergym.learning.hyperparams import default_algo
-
         args.algo = default_algo(args.env_id)
     if args.out is None:
         args.out = os.path.join("runs", "train", f"{args.env_id.split('/')[-1]}-{args.algo}-s{args.seed}")
@@ -257,8 +254,6 @@ def cmd_train(args) -> int:
         wrote.append("TensorBoard logs (tb/)")
     print(f"wrote {', '.join(wrote)} in {out}")
     if meta.get("instances"):
-        from clustergym.learning.instances import describe_pool
-
         print(f"trained on instances {describe_pool(meta['instances'])}; evaluate on others: clustergym run "
               f"{meta['env_id']} --agents sb3:{model},random --instances {_held_out(meta['instances'])} --seeds 0 "
               "--out runs/eval")
@@ -291,11 +286,7 @@ TRAIN_FILES = ("model.zip", "clustergym.json", "vecnormalize.npz", "vecnormalize
 
 
 def cmd_tune(args) -> int:
-    from clustergym.learning.tuning import TuneConfig, tune
-
     if args.algo is None:
-        from clustergym.learning.hyperparams import default_algo
-
         args.algo = default_algo(args.env_id)
     out = args.out or os.path.join("runs", "tune", f"{args.env_id.split('/')[-1]}-{args.algo}")
     _check_out(out)
@@ -316,41 +307,36 @@ def cmd_tune(args) -> int:
 
 
 def cmd_drl(args) -> int:
-    from clustergym.learning import benchmark
-
-    out = args.out if args.out is not None else (benchmark.QUICK["out"] if args.quick else benchmark.FULL_OUT)
+    out = args.out if args.out is not None else (drl_plan.QUICK["out"] if args.quick else drl_plan.FULL_OUT)
     _check_out(out)
     envs = None if args.envs is None else [e.strip().lower() for e in args.envs.split(",") if e.strip()]
     for e in envs or ():
-        if e not in benchmark.PLAN:
-            raise UsageError(f"--envs {args.envs!r}: {e!r} is not one of {', '.join(benchmark.PLAN)}")
+        if e not in drl_plan.PLAN:
+            raise UsageError(f"--envs {args.envs!r}: {e!r} is not one of {', '.join(drl_plan.PLAN)}")
     seeds = None if args.seeds is None else _parse_seeds(args.seeds, "--seeds")
     learners = None if args.learners is None else [x.strip() for x in args.learners.split(",") if x.strip()]
     if args.workers < 1:
         raise UsageError(f"--workers {args.workers} is invalid: expected an integer >= 1")
     if args.export_pretrained:
-        benchmark.check_export(args.quick, learners, envs)
+        drl_export.check_export(args.quick, learners, envs)
     if args.figures is not None:
         _check_out(args.figures)
-    from clustergym.outdir import FolderLock
 
-    plan = benchmark.plan_cells(out, envs, quick=args.quick, seeds=seeds, learners=learners)  # before the lock
-    with FolderLock(out, need_total=benchmark.CELL_BYTES * len(plan["todo"]) + 20e6,
-                    need_file=benchmark.CELL_FILE_BYTES):  # the lock clustergym run and train take
-        benchmark.run_benchmark(out, envs, quick=args.quick, seeds=seeds, workers=args.workers,
+    plan = drl.plan_cells(out, envs, quick=args.quick, seeds=seeds, learners=learners)  # before the lock
+    with FolderLock(out, need_total=drl.CELL_BYTES * len(plan["todo"]) + 20e6,
+                    need_file=drl.CELL_FILE_BYTES):  # the lock clustergym run and train take
+        drl.run_benchmark(out, envs, quick=args.quick, seeds=seeds, workers=args.workers,
                                 progress=not args.no_progress, figures=args.figures, learners=learners, lock=False)
         if args.export_pretrained:
-            keys = envs or list(benchmark.PLAN)
+            keys = envs or list(drl_plan.PLAN)
             for key in keys:  # every check of every env first: nothing shipped is replaced when one fails
-                benchmark._prepare_export(out, key)
+                drl_export.prepare_export(out, key)
             for key in keys:
-                benchmark.export_pretrained(out, key)
+                drl_export.export_pretrained(out, key)
     return 0
 
 
 def cmd_import_model(args) -> int:
-    from clustergym.learning.importing import import_model
-
     _check_out(args.out)
     meta = import_model(args.model, args.env_id, args.out, algo=args.algo, env_kwargs=_parse_set(args.set),
                         overwrite=args.overwrite)
@@ -363,8 +349,6 @@ def cmd_import_model(args) -> int:
 
 
 def cmd_replay(args) -> int:
-    from clustergym.replay import replay
-
     agents = _split_agents(args.agents)
     if not 1 <= len(agents) <= 2:
         raise UsageError(f"--agents {args.agents!r}: expected one agent, or two for a side-by-side animation")
@@ -382,17 +366,13 @@ def cmd_replay(args) -> int:
 
 
 def cmd_bench(args) -> int:
-    from clustergym.bench import run_bench
-
     if args.out is not None:
         _check_out(args.out, is_file=True)
-    run_bench(only=args.only, quick=args.quick, out=args.out)
+    bench.run_bench(only=args.only, quick=args.quick, out=args.out)
     return 0
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from clustergym.experiments import list_papers
-
     p = _Parser(prog="clustergym", description="Online cluster scheduling environments and agents.")
     p.add_argument("--debug", action="store_true", help="show full tracebacks on errors")
     p.add_argument("--version", action="version", version=f"clustergym {_version()}",
@@ -567,9 +547,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _version() -> str:
-    import clustergym
-
-    return clustergym.__version__
+    return __version__
 
 
 def _interrupt_message(exc, args) -> str:
@@ -595,7 +573,6 @@ def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     try:  # user families: $CLUSTERGYM_PLUGINS and the entry-point group clustergym.families
-        from clustergym.family import load_plugins
 
         load_plugins()
     except Exception as exc:  # noqa: BLE001 - a broken plugin is one line too, unless --debug
@@ -631,8 +608,6 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     except Exception as exc:  # noqa: BLE001 - user errors are one line; everything else too, unless --debug
         import gymnasium
-
-        from clustergym.runner import WorkerDied, was_interrupted
 
         if was_interrupted(exc) and not args.debug:  # Ctrl-C inside compiled code (numba, torch) that wrapped it
             print(f"clustergym: {_interrupt_message(None, args)}", file=sys.stderr)

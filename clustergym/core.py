@@ -8,6 +8,7 @@ dynamics, the oracles and the metrics read it).
 
 from __future__ import annotations
 
+import importlib
 import math
 from dataclasses import dataclass
 from typing import Any, Generic, Iterable, TypeVar
@@ -16,6 +17,7 @@ import numpy as np
 
 __all__ = [
     "Scenario",
+    "load_entry_point",
     "resolve_scenario",
     "check_choice",
     "check_int",
@@ -206,3 +208,13 @@ def check_memory(nbytes: float, names: str, what: str, fraction: float = 0.8) ->
     if nbytes > fraction * avail:
         raise ValueError(f"{names} would need about {nbytes / 2**30:.1f} GiB ({what}), more than the "
                          f"{avail / 2**30:.1f} GiB of memory available; choose smaller values")
+
+
+def load_entry_point(entry_point: str) -> Any:
+    """The object a ``"module:attr"`` string names (the module when there is no ``:attr``), imported on first use.
+
+    Tables of such strings (the family specs, the agent loaders, a scenario factory's trace presets) name code
+    in higher layers, or code that imports the module holding the table, without importing it up front."""
+    mod, _, attr = entry_point.partition(":")
+    obj = importlib.import_module(mod)
+    return getattr(obj, attr) if attr else obj

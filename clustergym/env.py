@@ -7,7 +7,7 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 
-from clustergym.core import INFEASIBLE_MODES, Scenario, check_choice, check_int
+from clustergym.core import INFEASIBLE_MODES, Scenario, check_choice, check_int, resolve_scenario
 from clustergym.viewer import VISUAL_MODES, require_pygame
 
 
@@ -272,8 +272,6 @@ class InstanceSource:
 
     def __init__(self, scenario: Any, params: dict, factory, names: tuple, scenario_seed: int, instances: Any,
                  pad_kwargs: tuple[str, ...] = ()):
-        from clustergym.core import resolve_scenario
-
         self.fixed = isinstance(scenario, Scenario)
         self.instances = check_instances(instances)
         if self.fixed and self.instances is not None:
@@ -295,8 +293,6 @@ class InstanceSource:
                              "object; pass the scenario by name (scenario='paper', ...) to switch instances")
         sc = self._cache.get(k)
         if sc is None:
-            from clustergym.core import resolve_scenario
-
             sc = resolve_scenario(self.name, self._params, self._factory, self._names, k)
             if len(self._cache) >= _CACHE_SIZE:
                 self._cache.pop(next(iter(self._cache)))

@@ -25,12 +25,18 @@ from __future__ import annotations
 
 import importlib
 import os
+import signal
+import threading
 from dataclasses import dataclass, field
 from types import MappingProxyType, ModuleType
 from typing import Any, Callable, Mapping
 
+import gymnasium as gym
+from gymnasium.envs.registration import register, registry
+
 __all__ = ["EnvEntry", "FamilySpec", "register_family", "family_specs", "family_spec", "env_ids", "env_entry",
-           "load_plugins", "PLUGINS_ENV_VAR", "ENTRY_POINT_GROUP"]
+           "env_family", "register_agent", "agent_entry_points", "agent_names", "load_plugins", "PLUGINS_ENV_VAR",
+           "ENTRY_POINT_GROUP", "BUILTIN_AGENT_MODULES"]
 
 PLUGINS_ENV_VAR = "CLUSTERGYM_PLUGINS"
 ENTRY_POINT_GROUP = "clustergym.families"
@@ -146,6 +152,27 @@ class FamilySpec:
 _FAMILIES: dict[str, FamilySpec] = {}
 FAMILIES = MappingProxyType(_FAMILIES)
 
+# The agent registry: agent name -> family -> "module:Class". The shipped agents register themselves when
+# their packages are imported (BUILTIN_AGENT_MODULES, loaded on first use by clustergym.agent); a family's
+# own agents (FamilySpec.agents) when the family is registered.
+_AGENTS: dict[str, dict[str, str]] = {}
+BUILTIN_AGENT_MODULES = ("clustergym.agents", "clustergym.baselines")
+
+
+def register_agent(name: str, family: str, entry_point: str) -> None:
+    """Register ``entry_point`` ("module:Class") as agent ``name`` for problem ``family``."""
+    _AGENTS.setdefault(name, {})[family] = entry_point
+
+
+def agent_entry_points(name: str) -> dict[str, str] | None:
+    """``{family: "module:Class"}`` of a registered agent name, or None."""
+    return _AGENTS.get(name)
+
+
+def agent_names(family: str | None = None) -> list[str]:
+    """Registered agent names (of the shipped packages once they are loaded), all or those of ``family``."""
+    return sorted(n for n, fams in _AGENTS.items() if family is None or family in fams)
+
 
 def register_family(spec: FamilySpec) -> FamilySpec:
     """Register ``spec``: its env ids with Gymnasium, its ``agents`` with the agent registry.
@@ -153,10 +180,6 @@ def register_family(spec: FamilySpec) -> FamilySpec:
     Registering the same spec again is a no-op; a different spec under a registered name, or an env id
     that another family owns, is a ValueError.
     """
-    from gymnasium.envs.registration import register, registry
-
-    from clustergym.agent import register_agent
-
     if not isinstance(spec, FamilySpec):
         raise ValueError(f"register_family expects a clustergym.family.FamilySpec, got {type(spec).__name__}")
     old = _FAMILIES.get(spec.name)
@@ -204,6 +227,22 @@ def env_entry(env_id: str) -> tuple[FamilySpec, EnvEntry] | None:
     return None
 
 
+def env_family(env_id: str) -> str:
+    """The problem family of a registered env id (its ``FamilySpec``; for an id registered with Gymnasium
+    directly, its class attribute ``family``); a ValueError naming the known ids otherwise."""
+    found = env_entry(env_id)
+    if found is not None:
+        return found[0].name
+    try:
+        spec = gym.spec(env_id)
+    except gym.error.Error:
+        known = ", ".join(sorted(i for i in gym.registry if i.startswith("clustergym/")))
+        raise ValueError(f"unknown env id {env_id!r}; known: {known}") from None
+    ep = spec.entry_point
+    cls = _load(ep) if isinstance(ep, str) else ep
+    return getattr(cls, "family", "")
+
+
 def _register_module(mod: ModuleType) -> None:
     specs = getattr(mod, "FAMILIES", None) or ((mod.FAMILY,) if hasattr(mod, "FAMILY") else ())
     for spec in specs:
@@ -223,9 +262,6 @@ class _ImportTimeout(Exception):
 def _import_with_timeout(name: str, load: Callable[[], Any], timeout: float) -> Any:
     """``load()`` (an import), interrupted after ``timeout`` s by SIGALRM when called from the main thread
     on a Unix (elsewhere without a limit: an import cannot be stopped from another thread)."""
-    import signal
-    import threading
-
     if (timeout <= 0 or not hasattr(signal, "setitimer")
             or threading.current_thread() is not threading.main_thread()):
         return load()

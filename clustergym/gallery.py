@@ -20,6 +20,7 @@ import os
 import numpy as np
 
 from clustergym.plots import figure, mean_band, plot_comparisons, save, style
+from clustergym.replay import record_episode
 from clustergym.runner import evaluate
 
 __all__ = ["PAPERS", "INSTANCES", "viewer_frame", "paper_figure", "main"]
@@ -37,8 +38,6 @@ INSTANCES = (0, 1, 2, 3, 4)
 
 def viewer_frame(env_id: str, slots: int, agent: str, seed: int = 0) -> np.ndarray:
     """The viewer frame after ``slots`` slots of ``agent`` on instance ``seed`` with dynamics seed ``seed``."""
-    from clustergym.replay import record_episode
-
     return record_episode(env_id, agent, seed, horizon=slots, every=slots)[-1]
 
 

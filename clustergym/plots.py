@@ -22,6 +22,8 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 
+from clustergym.stats import t_quantile
+
 __all__ = ["AGENT_COLORS", "agent_color", "reference_color", "figure", "save", "style", "legend_outside", "figure_legend", "mean_ci", "mean_band",
            "paired_difference", "plot_comparisons", "plot_claims", "rolling_mean", "training_curve", "plot_results"]
 
@@ -124,8 +126,6 @@ def save(fig, path: str) -> str:
 def mean_ci(arr, level: float = 0.95) -> tuple[np.ndarray, np.ndarray]:
     """Column means of ``arr`` (rows = instances or seeds) and the half-width of their Student-t interval
     (0 with a single row), ignoring NaN entries column by column."""
-    from clustergym.stats import t_quantile
-
     a = np.atleast_2d(np.asarray(arr, dtype=float))
     fin = np.isfinite(a)
     n = fin.sum(axis=0)
@@ -154,8 +154,6 @@ def paired_difference(ax, diffs: Mapping[str, Sequence[float]], reference: str, 
     diamond with its 95% t-interval, a line at 0 (no difference). ``relative``: the values are percentages.
     ``intervals`` (name -> (mean, low, high)) replaces the interval computed here (e.g. the table's own);
     ``colors`` (name -> colour) replaces :func:`agent_color` of the row names."""
-    from clustergym.stats import t_quantile
-
     rng = np.random.default_rng(seed)  # vertical jitter of the points only
     names = list(diffs)
     for i, name in enumerate(names):

@@ -36,7 +36,7 @@ import numpy as np
 from gymnasium import spaces
 from pettingzoo.utils.env import ParallelEnv
 
-from clustergym.learning.pipeline import DRLObservation, EmpiricalStats
+from clustergym.pipeline import DRLObservation, EmpiricalStats
 
 __all__ = ["FlattenWithStats", "RescaleBox", "FlattenAction", "MultiBinaryAsMultiDiscrete", "HomogeneousAgents",
            "EmpiricalStats", "action_bounds"]
@@ -51,7 +51,7 @@ class FlattenWithStats(DRLObservation):
     slot on P4, none on P3), updated by the env after each step from public feedback only — what a
     real scheduler sees, never ``info["metrics"]``; earlier versions computed them here and appended
     them to the flattened observation. ``stats=False`` leaves the statistics keys out.
-    ``layout="legacy"`` gives the vector of earlier versions (``clustergym.learning.pipeline``: the
+    ``layout="legacy"`` gives the vector of earlier versions (``clustergym.pipeline``: the
     observation keys of then, then the statistics), what models trained then expect.
     This is the observation ``clustergym train`` and ``sb3:`` agents use.
     """

@@ -452,13 +452,14 @@ def envs_index(env_ids) -> str:
 def agent_page(name: str) -> str:
     import gymnasium as gym
 
-    from clustergym.agent import _REGISTRY, _option_params
+    from clustergym.agent import _option_params
+    from clustergym.family import agent_entry_points
     from clustergym.envs import ENV_IDS
 
     fam_env = {}
     for i in ENV_IDS:
         fam_env.setdefault(_load(gym.spec(i).entry_point).family, i)
-    fams = _REGISTRY[name]
+    fams = agent_entry_points(name)
     first_cls = _load(next(iter(fams.values())))
     summary = _summary(first_cls)
     out = [f"# {name}", ""]
@@ -506,7 +507,7 @@ def agent_page(name: str) -> str:
 
 
 def agents_index(names) -> str:
-    from clustergym.agent import _REGISTRY
+    from clustergym.family import agent_entry_points
 
     out = ["# Agents", "",
            "Every agent name registered with `clustergym.agent.register_agent` "
@@ -514,7 +515,7 @@ def agents_index(names) -> str:
            "have one implementation per family (`drf`, `random`). Your own agents: "
            "[Adding an agent](../extending.md).", "", "| agent | families |", "|---|---|"]
     for n in names:
-        out.append(f"| [`{n}`]({n}.md) | {', '.join(f'`{f}`' for f in _REGISTRY[n])} |")
+        out.append(f"| [`{n}`]({n}.md) | {', '.join(f'`{f}`' for f in agent_entry_points(n))} |")
     return "\n".join(out) + "\n"
 
 

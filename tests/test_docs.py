@@ -54,12 +54,12 @@ def test_a_newly_registered_agent_gets_a_page_and_the_check_fails_until_written(
     """The generator follows the registry: a new agent name is a new page, so ``--check`` (and the
     test above) fails until the page is written."""
     from clustergym import agent as agent_mod
+    from clustergym import family as family_mod
 
     gen = _module("gen_pages_under_test", os.path.join(DOCS, "gen_pages.py"))
     agent_mod._load_builtins()
-    reg = {k: dict(v) for k, v in agent_mod._REGISTRY.items()}
-    reg["zz-docs-probe"] = {"multiserver-channel": "clustergym.baselines.channel:HAUF"}
-    monkeypatch.setattr(agent_mod, "_REGISTRY", reg)
+    # the agent registry's data lives in clustergym.family; the probe entry is removed afterwards
+    monkeypatch.setitem(family_mod._AGENTS, "zz-docs-probe", {"multiserver-channel": "clustergym.baselines.channel:HAUF"})
     pages = gen.pages()
     assert "agents/zz-docs-probe.md" in pages
     assert "[`zz-docs-probe`](zz-docs-probe.md)" in pages["agents/index.md"]

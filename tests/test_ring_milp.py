@@ -8,24 +8,7 @@ import pytest
 from clustergym.agents.gadget import gadget_slot, log_increments
 from clustergym.envs.ringallreduce.oracle import ring_increments, solve_slot
 from clustergym.envs.ringallreduce.topology import Topology, placement_loads
-
-
-def _instance(rng, S, n, cap_max=3, tight=True):
-    R = int(rng.integers(1, min(3, S) + 1))
-    rack_of = np.sort(np.concatenate([np.arange(R), rng.integers(0, R, S - R)]))
-    gpus = rng.integers(1, 3, S)
-    sbw = rng.uniform(1.0, 4.0, S) if tight else rng.uniform(10, 100, S)
-    rbw = rng.uniform(1.0, 5.0, R) if tight else rng.uniform(200, 3200, R)
-    topo = Topology(rack_of=rack_of, gpus=gpus, server_bw=np.repeat(sbw[:, None], 2, 1),
-                    rack_bw=np.repeat(rbw[:, None], 2, 1))
-    cap = rng.integers(1, cap_max + 1, n)
-    zeta = rng.integers(50, 500, n).astype(float)
-    z = rng.integers(0, 10, n).astype(float)
-    # λ3 inside reach so that the increments are not negligible
-    lam3 = zeta * (z + rng.uniform(0.5, cap + 0.5))
-    jobs = dict(cap=cap, zeta=zeta, z=z, lam1=rng.uniform(1, 100, n), lam2=rng.uniform(0.002, 0.05, n), lam3=lam3,
-                bw=rng.uniform(0.5, 3.0, n) if tight else rng.uniform(0.1, 5.0, n))
-    return topo, jobs
+from clustergym.testing import random_ring_slot as _instance
 
 
 def _feasible(y, topo, bw):

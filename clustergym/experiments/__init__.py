@@ -8,6 +8,16 @@ from __future__ import annotations
 
 import importlib
 import importlib.util
+import os
+import platform
+import re
+import time
+
+from clustergym.envs import FAMILIES as _FAMILIES
+from clustergym.results import RESULTS_FILE, write_json
+from clustergym.runner import worker_pool
+from clustergym.stats import claims_rows_json
+from clustergym.version import __version__
 
 __all__ = ["KNOWN", "MIN_INSTANCES", "QUICK_INSTANCES", "FULL_INSTANCES", "instances_for", "describe_instances", "mode_name", "write_summary",
            "list_papers", "load", "reproduce", "write_combined_report"]
@@ -40,17 +50,9 @@ def mode_name(quick: bool, tiny: bool = False) -> str:
 def write_summary(folder: str, env_id: str, instances, quick: bool, tiny: bool, rows, **extra) -> str:
     """``FOLDER/results.json`` of a paper whose runs span several configurations: the instances, the
     mode and every claims row with its verdict (a comparison as ``Comparison.to_json``, per instance)."""
-    import json
-    import os
-
-    from clustergym.stats import claims_rows_json
-
     doc = {"env_id": env_id, "instances": [int(i) for i in instances], "mode": mode_name(quick, tiny), **extra,
            "claims": claims_rows_json(rows)}
-    path = os.path.join(folder, "results.json")
-    with open(path, "w") as f:
-        json.dump(doc, f, indent=1, default=str)
-    return path
+    return write_json(os.path.join(folder, RESULTS_FILE), doc, indent=1, default=str)
 
 
 def describe_instances(instances) -> str:
@@ -60,7 +62,6 @@ def describe_instances(instances) -> str:
         return f"{xs[0]}–{xs[-1]}"
     return ", ".join(map(str, xs))
 
-from clustergym.envs import FAMILIES as _FAMILIES
 
 # The ``experiment`` of every shipped family, in the order the papers appear in the README (P1..P4).
 KNOWN = tuple(f.experiment for f in _FAMILIES if f.experiment)
@@ -88,12 +89,9 @@ def reproduce(paper: str, quick: bool = False, out: str = "runs/reproduce", work
     :func:`instances_for`). ``tiny``: for tests of the machinery only — horizons of a few slots, so
     the numbers mean nothing; the reports say so.
     """
-    import time
-
     names = list_papers() if paper == "all" else [paper]
     mods = [load(n) for n in names]  # validate every name before running anything
     insts = instances_for(quick, instances)
-    from clustergym.runner import worker_pool
 
     reports, walls = [], []
     with worker_pool(workers):  # one set of worker processes for every sweep of every paper
@@ -109,15 +107,9 @@ def reproduce(paper: str, quick: bool = False, out: str = "runs/reproduce", work
 def write_combined_report(out: str, names: list[str], reports: list[str], walls: list[float], quick: bool,
                           workers: int, instances=None) -> str:
     """``OUT/report.md``: every paper's report in one page, with per-paper wall times."""
-    import os
-    import platform
-    import re
-
-    import clustergym
-
     total = sum(walls)
     lines = [f"# clustergym reproduction report ({'quick' if quick else 'full'} mode)", "",
-             f"clustergym {clustergym.__version__}, {platform.machine()} with {os.cpu_count()} cores, "
+             f"clustergym {__version__}, {platform.machine()} with {os.cpu_count()} cores, "
              f"{workers} worker processes; total wall time {total / 60:.1f} min."
              + (f" Instances (scenario seeds) of every comparison: {describe_instances(instances)} "
                 f"({len(instances)})." if instances is not None else ""), "",

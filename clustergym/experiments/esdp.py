@@ -30,11 +30,18 @@ from __future__ import annotations
 
 import math
 import os
-import time
 
 import numpy as np
 
-from clustergym.bench import Row, _vector_rate
+from clustergym.agent import make, public_info
+from clustergym.envs.multiserver.channel.oracle import knapsack_max
+from clustergym.envs.multiserver.channel.scenario import make_channel_scenario
+from clustergym.experiments import describe_instances, instances_for, mode_name
+from clustergym.experiments.esdp_bench import bench_rows  # noqa: F401  (the P1 rows of clustergym bench)
+from clustergym.plots import agent_color, figure, figure_legend, mean_band, plot_comparisons, save, style
+from clustergym.runner import Results, evaluate
+from clustergym.stats import (INCONCLUSIVE, NOT_REPRODUCED, REPRODUCED, claims_table, fmt_ci, mean_ci,
+                              paired_comparison, proportion_ci)
 
 __all__ = ["reproduce", "sweep", "tables", "figures", "report", "bench_rows", "run_study", "overtake_slot", "regret_exponent", "true_mean_share",
            "phi_limit_regret"]
@@ -111,9 +118,6 @@ def true_mean_share(instances, horizon: int, seed_of=lambda i: i, readings=HAUF_
     reading and instance (a diagnostic, not an agent: it reads the hidden truth)."""
     import gymnasium as gym
 
-    import clustergym  # noqa: F401
-    from clustergym.agent import make, public_info
-
     out = {r: {} for r in readings}
     for spec in readings:
         for inst in instances:
@@ -142,9 +146,6 @@ def phi_limit_regret(instances, samples: int = 1000, seed: int = 0, **params) ->
     over ``samples`` arrival draws Bernoulli(ρ_l) (a diagnostic: it reads the hidden truth);
     ``params`` override the paper scenario's parameters.
     """
-    from clustergym.envs.multiserver.channel.scenario import make_channel_scenario
-    from clustergym.envs.multiserver.channel.oracle import knapsack_max
-
     out = {}
     for inst in instances:
         sc = make_channel_scenario("paper", seed=int(inst), **params)
@@ -165,8 +166,6 @@ def phi_limit_regret(instances, samples: int = 1000, seed: int = 0, **params) ->
 def run_study(horizon: int, instances, workers: int, progress: bool, sensitivity: bool = True):
     """All agents on ``instances`` (a list of scenario seeds, or n for 0..n−1; seed = instance), one
     evaluate call; returns Results."""
-    from clustergym.runner import evaluate
-
     agents = list(MAIN_AGENTS)
     if sensitivity:
         agents += [a for v in SENSITIVITY.values() for a in v]
@@ -175,8 +174,6 @@ def run_study(horizon: int, instances, workers: int, progress: bool, sensitivity
 
 
 def _subset(res, agents):
-    from clustergym.runner import Results
-
     return Results(env_id=res.env_id, env_kwargs=res.env_kwargs, horizon=res.horizon,
                    runs=[r for r in res.runs if r.agent in agents], version=res.version,
                    instance_axis=res.instance_axis)
@@ -188,8 +185,6 @@ def _curves(res, agent, f):
 
 def figures(res, out_dir: str, prefix: str = "esdp_", limit: dict | None = None) -> list[str]:
     """The P1 figures, each a mean over instances with a 95% t-band: average reward vs t, per-slot and cumulative regret of both ESDP variants, Fig. 3-style ratios."""
-    from clustergym.plots import agent_color, figure, figure_legend, mean_band, plot_comparisons, save, style
-
     H = res.horizon
     t = np.arange(1, H + 1)
     n = len(res.instances)
@@ -257,8 +252,6 @@ def fig2_claim(res, hauf: str = "hauf", esdp: str = "esdp") -> tuple[dict, dict,
     the early slot and ESDP ahead at the end): with the share of instances that show it and its
     Wilson 95% interval (``stats.proportion_ci``), *reproduced* when the interval lies above 1/2 (most
     instances show it), *not reproduced* when it lies below 1/2, else *inconclusive*."""
-    from clustergym.stats import INCONCLUSIVE, NOT_REPRODUCED, REPRODUCED, fmt_ci, mean_ci, proportion_ci
-
     H, inst = res.horizon, res.instances
     runs = {(r.agent, r.instance): r for r in res.runs}  # one seed per instance
     early = max(10, H // EARLY_FRACTION)
@@ -286,8 +279,6 @@ def fig2_claim(res, hauf: str = "hauf", esdp: str = "esdp") -> tuple[dict, dict,
 def hauf_reading_rows(res, readings=HAUF_READINGS) -> list[dict]:
     """Claims rows for every HAUF reading present in ``res``: ESDP beats it (total reward, the paper's
     "up to 73%") and Fig. 2's early lead / overtake (:func:`fig2_claim`)."""
-    from clustergym.stats import paired_comparison
-
     rows = []
     for h in readings:
         if h not in res.agents:
@@ -302,8 +293,6 @@ def hauf_reading_rows(res, readings=HAUF_READINGS) -> list[dict]:
 
 def analyse(res, share: dict | None = None, limit: dict | None = None) -> dict:
     """Every number the report prints, from the runs (per instance, then over instances)."""
-    from clustergym.stats import INCONCLUSIVE, NOT_REPRODUCED, REPRODUCED, fmt_ci, mean_ci, paired_comparison
-
     H = res.horizon
     inst = res.instances
     tot = {a: res.per_instance(a) for a in res.agents}
@@ -364,8 +353,6 @@ def rho_study(rhos, horizon: int, n_instances: int, workers: int = 1, progress: 
     instances 0..n−1, seed = instance: ``{ρ: Results}``. The paper's proof bounds the slots where some
     port has no job (eq. 35: the event that every port yields a job, probability Π_l ρ_l), so its claims
     are for ρ near 1; this measures where faithful ESDP stops beating the baselines."""
-    from clustergym.runner import evaluate
-
     return {float(r): evaluate(ENV_ID, list(RHO_AGENTS), list(range(n_instances)), horizon,
                                env_kwargs={"rho": float(r)}, workers=workers, progress=progress)
             for r in rhos}
@@ -374,8 +361,6 @@ def rho_study(rhos, horizon: int, n_instances: int, workers: int = 1, progress: 
 def rho_table(studies: dict) -> str:
     """Per ρ: each agent's share of the oracle's expected reward and faithful / ``only_active`` ESDP vs
     each baseline (mean relative gain [95% CI] over instances, W / L)."""
-    from clustergym.stats import fmt_ci, mean_ci, paired_comparison
-
     head = ("| ρ | instances × slots | share of oracle: " + " / ".join(f"`{a}`" for a in RHO_AGENTS)
             + " | " + " | ".join(f"{e} vs {b.upper()}" for e in ("ESDP", "only_active") for b in BASELINES) + " |")
     lines = [head, "|---" * (3 + 2 * len(BASELINES)) + "|"]
@@ -393,8 +378,6 @@ def rho_table(studies: dict) -> str:
 
 
 def sensitivity_table(an: dict) -> str:
-    from clustergym.stats import fmt_ci
-
     lines = ["| reading | vs its default: total reward, mean [95% CI] | W / L | ESDP vs this reading | W / L |",
              "|---|---|---|---|---|"]
     for o, b, c, e in an["sensitivity"]:
@@ -405,8 +388,6 @@ def sensitivity_table(an: dict) -> str:
 def regret_table(an: dict) -> str:
     """Per-slot regret of both variants over instances, beside the Φ(t)-then-drop rule's regret with
     exact means (:func:`phi_limit_regret`)."""
-    from clustergym.stats import fmt_ci, mean_ci
-
     def ci(d, digits=3):
         return fmt_ci(mean_ci(list(d.values())), unit="", digits=digits, signed=False)
 
@@ -422,8 +403,6 @@ def regret_table(an: dict) -> str:
 
 
 def share_table(an: dict) -> str:
-    from clustergym.stats import fmt_ci, mean_ci
-
     lines = ["| policy | share of the oracle's expected reward, mean [95% bootstrap interval] over instances | per instance |",
              "|---|---|---|"]
     rows = [(f"`{k}` given the TRUE means ṽ (no estimation error)", v) for k, v in (an["share"] or {}).items()]
@@ -442,8 +421,6 @@ def sweep(quick: bool, workers: int, progress: bool, instances=None, tiny: bool 
     regret with exact means (:func:`phi_limit_regret`) and HAUF given the true means (:func:`true_mean_share`).
     ``instances``: the scenario seeds (default ``experiments.instances_for(quick)``); ``tiny``: a few
     slots, for tests of the machinery."""
-    from clustergym.experiments import instances_for
-
     insts = instances_for(quick, instances)
     horizon = TINY_HORIZON if tiny else QUICK_HORIZON if quick else FULL_HORIZON
     res = run_study(horizon, insts, workers, progress)
@@ -455,8 +432,6 @@ def sweep(quick: bool, workers: int, progress: bool, instances=None, tiny: bool 
 
 def tables(sw: dict) -> dict:
     """The report's tables (plain text / markdown) from a :func:`sweep`."""
-    from clustergym.stats import claims_table
-
     an = analyse(sw["res"], sw["share"], sw["limit"])
     return {"results": _subset(sw["res"], MAIN_AGENTS).table(), "claims": claims_table(an["rows"]),
             "hauf_readings": claims_table(hauf_reading_rows(sw["res"])),
@@ -465,8 +440,6 @@ def tables(sw: dict) -> dict:
 
 def report(sw: dict, tb: dict) -> str:
     """The markdown of ``report.md``."""
-    from clustergym.experiments import describe_instances, mode_name
-
     quick, horizon, n_inst = sw["quick"], sw["horizon"], sw["n_inst"]
     insts = sw.get("instances", list(range(n_inst)))
     lines = [
@@ -541,110 +514,6 @@ def reproduce(quick: bool, out: str, workers: int, progress: bool, instances=Non
     return path
 
 
-# -- benchmarks (the P1 rows of `clustergym bench`) ------------------------------------------------
-
-
-def p1_env_steps(quick: bool) -> Row:
-    import gymnasium as gym
-
-    import clustergym  # noqa: F401
-    from clustergym.baselines.channel import greedy_fill
-
-    env = gym.make("clustergym/MultiServerChannel-v0", oracle=False, horizon=10**9)
-    pb = env.unwrapped.problem
-    rng = np.random.default_rng(0)
-    obs, info = env.reset(seed=0)
-    # Warm-up, untimed: the first step loads (or, on a fresh install, compiles) the numba kernels.
-    for _ in range(20):
-        obs, r, term, trunc, info = env.step(np.zeros(pb.num_edges, dtype=np.int8))
-    n = 20_000 if quick else 100_000
-    spent = 0.0
-    for _ in range(n):
-        # a random *valid* action: random order over channels of ports with a job, first fit
-        order = rng.permutation(np.flatnonzero(info["action_mask"]))
-        a = greedy_fill(order, pb.demand, pb.capacity, True, pb.num_edges)
-        t0 = time.perf_counter()
-        obs, r, term, trunc, info = env.step(a)
-        spent += time.perf_counter() - t0
-    rate = n / spent
-    return Row("P1 env step (paper default, gym.make, random valid, oracle off)", rate, "steps/s", ">= 20,000",
-               rate >= 20_000)
-
-
-def p1_vector_steps(quick: bool, num_envs: int = 1024) -> Row:
-    import gymnasium as gym
-
-    import clustergym  # noqa: F401
-    from clustergym.baselines.channel import greedy_fill
-
-    env = gym.make_vec("clustergym/MultiServerChannel-v0", num_envs=num_envs, vectorization_mode="vector_entry_point",
-                       oracle=False, horizon=10**9)
-    pb = env.unwrapped.problem
-    rng = np.random.default_rng(0)
-    env.reset(seed=0)
-    # Valid action batches: random first fit over all channels, restricted to each sub-env's current
-    # active channels would need the state; channels of idle ports are dropped by the repair at no
-    # extra cost, so we pre-generate capacity-feasible batches over all channels.
-    batches = [np.stack([greedy_fill(rng.permutation(pb.num_edges), pb.demand, pb.capacity, True, pb.num_edges)
-                         for _ in range(num_envs)]).astype(np.int8) for _ in range(4)]
-    rate = _vector_rate(env, batches, 50 if quick else 300)
-    return Row(f"P1 native vector env, {num_envs} envs", rate, "env-steps/s", ">= 300,000 (goal 1M)",
-               rate >= 300_000)
-
-
-def p1_oracle(quick: bool) -> Row:
-    import gymnasium as gym
-
-    import clustergym  # noqa: F401
-    from clustergym.envs.multiserver.channel.oracle import knapsack_max
-
-    env = gym.make("clustergym/MultiServerChannel-v0", horizon=10**9).unwrapped
-    obs, info = env.reset(seed=0)
-    v, pb = env.scenario.truth.mean_utility, env.problem
-    times = []
-    for _ in range(300 if quick else 2000):
-        active = np.flatnonzero(info["action_mask"])
-        t0 = time.perf_counter()
-        knapsack_max(v[active], pb.demand[active], pb.capacity)
-        times.append(time.perf_counter() - t0)
-        obs, r, term, trunc, info = env.step(np.zeros(pb.num_edges, dtype=np.int8))
-    ms = float(np.median(times) * 1000)
-    return Row("P1 oracle per slot (exact knapsack DP, paper default)", ms, "ms", "<= 5 ms", ms <= 5.0)
-
-
-def _esdp_decisions(slots: int, **env_kw) -> tuple[np.ndarray, object]:
-    from clustergym.bench import decision_times
-
-    return decision_times(ENV_ID, "esdp", slots, **env_kw)
-
-
-def esdp_rows(quick: bool) -> list:
-    # Warm the compiled DP once so the first decision's JIT time is not counted.
-    _esdp_decisions(3, num_servers=8)
-    slots = 400 if quick else 1500
-    times, pb = _esdp_decisions(slots)
-    late = times[slots // 2:]  # after exploration: every channel tried, full-size DP
-    ms = float(np.median(late) * 1000)
-    rows = [Row(f"ESDP decision, paper default (|E|={pb.num_edges}, c={pb.capacity.tolist()}, slots {slots // 2}-{slots})",
-                ms, "ms median", "<= 100 ms", ms <= 100.0),
-            Row("ESDP decision, paper default, p95", float(np.percentile(late, 95) * 1000), "ms", "", None)]
-    for ratio in (0.1, 0.15, 0.2, 0.25, 0.3):
-        n = 150 if quick else 400
-        times, pb = _esdp_decisions(n, capacity_ratio=ratio)
-        grid = int(np.prod(np.asarray(pb.capacity) + 1))
-        rows.append(Row(f"  ESDP vs capacity: ratio {ratio:.2f}, c={pb.capacity.tolist()}, Π(c_k+1)={grid}",
-                        float(np.median(times[n // 2:]) * 1000), "ms median", "(growth)", None))
-    return rows
-
-
-def bench_rows(quick: bool):
-    from clustergym.bench import sampled_action_rate, training_rates
-
-    return [p1_env_steps(quick), sampled_action_rate(ENV_ID, "P1", 1_000 if quick else 5_000), p1_vector_steps(quick),
-            p1_oracle(quick), *esdp_rows(quick),
-            # PPO on MultiBinary: SB3's Bernoulli is already one tensor op (same in both heads): one row.
-            *training_rates(ENV_ID, "P1", quick, heads=("fast",)),
-            *training_rates(ENV_ID, "P1", quick, algo="maskable_ppo", ratio_target=3.0)]
 
 
 def main(argv=None) -> None:
@@ -670,9 +539,6 @@ def main(argv=None) -> None:
         print(rho_table(studies))
         return
     if a.hauf_readings:
-        from clustergym.runner import evaluate
-        from clustergym.stats import claims_table
-
         res = evaluate(ENV_ID, ["esdp", *HAUF_READINGS], list(range(a.instances)),
                        a.horizon, workers=a.workers, progress=True)
         print(res.table())

@@ -17,6 +17,14 @@ import time
 
 import numpy as np
 
+from clustergym.agent import make, public_info
+from clustergym.envs.ringallreduce.env import RingAllReduceEnv
+from clustergym.experiments import describe_instances, instances_for, mode_name, write_summary
+from clustergym.experiments.gadget_bench import bench_rows  # noqa: F401  (the P3 rows of clustergym bench)
+from clustergym.plots import _plt, agent_color, figure, figure_legend, legend_outside, plot_claims, save
+from clustergym.runner import evaluate, run_episode
+from clustergym.stats import claims_table, fmt_ci, mean_ci, paired_comparison, range_verdict
+
 __all__ = ["reproduce", "bench_rows", "slot_ratios", "unserved_idle", "lam1_total", "scarce_sweep", "fig7_sweep",
            "CONFIG"]
 
@@ -45,8 +53,6 @@ TINY = dict(horizon=6, scarce_horizon=6, fig7_horizon=2, fig7_size="small")
 
 def config(quick: bool, instances=None, tiny: bool = False) -> dict:
     """The experiment grid of one mode (:data:`CONFIG`) with its instances (``experiments.instances_for``)."""
-    from clustergym.experiments import instances_for
-
     cfg = dict(CONFIG[bool(quick)], **(TINY if tiny else {}))
     cfg["instances"] = cfg["fig7_instances"] = instances_for(quick, instances)
     return cfg
@@ -85,8 +91,6 @@ def slot_ratios(instances, horizon: int, seed: int = 0, agents=("gadget", "fifo"
     increments π_iκ, and the MILP (``milp.solve_slot``) gives the optimum of problem (10) for that
     state. Slots with optimum <= 1e-9 · max λ1 are skipped. Returns ``{agent: {instance: ratios}}``.
     """
-    from clustergym.agent import make, public_info
-    from clustergym.envs.ringallreduce.env import RingAllReduceEnv
     from clustergym.envs.ringallreduce.oracle import ring_increments, solve_slot
 
     out = {a: {} for a in agents}
@@ -122,10 +126,6 @@ def unserved_idle(agent, seeds=(0, 1), horizon: int = 200, arrival_rate: float =
     """Per run, mean over slots of visible jobs with budget left that get no
     worker, and of idle GPUs. ``agent`` is a spec (``"gadget"``) or an agent object; the run with
     seed s uses instance s (``scenario_seed=s``) unless ``env_kw`` pins one."""
-    from clustergym.agent import make
-    from clustergym.envs.ringallreduce.env import RingAllReduceEnv
-    from clustergym.runner import run_episode
-
     rows = []
     for s in seeds:
         kw = dict(scenario_seed=s, **env_kw)
@@ -152,8 +152,6 @@ def lam1_total(env_kwargs: dict, instances, horizon: int) -> dict:
     as :func:`sweep` pairs them): the utility every job would reach if it finished training, an
     upper bound on any agent's total utility. Arrivals do not depend on the agent, so a run with no
     workers (every arrived job stays visible when ``max_jobs`` is above the arrivals) lists them all."""
-    from clustergym.envs.ringallreduce.env import RingAllReduceEnv
-
     out = {}
     for inst in instances:
         env = RingAllReduceEnv(horizon=horizon, scenario_seed=int(inst), **env_kwargs)
@@ -172,8 +170,6 @@ def lam1_total(env_kwargs: dict, instances, horizon: int) -> dict:
 
 def scarce_sweep(cfg: dict, workers: int, progress: bool) -> dict:
     """The scarce-GPU regime (:data:`SCARCE`): ``{mode: (Results, Σλ1 per instance)}``."""
-    from clustergym.runner import evaluate
-
     T, rate, inst = cfg.get("scarce_horizon", SCARCE["horizon"]), SCARCE["arrival_rate"], cfg["instances"]
     mj = int(max(64, np.ceil(1.3 * rate * T + 20)))
     out = {}
@@ -200,8 +196,6 @@ def _mean_over_seeds(res, agent, key):
 
 def _ci_str(vals, digits=3, bounds=None):
     """``mean [low, high]``: a t-interval, or with ``bounds`` (a share or ratio) a seeded bootstrap one."""
-    from clustergym.stats import mean_ci
-
     ci = mean_ci(list(vals), bounds=bounds)
     if np.isnan(ci.low):
         return f"{ci.mean:.{digits}f}"
@@ -213,8 +207,6 @@ def sweep(quick: bool, workers: int, progress: bool, instances=None, tiny: bool 
     ratio per capacity scaling) and Fig. 7 (per-slot ratios to the MILP optimum, :func:`slot_ratios`).
     ``instances``: the scenario seeds (default ``experiments.instances_for(quick)``); ``tiny``: a few
     slots, for tests of the machinery."""
-    from clustergym.runner import evaluate
-
     cfg = config(quick, instances, tiny)
     # run = (instance s, seed s): in this env the instance (scenario_seed) draws the topology and the
     # seed the job stream, so pairing them gives every instance its own topology and its own jobs
@@ -251,8 +243,6 @@ def _fig7_stats(r7: dict) -> tuple[dict, dict]:
 
 def _fig4_section(sw: dict) -> tuple[list[str], list[dict]]:
     """Fig. 4: the utility table per budget mode and the claims on GADGET's gains."""
-    from clustergym.stats import fmt_ci, paired_comparison
-
     cfg, fig4 = sw["cfg"], sw["fig4"]
     T, inst = cfg["horizon"], cfg["instances"]
     agents4 = cfg["fig4_agents"]
@@ -317,8 +307,6 @@ def _fig4_section(sw: dict) -> tuple[list[str], list[dict]]:
 def _lam1_share_table(points, agents, label: str) -> list[str]:
     """Rows ``(label value, Results, {instance: Σλ1})``: each agent's total utility / Σλ1 (%), mean
     [95% CI] over instances. Near 100% every job finishes: the load is saturated for that agent."""
-    from clustergym.stats import fmt_ci, mean_ci
-
     out = [f"Share of Σλ1 (every arrived job's utility at completion; an upper bound) reached, % (mean [95% CI]):", "",
            f"| {label} | " + " | ".join(agents) + " |", "|---" * (1 + len(agents)) + "|"]
     for lab, res, lam in points:
@@ -333,8 +321,6 @@ def _lam1_share_table(points, agents, label: str) -> list[str]:
 
 def _scarce_section(sw: dict) -> tuple[list[str], list[dict]]:
     """The scarce-GPU regime: utility, share of Σλ1, GADGET vs every agent; claims GADGET > each baseline."""
-    from clustergym.stats import fmt_ci, paired_comparison
-
     if "scarce" not in sw:
         return [], []
     claims = []
@@ -368,8 +354,6 @@ def _scarce_section(sw: dict) -> tuple[list[str], list[dict]]:
 
 def _fig56_section(sw: dict) -> tuple[list[str], list[dict]]:
     """Figs. 5–6: the embedded-ratio table and the claims that it rises with capacity."""
-    from clustergym.stats import paired_comparison
-
     cfg, emb = sw["cfg"], sw["emb"]
     claims, lines = [], []
     rate = cfg["fig56_rate"]
@@ -392,8 +376,6 @@ def _fig56_section(sw: dict) -> tuple[list[str], list[dict]]:
 def _fig7_section(sw: dict) -> tuple[list[str], list[dict]]:
     """Fig. 7: per-slot ratios to the MILP optimum on the same slots, the share of slots where each
     agent is exactly optimal, and the claims."""
-    from clustergym.stats import fmt_ci, mean_ci, paired_comparison, range_verdict
-
     cfg, r7 = sw["cfg"], sw["r7"]
     claims, lines = [], []
     T7, inst7, size = cfg["fig7_horizon"], cfg["fig7_instances"], cfg.get("fig7_size", "small")
@@ -439,9 +421,6 @@ def tables(sw: dict) -> tuple[list[str], list[dict]]:
 
 def figures(sw: dict, d: str) -> list[str]:
     """Fig. 4 (utility vs jobs), Figs. 5–6 (embedded ratio vs capacity), Fig. 7 (ratio histogram)."""
-    from clustergym.plots import _plt, agent_color, figure, figure_legend, legend_outside, save
-    from clustergym.stats import mean_ci, paired_comparison
-
     cfg, fig4, emb, r7 = sw["cfg"], sw["fig4"], sw["emb"], sw["r7"]
     T, agents4 = cfg["horizon"], cfg["fig4_agents"]
     plt = _plt()
@@ -494,7 +473,6 @@ def figures(sw: dict, d: str) -> list[str]:
     ax.set_title(f"Fig. 7 style ({sum(len(v) for v in r7['gadget'].values())} slots, §VI λ2)")
     legend_outside(ax)
     p7 = save(fig, os.path.join(d, "gadget_fig7_milp_ratio.png"))
-    from clustergym.plots import plot_claims
 
     pc = plot_claims(tables(sw)[1], os.path.join(d, "gadget_claims.png"), "GADGET claims: paired differences over instances")
     return [p4, p56, p7] + ([pc] if pc else [])
@@ -502,10 +480,6 @@ def figures(sw: dict, d: str) -> list[str]:
 
 def report(sw: dict, lines: list[str], claims: list[dict], wall: float) -> str:
     """The markdown of ``report.md``."""
-    from clustergym.stats import claims_table
-
-    from clustergym.experiments import describe_instances, mode_name
-
     cfg = sw["cfg"]
     head = [f"# GADGET reproduction ({mode_name(sw['quick'], sw.get('tiny', False))} mode)", "",
             f"`{ENV_ID}`, paper scenario (gadget.md §VI.1, Poisson arrivals), instances (scenario_seed) "
@@ -521,8 +495,6 @@ def report(sw: dict, lines: list[str], claims: list[dict], wall: float) -> str:
 def reproduce(quick: bool, out: str, workers: int, progress: bool, instances=None, tiny: bool = False) -> str:
     """Figs. 4–7 over instances (scenario seeds) with 95% intervals and a claims table: :func:`sweep`,
     :func:`figures`, :func:`tables` and :func:`report`; ``results.json`` holds the instances and the claims."""
-    from clustergym.experiments import write_summary
-
     d = os.path.join(out, "gadget")
     os.makedirs(d, exist_ok=True)
     t_start = time.time()
@@ -542,86 +514,9 @@ def reproduce(quick: bool, out: str, workers: int, progress: bool, instances=Non
     return path
 
 
-def _env_rate(mode: str, n: int) -> float:
-    import gymnasium as gym
-
-    import clustergym  # noqa: F401
-
-    env = gym.make(ENV_ID, action_mode=mode, horizon=10**9)
-    obs, info = env.reset(seed=0)
-    rng = np.random.default_rng(0)
-    space = env.action_space
-    for _ in range(20):  # warm the compiled placement
-        obs, r, term, trunc, info = env.step(np.where(info["action_mask"], space.sample(), 0))
-    spent = 0.0
-    for _ in range(n):
-        # random valid action: random entries for visible jobs (env repairs the rest)
-        a = np.where(info["action_mask"], rng.integers(0, space.nvec), 0)
-        t0 = time.perf_counter()
-        obs, r, term, trunc, info = env.step(a)
-        spent += time.perf_counter() - t0
-    return n / spent
-
-
-def bench_rows(quick: bool):
-    from clustergym.agent import make
-    from clustergym.bench import Row
-    from clustergym.runner import time_decisions
-
-    import gymnasium as gym
-
-    rows = []
-    n = 3000 if quick else 20000
-    rate = _env_rate("ring_size", n)
-    rows.append(Row("P3 env step (paper default, ring_size mode, random actions)", rate, "steps/s", ">= 2,000",
-                    rate >= 2000))
-    rows.append(Row("P3 env step (paper default, placement mode, random actions)", _env_rate("placement", n // 3),
-                    "steps/s", "", None))
-    from clustergym.bench import sampled_action_rate, training_rates
-
-    rows.append(sampled_action_rate(ENV_ID, "P3", 300 if quick else 2000))
-    # Placement mode (the default): 1,600 categorical dimensions; SB3's own head runs ~6 env-steps/s here.
-    rows.extend(training_rates(ENV_ID, "P3", quick, ratio_target=10.0))
-    # ring_size mode (MultiDiscrete(J_max)): the faster DRL option, fast head only
-    rows.extend(training_rates(ENV_ID, "P3 ring_size", quick, heads=("fast",), action_mode="ring_size"))
-    slots = 100 if quick else 200
-    # The paper-default env (horizon 200, its default oracle=False) as before; the runner's episode loop.
-    times = list(time_decisions(gym.make(ENV_ID, horizon=200), make("gadget", family="ringallreduce"), slots))
-    times = np.asarray(times[5:]) * 1000
-    med = float(np.median(times))
-    rows.append(Row(f"GADGET decision, paper default (T=200, slots 5-{slots})", med, "ms median", "<= 200 ms",
-                    med <= 200))
-    rows.append(Row("GADGET decision, paper default, p95", float(np.percentile(times, 95)), "ms", "", None))
-    from clustergym.envs.ringallreduce.oracle import solve_slot
-
-    env = gym.make(ENV_ID, num_servers=12, max_jobs=6, arrival_rate=1.0, horizon=10**6).unwrapped
-    obs, info = env.reset(seed=0)
-    tm = []
-    for _ in range(10 if quick else 40):
-        w = info["window"]
-        t0 = time.perf_counter()
-        solve_slot(env.problem.topology, w["cap"], w["zeta"], w["attained"], w["lam1"], w["lam2"], w["lam3"], w["bw"])
-        tm.append(time.perf_counter() - t0)
-        obs, r, term, trunc, info = env.step(agent_act(env, info))
-    rows.append(Row("P3 MILP oracle per slot (12 servers, <= 6 jobs)", float(np.median(tm) * 1000), "ms median", "",
-                    None))
-    return rows
-
-
-def agent_act(env, info):
-    """FIFO-like feasible action for the oracle benchmark (keeps jobs progressing)."""
-    from clustergym.agent import make, public_info
-
-    agent = make("fifo", family="ringallreduce")
-    agent.reset(env.problem, seed=0)
-    return agent.act(None, public_info(info))
-
-
 def main(argv=None) -> None:
     """``python -m clustergym.experiments.gadget --scarce --fig7 [--quick]``: only those tables."""
     import argparse
-
-    from clustergym.stats import claims_table
 
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--quick", action="store_true", help="quick mode's instances and Fig. 7 instance")

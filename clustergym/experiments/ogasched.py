@@ -7,7 +7,16 @@ import time
 
 import numpy as np
 
-from clustergym.experiments import write_summary
+from clustergym.agent import make
+from clustergym.agents.ogasched import proportional_share
+from clustergym.bench import (Row, _vector_rate, decision_times, numba_threads, sampled_action_rate, training_rates,
+                              vector_sampled_rate)
+from clustergym.envs.multiserver.allocation.scenario import FIG2_HORIZON
+from clustergym.experiments import describe_instances, instances_for, mode_name, write_summary
+from clustergym.plots import _plt, agent_color, figure_legend, legend_outside, plot_claims, save
+from clustergym.runner import evaluate, make_env, run_episode, run_one
+from clustergym.stats import (INCONCLUSIVE, NOT_REPRODUCED, REPRODUCED, TOO_FEW, claims_table, fmt_ci, mean_ci,
+                              paired_comparison, verdict)
 
 __all__ = ["reproduce", "sweep", "analyse", "tables", "figures", "report", "bench_rows", "PAPER_GAPS", "units_claims",
            "setting_claims", "eq26_steps", "best_static_values", "SETTINGS_RUN", "AGENTS"]
@@ -43,8 +52,6 @@ _LABEL = {"fairness": "FAIRNESS (share of all L_r)", "fairness[active_share=true
 
 
 def _ci_of(values) -> str:
-    from clustergym.stats import fmt_ci, mean_ci
-
     return fmt_ci(mean_ci(list(values)), unit="", digits=2, signed=False)
 
 
@@ -52,8 +59,6 @@ def _ratio_verdict(ratios, predicted_sublinear: bool) -> str:
     """Theorem 1: R(T)/R(T/4) ≈ 2 (√4) for eq. 26, 4 for a linear regret. *reproduced* when the 95%
     interval is on the predicted side of 3 (halfway between), *not reproduced* when it is on the other
     side, else *inconclusive* (docs/evaluation.md)."""
-    from clustergym.stats import INCONCLUSIVE, NOT_REPRODUCED, REPRODUCED, TOO_FEW, mean_ci
-
     ci = mean_ci(list(ratios))
     if ci.n < 2:
         return TOO_FEW
@@ -70,8 +75,6 @@ def setting_claims(res, scale=None) -> tuple[list[dict], dict]:
     SPREADING per instance, in our readings and in the authors'). ``scale``: instance -> Q(y*), the
     common positive quantity of the claims statistic (``clustergym.stats``); None: the statistic's
     fallback."""
-    from clustergym.stats import paired_comparison
-
     per = {a: res.per_instance(a) for a in res.agents}
     kw = {"scale": scale, "basis": BASIS} if scale is not None else {}
     rows, comps = [], {}
@@ -106,11 +109,6 @@ def units_claims(res, scale=None) -> tuple[list[dict], dict]:
 def eq26_steps(units: str, instance: int, horizon: int, slots: int, seed: int = 0) -> np.ndarray:
     """``units``: the P2 setting (scenario.py SETTINGS; the earlier name of the argument is kept)."""
     """η_t of eq. 26 over the first ``slots`` slots of an ``ogasched[lr=eq26]`` run (T = horizon)."""
-    from clustergym.runner import make_env
-
-    import clustergym  # noqa: F401
-    from clustergym.agent import make
-
     env = make_env(ENV_ID, horizon=horizon, oracle=False, setting=units, scenario_seed=instance).unwrapped
     ag = make("ogasched[lr=eq26]", family="multiserver-allocation")
     obs, _ = env.reset(seed=seed)
@@ -126,12 +124,6 @@ def eq26_steps(units: str, instance: int, horizon: int, slots: int, seed: int = 
 def dominant_type_shares(units: str, agent: str, instances, slots: int, seed: int = 0) -> np.ndarray:
     """Share of (port with a job, slot) pairs whose overhead max_k β_k Σ_{r∈R_l} y^k (eq. 5) is attained
     by each device type k*, over the first ``slots`` slots of ``agent`` on each instance, shape (K,)."""
-    from clustergym.runner import make_env
-
-    import clustergym  # noqa: F401
-    from clustergym.agent import make
-    from clustergym.runner import run_episode
-
     cnt = None
     for i in instances:
         env = make_env(ENV_ID, horizon=slots, oracle=False, setting=units, scenario_seed=i).unwrapped
@@ -151,9 +143,6 @@ def dominant_type_shares(units: str, agent: str, instances, slots: int, seed: in
 def best_static_values(env_kwargs: dict, seed: int, checkpoints) -> list[float]:
     """Q(y*) of the best static allocation of every prefix [1, t], t in ``checkpoints`` (eq. 6's comparator).
     Arrivals do not depend on actions, so they are regenerated from the env seed."""
-    from clustergym.runner import make_env
-
-    import clustergym  # noqa: F401
     from clustergym.envs.multiserver.allocation.oracle import best_static_allocation
 
     T = int(max(checkpoints))
@@ -181,9 +170,6 @@ def sweep(quick: bool, workers: int, progress: bool, instances=None, tiny: bool 
     allocations of every prefix and the T/4 runs for the regret growth (default setting); 4. Fig. 7's
     utility families; 5. (full mode) Fig. 2's caption setting. ``instances``: the scenario seeds
     (default ``experiments.instances_for(quick)``); ``tiny``: a few slots, for tests of the machinery."""
-    from clustergym.experiments import instances_for
-    from clustergym.runner import evaluate
-
     T = 40 if tiny else QUICK_T if quick else 2000
     instances = instances_for(quick, instances)
     seeds = [0] if quick else [0, 1]
@@ -216,8 +202,6 @@ def sweep(quick: bool, workers: int, progress: bool, instances=None, tiny: bool 
                   for u in UTILITY_FAMILIES}
     sw["r2"] = None
     if not quick:
-        from clustergym.envs.multiserver.allocation.scenario import FIG2_HORIZON
-
         sw["r2"] = evaluate(ENV_ID, [*OGA, *FAIR, *OTHER], [0], FIG2_HORIZON,
                             env_kwargs={"scenario": "fig2", "oracle": False}, instances=instances, score=False,
                             workers=workers, progress=progress)
@@ -230,8 +214,6 @@ def sweep(quick: bool, workers: int, progress: bool, instances=None, tiny: bool 
 def analyse(sw: dict) -> dict:
     """Every number of the report, from a :func:`sweep`: the claims per setting, gain/overhead, regret
     of every prefix and its growth ratios, Fig. 7's means and claims, Fig. 2's claims."""
-    from clustergym.stats import mean_ci, paired_comparison
-
     res, instances, T, checkpoints, best = sw["res"], sw["instances"], sw["T"], sw["checkpoints"], sw["best"]
     an = {"claims": {}, "comps": {}, "gain_over": {}}
     for st, r in res.items():
@@ -278,8 +260,6 @@ def analyse(sw: dict) -> dict:
 
 def tables(sw: dict, an: dict) -> list[str]:
     """The text ``reproduce`` prints, in order."""
-    from clustergym.stats import claims_table
-
     out = []
     for st in sw["settings"]:
         out += [f"\n== setting={st}, T={sw['T']}, instances {sw['instances']}, seeds {sw['seeds']}",
@@ -298,9 +278,6 @@ def tables(sw: dict, an: dict) -> list[str]:
 
 def figures(sw: dict, an: dict, d: str) -> list[str]:
     """The PNGs: regret of every prefix, Fig. 2(c)-style ratios, the units comparison, Fig. 7."""
-    from clustergym.plots import _plt, agent_color, figure_legend, legend_outside, save
-    from clustergym.stats import mean_ci
-
     instances, checkpoints, prefix, T = sw["instances"], sw["checkpoints"], an["prefix"], sw["T"]
     plt = _plt()
     fig, ax = plt.subplots(figsize=(7, 4.2), dpi=110)
@@ -342,7 +319,6 @@ def figures(sw: dict, an: dict, d: str) -> list[str]:
     plot_units(an["comps"], units_png)
     fig7_png = os.path.join(d, "ogasched_utilities.png")
     plot_utilities(an["fig7"], UTILITY_FAMILIES, sw["agents7"], sw["T7"], fig7_png)
-    from clustergym.plots import plot_claims
 
     rows = ([dict(r, claim=f"setting={st}: {r['claim']}") for st in an["claims"] for r in an["claims"][st]]
             + list(an["growth_rows"]) + list(an["claims7"]))
@@ -353,8 +329,6 @@ def figures(sw: dict, an: dict, d: str) -> list[str]:
 
 def report(sw: dict, an: dict) -> str:
     """The markdown of ``report.md``."""
-    from clustergym.stats import claims_table, fmt_ci, mean_ci
-
     T, instances, seeds, checkpoints, prefix = sw["T"], sw["instances"], sw["seeds"], sw["checkpoints"], an["prefix"]
     steps, fams, agents7, fig7 = sw["steps"], UTILITY_FAMILIES, sw["agents7"], an["fig7"]
     step_lines = [f"| {u} | {_ci_of(steps[u].values())} | "
@@ -363,12 +337,9 @@ def report(sw: dict, an: dict) -> str:
     kstar_lines = [f"| {u} | {a} | " + " | ".join(f"{v:.3f}" for v in sh) + " |" for (u, a), sh in sw["kshare"].items()]
     fig2_block: list[str] = []
     if sw["r2"] is not None:
-        from clustergym.envs.multiserver.allocation.scenario import FIG2_HORIZON
-
         fig2_block = [f"## Fig. 2's caption setting (scenario `fig2`: β ∈ [0.4, 0.6], contention 11, setting=paper; "
                       f"T = {FIG2_HORIZON}, instances {describe_instances(instances)}, seed 0)", "", "```", sw["r2"].table(), "```", "",
                       claims_table(an["c2"]), ""]
-    from clustergym.experiments import describe_instances, mode_name
 
     mode = mode_name(sw["quick"], sw.get("tiny", False))
     lines = [f"# OGASched reproduction ({mode} mode)", "",
@@ -443,8 +414,6 @@ def plot_units(comps: dict, path: str) -> None:
     """The claims statistic (% of Q(y*)) of each OGASched variant over each baseline with its 95% interval
     over instances, one panel per setting (``comps[setting][(agent, baseline)]``), the paper's gaps marked
     (the paper's are ratios of totals: compare their sign and rough size only)."""
-    from clustergym.plots import _plt, figure_legend, save
-
     plt = _plt()
     bases = [*FAIR, *OTHER]
     fig, axes = plt.subplots(1, len(comps), figsize=(6 * len(comps), 5.2), dpi=110, layout="constrained")
@@ -470,8 +439,6 @@ def plot_units(comps: dict, path: str) -> None:
 
 def plot_utilities(fig7: dict, fams: list, names: list, T: int, path: str) -> None:
     """Fig. 7 style bars: accumulative reward per utility family (key (family, agent)) per agent."""
-    from clustergym.plots import _plt, agent_color, legend_outside, save
-
     plt = _plt()
     fig, ax = plt.subplots(figsize=(9, 4.2), dpi=110)
     w = 0.8 / len(names)
@@ -491,10 +458,6 @@ def plot_utilities(fig7: dict, fams: list, names: list, T: int, path: str) -> No
 
 def p2_env_steps(quick: bool):
     import gymnasium as gym
-
-    import clustergym  # noqa: F401
-    from clustergym.agents.ogasched import proportional_share
-    from clustergym.bench import Row
 
     env = gym.make(ENV_ID, oracle=False, horizon=10**9)
     pb = env.unwrapped.problem
@@ -516,10 +479,6 @@ def p2_env_steps(quick: bool):
 def p2_vector_steps(quick: bool, num_envs: int = 1024):
     import gymnasium as gym
 
-    import clustergym  # noqa: F401
-    from clustergym.agents.ogasched import proportional_share
-    from clustergym.bench import Row, _vector_rate, numba_threads
-
     env = gym.make_vec(ENV_ID, num_envs=num_envs, vectorization_mode="vector_entry_point", oracle=False,
                        horizon=10**9)
     pb = env.unwrapped.problem
@@ -535,15 +494,11 @@ def p2_vector_steps(quick: bool, num_envs: int = 1024):
 
 
 def _ogasched_decisions(slots: int, scenario: str):
-    from clustergym.bench import decision_times
-
     return decision_times(ENV_ID, "ogasched", slots, scenario=scenario)
 
 
 def large_run(horizon: int, seed: int = 0) -> dict:
     """The §4.3 large-scale run (|L|=100, |R|=1024) with the hindsight optimum at the end."""
-    from clustergym.runner import run_one
-
     t0 = time.perf_counter()
     r = run_one(ENV_ID, "ogasched", seed, horizon, {"scenario": "large", "oracle": True})
     return {"wall_s": time.perf_counter() - t0, "total_reward": r.total_reward, "regret": r.regret,
@@ -551,10 +506,6 @@ def large_run(horizon: int, seed: int = 0) -> dict:
 
 
 def bench_rows(quick: bool):
-    from clustergym.bench import Row
-
-    from clustergym.bench import sampled_action_rate, training_rates, vector_sampled_rate
-
     rows = [p2_env_steps(quick),
             sampled_action_rate(ENV_ID, "P2", 5_000 if quick else 30_000, target=10_000),
             sampled_action_rate(ENV_ID, "P2 port mode", 5_000 if quick else 30_000, target=10_000, action_mode="port"),
@@ -596,10 +547,6 @@ def ingredients(horizon: int = 1000, workers: int = 2, progress: bool = False) -
     step, the authors' play order) vs the best of FAIRNESS (both readings) and DRF per instance, in
     each setting and in each setting with the other source's β range; claims statistic with
     S = Q(y*). Returns the markdown table (docs/ogasched.md names the command)."""
-    from clustergym.experiments import instances_for
-    from clustergym.runner import evaluate
-    from clustergym.stats import fmt_ci, paired_comparison, verdict
-
     insts = instances_for(False)
     lines = [f"| configuration (T={horizon}, {len(insts)} instances, seed 0) | "
              + " | ".join(f"{OGA[a].split(',')[0] if a == 'ogasched' else OGA[a]} vs best of FAIRNESS×2/DRF"

@@ -17,17 +17,22 @@ run may exceed it by the luck of the machine rates, which is not a violation).
 
 from __future__ import annotations
 
-import json
 import math
 import os
 import time
 
 import numpy as np
 
+from clustergym import stats
+from clustergym.experiments import describe_instances, instances_for, mode_name
+from clustergym.experiments.opm_bench import bench_rows  # noqa: F401  (the P4 rows of clustergym bench)
+from clustergym.experiments.opm_runs import ENV, _run_all, _task, episode  # noqa: F401  (the runs)
+from clustergym.results import RESULTS_FILE, write_json
+from clustergym.plots import _plt, agent_color, figure, figure_legend, plot_claims, save
+
 __all__ = ["reproduce", "sweep", "claims", "tables", "figures", "report", "bench_rows", "episode", "plan",
            "PAPER_TABLE1"]
 
-ENV = "clustergym/ApproxJobs-v0"
 # Table I (overall utility). The paper prints 1.29 × 10^5 for Fair at β = 0.7; its text ("OPM
 # increases the overall utility by 30% and 34%") implies 1.29 × 10^6, which we use.
 PAPER_TABLE1 = {0.5: {"opm": 2.23e5, "opm-noest": 2.06e5, "fair": 2.02e5, "edf": 2.00e5},
@@ -37,51 +42,6 @@ PAPER_FIG2 = "heavy load: OPM +47% over Fair at β=0.9; light load: +56% at β=0
 PAPER_FIG3 = "β=0.8, heavy: improvement over Fair falls from 40% to 17% and migrations from ~20% to ~3% of servers as α grows tenfold"
 BASE = ["opm", "opm-noest", "fair", "edf"]
 LABEL = {"opm": "OPM", "opm-noest": "OPM without estimation", "fair": "Fair", "edf": "Deadline-aware (EDF)"}
-
-
-def episode(env_kw: dict, agent: str, seed: int, records: bool = False) -> dict:
-    """One episode (:func:`clustergym.runner.run_episode`); returns utility, spending, migrations,
-    timings (and per-job records)."""
-    import gymnasium as gym
-
-    import clustergym  # noqa: F401
-    from clustergym.agent import make
-    from clustergym.runner import run_episode
-
-    env = gym.make(ENV, **env_kw).unwrapped
-    ep = run_episode(env, make(agent, family=env.family), seed)
-    m, sums, steps = ep.final_metrics, ep.metrics.sums, ep.steps
-    out = {"agent": agent, "seed": seed, "env_kwargs": env_kw, "steps": steps, "wall_s": ep.wall_s,
-           "total_reward": float(m["episode_utility"]), "budget_spent": float(m["episode_budget_spent"]),
-           "fit": float(m["episode_fit"]), "repaired": int(sums["repaired"]),
-           "migration_rate": sums["migration_rate"] / steps, "busy": sums["busy"] / steps,
-           "decision_ms_median": float(np.median(ep.decision_s) * 1000),
-           "metrics": {k: v for k, v in m.items() if k.startswith("episode_")}}
-    rec = env.job_records()
-    out["work"] = float(rec["work"].sum())  # Σ_j X_j (efficiency = work / budget_spent)
-    out["jobs_under_90"] = float(np.mean(rec["spent"] / rec["budget"] < 0.9)) if rec["budget"].size else 0.0
-    out["budget_used_median"] = float(np.median(rec["spent"] / rec["budget"])) if rec["budget"].size else 0.0
-    out["bound"] = float(m["episode_bound"]) if "episode_bound" in m else None
-    if records:
-        out["records"] = {k: v.tolist() for k, v in rec.items()}
-    return out
-
-
-def _task(args, report=None):
-    return episode(*args)
-
-
-def _run_all(tasks: list, workers: int, progress: bool) -> list[dict]:
-    """Every task through the runner's worker pool (:func:`clustergym.runner.run_tasks`)."""
-    from tqdm.auto import tqdm
-
-    from clustergym.runner import run_tasks
-
-    bar = tqdm(total=len(tasks), desc="opm runs", leave=False, disable=not progress)
-    try:
-        return run_tasks(_task, tasks, workers, on_done=lambda _: bar.update(1))
-    finally:
-        bar.close()
 
 
 # -- reproduction over instances (job lists) ----------------------------------------------------
@@ -125,8 +85,6 @@ def plan(quick: bool, instances=None, tiny: bool = False) -> dict:
     slots) at the paper's scale. ``instances`` replaces the job lists; ``tiny`` the horizons (a few
     slots, for tests of the machinery).
     """
-    from clustergym.experiments import instances_for
-
     h = TINY_H if tiny else QUICK_H if quick else 2000
     H = {"default": h, "paper": h}
     heavy = (0.5, 0.7, 0.9) if quick else (0.5, 0.6, 0.7, 0.9)
@@ -198,8 +156,6 @@ def sweep(quick: bool, workers: int, progress: bool, instances=None, tiny: bool 
 def _views(sw: dict):
     """Per-instance views of a sweep's runs: ``vals(config, agent, field)``, ``best_base``, ``share`` of
     the bound, ``score``, ``eff`` (work / spend) and ``ci`` (mean [95% interval] as text)."""
-    from clustergym import stats
-
     runs, cfg = sw["runs"], sw["pl"]["configs"]
 
     def vals(c, agent, field="total_reward"):
@@ -232,8 +188,6 @@ def claims(sw: dict) -> list[dict]:
     """The claims rows (Table I, Fig. 2, Fig. 1b) in the paper's setup (``scale="paper"``: identical
     machines) and at the default scale, then the speed-factor extension, for ``stats.claims_table``.
     Every utility comparison uses the claims statistic with S = the job list's fluid bound."""
-    from clustergym import stats
-
     cfg = sw["pl"]["configs"]
     vals, best_base, *_ = _views(sw)
     runs = sw["runs"]
@@ -302,8 +256,6 @@ def _fig3_rows(sw: dict) -> list[dict]:
     the largest numeric α, OPM's gain over Fair (% of B) falls (paper: 40% → 17%, 23 points) and the
     share of machines migrating per slot falls (paper: ~20% → ~3%, 17 points); each a paired
     difference over job lists (small α minus large α, points)."""
-    from clustergym import stats
-
     pl = sw["pl"]
     alphas = sorted(a for a in pl.get("alphas", []) if a is not None)
     c = ("paper", "alpha", 0.8)
@@ -326,8 +278,6 @@ def _fig3_rows(sw: dict) -> list[dict]:
 
 def _fig3(sw: dict):
     """Fig. 3's α sweep: (OPM vs Fair comparisons, migration intervals, table lines); empty without it."""
-    from clustergym import stats
-
     pl, H = sw["pl"], sw["pl"]["horizons"]
     vals, *_ = _views(sw)
     fig3_lines, imp, mig = [], [], []
@@ -353,8 +303,6 @@ def _fig3(sw: dict):
 def tables(sw: dict) -> dict:
     """Every table of the report: ``sections`` (title -> lines: Table I, Fig. 2, the ablation),
     ``eff``, ``use`` (Fig. 1b), ``horizon`` and ``fig3`` lines, and the largest share of the bound."""
-    from clustergym import stats
-
     runs, pl = sw["runs"], sw["pl"]
     cfg, H = pl["configs"], pl["horizons"]
     vals, best_base, share, score, eff, ci = _views(sw)
@@ -454,9 +402,6 @@ def tables(sw: dict) -> dict:
 
 def figures(sw: dict, d: str) -> list[str]:
     """Fig. 2 (shares of the bound by load), Fig. 1b (budget-use CDFs) and, with the α sweep, Fig. 3."""
-    from clustergym import stats
-    from clustergym.plots import _plt, agent_color, figure, figure_legend, save
-
     runs, pl = sw["runs"], sw["pl"]
     cfg, insts, H = pl["configs"], pl["instances"], pl["horizons"]
     vals, best_base, share, score, eff, ci = _views(sw)
@@ -525,8 +470,6 @@ def figures(sw: dict, d: str) -> list[str]:
             z.grid(alpha=0.3)
         fig3 = save(fig, os.path.join(d, "opm_fig3_alpha.png"))
 
-    from clustergym.plots import plot_claims
-
     claims_png = plot_claims(claims(sw), os.path.join(d, "opm_claims.png"),
                              f"OPM claims: paired differences over {len(insts)} job lists")
     return [fig1, fig2] + ([fig3] if fig3 else []) + ([claims_png] if claims_png else [])
@@ -537,7 +480,6 @@ def report(sw: dict, claims_md: str, tb: dict, workers: int) -> str:
     quick, runs, insts, total_wall = sw["quick"], sw["runs"], sw["pl"]["instances"], sw["wall"]
     claims, tables, eff_lines, use_lines = claims_md, tb["sections"], tb["eff"], tb["use"]
     hor_lines, fig3_lines, max_share, worst = tb["horizon"], tb["fig3"], tb["max_share"], tb["worst"]
-    from clustergym.experiments import describe_instances, mode_name
 
     seeds = sw["pl"].get("seeds", [0])
     head = [f"# OPM reproduction ({mode_name(quick, sw.get('tiny', False))} mode)", "",
@@ -578,9 +520,6 @@ def reproduce(quick: bool, out: str, workers: int, progress: bool, instances=Non
     the speed-factor extension beside the paper's setup, shares of the upper bound, Fig. 1 budget use, and (full mode) the Fig. 3 α sweep; all
     over several job lists (instances) with 95% intervals and a verdict per claim: :func:`sweep`,
     :func:`claims`, :func:`tables`, :func:`figures`, :func:`report`."""
-    from clustergym import stats
-    from clustergym.experiments import mode_name
-
     d = os.path.join(out, "opm")
     os.makedirs(d, exist_ok=True)
     sw = sweep(quick, workers, progress, instances, tiny)
@@ -590,11 +529,12 @@ def reproduce(quick: bool, out: str, workers: int, progress: bool, instances=Non
     claims_md = stats.claims_table(rows)
     tb = tables(sw)
     pngs = figures(sw, d)
-    with open(os.path.join(d, "results.json"), "w") as f:
-        json.dump({"env_id": ENV, "instances": insts, "mode": mode_name(quick, tiny), "plan": {"instances": insts, "horizons": H, "alphas": pl["alphas"],
-                                           "configs": {"/".join(map(str, k)): v for k, v in cfg.items()}},
-                   "wall_s": total_wall, "claims": stats.claims_rows_json(rows),
-                   "runs": [{k: v for k, v in r.items() if k != "records"} for r in runs]}, f, indent=1, default=str)
+    write_json(os.path.join(d, RESULTS_FILE),
+               {"env_id": ENV, "instances": insts, "mode": mode_name(quick, tiny),
+                "plan": {"instances": insts, "horizons": H, "alphas": pl["alphas"],
+                         "configs": {"/".join(map(str, k)): v for k, v in cfg.items()}},
+                "wall_s": total_wall, "claims": stats.claims_rows_json(rows),
+                "runs": [{k: v for k, v in r.items() if k != "records"} for r in runs]}, indent=1, default=str)
     text = report(sw, claims_md, tb, workers)
     path = os.path.join(d, "report.md")
     with open(path, "w") as f:
@@ -605,73 +545,6 @@ def reproduce(quick: bool, out: str, workers: int, progress: bool, instances=Non
     print(f"wrote {path}, " + ", ".join(pngs) + f" ({total_wall:.0f} s)")
     return path
 
-# -- benchmarks ----------------------------------------------------------------------------------
-
-
-def _env_steps(quick: bool):
-    import gymnasium as gym
-
-    import clustergym  # noqa: F401
-    from clustergym.agent import make
-    from clustergym.bench import Row
-
-    env = gym.make(ENV, horizon=10**9)
-    ag = make("random", family="approxjobs")
-    obs, info = env.reset(seed=0)
-    ag.reset(env.unwrapped.problem, seed=0)
-    for _ in range(20):  # warm-up, untimed (first calls load compiled code and caches)
-        obs, r, term, trunc, info = env.step(ag.act(obs, info))
-    n = 5_000 if quick else 30_000
-    spent = 0.0
-    for _ in range(n):
-        a = ag.act(obs, info)  # a random *valid* action (budgets respected)
-        t0 = time.perf_counter()
-        obs, r, term, trunc, info = env.step(a)
-        spent += time.perf_counter() - t0
-    rate = n / spent
-    return Row("P4 env step (M=100, J_max=20, gym.make, random valid actions)", rate, "steps/s", ">= 5,000", rate >= 5_000)
-
-
-def _opm_decision(quick: bool):
-    import gymnasium as gym
-
-    import clustergym  # noqa: F401
-    from clustergym.agent import make
-    from clustergym.bench import Row
-    from clustergym.runner import time_decisions
-
-    # Enough long-lived jobs that the 100-slot window stays full.
-    env = gym.make(ENV, num_machines=1000, max_jobs=100, horizon=10**6, arrival_rate=2.0, life_min=5000,
-                   life_max=6000).unwrapped
-    active = []
-    times = time_decisions(env, make("opm", family="approxjobs"), 150 if quick else 600,
-                           on_step=lambda tr: active.append(int(tr.obs["job_mask"].sum())))
-    full = times[np.array(active) == 100]
-    ms = float(np.median(full) * 1000)
-    return [Row(f"OPM decision, M=1000, 100 active jobs ({full.size} slots)", ms, "ms median", "<= 10 ms", ms <= 10.0),
-            Row("OPM decision, M=1000, 100 active jobs, p95", float(np.percentile(full, 95) * 1000), "ms", "", None)]
-
-
-def _paper_scale(quick: bool):
-    from clustergym.bench import Row
-
-    if quick:
-        r = episode(dict(scale="paper", horizon=2000), "opm", 0)
-        return [Row("P4 paper scale (M=1000), OPM, first 2,000 of 50,000 slots (quick)", r["wall_s"], "s", "(completes)", True)]
-    r = episode(dict(scale="paper"), "opm", 0)
-    ok = r["steps"] == 50_000
-    return [Row("P4 paper scale run: OPM, M=1000, 50,000 slots, wall time", r["wall_s"], "s", "(completes)", ok),
-            Row("  its OPM decision median", r["decision_ms_median"], "ms", "", None)]
-
-
-def bench_rows(quick: bool):
-    from clustergym.bench import sampled_action_rate, training_rates
-
-    return [_env_steps(quick), sampled_action_rate(ENV, "P4", 2_000 if quick else 10_000),
-            sampled_action_rate(ENV, "P4 job mode", 5_000 if quick else 30_000, target=5_000, action_mode="job"),
-            *_opm_decision(quick),
-            *_paper_scale(quick), *training_rates(ENV, "P4", quick, ratio_target=2.5),
-            *training_rates(ENV, "P4", quick, algo="maskable_ppo")]
 
 
 # -- which ingredient decides the claims (docs/opm.md, "What holds and what does not") ------------
@@ -681,9 +554,6 @@ def ingredients(horizon: int = 1000, workers: int = 2, progress: bool = False) -
     heavy load: OPM vs the best of Fair/EDF per job list (claims statistic, S = the fluid bound) and
     Fair's share of the bound, over ``experiments.instances_for`` job lists, seed 0. Returns the
     markdown table (docs/opm.md names the command)."""
-    from clustergym import stats
-    from clustergym.experiments import instances_for
-
     insts = instances_for(False)
     cfgs = {(sl, ar): dict(scale="paper", horizon=horizon, beta=0.7, load=1.0, speed_low=sl, arrival_rate=ar)
             for sl in (1.0, SPEED_EXT) for ar in (0.05, 0.15, 0.45)}

@@ -1,20 +1,31 @@
 """The learning stack: DRL with Stable-Baselines3 on clustergym envs.
 
-=====================================  ==============================================================
-:mod:`clustergym.learning.pipeline`    observation pipeline shared by training and evaluation
-                                       (flatten + empirical statistics), masks, Box bounds; no torch
-:mod:`clustergym.learning.heads`       fast action heads: MultiDiscrete/MultiBinary distributions as
-                                       one batched tensor op, and the policies that use them
-:mod:`clustergym.learning.training`    ``clustergym train`` (:func:`~clustergym.learning.training.train`)
-:mod:`clustergym.learning.hyperparams` one hyperparameter set per (env, algorithm):
-                                       ``clustergym/learning/hyperparams/<algo>.yml`` (rl-zoo3 style)
-:mod:`clustergym.learning.vec`         an SB3 ``VecEnv`` over the native vector envs (``--vec native``)
-:mod:`clustergym.learning.instances`   training pools, validation and evaluation instances, padding
-:mod:`clustergym.learning.entity`      the per-channel policy network of P1 (``--net entity``)
-:mod:`clustergym.learning.imitation`   warm start by behaviour cloning (``--warm-start``)
-:mod:`clustergym.learning.agent`       saved models as ``sb3:`` agents, loaded without unpickling
-:mod:`clustergym.learning.benchmark`   the learned-scheduler benchmark (``clustergym drl``)
-=====================================  ==============================================================
+=========================================  ==========================================================
+:mod:`clustergym.learning.algos`           the algorithms (PPO, A2C, SAC, MaskablePPO), the families each
+                                           trains on, the run folder's file names
+:mod:`clustergym.learning.policies`        the policy class of an algorithm, action head and network
+:mod:`clustergym.learning.heads`           fast action heads: MultiDiscrete/MultiBinary distributions as
+                                           one batched tensor op, and the policies that use them
+:mod:`clustergym.learning.training`        ``clustergym train`` (:func:`~clustergym.learning.training.train`)
+:mod:`clustergym.learning.train_envs`      the training env's wrapper chain, the instance pool, the
+                                           normaliser
+:mod:`clustergym.learning.checkpoints`     models saved at given step counts during training
+:mod:`clustergym.learning.curves`          the training curve (Monitor files, evaluations)
+:mod:`clustergym.learning.hyperparams`     one hyperparameter set per (env, algorithm):
+                                           ``clustergym/learning/hyperparams/<algo>.yml`` (rl-zoo3 style)
+:mod:`clustergym.learning.vec`             an SB3 ``VecEnv`` over the native vector envs (``--vec native``)
+:mod:`clustergym.learning.instances`       training pools, validation and evaluation instances, padding
+:mod:`clustergym.learning.entity`          the per-channel policy network of P1 (``--net entity``)
+:mod:`clustergym.learning.imitation`       warm start by behaviour cloning (``--warm-start``)
+:mod:`clustergym.learning.agent`           saved models as ``sb3:`` agents, loaded without unpickling
+:mod:`clustergym.learning.importing`       plain SB3 models made ``sb3:`` agents (``clustergym import-model``)
+=========================================  ==========================================================
+
+The observation pipeline shared by training and evaluation (flatten + empirical statistics, masks, Box
+bounds; no torch) is :mod:`clustergym.pipeline` in the core (``clustergym.learning.pipeline`` names it too);
+the learned-scheduler benchmark (``clustergym drl``) is an experiment, :mod:`clustergym.experiments.drl`
+(``clustergym.learning.benchmark`` names it too). The learning layer imports only the core, the envs and the
+runner, never the experiments or the command line (docs/architecture.md, "Layers").
 
 Importing this package imports no torch and no SB3; the submodules that need them import them.
 ``clustergym.baselines.drl`` re-exports the names it used to hold.
@@ -26,12 +37,6 @@ With SB3 directly, the fast action heads are one argument::
     model = PPO(policy_class("ppo"), env)    # instead of PPO("MlpPolicy", env)
 """
 
+from clustergym.learning.policies import policy_class
+
 __all__ = ["policy_class"]
-
-
-def policy_class(algo: str = "ppo", head: str = "fast", net: str = "mlp"):
-    """The policy class ``clustergym train`` uses for ``algo`` (fast action heads for discrete actions; SB3's
-    ``MlpPolicy`` where the heads are the same distribution): pass it to SB3 in place of ``"MlpPolicy"``."""
-    from clustergym.learning.training import policy_class as _policy_class
-
-    return _policy_class(algo, head, net)

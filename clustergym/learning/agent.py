@@ -25,10 +25,13 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 
-from clustergym.agent import BaseAgent, env_family
-from clustergym.learning.pipeline import LAYOUTS, ObsPipeline, box_bounds, sb3_mask, unscale_action
-from clustergym.learning.training import (ALGOS, HEADS, NETS, NORM_FILE, SIDE_CAR, algo_class, check_algo,
-                                          make_train_env, obs_layout, policy_class)
+from clustergym.agent import BaseAgent
+from clustergym.family import env_family, env_ids
+from clustergym.learning.algos import ALGOS, HEADS, NETS, NORM_FILE, SIDE_CAR, algo_class, check_algo, obs_layout
+from clustergym.learning.instances import check_model_fits, model_env_kwargs, model_padding
+from clustergym.learning.policies import policy_class
+from clustergym.learning.train_envs import make_train_env
+from clustergym.pipeline import LAYOUTS, ObsPipeline, box_bounds, sb3_mask, unscale_action
 
 __all__ = ["SB3Agent", "safe_load", "check_side_car", "check_norm_file", "resolve_model_path", "PRETRAINED_DIR",
            "pretrained_models", "OBS_MODES"]
@@ -82,8 +85,6 @@ def resolve_model_path(path: str) -> str:
 def check_side_car(meta, side: str) -> None:
     """The side-car is data from a file: its env id must be a registered clustergym id (gym.make would
     import any module named in an id like ``"pkg:Env-v0"``) and its family that id's family."""
-    from clustergym.family import env_ids
-
     if not isinstance(meta, dict):
         raise ValueError(f"{side}: expected a JSON object")
     missing = [k for k in ("env_id", "family", "algo", "stats", "env_kwargs") if k not in meta]
@@ -192,10 +193,28 @@ class SB3Agent(BaseAgent):
             raise ValueError(f"{side} says normalize: false, but {NORM_FILE} lies beside it: the model was trained on "
                              "normalised observations? set normalize to true, or remove the statistics file")
 
+    # clustergym.agent.EvaluationHooks: what the runner asks a trained model (clustergym.learning.instances)
+    def pinned_instance(self) -> int | None:
+        """The instance a single-instance model trained on (its spaces depend on it), None for a pool-trained one."""
+        if self.meta.get("instances") is not None:
+            return None
+        return int(self.meta.get("env_kwargs", {}).get("scenario_seed", 0))
+
+    def eval_env_kwargs(self, spec: str, env_id: str, env_kwargs: dict, instances) -> dict:
+        """Check that every instance fits the model (:func:`~clustergym.learning.instances.check_model_fits`);
+        the model's padding and action kwargs (:func:`~clustergym.learning.instances.model_env_kwargs`)."""
+        check_model_fits(self.meta, spec, env_id, env_kwargs, instances)
+        return model_env_kwargs(self.meta)
+
+    def trained_on(self, instance, pinned: bool) -> bool:
+        """Whether ``instance`` is one the model trained on (its pool, or its one instance)."""
+        pool = self.meta.get("instances")
+        if pool is not None:
+            return instance in pool
+        return pinned or instance == int(self.meta.get("env_kwargs", {}).get("scenario_seed", 0))
+
     def reset(self, problem, *, seed=None) -> None:
         super().reset(problem, seed=seed)
-        from clustergym.learning.instances import model_padding
-
         space = _obs_space_for(self.meta, problem)
         pad = model_padding(self.meta)  # a pool-trained model acts on the env padded to its maxima
         flat = self.meta.get("obs", "pipeline") == "flatten"  # imported: FlattenObservation, every key

@@ -8,7 +8,7 @@ channel e alone. This network uses **one set of weights for every channel** (a D
 style network, pooling over channels):
 
 * **Per-channel features** x_e (gathered from the same flat observation the MLP sees, the flattened
-  Dict observation + the empirical statistics of :class:`clustergym.learning.pipeline.ObsPipeline`,
+  Dict observation + the empirical statistics of :class:`clustergym.pipeline.ObsPipeline`,
   with integer index arrays): ``[present_e, arrival_e, v̂_e, n_e/t, a_1^e/c_1, …, a_K^e/c_K]`` —
   ``edge_present``, ``edge_arrival`` (its port has a job: the action mask), the statistics' mean
   realised utility and share of slots used, and ``edge_demand``. All lie in [0, 1], so the network
@@ -52,8 +52,9 @@ import numpy as np
 import torch as th
 from torch import nn
 
-from clustergym.learning.heads import PAD_LOGIT, FastActorCriticPolicy
-from clustergym.learning.training import NETS
+from clustergym.learning.algos import NETS
+from clustergym.learning.heads import FastActorCriticPolicy, PAD_LOGIT
+from clustergym.pipeline import layout_keys
 
 try:
     from sb3_contrib.common.maskable.policies import MaskableActorCriticPolicy
@@ -89,14 +90,12 @@ def check_net(net: str, family: str, algo: str, stats: bool = True) -> None:
 
 def p1_layout(obs_space: gym.spaces.Dict, num_ports: int, keys: tuple[str, ...] | None = None) -> dict:
     """The index layout of P1's flat observation: the observation keys ``keys`` flattened one after the other
-    (``clustergym.learning.pipeline.ObsPipeline.keys``; default: the ``"legacy"`` layout of earlier versions,
+    (``clustergym.pipeline.ObsPipeline.keys``; default: the ``"legacy"`` layout of earlier versions,
     [flatten(arrivals, edge_*, t), v̂ (P), n/t (P), jobs/t (L)]).
 
     ``obs_space``: the padded env's Dict observation space (``edge_present``, ``edge_arrival``,
     ``edge_demand`` present). The statistics are the keys ``utility_mean`` (v̂), ``channel_share`` (n/t)
     and ``arrival_share`` (jobs/t). Returns plain ints/floats."""
-    from clustergym.learning.pipeline import layout_keys
-
     need = ("arrivals", "t", "edge_present", "edge_arrival", "edge_demand")
     missing = [k for k in need if k not in obs_space.spaces]
     if missing:

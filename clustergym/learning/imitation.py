@@ -58,6 +58,12 @@ from dataclasses import dataclass, field
 import gymnasium as gym
 import numpy as np
 
+from clustergym.agent import env_family, list_agents, make, parse_agent_spec, public_info
+from clustergym.env import env_padding
+from clustergym.learning.instances import pad_kwargs_of
+from clustergym.learning.train_envs import make_train_env
+from clustergym.pipeline import sb3_mask
+
 __all__ = ["Demonstrations", "collect_demonstrations", "to_train_action", "behaviour_clone", "warm_start",
            "FINETUNE_HP", "BC_BOX_STD", "WARM_ALGOS"]
 
@@ -84,8 +90,6 @@ class Demonstrations:
 def to_train_action(action, ref_env: gym.Env, train_env: gym.Env) -> np.ndarray:
     """The teacher's action on the unpadded ``ref_env`` as the action of the (wrapped) training env that
     executes the same decision (module docstring: padding, fractions of a_l^k, [-1, 1])."""
-    from clustergym.env import env_padding
-
     target = train_env.unwrapped.action_space  # before RescaleBox
     padded = bool(env_padding(train_env))
     ref_shape = ref_env.unwrapped.action_space.shape
@@ -125,8 +129,6 @@ def _wrapper(env: gym.Env, name: str):
 
 def _check_teacher(teacher: str, family: str):
     """The teacher agent: any agent of the family (not a saved model)."""
-    from clustergym.agent import list_agents, make, parse_agent_spec
-
     if not isinstance(teacher, str) or teacher.startswith("sb3:"):
         raise ValueError(f"warm_start={teacher!r} is invalid: expected an agent name of the {family} family "
                          f"({', '.join(list_agents(family=family))})")
@@ -142,11 +144,6 @@ def collect_demonstrations(env_id: str, train_kwargs: dict, teacher: str, steps:
     """``steps`` slots of ``teacher`` on the training env of ``train_kwargs`` (module docstring, step 1).
 
     Episode i is reset with seed ``seed + i`` (the teacher's ``reset`` gets the same seed, as in the runner)."""
-    from clustergym.agent import env_family, public_info
-    from clustergym.learning.instances import pad_kwargs_of
-    from clustergym.learning.pipeline import sb3_mask
-    from clustergym.learning.training import make_train_env
-
     family = env_family(env_id)
     agent = _check_teacher(teacher, family)
     env = make_train_env(env_id, train_kwargs, algo=algo, stats=stats, layout=layout)

@@ -27,6 +27,13 @@ import zipfile
 
 import numpy as np
 
+from clustergym.agent import env_family
+from clustergym.family import env_ids
+from clustergym.learning.agent import check_side_car, model_spaces, safe_load
+from clustergym.learning.algos import ALGOS, SIDE_CAR
+from clustergym.learning.policies import policy_class
+from clustergym.outdir import OutputFolder
+
 __all__ = ["import_model", "model_fields"]
 
 
@@ -87,11 +94,6 @@ def import_model(model: str, env_id: str, out: str, *, algo: str = "ppo", env_kw
     written when a check fails (a ValueError naming what differs)."""
     import gymnasium as gym
 
-    from clustergym.agent import env_family
-    from clustergym.family import env_ids
-    from clustergym.learning.agent import check_side_car, model_spaces, safe_load
-    from clustergym.learning.training import ALGOS, SIDE_CAR, policy_class
-
     if env_id not in env_ids():
         raise ValueError(f"env {env_id!r} is not a clustergym env (expected one of {', '.join(env_ids())})")
     if algo not in ALGOS:
@@ -120,7 +122,6 @@ def import_model(model: str, env_id: str, out: str, *, algo: str = "ppo", env_kw
         raise ValueError(f"{model!r}'s policy is {got.group(1) if got else 'unknown'}, not {algo}'s MlpPolicy "
                          f"({cls_name}): only MlpPolicy models on a flat observation are imported")
     safe_load(model, meta)  # loads without unpickling anything (a ValueError otherwise)
-    from clustergym.outdir import OutputFolder
 
     with OutputFolder(out, overwrite=overwrite, marks=("model.zip", SIDE_CAR), need_total=2 * os.path.getsize(model) + 1e5,
                       need_file=os.path.getsize(model)) as stage:

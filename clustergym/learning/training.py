@@ -14,6 +14,12 @@ A run directory holds ``model.zip``, ``vecnormalize.npz``, ``clustergym.json`` (
 algorithm, hyperparameters, action head, wrapper settings), ``monitor/`` (episode returns), ``tb/``
 (TensorBoard logs), ``training_curve.png`` and, when in-training evaluation is on (``eval_freq > 0``;
 off by default), ``evaluations.npz``.
+
+:func:`train` runs five steps, each a function here: resolve the configuration (:class:`TrainSetup`), build the
+training envs, build the model, learn, save. The pieces live beside this module: the algorithms and policies
+(:mod:`clustergym.learning.algos`), the training envs, instance pool and normaliser
+(:mod:`clustergym.learning.train_envs`), checkpoints (:mod:`clustergym.learning.checkpoints`) and the
+learning curve (:mod:`clustergym.learning.curves`); their names are importable from here as before.
 """
 
 from __future__ import annotations
@@ -21,154 +27,31 @@ from __future__ import annotations
 import json
 import os
 import time
-from typing import Sequence
+from dataclasses import dataclass, field
+from typing import Any, Sequence
 
 import gymnasium as gym
-import numpy as np
 
-from clustergym.agent import env_family
-from clustergym.learning.pipeline import hook
+from clustergym.family import env_family
+from clustergym.learning import imitation
+from clustergym.learning.algos import (ALGOS, HEADS, NETS, NORM_FILE, SIDE_CAR, algo_class, algo_gamma, check_algo,
+                                       obs_layout)
+from clustergym.learning.checkpoints import Checkpoints
+from clustergym.learning.curves import _monitor_curve, plot_training_curve  # noqa: F401  (names of this module)
+from clustergym.learning.hyperparams import load_hyperparams, split_run_keys
+from clustergym.learning.instances import DEFAULT_EVAL_INSTANCES
+from clustergym.learning.policies import policy_class
+from clustergym.learning.train_envs import (SlimInfo, check_pipeline, int_arg, make_train_env, normalizer,
+                                            save_normalization, training_envs)
+from clustergym.pipeline import LAYOUTS
 
 __all__ = ["ALGOS", "HEADS", "NETS", "SIDE_CAR", "NORM_FILE", "algo_class", "algo_gamma", "check_algo",
            "check_pipeline", "make_train_env", "normalizer", "obs_layout", "train", "save_normalization",
-           "plot_training_curve", "policy_class"]
+           "plot_training_curve", "policy_class", "resolve_vec", "make_train_vec", "training_envs", "TrainSetup",
+           "SlimInfo"]
 
-# algo -> (module, class, the family DRL hook it needs; None = every family). A family supports SAC when
-# its FamilySpec.drl_hooks define ``box_bounds`` (Box actions) and MaskablePPO when they define ``sb3_mask``.
-ALGOS: dict[str, tuple[str, str, str | None]] = {
-    "ppo": ("stable_baselines3", "PPO", None),
-    "a2c": ("stable_baselines3", "A2C", None),
-    "sac": ("stable_baselines3", "SAC", "box_bounds"),
-    "maskable_ppo": ("sb3_contrib", "MaskablePPO", "sb3_mask"),
-}
-HEADS = ("fast", "sb3")  # the action distribution: clustergym.learning.heads, or SB3's own
-NETS = ("mlp", "entity")  # the policy network: SB3's flat MLP, or clustergym.learning.entity (P1)
-SIDE_CAR = "clustergym.json"
-NORM_FILE = "vecnormalize.npz"
-
-
-def algo_class(algo: str):
-    """The SB3 / sb3-contrib algorithm class; a ValueError naming the extra to install when it is missing."""
-    import importlib
-
-    if algo not in ALGOS:
-        raise ValueError(f"algo={algo!r} is invalid: expected one of {', '.join(ALGOS)}")
-    mod, cls, _ = ALGOS[algo]
-    try:
-        return getattr(importlib.import_module(mod), cls)
-    except ImportError:
-        extra = "contrib" if mod == "sb3_contrib" else "drl"
-        raise ValueError(f"algo {algo!r} needs {mod}: pip install 'clustergym[{extra}]'") from None
-
-
-def policy_class(algo: str, head: str = "fast", net: str = "mlp"):
-    """The policy class ``train`` builds for ``algo``: the fast-head policy (PPO, A2C, MaskablePPO with
-    ``head="fast"``) or the algorithm's own ``MlpPolicy``; with ``net="entity"`` the per-entity policy of
-    :mod:`clustergym.learning.entity`. ``sb3:`` loading supplies the same class."""
-    if head not in HEADS:
-        raise ValueError(f"head={head!r} is invalid: expected one of {', '.join(HEADS)}")
-    cls = algo_class(algo)
-    if net != "mlp":
-        from clustergym.learning.entity import entity_policy
-
-        if net not in NETS:
-            raise ValueError(f"net={net!r} is invalid: expected one of {', '.join(NETS)}")
-        return entity_policy(algo, head)
-    if head == "fast":
-        from clustergym.learning.heads import fast_policy
-
-        fast = fast_policy(algo)
-        if fast is not None:
-            return fast
-    return cls.policy_aliases["MlpPolicy"]
-
-
-def check_algo(algo: str, family: str) -> None:
-    """ValueError unless ``algo`` can train on ``family``."""
-    if algo not in ALGOS:
-        raise ValueError(f"algo={algo!r} is invalid: expected one of {', '.join(ALGOS)}")
-    need = ALGOS[algo][2]
-    if need is not None and hook(family, need) is None:
-        from clustergym.family import family_specs
-
-        fams = tuple(f.name for f in family_specs() if f.hook(need) is not None)
-        raise ValueError(f"algo {algo!r} supports the families {', '.join(fams)}, not {family!r} "
-                         f"(SAC needs Box actions; MaskablePPO needs discrete actions with masks)")
-
-
-def obs_layout(meta: dict) -> str:
-    """The flat observation layout of a run's side-car (``clustergym.learning.pipeline``): ``"full"`` for runs
-    that record it, ``"legacy"`` for runs of earlier versions (which did not)."""
-    return meta.get("obs_layout", "legacy")
-
-
-class SlimInfo(gym.Wrapper):
-    """Pass on only the info keys SB3 reads during training (``episode`` from Monitor, ``TimeLimit.truncated``,
-    ``is_success``). SB3's ``DummyVecEnv`` deep-copies every sub-env's info at every step, and P3's and P4's infos
-    hold the job window, feedback arrays and metrics (docs/drl.md, training throughput: P3 0.44x -> 0.47x)."""
-
-    KEEP = ("episode", "TimeLimit.truncated", "is_success")
-
-    def step(self, action):
-        obs, reward, terminated, truncated, info = self.env.step(action)
-        return obs, reward, terminated, truncated, {k: info[k] for k in self.KEEP if k in info}
-
-    def reset(self, **kwargs):
-        obs, info = self.env.reset(**kwargs)
-        return obs, {k: info[k] for k in self.KEEP if k in info}
-
-
-def make_train_env(env_id: str, env_kwargs: dict | None = None, *, algo: str = "ppo", stats: bool = True,
-                   monitor_dir: str | None = None, rank: int = 0, layout: str = "full", slim_info: bool = False
-                   ) -> gym.Env:
-    """``gym.make`` + Monitor + ``clustergym.wrappers.FlattenWithStats`` (+ ``clustergym.wrappers.RescaleBox``
-    to [-1, 1] for Box actions): the public wrappers, so a user's own chain can match training exactly.
-    ``layout``: the flat observation layout (``clustergym.learning.pipeline``; ``"legacy"`` for a model
-    trained by an earlier version)."""
-    from stable_baselines3.common.monitor import Monitor
-
-    from clustergym.wrappers import FlattenWithStats, RescaleBox
-
-    kw = {"oracle": False, **(env_kwargs or {})}
-    env = gym.make(env_id, **kw)
-    env = Monitor(env, os.path.join(monitor_dir, str(rank)) if monitor_dir else None)
-    env = FlattenWithStats(env, stats=stats, layout=layout)
-    if isinstance(env.action_space, gym.spaces.Box):
-        env = RescaleBox(env)
-    if slim_info:  # the training VecEnv: SB3 reads a few info keys and deep-copies the whole info every step
-        env = SlimInfo(env)
-    return env
-
-
-def algo_gamma(algo: str, hp: dict) -> float:
-    """The discount ``algo`` trains with: ``hp["gamma"]``, else the algorithm's own default."""
-    import inspect
-
-    if "gamma" in hp:
-        return float(hp["gamma"])
-    return float(inspect.signature(algo_class(algo).__init__).parameters["gamma"].default)
-
-
-def normalizer(venv, *, gamma: float, norm_obs: bool = True, training: bool = True):
-    """SB3's ``VecNormalize`` as training uses it. Rewards are divided by the running std of the discounted
-    return, so the discount must be the algorithm's: with SB3's default (0.99) under an algorithm trained at
-    ``gamma=0`` the critic's targets are scaled by a return the algorithm never optimises."""
-    from stable_baselines3.common.vec_env import VecNormalize
-
-    return VecNormalize(venv, training=training, norm_obs=norm_obs, norm_reward=training, clip_obs=10.0,
-                        gamma=float(gamma))
-
-
-def check_pipeline(model, venv) -> None:
-    """ValueError if the training pipeline disagrees with the algorithm: reward normalisation discounting with
-    another gamma than the algorithm's."""
-    from stable_baselines3.common.vec_env import VecNormalize
-
-    v = venv
-    while v is not None:
-        if isinstance(v, VecNormalize) and v.norm_reward and abs(float(v.gamma) - float(model.gamma)) > 1e-12:
-            raise ValueError(f"VecNormalize discounts with gamma={v.gamma} but the algorithm with gamma={model.gamma}")
-        v = getattr(v, "venv", None)
+_int = int_arg  # its earlier name
+_Checkpoints = Checkpoints  # its earlier name
 
 
 VECS = ("auto", "native", "dummy", "subproc")
@@ -217,10 +100,195 @@ def make_train_vec(env_id: str, env_kwargs: dict, n_envs: int, *, vec: str = "du
     return DummyVecEnv(fns)
 
 
-def _int(name: str, value, lo: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < lo:
-        raise ValueError(f"{name}={value!r} is invalid: expected an integer >= {lo}")
-    return int(value)
+@dataclass
+class TrainSetup:
+    """A training run's configuration, resolved from the arguments of :func:`train` and the hyperparameter file."""
+
+    env_id: str
+    algo: str
+    family: str
+    policy: Any  # the policy class (clustergym.learning.algos.policy_class)
+    cls: Any  # the algorithm class
+    hp: dict  # the hyperparameters as given (file, fine-tuning defaults, caller), recorded in the side-car
+    model_hp: dict  # the algorithm's keyword arguments (hp + the entity net's layout)
+    timesteps: int
+    n_envs: int
+    vec: str  # as asked ("auto" resolved when the envs are built)
+    layout: str  # the flat observation layout
+    env_kwargs: dict  # the model's env kwargs, as recorded (padding included)
+    train_kwargs: dict  # the training sub-envs' kwargs (+ the pool)
+    pool: list | None
+    pool_note: str
+    normalize: bool
+    norm_obs: bool
+    eval_freq: int
+    eval_episodes: int
+    bc_steps: int
+    bc_epochs: int
+    options: dict = field(default_factory=dict)  # the other arguments of train(), unchanged
+
+
+def _resolve(env_id: str, algo: str, timesteps, *, env_kwargs, n_envs, eval_freq, eval_episodes, stats, normalize,
+             hyperparams, hyperparams_file, head, instances, warm_start, bc_steps, bc_epochs, net, vec,
+             **options) -> TrainSetup:
+    """Step 1: check the arguments and resolve them with the hyperparameter file (builds envs to check kwargs)."""
+    family = env_family(env_id)
+    check_algo(algo, family)
+    from clustergym.learning.entity import check_net
+
+    check_net(net, family, algo, stats)
+    policy = policy_class(algo, head, net)  # also a clear error when the [drl] extra is not installed
+    cls = algo_class(algo)
+    run_cfg, hp = split_run_keys(load_hyperparams(algo, env_id, hyperparams_file))
+    if warm_start is not None:
+        if algo not in imitation.WARM_ALGOS:
+            raise ValueError(f"warm_start needs algo in {', '.join(imitation.WARM_ALGOS)}, not {algo!r}")
+        imitation._check_teacher(warm_start, family)
+        bc_steps, bc_epochs = int_arg("bc_steps", bc_steps, 1), int_arg("bc_epochs", bc_epochs, 1)
+        hp.update(imitation.FINETUNE_HP)  # the fine-tuning defaults, under the caller's values
+    hp.update(hyperparams or {})
+    flags = {"n_envs": "--n-envs", "n_timesteps": "--timesteps", "normalize": "--no-normalize", "env_kwargs": "--set",
+             "vec": "--vec", "obs_layout": "the hyperparameter file"}
+    for k in flags:
+        if k in hp:
+            raise ValueError(f"{k} is a run setting, not a hyperparameter of {algo}: use {flags[k]}")
+    if not isinstance(run_cfg.get("env_kwargs") or {}, dict):
+        raise ValueError(f"env_kwargs in the hyperparameter file of {algo} must be a mapping, got "
+                         f"{run_cfg['env_kwargs']!r}")
+    timesteps = int_arg("timesteps", run_cfg.get("n_timesteps") if timesteps is None else timesteps,
+                        0 if warm_start is not None else 1)  # 0 with a warm start: the cloned policy itself
+    n_envs = int_arg("n_envs", run_cfg.get("n_envs", 4) if n_envs is None else n_envs, 1)
+    vec = run_cfg.get("vec", "auto") if vec is None else vec
+    layout = run_cfg.get("obs_layout", "full")
+    if layout not in LAYOUTS[:2]:
+        raise ValueError(f"obs_layout={layout!r} is invalid: expected one of {', '.join(LAYOUTS[:2])}")
+    env_kwargs = {**(run_cfg.get("env_kwargs") or {}), **(env_kwargs or {})}  # the file's env kwargs, under the caller's
+    normalize = bool(run_cfg.get("normalize", True) if normalize is None else normalize)
+    eval_freq, eval_episodes = int_arg("eval_freq", eval_freq, 0), int_arg("eval_episodes", eval_episodes, 1)
+    if algo == "sac" and n_envs != 1:
+        n_envs = 1  # SAC: one env (off-policy; SB3's default)
+    env_kwargs = dict(env_kwargs or {})
+    if "instances" in env_kwargs:
+        raise ValueError("pass the training pool as instances= (--instances), not as an env kwarg")
+    env_kwargs, train_kwargs, pool, pool_note = training_envs(env_id, env_kwargs, instances, net=net)
+    model_hp = dict(hp)
+    if net == "entity":  # the channel layout, plain JSON ints (saved in model.zip's data, read back without pickles)
+        from clustergym.learning.entity import DEFAULT_HIDDEN, entity_layout
+
+        probe = make_train_env(env_id, train_kwargs, algo=algo, stats=stats, layout=layout)
+        model_hp["policy_kwargs"] = {"hidden": DEFAULT_HIDDEN, **(hp.get("policy_kwargs") or {}),
+                                     "entity": entity_layout(probe)}
+        probe.close()
+    norm_obs = net != "entity"  # the entity net's features lie in [0, 1]; per-position statistics would pin max_edges
+    return TrainSetup(env_id=env_id, algo=algo, family=family, policy=policy, cls=cls, hp=hp, model_hp=model_hp,
+                      timesteps=timesteps, n_envs=n_envs, vec=vec, layout=layout, env_kwargs=env_kwargs,
+                      train_kwargs=train_kwargs, pool=pool, pool_note=pool_note, normalize=normalize,
+                      norm_obs=norm_obs, eval_freq=eval_freq, eval_episodes=eval_episodes, bc_steps=bc_steps,
+                      bc_epochs=bc_epochs, options=dict(options, stats=stats, head=head, warm_start=warm_start,
+                                                        net=net, hyperparams_file=hyperparams_file))
+
+
+def _build_envs(s: TrainSetup, out: str, seed: int):
+    """Step 2: the training ``VecEnv`` (seeded ``seed, seed+1, ...``; normalised when asked) and the vec mode used."""
+    os.makedirs(out, exist_ok=True)
+    mon = os.path.join(out, "monitor")
+    os.makedirs(mon, exist_ok=True)
+    stats, net = s.options["stats"], s.options["net"]
+    vec = resolve_vec(s.env_id, s.vec, stats=stats, net=net, env_kwargs=s.train_kwargs)
+    venv = make_train_vec(s.env_id, s.train_kwargs, s.n_envs, vec=vec, algo=s.algo, stats=stats, monitor_dir=mon,
+                          layout=s.layout)
+    venv.seed(seed)
+    if s.normalize:  # rewards scaled by the std of the *algorithm's* discounted return (its gamma, not SB3's 0.99)
+        venv = normalizer(venv, gamma=algo_gamma(s.algo, s.model_hp), norm_obs=s.norm_obs)
+    return venv, vec
+
+
+def _build_model(s: TrainSetup, venv, vec: str, out: str, *, seed: int, verbose: int, eval_seed: int):
+    """Step 3: the model on ``venv``, the in-training evaluation callback (or None) and the behaviour cloning
+    record of a warm start (or None)."""
+    from stable_baselines3.common.vec_env import DummyVecEnv
+
+    try:
+        model = s.cls(s.policy, venv, seed=seed, verbose=verbose, tensorboard_log=os.path.join(out, "tb"),
+                      **s.model_hp)
+    except (AssertionError, ValueError, TypeError) as exc:  # SB3 checks hyperparameters with asserts
+        raise ValueError(f"bad hyperparameters for {s.algo} ({', '.join(f'{k}={v!r}' for k, v in s.hp.items())}): "
+                         f"{str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__}") from None
+    check_pipeline(model, venv)
+    stats = s.options["stats"]
+    cb = None
+    if s.eval_freq > 0:
+        from stable_baselines3.common.vec_env import VecMonitor
+
+        eval_env = DummyVecEnv([lambda: make_train_env(s.env_id, s.train_kwargs, algo=s.algo, stats=stats,
+                                                       monitor_dir=None, rank=0, layout=s.layout)])
+        if vec == "native":  # the wrapper chain must match the training env's (VecNormalize syncs along it)
+            eval_env = VecMonitor(eval_env)
+        eval_env.seed(eval_seed)
+        if s.normalize:
+            eval_env = normalizer(eval_env, gamma=algo_gamma(s.algo, s.model_hp), norm_obs=s.norm_obs, training=False)
+        if s.algo == "maskable_ppo":
+            from sb3_contrib.common.maskable.callbacks import MaskableEvalCallback as EvalCallback
+        else:
+            from stable_baselines3.common.callbacks import EvalCallback
+        cb = EvalCallback(eval_env, n_eval_episodes=s.eval_episodes, eval_freq=max(s.eval_freq // s.n_envs, 1),
+                          log_path=out, best_model_save_path=None, deterministic=True, verbose=0)
+    bc = None
+    if s.options["warm_start"] is not None:
+        bc = imitation.warm_start(model, venv if s.normalize else None, s.env_id, s.train_kwargs,
+                                  s.options["warm_start"], steps=s.bc_steps, epochs=s.bc_epochs, seed=seed,
+                                  stats=stats, algo=s.algo, layout=s.layout)
+    return model, cb, bc
+
+
+def _learn(s: TrainSetup, model, cb, out: str, *, checkpoints, progress: bool):
+    """Step 4: ``model.learn`` for the budget, saving the asked checkpoints; returns (training wall time, saver)."""
+    t0 = time.perf_counter()
+    saver = None
+    if checkpoints:
+        saver = Checkpoints(sorted({int_arg("checkpoints", c, 0) for c in checkpoints}), out,
+                            s.normalize and s.norm_obs, t0, s.timesteps)
+        saver.save_now(model, 0)  # before any update (kept only if 0 was asked); after cloning, the clone
+    callbacks = [c for c in (cb, None if saver is None else saver.callback()) if c is not None]
+    if s.timesteps > 0:
+        model.learn(total_timesteps=s.timesteps, callback=callbacks or None, progress_bar=progress, tb_log_name=s.algo)
+    return time.perf_counter() - t0, saver
+
+
+def _save(s: TrainSetup, model, venv, cb, bc, saver, wall: float, vec: str, out: str, *, seed: int,
+          eval_seed: int) -> dict:
+    """Step 5: the model, its normalisation statistics, the side-car (returned), the checkpoints' side-cars and
+    the learning curve."""
+    model.save(os.path.join(out, "model.zip"))
+    if s.normalize and s.norm_obs:
+        save_normalization(venv, out)
+    pool, hyperparams_file = s.pool, s.options["hyperparams_file"]
+    meta = {"env_id": s.env_id, "family": s.family, "env_kwargs": s.env_kwargs, "algo": s.algo,
+            "stats": bool(s.options["stats"]),
+            "obs_layout": s.layout,  # the observation keys of the flat vector (clustergym.pipeline)
+            "instances": None if pool is None else [int(k) for k in pool], "instances_note": s.pool_note,
+            "padding_covers": None if pool is None else (f"the pool and instances {DEFAULT_EVAL_INSTANCES.start}-"
+                                                         f"{DEFAULT_EVAL_INSTANCES.stop - 1}, 900-999"),
+            "normalize": s.normalize, "seed": int(seed), "n_envs": s.n_envs, "timesteps": s.timesteps,
+            "timesteps_trained": int(model.num_timesteps), "eval_freq": s.eval_freq,
+            "eval_seed": int(eval_seed), "hyperparams": s.hp,
+            "head": s.options["head"] if s.policy is not s.cls.policy_aliases["MlpPolicy"] else "sb3",
+            "hyperparams_file": os.path.abspath(hyperparams_file) if hyperparams_file else None,
+            "train_wall_s": wall, "vec": vec, "rescale_action": isinstance(venv.action_space, gym.spaces.Box),
+            "warm_start": bc, "net": s.options["net"], "norm_obs": bool(s.normalize and s.norm_obs),
+            "reward_normalization": {"gamma": float(venv.gamma)} if s.normalize else None}
+    with open(os.path.join(out, SIDE_CAR), "w") as f:
+        json.dump(meta, f, indent=1)
+    if saver is not None:
+        saver.finish(model, meta, wall)
+    venv.close()
+    if cb is not None:
+        cb.eval_env.close()
+    try:
+        plot_training_curve(out)
+    except (OSError, ValueError):  # pragma: no cover - nothing to plot yet
+        pass
+    return meta
 
 
 def train(env_id: str, algo: str, timesteps: int | None, out: str, *, env_kwargs: dict | None = None, seed: int = 0,
@@ -269,321 +337,15 @@ def train(env_id: str, algo: str, timesteps: int | None, out: str, *, env_kwargs
 
     Training envs are seeded ``seed, seed+1, ...``. Returns the side-car dictionary.
     """
-    from clustergym.learning.hyperparams import load_hyperparams, split_run_keys
-
-    family = env_family(env_id)
-    check_algo(algo, family)
-    from clustergym.learning.entity import check_net
-
-    check_net(net, family, algo, stats)
-    policy = policy_class(algo, head, net)  # also a clear error when the [drl] extra is not installed
-    cls = algo_class(algo)
-    import torch
-    from stable_baselines3.common.vec_env import DummyVecEnv
-
-    import clustergym  # noqa: F401
-
-    run_cfg, hp = split_run_keys(load_hyperparams(algo, env_id, hyperparams_file))
-    if warm_start is not None:
-        from clustergym.learning import imitation
-
-        if algo not in imitation.WARM_ALGOS:
-            raise ValueError(f"warm_start needs algo in {', '.join(imitation.WARM_ALGOS)}, not {algo!r}")
-        imitation._check_teacher(warm_start, family)
-        bc_steps, bc_epochs = _int("bc_steps", bc_steps, 1), _int("bc_epochs", bc_epochs, 1)
-        hp.update(imitation.FINETUNE_HP)  # the fine-tuning defaults, under the caller's values
-    hp.update(hyperparams or {})
-    flags = {"n_envs": "--n-envs", "n_timesteps": "--timesteps", "normalize": "--no-normalize", "env_kwargs": "--set",
-             "vec": "--vec", "obs_layout": "the hyperparameter file"}
-    for k in flags:
-        if k in hp:
-            raise ValueError(f"{k} is a run setting, not a hyperparameter of {algo}: use {flags[k]}")
-    if not isinstance(run_cfg.get("env_kwargs") or {}, dict):
-        raise ValueError(f"env_kwargs in the hyperparameter file of {algo} must be a mapping, got "
-                         f"{run_cfg['env_kwargs']!r}")
-    timesteps = _int("timesteps", run_cfg.get("n_timesteps") if timesteps is None else timesteps,
-                     0 if warm_start is not None else 1)  # 0 with a warm start: the cloned policy itself
-    n_envs = _int("n_envs", run_cfg.get("n_envs", 4) if n_envs is None else n_envs, 1)
-    vec = run_cfg.get("vec", "auto") if vec is None else vec
-    layout = run_cfg.get("obs_layout", "full")
-    from clustergym.learning.pipeline import LAYOUTS
-
-    if layout not in LAYOUTS[:2]:
-        raise ValueError(f"obs_layout={layout!r} is invalid: expected one of {', '.join(LAYOUTS[:2])}")
-    env_kwargs = {**(run_cfg.get("env_kwargs") or {}), **(env_kwargs or {})}  # the file's env kwargs, under the caller's
-    normalize = bool(run_cfg.get("normalize", True) if normalize is None else normalize)
-    eval_freq, eval_episodes = _int("eval_freq", eval_freq, 0), _int("eval_episodes", eval_episodes, 1)
-    if algo == "sac" and n_envs != 1:
-        n_envs = 1  # SAC: one env (off-policy; SB3's default)
-    env_kwargs = dict(env_kwargs or {})
-    if "instances" in env_kwargs:
-        raise ValueError("pass the training pool as instances= (--instances), not as an env kwarg")
-    env_kwargs, train_kwargs, pool, pool_note = training_envs(env_id, env_kwargs, instances, net=net)
-    model_hp = dict(hp)
-    if net == "entity":  # the channel layout, plain JSON ints (saved in model.zip's data, read back without pickles)
-        from clustergym.learning.entity import DEFAULT_HIDDEN, entity_layout
-
-        probe = make_train_env(env_id, train_kwargs, algo=algo, stats=stats, layout=layout)
-        model_hp["policy_kwargs"] = {"hidden": DEFAULT_HIDDEN, **(hp.get("policy_kwargs") or {}),
-                                     "entity": entity_layout(probe)}
-        probe.close()
-    norm_obs = net != "entity"  # the entity net's features lie in [0, 1]; per-position statistics would pin max_edges
+    setup = _resolve(env_id, algo, timesteps, env_kwargs=env_kwargs, n_envs=n_envs, eval_freq=eval_freq,
+                     eval_episodes=eval_episodes, stats=stats, normalize=normalize, hyperparams=hyperparams,
+                     hyperparams_file=hyperparams_file, head=head, instances=instances, warm_start=warm_start,
+                     bc_steps=bc_steps, bc_epochs=bc_epochs, net=net, vec=vec)
     if threads is not None:
+        import torch
+
         torch.set_num_threads(int(threads))  # small MLPs: one thread is fastest and leaves cores to envs
-    os.makedirs(out, exist_ok=True)
-    mon = os.path.join(out, "monitor")
-    os.makedirs(mon, exist_ok=True)
-
-    def factory(rank: int, monitor: str | None):
-        return lambda: make_train_env(env_id, train_kwargs, algo=algo, stats=stats, monitor_dir=monitor, rank=rank,
-                                      layout=layout)
-
-    vec = resolve_vec(env_id, vec, stats=stats, net=net, env_kwargs=train_kwargs)
-    venv = make_train_vec(env_id, train_kwargs, n_envs, vec=vec, algo=algo, stats=stats, monitor_dir=mon, layout=layout)
-    venv.seed(seed)
-    gamma = algo_gamma(algo, model_hp)
-    if normalize:  # rewards scaled by the std of the *algorithm's* discounted return (its gamma, not SB3's 0.99)
-        venv = normalizer(venv, gamma=gamma, norm_obs=norm_obs)
-    try:
-        model = cls(policy, venv, seed=seed, verbose=verbose, tensorboard_log=os.path.join(out, "tb"), **model_hp)
-    except (AssertionError, ValueError, TypeError) as exc:  # SB3 checks hyperparameters with asserts
-        raise ValueError(f"bad hyperparameters for {algo} ({', '.join(f'{k}={v!r}' for k, v in hp.items())}): "
-                         f"{str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__}") from None
-    check_pipeline(model, venv)
-    cb = None
-    if eval_freq > 0:
-        from stable_baselines3.common.vec_env import VecMonitor
-
-        eval_env = DummyVecEnv([factory(0, None)])
-        if vec == "native":  # the wrapper chain must match the training env's (VecNormalize syncs along it)
-            eval_env = VecMonitor(eval_env)
-        eval_env.seed(eval_seed)
-        if normalize:
-            eval_env = normalizer(eval_env, gamma=gamma, norm_obs=norm_obs, training=False)
-        if algo == "maskable_ppo":
-            from sb3_contrib.common.maskable.callbacks import MaskableEvalCallback as EvalCallback
-        else:
-            from stable_baselines3.common.callbacks import EvalCallback
-        cb = EvalCallback(eval_env, n_eval_episodes=eval_episodes, eval_freq=max(eval_freq // n_envs, 1), log_path=out,
-                          best_model_save_path=None, deterministic=True, verbose=0)
-    bc = None
-    if warm_start is not None:
-        from clustergym.learning.imitation import warm_start as clone
-
-        bc = clone(model, venv if normalize else None, env_id, train_kwargs, warm_start, steps=bc_steps,
-                   epochs=bc_epochs, seed=seed, stats=stats, algo=algo, layout=layout)
-    t0 = time.perf_counter()
-    saver = None
-    if checkpoints:
-        saver = _Checkpoints(sorted({_int("checkpoints", c, 0) for c in checkpoints}), out, normalize and norm_obs, t0,
-                             timesteps)
-        saver.save_now(model, 0)  # before any update (kept only if 0 was asked); after cloning, the clone
-    callbacks = [c for c in (cb, None if saver is None else saver.callback()) if c is not None]
-    if timesteps > 0:
-        model.learn(total_timesteps=timesteps, callback=callbacks or None, progress_bar=progress, tb_log_name=algo)
-    wall = time.perf_counter() - t0
-    model.save(os.path.join(out, "model.zip"))
-    if normalize and norm_obs:
-        save_normalization(venv, out)
-    from clustergym.learning.instances import DEFAULT_EVAL_INSTANCES
-
-    meta = {"env_id": env_id, "family": family, "env_kwargs": env_kwargs, "algo": algo, "stats": bool(stats),
-            "obs_layout": layout,  # the observation keys of the flat vector (clustergym.learning.pipeline)
-            "instances": None if pool is None else [int(k) for k in pool], "instances_note": pool_note,
-            "padding_covers": None if pool is None else (f"the pool and instances {DEFAULT_EVAL_INSTANCES.start}-"
-                                                         f"{DEFAULT_EVAL_INSTANCES.stop - 1}, 900-999"),
-            "normalize": normalize, "seed": int(seed), "n_envs": n_envs, "timesteps": timesteps,
-            "timesteps_trained": int(model.num_timesteps), "eval_freq": eval_freq,
-            "eval_seed": int(eval_seed), "hyperparams": hp, "head": head if policy is not cls.policy_aliases["MlpPolicy"]
-            else "sb3", "hyperparams_file": os.path.abspath(hyperparams_file) if hyperparams_file else None,
-            "train_wall_s": wall, "vec": vec, "rescale_action": isinstance(venv.action_space, gym.spaces.Box), "warm_start": bc,
-            "net": net, "norm_obs": bool(normalize and norm_obs),
-            "reward_normalization": {"gamma": float(venv.gamma)} if normalize else None}
-    with open(os.path.join(out, SIDE_CAR), "w") as f:
-        json.dump(meta, f, indent=1)
-    if saver is not None:
-        saver.finish(model, meta, wall)
-    venv.close()
-    if cb is not None:
-        cb.eval_env.close()
-    try:
-        plot_training_curve(out)
-    except (OSError, ValueError):  # pragma: no cover - nothing to plot yet
-        pass
-    return meta
-
-
-class _Checkpoints:
-    """Saves the model (and its normalisation statistics) once training has passed each asked step count.
-
-    The save happens at the start of a rollout, i.e. after the update that used the steps so far (a save in
-    the middle of a rollout would hold the weights from before that rollout's update); the side-car records
-    the steps actually trained (``timesteps_trained``, at or a rollout beyond the asked count).
-    """
-
-    def __init__(self, steps: list[int], out: str, normalize: bool, t0: float, final: int):
-        self.steps, self.out, self.normalize, self.t0 = steps, out, normalize, t0
-        self.final = final  # counts >= the training budget are the final model (saved by finish)
-        self.saved: dict[int, tuple[float, int]] = {}  # asked steps -> (training wall time (s), steps trained)
-        self.pause = 0.0  # time spent saving, not counted as training time
-
-    def dir(self, n: int) -> str:
-        return os.path.join(self.out, "checkpoints", str(n))
-
-    def save_now(self, model, n: int, wall: float | None = None) -> None:
-        if n not in self.steps or n in self.saved:
-            return
-        t = time.perf_counter()
-        self.saved[n] = (t - self.t0 - self.pause if wall is None else wall, int(model.num_timesteps))
-        d = self.dir(n)
-        os.makedirs(d, exist_ok=True)
-        model.save(os.path.join(d, "model.zip"))
-        if self.normalize:
-            save_normalization(model.get_env(), d)
-        self.pause += time.perf_counter() - t
-
-    def callback(self):
-        from stable_baselines3.common.callbacks import BaseCallback
-
-        saver = self
-
-        class _Save(BaseCallback):
-            def _on_rollout_start(self) -> None:
-                for n in saver.steps:
-                    if n <= self.num_timesteps and n < saver.final:
-                        saver.save_now(self.model, n)
-
-            def _on_step(self) -> bool:
-                return True
-
-        return _Save()
-
-    def finish(self, model, meta: dict, wall: float) -> None:
-        """Counts at or beyond the budget are the final model; then every checkpoint gets its side-car."""
-        for n in self.steps:
-            if n >= self.final:
-                self.save_now(model, n, wall=wall - self.pause)
-        for n, (w, done) in self.saved.items():
-            with open(os.path.join(self.dir(n), SIDE_CAR), "w") as f:
-                json.dump({**meta, "timesteps_trained": done, "train_wall_s": w,
-                           "checkpoint_of": os.path.abspath(self.out)}, f, indent=1)
-
-
-def training_envs(env_id: str, env_kwargs: dict, instances=None, *, net: str = "mlp") -> tuple[dict, dict, list | None, str]:
-    """(the model's env kwargs as recorded, the training sub-envs' kwargs, the pool or None, a note on it).
-
-    The pool (:func:`_training_pool`) is drawn from per episode; families with padding kwargs are padded to the
-    maxima over the pool and the default evaluation instances, so one model fits every instance."""
-    env_kwargs = dict(env_kwargs)
-    gym.make(env_id, **env_kwargs).close()  # bad kwargs fail here, before anything is written
-    pool, pool_note = _training_pool(env_id, env_kwargs, instances)
-    train_kwargs = dict(env_kwargs)  # the sub-envs' kwargs: + padding maxima, + the pool
-    if pool is not None:
-        from clustergym.learning.instances import DEFAULT_EVAL_INSTANCES, DEFAULT_VALIDATION_INSTANCES, padding_for
-
-        covered = sorted(set(pool) | set(DEFAULT_EVAL_INSTANCES) | set(DEFAULT_VALIDATION_INSTANCES))
-        env_kwargs.update(padding_for(env_id, env_kwargs, covered))  # recorded: the model's fixed shape
-        train_kwargs = {**env_kwargs, "scenario_seed": int(pool[0]), "instances": tuple(pool)}
-        gym.make(env_id, **train_kwargs).close()
-    if net == "entity" and "max_edges" not in env_kwargs:  # one instance: padded to its own size (the padded keys)
-        from clustergym.learning.instances import padding_for
-
-        env_kwargs.update(padding_for(env_id, env_kwargs, [int(env_kwargs.get("scenario_seed", 0))]))
-        train_kwargs = {**train_kwargs, **env_kwargs}
-    return env_kwargs, train_kwargs, pool, pool_note
-
-
-def _training_pool(env_id: str, env_kwargs: dict, instances) -> tuple[list[int] | None, str]:
-    """(the training pool or None for one instance, a note saying which and why)."""
-    from clustergym.learning.instances import DEFAULT_TRAIN_INSTANCES
-
-    if "scenario_seed" in env_kwargs:
-        if instances is not None:
-            raise ValueError("instances (--instances) and env_kwargs['scenario_seed'] (--set scenario_seed=K) cannot be "
-                             "combined: scenario_seed pins one instance")
-        return None, f"one instance: scenario_seed={env_kwargs['scenario_seed']}"
-    given = instances is not None
-    probe = gym.make(env_id, **{**env_kwargs, "oracle": False})
-    switches = getattr(probe.unwrapped, "instance_source", None) is not None  # the env has the instances kwarg
-    probe.close()
-    if not switches:
-        if given:
-            raise ValueError(f"{env_id} cannot switch instances (its env has no instances kwarg): drop --instances")
-        return None, "one instance: the env does not switch instances"
-    if given:
-        from clustergym.runner import _check_size
-
-        _check_size("instances", instances)  # range(0, 10**15) would be iterated for hours
-    pool = list(dict.fromkeys(_int("instances", k, 0) for k in (instances if given else DEFAULT_TRAIN_INSTANCES)))
-    if not pool:
-        raise ValueError("instances is empty")
-    if len(pool) > 1:
-        from clustergym.runner import _scenario_fingerprint
-
-        kw = {k: v for k, v in env_kwargs.items() if k != "horizon"}
-        fp = [_scenario_fingerprint(env_id, 1, {**kw, "scenario_seed": k}) for k in pool[:2]]
-        if fp[0] is not None and fp[0] == fp[1]:
-            if given:
-                raise ValueError("this scenario does not depend on scenario_seed (a trace preset or fixed scenario), "
-                                 "so a pool of instances would repeat one instance: drop --instances")
-            return None, "one instance: the scenario does not depend on scenario_seed"
-    return pool, ("the given pool" if given else "the default training pool") + " (one instance drawn per episode)"
-
-
-def save_normalization(venv, out: str) -> str:
-    """Save a ``VecNormalize``'s observation statistics as plain arrays (``vecnormalize.npz``), which the
-    ``sb3:`` agent reads with ``allow_pickle=False`` (a pickled VecNormalize could carry code)."""
-    rms = venv.obs_rms
-    path = os.path.join(out, NORM_FILE)
-    np.savez(path, mean=np.asarray(rms.mean, dtype=np.float64), var=np.asarray(rms.var, dtype=np.float64),
-             count=np.float64(rms.count), clip_obs=np.float64(venv.clip_obs), epsilon=np.float64(venv.epsilon))
-    return path
-
-
-def _monitor_curve(run_dir: str) -> tuple[np.ndarray, np.ndarray]:
-    """(cumulative timesteps at episode end, episode return) over all training envs, in time order."""
-    rows = []
-    mon = os.path.join(run_dir, "monitor")
-    for name in sorted(os.listdir(mon)) if os.path.isdir(mon) else []:
-        if not name.endswith(".monitor.csv"):
-            continue
-        with open(os.path.join(mon, name)) as f:
-            f.readline()  # JSON header
-            header = f.readline().strip().split(",")
-            for line in f:
-                vals = dict(zip(header, line.strip().split(",")))
-                rows.append((float(vals["t"]), float(vals["r"]), int(vals["l"])))
-    rows.sort()
-    if not rows:
-        return np.zeros(0), np.zeros(0)
-    steps = np.cumsum([r[2] for r in rows])
-    return steps, np.array([r[1] for r in rows])
-
-
-def plot_training_curve(run_dir: str, path: str | None = None, reference: dict[str, float] | None = None) -> str:
-    """Training episode returns and periodic evaluation returns vs timesteps (PNG).
-
-    ``reference``: optional horizontal lines (label -> episode return), e.g. paper agents.
-    """
-    from clustergym.plots import figure, legend_outside, save, training_curve
-
-    meta = json.load(open(os.path.join(run_dir, SIDE_CAR)))
-    fig, ax = figure(size=(8.0, 3.8))
-    steps, ret = _monitor_curve(run_dir)
-    # raw returns (instances differ, so they scatter), their rolling mean, and the reference lines
-    training_curve(ax, steps, ret, label=meta["algo"], references=reference)
-    ev = os.path.join(run_dir, "evaluations.npz")
-    if os.path.exists(ev):
-        d = np.load(ev)
-        if d["timesteps"].size:
-            r = d["results"]
-            ax.plot(d["timesteps"], r.mean(axis=1), "-o", color="k", ms=3,
-                    label="evaluation (held-out seeds, deterministic)")
-    ax.set_xlabel("timesteps")
-    ax.set_ylabel("episode return")
-    ax.set_title(f"{meta['algo'].upper()} on {meta['env_id'].split('/')[-1]}")
-    ax.grid(alpha=0.3)
-    legend_outside(ax)  # nothing to label before the first episode ends
-    path = path or os.path.join(run_dir, "training_curve.png")
-    save(fig, path)
-    return path
+    venv, vec = _build_envs(setup, out, seed)
+    model, cb, bc = _build_model(setup, venv, vec, out, seed=seed, verbose=verbose, eval_seed=eval_seed)
+    wall, saver = _learn(setup, model, cb, out, checkpoints=checkpoints, progress=progress)
+    return _save(setup, model, venv, cb, bc, saver, wall, vec, out, seed=seed, eval_seed=eval_seed)

@@ -42,6 +42,10 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
+from clustergym.learning.instances import DEFAULT_EVAL_INSTANCES, DEFAULT_TRAIN_INSTANCES
+from clustergym.learning.training import train
+from clustergym.runner import evaluate
+
 __all__ = ["SEARCH_SPACE", "REFERENCE", "VALIDATION", "TuneConfig", "sample_params", "normalised_value", "tune",
            "record_of"]
 
@@ -115,8 +119,6 @@ def _values(res, agent: str) -> dict:
 
 
 def _check_instances(instances: Sequence[int]) -> None:
-    from clustergym.learning.instances import DEFAULT_EVAL_INSTANCES, DEFAULT_TRAIN_INSTANCES
-
     bad = sorted(set(instances) & (set(DEFAULT_TRAIN_INSTANCES) | set(DEFAULT_EVAL_INSTANCES)))
     if bad:
         raise ValueError(f"validation instances {bad[:5]} are in the training pool or the evaluation instances: "
@@ -125,8 +127,6 @@ def _check_instances(instances: Sequence[int]) -> None:
 
 def _reference_values(cfg: TuneConfig, study) -> tuple[dict, dict]:
     """The reference baseline's and random's values on the validation runs (once per study)."""
-    from clustergym.runner import evaluate
-
     attrs = study.user_attrs
     if "reference_values" in attrs:
         dec = lambda d: {tuple(json.loads(k)): v for k, v in d.items()}  # noqa: E731
@@ -142,9 +142,6 @@ def _reference_values(cfg: TuneConfig, study) -> tuple[dict, dict]:
 
 
 def _objective(cfg: TuneConfig, ref: dict, rnd: dict, progress: bool) -> Callable:
-    from clustergym.learning.training import train
-    from clustergym.runner import evaluate
-
     def objective(trial) -> float:
         hp = sample_params(trial, cfg.algo)
         n_envs = cfg.n_envs or 4
@@ -209,8 +206,6 @@ def tune(cfg: TuneConfig, out: str, *, storage: str | None = None, study_name: s
     except ImportError as exc:  # pragma: no cover - the drl extra installs it
         raise ValueError("tuning needs Optuna: pip install 'clustergym[drl]'") from exc
     import gymnasium as gym
-
-    import clustergym  # noqa: F401  (registers the ids)
 
     if cfg.algo not in SEARCH_SPACE:
         raise ValueError(f"algo={cfg.algo!r} cannot be tuned: expected one of {', '.join(sorted(SEARCH_SPACE))}")

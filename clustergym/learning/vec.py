@@ -36,7 +36,7 @@ from gymnasium.envs.registration import load_env_creator
 from stable_baselines3.common.vec_env.base_vec_env import VecEnv
 
 from clustergym.env import env_padding
-from clustergym.learning.pipeline import box_bounds, flatten_batch, layout_keys
+from clustergym.pipeline import box_bounds, flatten_batch, layout_keys
 
 __all__ = ["NativeVecEnv", "has_native_vector", "native_vector_gap"]
 
@@ -45,8 +45,6 @@ def native_vector_gap(env_id: str, env_kwargs: dict | None = None) -> str | None
     """Why ``env_id`` with ``env_kwargs`` cannot be stepped by a native vector env, or None when it can: the id
     registers none (``vector_entry_point``), or its vector env's ``unsupported(env_kwargs)`` names a kwarg it
     does not step (P3's runs ``action_mode="ring_size"`` only)."""
-    import clustergym  # noqa: F401  (registers the ids)
-
     spec = gym.spec(env_id)
     if spec.vector_entry_point is None:
         return "has no native vector env"

@@ -26,7 +26,10 @@ from importlib import resources
 
 import numpy as np
 
-from clustergym.core import Scenario, check_known, as_generator, check_int, check_real, freeze
+from clustergym.core import Scenario, as_generator, check_int, check_known, check_real, freeze
+from clustergym.envs.multiserver.allocation.scenario import (AllocationProblem, AllocationTruth, check_demand_params,
+                                                             draw_utilities)
+from clustergym.envs.multiserver.channel.scenario import ChannelProblem, channel_truth, check_grid_memory
 from clustergym.envs.traces.csvread import Column, read_csv
 
 __all__ = ["NodeList", "PodList", "load_nodes", "load_pods", "derive_preset", "load_preset",
@@ -225,9 +228,6 @@ def allocation_scenario_from_preset(seed=0, preset: dict | None = None, **params
     """P2 scenario ``alibaba-v2023``: servers sampled from the trace's node configurations, job types
     from the preset, a_l^k = contention × the type's median request (CPU cores, MEM in 8 GiB units,
     GPUs), locality from ``gpu_spec``, ρ_l from creation times (``rho`` overrides with one value)."""
-    from clustergym.envs.multiserver.allocation.scenario import (
-        AllocationProblem, AllocationTruth, check_demand_params, draw_utilities)
-
     check_known(params, ALLOCATION_DEFAULTS, PRESET_NAME)
     preset = preset or load_preset()
     p = {**ALLOCATION_DEFAULTS, **params}
@@ -263,8 +263,6 @@ def channel_scenario_from_preset(seed=0, preset: dict | None = None, **params) -
     probability ``channel_prob`` (every port keeps one), integer demands a_k^e = clip(round(request /
     median request over types), 1, demand_max) for CPU, MEM, GPU (GPU demand 1 for CPU-only types:
     P1 needs a_k^e >= 1), capacity and utilities as in the P1 paper scenario, ρ_l from the trace."""
-    from clustergym.envs.multiserver.channel.scenario import ChannelProblem, channel_truth
-
     check_known(params, CHANNEL_DEFAULTS, PRESET_NAME)
     preset = preset or load_preset()
     p = {**CHANNEL_DEFAULTS, **params}
@@ -295,8 +293,6 @@ def channel_scenario_from_preset(seed=0, preset: dict | None = None, **params) -
     a_type = np.clip(np.round(req / med), 1, p["demand_max"]).astype(np.int64)  # (L, K)
     demand = a_type[edge_port]
     capacity = np.maximum(np.ceil(p["capacity_ratio"] * demand.sum(axis=0)), demand.max(axis=0)).astype(np.int64)
-    from clustergym.envs.multiserver.channel.scenario import check_grid_memory
-
     check_grid_memory(capacity, E, p)
     A = p["demand_max"]
     f = np.sort(rng.normal(p["cost_mean"], p["cost_std"], size=(K, A)), axis=1)

@@ -159,7 +159,7 @@ class MultiServerAllocationEnv(ClusterEnv):
       earlier action gives the same rewards.
     * v0, later: the observation carries the statistics, the last slot's feedback, ``edge_arrival``,
       ``edge_demand`` (padded or not), ``edge_alpha``, ``edge_utility`` and ``beta``; ``oracle``
-      defaults to False. The flat vector of earlier versions is ``clustergym.learning.pipeline``'s
+      defaults to False. The flat vector of earlier versions is ``clustergym.pipeline``'s
       ``"legacy"`` layout (same values).
     """
 

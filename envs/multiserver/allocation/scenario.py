@@ -83,7 +83,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from clustergym.core import Scenario, check_known, as_generator, check_choice, check_int, check_memory, check_real, freeze
+from clustergym.core import (Scenario, as_generator, check_choice, check_int, check_known, check_memory, check_real,
+                             freeze, load_entry_point)
 
 __all__ = ["AllocationProblem", "AllocationTruth", "make_allocation_scenario", "ALLOCATION_SCENARIOS",
            "PAPER_DEFAULTS", "FIG2_DEFAULTS", "FIG2_HORIZON", "UNITS", "UTILITY_FAMILIES", "utility_value",
@@ -157,6 +158,9 @@ _SETTING_KEYS = ("units", "beta_low", "beta_high", "contention", "reciprocal")
 FIG2_HORIZON = 8000  # Fig. 2's T: pass horizon=FIG2_HORIZON with scenario="fig2"
 
 ALLOCATION_SCENARIOS = ("paper", "fig2", "large", "toy", "alibaba-v2023")
+# Trace presets: name -> "module:function" building the scenario (the loader imports this module for the
+# problem types, so it is imported on first use).
+ALLOCATION_PRESETS = {"alibaba-v2023": "clustergym.envs.traces.alibaba:allocation_scenario_from_preset"}
 UNITS = ("code", "device")
 RECIPROCAL_FORMS = ("paper", "code")
 
@@ -295,10 +299,8 @@ def make_allocation_scenario(name: str = "paper", seed: int | np.random.Generato
     if name == "toy":
         check_known(params, (), "toy")  # the toy scenario takes no parameters
         return _toy()
-    if name == "alibaba-v2023":
-        from clustergym.envs.traces.alibaba import allocation_scenario_from_preset
-
-        return allocation_scenario_from_preset(seed=seed, **params)
+    if name in ALLOCATION_PRESETS:
+        return load_entry_point(ALLOCATION_PRESETS[name])(seed=seed, **params)
     defaults = {"paper": PAPER_DEFAULTS, "fig2": FIG2_DEFAULTS, "large": LARGE_DEFAULTS}
     if name not in defaults:
         raise ValueError(f"scenario={name!r} is invalid: expected one of {', '.join(map(repr, ALLOCATION_SCENARIOS))}")

@@ -60,7 +60,7 @@ class MultiServerAllocationVectorEnv(ClusterVectorEnv):
     | arrival_share, port_reward_mean, last_port_reward | (N, L)  | float32 | as the single env        |
     The public problem data (``edge_demand``, ``edge_alpha``, ``edge_utility``, ``beta``,
     ``edge_present``) are read-only arrays shared by the observations until a sub-env switches instance
-    (then replaced, never written): copy them to modify. ``clustergym.learning.pipeline.flatten_batch``
+    (then replaced, never written): copy them to modify. ``clustergym.pipeline.flatten_batch``
     flattens a batch to (N, flatdim), row i equal to ``gymnasium.spaces.flatten`` of sub-env i's
     observation.
 

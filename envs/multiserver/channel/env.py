@@ -127,7 +127,7 @@ class MultiServerChannelEnv(ClusterEnv):
       unknown reset options raise. Later: ``step`` after the episode's end raises until ``reset``.
     * v0, later: the observation carries the statistics, the last slot's feedback and ``edge_arrival``,
       ``edge_demand`` (padded or not); ``oracle`` defaults to False. The flat vector of earlier versions
-      is ``clustergym.learning.pipeline``'s ``"legacy"`` layout (same values).
+      is ``clustergym.pipeline``'s ``"legacy"`` layout (same values).
     """
 
     family = "multiserver-channel"

@@ -39,7 +39,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from clustergym.core import Scenario, check_known, as_generator, check_int, check_memory, check_real, freeze
+from clustergym.core import (Scenario, as_generator, check_int, check_known, check_memory, check_real, freeze,
+                             load_entry_point)
 
 __all__ = ["ChannelProblem", "ChannelTruth", "channel_truth", "make_channel_scenario", "CHANNEL_SCENARIOS", "PAPER_DEFAULTS"]
 
@@ -124,6 +125,9 @@ PAPER_DEFAULTS = dict(
 )
 
 CHANNEL_SCENARIOS = ("paper", "toy", "alibaba-v2023")
+# Trace presets: name -> "module:function" building the scenario (the loader imports this module for the
+# problem types, so it is imported on first use).
+CHANNEL_PRESETS = {"alibaba-v2023": "clustergym.envs.traces.alibaba:channel_scenario_from_preset"}
 
 
 VARIANCE_CAP = 0.95  # σ² <= 0.95 ṽ(1 − ṽ): keeps the Beta law proper (κ >= 1/19)
@@ -186,10 +190,8 @@ def make_channel_scenario(name: str = "paper", seed: int | np.random.Generator |
     if name == "toy":
         check_known(params, (), "toy")  # the toy scenario takes no parameters
         return _toy()
-    if name == "alibaba-v2023":  # trace preset; built in clustergym.envs.traces.alibaba
-        from clustergym.envs.traces.alibaba import channel_scenario_from_preset
-
-        return channel_scenario_from_preset(seed=seed, **params)
+    if name in CHANNEL_PRESETS:  # trace preset; built in clustergym.envs.traces.alibaba
+        return load_entry_point(CHANNEL_PRESETS[name])(seed=seed, **params)
     if name != "paper":
         raise ValueError(f"scenario={name!r} is invalid: expected one of {', '.join(map(repr, CHANNEL_SCENARIOS))}")
     check_known(params, PAPER_DEFAULTS, name)

@@ -48,7 +48,7 @@ class MultiServerChannelVectorEnv(ClusterVectorEnv):
     | edge_demand                               | (N, P, K)   | float32 | as the single env                |
     The public problem data (``edge_demand``, ``edge_present``) are read-only arrays shared by the
     observations until a sub-env switches instance (then replaced, never written): copy them to modify.
-    ``clustergym.learning.pipeline.flatten_batch`` flattens a batch to (N, flatdim), row i equal to
+    ``clustergym.pipeline.flatten_batch`` flattens a batch to (N, flatdim), row i equal to
     ``gymnasium.spaces.flatten`` of sub-env i's observation.
 
     ## Rewards

@@ -1,0 +1,127 @@
+"""``clustergym drl --export-pretrained``: the best learner of a finished benchmark shipped as
+``sb3:pretrained/<EnvName>`` (model, statistics, side-car with its held-out score)."""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import shutil
+from typing import Sequence
+
+from clustergym.experiments.drl import HORIZON, PLAN, _staged_replace, cell_config, cell_state
+from clustergym.learning.agent import PRETRAINED_DIR, safe_load
+from clustergym.learning.algos import SIDE_CAR
+
+__all__ = ["check_export", "export_pretrained", "prepare_export"]
+
+
+def check_export(quick: bool, learners: Sequence[str] | None, envs: Sequence[str] | None = None) -> None:
+    """Refuse ``--export-pretrained`` before any work unless the benchmark is the full configuration: a shipped
+    model is replaced only from the full budgets with every learner of its env compared."""
+    if quick:
+        raise ValueError("--export-pretrained ships models only from the full benchmark, not from --quick (tiny "
+                         "budgets): drop one of them")
+    if learners:
+        for k in envs or PLAN:
+            missing = [lr.name for lr in PLAN[k].learners if lr.name not in learners]
+            if missing:
+                raise ValueError(f"--export-pretrained picks the best of all learners of an env; --learners leaves out "
+                                 f"{', '.join(missing)} of {k}: drop --learners")
+
+
+def prepare_export(out: str, key: str) -> tuple[dict, dict, str, int]:
+    """(summary, the chosen row, its cell folder, its training seed), every check passed (nothing written)."""
+    if key not in PLAN:
+        raise ValueError(f"env {key!r} is not in the benchmark: expected one of {', '.join(PLAN)}")
+    try:
+        with open(os.path.join(out, "summary.json"), encoding="utf-8") as f:
+            summ = json.load(f)
+    except (OSError, ValueError) as exc:
+        raise ValueError(f"--export-pretrained: {os.path.join(out, 'summary.json')} is unreadable "
+                         f"({type(exc).__name__}); run the benchmark first") from None
+    env = summ.get("envs", {}).get(key) if isinstance(summ, dict) and isinstance(summ.get("envs"), dict) else None
+    if not isinstance(env, dict) or not isinstance(env.get("rows"), list):
+        raise ValueError(f"--export-pretrained: {out}/summary.json has no table of {key}; run the benchmark on it first")
+    if summ.get("quick") is not False or summ.get("horizon") != HORIZON:
+        raise ValueError(f"--export-pretrained: {out}/summary.json is not the full benchmark (quick or another horizon)")
+    rows = [r for r in env["rows"] if isinstance(r, dict) and r.get("learned")]
+    names = {r.get("learner") for r in rows}
+    missing = [lr.name for lr in PLAN[key].learners if lr.name not in names]
+    if missing:
+        raise ValueError(f"--export-pretrained: {key}'s table lacks {', '.join(missing)}; the best learner is chosen "
+                         "among all of them: run the benchmark without --learners first")
+    seeds = summ.get("training_seeds")
+    if not isinstance(seeds, list) or not seeds or not all(isinstance(x, int) and x >= 0 for x in seeds):
+        raise ValueError(f"--export-pretrained: {out}/summary.json has no training seeds")
+    best = max(rows, key=lambda r: r["score"] if isinstance(r.get("score"), (int, float)) and math.isfinite(r["score"])
+               else -math.inf)
+    seed = min(seeds)
+    lr = next(x for x in PLAN[key].learners if x.name == best["learner"])
+    src = os.path.join(out, key, lr.name, f"seed{seed}")
+    state = cell_state(src, cell_config(PLAN[key], lr, seed, HORIZON, False), out)
+    if state != "done":
+        raise ValueError(f"--export-pretrained: cell {os.path.relpath(src, out)} is not a finished cell of the full "
+                         f"configuration ({state}); run the benchmark first")
+    with open(os.path.join(src, SIDE_CAR)) as f:
+        if json.load(f).get("env_id") != PLAN[key].env_id:
+            raise ValueError(f"--export-pretrained: {src}/{SIDE_CAR} is not a model of {PLAN[key].env_id}")
+    return summ, best, src, seed
+
+
+def export_pretrained(out: str, key: str, dest_root: str | None = None, log=print) -> str:
+    """Ship the best learner of ``key`` (highest held-out mean score in ``out/summary.json``), its lowest
+    training seed, as ``sb3:pretrained/<EnvName>``: its model with a fresh (empty) optimizer state, statistics
+    and side-car (which records that seed's own held-out score beside the learner's mean).
+
+    Only from a finished cell of the full configuration (not ``--quick``, every learner of the env in the
+    table); everything is checked and the new model written beside the shipped one before the shipped one is
+    replaced (a failure leaves it untouched)."""
+    dest_root = dest_root or PRETRAINED_DIR
+    summ, best, src, seed = prepare_export(out, key)
+    env = summ["envs"][key]
+    name = env["env_id"].split("/")[-1]
+    dest = os.path.join(dest_root, name)
+    _staged_replace(dest, lambda stage: _write_export(stage, src, summ, best, seed, safe_load))
+    size = sum(os.path.getsize(os.path.join(dest, n)) for n in os.listdir(dest))
+    log(f"pretrained {name}: {best['learner']} seed {seed} -> {dest} ({size / 1e6:.2f} MB)")
+    return dest
+
+
+def _seed_score(best: dict, summ: dict, seed: int) -> float | None:
+    per, seeds = best.get("per_seed_score"), summ.get("training_seeds")
+    if isinstance(per, list) and isinstance(seeds, list) and len(per) == len(seeds) and seed in seeds:
+        return per[seeds.index(seed)]
+    return None
+
+
+def _write_export(dest: str, src: str, summ: dict, best: dict, seed: int, safe_load) -> None:
+    os.makedirs(dest)
+    with open(os.path.join(src, "clustergym.json")) as f:
+        meta = json.load(f)
+    model = safe_load(os.path.join(src, "model.zip"), meta)
+    pol = model.policy
+    if hasattr(pol, "optimizer"):  # an unstepped optimizer: no moment estimates in the shipped file
+        pol.optimizer = pol.optimizer_class(pol.parameters(), lr=float(pol.optimizer.param_groups[0]["lr"]),
+                                            **pol.optimizer_kwargs)
+    for attr in ("actor", "critic"):  # SAC
+        sub = getattr(pol, attr, None)
+        if sub is not None and hasattr(sub, "optimizer"):
+            sub.optimizer = sub.optimizer_class(sub.parameters(), lr=float(sub.optimizer.param_groups[0]["lr"]),
+                                                **sub.optimizer_kwargs)
+    model.save(os.path.join(dest, "model.zip"), exclude=["replay_buffer", "rollout_buffer"])
+    if os.path.exists(os.path.join(src, "vecnormalize.npz")):
+        shutil.copy(os.path.join(src, "vecnormalize.npz"), dest)
+    with open(os.path.join(src, "done.json")) as f:
+        done = json.load(f)
+    meta.pop("checkpoint_of", None)
+    meta["hyperparams_file"] = None
+    meta["pretrained"] = {"learner": best["learner"], "training_seed": seed, "commit": done["commit"],
+                          "benchmark_commit": summ.get("commit"), "held_out_score_of_learner": best["score"],
+                          "held_out_score_of_this_seed": _seed_score(best, summ, seed),
+                          "selected": "the learner with the highest held-out mean score; its lowest training seed"}
+    with open(os.path.join(dest, "clustergym.json"), "w") as f:
+        json.dump(meta, f, indent=1)
+
+
+_prepare_export = prepare_export  # its earlier name

@@ -1,0 +1,124 @@
+"""The tables and figures of the learned-scheduler benchmark (``clustergym drl``): one table per env, the learning
+curves with the paper policy and the baselines as reference lines."""
+
+from __future__ import annotations
+
+import math
+from typing import Sequence
+
+import numpy as np
+
+from clustergym.experiments.drl_plan import EnvPlan
+from clustergym.plots import agent_color, figure, figure_legend, mean_band, reference_color, save
+from clustergym.stats import fmt_ci, mean_ci, paired_comparison, verdict
+
+__all__ = ["env_table", "plot_curves"]
+
+
+def _fmt_cmp(c) -> str:
+    return f"{fmt_ci(c)} {c.wins}/{c.losses}"
+
+
+def _best_baseline(res, paper: str, learned: set[str]) -> str | None:
+    rows = [s for s in res.summary() if s["agent"] not in learned and s["agent"] not in (paper, "random")]
+    return max(rows, key=lambda s: s["mean_total_reward"])["agent"] if rows else None
+
+
+def _env_table(plan: EnvPlan, res, cells: dict, paper: str) -> tuple[list[dict], str]:
+    """Rows (learners, then the paper policy, the best baseline and random) and the markdown table."""
+    learned = {a for agents in cells.values() for a in agents}
+    best = _best_baseline(res, paper, learned)
+
+    def values(agents: Sequence[str], key: str = "total_reward") -> dict:
+        groups: dict = {}
+        for r in res.runs:
+            if r.agent in agents:
+                v = getattr(r, key)
+                if v is not None:
+                    groups.setdefault(r.instance if r.instance is not None else r.seed, []).append(float(v))
+        return {k: float(np.mean(v)) for k, v in groups.items()}
+
+    rand, pap = values(["random"]), values([paper])
+    has_score = any(r.score is not None for r in res.runs)
+
+    def score(agents) -> dict:
+        if has_score:
+            return values(agents, "score")
+        v = values(agents)  # P3: no bound; (V - V_random) / (V_paper - V_random)
+        return {k: (v[k] - rand[k]) / (pap[k] - rand[k]) if abs(pap[k] - rand[k]) > 1e-12 else math.nan for k in v}
+
+    rows = []
+    for name, agents in [*cells.items(), (paper, [paper]), *([(best, [best])] if best else []), ("random", ["random"])]:
+        v = values(agents)
+        sc = mean_ci(list(score(agents).values()))
+        row = {"learner": name, "learned": name in cells, "score": sc.mean, "score_low": sc.low, "score_high": sc.high,
+               "mean_total_reward": float(np.mean(list(v.values()))), "n_instances": len(v)}
+        for ref_name, ref_agent in (("paper", paper), ("best_baseline", best), ("random", "random")):
+            if ref_agent is None or name == ref_agent:
+                continue
+            ref = values([ref_agent])
+            c = paired_comparison(v, ref, agent=name, reference=ref_name)
+            row[f"vs_{ref_name}"] = {"mean": c.mean, "low": c.low, "high": c.high, "wins": c.wins, "losses": c.losses,
+                                     "ties": c.ties, "verdict": verdict(c), "text": _fmt_cmp(c)}
+        if name in cells:
+            info = cells[name]
+            row["per_seed_score"] = [float(np.mean(list(score([a]).values()))) for a in agents]
+            row.update({k: info.meta[k] for k in ("budget", "train_wall_s", "bc_wall_s", "commits", "algo", "options",
+                                                   "note", "beats_random_from")})
+        rows.append(row)
+    sc_label = "score" if has_score else f"score vs {paper}"
+    head = (f"| learner | budget (env steps) | wall / seed | {sc_label} [95% CI] | per seed | vs {paper} | "
+            f"vs best baseline ({best}) | vs random | curve above random from |")
+    lines = [head, "|" + "---|" * 9]
+    for r in rows:
+        def cell(k):
+            return r[k]["text"] + (f" ({r[k]['verdict']})" if k != "vs_paper" or r["learned"] else "") if k in r else "–"
+
+        ci = (f"{r['score']:.3f} [{r['score_low']:.3f}, {r['score_high']:.3f}]" if math.isfinite(r["score_low"])
+              else f"{r['score']:.3f}")
+        if r["learned"]:
+            wall = r["train_wall_s"] + r["bc_wall_s"]
+            seeds = " / ".join(f"{s:.2f}" for s in r["per_seed_score"])
+            beat = r["beats_random_from"]
+            beat = "never" if beat is None else f"{beat:,} steps"
+            lines.append(f"| {r['learner']} | {r['budget']:,} | {wall:.0f} s | {ci} | {seeds} | {cell('vs_paper')} | "
+                         f"{cell('vs_best_baseline')} | {cell('vs_random')} | {beat} |")
+        else:
+            lines.append(f"| *{r['learner']}* | – | – | {ci} | – | {cell('vs_paper')} | {cell('vs_best_baseline')} | "
+                         f"{cell('vs_random')} | – |")
+    return rows, "\n".join(lines)
+
+
+def _plot_curves(plan: EnvPlan, curves: dict, refs: dict, path: str, horizon: int) -> str:
+    """One figure per env: held-out mean total reward vs env steps and vs training wall time, mean over the
+    training seeds with its 95% interval; the paper policy, the best baseline and random as lines."""
+    fig, axes = figure(1, 2, size=(12, 3.8), sharey=True)
+    for name, seeds in curves.items():
+        steps = np.array([[p["steps_trained"] for p in s] for s in seeds]).mean(axis=0)
+        y = np.array([[p["mean_total_reward"] for p in s] for s in seeds])
+        wall = np.array([[p["wall_s"] for p in s] for s in seeds]).mean(axis=0)
+        for ax, x in ((axes[0], steps), (axes[1], wall)):
+            mean_band(ax, x, y, f"{name} ({len(seeds)} seeds)", agent_color(name), marker="o", ms=3)
+    for label, val in refs.items():
+        for ax in axes:
+            ax.axhline(val, ls="--", lw=1.1, color=reference_color(label), label=label)
+    axes[0].set_xlabel("env steps (fine-tuning steps for warm-started learners)")
+    axes[1].set_xlabel("training wall time (s, behaviour cloning included)")
+    axes[0].set_ylabel(f"held-out mean total reward (horizon {horizon})")
+    for ax in axes:
+        ax.grid(alpha=0.3)
+    figure_legend(fig, axes, fontsize=7)
+    fig.suptitle(f"{plan.env_id.split('/')[-1]}: learners on held-out instances (band: 95% interval over training "
+                 f"seeds)", fontsize=10)
+    return save(fig, path)
+
+
+class _Agents(list):
+    """The sb3: agents of one learner (its training seeds) with the learner's metadata."""
+
+    def __init__(self, agents, meta):
+        super().__init__(agents)
+        self.meta = meta
+
+
+env_table, plot_curves = _env_table, _plot_curves

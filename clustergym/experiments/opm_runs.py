@@ -1,0 +1,50 @@
+"""The runs of the P4 experiment: one episode of an agent (:func:`episode`) and many through the worker pool."""
+
+from __future__ import annotations
+
+import gymnasium as gym
+import numpy as np
+
+from clustergym.agent import make
+from clustergym.runner import run_episode, run_tasks
+
+__all__ = ["ENV", "episode"]
+
+ENV = "clustergym/ApproxJobs-v0"
+
+
+def episode(env_kw: dict, agent: str, seed: int, records: bool = False) -> dict:
+    """One episode (:func:`clustergym.runner.run_episode`); returns utility, spending, migrations,
+    timings (and per-job records)."""
+    env = gym.make(ENV, **env_kw).unwrapped
+    ep = run_episode(env, make(agent, family=env.family), seed)
+    m, sums, steps = ep.final_metrics, ep.metrics.sums, ep.steps
+    out = {"agent": agent, "seed": seed, "env_kwargs": env_kw, "steps": steps, "wall_s": ep.wall_s,
+           "total_reward": float(m["episode_utility"]), "budget_spent": float(m["episode_budget_spent"]),
+           "fit": float(m["episode_fit"]), "repaired": int(sums["repaired"]),
+           "migration_rate": sums["migration_rate"] / steps, "busy": sums["busy"] / steps,
+           "decision_ms_median": float(np.median(ep.decision_s) * 1000),
+           "metrics": {k: v for k, v in m.items() if k.startswith("episode_")}}
+    rec = env.job_records()
+    out["work"] = float(rec["work"].sum())  # Σ_j X_j (efficiency = work / budget_spent)
+    out["jobs_under_90"] = float(np.mean(rec["spent"] / rec["budget"] < 0.9)) if rec["budget"].size else 0.0
+    out["budget_used_median"] = float(np.median(rec["spent"] / rec["budget"])) if rec["budget"].size else 0.0
+    out["bound"] = float(m["episode_bound"]) if "episode_bound" in m else None
+    if records:
+        out["records"] = {k: v.tolist() for k, v in rec.items()}
+    return out
+
+
+def _task(args, report=None):
+    return episode(*args)
+
+
+def _run_all(tasks: list, workers: int, progress: bool) -> list[dict]:
+    """Every task through the runner's worker pool (:func:`clustergym.runner.run_tasks`)."""
+    from tqdm.auto import tqdm
+
+    bar = tqdm(total=len(tasks), desc="opm runs", leave=False, disable=not progress)
+    try:
+        return run_tasks(_task, tasks, workers, on_done=lambda _: bar.update(1))
+    finally:
+        bar.close()

@@ -1,0 +1,33 @@
+"""The policy class ``clustergym train`` builds (and ``sb3:`` loading supplies) for an algorithm, head and net.
+
+The fast action heads (:mod:`clustergym.learning.heads`) and the per-entity network
+(:mod:`clustergym.learning.entity`) import torch, so they load on first use.
+"""
+
+from __future__ import annotations
+
+from clustergym.learning.algos import HEADS, NETS, algo_class
+
+__all__ = ["policy_class"]
+
+
+def policy_class(algo: str = "ppo", head: str = "fast", net: str = "mlp"):
+    """The policy class ``train`` builds for ``algo``: the fast-head policy (PPO, A2C, MaskablePPO with
+    ``head="fast"``) or the algorithm's own ``MlpPolicy``; with ``net="entity"`` the per-entity policy of
+    :mod:`clustergym.learning.entity`. ``sb3:`` loading supplies the same class."""
+    if head not in HEADS:
+        raise ValueError(f"head={head!r} is invalid: expected one of {', '.join(HEADS)}")
+    cls = algo_class(algo)
+    if net != "mlp":
+        from clustergym.learning.entity import entity_policy
+
+        if net not in NETS:
+            raise ValueError(f"net={net!r} is invalid: expected one of {', '.join(NETS)}")
+        return entity_policy(algo, head)
+    if head == "fast":
+        from clustergym.learning.heads import fast_policy
+
+        fast = fast_policy(algo)
+        if fast is not None:
+            return fast
+    return cls.policy_aliases["MlpPolicy"]

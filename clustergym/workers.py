@@ -1,0 +1,439 @@
+"""Where the runs run: in this process, in a pool of spawned worker processes, or on Ray.
+
+:func:`run_tasks` maps a picklable function over tasks in the shared pool of :func:`worker_pool`: workers die
+with their parent and ignore SIGINT, a worker that dies costs its task (retried once in a new pool, else
+:class:`WorkerDied`), Ctrl-C / SIGTERM stop the workers (:class:`Interrupted`). :func:`run_local` and
+:func:`run_ray` run the runner's tasks ``(env_id, agent, seed, horizon, env_kwargs)`` through
+:func:`clustergym.episode.run_one`, with the same results in the same order.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import logging
+import os
+import time
+from concurrent.futures import ProcessPoolExecutor, as_completed
+from typing import Callable
+
+from clustergym.episode import run_one
+from clustergym.family import load_plugins
+from clustergym.progress import interleaved
+from clustergym.results import RunResult
+
+__all__ = ["Interrupted", "WorkerDied", "import_ray", "run_local", "run_ray", "run_tasks", "terminate_pool",
+           "was_interrupted", "worker_pool"]
+
+
+def _run_task(args, report=None):
+    """A run of :func:`run_one`; ``report`` receives its progress (slots done): a callable (in this
+    process) or a queue (in a worker process)."""
+    progress = report if report is None or callable(report) else functools.partial(_put_progress, report)
+    return run_one(*args, progress=progress)
+
+
+def _put_progress(queue, n: int) -> None:
+    queue.put(n)
+
+
+_SHARED_POOL: dict[int, ProcessPoolExecutor] = {}
+
+
+def _new_pool(workers: int) -> ProcessPoolExecutor:
+    """``workers`` spawned processes that die with this one (:func:`_worker_init`) and report the task each
+    starts (so a lost task is known when a worker dies: :func:`run_tasks`)."""
+    import multiprocessing as mp
+
+    ctx = mp.get_context("spawn")
+    started = ctx.SimpleQueue()
+    ex = ProcessPoolExecutor(max_workers=workers, mp_context=ctx, initializer=_worker_init,
+                             initargs=(os.getpid(), started))
+    ex._cg_started = started  # type: ignore[attr-defined]
+    ex._cg_procs = {}  # type: ignore[attr-defined]  # pid -> Process, every worker this pool ever had
+    return ex
+
+
+@contextlib.contextmanager
+def worker_pool(workers: int):
+    """Yield a pool of ``workers`` spawned processes, kept for every local ``evaluate(..., workers=workers)``
+    inside the block (instead of a new pool per call), e.g. the many short sweeps of ``reproduce``.
+
+    Runs depend only on their arguments, so results are the same with or without the shared pool;
+    it saves the start-up of the worker processes (imports, compiled kernels) on every call. The
+    workers never outlive this process (:func:`_worker_init`); a pool broken by a dead worker is
+    replaced by :func:`run_tasks` (``_SHARED_POOL[workers]`` is then the new one).
+    """
+    if workers in _SHARED_POOL:  # an outer block already shares one
+        yield _SHARED_POOL[workers]
+        return
+    _SHARED_POOL[workers] = _new_pool(workers)
+    try:
+        yield _SHARED_POOL[workers]
+    except BaseException:  # Ctrl-C, SIGTERM (the CLI turns it into KeyboardInterrupt) or a failed run
+        terminate_pool(_SHARED_POOL[workers])
+        raise
+    else:
+        _SHARED_POOL[workers].shutdown(wait=True, cancel_futures=True)
+    finally:
+        del _SHARED_POOL[workers]
+
+
+_STARTED = None  # in a worker: the queue it reports the tasks it starts to
+
+
+def _parent_watchdog(parent: int) -> None:
+    while True:
+        time.sleep(0.5)
+        if os.getppid() != parent:
+            os._exit(1)
+
+
+def _worker_init(parent: int | None = None, started=None) -> None:
+    """Workers die with their parent and ignore SIGINT.
+
+    The parent-death signal (Linux ``prctl(PR_SET_PDEATHSIG, SIGKILL)``) kills a worker the moment the
+    parent dies, even by ``kill -9``; elsewhere a watchdog thread checks the parent's pid twice a second.
+    SIGINT is ignored: a Ctrl-C in the terminal reaches the whole process group, and the parent alone
+    decides (it terminates the workers), so no worker prints a traceback of its own.
+    """
+    import signal
+    import sys
+    import threading
+
+    global _STARTED
+    _STARTED = started
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    if parent is not None:
+        if sys.platform.startswith("linux"):
+            try:
+                import ctypes
+
+                ctypes.CDLL(None, use_errno=True).prctl(1, int(signal.SIGKILL), 0, 0, 0)  # PR_SET_PDEATHSIG = 1
+            except (OSError, AttributeError):
+                pass
+        if os.getppid() != parent:  # the parent died before the signal was armed
+            os._exit(1)
+        threading.Thread(target=_parent_watchdog, args=(parent,), daemon=True, name="clustergym-parent-watchdog").start()
+    load_plugins()  # user families registered by entry point (spawned workers start from a fresh import)
+
+
+def _manager_init(parent: int) -> None:
+    _worker_init(parent)
+
+
+def _tracked(fn: Callable, token: str, i: int, task, report):
+    """``fn(task, report)`` in a worker, after telling the parent that this process started task ``i``."""
+    if _STARTED is not None:
+        _STARTED.put((token, i, os.getpid()))
+    return fn(task, report)
+
+
+def terminate_pool(ex: ProcessPoolExecutor, timeout: float = 5.0) -> None:
+    """Stop a pool now: cancel what has not started, terminate the worker processes (kill after ``timeout``)."""
+    procs = list((getattr(ex, "_processes", None) or {}).values())
+    ex.shutdown(wait=False, cancel_futures=True)
+    for p in procs:
+        if p.is_alive():
+            p.terminate()
+    for p in procs:
+        p.join(timeout)
+        if p.is_alive():
+            p.kill()
+            p.join(timeout)
+
+
+class Interrupted(KeyboardInterrupt):
+    """A sweep stopped by Ctrl-C or SIGTERM; the message says how much was done (nothing is written)."""
+
+
+def was_interrupted(exc: BaseException | None) -> bool:
+    """Whether ``exc`` is Ctrl-C / SIGTERM, or an error raised because of one: compiled code (numba's
+    ``SystemError: ... returned a result with an exception set``, torch) wraps a KeyboardInterrupt raised
+    inside it as the cause or context of its own error."""
+    seen = set()
+    while exc is not None and id(exc) not in seen:
+        if isinstance(exc, KeyboardInterrupt):
+            return True
+        seen.add(id(exc))
+        exc = exc.__cause__ or exc.__context__
+    return False
+
+
+class WorkerDied(RuntimeError):
+    """A run whose worker process died twice (killed, out of memory, a crash in native code)."""
+
+
+def _describe_task(task) -> str:
+    """``hauf seed 3 (instance 3) on clustergym/...`` for a runner task, else a short repr."""
+    if isinstance(task, tuple) and len(task) >= 3 and isinstance(task[0], str) and isinstance(task[1], str):
+        kw = task[4] if len(task) > 4 and isinstance(task[4], dict) else {}
+        inst = f" (instance {kw['scenario_seed']})" if "scenario_seed" in kw else ""
+        return f"{task[1]} seed {task[2]}{inst} on {task[0]}"
+    text = repr(task)
+    return text if len(text) <= 100 else text[:97] + "..."
+
+
+def _drain_started(ex, token: str, started: dict) -> None:
+    q = getattr(ex, "_cg_started", None)
+    procs = getattr(ex, "_cg_procs", None)
+    if procs is not None:
+        procs.update(getattr(ex, "_processes", None) or {})
+    if q is None:
+        return
+    try:
+        while not q.empty():
+            tok, i, pid = q.get()
+            if tok == token:
+                started[i] = pid
+    except (OSError, EOFError):
+        pass
+
+
+def _exit_note(code) -> str:
+    import signal
+
+    if code is None:
+        return "died"
+    if code < 0:
+        try:
+            return f"was killed by {signal.Signals(-code).name}"
+        except ValueError:
+            return f"was killed by signal {-code}"
+    return f"exited with code {code}"
+
+
+def run_tasks(fn: Callable, tasks: list, workers: int, *, report=None, on_start: Callable | None = None,
+              on_done: Callable | None = None) -> list:
+    """``[fn(task, report) for task in tasks]``, in this process (``workers == 1``) or in the shared pool
+    of spawned worker processes (:func:`worker_pool`); results in task order.
+
+    ``fn`` must be picklable (a module-level function) for ``workers > 1``. ``on_start(task)`` (in this
+    process only) and ``on_done(result)`` are called around each task. Ctrl-C stops the workers and
+    raises :class:`Interrupted`; a failed task cancels the pending ones and re-raises.
+
+    A worker process that dies (killed, out of memory) costs its task, not the sweep: the finished
+    results are kept, the pool is replaced and the unfinished tasks run again (one line on stderr says
+    so); a task whose worker dies a second time is a :class:`WorkerDied` naming it. Tasks are pure
+    functions of their arguments, so a retried task gives the result it would have given (as Ray's
+    retries do).
+    """
+    out: list = [None] * len(tasks)
+    if workers == 1:
+        i = 0
+        try:
+            for i, task in enumerate(tasks):
+                if on_start is not None:
+                    on_start(task)
+                out[i] = fn(task, report)
+                if on_done is not None:
+                    on_done(out[i])
+        except BaseException as exc:  # Ctrl-C, also when compiled code (numba) wrapped it in a SystemError
+            if not isinstance(exc, Interrupted) and was_interrupted(exc):
+                raise Interrupted(f"interrupted after {i} of {len(tasks)} runs; these runs were discarded (no "
+                                  "results of this sweep were written)") from None
+            raise
+        return out
+    import sys
+    import uuid
+    from concurrent.futures.process import BrokenProcessPool
+
+    token = uuid.uuid4().hex
+    pending = list(range(len(tasks)))
+    lost: dict[int, int] = {}
+    started: dict[int, int] = {}
+    blind = 0
+    with worker_pool(workers):
+        while pending:
+            ex = _SHARED_POOL[workers]
+            futs = {ex.submit(_tracked, fn, token, i, tasks[i], report): i for i in pending}
+            _drain_started(ex, token, started)
+            try:
+                for fut in as_completed(futs):
+                    i = futs[fut]
+                    out[i] = fut.result()
+                    pending.remove(i)
+                    _drain_started(ex, token, started)
+                    if on_done is not None:
+                        on_done(out[i])
+            except BrokenProcessPool:
+                for fut, i in futs.items():  # keep what finished before the pool broke
+                    if i in pending and fut.done() and not fut.cancelled() and fut.exception() is None:
+                        out[i] = fut.result()
+                        pending.remove(i)
+                        if on_done is not None:
+                            on_done(out[i])
+                _drain_started(ex, token, started)
+                procs = ex._cg_procs  # type: ignore[attr-defined]
+                for p in procs.values():
+                    p.join(2.0)  # reap: the exit code tells the dead from the ones the pool stopped
+                dead = {pid: p.exitcode for pid, p in procs.items()
+                        if p.exitcode is not None and p.exitcode != -15}  # -SIGTERM: stopped by the pool
+                hit = [i for i in pending if started.get(i) in dead]
+                if not hit:
+                    blind += 1
+                    hit = [i for i in pending if i in started]
+                    if blind >= 2:
+                        raise WorkerDied(f"worker processes died twice during this sweep (last during "
+                                         f"{_describe_task(tasks[hit[0]]) if hit else 'start-up'}); "
+                                         "nothing of this sweep was written") from None
+                else:
+                    blind = 0
+                for i in hit:
+                    lost[i] = lost.get(i, 0) + 1
+                    if lost[i] >= 2:
+                        raise WorkerDied(f"run {_describe_task(tasks[i])} failed twice: its worker process "
+                                         f"{_exit_note(dead.get(started.get(i)))} (out of memory?); nothing of this "
+                                         "sweep was written") from None
+                names = ", ".join(_describe_task(tasks[i]) for i in hit[:3]) or "a run"
+                codes = ", ".join(f"pid {pid} {_exit_note(c)}" for pid, c in dead.items()) or "a worker died"
+                print(f"clustergym: a worker process died ({codes}) during {names}; retrying the "
+                      f"{len(pending)} unfinished run(s) in new workers ({len(tasks) - len(pending)} finished kept)",
+                      file=sys.stderr)
+                terminate_pool(ex)
+                _SHARED_POOL[workers] = _new_pool(workers)
+                started.clear()
+            except KeyboardInterrupt:
+                for f in futs:
+                    f.cancel()
+                done = sum(r is not None for r in out)
+                raise Interrupted(f"interrupted after {done} of {len(tasks)} runs; the workers were stopped and "
+                                  "these runs discarded (no results of this sweep were written)") from None
+            except BaseException:
+                for f in futs:  # a failed run stops this call's pending runs
+                    f.cancel()
+                raise
+    return out
+
+
+def _run_local(tasks: list[tuple], workers: int, bar) -> list[RunResult]:
+    """The runs in this process or the worker pool, round-robin over the agents (so the progress bar measures
+    every agent's cost early: :mod:`clustergym.progress`); results in the order of ``tasks``."""
+    order = interleaved(tasks)
+    mine = [tasks[i] for i in order]
+    if workers == 1:
+        start = None if bar is None else getattr(bar, "start_task", None)
+        done = _unordered(run_tasks(_run_task, mine, 1, report=None if bar is None else bar.update, on_start=start), order)
+        return done
+    with _progress_queue(bar) as queue:
+        done = None if bar is None else getattr(bar, "run_done", None)
+        return _unordered(run_tasks(_run_task, mine, workers, report=queue, on_done=done), order)
+
+
+def _unordered(results: list, order: list[int]) -> list:
+    out: list = [None] * len(order)
+    for r, i in zip(results, order):
+        out[i] = r
+    return out
+
+
+@contextlib.contextmanager
+def _progress_queue(bar):
+    """A queue the workers report their slots to, drained into ``bar`` by a thread (so the bar moves
+    during long runs, not only when a whole run ends); ``None`` without a bar."""
+    if bar is None:
+        yield None
+        return
+    import multiprocessing as mp
+    import queue as queue_mod
+    import threading
+
+    from multiprocessing.managers import SyncManager
+
+    manager = SyncManager(ctx=mp.get_context("spawn"))
+    manager.start(_manager_init, (os.getpid(),))  # the manager process dies with this one too
+    q = manager.Queue()
+    stop = threading.Event()
+
+    def drain():
+        while not stop.is_set() or not q.empty():
+            try:
+                bar.update(q.get(timeout=0.2))
+            except queue_mod.Empty:
+                continue
+            except (EOFError, OSError, BrokenPipeError):  # the manager went away (interrupt)
+                return
+
+    th = threading.Thread(target=drain, daemon=True)
+    th.start()
+    try:
+        yield q
+    finally:
+        stop.set()
+        th.join(timeout=5)
+        manager.shutdown()
+
+
+def _import_ray():
+    try:
+        import ray
+    except ImportError:  # a ValueError like every missing optional extra (see clustergym.learning.algos.algo_class)
+        raise ValueError("backend='ray' needs Ray: pip install 'clustergym[ray]'") from None
+    return ray
+
+
+def _probe_ray_address(address: str, timeout: float = 10.0) -> None:
+    """One TCP connection to ``host:port`` of ``$RAY_ADDRESS`` (``ray://`` or plain), within ``timeout`` s."""
+    import socket
+
+    hostport = address.split("://", 1)[-1].rstrip("/")
+    if hostport in ("auto", "local") or ":" not in hostport:
+        return
+    host, _, port = hostport.rpartition(":")
+    try:
+        socket.create_connection((host.strip("[]"), int(port)), timeout=timeout).close()
+    except (OSError, ValueError) as exc:
+        raise ValueError(f"backend='ray': nothing answers at RAY_ADDRESS={address!r} within {timeout:g} s ({exc}); "
+                         "start the cluster or unset RAY_ADDRESS to run a local Ray") from None
+
+
+def _run_ray(tasks: list[tuple], workers: int, bar) -> list[RunResult]:
+    """Each task is one Ray task; results go back to task order, so they equal the local backend's.
+
+    Uses the Ray instance this process is already connected to (``ray.init(address=...)``), else
+    connects to ``$RAY_ADDRESS`` when set, else starts a private local instance with ``workers`` CPUs.
+    Shuts down only what it started (a connection to ``$RAY_ADDRESS`` is closed, the cluster lives on).
+    """
+    ray = _import_ray()
+    started = False
+    if not ray.is_initialized():
+        if address := os.environ.get("RAY_ADDRESS"):
+            _probe_ray_address(address)  # ray.init would wait minutes for an address where nothing listens
+            # ray.init() honours RAY_ADDRESS when address is None; num_cpus must not be given then.
+            try:
+                ray.init(log_to_driver=False)
+            except ConnectionError as exc:  # a user error: one line on the command line, not a traceback
+                raise ValueError(f"backend='ray' cannot connect to RAY_ADDRESS={address!r} ({exc}); if the "
+                                 "cluster uses token authentication, set RAY_AUTH_MODE=token") from exc
+        else:
+            # address="local": never attach to a stray `ray start` instance, whose CPUs we cannot set.
+            ray.init(address="local", num_cpus=workers, include_dashboard=False, log_to_driver=False,
+                     ignore_reinit_error=True, logging_level=logging.WARNING)
+        started = True
+    try:
+        # Runs are pure functions of their arguments, so Ray may retry one whose worker died.
+        remote_run = ray.remote(num_cpus=1)(run_one)
+        refs = [remote_run.remote(*task) for task in tasks]
+        index = {ref: i for i, ref in enumerate(refs)}
+        runs: list[RunResult | None] = [None] * len(tasks)
+        pending = list(refs)
+        try:
+            while pending:
+                done, pending = ray.wait(pending, num_returns=1)
+                for ref in done:
+                    i = index[ref]
+                    runs[i] = ray.get(ref)
+                    if bar is not None:
+                        bar.update(runs[i].steps)
+        except BaseException:
+            for ref in pending:
+                ray.cancel(ref, force=True)
+            raise
+        return runs
+    finally:
+        if started:
+            ray.shutdown()
+
+
+# public names of the runner's backends (clustergym.evaluation)
+run_local, run_ray, import_ray = _run_local, _run_ray, _import_ray
