@@ -18,6 +18,7 @@ from clustergym.envs.approxjobs.dynamics import (JOB_FEATURES, JOB_LEVELS, RATE_
 from clustergym.envs.approxjobs.stats import learner_spaces
 from clustergym.envs.approxjobs.scenario import APPROX_SCENARIOS, PAPER_DEFAULTS, PAPER_SCALE, make_approx_scenario
 from clustergym.envs.approxjobs.service import ServiceProcess
+from clustergym.envs.approxjobs.oracle import fluid_bound
 
 __all__ = ["ApproxJobsEnv", "JOB_FEATURES", "JOB_LEVELS", "episode_summary", "job_records"]
 
@@ -348,8 +349,6 @@ class ApproxJobsEnv(ClusterEnv):
         bounds = self.__dict__.setdefault("_bounds", {})  # scenario seed -> bound
         k = self.scenario_seed
         if k not in bounds:
-            from clustergym.envs.approxjobs.oracle import fluid_bound
-
             bounds[k] = float(fluid_bound(self.scenario, self.horizon))
         return bounds[k]
 

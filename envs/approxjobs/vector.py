@@ -12,6 +12,7 @@ from clustergym.core import Scenario
 from clustergym.envs.approxjobs.dynamics import RATE_BLOCK, SlotState, infeasible_message
 from clustergym.envs.approxjobs.env import ApproxJobsEnv, episode_summary, job_records
 from clustergym.envs.approxjobs.service import ServiceProcess
+from clustergym.envs.approxjobs.oracle import fluid_bound
 from clustergym.vector_env import ClusterVectorEnv, with_masks
 
 __all__ = ["ApproxJobsVectorEnv"]
@@ -244,7 +245,5 @@ class ApproxJobsVectorEnv(ClusterVectorEnv):
         """``episode_bound`` of sub-env i's instance (``oracle.fluid_bound``, once per instance)."""
         k = int(self._instance[i])
         if k not in self._bounds:
-            from clustergym.envs.approxjobs.oracle import fluid_bound
-
             self._bounds[k] = float(fluid_bound(self._scenarios[i], self.horizon))
         return self._bounds[k]
