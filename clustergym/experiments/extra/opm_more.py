@@ -53,7 +53,8 @@ BASIS = "fluid bound B on the expected utility of the job list (bound.py)"
 RATIO_THRESHOLD = 50.0  # Fig. 1a: computation cost / utility "less than 50"
 PAPER_FIG1A = {"fair": 25.0, "edf": 25.0, "opm-noest": 18.0}  # points: 90% vs 65%, 65%, 72%
 PAPER_NOEST = 11.0  # Table I at β = 0.7: OPM vs OPM-noest, %
-ABLATION_AGENTS = ("opm", "opm-noest", "fair")
+ABLATION_AGENTS = ("opm", "opm-noest", "fair")  # Fair (full mode only) for context: its share of B
+LABEL = {"opm": "OPM", "opm-noest": "OPM-noest", "fair": "Fair"}
 PRICES = ("paper", "uniform")
 # The ablation's machine settings: (scale, machines) -> env kwargs; speed factors U[0.3, 1] at the
 # default scale are the env's default, speed_low=1 gives identical machines.
@@ -209,7 +210,7 @@ def price_plan(quick: bool, instances=None, tiny: bool = False) -> dict:
     configs = {(s, m, p): dict(MACHINES[s, m], horizon=H, beta=0.7, load=1.0, price=p)
                for (s, m) in cells for p in PRICES}
     return {"configs": configs, "instances": instances_for(quick, instances), "seeds": [0] if quick else [0, 1],
-            "horizon": H}
+            "horizon": H, "agents": ABLATION_AGENTS[:2] if quick else ABLATION_AGENTS}
 
 
 def _task(args, report=None):
@@ -219,12 +220,13 @@ def _task(args, report=None):
 
 
 def price_sweep(quick: bool, workers: int = 1, progress: bool = False, instances=None, tiny: bool = False) -> dict:
-    """Every run of :func:`price_plan` (the bound from the Fair run, which has ``oracle=True``)."""
+    """Every run of :func:`price_plan`; the OPM-noest runs have ``oracle=True`` and report the bound (the
+    oracle only measures: the dynamics are the same)."""
     from clustergym.runner import run_tasks
 
     pl = price_plan(quick, instances, tiny)
-    tasks = [(dict(kw, scenario_seed=i, oracle=a == "fair"), a, 100 * i + sd) for kw in pl["configs"].values()
-             for i in pl["instances"] for sd in pl["seeds"] for a in ABLATION_AGENTS]
+    tasks = [(dict(kw, scenario_seed=i, oracle=a == "opm-noest"), a, 100 * i + sd) for kw in pl["configs"].values()
+             for i in pl["instances"] for sd in pl["seeds"] for a in pl["agents"]]
     t0 = time.perf_counter()
     runs = run_tasks(_task, tasks, workers)
     return {"pl": pl, "runs": runs, "wall": time.perf_counter() - t0}
@@ -272,16 +274,18 @@ def price_rows(sw: dict) -> list[dict]:
 
 def price_table(sw: dict) -> list[str]:
     cfg, runs = sw["pl"]["configs"], sw["runs"]
-    lines = ["| machines | prices | OPM − OPM-noest, % of B [95% t] (W/L) | work / spend: OPM / OPM-noest / Fair | share of B: "
-             "OPM / OPM-noest / Fair [95% bootstrap] |", "|---|---|---|---|---|"]
+    agents = sw["pl"].get("agents", ABLATION_AGENTS)
+    names = " / ".join(LABEL[a] for a in agents)
+    lines = [f"| machines | prices | OPM − OPM-noest, % of B [95% t] (W/L) | work / spend: {names} | share of B: {names} "
+             "[95% bootstrap] |", "|---|---|---|---|---|"]
     for (scale, mach, p), kw in cfg.items():
         g = stats.paired_comparison(_per_instance(runs, kw, "opm"), _per_instance(runs, kw, "opm-noest"),
                                     scale=_bound(runs, kw), basis=BASIS)
         eff = " / ".join(f"{stats.mean_ci(list(_efficiency(sw, (scale, mach, p), a).values())).mean:.4f}"
-                         for a in ABLATION_AGENTS)
+                         for a in agents)
         b = _bound(runs, kw)
         shares = []
-        for a in ABLATION_AGENTS:
+        for a in agents:
             v = _per_instance(runs, kw, a)
             shares.append(stats.fmt_ci(stats.mean_ci([v[i] / b[i] if b[i] > 0 else math.nan for i in v],
                                                       bounds=(0.0, math.inf)), "", 3,
