@@ -207,7 +207,7 @@ def servers_rows(studies: dict) -> list[dict]:
         lo, hi = Rs[0], Rs[-1]
         for a in ("esdp", *BASELINES):
             rows.append(dict(claim=_md(f"Fig. 12: {a.upper()}'s total reward larger at |R| = {hi} than at |R| = {lo} "
-                                       "(paired by scenario seed)"), paper="every algorithm gains as |R| grows",
+                                       "(paired by scenario seed)"), paper=_md("every algorithm gains as |R| grows"),
                              comparison=stats.paired_comparison(studies[hi].per_instance(a), studies[lo].per_instance(a),
                                                                 agent=f"{a}@{hi}", reference=f"{a}@{lo}"),
                              predicted=+1))
