@@ -12,7 +12,7 @@ from clustergym.envs.ringallreduce.scenario import make_ring_scenario
 from clustergym.experiments.extra import gadget_more as gm
 
 INSTANCES = [0, 1]
-H = 8
+H = 16  # the fewest slots where GADGET and FIFO differ at 12 jobs/slot (the growth check is not vacuous)
 GRID = {"iterations": [4.0, 12.0]}
 
 
@@ -59,6 +59,7 @@ def test_rows_claim_gadget_above_each_baseline_and_a_growing_gain(trace, tmp_pat
     # the growth row is the paired difference of the two gains, per instance
     g = {rate: gm._gain(trace["iterations", rate], ref="fifo").per_instance for rate in GRID["iterations"]}
     fifo_grow = next(r for r in grow if "FIFO" in r["claim"])
+    assert any(abs(g[12.0][i] - g[4.0][i]) > 0 for i in INSTANCES)
     assert fifo_grow["comparison"].per_instance == pytest.approx({i: g[12.0][i] - g[4.0][i] for i in INSTANCES})
     more = {"quick": False, "tiny": True, "instances": INSTANCES, "horizon": H, "trace": trace, "poisson": trace,
             "wall": 0.0}

@@ -100,3 +100,27 @@ def test_fig3_steps_follow_each_tenfold_step_of_the_sweep():
     assert v[:2] == [stats.REPRODUCED, stats.REPRODUCED]
     assert v[2] == stats.NOT_REPRODUCED
     assert rows[1]["comparison"].mean == pytest.approx(17.0)
+
+
+def test_the_price_rule_row_is_uniform_minus_paper_in_points_of_each_bound():
+    """Hand-made runs: OPM − OPM-noest is 0 with p = 2θ and 5 % of B with uniform prices, so the
+    mechanism's row is +5 points on every job list (reproduced), and it would be −5 the other way round."""
+    cfgs = {("default", "speed factors U[0.3, 1]", p): dict(horizon=10, beta=0.7, load=1.0, price=p)
+            for p in opm_more.PRICES}
+    runs = []
+    for (_, _, p), kw in cfgs.items():
+        for i in range(4):
+            bound = 100.0 + 10 * i
+            gain = 0.05 * bound if p == "uniform" else 0.0
+            base = dict(env_kwargs=dict(kw, scenario_seed=i), work=50.0 + i, budget_spent=100.0)
+            runs.append(dict(base, agent="opm-noest", total_reward=60.0, bound=bound,
+                             env_kwargs=dict(kw, scenario_seed=i, oracle=True)))
+            runs.append(dict(base, agent="opm", total_reward=60.0 + gain, bound=None,
+                             work=(55.0 if p == "uniform" else 50.0) + i))
+    sw = {"pl": {"configs": cfgs, "agents": ("opm", "opm-noest")}, "runs": runs}
+    rows = opm_more.price_rows(sw)
+    diff = next(r for r in rows if "larger with uniform prices" in r["claim"])
+    assert diff["comparison"].per_instance == pytest.approx({i: 5.0 for i in range(4)})
+    assert stats.verdict(diff["comparison"], diff["predicted"]) == stats.REPRODUCED
+    work = next(r for r in rows if "more work per unit of budget" in r["claim"])
+    assert work["comparison"].per_instance == pytest.approx({i: 100 * 5.0 / (50.0 + i) for i in range(4)})
