@@ -498,7 +498,10 @@ def report(sw: dict, tb: dict) -> str:
 def reproduce(quick: bool, out: str, workers: int, progress: bool, instances=None, tiny: bool = False) -> str:
     """ESDP vs HAUF, LCF, LWTF, their other readings and random over instances of the paper scenario:
     :func:`sweep`, then the results files and :func:`figures`, :func:`tables` and :func:`report`."""
+    from clustergym.experiments.extra import esdp_more  # the sweeps of §4.2–4.3 and regret against T
+
     sw = sweep(quick, workers, progress, instances, tiny)
+    more = esdp_more.run(sw["res"], quick, workers, progress, instances, tiny)
     d = os.path.join(out, "esdp")
     paths = _subset(sw["res"], MAIN_AGENTS).write(d)
     paths += figures(sw["res"], d, limit=sw["limit"])
@@ -509,7 +512,9 @@ def reproduce(quick: bool, out: str, workers: int, progress: bool, instances=Non
         print(tb[k])
     path = os.path.join(d, "report.md")
     with open(path, "w") as f:
-        f.write(report(sw, tb))
+        f.write(report(sw, tb) + esdp_more.section(more))
+    paths.append(esdp_more.write(more, os.path.join(d, "more")))
+    print(esdp_more.section(more))
     print("wrote " + ", ".join(paths + [path]))
     return path
 

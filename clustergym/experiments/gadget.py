@@ -499,10 +499,14 @@ def reproduce(quick: bool, out: str, workers: int, progress: bool, instances=Non
     os.makedirs(d, exist_ok=True)
     t_start = time.time()
     sw = sweep(quick, workers, progress, instances, tiny)
+    from clustergym.experiments.extra import gadget_more  # Fig. 4 with the Philly trace's arrivals
+
+    more = gadget_more.run(sw, quick, workers, progress, tiny)
     pngs = figures(sw, d)
     lines, claims = tables(sw)
     wall = time.time() - t_start
-    text = report(sw, lines, claims, wall)
+    text = report(sw, lines, claims, wall) + gadget_more.section(more)
+    gadget_more.write(more, os.path.join(d, "more"))
     path = os.path.join(d, "report.md")
     with open(path, "w") as f:
         f.write(text)

@@ -395,13 +395,17 @@ def reproduce(quick: bool, out: str, workers: int, progress: bool, instances=Non
     for st in sw["settings"]:
         paths += sw["res"][st].write(os.path.join(d, st), plots=st == DEFAULT)
     an = analyse(sw)
+    from clustergym.experiments.extra import ogasched_more  # Fig. 4 (η0, decay) and Table 2 (T, ρ, density)
+
+    more = ogasched_more.run(sw, quick, workers, progress, instances, tiny)
     for block in tables(sw, an):
         print(block)
     pngs = figures(sw, an, d)
     sw["wall"] = time.perf_counter() - t0  # the reproduction's wall time: runs, analysis and figures
     path = os.path.join(d, "report.md")
     with open(path, "w") as f:
-        f.write(report(sw, an))
+        f.write(report(sw, an) + ogasched_more.section(more))
+    paths.append(ogasched_more.write(more, os.path.join(d, "more")))
     claim_rows = [*(r for st in sw["settings"] for r in an["claims"][st]), *an["growth_rows"], *an["claims7"]]
     paths.append(write_summary(d, ENV_ID, sw["instances"], sw["quick"], sw.get("tiny", False), claim_rows,
                                horizon=sw["T"], seeds=sw["seeds"], settings=list(sw["settings"]), wall_s=sw["wall"]))

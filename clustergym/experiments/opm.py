@@ -526,6 +526,9 @@ def reproduce(quick: bool, out: str, workers: int, progress: bool, instances=Non
     runs, pl = sw["runs"], sw["pl"]
     cfg, insts, H, total_wall = pl["configs"], pl["instances"], pl["horizons"], sw["wall"]
     rows = claims(sw)
+    from clustergym.experiments.extra import opm_more  # Fig. 1a, Fig. 3 per tenfold step, the price-rule ablation
+
+    more = opm_more.run(sw, quick, workers, progress, instances, tiny)
     claims_md = stats.claims_table(rows)
     tb = tables(sw)
     pngs = figures(sw, d)
@@ -535,7 +538,8 @@ def reproduce(quick: bool, out: str, workers: int, progress: bool, instances=Non
                          "configs": {"/".join(map(str, k)): v for k, v in cfg.items()}},
                 "wall_s": total_wall, "claims": stats.claims_rows_json(rows),
                 "runs": [{k: v for k, v in r.items() if k != "records"} for r in runs]}, indent=1, default=str)
-    text = report(sw, claims_md, tb, workers)
+    text = report(sw, claims_md, tb, workers) + opm_more.section(more)
+    opm_more.write(more, os.path.join(d, "more"))
     path = os.path.join(d, "report.md")
     with open(path, "w") as f:
         f.write(text)
