@@ -124,3 +124,16 @@ def test_the_price_rule_row_is_uniform_minus_paper_in_points_of_each_bound():
     assert stats.verdict(diff["comparison"], diff["predicted"]) == stats.REPRODUCED
     work = next(r for r in rows if "more work per unit of budget" in r["claim"])
     assert work["comparison"].per_instance == pytest.approx({i: 100 * 5.0 / (50.0 + i) for i in range(4)})
+
+
+def test_the_experiments_run_alone_from_their_command(capsys):
+    from clustergym.experiments.extra import cli, opm_more
+
+    saved = dict(opm_more.HORIZON)
+    try:
+        cli.main(["opm", "--quick", "--horizon", "10", "--instances", "0-1", "--workers", "1"])
+    finally:
+        opm_more.HORIZON.update(saved)
+    assert "price" in capsys.readouterr().out.lower()
+    with pytest.raises(SystemExit, match="usage"):
+        cli.main(["nope"])

@@ -42,6 +42,7 @@ from clustergym.plots import agent_color, figure, figure_legend, mean_band, plot
 from clustergym.runner import Results, evaluate
 from clustergym.stats import (INCONCLUSIVE, NOT_REPRODUCED, REPRODUCED, claims_table, fmt_ci, mean_ci,
                               paired_comparison, proportion_ci)
+from clustergym.experiments.extra import esdp_more  # the sweeps of §4.2–4.3 and regret against T
 
 __all__ = ["reproduce", "sweep", "tables", "figures", "report", "bench_rows", "run_study", "overtake_slot", "regret_exponent", "true_mean_share",
            "phi_limit_regret"]
@@ -498,8 +499,6 @@ def report(sw: dict, tb: dict) -> str:
 def reproduce(quick: bool, out: str, workers: int, progress: bool, instances=None, tiny: bool = False) -> str:
     """ESDP vs HAUF, LCF, LWTF, their other readings and random over instances of the paper scenario:
     :func:`sweep`, then the results files and :func:`figures`, :func:`tables` and :func:`report`."""
-    from clustergym.experiments.extra import esdp_more  # the sweeps of §4.2–4.3 and regret against T
-
     sw = sweep(quick, workers, progress, instances, tiny)
     more = esdp_more.run(sw["res"], quick, workers, progress, instances, tiny)
     d = os.path.join(out, "esdp")

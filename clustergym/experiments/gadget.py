@@ -24,6 +24,7 @@ from clustergym.experiments.gadget_bench import bench_rows  # noqa: F401  (the P
 from clustergym.plots import _plt, agent_color, figure, figure_legend, legend_outside, plot_claims, save
 from clustergym.runner import evaluate, run_episode
 from clustergym.stats import claims_table, fmt_ci, mean_ci, paired_comparison, range_verdict
+from clustergym.experiments.extra import gadget_more  # Fig. 4 with the Philly trace's arrivals
 
 __all__ = ["reproduce", "bench_rows", "slot_ratios", "unserved_idle", "lam1_total", "scarce_sweep", "fig7_sweep",
            "CONFIG"]
@@ -499,8 +500,6 @@ def reproduce(quick: bool, out: str, workers: int, progress: bool, instances=Non
     os.makedirs(d, exist_ok=True)
     t_start = time.time()
     sw = sweep(quick, workers, progress, instances, tiny)
-    from clustergym.experiments.extra import gadget_more  # Fig. 4 with the Philly trace's arrivals
-
     more = gadget_more.run(sw, quick, workers, progress, tiny)
     pngs = figures(sw, d)
     lines, claims = tables(sw)

@@ -13,15 +13,16 @@ from clustergym.bench import (Row, _vector_rate, decision_times, numba_threads, 
                               vector_sampled_rate)
 from clustergym.envs.multiserver.allocation.scenario import FIG2_HORIZON
 from clustergym.experiments import describe_instances, instances_for, mode_name, write_summary
+from clustergym.experiments.ogasched_runs import ENV_ID, best_static_values  # noqa: F401  (eq. 6's comparator)
 from clustergym.plots import _plt, agent_color, figure_legend, legend_outside, plot_claims, save
 from clustergym.runner import evaluate, make_env, run_episode, run_one
 from clustergym.stats import (INCONCLUSIVE, NOT_REPRODUCED, REPRODUCED, TOO_FEW, claims_table, fmt_ci, mean_ci,
                               paired_comparison, verdict)
+from clustergym.experiments.extra import ogasched_more  # Fig. 4 (η0, decay) and Table 2 (T, ρ, density)
 
 __all__ = ["reproduce", "sweep", "analyse", "tables", "figures", "report", "bench_rows", "PAPER_GAPS", "units_claims",
            "setting_claims", "eq26_steps", "best_static_values", "SETTINGS_RUN", "AGENTS"]
 
-ENV_ID = "clustergym/MultiServerAllocation-v0"
 BASELINES = ["drf", "fairness", "binpacking", "spreading"]
 # §4.1 / abstract: OGASched beats DRF, FAIRNESS, BINPACKING, SPREADING by these (Fig. 2).
 PAPER_GAPS = {"drf": 11.33, "fairness": 7.75, "binpacking": 13.89, "spreading": 13.44}
@@ -138,23 +139,6 @@ def dominant_type_shares(units: str, agent: str, instances, slots: int, seed: in
 
         run_episode(env, make(agent, family="multiserver-allocation"), seed, max_steps=slots, on_step=count)
     return cnt / max(cnt.sum(), 1.0)
-
-
-def best_static_values(env_kwargs: dict, seed: int, checkpoints) -> list[float]:
-    """Q(y*) of the best static allocation of every prefix [1, t], t in ``checkpoints`` (eq. 6's comparator).
-    Arrivals do not depend on actions, so they are regenerated from the env seed."""
-    from clustergym.envs.multiserver.allocation.oracle import best_static_allocation
-
-    T = int(max(checkpoints))
-    env = make_env(ENV_ID, horizon=T, oracle=False, **env_kwargs).unwrapped
-    obs, _ = env.reset(seed=seed)
-    zero = np.zeros((env.problem.num_edges, env.problem.num_device_types))
-    arr = [obs["arrivals"]]
-    for _ in range(T - 1):
-        obs, *_ = env.step(zero)
-        arr.append(obs["arrivals"])
-    cum = np.cumsum(np.array(arr, dtype=float), axis=0)
-    return [best_static_allocation(env.problem, cum[int(c) - 1]).value for c in checkpoints]
 
 
 DEVICE_NAMES = ("CPU", "MEM", "GPU", "NPU", "TPU", "FPGA")
@@ -395,8 +379,6 @@ def reproduce(quick: bool, out: str, workers: int, progress: bool, instances=Non
     for st in sw["settings"]:
         paths += sw["res"][st].write(os.path.join(d, st), plots=st == DEFAULT)
     an = analyse(sw)
-    from clustergym.experiments.extra import ogasched_more  # Fig. 4 (η0, decay) and Table 2 (T, ρ, density)
-
     more = ogasched_more.run(sw, quick, workers, progress, instances, tiny)
     for block in tables(sw, an):
         print(block)

@@ -29,6 +29,7 @@ from clustergym.experiments.opm_bench import bench_rows  # noqa: F401  (the P4 r
 from clustergym.experiments.opm_runs import ENV, _run_all, _task, episode  # noqa: F401  (the runs)
 from clustergym.results import RESULTS_FILE, write_json
 from clustergym.plots import _plt, agent_color, figure, figure_legend, plot_claims, save
+from clustergym.experiments.extra import opm_more  # Fig. 1a, Fig. 3 per tenfold step, the price-rule ablation
 
 __all__ = ["reproduce", "sweep", "claims", "tables", "figures", "report", "bench_rows", "episode", "plan",
            "PAPER_TABLE1"]
@@ -526,8 +527,6 @@ def reproduce(quick: bool, out: str, workers: int, progress: bool, instances=Non
     runs, pl = sw["runs"], sw["pl"]
     cfg, insts, H, total_wall = pl["configs"], pl["instances"], pl["horizons"], sw["wall"]
     rows = claims(sw)
-    from clustergym.experiments.extra import opm_more  # Fig. 1a, Fig. 3 per tenfold step, the price-rule ablation
-
     more = opm_more.run(sw, quick, workers, progress, instances, tiny)
     claims_md = stats.claims_table(rows)
     tb = tables(sw)

@@ -34,7 +34,7 @@ horizon, as claims rows over instances (scenario seeds; dynamics seed = instance
 The δ(t), g(t) and |R| sweeps cost many ESDP decisions (an ESDP decision at |R| = 80 takes about
 1.2 s against 0.05 s at |R| = 40, measured at 300 slots): they run in full mode (20 instances, 2000
 slots, Table 3's T) and a quick report lists them as full mode only. Regret against T reads the
-study's runs and costs nothing: it is in both modes. ``python -m clustergym.experiments.extra.esdp_more``
+study's runs and costs nothing: it is in both modes. ``python -m clustergym.experiments.extra.cli esdp``
 runs one experiment alone at any size.
 """
 
@@ -46,6 +46,9 @@ import os
 import numpy as np
 
 from clustergym import stats
+from clustergym.envs.multiserver.channel.scenario import make_channel_scenario
+from clustergym.experiments import instances_for, write_summary
+from clustergym.runner import evaluate
 from clustergym.agents.esdp import DELTAS, GS
 
 __all__ = ["sequence_study", "sequence_rows", "sequence_table", "servers_study", "servers_rows", "servers_table",
@@ -87,8 +90,6 @@ def overhead_direction(name: str, horizon: int) -> int:
 
 
 def _evaluate(agents, instances, horizon, env_kwargs, workers, progress):
-    from clustergym.runner import evaluate
-
     insts = [int(i) for i in instances]
     return evaluate(ENV_ID, list(agents), insts, horizon, env_kwargs={"oracle": True, **env_kwargs},
                     workers=workers, progress=progress, score=False)
@@ -162,8 +163,6 @@ def sequence_table(res) -> str:
 
 def _m(res) -> float:
     """α|E| averaged over the instances (the m of g(t) with α = 0.5), for the table's values of g."""
-    from clustergym.envs.multiserver.channel.scenario import make_channel_scenario
-
     return float(np.mean([0.5 * make_channel_scenario("paper", seed=int(i)).problem.num_edges
                           for i in res.instances]))
 
@@ -216,8 +215,6 @@ def servers_rows(studies: dict) -> list[dict]:
 
 def servers_table(studies: dict) -> str:
     """Per |R|: channels, capacity, each agent's share of the oracle and ESDP's median decision time."""
-    from clustergym.envs.multiserver.channel.scenario import make_channel_scenario
-
     lines = ["| \\|R\\| | channels \\|E\\| (mean) | share of the oracle, mean [95% bootstrap]: "
              + " / ".join(f"`{a}`" for a in SERVER_AGENTS) + " | ESDP median decision ms |", "|---|---|---|---|"]
     for R in sorted(studies):
@@ -322,8 +319,6 @@ def run(study, quick: bool, workers: int, progress: bool, instances=None, tiny: 
     """Every experiment of this module for ``reproduce esdp``: regret against T from ``study`` (the
     main study's Results) always; the δ(t), g(t) and |R| sweeps in full mode (and in the tiny test
     mode without ``quick``), else listed as full mode only. ``servers`` replaces :data:`SERVERS`."""
-    from clustergym.experiments import instances_for
-
     insts = instances_for(quick, instances)
     out = {"quick": quick, "tiny": tiny, "instances": insts, "regret": regret_vs_horizon(study)}
     if quick:
@@ -369,54 +364,12 @@ def section(more: dict) -> str:
     if more.get("full_only"):
         lines += ["## Full mode only", "", "Not run in quick mode (each costs minutes of ESDP decisions): "
                   + "; ".join(more["full_only"]) + ". `clustergym reproduce esdp` runs them; "
-                  "`python -m clustergym.experiments.extra.esdp_more` runs one alone at any size.", ""]
+                  "`python -m clustergym.experiments.extra.cli esdp` runs one alone at any size.", ""]
     return "\n".join(lines)
 
 
 def write(more: dict, folder: str) -> str:
     """``FOLDER/results.json`` with every claims row of :func:`run` (``experiments.write_summary``)."""
-    from clustergym.experiments import write_summary
-
     os.makedirs(folder, exist_ok=True)
     return write_summary(folder, ENV_ID, more["instances"], more["quick"], more["tiny"], rows_of(more),
                          full_mode_only=more.get("full_only", []))
-
-
-def main(argv=None) -> None:
-    """``python -m clustergym.experiments.extra.esdp_more {sequences,servers,regret}``: one experiment
-    alone, printed as its report section."""
-    import argparse
-    import time
-
-    from clustergym.runner import worker_pool
-
-    p = argparse.ArgumentParser(description="ESDP: δ(t)/g(t) sweeps, |R| sweep, regret against T")
-    p.add_argument("what", choices=("sequences", "servers", "regret"))
-    p.add_argument("--horizon", type=int, default=SWEEP_HORIZON)
-    p.add_argument("--instances", default="0-19", help="A-B or a comma-separated list")
-    p.add_argument("--servers", default=",".join(map(str, SERVERS)))
-    p.add_argument("--workers", type=int, default=2)
-    a = p.parse_args(argv)
-    if "-" in a.instances:
-        lo, hi = map(int, a.instances.split("-"))
-        insts = list(range(lo, hi + 1))
-    else:
-        insts = [int(x) for x in a.instances.split(",")]
-    t0 = time.perf_counter()
-    more = {"quick": False, "tiny": False, "instances": insts}
-    with worker_pool(a.workers):
-        if a.what == "sequences":
-            more["sequences"] = sequence_study(a.horizon, insts, a.workers, True)
-        elif a.what == "servers":
-            more["servers"] = servers_study([int(x) for x in a.servers.split(",")], a.horizon, insts, a.workers, True)
-        else:
-            from clustergym.experiments.esdp import MAIN_AGENTS
-
-            study = _evaluate(MAIN_AGENTS[:-1], insts, a.horizon, {}, a.workers, True)
-            more["regret"] = regret_vs_horizon(study)
-    print(section(more))
-    print(f"({time.perf_counter() - t0:.0f} s)")
-
-
-if __name__ == "__main__":
-    main()

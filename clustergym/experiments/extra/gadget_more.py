@@ -20,7 +20,7 @@ Poisson (points, no direction claimed: the paper states none).
 The window is sized from the trace: ``max_jobs`` = the number of trace arrivals in the horizon + 20,
 so every active job is visible (the report prints the mean waiting jobs, which must be 0). Full mode
 only (GADGET's LPs cost about as much as the Poisson Fig. 4 of full mode); the quick report lists it.
-``python -m clustergym.experiments.extra.gadget_more`` runs it alone at any size.
+``python -m clustergym.experiments.extra.cli gadget`` runs it alone at any size.
 """
 
 from __future__ import annotations
@@ -31,6 +31,9 @@ import time
 import numpy as np
 
 from clustergym import stats
+from clustergym.envs.ringallreduce.scenario import make_ring_scenario
+from clustergym.experiments import write_summary
+from clustergym.runner import evaluate
 
 __all__ = ["trace_jobs", "trace_window", "trace_sweep", "trace_rows", "trace_table", "run", "section", "write", "main"]
 
@@ -43,8 +46,6 @@ SCENARIO = "philly"
 def trace_jobs(rate: float, horizon: int) -> int:
     """Jobs of the ``philly`` scenario that arrive in ``horizon`` slots at mean rate ``rate`` (the same
     on every instance: the arrival slots are the trace's)."""
-    from clustergym.envs.ringallreduce.scenario import make_ring_scenario
-
     sc = make_ring_scenario(SCENARIO, seed=0, arrival_rate=float(rate))
     return int(np.sum(np.asarray(sc.truth.trace_slot) < horizon))
 
@@ -57,8 +58,6 @@ def trace_window(rate: float, horizon: int) -> int:
 def trace_sweep(grid: dict, horizon: int, instances, workers: int = 1, progress: bool = False) -> dict:
     """``{(budget mode, rate): Results}`` of GADGET, FIFO, DRF and LAS with the trace's arrivals;
     ``grid`` = {budget mode: [rates]} (``reproduce gadget``'s Fig. 4 grid); seed = instance."""
-    from clustergym.runner import evaluate
-
     seeds = [int(i) for i in instances]
     out = {}
     for mode, rates in grid.items():
@@ -150,7 +149,7 @@ def rows_of(more: dict) -> list[dict]:
 def section(more: dict) -> str:
     if "trace" not in more:
         return ("\n## Fig. 4 with the Philly trace's arrivals\n\nFull mode only (GADGET's LPs on the full grid); "
-                "`python -m clustergym.experiments.extra.gadget_more` runs it alone.\n")
+                "`python -m clustergym.experiments.extra.cli gadget` runs it alone.\n")
     H = more["horizon"]
     return "\n".join(["", f"## Fig. 4 with the Philly trace's arrivals ({len(more['instances'])} instances, T = {H}, "
                           f"{more['wall']:.0f} s)", "",
@@ -162,49 +161,6 @@ def section(more: dict) -> str:
 
 
 def write(more: dict, folder: str) -> str:
-    from clustergym.experiments import write_summary
-
     os.makedirs(folder, exist_ok=True)
     return write_summary(folder, ENV_ID, more["instances"], more["quick"], more["tiny"], rows_of(more),
                          arrivals=SCENARIO, horizon=more["horizon"])
-
-
-def main(argv=None) -> None:
-    """``python -m clustergym.experiments.extra.gadget_more --horizon 40 --instances 0-4``."""
-    import argparse
-
-    from clustergym.runner import worker_pool
-
-    p = argparse.ArgumentParser(description="GADGET: Fig. 4 with the Philly trace's arrivals, beside Poisson")
-    p.add_argument("--horizon", type=int, default=200)
-    p.add_argument("--instances", default="0-19")
-    p.add_argument("--rates", default=None, help="iterations-mode rates, comma-separated (default: full mode's)")
-    p.add_argument("--workers", type=int, default=2)
-    p.add_argument("--poisson", action="store_true", help="also run the Poisson version for the side-by-side")
-    a = p.parse_args(argv)
-    from clustergym.experiments.gadget import CONFIG
-
-    lo, hi = map(int, a.instances.split("-"))
-    insts = list(range(lo, hi + 1))
-    grid = dict(CONFIG[False]["fig4"])
-    if a.rates:
-        grid = {"iterations": [float(x) for x in a.rates.split(",")]}
-    t0 = time.perf_counter()
-    with worker_pool(a.workers):
-        trace = trace_sweep(grid, a.horizon, insts, a.workers, True)
-        poisson = None
-        if a.poisson:
-            from clustergym.runner import evaluate
-
-            poisson = {(m, r): evaluate(ENV_ID, list(AGENTS), insts, a.horizon,
-                                        env_kwargs=dict(arrival_rate=r, budget_mode=m,
-                                                        max_jobs=int(max(64, np.ceil(1.3 * r * a.horizon + 20)))),
-                                        workers=a.workers, progress=True, score=False)
-                       for m, rates in grid.items() for r in rates}
-    more = {"quick": False, "tiny": False, "instances": insts, "horizon": a.horizon, "trace": trace,
-            "poisson": poisson, "wall": time.perf_counter() - t0}
-    print(section(more))
-
-
-if __name__ == "__main__":
-    main()

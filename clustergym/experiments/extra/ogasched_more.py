@@ -30,7 +30,7 @@ instances, wins/losses, ratio of totals.
   when moving ρ from 0.7 to 0.9" (−5.7%); "graph dense has a similar effect" (density 2 → 3,
   +11.1%). Across columns the comparison is paired by scenario seed.
 
-``python -m clustergym.experiments.extra.ogasched_more {fig4,table2}`` runs one alone at any size.
+``python -m clustergym.experiments.extra.cli ogasched {fig4,table2}`` runs one alone at any size.
 """
 
 from __future__ import annotations
@@ -41,6 +41,9 @@ import time
 import numpy as np
 
 from clustergym import stats
+from clustergym.experiments import write_summary
+from clustergym.experiments.ogasched_runs import best_static_values
+from clustergym.runner import evaluate, run_tasks
 
 __all__ = ["PAPER_TABLE2", "ETA0S", "DECAYS", "fig4_runs", "fig4_rows", "fig4_table", "table2_sweep", "table2_rows",
            "table2_table", "run", "section", "write", "main"]
@@ -99,8 +102,6 @@ def _decay_spec(d: float) -> str:
 def fig4_runs(main_sw: dict, workers: int = 1, progress: bool = False):
     """The η0 and decay variants on ``reproduce ogasched``'s instances, seeds and horizon (setting
     ``paper``); returns their Results."""
-    from clustergym.runner import evaluate
-
     agents = [*(_eta_spec(e) for e in ETA0S), *(_decay_spec(d) for d in DECAYS)]
     return evaluate(ENV_ID, agents, main_sw["seeds"], main_sw["T"], env_kwargs={"setting": SETTING, "oracle": False},
                     instances=main_sw["instances"], score=False, workers=workers, progress=progress)
@@ -174,8 +175,6 @@ def fig4_table(main_sw: dict, fig4) -> list[str]:
 
 
 def _opt_task(args, report=None):
-    from clustergym.experiments.ogasched import best_static_values
-
     kw, seed, checkpoints = args
     return best_static_values(kw, seed, checkpoints)
 
@@ -186,8 +185,6 @@ def table2_sweep(instances, workers: int = 1, progress: bool = False, tiny: bool
     slots per agent and instance) with ``T_opt`` ({T: {i: Q(y*)}}), and ``rho`` / ``density``
     ({value: (Results, {i: Q(y*)})}). ``Ts`` and ``horizon`` replace Table 2's T column and the ρ /
     density columns' horizon; ``tiny`` sets both to a few slots (tests of the machinery)."""
-    from clustergym.runner import evaluate, run_tasks
-
     insts = [int(i) for i in instances]
     agents = ["ogasched", *BASELINES]
     Ts = tuple(TINY["T"] if tiny else Ts or PAPER_TABLE2["T"])
@@ -316,37 +313,10 @@ def section(more: dict) -> str:
                   stats.claims_table(table2_rows(t2)), ""]
     elif more["quick"]:
         lines += ["Table 2 (T, ρ and density columns): full mode only (each configuration needs its own Q(y*)); "
-                  "`python -m clustergym.experiments.extra.ogasched_more table2` runs it alone.", ""]
+                  "`python -m clustergym.experiments.extra.cli ogasched table2` runs it alone.", ""]
     return "\n".join(lines)
 
 
 def write(more: dict, folder: str) -> str:
-    from clustergym.experiments import write_summary
-
     os.makedirs(folder, exist_ok=True)
     return write_summary(folder, ENV_ID, more["instances"], more["quick"], more["tiny"], rows_of(more))
-
-
-def main(argv=None) -> None:
-    """``python -m clustergym.experiments.extra.ogasched_more table2 --instances 0-4``: Table 2 alone."""
-    import argparse
-
-    from clustergym.runner import worker_pool
-
-    p = argparse.ArgumentParser(description="OGASched: Table 2 (T, ρ, density) alone")
-    p.add_argument("what", choices=("table2",))
-    p.add_argument("--instances", default="0-19")
-    p.add_argument("--horizon", type=int, default=TABLE2_HORIZON, help="the ρ and density columns' horizon")
-    p.add_argument("--max-t", type=int, default=max(PAPER_TABLE2["T"]), help="the T column's longest horizon")
-    p.add_argument("--workers", type=int, default=2)
-    a = p.parse_args(argv)
-    lo, hi = map(int, a.instances.split("-"))
-    Ts = tuple(T for T in PAPER_TABLE2["T"] if T <= a.max_t) or (a.max_t,)
-    with worker_pool(a.workers):
-        t2 = table2_sweep(range(lo, hi + 1), a.workers, True, Ts=Ts, horizon=a.horizon)
-    print("\n".join(["", *table2_table(t2), "", stats.claims_table(table2_rows(t2))]))
-    print(f"({t2['wall']:.0f} s)")
-
-
-if __name__ == "__main__":
-    main()

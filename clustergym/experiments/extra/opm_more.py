@@ -44,6 +44,9 @@ import time
 import numpy as np
 
 from clustergym import stats
+from clustergym.experiments import instances_for, write_summary
+from clustergym.experiments.opm_runs import episode
+from clustergym.runner import run_tasks
 
 __all__ = ["fig1a_rows", "fig3_step_rows", "price_plan", "price_sweep", "price_rows", "price_table", "run", "section",
            "write", "main"]
@@ -203,8 +206,6 @@ def fig3_step_rows(main_sw: dict) -> list[dict]:
 
 def price_plan(quick: bool, instances=None, tiny: bool = False) -> dict:
     """Configurations ``{(scale, machines, price): env kwargs}``, instances and seeds of the ablation."""
-    from clustergym.experiments import instances_for
-
     H = HORIZON["tiny" if tiny else "quick" if quick else "full"]
     cells = QUICK_MACHINES if quick else tuple(MACHINES)
     configs = {(s, m, p): dict(MACHINES[s, m], horizon=H, beta=0.7, load=1.0, price=p)
@@ -214,16 +215,12 @@ def price_plan(quick: bool, instances=None, tiny: bool = False) -> dict:
 
 
 def _task(args, report=None):
-    from clustergym.experiments.opm import episode
-
     return episode(*args)
 
 
 def price_sweep(quick: bool, workers: int = 1, progress: bool = False, instances=None, tiny: bool = False) -> dict:
     """Every run of :func:`price_plan`; the OPM-noest runs have ``oracle=True`` and report the bound (the
     oracle only measures: the dynamics are the same)."""
-    from clustergym.runner import run_tasks
-
     pl = price_plan(quick, instances, tiny)
     tasks = [(dict(kw, scenario_seed=i, oracle=a == "opm-noest"), a, 100 * i + sd) for kw in pl["configs"].values()
              for i in pl["instances"] for sd in pl["seeds"] for a in pl["agents"]]
@@ -333,34 +330,5 @@ def section(more: dict) -> str:
 
 
 def write(more: dict, folder: str) -> str:
-    from clustergym.experiments import write_summary
-
     os.makedirs(folder, exist_ok=True)
     return write_summary(folder, ENV, more["instances"], more["quick"], more["tiny"], rows_of(more))
-
-
-def main(argv=None) -> None:
-    """``python -m clustergym.experiments.extra.opm_more``: the price-rule ablation alone."""
-    import argparse
-
-    from clustergym.runner import worker_pool
-
-    p = argparse.ArgumentParser(description="OPM: the price-rule ablation (OPM vs OPM-noest under two price rules)")
-    p.add_argument("--quick", action="store_true", help="the default scale only, one seed, 600 slots")
-    p.add_argument("--horizon", type=int, default=None, help="replace the mode's horizon")
-    p.add_argument("--instances", default=None, help="A-B (default: the mode's)")
-    p.add_argument("--workers", type=int, default=2)
-    a = p.parse_args(argv)
-    insts = None
-    if a.instances:
-        lo, hi = map(int, a.instances.split("-"))
-        insts = list(range(lo, hi + 1))
-    if a.horizon:
-        HORIZON["quick" if a.quick else "full"] = a.horizon
-    with worker_pool(a.workers):
-        pw = price_sweep(a.quick, a.workers, True, insts)
-    print(section({"quick": a.quick, "price": pw}))
-
-
-if __name__ == "__main__":
-    main()

@@ -1,0 +1,28 @@
+"""OGASched's hindsight comparator: the best static allocation of every prefix of a run (eq. 6), shared by the
+paper's reproduction (``experiments/ogasched.py``) and its additional experiments (``experiments/extra``)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from clustergym.envs.multiserver.allocation.oracle import best_static_allocation
+from clustergym.runner import make_env
+
+__all__ = ["ENV_ID", "best_static_values"]
+
+ENV_ID = "clustergym/MultiServerAllocation-v0"
+
+
+def best_static_values(env_kwargs: dict, seed: int, checkpoints) -> list[float]:
+    """Q(y*) of the best static allocation of every prefix [1, t], t in ``checkpoints`` (eq. 6's comparator).
+    Arrivals do not depend on actions, so they are regenerated from the env seed."""
+    T = int(max(checkpoints))
+    env = make_env(ENV_ID, horizon=T, oracle=False, **env_kwargs).unwrapped
+    obs, _ = env.reset(seed=seed)
+    zero = np.zeros((env.problem.num_edges, env.problem.num_device_types))
+    arr = [obs["arrivals"]]
+    for _ in range(T - 1):
+        obs, *_ = env.step(zero)
+        arr.append(obs["arrivals"])
+    cum = np.cumsum(np.array(arr, dtype=float), axis=0)
+    return [best_static_allocation(env.problem, cum[int(c) - 1]).value for c in checkpoints]
