@@ -28,9 +28,11 @@ A saved model must see at evaluation exactly the observations it was trained on,
   the Dict observation in the space's order, i.e. ``gymnasium.spaces.flatten(space, obs)``
   (``gymnasium.wrappers.FlattenObservation`` gives the same vector);
 * ``"compact"``: the keys the family's ``drl_hooks.compact_keys`` names (in the space's order; every key
-  where the family has none). P2's are the per-port ones (arrivals, their shares, the mean and last
-  per-port rewards, β and t: 47 numbers instead of 13,549), what a learner in the per-port action modes
-  needs (docs/drl.md, "Observation layouts");
+  where the family has none), and of some keys only the entries ``drl_hooks.compact_columns`` names.
+  P2's are the per-port ones (arrivals, their shares, the mean and last per-port rewards, β and t: 47
+  numbers instead of 13,549), what a learner in the per-port action modes needs; P3's leave out what
+  repeats another entry (``job_mask``, ``link_present`` and the download columns of ``links``: 581
+  numbers instead of 778) (docs/drl.md, "What the learner sees");
 * ``"legacy"`` (side-cars without ``obs_layout``, e.g. the shipped pretrained models): the vector of
   earlier versions, [flatten(the observation keys of then, ``drl_hooks.legacy_keys``), the statistics
   in ``drl_hooks.STATS_KEYS`` order], read from today's observation, so the values are the same.
@@ -57,8 +59,8 @@ import numpy as np
 
 from clustergym.family import FAMILIES
 
-__all__ = ["EmpiricalStats", "ObsPipeline", "DRLObservation", "LAYOUTS", "layout_keys", "flatten_keys",
-           "flatten_batch", "sb3_mask", "unscale_action", "box_bounds", "hook"]
+__all__ = ["EmpiricalStats", "ObsPipeline", "DRLObservation", "LAYOUTS", "layout_keys", "layout_columns", "flatten_keys",
+           "flat_size", "flatten_batch", "sb3_mask", "unscale_action", "box_bounds", "hook"]
 
 LAYOUTS = ("full", "compact", "legacy")  # the flat observation layouts (module docstring)
 
@@ -86,17 +88,36 @@ def layout_keys(family: str, obs_space: gym.spaces.Dict, layout: str = "full", s
     return (*sorted(old), *(stats_keys if stats else ()))  # gymnasium's Dict sorted the keys of then
 
 
-def flatten_keys(obs_space: gym.spaces.Dict, obs: dict, keys: tuple[str, ...], plain: tuple[bool, ...] | None = None
-                 ) -> np.ndarray:
+def layout_columns(family: str, obs_space: gym.spaces.Dict, layout: str = "full") -> dict[str, np.ndarray]:
+    """Per key, the entries of its flattened vector a layout keeps, where it keeps only some: the family's
+    ``drl_hooks.compact_columns`` in the ``"compact"`` layout (P3 leaves out the columns of ``links`` that
+    repeat another), else none ({}: every entry of every key)."""
+    if layout != "compact":
+        return {}
+    fn = hook(family, "compact_columns")
+    return {} if fn is None else {k: np.asarray(v, dtype=np.int64) for k, v in fn(obs_space).items()}
+
+
+def flatten_keys(obs_space: gym.spaces.Dict, obs: dict, keys: tuple[str, ...], plain: tuple[bool, ...] | None = None,
+                 columns: dict[str, np.ndarray] | None = None) -> np.ndarray:
     """float32 concatenation of ``gymnasium.spaces.flatten`` of each key of ``keys`` (one observation).
 
     ``plain[i]``: key i's space is a Box or MultiBinary, whose flattening is a reshape (done here directly,
     without gymnasium's dispatch: a third of a training step's Python time on P4); others go through
-    ``gymnasium.spaces.flatten`` (one-hot of discrete values)."""
+    ``gymnasium.spaces.flatten`` (one-hot of discrete values). ``columns``: the entries kept of some keys
+    (:func:`layout_columns`)."""
     if plain is None:
         plain = plain_keys(obs_space, keys)
-    return np.concatenate([obs[k].reshape(-1) if p else gym.spaces.flatten(obs_space[k], obs[k])
-                           for k, p in zip(keys, plain)], dtype=np.float32)
+    parts = [obs[k].reshape(-1) if p else gym.spaces.flatten(obs_space[k], obs[k]) for k, p in zip(keys, plain)]
+    if columns:
+        parts = [v[columns[k]] if k in columns else v for k, v in zip(keys, parts)]
+    return np.concatenate(parts, dtype=np.float32)
+
+
+def flat_size(obs_space: gym.spaces.Dict, keys: tuple[str, ...], columns: dict[str, np.ndarray] | None = None) -> int:
+    """The length of the flat vector of ``keys`` (with ``columns``: only the kept entries of those keys)."""
+    columns = columns or {}
+    return int(sum(len(columns[k]) if k in columns else gym.spaces.flatdim(obs_space[k]) for k in keys))
 
 
 def plain_keys(obs_space: gym.spaces.Dict, keys: tuple[str, ...]) -> tuple[bool, ...]:
@@ -104,14 +125,18 @@ def plain_keys(obs_space: gym.spaces.Dict, keys: tuple[str, ...]) -> tuple[bool,
     return tuple(isinstance(obs_space[k], (gym.spaces.Box, gym.spaces.MultiBinary)) for k in keys)
 
 
-def flatten_batch(obs_space: gym.spaces.Space, obs: Any, keys: tuple[str, ...] | None = None) -> np.ndarray:
+def flatten_batch(obs_space: gym.spaces.Space, obs: Any, keys: tuple[str, ...] | None = None,
+                  columns: dict[str, np.ndarray] | None = None) -> np.ndarray:
     """(N, flatdim) float32: the batched observation of a native vector env (arrays with a leading N axis,
     ``obs_space`` the *single* env's space), each row equal to ``gymnasium.spaces.flatten(obs_space, row)``
-    (cast to float32); ``keys``: a Dict's keys to concatenate (default: all, in the space's order)."""
+    (cast to float32); ``keys``: a Dict's keys to concatenate (default: all, in the space's order);
+    ``columns``: the entries kept of some keys (:func:`layout_columns`), as :func:`flatten_keys`."""
     sp = obs_space
     if isinstance(sp, gym.spaces.Dict):
         keys = tuple(sp.spaces) if keys is None else keys
-        return np.concatenate([flatten_batch(sp[k], obs[k]) for k in keys], axis=1)
+        cols = columns or {}
+        return np.concatenate([flatten_batch(sp[k], obs[k])[:, cols[k]] if k in cols else flatten_batch(sp[k], obs[k])
+                               for k in keys], axis=1)
     x = np.asarray(obs)
     N = x.shape[0]
     if isinstance(sp, (gym.spaces.Box, gym.spaces.MultiBinary)):
@@ -179,8 +204,9 @@ class ObsPipeline:
         self.problem = problem
         self.layout = layout
         self.keys = layout_keys(family, obs_space, layout, stats)
+        self.columns = layout_columns(family, obs_space, layout)
         self._plain = plain_keys(obs_space, self.keys)
-        self.size = int(sum(gym.spaces.flatdim(obs_space[k]) for k in self.keys))
+        self.size = flat_size(obs_space, self.keys, self.columns)
         self.space = gym.spaces.Box(-np.inf, np.inf, shape=(self.size,), dtype=np.float32)
 
     def reset(self, obs) -> np.ndarray:
@@ -190,7 +216,7 @@ class ObsPipeline:
         """Nothing to do: the env's observation carries the statistics."""
 
     def observe(self, obs) -> np.ndarray:
-        return flatten_keys(self.obs_space, obs, self.keys, self._plain)
+        return flatten_keys(self.obs_space, obs, self.keys, self._plain, self.columns)
 
 
 class DRLObservation(gym.ObservationWrapper):

@@ -247,3 +247,63 @@ def test_p2_compact_layout_keeps_the_per_port_keys_only(tmp_path):
     res = clustergym.evaluate(P2, [f"sb3:{tmp_path / 'run'}/model.zip"], seeds=[0], horizon=8, instances=[5],
                               progress=False, score=False)
     assert np.isfinite(res.runs[0].total_reward)
+
+
+def test_p3_compact_layout_leaves_out_only_entries_that_repeat_others(tmp_path):
+    """P3's compact vector is the full one without job_mask, link_present and the download columns of links;
+    along episodes on padded pool instances those entries always equal what the kept ones say."""
+    from clustergym.learning.pipeline import layout_columns, layout_keys
+
+    kw = {"action_mode": "ring_size", "horizon": 30, "instances": (3, 4, 5), "max_racks": 5, "arrival_rate": 3.0}
+    env = gym.make(P3, **kw)
+    space = env.observation_space
+    keys = layout_keys("ringallreduce", space, "compact")
+    assert keys == tuple(k for k in space.spaces if k not in ("job_mask", "link_present"))
+    cols = layout_columns("ringallreduce", space, "compact")
+    full, compact = make_train_env(P3, kw), make_train_env(P3, kw, layout="compact")
+    L = space["links"].shape[0]  # S + max_racks link rows; 32 window rows
+    assert compact.observation_space.shape == (full.observation_space.shape[0] - 32 - L - 2 * L,)
+    obs, _ = env.reset(seed=2)
+    f, _ = full.reset(seed=2)
+    c, _ = compact.reset(seed=2)
+    env.action_space.seed(0)
+    for t in range(60):
+        d = obs
+        assert np.array_equal(d["job_mask"], (d["jobs"][:, 1] > 0).astype(np.int8)), t  # remaining budget > 0
+        assert np.array_equal(d["link_present"], (d["links"][:, 0] > 0).astype(np.int8)), t
+        assert np.array_equal(d["links"][:, 1], d["links"][:, 0]) and np.array_equal(d["links"][:, 3], d["links"][:, 2])
+        # the full vector is rebuilt from the compact one: nothing is lost
+        J, L = space["jobs"].shape[0], space["links"].shape[0]
+        jobs = c[:J * 10].reshape(J, 10)  # the compact keys in the space's order: jobs, links, servers, t
+        links = c[J * 10:J * 10 + 2 * L].reshape(L, 2)  # upload capacity, upload load
+        servers = c[J * 10 + 2 * L:-1]
+        rebuilt = {"job_mask": (jobs[:, 1] > 0).astype(np.float32), "jobs": jobs.reshape(-1),
+                   "link_present": (links[:, 0] > 0).astype(np.float32),
+                   "links": links[:, [0, 0, 1, 1]].reshape(-1), "servers": servers, "t": c[-1:]}
+        assert np.array_equal(np.concatenate([rebuilt[k] for k in space.spaces]), f), t
+        assert sorted(set(cols["links"] % 4)) == [0, 2]
+        a = env.action_space.sample()
+        obs, _, _, trunc, _ = env.step(a)
+        f, *_ = full.step(a)
+        c, *_ = compact.step(a)
+        if trunc:
+            obs, _ = env.reset()
+            f, _ = full.reset()
+            c, _ = compact.reset()
+    # the native path gives the same compact vectors as single envs in DummyVecEnv
+    native = make_train_vec(P3, kw, 2, vec="native", layout="compact")
+    dummy = make_train_vec(P3, kw, 2, vec="dummy", layout="compact")
+    native.seed(1)
+    dummy.seed(1)
+    assert np.array_equal(native.reset(), dummy.reset())
+    dummy.action_space.seed(3)
+    for t in range(40):
+        a = np.stack([dummy.action_space.sample() for _ in range(2)])
+        assert np.array_equal(native.step(a)[0], dummy.step(a)[0]), t
+    # the shipped entry trains P3 on it, natively; the sb3: agent rebuilds the same vector
+    meta = train(P3, "ppo", 64, str(tmp_path / "run"), env_kwargs={"horizon": 16}, n_envs=2, hyperparams=TINY,
+                 progress=False)
+    assert meta["obs_layout"] == "compact" and meta["vec"] == "native"
+    res = clustergym.evaluate(P3, [f"sb3:{tmp_path / 'run'}/model.zip"], seeds=[0], horizon=8, instances=[5],
+                              progress=False, score=False)
+    assert np.isfinite(res.runs[0].total_reward)

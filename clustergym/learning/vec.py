@@ -36,7 +36,7 @@ from gymnasium.envs.registration import load_env_creator
 from stable_baselines3.common.vec_env.base_vec_env import VecEnv
 
 from clustergym.env import env_padding
-from clustergym.pipeline import box_bounds, flatten_batch, layout_keys
+from clustergym.pipeline import box_bounds, flat_size, flatten_batch, layout_columns, layout_keys
 
 __all__ = ["NativeVecEnv", "has_native_vector", "native_vector_gap"]
 
@@ -79,9 +79,10 @@ class NativeVecEnv(VecEnv):
         self._single_obs = v.single_observation_space
         # the keys FlattenWithStats(stats=stats) concatenates (without the statistics when stats is False)
         self._keys = layout_keys(v.family, self._single_obs, layout, stats)
+        self._columns = layout_columns(v.family, self._single_obs, layout)
         act = v.single_action_space
         self._box = isinstance(act, spaces.Box) if rescale is None else bool(rescale)
-        flat = int(sum(gym.spaces.flatdim(self._single_obs[k]) for k in self._keys))
+        flat = flat_size(self._single_obs, self._keys, self._columns)
         obs_space = spaces.Box(-np.inf, np.inf, shape=(flat,), dtype=np.float32)
         if self._box:
             act = spaces.Box(-1.0, 1.0, shape=act.shape, dtype=np.float32)
@@ -151,7 +152,7 @@ class NativeVecEnv(VecEnv):
 
     # -- helpers -----------------------------------------------------------------------------
     def _flat(self, obs) -> np.ndarray:
-        return flatten_batch(self._single_obs, obs, self._keys)
+        return flatten_batch(self._single_obs, obs, self._keys, self._columns)
 
     def _to_env(self, actions: np.ndarray) -> np.ndarray:
         if not self._box:

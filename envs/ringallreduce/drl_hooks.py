@@ -1,0 +1,25 @@
+"""DRL hooks of P3 (read through the family's ``FamilySpec.drl_hooks``): the compact observation layout."""
+
+from __future__ import annotations
+
+import numpy as np
+
+__all__ = ["compact_columns", "compact_keys"]
+
+
+def compact_keys(space) -> tuple[str, ...]:
+    """The keys of the ``"compact"`` layout: ``jobs``, ``servers``, ``links`` and ``t``. Left out: ``job_mask``
+    (a window row holds a job exactly when its remaining budget is positive, a column of ``jobs``) and
+    ``link_present`` (a padded link row is all zeros in ``links``): nothing the other keys do not say."""
+    return tuple(k for k in ("jobs", "servers", "links", "t") if k in space.spaces)
+
+
+def compact_columns(space) -> dict:
+    """The entries of ``links`` the ``"compact"`` layout keeps: per link row the upload capacity and the upload
+    load (flattened row by row: row r's columns are entries 4r..4r+3). Left out: the download capacity (every
+    shipped scenario builds full-duplex links with the same bandwidth both ways; a custom topology with
+    other download capacities should train on the ``"full"`` layout) and the download load (the cheapest
+    ring loads both directions equally: always the upload load)."""
+    rows = space["links"].shape[0]
+    r = np.arange(rows)
+    return {"links": np.stack([4 * r, 4 * r + 2], axis=1).reshape(-1)}
