@@ -326,7 +326,8 @@ def cmd_drl(args) -> int:
     with FolderLock(out, need_total=drl.CELL_BYTES * len(plan["todo"]) + 20e6,
                     need_file=drl.CELL_FILE_BYTES):  # the lock clustergym run and train take
         drl.run_benchmark(out, envs, quick=args.quick, seeds=seeds, workers=args.workers,
-                                progress=not args.no_progress, figures=args.figures, learners=learners, lock=False)
+                          progress=not args.no_progress, figures=args.figures, learners=learners, lock=False,
+                          backend=args.backend)
         if args.export_pretrained:
             keys = envs or list(drl_plan.PLAN)
             for key in keys:  # every check of every env first: nothing shipped is replaced when one fails
@@ -505,7 +506,12 @@ def build_parser() -> argparse.ArgumentParser:
     d.add_argument("--learners", default=None, help="only these learners, e.g. ppo,maskable_ppo")
     d.add_argument("--seeds", default=None, help="training seeds (default 0-2; --quick: 0,1)")
     d.add_argument("--quick", action="store_true", help="CI-sized: tiny budgets, horizon 50, P4 unless --envs")
-    d.add_argument("--workers", type=int, default=2, help="cells trained in parallel (one process each)")
+    d.add_argument("--workers", type=int, default=2, help="cells trained in parallel (one process each; with --backend "
+                   "ray the CPUs of the local Ray instance it starts)")
+    d.add_argument("--backend", default="local", choices=["local", "ray"],
+                   help="where the cells train: local processes (default) or Ray tasks (the Ray instance this process "
+                        "is connected to, else $RAY_ADDRESS, else a local one; on a cluster --out must be on a shared "
+                        "file system)")
     d.add_argument("--figures", default=None, help="also copy the learning-curve figures here (docs/figures)")
     d.add_argument("--export-pretrained", action="store_true",
                    help="replace the shipped sb3:pretrained/<EnvName> models with each env's best learner (its lowest "

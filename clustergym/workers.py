@@ -22,8 +22,8 @@ from clustergym.family import load_plugins
 from clustergym.progress import interleaved
 from clustergym.results import RunResult
 
-__all__ = ["Interrupted", "WorkerDied", "import_ray", "run_local", "run_ray", "run_tasks", "terminate_pool",
-           "was_interrupted", "worker_pool"]
+__all__ = ["Interrupted", "WorkerDied", "import_ray", "ray_session", "run_local", "run_ray", "run_tasks",
+           "run_tasks_ray", "terminate_pool", "was_interrupted", "worker_pool"]
 
 
 def _run_task(args, report=None):
@@ -387,31 +387,63 @@ def _probe_ray_address(address: str, timeout: float = 10.0) -> None:
                          "start the cluster or unset RAY_ADDRESS to run a local Ray") from None
 
 
-def _run_ray(tasks: list[tuple], workers: int, bar) -> list[RunResult]:
-    """Each task is one Ray task; results go back to task order, so they equal the local backend's.
-
-    Uses the Ray instance this process is already connected to (``ray.init(address=...)``), else
-    connects to ``$RAY_ADDRESS`` when set, else starts a private local instance with ``workers`` CPUs.
-    Shuts down only what it started (a connection to ``$RAY_ADDRESS`` is closed, the cluster lives on).
-    """
+@contextlib.contextmanager
+def ray_session(workers: int):
+    """Yield the ``ray`` module, connected: to the Ray instance this process is already connected to
+    (``ray.init(address=...)``), else to ``$RAY_ADDRESS`` when set, else to a private local instance with
+    ``workers`` CPUs started here. Shuts down only what it started (a connection to ``$RAY_ADDRESS`` is
+    closed, the cluster lives on)."""
     ray = _import_ray()
     started = False
     if not ray.is_initialized():
         if address := os.environ.get("RAY_ADDRESS"):
             _probe_ray_address(address)  # ray.init would wait minutes for an address where nothing listens
-            # ray.init() honours RAY_ADDRESS when address is None; num_cpus must not be given then.
             try:
                 ray.init(log_to_driver=False)
             except ConnectionError as exc:  # a user error: one line on the command line, not a traceback
                 raise ValueError(f"backend='ray' cannot connect to RAY_ADDRESS={address!r} ({exc}); if the "
                                  "cluster uses token authentication, set RAY_AUTH_MODE=token") from exc
         else:
-            # address="local": never attach to a stray `ray start` instance, whose CPUs we cannot set.
             ray.init(address="local", num_cpus=workers, include_dashboard=False, log_to_driver=False,
                      ignore_reinit_error=True, logging_level=logging.WARNING)
         started = True
     try:
-        # Runs are pure functions of their arguments, so Ray may retry one whose worker died.
+        yield ray
+    finally:
+        if started:
+            ray.shutdown()
+
+
+def run_tasks_ray(fn: Callable, tasks: list, workers: int, *, on_done: Callable | None = None) -> list:
+    """``[fn(task, None) for task in tasks]`` as Ray tasks (one CPU each; :func:`ray_session`), results in task
+    order; ``on_done(result)`` in this process as each finishes. ``fn`` must be a module-level function whose
+    effects are the same wherever it runs (e.g. files on a file system every node sees). A failed task cancels
+    the others and re-raises; Ctrl-C cancels them too."""
+    with ray_session(workers) as ray:
+        remote = ray.remote(num_cpus=1)(fn)
+        refs = [remote.remote(task, None) for task in tasks]
+        index = {ref: i for i, ref in enumerate(refs)}
+        out: list = [None] * len(tasks)
+        pending = list(refs)
+        try:
+            while pending:
+                done, pending = ray.wait(pending, num_returns=1)
+                for ref in done:
+                    out[index[ref]] = ray.get(ref)
+                    if on_done is not None:
+                        on_done(out[index[ref]])
+        except BaseException:
+            for ref in pending:
+                ray.cancel(ref, force=True)
+            raise
+        return out
+
+
+def _run_ray(tasks: list[tuple], workers: int, bar) -> list[RunResult]:
+    """Each task is one Ray task; results go back to task order, so they equal the local backend's
+    (the Ray instance of :func:`ray_session`). Runs are pure functions of their arguments, so Ray may
+    retry one whose worker died."""
+    with ray_session(workers) as ray:
         remote_run = ray.remote(num_cpus=1)(run_one)
         refs = [remote_run.remote(*task) for task in tasks]
         index = {ref: i for i, ref in enumerate(refs)}
@@ -429,10 +461,7 @@ def _run_ray(tasks: list[tuple], workers: int, bar) -> list[RunResult]:
             for ref in pending:
                 ray.cancel(ref, force=True)
             raise
-        return runs
-    finally:
-        if started:
-            ray.shutdown()
+        return runs  # type: ignore[return-value]
 
 
 # public names of the runner's backends (clustergym.evaluation)

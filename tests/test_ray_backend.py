@@ -128,3 +128,24 @@ def test_custom_file_agent_on_ray_equals_local(ray_cluster):
     local = evaluate(P1, [spec, "hauf"], workers=1, **kw)
     ray_ = evaluate(P1, [spec, "hauf"], workers=2, backend="ray", **kw)
     assert [r.total_reward for r in local.runs] == [r.total_reward for r in ray_.runs]
+
+
+def test_drl_cells_train_on_ray_into_the_same_resumable_folders_as_locally(ray_cluster, tmp_path):
+    """``clustergym drl --backend ray``: one Ray task per cell; the cell folder it leaves is the one a local run
+    reuses (nothing retrained), and its model scores exactly what the same cell trained locally scores."""
+    from clustergym.experiments import drl
+
+    on_ray, local = tmp_path / "ray", tmp_path / "local"
+    lines: list[str] = []
+    summ_ray = drl.run_benchmark(str(on_ray), quick=True, progress=False, learners=["ppo"], seeds=[0],
+                                 backend="ray", log=lines.append)
+    assert "1 to train" in lines[0] and (on_ray / "p4" / "ppo" / "seed0" / "done.json").exists()
+    lines.clear()
+    drl.run_benchmark(str(on_ray), quick=True, progress=False, learners=["ppo"], seeds=[0], log=lines.append)
+    assert "0 to train" in lines[0]  # the local backend reuses the cell Ray trained
+    summ_local = drl.run_benchmark(str(local), quick=True, progress=False, learners=["ppo"], seeds=[0],
+                                   log=lines.append)
+    score = lambda s: {r["learner"]: r["mean_total_reward"] for r in s["envs"]["p4"]["rows"]}  # noqa: E731
+    assert score(summ_ray)["ppo"] == score(summ_local)["ppo"]
+    with pytest.raises(ValueError, match="backend='spark' is invalid"):
+        drl.run_benchmark(str(tmp_path / "x"), quick=True, backend="spark")

@@ -45,6 +45,7 @@ from clustergym.learning.instances import DEFAULT_TRAIN_INSTANCES
 from clustergym.learning.training import NORM_FILE, SIDE_CAR, train
 from clustergym.outdir import FolderLock, check_path
 from clustergym.runner import evaluate, run_tasks, was_interrupted
+from clustergym.workers import run_tasks_ray
 
 __all__ = ["Learner", "EnvPlan", "PLAN", "HORIZON", "QUICK", "FULL_OUT", "TRAIN_SEED_OFFSET", "run_benchmark", "plan_for",
            "plan_cells", "cell_config", "cell_state", "check_cell_files", "CellError"]
@@ -343,6 +344,8 @@ def plan_cells(out: str, envs: Sequence[str] | None = None, *, quick: bool = Fal
             "todo": todo, "stale": stale}
 
 
+BACKENDS = ("local", "ray")  # where the cells train (run_benchmark's backend)
+
 # Bytes a cell writes at most while it trains (model, statistics and 5 checkpoints of P2's largest model) and the
 # largest single file: the free-space and file-size-limit (ulimit -f) checks before any training.
 CELL_BYTES, CELL_FILE_BYTES = 60e6, 12e6
@@ -350,7 +353,7 @@ CELL_BYTES, CELL_FILE_BYTES = 60e6, 12e6
 
 def run_benchmark(out: str, envs: Sequence[str] | None = None, *, quick: bool = False, seeds: Sequence[int] | None = None,
                   workers: int = 2, progress: bool = True, figures: str | None = None, learners: Sequence[str] | None = None,
-                  log=print, lock: bool = True) -> dict:
+                  log=print, lock: bool = True, backend: str = "local") -> dict:
     """Train what is not trained yet, evaluate, write ``out/table.md``, ``out/summary.json`` and the figures.
 
     Everything is validated first (:func:`plan_cells`); the benchmark holds ``out``'s lock (the one
@@ -363,21 +366,27 @@ def run_benchmark(out: str, envs: Sequence[str] | None = None, *, quick: bool = 
         learners: only these learner names (default: every learner of each env).
         figures: also copy the learning-curve figures there (``docs/figures``).
         lock: take ``out``'s lock (False: the caller holds it).
+        backend: where the cells train: ``"local"`` (``workers`` processes on this machine) or ``"ray"`` (one Ray
+            task per cell, :func:`clustergym.workers.run_tasks_ray`: the Ray instance this process is connected
+            to, else ``$RAY_ADDRESS``, else a local one with ``workers`` CPUs). The cells are the same resumable
+            folders either way; on a cluster, ``out`` must be on a file system every node sees.
     """
     import contextlib
 
     check_path(out)
     if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
         raise ValueError(f"workers={workers!r} is invalid: expected an integer >= 1")
+    if backend not in BACKENDS:
+        raise ValueError(f"backend={backend!r} is invalid: expected one of {', '.join(BACKENDS)}")
     plan = plan_cells(out, envs, quick=quick, seeds=seeds, learners=learners)  # validates before the lock
     with (FolderLock(out, need_total=CELL_BYTES * len(plan["todo"]) + 20e6, need_file=CELL_FILE_BYTES)
           if lock else contextlib.nullcontext()):
         plan = plan_cells(out, envs, quick=quick, seeds=seeds, learners=learners)  # again: under the lock
         return _run_planned(out, plan, quick=quick, workers=workers, progress=progress, figures=figures,
-                            learners=learners, log=log)
+                            learners=learners, log=log, backend=backend)
 
 
-def _run_planned(out, plan, *, quick, workers, progress, figures, learners, log) -> dict:
+def _run_planned(out, plan, *, quick, workers, progress, figures, learners, log, backend="local") -> dict:
     import warnings
 
     warnings.filterwarnings("ignore", message=".*Box action space maximum and minimum values are equal")  # P2, per env
@@ -410,7 +419,10 @@ def _run_planned(out, plan, *, quick, workers, progress, figures, learners, log)
         # Big cells first, so the two workers finish together.
         order = sorted(todo, key=lambda t: -t[1]["learner"]["budget"] * (5 if t[1]["env_id"].endswith("RingAllReduce-v0")
                                                                         else 1))
-        run_tasks(_train_cell, order, max(1, min(int(workers), len(order) or 1)), on_done=done)
+        if backend == "ray" and order:
+            run_tasks_ray(_train_cell, order, max(1, int(workers)), on_done=done)
+        else:
+            run_tasks(_train_cell, order, max(1, min(int(workers), len(order) or 1)), on_done=done)
     except KeyboardInterrupt as exc:
         if was_interrupted(exc):
             raise KeyboardInterrupt(f"interrupted after {len(finished)} of {len(todo)} cells; the finished cells are "
