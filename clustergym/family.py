@@ -63,7 +63,7 @@ class EnvEntry:
     kwargs: Mapping[str, Any] = field(default_factory=dict)
     """Default kwargs passed to the entry point."""
     check_kwargs: Mapping[str, Any] = field(default_factory=dict)
-    """Kwargs of a small instance for quick contract checks (``tests/test_contracts.py``, ``clustergym.testing``)."""
+    """Kwargs of a small instance for quick contract checks (``tests/contract/test_contracts.py``, ``clustergym.testing``)."""
 
     def register_kwargs(self) -> dict:
         """The keyword arguments of ``gymnasium.register`` for this id."""

@@ -15,8 +15,9 @@ import sys
 import zipfile
 
 import pytest
+from tests.helpers import ROOT as REPO_ROOT
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = str(REPO_ROOT)
 
 SMOKE = r'''
 import json, os, sys, warnings
