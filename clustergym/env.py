@@ -37,6 +37,8 @@ class ClusterEnv(gym.Env[ObsType, ActType]):
 
     metadata = {"render_modes": ["ansi", "rgb_array", "human"], "render_fps": 4}
     family: str = ""
+    scenario: Scenario  # the current instance: public problem + hidden truth (set by each env)
+    problem: Any  # the public problem handed to agents, ``scenario.problem`` (the family's frozen dataclass)
     # The keys of info["metrics"] and their kind (clustergym/metrics.py); every env declares its own.
     metrics_spec: dict = {}
     # Evaluation-only oracles and bounds are off by default (``oracle=False``: a training env pays nothing for

@@ -23,6 +23,7 @@ registered) or declare a Python entry point in the group ``clustergym.families``
 
 from __future__ import annotations
 
+import functools
 import importlib
 import os
 import signal
@@ -322,7 +323,7 @@ def load_plugins(entry_points: bool = True) -> None:
         if name in _PLUGINS_DONE:
             continue
         try:
-            _load_plugin(name, lambda name=name: importlib.import_module(name), _register_module, PLUGINS_ENV_VAR)
+            _load_plugin(name, functools.partial(importlib.import_module, name), _register_module, PLUGINS_ENV_VAR)
         except ValueError as exc:
             errors.append(str(exc))
             continue
