@@ -189,7 +189,8 @@ class ApproxJobsEnv(ClusterEnv[ApproxObservation, np.ndarray]):
             if isinstance(scenario, Scenario):
                 horizon = scenario.problem.horizon
             else:
-                horizon = cast(int, PAPER_SCALE["horizon"] if params.get("scale") == "paper" else PAPER_DEFAULTS["horizon"])
+                preset = PAPER_SCALE if params.get("scale") == "paper" else PAPER_DEFAULTS
+                horizon = cast(int, preset["horizon"])
         super().__init__(horizon=horizon, infeasible=infeasible, render_mode=render_mode, oracle=oracle)
 
         # the job list is drawn for T = self.horizon (a partial, not a closure: the env pickles)
@@ -340,7 +341,8 @@ class ApproxJobsEnv(ClusterEnv[ApproxObservation, np.ndarray]):
         if self._viewer is not None:  # the episode viewer's history (picture render modes only)
             self._viewer.record(job_of_machine=job_m, cost=cost_m, utility=reward, busy=busy,
                                 occupied=int((self._slot_job >= 0).sum()))
-        feedback: ApproxFeedback = {"executed": now_slot > 0, "slot": now_slot, "job_id": job_m, "work": work_m, "cost": cost_m}
+        feedback: ApproxFeedback = {"executed": now_slot > 0, "slot": now_slot, "job_id": job_m, "work": work_m,
+                                    "cost": cost_m}
         info = {"feedback": feedback,
                 "metrics": metrics, "action_mask": self.action_masks(), "t": self._t}
         self._episode_over = done or bool(truncated)

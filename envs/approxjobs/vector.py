@@ -206,7 +206,7 @@ class ApproxJobsVectorEnv(ClusterVectorEnv[ApproxObservation, np.ndarray]):
             st.pos[i] = 0
         r = st.step(a, self._t, stepping, self._job_mode, self.infeasible == "repair")
         if not r.ok:
-            i = int(np.argmax(r.status != 0))  # type: ignore[assignment]  # numpy's index in the loop above
+            i = int(np.argmax(r.status != 0))  # type: ignore[assignment]  # an int here
             raise ValueError(f"sub-env {i}: " + infeasible_message(int(r.status[i]), int(r.where[i]), r.slot[i],
                                                                    st.slot_rem[i], st.slot_job[i], st.price[i]))
         # The state changed from here on.

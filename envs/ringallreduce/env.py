@@ -228,7 +228,8 @@ class RingAllReduceEnv(ClusterEnv[RingObservation, np.ndarray]):
         S = self._S
         self._servers_static = np.stack([self._gpus, self._rack_of, np.zeros(S)], axis=1).astype(np.float32)
         self._ring_seq = np.lexsort((np.arange(S), self._rack_of))  # servers grouped by rack (ring order)
-        self._n_links = self.observation_space["links"].shape[0]  # type: ignore[index]  # S + R, or S + max_racks when padded
+        # S + R, or S + max_racks when padded
+        self._n_links = self.observation_space["links"].shape[0]  # type: ignore[index]
         if self.max_racks is not None:
             self._link_present = np.zeros(self._n_links, dtype=np.int8)
             self._link_present[:S + self._R] = 1
@@ -301,8 +302,8 @@ class RingAllReduceEnv(ClusterEnv[RingObservation, np.ndarray]):
         servers[:, 2] = self._last_y.sum(axis=0)
         links = np.zeros((self._n_links, 4), dtype=np.float32)
         links[:self._S + self._R] = np.concatenate([self._link_cap, self._last_load], axis=1)
-        obs: RingObservation = {"jobs": jobs, "job_mask": self._present.astype(np.int8), "servers": servers, "links": links,
-               "t": np.array([self._t], dtype=np.float32)}
+        obs: RingObservation = {"jobs": jobs, "job_mask": self._present.astype(np.int8), "servers": servers,
+                                "links": links, "t": np.array([self._t], dtype=np.float32)}
         if self.max_racks is not None:
             obs["link_present"] = self._link_present.copy()
         return obs

@@ -151,7 +151,7 @@ class RingAllReduceVectorEnv(ClusterVectorEnv[RingObservation, np.ndarray]):
         pb = s.problem
         N, J, S = self.num_envs, s.max_jobs, pb.num_servers
         self._J, self._S = J, S
-        self._L = s.observation_space["links"].shape[0]  # type: ignore[index]  # S + R, or S + max_racks when padded
+        self._L = s.observation_space["links"].shape[0]  # type: ignore[index]  # S + R (+ padding)
         self._wmax = pb.workers_max
         self.single_action_space = s.action_space
         self.single_observation_space = s.observation_space
@@ -385,7 +385,7 @@ class RingAllReduceVectorEnv(ClusterVectorEnv[RingObservation, np.ndarray]):
             from clustergym.envs.ringallreduce.oracle import solve_slot
 
             opt = np.zeros(N)
-            for i in np.flatnonzero(stepping):  # type: ignore[assignment]  # numpy's index, an int elsewhere in the method
+            for i in np.flatnonzero(stepping):  # type: ignore[assignment]  # a numpy int here
                 Wi = W[i, :self._n_vis[i]]
                 cap = np.minimum(Wi[:, 2], Wi[:, 3] - Wi[:, 9]).astype(np.int64)
                 opt[i], _ = solve_slot(self.problems[i].topology, cap, Wi[:, 4], Wi[:, 9], Wi[:, 6], Wi[:, 7],
@@ -396,7 +396,8 @@ class RingAllReduceVectorEnv(ClusterVectorEnv[RingObservation, np.ndarray]):
         feedback = {"allocation": y, "workers": w, "job_ids": ids, "gain": gain, "rings": rings}
         # bookkeeping: attained service, departures, the next slot's arrivals (a new block every BLOCK slots)
         t_next = self._t + stepping
-        for i in np.flatnonzero(stepping & (t_next >= self._block_t0 + BLOCK)):  # type: ignore[assignment]  # numpy's index, an int elsewhere in the method
+        refill = np.flatnonzero(stepping & (t_next >= self._block_t0 + BLOCK))
+        for i in refill:  # type: ignore[assignment]  # a numpy int here
             self._refill(int(i), int(t_next[i]))
         rows = np.arange(N)
         slot = np.minimum(t_next - self._block_t0, BLOCK - 1)

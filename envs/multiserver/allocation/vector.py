@@ -325,7 +325,7 @@ class MultiServerAllocationVectorEnv(ClusterVectorEnv[AllocationObservation, np.
             repaired[rows] = rep + dropped
             allocation[rows, :E] = alloc
         if errors:
-            i, msg = min(errors)  # type: ignore[assignment]  # an int here, numpy's index in the loop above
+            i, msg = min(errors)  # type: ignore[assignment]  # an int here
             raise ValueError(f"sub-env {i}: {msg}")
         return port_reward, gain, overhead, utilisation, repaired, allocation
 
@@ -398,7 +398,7 @@ class MultiServerAllocationVectorEnv(ClusterVectorEnv[AllocationObservation, np.
             from clustergym.envs.multiserver.allocation.oracle import best_static_allocation
 
             best, upper, regret = np.zeros(N), np.zeros(N), np.zeros(N)
-            for i in np.flatnonzero(truncated):  # type: ignore[assignment]  # numpy's index, an int elsewhere in the method
+            for i in np.flatnonzero(truncated):  # type: ignore[assignment]  # a numpy int here
                 opt = best_static_allocation(self.problems[i], self._counts[i])
                 best[i], upper[i], regret[i] = opt.value, opt.upper_bound, opt.value - self._total[i]  # eq. 6
             episode = with_masks({"episode_best_static": best, "episode_best_static_upper": upper,
@@ -406,7 +406,7 @@ class MultiServerAllocationVectorEnv(ClusterVectorEnv[AllocationObservation, np.
         else:
             episode = {}
         self._pos += stepping
-        for i in np.flatnonzero(self._pos >= ARRIVAL_BLOCK):  # type: ignore[assignment]  # numpy's index, an int elsewhere in the method
+        for i in np.flatnonzero(self._pos >= ARRIVAL_BLOCK):  # type: ignore[assignment]  # a numpy int here
             self._refill(int(i))
         self._autoreset_envs()  # NEXT_STEP: sub-envs that ended at the last step start over now
         self._arrivals = self._arr_block[self._rows, self._pos]

@@ -185,7 +185,8 @@ class MultiServerChannelEnv(ClusterEnv[ChannelObservation, np.ndarray]):
         self._demand = np.ascontiguousarray(pb.demand, dtype=np.int64)  # (E, K) a_k^e
         self._capacity = np.ascontiguousarray(pb.capacity, dtype=np.int64)  # (K,) c_k
         self._buf = np.empty(self._E)  # (E,) scratch of channel_slot
-        self._A: int = self.action_space.n  # type: ignore[attr-defined]  # action length: |E|, or max_edges when padded
+        # action length: |E|, or max_edges when padded
+        self._A: int = self.action_space.n  # type: ignore[attr-defined]  # a MultiBinary
         self.space_desc = (f"MultiBinary({self._A}) (0/1 per channel)" if self.max_edges is None else
                            f"MultiBinary({self._A}) (0/1 per channel; entries {self._E}..{self._A - 1} are padding: 0)")
         # static observation parts (public problem data; each observation gets a copy)
@@ -243,8 +244,9 @@ class MultiServerChannelEnv(ClusterEnv[ChannelObservation, np.ndarray]):
         return out
 
     def _obs(self) -> ChannelObservation:
-        obs: dict[str, np.ndarray] = {"arrivals": self._arrivals.astype(np.int8), "t": np.array([self._t], dtype=np.float32),
-               "edge_arrival": self._edge_arrival(), "edge_demand": self._edge_demand.copy()}
+        obs: dict[str, np.ndarray] = {"arrivals": self._arrivals.astype(np.int8),
+                                      "t": np.array([self._t], dtype=np.float32),
+                                      "edge_arrival": self._edge_arrival(), "edge_demand": self._edge_demand.copy()}
         if self.max_edges is not None:
             obs["edge_present"] = self._edge_present.copy()
         self._t_arr[0] = self._t

@@ -112,7 +112,8 @@ class MultiServerChannelVectorEnv(ClusterVectorEnv[ChannelObservation, np.ndarra
         self.max_edges = s.max_edges
         pb = s.problem
         N, self._L, self._K = self.num_envs, pb.num_ports, pb.num_device_types
-        self._E = self._W = W = s.action_space.shape[0]  # type: ignore[index]  # action width: |E|, or max_edges when padded
+        # action width: |E|, or max_edges when padded
+        self._E = self._W = W = s.action_space.shape[0]  # type: ignore[index]
         self.single_action_space = s.action_space
         self.single_observation_space = s.observation_space
         self.action_space = batch_space(self.single_action_space, N)
@@ -263,7 +264,7 @@ class MultiServerChannelVectorEnv(ClusterVectorEnv[ChannelObservation, np.ndarra
         metrics = {"expected_reward": expected, "repaired": dropped, "used": used}
         if self.oracle:  # exact knapsack per sub-env (slow: a Python loop)
             opt = np.zeros(N)
-            for i in np.flatnonzero(stepping):  # type: ignore[assignment]  # numpy's index, an int elsewhere in the method
+            for i in np.flatnonzero(stepping):  # type: ignore[assignment]  # a numpy int here
                 v, pb = self._truths[i].mean_utility, self.problems[i]
                 active = np.flatnonzero(self._mask[i])
                 opt[i] = knapsack_max(v[active], pb.demand[active], pb.capacity)[0]
@@ -275,7 +276,7 @@ class MultiServerChannelVectorEnv(ClusterVectorEnv[ChannelObservation, np.ndarra
         truncated = stepping & (self._t >= self.horizon)
         terminated = np.zeros(N, dtype=bool)
         self._pos += stepping
-        for i in np.flatnonzero(self._pos >= BLOCK):  # type: ignore[assignment]  # numpy's index, an int elsewhere in the method
+        for i in np.flatnonzero(self._pos >= BLOCK):  # type: ignore[assignment]  # a numpy int here
             self._refill(int(i))
         self._autoreset_envs()  # NEXT_STEP: sub-envs that ended at the last step start over now
         self._arrivals[:, :self._L] = self._arr_block[rows, self._pos]
