@@ -22,7 +22,7 @@ test: $(STAMP)
 
 # The fuzz suite of the tests with many more examples (random, not derandomised).
 fuzz: $(STAMP)
-	CLUSTERGYM_FUZZ_EXAMPLES=500 $(BIN)/python -m pytest -n 2 -q tests/test_fuzz.py
+	CLUSTERGYM_FUZZ_EXAMPLES=500 $(BIN)/python -m pytest -n 2 -q tests/cli/test_fuzz.py
 
 # RLlib's recipe (docs/recipes.md) in its own venv: ray[rllib] pins gymnasium 1.2.2, a downgrade the
 # main venv does not take (about 270 MB more).
@@ -30,7 +30,7 @@ rllib:
 	test -x .venv-rllib/bin/python || $(PYTHON) -m venv .venv-rllib
 	.venv-rllib/bin/pip install -q torch==2.13.0
 	.venv-rllib/bin/pip install -q -c constraints.txt -e ".[dev,rllib]"
-	.venv-rllib/bin/python -m pytest -q tests/test_recipes.py -k rllib -rs
+	.venv-rllib/bin/python -m pytest -q tests/project/test_recipes.py -k rllib -rs
 
 reproduce: $(STAMP)
 	$(BIN)/clustergym reproduce all --quick --out runs/reproduce --overwrite

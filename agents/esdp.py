@@ -1,7 +1,7 @@
 """ESDP: Efficient Sampling-based Dynamic Programming (esdp.md §3, Algorithms 1–2).
 
 Faithful to the paper's equations; the choices where the paper is silent or ambiguous are listed
-in :class:`ESDP`'s docstring and tested in ``tests/test_esdp.py``.
+in :class:`ESDP`'s docstring and tested in ``tests/agents/test_esdp.py``.
 """
 
 from __future__ import annotations

@@ -52,7 +52,7 @@ largest true π first, the capacity left (:func:`reoffer_support`):
   capacity holds. Without it, the fractional φ of the embedding LP makes independent draws
   collide; with ``"support"`` a removed job often finds no fitting mapping in its small M_i and
   visible jobs get nothing even on an uncontended cluster (measured: embedded ratio < 1 at 12–24%
-  GPU use; ``tests/test_ring_repair.py`` fails with ``"none"``; docs/gadget.md, "Repair").
+  GPU use; ``tests/agents/test_ring_repair.py`` fails with ``"none"``; docs/gadget.md, "Repair").
 * ``"none"``: removed jobs stay out.
 
 **Work conservation.** μ_i is increasing, so the exact optimum of problem (10) never leaves a GPU

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, SupportsFloat, TypeVar
 
 import gymnasium as gym
 import numpy as np
@@ -17,15 +17,28 @@ class ResetNeeded(gym.error.ResetNeeded, RuntimeError):
     ``RuntimeError`` (what clustergym raises for that case)."""
 
 
-class ClusterEnv(gym.Env):
+ObsType = TypeVar("ObsType")
+"""The observation of a family's env: a ``TypedDict`` of arrays (e.g. ``ChannelObservation``)."""
+ActType = TypeVar("ActType")
+"""The action the env's action space holds (``np.ndarray`` for every clustergym env)."""
+
+StepReturn = tuple[ObsType, SupportsFloat, bool, bool, dict[str, Any]]  # (obs, reward, terminated, truncated, info)
+
+
+class ClusterEnv(gym.Env[ObsType, ActType]):
     """Common plumbing: horizon, ``infeasible`` mode, render modes, action validation.
 
     Subclasses set ``family`` (the agent-registry family name) and expose ``problem`` (the public
-    problem handed to agents) and ``scenario`` (public problem + hidden truth).
+    problem handed to agents) and ``scenario`` (public problem + hidden truth). A family's env is typed as
+    Gymnasium's are, ``ClusterEnv[ObsType, ActType]``: ``ObsType`` is the family's observation
+    ``TypedDict`` and ``ActType`` the array its action space holds; ``reset`` returns
+    ``(ObsType, info)`` and ``step`` a :data:`StepReturn`.
     """
 
     metadata = {"render_modes": ["ansi", "rgb_array", "human"], "render_fps": 4}
     family: str = ""
+    scenario: Scenario  # the current instance: public problem + hidden truth (set by each env)
+    problem: Any  # the public problem handed to agents, ``scenario.problem`` (the family's frozen dataclass)
     # The keys of info["metrics"] and their kind (clustergym/metrics.py); every env declares its own.
     metrics_spec: dict = {}
     # Evaluation-only oracles and bounds are off by default (``oracle=False``: a training env pays nothing for
@@ -45,7 +58,7 @@ class ClusterEnv(gym.Env):
         self.oracle = bool(oracle)
 
     # -- instances -------------------------------------------------------------------
-    _source = None  # InstanceSource of an env that can switch instances (set by the subclass)
+    _source: InstanceSource | None = None  # InstanceSource of an env that can switch instances (set by the subclass)
     pad_kwargs: tuple[str, ...] = ()  # the family's padding kwargs (FamilySpec.pad_kwargs)
 
     @property
@@ -65,6 +78,7 @@ class ClusterEnv(gym.Env):
         return None if self._source is None else self._source.instances
 
     _episode_over = False  # the last step terminated or truncated: step() raises until reset()
+    _rngs: dict[str, np.random.Generator] | None  # the dynamics' child generators of the episode (None before reset)
 
     def _over(self) -> "ResetNeeded":
         return ResetNeeded(f"the episode is over (terminated or truncated at t={getattr(self, '_t', '?')}): call "
@@ -85,6 +99,14 @@ class ClusterEnv(gym.Env):
 
     # Each env defines ``_spaces(problem, k) -> (action space, observation space)`` and ``_load(scenario)``;
     # the instance switch below is the same for every env.
+    def _spaces(self, problem: Any, k: int | None) -> tuple[gym.Space, gym.Space]:
+        """(action space, observation space) of ``problem`` in this env (each env defines it)."""
+        raise NotImplementedError  # pragma: no cover - abstract: every family's env overrides it
+
+    def _load(self, scenario: Scenario) -> None:
+        """Take the problem-derived state of ``scenario`` (each env defines it)."""
+        raise NotImplementedError  # pragma: no cover - abstract: every family's env overrides it
+
     def _instance_sizes(self, problem) -> dict:
         """The instance's natural size per padding kwarg (``FamilySpec.instance_sizes``); {} where none."""
         return {}
@@ -101,6 +123,7 @@ class ClusterEnv(gym.Env):
 
     def _check_same_spaces(self, k: int, action_space, observation_space, sizes: dict) -> None:
         """ValueError (naming the padding kwargs) if instance k's spaces differ from this env's."""
+        assert self._source is not None, "only an env that switches instances checks an instance's spaces"
         if action_space != self.action_space:
             raise self._source.mismatch(k, "action space", self.action_space, action_space, sizes)
         if observation_space != self.observation_space:
@@ -282,7 +305,7 @@ class InstanceSource:
         self._factory, self._params, self._names = factory, dict(params), names
         self.pad_kwargs = tuple(pad_kwargs)
         self.current = None if self.fixed else int(scenario_seed)
-        self._cache: dict[int, Scenario] = {} if self.fixed else {self.current: first}
+        self._cache: dict[int, Scenario] = {} if self.fixed else {int(scenario_seed): first}
         self.first = first
         self._rngs: dict[int, np.random.Generator] = {}  # instance generator per slot (sub-env)
 

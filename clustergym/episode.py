@@ -162,6 +162,8 @@ def run_one(env_id: str, agent_spec: str, seed: int, horizon: int, env_kwargs: d
     final_metrics = ep.final_metrics
     sums = ep.metrics.sums
     has_regret = not np.all(np.isnan(regrets))
+    regret: float | None  # None where the env reports no regret
+    cum: np.ndarray | None  # (steps,) cumulative regret, or None
     if "episode_regret" in final_metrics:  # problems whose regret is defined at episode end only
         regret = float(final_metrics["episode_regret"])
         has_regret = True

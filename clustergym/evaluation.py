@@ -135,7 +135,7 @@ def evaluate(env_id: str, agents: Sequence[str], seeds: Sequence[int], horizon: 
     # single instance acts only there (its spaces depend on the graph, the job window, ...): such a
     # comparison is pinned to it.
     models = {a: h for a, h in ((a, evaluation_hooks(m)) for a, m in zip(agents, made)) if h is not None}
-    trained_on = {m.pinned_instance() for m in models.values()} - {None}
+    trained_on = {k for k in (m.pinned_instance() for m in models.values()) if k is not None}
     pinned_by_model = False
     if trained_on and "scenario_seed" not in env_kwargs:
         if len(trained_on) > 1 or (instances is not None and set(instances) != trained_on):
@@ -210,8 +210,8 @@ def evaluate(env_id: str, agents: Sequence[str], seeds: Sequence[int], horizon: 
         if bar is not None:
             bar.close()
     for r in runs:  # was this run's instance among the model's training instances?
-        m = models.get(r.agent)
-        if m is not None:
-            r.trained_on = m.trained_on(r.instance, pinned_by_model)
+        hooks = models.get(r.agent)
+        if hooks is not None:
+            r.trained_on = hooks.trained_on(r.instance, pinned_by_model)
     return Results(env_id=env_id, env_kwargs=env_kwargs, horizon=int(horizon), runs=list(runs),
                    version=__version__, reference_runs=reference, instance_axis=axis)

@@ -23,6 +23,7 @@ registered) or declare a Python entry point in the group ``clustergym.families``
 
 from __future__ import annotations
 
+import functools
 import importlib
 import os
 import signal
@@ -63,7 +64,7 @@ class EnvEntry:
     kwargs: Mapping[str, Any] = field(default_factory=dict)
     """Default kwargs passed to the entry point."""
     check_kwargs: Mapping[str, Any] = field(default_factory=dict)
-    """Kwargs of a small instance for quick contract checks (``tests/test_contracts.py``, ``clustergym.testing``)."""
+    """Kwargs of a small instance for quick contract checks (``tests/contract/test_contracts.py``, ``clustergym.testing``)."""
 
     def register_kwargs(self) -> dict:
         """The keyword arguments of ``gymnasium.register`` for this id."""
@@ -322,7 +323,7 @@ def load_plugins(entry_points: bool = True) -> None:
         if name in _PLUGINS_DONE:
             continue
         try:
-            _load_plugin(name, lambda name=name: importlib.import_module(name), _register_module, PLUGINS_ENV_VAR)
+            _load_plugin(name, functools.partial(importlib.import_module, name), _register_module, PLUGINS_ENV_VAR)
         except ValueError as exc:
             errors.append(str(exc))
             continue

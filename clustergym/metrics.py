@@ -133,7 +133,7 @@ class MetricsAccumulator:
         self.sums: dict[str, float] = {}  # every scalar key except RUN_FIELD_KEYS (the runner's legacy means)
         self.last: dict = {}  # the last step's metrics
 
-    def add(self, m: Mapping) -> None:
+    def add(self, m: dict) -> None:
         sums = self.sums
         for k, v in m.items():
             f = _scalar(v)

@@ -27,6 +27,7 @@ import socket
 import sys
 import tempfile
 import time
+from typing import Any
 
 __all__ = ["MANIFEST", "LOCK", "OutputError", "OutputFolder", "FolderLock", "check_path", "check_fresh", "read_manifest"]
 
@@ -185,7 +186,7 @@ class OutputFolder:
         self.need_total, self.need_file = need_total, need_file
         self.path: str | None = None  # the staging folder
         self.written: list[str] = []
-        self._lock = None
+        self._lock: Any = None  # the filelock lock, held from acquire until release
         self._created = False
 
     # -- lifecycle -----------------------------------------------------------------------------------

@@ -39,6 +39,8 @@ import gymnasium
 import numpy as np
 from pettingzoo import ParallelEnv
 
+from clustergym.env import ClusterEnv
+
 __all__ = ["ClusterParallelEnv"]
 
 
@@ -47,7 +49,7 @@ class ClusterParallelEnv(ParallelEnv):
 
     metadata = {"render_modes": ["ansi", "rgb_array"], "name": "clustergym_parallel", "is_parallelizable": True}
 
-    def __init__(self, single_env: gymnasium.Env, agents: list[str],
+    def __init__(self, single_env: ClusterEnv, agents: list[str],
                  observation_spaces: dict[str, gymnasium.spaces.Space],
                  action_spaces: dict[str, gymnasium.spaces.Space], state_space: gymnasium.spaces.Box):
         self.single_env = single_env  # the one simulator core this env drives

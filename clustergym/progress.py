@@ -30,7 +30,8 @@ def interleaved(tasks: list) -> list[int]:
     per: dict = defaultdict(list)
     for i, t in enumerate(tasks):
         per[t[1] if isinstance(t, tuple) and len(t) > 1 else None].append(i)
-    order, k = [], 0
+    order: list[int] = []
+    k = 0
     while len(order) < len(tasks):
         for idx in per.values():
             if k < len(idx):

@@ -77,7 +77,7 @@ def replay(env_id: str, agents: list[str], out: str, seed: int = 0, *, horizon: 
     if fps <= 0:
         raise ValueError(f"fps={fps} is invalid: expected a number > 0")
     runs = [record_episode(env_id, a, seed, horizon=horizon, every=every, env_kwargs=env_kwargs) for a in agents]
-    frames = runs[0] if len(runs) == 1 else side_by_side(*runs)
+    frames = runs[0] if len(runs) == 1 else side_by_side(runs[0], runs[1])
     if ext == ".gif":
         iio.imwrite(out, np.stack(frames), extension=".gif", duration=1000.0 / fps, loop=0)
     else:

@@ -31,14 +31,15 @@ Conventions (Gymnasium 1.x ``VectorEnv``):
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Iterable
+from typing import Any, cast
 
 import numpy as np
 from gymnasium.utils import seeding
 from gymnasium.vector import AutoresetMode, VectorEnv
 
 from clustergym.core import INFEASIBLE_MODES, check_choice, check_int, child_generators
-from clustergym.env import RESET_OPTIONS, check_reset_options
+from clustergym.env import RESET_OPTIONS, ActType, ClusterEnv, InstanceSource, ObsType, check_reset_options
 
 VECTOR_RESET_OPTIONS = (*RESET_OPTIONS, "reset_mask")
 
@@ -54,8 +55,15 @@ def with_masks(info: dict, present: np.ndarray) -> dict:
     return out
 
 
-class ClusterVectorEnv(VectorEnv):
+VectorStepReturn = tuple[ObsType, np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]
+"""(observations, rewards, terminations, truncations, infos), each with a leading (N,) batch axis."""
+
+
+class ClusterVectorEnv(VectorEnv[ObsType, ActType, np.ndarray]):
     """Shared plumbing: seeding per sub-env, autoreset bookkeeping, ``reset_mask``, info masks.
+
+    Typed as its single env, ``ClusterVectorEnv[ObsType, ActType]``: the observation is the single env's
+    ``TypedDict`` with a leading (N,) batch axis on every array; ``step`` returns a :data:`VectorStepReturn`.
 
     Subclasses set ``_rng_names`` (the child generators of one sub-env, as the single env) and
     implement ``_start_episode(i)`` (state of sub-env i at t = 0, after ``self._rngs[i]`` is set),
@@ -76,7 +84,7 @@ class ClusterVectorEnv(VectorEnv):
     def __init__(self, num_envs: int, *, horizon: int, infeasible: str = "repair", oracle: bool = False,
                  render_mode: str | None = None):
         self.num_envs = check_int("num_envs", num_envs, 1, None)
-        self._source = None  # the single env's InstanceSource (set by the subclass)
+        self._source: InstanceSource | None = None  # the single env's InstanceSource (set by the subclass)
         self._instance = np.zeros(self.num_envs, dtype=np.int64)  # (N,) scenario seed of each sub-env
         self.horizon = check_int("horizon", horizon, 1, None)
         self.infeasible = check_choice("infeasible", infeasible, INFEASIBLE_MODES)
@@ -89,7 +97,7 @@ class ClusterVectorEnv(VectorEnv):
         self.oracle = bool(oracle)
         N = self.num_envs
         self._np_randoms: list[np.random.Generator | None] = [None] * N  # np_random of each sub-env
-        self._rngs: list[dict | None] = [None] * N  # child generators of each sub-env
+        self._rngs: list[Any] = [None] * N  # child generators of each sub-env (a dict; None before its first reset)
         self._t = np.zeros(N, dtype=np.int64)  # (N,) slots elapsed in each sub-env's episode
         self._autoreset = np.zeros(N, dtype=bool)  # (N,) episode ended at the last step: reset at the next
         self._started = False
@@ -101,7 +109,7 @@ class ClusterVectorEnv(VectorEnv):
             return [None] * N
         if isinstance(seed, (int, np.integer)) and not isinstance(seed, bool):
             return [int(seed) + i for i in range(N)]
-        seeds = list(seed)
+        seeds = list(cast(Iterable, seed))
         if len(seeds) != N:
             raise ValueError(f"If seeds are passed as a list the length must match num_envs={N} but got "
                              f"length={len(seeds)}.")
@@ -109,19 +117,22 @@ class ClusterVectorEnv(VectorEnv):
 
     def _reset_one(self, i: int, seed: int | None, options: dict | None = None) -> None:
         """What ``single_env.reset(seed=seed, options=options)`` does to its instance and randomness, for sub-env i."""
-        if seed is not None or self._np_randoms[i] is None:
-            self._np_randoms[i], _ = seeding.np_random(seed)
+        rng = self._np_randoms[i]
+        if seed is not None or rng is None:
+            rng, _ = seeding.np_random(seed)
+            self._np_randoms[i] = rng
         src = self._source
         if src is not None:
-            k = src.choose(self._np_randoms[i], seed, options, slot=i, valid=VECTOR_RESET_OPTIONS)
+            k = src.choose(rng, seed, options, slot=i, valid=VECTOR_RESET_OPTIONS)
             if k is not None and k != self._instance[i]:
                 self._use_instance(i, src.get(k), k)
                 self._instance[i] = k
-        self._rngs[i] = child_generators(self._np_randoms[i], self._rng_names)
+        self._rngs[i] = child_generators(rng, self._rng_names)
         self._t[i] = 0
         self._start_episode(i)
 
-    def reset(self, *, seed: int | list | None = None, options: dict | None = None):
+    def reset(self, *, seed: int | list | None = None,
+              options: dict[str, Any] | None = None) -> tuple[ObsType, dict[str, Any]]:
         super().reset(seed=seed if isinstance(seed, (int, np.integer)) and not isinstance(seed, bool) else None)
         seeds = self._seeds(seed)
         opts = check_reset_options(options, VECTOR_RESET_OPTIONS)
@@ -166,6 +177,7 @@ class ClusterVectorEnv(VectorEnv):
 
     # Every native vector env keeps the single env it was built from (``_single``), the scenario and
     # public problem of each sub-env (``_scenarios``, ``problems``).
+    _single: ClusterEnv
     @property
     def problem(self):
         """The public problem of sub-env 0 (``problems[i]`` for sub-env i)."""
@@ -190,7 +202,7 @@ class ClusterVectorEnv(VectorEnv):
     def _start_episode(self, i: int) -> None:  # pragma: no cover - abstract
         raise NotImplementedError
 
-    def _observations(self) -> dict:  # pragma: no cover - abstract
+    def _observations(self) -> ObsType:  # pragma: no cover - abstract
         raise NotImplementedError
 
     def _reset_info(self, mask: np.ndarray) -> dict:  # pragma: no cover - abstract

@@ -124,7 +124,7 @@ class EpisodeViewer:
         self.fps = fps
         self.history = History()
         self.static: dict[str, Any] = {}
-        self._window = None  # (pygame screen, clock), opened at the first "human" frame
+        self._window: tuple[Any, Any] | None = None  # (pygame screen, clock), opened at the first "human" frame
 
     # -- recording (cheap: no drawing) ------------------------------------------------------------
     def reset(self, **static: Any) -> None:

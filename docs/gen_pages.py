@@ -18,7 +18,7 @@ Every fact on these pages comes from the code at generation time, never typed by
   base classes the way ``make`` does), and its docstrings;
 * the command-line reference from the argparse parser (``clustergym.cli.build_parser``).
 
-``tests/test_docs.py`` runs ``--check``, so a page that drifts from the code fails the test suite.
+``tests/project/test_docs.py`` runs ``--check``, so a page that drifts from the code fails the test suite.
 """
 
 from __future__ import annotations

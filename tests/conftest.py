@@ -12,7 +12,7 @@ import pytest  # noqa: E402
 @pytest.fixture(autouse=True)
 def _sigint_left_as_found():
     """No test may leave SIGINT changed in the test process: subprocesses inherit an ignored SIGINT, and
-    tests/test_signals.py's Ctrl-C would then never reach the CLI it starts."""
+    tests/runner/test_signals.py's Ctrl-C would then never reach the CLI it starts."""
     before = signal.getsignal(signal.SIGINT)
     yield
     after = signal.getsignal(signal.SIGINT)

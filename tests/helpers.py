@@ -3,9 +3,26 @@
 
 from __future__ import annotations
 
+import os
+import pathlib
+import shutil
+
 from clustergym.testing import deep_equal, rollout, valid_random_action
 
-__all__ = ["deep_equal", "rollout", "valid_random_action"]
+__all__ = ["ROOT", "WINGS", "assemble", "deep_equal", "rollout", "valid_random_action"]
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent  # the repository
+WINGS = {"clustergym": "", "envs": "envs", "agents": "agents", "baselines": "baselines"}  # folder -> package path
+
+
+def assemble(dest: pathlib.Path) -> pathlib.Path:
+    """Copy the package's Python files as installed (the wings inside ``clustergym/``) into ``dest``: the tools
+    that read one package folder (import-linter, grimp, mypy) see the package as users import it."""
+    for folder, sub in WINGS.items():
+        shutil.copytree(ROOT / folder, dest / "clustergym" / sub, dirs_exist_ok=True,
+                        ignore=lambda d, names: [n for n in names if n == "__pycache__"
+                                                 or (os.path.isfile(os.path.join(d, n)) and not n.endswith(".py"))])
+    return dest
 
 
 # -- processes (Linux /proc), for the worker-lifetime tests ---------------------------------------

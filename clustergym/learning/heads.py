@@ -19,7 +19,7 @@ on P1 with MaskablePPO. :class:`PaddedCategorical` does the same maths on one pa
   ``Categorical.sample``; the random stream differs); ``mode``: ``argmax`` over K (both as
   ``th.max(..., dim=1).indices``: the first maximal index, as ``th.argmax``, many times faster on CPU).
 
-Tests (``tests/test_learning_heads.py``) check ``log_prob``, ``entropy``, ``mode`` and the sampling law
+Tests (``tests/learning/test_learning_heads.py``) check ``log_prob``, ``entropy``, ``mode`` and the sampling law
 against SB3's and sb3-contrib's distributions on the same logits, masked and unmasked, on MultiBinary
 and on MultiDiscrete with unequal ``nvec``.
 

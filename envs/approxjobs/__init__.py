@@ -1,8 +1,9 @@
 """P4: ApproxJobs (OPM paper, opm.md §III–VI)."""
 
 from clustergym.family import EnvEntry, FamilySpec
+from clustergym.envs.approxjobs.types import ApproxFeedback, ApproxObservation
 
-__all__ = ["FAMILY"]
+__all__ = ["FAMILY", "ApproxObservation", "ApproxFeedback"]
 
 _PKG = "clustergym.envs.approxjobs"
 

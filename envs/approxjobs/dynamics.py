@@ -512,6 +512,14 @@ class SlotState:
     ``pos``), set by the caller from the env's own ``service.ServiceProcess``.
     """
 
+    # the per-job arrays, of capacity ``cap`` (set by ``_alloc_jobs``)
+    jobs: np.ndarray  # (N, 5, cap) arrival, deadline, budget, value, β per job
+    spent: np.ndarray  # (N, cap) paid so far
+    work: np.ndarray  # (N, cap) X_j so far
+    util: np.ndarray  # (N, cap) f_j(X_j) so far
+    left: np.ndarray  # (N, cap) bool: the job has left
+    queue: np.ndarray  # (N, cap) int64: the jobs waiting for a window slot
+
     def __init__(self, num_envs: int, num_machines: int, max_jobs: int, cap: int = 1):
         N, M, J = num_envs, num_machines, max_jobs
         self.N, self.M, self.J = N, M, J

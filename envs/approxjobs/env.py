@@ -5,13 +5,14 @@ from __future__ import annotations
 import dataclasses
 import functools
 
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
+import numpy.typing as npt
 from gymnasium import spaces
 
 from clustergym.core import Scenario, check_choice, child_generators
-from clustergym.env import ClusterEnv, InstanceSource
+from clustergym.env import ClusterEnv, InstanceSource, StepReturn
 from clustergym.metrics import CUMULATIVE, EPISODE, SLOT, Metric
 from clustergym.envs.approxjobs.dynamics import (JOB_FEATURES, JOB_LEVELS, RATE_BLOCK, SlotState,
                                                  infeasible_message)
@@ -19,11 +20,12 @@ from clustergym.envs.approxjobs.stats import learner_spaces
 from clustergym.envs.approxjobs.scenario import APPROX_SCENARIOS, PAPER_DEFAULTS, PAPER_SCALE, make_approx_scenario
 from clustergym.envs.approxjobs.service import ServiceProcess
 from clustergym.envs.approxjobs.oracle import fluid_bound
+from clustergym.envs.approxjobs.types import ApproxFeedback, ApproxObservation
 
 __all__ = ["ApproxJobsEnv", "JOB_FEATURES", "JOB_LEVELS", "episode_summary", "job_records"]
 
 
-class ApproxJobsEnv(ClusterEnv):
+class ApproxJobsEnv(ClusterEnv[ApproxObservation, np.ndarray]):
     r"""Approximation jobs with budgets and deadlines on machines of fluctuating, hidden speed.
 
     ## Description
@@ -153,6 +155,7 @@ class ApproxJobsEnv(ClusterEnv):
     """
 
     family = "approxjobs"
+    _last: tuple[np.ndarray, np.ndarray] | None  # (window slot, work) per machine of the last slot, None at t = 0
     # info["metrics"] keys and their kind (clustergym/metrics.py).
     metrics_spec = {
         "utility": Metric(CUMULATIVE, "Σ_j f_j(X_j) so far (the running total of the reward)"),
@@ -186,7 +189,8 @@ class ApproxJobsEnv(ClusterEnv):
             if isinstance(scenario, Scenario):
                 horizon = scenario.problem.horizon
             else:
-                horizon = PAPER_SCALE["horizon"] if params.get("scale") == "paper" else PAPER_DEFAULTS["horizon"]
+                preset = PAPER_SCALE if params.get("scale") == "paper" else PAPER_DEFAULTS
+                horizon = cast(int, preset["horizon"])
         super().__init__(horizon=horizon, infeasible=infeasible, render_mode=render_mode, oracle=oracle)
 
         # the job list is drawn for T = self.horizon (a partial, not a closure: the env pickles)
@@ -254,7 +258,8 @@ class ApproxJobsEnv(ClusterEnv):
         return getattr(self._state, name)[0, :self._N]  # (N,) spent, work, util or left
 
     # -- gymnasium API --------------------------------------------------------------------------
-    def reset(self, *, seed: int | None = None, options: dict | None = None):
+    def reset(self, *, seed: int | None = None,
+              options: dict[str, Any] | None = None) -> tuple[ApproxObservation, dict[str, Any]]:
         super().reset(seed=seed)
         self._begin_instance(seed, options)  # options["scenario_seed"] or a draw from `instances`
         self._rngs = child_generators(self.np_random, ("service", "unused"))
@@ -276,12 +281,12 @@ class ApproxJobsEnv(ClusterEnv):
             st.pos[0] = 0
         return st.blocks[0, st.pos[0]]
 
-    def _obs(self) -> dict:
+    def _obs(self) -> ApproxObservation:
         st = self._state
         obs = {"jobs": st.feat[0].copy(), "job_mask": st.job_mask()[0], "t": np.array([self._t], dtype=np.float32)}
         for key, value in st.stats.observe(np.array([self._t])).items():
             obs[key] = value[0]
-        return obs
+        return cast(ApproxObservation, obs)
 
     def action_masks(self) -> np.ndarray:
         """(M·(J_max+1),) bool: per machine [idle, slot 1, ..., slot J_max] allowed. "job" mode:
@@ -301,7 +306,7 @@ class ApproxJobsEnv(ClusterEnv):
             raise ValueError(f"action values must be in 0..{hi}, expected {desc}")
         return np.ascontiguousarray(a, dtype=np.int64)[None, :]  # one compiled signature for every input
 
-    def step(self, action: Any):
+    def step(self, action: npt.ArrayLike) -> StepReturn[ApproxObservation]:
         if self._episode_over:
             raise self._over()
         if self._rngs is None:
@@ -336,7 +341,8 @@ class ApproxJobsEnv(ClusterEnv):
         if self._viewer is not None:  # the episode viewer's history (picture render modes only)
             self._viewer.record(job_of_machine=job_m, cost=cost_m, utility=reward, busy=busy,
                                 occupied=int((self._slot_job >= 0).sum()))
-        feedback = {"executed": now_slot > 0, "slot": now_slot, "job_id": job_m, "work": work_m, "cost": cost_m}
+        feedback: ApproxFeedback = {"executed": now_slot > 0, "slot": now_slot, "job_id": job_m, "work": work_m,
+                                    "cost": cost_m}
         info = {"feedback": feedback,
                 "metrics": metrics, "action_mask": self.action_masks(), "t": self._t}
         self._episode_over = done or bool(truncated)

@@ -30,7 +30,7 @@ class ApproxViewer(EpisodeViewer):
 
     title = "ApproxJobs (P4): jobs × machines over the window"
 
-    def record(self, *, job_of_machine, cost, **row) -> None:
+    def record(self, *, job_of_machine, cost, **row) -> None:  # type: ignore[override]  # the keys its env records
         super().record(job_of_machine=job_of_machine.astype(np.int32), cost=cost, **row)
 
     def draw(self, ax, bx) -> str:

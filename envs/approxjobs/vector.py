@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import dataclasses
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
+import numpy.typing as npt
 from gymnasium.vector.utils import batch_space
 
 from clustergym.core import Scenario
@@ -13,12 +14,13 @@ from clustergym.envs.approxjobs.dynamics import RATE_BLOCK, SlotState, infeasibl
 from clustergym.envs.approxjobs.env import ApproxJobsEnv, episode_summary, job_records
 from clustergym.envs.approxjobs.service import ServiceProcess
 from clustergym.envs.approxjobs.oracle import fluid_bound
-from clustergym.vector_env import ClusterVectorEnv, with_masks
+from clustergym.envs.approxjobs.types import ApproxObservation
+from clustergym.vector_env import ClusterVectorEnv, VectorStepReturn, with_masks
 
 __all__ = ["ApproxJobsVectorEnv"]
 
 
-class ApproxJobsVectorEnv(ClusterVectorEnv):
+class ApproxJobsVectorEnv(ClusterVectorEnv[ApproxObservation, np.ndarray]):
     """N independent copies of :class:`ApproxJobsEnv` (same scenario), stepped as arrays.
 
     ## Description
@@ -111,8 +113,8 @@ class ApproxJobsVectorEnv(ClusterVectorEnv):
         self.single_observation_space = s.observation_space
         self.action_space = batch_space(self.single_action_space, N)
         self.observation_space = batch_space(self.single_observation_space, N)
-        self._width = s.action_space.shape[0]  # J (levels) or M (machine action)
-        self._high = int(s.action_space.nvec[0]) - 1
+        self._width = s.action_space.shape[0]  # type: ignore[index]  # J (levels) or M (machine action)
+        self._high = int(s.action_space.nvec[0]) - 1  # type: ignore[attr-defined]  # a MultiDiscrete
         self._desc = s.space_desc
         k0 = s.scenario_seed if s.scenario_seed is not None else 0
         self._by_instance: dict = {k0: (s.scenario, s.problem)}  # scenario seed -> (scenario, problem), checked
@@ -149,11 +151,11 @@ class ApproxJobsVectorEnv(ClusterVectorEnv):
         self._fit_total[i] = 0.0
         self._migrations[i] = 0
 
-    def _observations(self) -> dict:
+    def _observations(self) -> ApproxObservation:
         st = self._state
         obs = {"jobs": st.feat.copy(), "job_mask": st.job_mask(), "t": self._t.astype(np.float32)[:, None]}
         obs.update(st.stats.observe(self._t))
-        return obs
+        return cast(ApproxObservation, obs)
 
     def _reset_info(self, mask: np.ndarray) -> dict:
         return with_masks({"action_mask": self.action_masks(), "t": self._t.copy()}, mask)
@@ -166,7 +168,7 @@ class ApproxJobsVectorEnv(ClusterVectorEnv):
         """Sub-env i's per-job arrays for every job that has arrived so far (the single env's ``job_records()``)."""
         return job_records(self._scenarios[i].truth.jobs, int(self._state.ctr[i, 0]), *self._per_job(i))
 
-    def _per_job(self, i: int) -> tuple:
+    def _per_job(self, i: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         st, n = self._state, len(self._scenarios[i].truth.jobs)
         return st.spent[i, :n], st.work[i, :n], st.util[i, :n], st.left[i, :n]
 
@@ -194,17 +196,17 @@ class ApproxJobsVectorEnv(ClusterVectorEnv):
                                  f"expected {self._desc}")
         return np.ascontiguousarray(a, dtype=np.int64)
 
-    def step(self, actions: Any):
+    def step(self, actions: npt.ArrayLike) -> VectorStepReturn[ApproxObservation]:
         self._require_reset()
         a = self._check_form(actions)
         N, st = self.num_envs, self._state
         stepping = ~self._autoreset  # (N,) sub-envs that step (the others reset now)
         for i in np.flatnonzero(stepping & (st.pos >= RATE_BLOCK)):  # the next block of θ (every 256 slots)
-            st.blocks[i] = self._services[i].block(RATE_BLOCK)
+            st.blocks[i] = self._services[i].block(RATE_BLOCK)  # type: ignore[union-attr]  # set by reset
             st.pos[i] = 0
         r = st.step(a, self._t, stepping, self._job_mode, self.infeasible == "repair")
         if not r.ok:
-            i = int(np.argmax(r.status != 0))
+            i = int(np.argmax(r.status != 0))  # type: ignore[assignment]  # an int here
             raise ValueError(f"sub-env {i}: " + infeasible_message(int(r.status[i]), int(r.where[i]), r.slot[i],
                                                                    st.slot_rem[i], st.slot_job[i], st.price[i]))
         # The state changed from here on.
@@ -231,10 +233,10 @@ class ApproxJobsVectorEnv(ClusterVectorEnv):
     def _episode_metrics(self, ended: np.ndarray) -> dict:
         """The single env's ``episode_*`` metrics (and ``episode_bound`` with the oracle) of the sub-envs whose
         episode ends now, as (N,) arrays with their masks (a Python loop over those sub-envs only)."""
-        rows = {}
+        rows: dict[str, np.ndarray] = {}
         for i in np.flatnonzero(ended):
             jobs = self._scenarios[i].truth.jobs
-            m = episode_summary(jobs, int(self._state.ctr[i, 0]), *self._per_job(i), int(self._migrations[i]))
+            m = episode_summary(jobs, int(self._state.ctr[i, 0]), *self._per_job(int(i)), int(self._migrations[i]))
             if self.oracle:
                 m["episode_bound"] = self._bound(int(i))
             for key, v in m.items():

@@ -3,18 +3,20 @@
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
+import numpy.typing as npt
 from gymnasium import spaces
 
 from clustergym.core import Scenario, check_choice, check_int, check_real, child_generators
-from clustergym.env import ClusterEnv, InstanceSource, check_maxima
+from clustergym.env import ClusterEnv, InstanceSource, StepReturn, check_maxima
 from clustergym.metrics import SLOT, Metric
 from clustergym.envs.ringallreduce.dynamics import (BLOCK, JOB_FIELDS, SIZE_OK, arrival_block, settle,
                                                     size_infeasible_message, size_slot_batch)
 from clustergym.envs.ringallreduce.scenario import RING_SCENARIOS, make_ring_scenario, sigmoid_utility
 from clustergym.envs.ringallreduce.topology import placement_loads, ring_stats
+from clustergym.envs.ringallreduce.types import RingFeedback, RingObservation
 
 __all__ = ["RingAllReduceEnv", "JOB_FEATURES", "instance_sizes"]
 
@@ -34,7 +36,7 @@ _C = {k: i for i, k in enumerate(_FIELDS)}
 _INT = ("id", "arrival", "workers", "budget", "z", "last")
 
 
-class RingAllReduceEnv(ClusterEnv):
+class RingAllReduceEnv(ClusterEnv[RingObservation, np.ndarray]):
     r"""Online scheduling of ring-all-reduce DDL jobs on a fat-tree GPU cluster.
 
     ## Description
@@ -138,6 +140,8 @@ class RingAllReduceEnv(ClusterEnv):
     """
 
     family = "ringallreduce"
+    action_space: spaces.MultiDiscrete
+    _A: np.ndarray  # (n_active, fields) active jobs in arrival order (set by reset)
     pad_kwargs = ("max_racks",)
     # info["metrics"] keys and their kind (clustergym/metrics.py).
     metrics_spec = {
@@ -224,7 +228,8 @@ class RingAllReduceEnv(ClusterEnv):
         S = self._S
         self._servers_static = np.stack([self._gpus, self._rack_of, np.zeros(S)], axis=1).astype(np.float32)
         self._ring_seq = np.lexsort((np.arange(S), self._rack_of))  # servers grouped by rack (ring order)
-        self._n_links = self.observation_space["links"].shape[0]  # S + R, or S + max_racks when padded
+        # S + R, or S + max_racks when padded
+        self._n_links = self.observation_space["links"].shape[0]  # type: ignore[index]
         if self.max_racks is not None:
             self._link_present = np.zeros(self._n_links, dtype=np.int8)
             self._link_present[:S + self._R] = 1
@@ -235,6 +240,7 @@ class RingAllReduceEnv(ClusterEnv):
     # -- arrivals ------------------------------------------------------------------------------
     def _refill(self) -> None:
         """Jobs arriving in slots [t, t + _BLOCK) (``dynamics.arrival_block``)."""
+        assert self._rngs is not None, "reset() draws the generators first"
         self._block = arrival_block(self._rngs, self._truth, self._t, self._next_id)
         self._next_id += self._block.shape[0]
         self._block_end = self._t + _BLOCK
@@ -262,7 +268,8 @@ class RingAllReduceEnv(ClusterEnv):
         self._cap = np.minimum(W[:, 2], W[:, 3] - W[:, 9]).astype(np.int64)
 
     # -- gymnasium API ------------------------------------------------------------------------
-    def reset(self, *, seed: int | None = None, options: dict | None = None):
+    def reset(self, *, seed: int | None = None,
+              options: dict[str, Any] | None = None) -> tuple[RingObservation, dict[str, Any]]:
         super().reset(seed=seed)
         self._begin_instance(seed, options)  # options["scenario_seed"] or a draw from `instances`
         self._rngs = child_generators(self.np_random, ("arrivals", "jobs"))
@@ -283,7 +290,7 @@ class RingAllReduceEnv(ClusterEnv):
         col = self._W[:, _C[key]]
         return col.astype(dtype) if dtype is not np.float64 else col.copy()
 
-    def _obs(self) -> dict:
+    def _obs(self) -> RingObservation:
         W = self._W
         jobs = np.empty((self._J, len(JOB_FEATURES)), dtype=np.float32)
         jobs[:, 0] = self._cap
@@ -295,8 +302,8 @@ class RingAllReduceEnv(ClusterEnv):
         servers[:, 2] = self._last_y.sum(axis=0)
         links = np.zeros((self._n_links, 4), dtype=np.float32)
         links[:self._S + self._R] = np.concatenate([self._link_cap, self._last_load], axis=1)
-        obs = {"jobs": jobs, "job_mask": self._present.astype(np.int8), "servers": servers, "links": links,
-               "t": np.array([self._t], dtype=np.float32)}
+        obs: RingObservation = {"jobs": jobs, "job_mask": self._present.astype(np.int8), "servers": servers,
+                                "links": links, "t": np.array([self._t], dtype=np.float32)}
         if self.max_racks is not None:
             obs["link_present"] = self._link_present.copy()
         return obs
@@ -421,7 +428,7 @@ class RingAllReduceEnv(ClusterEnv):
         return y[0], w[0], rings[0], load[0, :S], load[0, S:], int(repaired[0])
 
     # -- step ----------------------------------------------------------------------------------
-    def step(self, action: Any):
+    def step(self, action: npt.ArrayLike) -> StepReturn[RingObservation]:
         if self._episode_over:
             raise self._over()
         a = self._parse(action)
@@ -446,7 +453,7 @@ class RingAllReduceEnv(ClusterEnv):
             opt, _ = solve_slot(self._topo, self._cap[:n], zeta, z_old, l1, l2, l3, bw,
                                 time_limit=self.oracle_time_limit)
             metrics.update(oracle_reward=opt, regret=opt - reward)
-        feedback = {"allocation": y, "workers": w, "job_ids": self._pad("id", np.int64),
+        feedback: RingFeedback = {"allocation": y, "workers": w, "job_ids": self._pad("id", np.int64),
                     "gain": gain, "rings": rings}
         feedback["job_ids"][~self._present] = -1
         # bookkeeping: attained service, departures (budget used up), arrivals of the next slot

@@ -36,7 +36,7 @@ class RingViewer(EpisodeViewer):
                       cap_rack=np.asarray(topo.rack_bw, dtype=float)[:, 0], gpus=float(np.sum(topo.gpus)), S=S)
         super().reset(**static)
 
-    def record(self, *, allocation, job_ids, load, **row) -> None:
+    def record(self, *, allocation, job_ids, load, **row) -> None:  # type: ignore[override]  # the keys its env records
         st = self.static
         S = st["S"]
         used = allocation.sum(axis=0)  # (S,) GPUs in use per server

@@ -6,6 +6,7 @@ import dataclasses
 from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 from gymnasium.vector.utils import batch_space
 
 from clustergym.core import Scenario
@@ -13,7 +14,8 @@ from clustergym.envs.ringallreduce.dynamics import (BLOCK, JOB_FIELDS, SIZE_OK, 
                                                     size_infeasible_message, size_slot_batch)
 from clustergym.envs.ringallreduce.env import JOB_FEATURES, RingAllReduceEnv
 from clustergym.envs.ringallreduce.scenario import sigmoid_utility
-from clustergym.vector_env import ClusterVectorEnv, with_masks
+from clustergym.envs.ringallreduce.types import RingObservation
+from clustergym.vector_env import ClusterVectorEnv, VectorStepReturn, with_masks
 
 __all__ = ["RingAllReduceVectorEnv"]
 
@@ -37,7 +39,7 @@ class _Instance:
     gpu_total: float
 
 
-class RingAllReduceVectorEnv(ClusterVectorEnv):
+class RingAllReduceVectorEnv(ClusterVectorEnv[RingObservation, np.ndarray]):
     """N independent copies of :class:`RingAllReduceEnv` with ``action_mode="ring_size"``, stepped as arrays.
 
     ## Description
@@ -149,7 +151,7 @@ class RingAllReduceVectorEnv(ClusterVectorEnv):
         pb = s.problem
         N, J, S = self.num_envs, s.max_jobs, pb.num_servers
         self._J, self._S = J, S
-        self._L = s.observation_space["links"].shape[0]  # S + R, or S + max_racks when padded
+        self._L = s.observation_space["links"].shape[0]  # type: ignore[index]  # S + R (+ padding)
         self._wmax = pb.workers_max
         self.single_action_space = s.action_space
         self.single_observation_space = s.observation_space
@@ -268,7 +270,7 @@ class RingAllReduceVectorEnv(ClusterVectorEnv):
         """(the windows (N, J, F) as a view, present (N, J) bool)."""
         return self._jobs[:, :self._J], np.arange(self._J)[None, :] < self._n_vis[:, None]
 
-    def _observations(self) -> dict:
+    def _observations(self) -> RingObservation:
         N, J = self.num_envs, self._J
         W, present = self._window()
         left = W[..., 3] - W[..., 9]  # budget left
@@ -284,8 +286,8 @@ class RingAllReduceVectorEnv(ClusterVectorEnv):
         links[..., :2] = self._link_cap
         links[..., 2] = self._load
         links[..., 3] = self._load
-        obs = {"jobs": jobs, "job_mask": present.astype(np.int8), "servers": servers, "links": links,
-               "t": self._t.astype(np.float32)[:, None]}
+        obs: RingObservation = {"jobs": jobs, "job_mask": present.astype(np.int8), "servers": servers,
+                                "links": links, "t": self._t.astype(np.float32)[:, None]}
         if self.max_racks is not None:
             obs["link_present"] = self._link_present.copy()
         return obs
@@ -344,7 +346,7 @@ class RingAllReduceVectorEnv(ClusterVectorEnv):
                                  f"expected {self._space_desc}")
         return a
 
-    def step(self, actions: Any):
+    def step(self, actions: npt.ArrayLike) -> VectorStepReturn[RingObservation]:
         self._require_reset()
         a = self._check_form(actions)
         N, J, S = self.num_envs, self._J, self._S
@@ -383,7 +385,7 @@ class RingAllReduceVectorEnv(ClusterVectorEnv):
             from clustergym.envs.ringallreduce.oracle import solve_slot
 
             opt = np.zeros(N)
-            for i in np.flatnonzero(stepping):
+            for i in np.flatnonzero(stepping):  # type: ignore[assignment]  # a numpy int here
                 Wi = W[i, :self._n_vis[i]]
                 cap = np.minimum(Wi[:, 2], Wi[:, 3] - Wi[:, 9]).astype(np.int64)
                 opt[i], _ = solve_slot(self.problems[i].topology, cap, Wi[:, 4], Wi[:, 9], Wi[:, 6], Wi[:, 7],
@@ -394,7 +396,8 @@ class RingAllReduceVectorEnv(ClusterVectorEnv):
         feedback = {"allocation": y, "workers": w, "job_ids": ids, "gain": gain, "rings": rings}
         # bookkeeping: attained service, departures, the next slot's arrivals (a new block every BLOCK slots)
         t_next = self._t + stepping
-        for i in np.flatnonzero(stepping & (t_next >= self._block_t0 + BLOCK)):
+        refill = np.flatnonzero(stepping & (t_next >= self._block_t0 + BLOCK))
+        for i in refill:  # type: ignore[assignment]  # a numpy int here
             self._refill(int(i), int(t_next[i]))
         rows = np.arange(N)
         slot = np.minimum(t_next - self._block_t0, BLOCK - 1)

@@ -1,8 +1,9 @@
 """P2 MultiServerAllocation (OGASched paper)."""
 
 from clustergym.family import EnvEntry, FamilySpec
+from clustergym.envs.multiserver.allocation.types import AllocationFeedback, AllocationObservation
 
-__all__ = ["FAMILY"]
+__all__ = ["FAMILY", "AllocationObservation", "AllocationFeedback"]
 
 _PKG = "clustergym.envs.multiserver.allocation"
 

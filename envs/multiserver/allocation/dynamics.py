@@ -33,7 +33,7 @@ one ``prange`` kernel (:func:`step_batch`), so the two cannot drift:
 * :func:`reward_sums` — eq. 5's per-port sums for any y in edge/device order (:meth:`~AllocationDynamics.parts`).
 
 The summation order of every sum is fixed by the kernel (documented in :func:`slot_step`); it
-differs from that of :func:`reward_sums` and of the numpy reference in ``tests/test_allocation_env.py``,
+differs from that of :func:`reward_sums` and of the numpy reference in ``tests/envs/multiserver/allocation/test_allocation_env.py``,
 which agree to rounding (``rtol=1e-12`` in the test). The kernel accepts float32 or float64
 allocations (numba compiles one version per dtype; float32 values widen exactly to float64, so the
 results equal those of the float64 copy of the action).

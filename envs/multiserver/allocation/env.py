@@ -3,18 +3,20 @@
 from __future__ import annotations
 
 import dataclasses
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
+import numpy.typing as npt
 from gymnasium import spaces
 
 from clustergym.core import Scenario, check_choice, check_int, child_generators
-from clustergym.env import ClusterEnv, InstanceSource, check_maxima
+from clustergym.env import ClusterEnv, InstanceSource, StepReturn, check_maxima
 from clustergym.metrics import EPISODE, SLOT, Metric
 from clustergym.envs.multiserver.allocation.actions import ACTION_MODES, PortFill, channel_high, zero_ignored
 from clustergym.envs.multiserver.allocation.dynamics import AllocationDynamics
 from clustergym.envs.multiserver.allocation.scenario import ALLOCATION_SCENARIOS, make_allocation_scenario
 from clustergym.envs.multiserver.allocation.stats import AllocationStats, learner_spaces, static_parts
+from clustergym.envs.multiserver.allocation.types import AllocationFeedback, AllocationObservation
 
 __all__ = ["MultiServerAllocationEnv", "instance_sizes"]
 
@@ -26,7 +28,7 @@ def instance_sizes(problem) -> dict[str, int]:
     return {"max_edges": int(problem.num_edges)}
 
 
-class MultiServerAllocationEnv(ClusterEnv):
+class MultiServerAllocationEnv(ClusterEnv[AllocationObservation, np.ndarray]):
     r"""Fractional allocation of K device types to multi-server jobs on a bipartite graph.
 
     ## Description
@@ -164,6 +166,9 @@ class MultiServerAllocationEnv(ClusterEnv):
     """
 
     family = "multiserver-allocation"
+    action_space: spaces.Box
+    _block_start: int  # the slot the current arrival block starts at (set by reset)
+    _arr_block: np.ndarray  # (B, L) the arrival block (set by reset)
     # info["metrics"] keys and their kind (clustergym/metrics.py); the vector env reuses it.
     metrics_spec = {
         "expected_reward": Metric(SLOT, "q(x(t), y(t)), equal to the reward (eq. 5 with eq. 7)"),
@@ -256,6 +261,7 @@ class MultiServerAllocationEnv(ClusterEnv):
     def _slot(self) -> np.ndarray:
         i = self._t - self._block_start
         if i >= self._arr_block.shape[0]:  # next block of arrivals (eq. 1)
+            assert self._rngs is not None, "reset() draws the generators first"
             self._arr_block = self.dynamics.draw_arrivals(self._rngs["arrivals"])
             self._block_start = self._t
             i = 0
@@ -272,7 +278,8 @@ class MultiServerAllocationEnv(ClusterEnv):
         hi = channel_high(self.problem)
         return np.zeros_like(hi), hi
 
-    def reset(self, *, seed: int | None = None, options: dict | None = None):
+    def reset(self, *, seed: int | None = None,
+              options: dict[str, Any] | None = None) -> tuple[AllocationObservation, dict[str, Any]]:
         super().reset(seed=seed)
         self._begin_instance(seed, options)  # options["scenario_seed"] or a draw from `instances`
         self._rngs = child_generators(self.np_random, ("arrivals",))
@@ -296,8 +303,8 @@ class MultiServerAllocationEnv(ClusterEnv):
         m[:self._E] = self._arrivals[self.problem.edge_port]
         return m
 
-    def _obs(self) -> dict:
-        obs = {"arrivals": self._arrivals.astype(np.int8), "t": np.array([self._t], dtype=np.float32)}
+    def _obs(self) -> AllocationObservation:
+        obs: dict[str, np.ndarray] = {"arrivals": self._arrivals.astype(np.int8), "t": np.array([self._t], dtype=np.float32)}
         if self.max_edges is not None:
             obs.update(edge_present=self._edge_present.copy(), edge_arrival=self._edge_mask().astype(np.int8))
         else:
@@ -306,7 +313,7 @@ class MultiServerAllocationEnv(ClusterEnv):
             obs[key] = value.copy()
         self._t_arr[0] = self._t
         obs.update(self._stats.observe(self._t_arr, squeeze=True))
-        return obs
+        return cast(AllocationObservation, obs)
 
     def _unpad(self, action: Any) -> tuple[np.ndarray, int]:
         """Padded env: the fractions (max_edges, K) -> y (E, K) in device units and the padding entries dropped."""
@@ -333,9 +340,10 @@ class MultiServerAllocationEnv(ClusterEnv):
                 raise ValueError(f"infeasible action: request fraction {list(idx)} = {u[idx]:.6g} is outside [0, 1]")
             n = int(out.sum())
             u = np.clip(u, 0.0, 1.0)
+        assert self._fill is not None, "the port modes build their fill rule"
         return self._fill.fill(u, self._arrivals), n
 
-    def step(self, action: Any):
+    def step(self, action: npt.ArrayLike) -> StepReturn[AllocationObservation]:
         if self._episode_over:
             raise self._over()
         if self._rngs is None:
@@ -377,11 +385,11 @@ class MultiServerAllocationEnv(ClusterEnv):
             y_pad = y
         self._stats.update(port_reward[None], x[None], y_pad[None], _ONE)
         self._arrivals = self._slot()
+        feedback: AllocationFeedback = {"allocation": y_pad, "port_reward": port_reward}  # y_pad is y unpadded
         if self.max_edges is not None:
-            info = {"feedback": {"allocation": y_pad, "port_reward": port_reward}, "metrics": metrics, "t": self._t,
-                    "action_mask": self._edge_mask()}
+            info = {"feedback": feedback, "metrics": metrics, "t": self._t, "action_mask": self._edge_mask()}
         else:
-            info = {"feedback": {"allocation": y, "port_reward": port_reward}, "metrics": metrics, "t": self._t}
+            info = {"feedback": feedback, "metrics": metrics, "t": self._t}
         self._episode_over = truncated
         return self._obs(), reward, False, truncated, info
 

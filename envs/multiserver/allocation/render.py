@@ -37,7 +37,7 @@ class AllocationViewer(EpisodeViewer):
         static.update(port_of_edge=onehot, total=np.where(total > 0, total, 1.0))  # (L, E), (K,)
         super().reset(**static)
 
-    def record(self, *, allocation, **row) -> None:
+    def record(self, *, allocation, **row) -> None:  # type: ignore[override]  # the keys its env records
         share = (self.static["port_of_edge"] @ allocation) / self.static["total"]  # (L, K)
         super().record(share=share, **row)
 

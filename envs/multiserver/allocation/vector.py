@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import dataclasses
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
+import numpy.typing as npt
 from gymnasium.vector.utils import batch_space
 
 from clustergym.core import Scenario, freeze
@@ -13,14 +14,15 @@ from clustergym.envs.multiserver.allocation.actions import PortFill, zero_ignore
 from clustergym.envs.multiserver.allocation.dynamics import ARRIVAL_BLOCK, AllocationDynamics
 from clustergym.envs.multiserver.allocation.env import MultiServerAllocationEnv
 from clustergym.envs.multiserver.allocation.stats import AllocationStats, static_parts
-from clustergym.vector_env import ClusterVectorEnv, with_masks
+from clustergym.envs.multiserver.allocation.types import AllocationObservation
+from clustergym.vector_env import ClusterVectorEnv, VectorStepReturn, with_masks
 
 __all__ = ["MultiServerAllocationVectorEnv"]
 
 _SERIAL_ROWS = 4  # instance groups of at most this many sub-envs step with the serial kernel
 
 
-class MultiServerAllocationVectorEnv(ClusterVectorEnv):
+class MultiServerAllocationVectorEnv(ClusterVectorEnv[AllocationObservation, np.ndarray]):
     """N independent copies of :class:`MultiServerAllocationEnv` (same scenario), stepped as arrays.
 
     ## Description
@@ -210,13 +212,13 @@ class MultiServerAllocationVectorEnv(ClusterVectorEnv):
         ext = np.concatenate([self._arrivals, np.zeros((self.num_envs, 1), dtype=bool)], axis=1)
         return np.take_along_axis(ext, self._edge_port, axis=1)
 
-    def _observations(self) -> dict:
+    def _observations(self) -> AllocationObservation:
         obs = {"arrivals": self._arrivals.astype(np.int8), "t": self._t.astype(np.float32)[:, None],
                "edge_arrival": self._edge_mask().astype(np.int8), **self._static}
         if self.max_edges is not None:
             obs["edge_present"] = self._edge_present
         obs.update(self._stats.observe(self._t))
-        return obs
+        return cast(AllocationObservation, obs)
 
     def _reset_info(self, mask: np.ndarray) -> dict:
         if self.max_edges is not None:
@@ -275,7 +277,7 @@ class MultiServerAllocationVectorEnv(ClusterVectorEnv):
             dropped = np.zeros(rows.size, dtype=np.int64)
             if compact:  # the port modes' fill rule (actions.PortFill), feasible by construction
                 yk = self._fill_of(int(k)).fill_batch(yk, self._arrivals[rows])
-                dropped = fixed[rows]
+                dropped = fixed[rows]  # type: ignore[index]  # set in the port modes
             elif not padded and dyn.open is not None:  # entries with a_l^k = 0 are ignored
                 yk = zero_ignored(yk, dyn.open)
             if padded:
@@ -323,7 +325,7 @@ class MultiServerAllocationVectorEnv(ClusterVectorEnv):
             repaired[rows] = rep + dropped
             allocation[rows, :E] = alloc
         if errors:
-            i, msg = min(errors)
+            i, msg = min(errors)  # type: ignore[assignment]  # an int here
             raise ValueError(f"sub-env {i}: {msg}")
         return port_reward, gain, overhead, utilisation, repaired, allocation
 
@@ -343,7 +345,7 @@ class MultiServerAllocationVectorEnv(ClusterVectorEnv):
                              f"{self._space_desc})")
         return np.ascontiguousarray(y)
 
-    def step(self, actions: Any):
+    def step(self, actions: npt.ArrayLike) -> VectorStepReturn[AllocationObservation]:
         self._require_reset()
         y = self._as_actions(actions)
         N = self.num_envs
@@ -396,7 +398,7 @@ class MultiServerAllocationVectorEnv(ClusterVectorEnv):
             from clustergym.envs.multiserver.allocation.oracle import best_static_allocation
 
             best, upper, regret = np.zeros(N), np.zeros(N), np.zeros(N)
-            for i in np.flatnonzero(truncated):
+            for i in np.flatnonzero(truncated):  # type: ignore[assignment]  # a numpy int here
                 opt = best_static_allocation(self.problems[i], self._counts[i])
                 best[i], upper[i], regret[i] = opt.value, opt.upper_bound, opt.value - self._total[i]  # eq. 6
             episode = with_masks({"episode_best_static": best, "episode_best_static_upper": upper,
@@ -404,7 +406,7 @@ class MultiServerAllocationVectorEnv(ClusterVectorEnv):
         else:
             episode = {}
         self._pos += stepping
-        for i in np.flatnonzero(self._pos >= ARRIVAL_BLOCK):
+        for i in np.flatnonzero(self._pos >= ARRIVAL_BLOCK):  # type: ignore[assignment]  # a numpy int here
             self._refill(int(i))
         self._autoreset_envs()  # NEXT_STEP: sub-envs that ended at the last step start over now
         self._arrivals = self._arr_block[self._rows, self._pos]

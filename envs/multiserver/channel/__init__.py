@@ -1,8 +1,9 @@
 """P1 MultiServerChannel (ESDP paper)."""
 
 from clustergym.family import EnvEntry, FamilySpec
+from clustergym.envs.multiserver.channel.types import ChannelFeedback, ChannelObservation
 
-__all__ = ["FAMILY"]
+__all__ = ["FAMILY", "ChannelObservation", "ChannelFeedback"]
 
 _PKG = "clustergym.envs.multiserver.channel"
 

@@ -12,7 +12,7 @@ The single env (``channel_env``) and the vector env (``channel_vector``) run the
 
 Rewards are sums over the executed channels in edge order, computed by :func:`numpy_sum`, which
 reproduces numpy's pairwise summation of a contiguous float64 array bit for bit (so the values equal
-``z[executed].sum()``; ``tests/test_vector_envs.py`` checks the two agree).
+``z[executed].sum()``; ``tests/envs/test_vector_envs.py`` checks the two agree).
 """
 
 from __future__ import annotations

@@ -2,18 +2,20 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
+import numpy.typing as npt
 from gymnasium import spaces
 
 from clustergym.core import Scenario, check_int, child_generators, freeze
-from clustergym.env import ClusterEnv, InstanceSource, check_maxima
+from clustergym.env import ClusterEnv, InstanceSource, StepReturn, check_maxima
 from clustergym.metrics import CUMULATIVE, SLOT, Metric
 from clustergym.envs.multiserver.channel.dynamics import BLOCK, OK, channel_slot, draw_block, infeasible_message
 from clustergym.envs.multiserver.channel.scenario import CHANNEL_SCENARIOS, make_channel_scenario
 from clustergym.envs.multiserver.channel.oracle import knapsack_max
 from clustergym.envs.multiserver.channel.stats import ChannelStats, STATS_KEYS, stats_spaces
+from clustergym.envs.multiserver.channel.types import ChannelFeedback, ChannelObservation
 
 __all__ = ["MultiServerChannelEnv", "instance_sizes"]
 
@@ -26,7 +28,7 @@ _ONE = np.ones(1, dtype=bool)  # (1,) "stepping" of the single env's statistics
 _BLOCK = BLOCK  # slots of arrivals/utilities drawn at once (same values as drawing slot by slot)
 
 
-class MultiServerChannelEnv(ClusterEnv):
+class MultiServerChannelEnv(ClusterEnv[ChannelObservation, np.ndarray]):
     r"""Multi-server jobs on a bipartite job-type/server graph with stochastic channel utilities.
 
     ## Description
@@ -131,6 +133,7 @@ class MultiServerChannelEnv(ClusterEnv):
     """
 
     family = "multiserver-channel"
+    _stats_update: tuple[np.ndarray, ...] | None  # the statistics' pending update (applied by _obs)
     # info["metrics"] keys and their kind (clustergym/metrics.py); the vector env reuses it.
     metrics_spec = {
         "expected_reward": Metric(SLOT, "ṽᵀx, the expected reward of the executed channels (eq. 5 in expectation)"),
@@ -182,7 +185,8 @@ class MultiServerChannelEnv(ClusterEnv):
         self._demand = np.ascontiguousarray(pb.demand, dtype=np.int64)  # (E, K) a_k^e
         self._capacity = np.ascontiguousarray(pb.capacity, dtype=np.int64)  # (K,) c_k
         self._buf = np.empty(self._E)  # (E,) scratch of channel_slot
-        self._A = self.action_space.n  # action length: |E|, or max_edges when padded
+        # action length: |E|, or max_edges when padded
+        self._A: int = self.action_space.n  # type: ignore[attr-defined]  # a MultiBinary
         self.space_desc = (f"MultiBinary({self._A}) (0/1 per channel)" if self.max_edges is None else
                            f"MultiBinary({self._A}) (0/1 per channel; entries {self._E}..{self._A - 1} are padding: 0)")
         # static observation parts (public problem data; each observation gets a copy)
@@ -203,6 +207,7 @@ class MultiServerChannelEnv(ClusterEnv):
     def _refill(self) -> None:
         """Draw the next block of arrivals (B, L) and realised utilities (B, E) (``channel.dynamics.draw_block``)."""
         tr = self._truth
+        assert self._rngs is not None, "reset() draws the generators first"
         self._arr_block, self._z_block = draw_block(self._rngs, tr, _BLOCK)
         self._block_start = self._t
 
@@ -214,7 +219,8 @@ class MultiServerChannelEnv(ClusterEnv):
         return self._arr_block[i], self._z_block[i]
 
     # -- gymnasium API ------------------------------------------------------------------------
-    def reset(self, *, seed: int | None = None, options: dict | None = None):
+    def reset(self, *, seed: int | None = None,
+              options: dict[str, Any] | None = None) -> tuple[ChannelObservation, dict[str, Any]]:
         super().reset(seed=seed)
         self._begin_instance(seed, options)  # options["scenario_seed"] or a draw from `instances`
         self._rngs = child_generators(self.np_random, ("arrivals", "utilities"))
@@ -237,15 +243,16 @@ class MultiServerChannelEnv(ClusterEnv):
         out[:self._E] = a
         return out
 
-    def _obs(self) -> dict:
-        obs = {"arrivals": self._arrivals.astype(np.int8), "t": np.array([self._t], dtype=np.float32),
-               "edge_arrival": self._edge_arrival(), "edge_demand": self._edge_demand.copy()}
+    def _obs(self) -> ChannelObservation:
+        obs: dict[str, np.ndarray] = {"arrivals": self._arrivals.astype(np.int8),
+                                      "t": np.array([self._t], dtype=np.float32),
+                                      "edge_arrival": self._edge_arrival(), "edge_demand": self._edge_demand.copy()}
         if self.max_edges is not None:
             obs["edge_present"] = self._edge_present.copy()
         self._t_arr[0] = self._t
         obs.update(self._stats.observe(self._t_arr, squeeze=True, update=self._stats_update))
         self._stats_update = None
-        return obs
+        return cast(ChannelObservation, obs)
 
     def _edge_arrival(self) -> np.ndarray:
         """(P,) int8: 1_{l(e)}(t) per channel (the action mask; 0 on padding)."""
@@ -279,7 +286,7 @@ class MultiServerChannelEnv(ClusterEnv):
             raise ValueError(f"action has shape {a.shape}, expected {(self._A,)} ({self.space_desc})")
         return a
 
-    def step(self, action: Any):
+    def step(self, action: npt.ArrayLike) -> StepReturn[ChannelObservation]:
         if self._episode_over:
             raise self._over()
         a = self._check_form(action)
@@ -314,7 +321,7 @@ class MultiServerChannelEnv(ClusterEnv):
             self._viewer.record(selected=x, available=self._mask, utility=utilities, reward=reward, expected=expected,
                                 oracle=metrics.get("oracle_reward", np.nan))
         self._last_x = x
-        feedback = {"executed": self._padded(x), "utilities": self._padded(utilities)}
+        feedback: ChannelFeedback = {"executed": self._padded(x), "utilities": self._padded(utilities)}
         # the statistics' update, applied by _obs in the same compiled call as the observation
         self._stats_update = (feedback["executed"][None], feedback["utilities"][None], self._arrivals[None], _ONE)
         self._t += 1

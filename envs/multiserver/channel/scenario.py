@@ -24,7 +24,7 @@ Modelling choices, each one a documented reading of the paper:
   κ_e = ṽ_e(1 − ṽ_e)/σ_e² − 1 ≥ 1/19. A law on [0, 1] with mean ṽ cannot have a variance above
   ṽ(1 − ṽ) (the two-point law), so σ_e = s_e wherever [0, 1] allows it with the 5% margin, and
   ``truth.noise_std`` (realised) is below ``truth.intended_std`` only for channels with ṽ_e close
-  to 0 or 1 (``tests/test_channel_env.py`` checks the realised std per channel against σ_e and
+  to 0 or 1 (``tests/envs/multiserver/channel/test_channel_env.py`` checks the realised std per channel against σ_e and
   the fraction of channels at the intended std). Version note: up to this change Z̃ was a
   symmetric triangular law on [ṽ_e − h_e, ṽ_e + h_e], h_e ≤ min(ṽ_e, 1 − ṽ_e); its std cannot
   exceed min(ṽ, 1 − ṽ)/√6 ≤ 0.204, a median 58–63% of the intended std.

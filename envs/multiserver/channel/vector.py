@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
+import numpy.typing as npt
 from gymnasium.vector.utils import batch_space
 
 from clustergym.core import Scenario, freeze
@@ -12,12 +13,13 @@ from clustergym.envs.multiserver.channel.dynamics import BLOCK, channel_slot_bat
 from clustergym.envs.multiserver.channel.env import MultiServerChannelEnv
 from clustergym.envs.multiserver.channel.oracle import knapsack_max
 from clustergym.envs.multiserver.channel.stats import ChannelStats
-from clustergym.vector_env import ClusterVectorEnv, with_masks
+from clustergym.envs.multiserver.channel.types import ChannelObservation
+from clustergym.vector_env import ClusterVectorEnv, VectorStepReturn, with_masks
 
 __all__ = ["MultiServerChannelVectorEnv"]
 
 
-class MultiServerChannelVectorEnv(ClusterVectorEnv):
+class MultiServerChannelVectorEnv(ClusterVectorEnv[ChannelObservation, np.ndarray]):
     """N independent copies of :class:`MultiServerChannelEnv` (same scenario), stepped as arrays.
 
     ## Description
@@ -110,7 +112,8 @@ class MultiServerChannelVectorEnv(ClusterVectorEnv):
         self.max_edges = s.max_edges
         pb = s.problem
         N, self._L, self._K = self.num_envs, pb.num_ports, pb.num_device_types
-        self._E = self._W = W = s.action_space.shape[0]  # action width: |E|, or max_edges when padded
+        # action width: |E|, or max_edges when padded
+        self._E = self._W = W = s.action_space.shape[0]  # type: ignore[index]
         self.single_action_space = s.action_space
         self.single_observation_space = s.observation_space
         self.action_space = batch_space(self.single_action_space, N)
@@ -183,13 +186,13 @@ class MultiServerChannelVectorEnv(ClusterVectorEnv):
         self._arrivals[i, :self._L] = self._arr_block[i, 0]
         self._mask[i] = self._arrivals[i, self._edge_port[i]]
 
-    def _observations(self) -> dict:
+    def _observations(self) -> ChannelObservation:
         obs = {"arrivals": self._arrivals[:, :self._L].astype(np.int8), "t": self._t.astype(np.float32)[:, None],
                "edge_arrival": self._mask.astype(np.int8), "edge_demand": self._edge_demand}
         if self.max_edges is not None:
             obs["edge_present"] = self._edge_present
         obs.update(self._stats.observe(self._t))
-        return obs
+        return cast(ChannelObservation, obs)
 
     def _reset_info(self, mask: np.ndarray) -> dict:
         return with_masks({"action_mask": self._mask.copy(), "t": self._t.copy()}, mask)
@@ -229,7 +232,7 @@ class MultiServerChannelVectorEnv(ClusterVectorEnv):
             return a.astype(np.int8)
         raise ValueError(f"actions have dtype {a.dtype}, expected {self._space_desc} per sub-env")
 
-    def step(self, actions: Any):
+    def step(self, actions: npt.ArrayLike) -> VectorStepReturn[ChannelObservation]:
         self._require_reset()
         a = self._check_form(actions)
         N, E, K = self.num_envs, self._W, self._K
@@ -261,7 +264,7 @@ class MultiServerChannelVectorEnv(ClusterVectorEnv):
         metrics = {"expected_reward": expected, "repaired": dropped, "used": used}
         if self.oracle:  # exact knapsack per sub-env (slow: a Python loop)
             opt = np.zeros(N)
-            for i in np.flatnonzero(stepping):
+            for i in np.flatnonzero(stepping):  # type: ignore[assignment]  # a numpy int here
                 v, pb = self._truths[i].mean_utility, self.problems[i]
                 active = np.flatnonzero(self._mask[i])
                 opt[i] = knapsack_max(v[active], pb.demand[active], pb.capacity)[0]
@@ -273,7 +276,7 @@ class MultiServerChannelVectorEnv(ClusterVectorEnv):
         truncated = stepping & (self._t >= self.horizon)
         terminated = np.zeros(N, dtype=bool)
         self._pos += stepping
-        for i in np.flatnonzero(self._pos >= BLOCK):
+        for i in np.flatnonzero(self._pos >= BLOCK):  # type: ignore[assignment]  # a numpy int here
             self._refill(int(i))
         self._autoreset_envs()  # NEXT_STEP: sub-envs that ended at the last step start over now
         self._arrivals[:, :self._L] = self._arr_block[rows, self._pos]

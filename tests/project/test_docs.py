@@ -12,8 +12,9 @@ import sys
 import time
 
 import pytest
+from tests.helpers import ROOT as REPO_ROOT
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = str(REPO_ROOT)
 DOCS = os.path.join(ROOT, "docs")
 
 

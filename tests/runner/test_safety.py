@@ -25,9 +25,10 @@ from tests.helpers import alive as _alive, children as _children
 
 import clustergym
 from clustergym.cli import main
+from tests.helpers import ROOT as REPO_ROOT
 
 P1, P2, P3, P4 = clustergym.ENV_IDS
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = str(REPO_ROOT)
 LINUX = os.path.isdir("/proc")
 
 

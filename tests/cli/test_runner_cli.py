@@ -7,7 +7,8 @@ import numpy as np
 import pytest
 
 import clustergym
-from clustergym.agent import BaseAgent, register_agent
+from clustergym import family as family_mod
+from clustergym.agent import BaseAgent
 from clustergym.cli import main
 from clustergym.runner import evaluate, run_one
 
@@ -30,10 +31,15 @@ class SpyAgent(BaseAgent):
         SpyAgent.seen.append(("update", info))
 
 
-register_agent("spy", "multiserver-channel", "tests.test_runner_cli:SpyAgent")
+@pytest.fixture
+def spy(monkeypatch):
+    """The spy agent, registered for one test (registered at import, it would join the registry-parametrised
+    tests of every module collected after this one)."""
+    monkeypatch.setitem(family_mod._AGENTS, "spy", {"multiserver-channel": "tests.cli.test_runner_cli:SpyAgent"})
+    return SpyAgent
 
 
-def test_agents_never_receive_metrics():
+def test_agents_never_receive_metrics(spy):
     SpyAgent.seen.clear()
     run_one(ID, "spy", seed=0, horizon=30, env_kwargs=SMALL)
     assert len(SpyAgent.seen) == 60

@@ -7,8 +7,9 @@ import pytest
 
 from clustergym.envs.traces.csvread import TraceFormatError
 from clustergym.envs.traces.philly import load_philly, load_pollux_workload
+from tests.helpers import ROOT as REPO_ROOT
 
-SHARED = os.path.join(os.path.dirname(__file__), "..", "..", "shared", "traces")
+SHARED = os.path.join(REPO_ROOT, "..", "shared", "traces")
 
 
 def write(tmp_path, name, text):

@@ -10,10 +10,11 @@ import pytest
 from clustergym.agent import make, public_info
 from clustergym.envs.traces.alibaba import derive_preset, load_nodes, load_pods, load_preset
 from clustergym.envs.traces.csvread import TraceFormatError
+from tests.helpers import ROOT as REPO_ROOT
 
-SHARED = os.path.join(os.path.dirname(__file__), "..", "..", "..", "shared", "traces", "alibaba-gpu-v2023")
+SHARED = os.path.join(REPO_ROOT, "..", "..", "shared", "traces", "alibaba-gpu-v2023")
 if not os.path.isdir(SHARED):  # the worktree layout (/work/wt/<name>) or the main checkout (/work/<repo>)
-    SHARED = os.path.join(os.path.dirname(__file__), "..", "..", "shared", "traces", "alibaba-gpu-v2023")
+    SHARED = os.path.join(REPO_ROOT, "..", "shared", "traces", "alibaba-gpu-v2023")
 
 NODES = ("sn,cpu_milli,memory_mib,gpu,model\n"
          "n0,32000,262144,0,\nn1,96000,393216,8,G2\nn2,96000,393216,8,G2\nn3,104000,524288,2,T4\n")

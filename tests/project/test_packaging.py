@@ -15,8 +15,9 @@ import sys
 import zipfile
 
 import pytest
+from tests.helpers import ROOT as REPO_ROOT
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = str(REPO_ROOT)
 
 SMOKE = r'''
 import json, os, sys, warnings
@@ -31,6 +32,9 @@ import clustergym.envs, clustergym.agents, clustergym.baselines
 for m in (clustergym.envs, clustergym.agents, clustergym.baselines):
     assert os.path.realpath(m.__file__).startswith(os.path.realpath(target)), m.__file__
 assert os.path.isfile(os.path.join(os.path.dirname(clustergym.__file__), "py.typed"))
+import importlib
+for paper in ("esdp", "ogasched", "gadget", "opm"):  # each with its experiments of experiments/extra
+    importlib.import_module(f"clustergym.experiments.{paper}")
 made = []
 for env_id in ENV_IDS:
     env = gym.make(env_id, horizon=3)

@@ -325,7 +325,7 @@ PUBLIC_KEYS = {"clustergym/MultiServerChannel-v0": {"job", "t", *OWN_STATS["clus
 @pytest.mark.parametrize("env_id", IDS)
 def test_observations_are_slices_of_public_obs(env_id):
     """Every agent's observation and the state are made of the single env's public observation and
-    the public problem only (the single env keeps truth out of its obs: tests/test_env_api.py)."""
+    the public problem only (the single env keeps truth out of its obs: tests/contract/test_env_api.py)."""
     env = make(env_id, horizon=80)
     pb = env.problem
     rng = np.random.default_rng(0)

@@ -9,6 +9,7 @@ import pytest
 
 from clustergym.cli import main
 from clustergym.experiments import describe_instances, instances_for, list_papers
+from tests.helpers import ROOT as REPO_ROOT
 
 INSTANCES = [20, 21]  # two instances nobody else uses, the fewest with an interval
 
@@ -88,7 +89,7 @@ def test_update_claims_copies_every_claims_table_between_the_markers():
     import importlib.util
 
     spec = importlib.util.spec_from_file_location("update_claims", os.path.join(
-        os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "docs", "update_claims.py"))
+        str(REPO_ROOT), "docs", "update_claims.py"))
     uc = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(uc)
     report = "\n".join(["# ESDP reproduction (quick mode)", "", "`env`, 10 instances (scenario_seed 0–9).", "",

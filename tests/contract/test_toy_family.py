@@ -22,8 +22,9 @@ import clustergym
 from clustergym import agent as agent_mod
 from clustergym import family as family_mod
 from clustergym import testing
+from tests.helpers import ROOT as REPO_ROOT
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = str(REPO_ROOT)
 TOY_ID = "toyfam/TwoMachine-v0"
 
 # The whole family: one folder (here one file, toyfam/__init__.py). Everything a family needs, nothing more.

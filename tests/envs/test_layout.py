@@ -9,8 +9,9 @@ import ast
 import pathlib
 
 import pytest
+from tests.helpers import ROOT as REPO_ROOT
 
-ENVS = pathlib.Path(__file__).resolve().parent.parent / "envs"
+ENVS = REPO_ROOT / "envs"
 # Underscore names that are public API of namedtuples (``SlotPlan._fields``, ``x._replace(...)``).
 NAMEDTUPLE_API = {"_replace", "_fields", "_asdict", "_make", "_field_defaults"}
 

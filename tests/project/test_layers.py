@@ -19,15 +19,13 @@ import ast
 import json
 import os
 import pathlib
-import shutil
 import subprocess
 import sys
 import textwrap
 
 import pytest
 
-ROOT = pathlib.Path(__file__).resolve().parent.parent
-WINGS = {"clustergym": "", "envs": "envs", "agents": "agents", "baselines": "baselines"}  # folder -> package path
+from tests.helpers import ROOT, WINGS, assemble
 
 # Third-party packages that are optional or slow to import: a module importing one at its top is loaded lazily.
 HEAVY = ("torch", "stable_baselines3", "sb3_contrib", "matplotlib", "ray", "pettingzoo", "optuna", "scipy.optimize",
@@ -44,15 +42,6 @@ ALLOWED = {
     ("clustergym.envs.approxjobs.scenario", "clustergym.envs.traces.philly"):
         "the Philly loader, read only by the trace scenario; hoist with the family's next change",
 }
-
-
-def assemble(dest: pathlib.Path) -> pathlib.Path:
-    """Copy the package's Python files as installed (the wings inside ``clustergym/``) into ``dest``."""
-    for folder, sub in WINGS.items():
-        shutil.copytree(ROOT / folder, dest / "clustergym" / sub, dirs_exist_ok=True,
-                        ignore=lambda d, names: [n for n in names if n == "__pycache__"
-                                                 or (os.path.isfile(os.path.join(d, n)) and not n.endswith(".py"))])
-    return dest
 
 
 def _run(code: str, tree: pathlib.Path, *args: str) -> subprocess.CompletedProcess:

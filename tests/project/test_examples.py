@@ -4,7 +4,9 @@ import os
 import subprocess
 import sys
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+from tests.helpers import ROOT as REPO_ROOT
+
+ROOT = str(REPO_ROOT)
 
 
 def run(script, *args):

@@ -13,6 +13,7 @@ import pytest
 
 from clustergym.cli import main
 from clustergym.runner import TIMING_FIELDS, evaluate
+from tests.helpers import ROOT as REPO_ROOT
 
 P1 = "clustergym/MultiServerChannel-v0"
 P4 = "clustergym/ApproxJobs-v0"
@@ -123,7 +124,7 @@ def test_ray_address_where_nothing_listens_is_one_line_quickly(tmp_path):
 def test_custom_file_agent_on_ray_equals_local(ray_cluster):
     import os
 
-    spec = os.path.join(os.path.dirname(__file__), "..", "examples", "my_agent.py") + ":MyAgent"
+    spec = os.path.join(REPO_ROOT, "examples", "my_agent.py") + ":MyAgent"
     kw = dict(seeds=[0, 1], horizon=40, progress=False, score=False)
     local = evaluate(P1, [spec, "hauf"], workers=1, **kw)
     ray_ = evaluate(P1, [spec, "hauf"], workers=2, backend="ray", **kw)

@@ -7,10 +7,11 @@ import pytest
 
 from clustergym.envs.traces.csvread import TraceFormatError
 from clustergym.envs.traces.tiresias import load_tiresias_cluster, load_tiresias_jobs
+from tests.helpers import ROOT as REPO_ROOT
 
-REAL = os.path.join(os.path.dirname(__file__), "..", "..", "..", "shared", "traces", "tiresias")
+REAL = os.path.join(REPO_ROOT, "..", "..", "shared", "traces", "tiresias")
 if not os.path.isdir(REAL):  # the checkout beside shared/ (dev tree, CI clone)
-    REAL = os.path.join(os.path.dirname(__file__), "..", "..", "shared", "traces", "tiresias")
+    REAL = os.path.join(REPO_ROOT, "..", "shared", "traces", "tiresias")
 
 
 def test_jobs_fixture(tmp_path):
@@ -52,7 +53,7 @@ def test_real_tiresias_files_match_the_shipped_preset():
     j = load_tiresias_jobs(os.path.join(REAL, "60_job.csv"))
     c = load_tiresias_cluster(os.path.join(REAL, "n32g4.csv"))
     assert len(j) == 60 and (c.num_switch, c.num_node_p_switch, c.num_gpu_p_node) == (1, 32, 4)
-    pre = os.path.join(os.path.dirname(__file__), "..", "envs", "traces", "presets", "tiresias-60.json")
+    pre = os.path.join(REPO_ROOT, "envs", "traces", "presets", "tiresias-60.json")
     with open(pre) as f:
         d = json.load(f)
     assert d["num_gpu"] == j.num_gpu.tolist() and np.allclose(d["submit_seconds"], j.submit)

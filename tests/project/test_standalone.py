@@ -6,7 +6,9 @@ contracts, docs/evaluation.md for the evaluation rules)."""
 import pathlib
 import re
 
-ROOT = pathlib.Path(__file__).resolve().parent.parent
+from tests.helpers import ROOT as REPO_ROOT
+
+ROOT = REPO_ROOT
 FOLDERS = ("clustergym", "envs", "agents", "baselines", "docs", "tests", "examples", "benchmarks")
 FILES = ("README.md",)
 TEXT_SUFFIXES = {".py", ".md", ".yml", ".yaml", ".toml", ".txt", ".cfg", ".ini", ".json", ".sh", ".rst"}

@@ -9,8 +9,9 @@ import sys
 from pathlib import Path
 
 import pytest
+from tests.helpers import ROOT as REPO_ROOT
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = REPO_ROOT
 PAGE = ROOT / "docs" / "recipes.md"
 RECIPES = dict(re.findall(r"<!-- recipe: (\S+) -->\n```python\n(.*?)\n```", PAGE.read_text(), re.S))
 P1, P2 = "clustergym/MultiServerChannel-v0", "clustergym/MultiServerAllocation-v0"

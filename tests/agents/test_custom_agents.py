@@ -10,9 +10,10 @@ import pytest
 
 from clustergym.cli import main
 from clustergym.runner import evaluate
+from tests.helpers import ROOT as REPO_ROOT
 
 P1 = "clustergym/MultiServerChannel-v0"
-EXAMPLE = os.path.join(os.path.dirname(__file__), "..", "examples", "my_agent.py")
+EXAMPLE = os.path.join(REPO_ROOT, "examples", "my_agent.py")
 
 
 def test_example_agent_beside_paper_agents_from_the_cli_with_workers(tmp_path, capsys):
