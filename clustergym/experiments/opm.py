@@ -176,7 +176,7 @@ def _views(sw: dict):
 
     def eff(c, agent):
         w, s = vals(c, agent, "work"), vals(c, agent, "budget_spent")
-        return {i: w[i] / s[i] for i in w}
+        return {i: w[i] / s[i] if s[i] > 0 else float("nan") for i in w}  # nothing spent (a few slots): no ratio
 
     def ci(x, unit="", digits=3, signed=False, bounds=None):
         """mean [95% interval]; ``bounds``: a share or score, seeded bootstrap interval (stats.mean_ci)."""

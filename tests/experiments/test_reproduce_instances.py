@@ -108,3 +108,10 @@ def test_update_claims_copies_every_claims_table_between_the_markers():
     assert "old" not in new and new.startswith("intro\n") and new.endswith("rest\n") and body in new
     with pytest.raises(ValueError, match="quick-claims:gadget"):
         uc.replace_between(page, "gadget", body)
+
+
+def test_opm_tables_survive_a_job_list_with_nothing_spent(tmp_path):
+    """In a few slots an agent may spend nothing on a job list (instance 0 in tiny mode): its work per unit of
+    budget is undefined (NaN in the tables), not a ZeroDivisionError."""
+    assert main(["reproduce", "opm", "--quick", "--instances", "0", "--tiny", "--workers", "1", "--no-progress",
+                 "--out", str(tmp_path / "r")]) == 0
