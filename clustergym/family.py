@@ -94,8 +94,10 @@ class FamilySpec:
     ``Stats(problem, pad=None)`` with ``size``, ``reset()``, ``update(obs, feedback)``, ``parts(t)``; ``pad``
     is the env's padding kwargs, ``clustergym.env.env_padding(env)``, for the same size on every instance),
     ``sb3_mask(mask)``
-    (MaskablePPO's flat mask from ``info["action_mask"]``; its presence enables ``maskable_ppo``) and
-    ``box_bounds(problem, pad=None)`` (exact float64 bounds of a Box action; its presence enables ``sac``)."""
+    (MaskablePPO's flat mask from ``info["action_mask"]``; its presence enables ``maskable_ppo``),
+    ``box_bounds(problem, pad=None)`` (exact float64 bounds of a Box action; its presence enables ``sac``) and
+    ``compact_keys(space)`` / ``compact_columns(space)`` (what the ``"compact"`` observation layout keeps:
+    :mod:`clustergym.pipeline`)."""
     experiment: str | None = None
     """Module name under ``clustergym.experiments`` that reproduces the paper (``clustergym reproduce NAME``)."""
     paper_file: str | None = None

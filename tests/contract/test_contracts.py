@@ -76,6 +76,7 @@ def test_family_spec_references_resolve(spec):
             assert callable(load(e.parallel_entry_point)), e.id
     if spec.drl_hooks:
         hooks = spec.hooks()
-        assert any(hasattr(hooks, h) for h in ("Stats", "sb3_mask", "box_bounds")), spec.drl_hooks
+        assert any(hasattr(hooks, h) for h in ("Stats", "sb3_mask", "box_bounds", "compact_keys", "compact_columns")), \
+            spec.drl_hooks
     if spec.experiment:
         assert spec.experiment in list_papers(), spec.experiment
