@@ -226,7 +226,33 @@ def _interrupt_message(exc, args) -> str:
     return what + kept
 
 
+_TERMINATED = False  # a SIGTERM arrived (main() reports what follows it as the interruption it is)
+_RECHECK_S = 0.05  # a SIGTERM that arrives inside an import is acted on when the import has finished
+
+
+def _in_import(frame) -> bool:
+    """Whether ``frame`` runs inside an import (an importlib frame on its stack)."""
+    while frame is not None:
+        if frame.f_code.co_filename.startswith("<frozen importlib"):
+            return True
+        frame = frame.f_back
+    return False
+
+
 def _on_sigterm(signum, frame):
+    """SIGTERM stops a command like Ctrl-C (a KeyboardInterrupt). Inside an import the stop waits until the
+    import has finished: compiled extensions being imported (numba's) turn an exception raised there into an
+    ImportError or lose it, so the command would fail with a traceback or run on. A timer (SIGALRM, every
+    ``_RECHECK_S`` s) brings the handler back until the import is done; where there is no such timer
+    (Windows), the stop is immediate."""
+    import signal
+
+    global _TERMINATED
+    _TERMINATED = True
+    if _in_import(frame) and hasattr(signal, "setitimer"):
+        signal.signal(signal.SIGALRM, _on_sigterm)
+        signal.setitimer(signal.ITIMER_REAL, _RECHECK_S)
+        return
     raise KeyboardInterrupt("terminated")
 
 
@@ -273,7 +299,7 @@ def main(argv: list[str] | None = None) -> int:
     except Exception as exc:  # noqa: BLE001 - user errors are one line; everything else too, unless --debug
         import gymnasium
 
-        if was_interrupted(exc) and not args.debug:  # Ctrl-C inside compiled code (numba, torch) that wrapped it
+        if (was_interrupted(exc) or _TERMINATED) and not args.debug:  # Ctrl-C / SIGTERM that compiled code wrapped
             print(f"clustergym: {_interrupt_message(None, args)}", file=sys.stderr)
             return 130
 
@@ -288,3 +314,5 @@ def main(argv: list[str] | None = None) -> int:
     finally:
         if old is not None:
             signal.signal(signal.SIGTERM, old)
+            if hasattr(signal, "setitimer"):
+                signal.setitimer(signal.ITIMER_REAL, 0)  # no deferred stop outlives the command

@@ -47,3 +47,16 @@ def test_signal_stops_every_worker_and_writes_nothing(tmp_path, sig):
     time.sleep(0.5)
     assert not [k for k in kids if _alive(k)], "a child process survived"
     assert not out.exists()  # results are complete or absent: here absent
+
+
+def test_a_sigterm_during_an_import_stops_the_command_once_the_import_has_finished(tmp_path):
+    """A compiled extension being imported (numba's) turns an exception raised inside the import into an
+    ImportError or loses it; so SIGTERM arriving mid-import stops the command just after the import."""
+    (tmp_path / "slowmod.py").write_text(
+        "import os, signal, time\nos.kill(os.getpid(), signal.SIGTERM)\nt = time.time()\n"
+        "while time.time() - t < 0.3:\n    pass\nDONE = True\n")
+    script = (f"import signal, sys, time\nsys.path.insert(0, {str(tmp_path)!r})\nfrom clustergym import cli\n"
+              "signal.signal(signal.SIGTERM, cli._on_sigterm)\ntry:\n    import slowmod\n    time.sleep(5)\n"
+              "    print('not stopped')\nexcept KeyboardInterrupt:\n    print('stopped', 'slowmod' in sys.modules)\n")
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60)
+    assert out.stdout.strip() == "stopped True", out.stdout + out.stderr
