@@ -228,6 +228,7 @@ def _interrupt_message(exc, args) -> str:
 
 _TERMINATED = False  # a SIGTERM arrived (main() reports what follows it as the interruption it is)
 _RECHECK_S = 0.05  # a SIGTERM that arrives inside an import is acted on when the import has finished
+_REPEAT_S = 1.0  # a stop that compiled code swallowed is raised again after this long
 
 
 def _in_import(frame) -> bool:
@@ -249,11 +250,23 @@ def _on_sigterm(signum, frame):
 
     global _TERMINATED
     _TERMINATED = True
-    if _in_import(frame) and hasattr(signal, "setitimer"):
+    if hasattr(signal, "setitimer"):
         signal.signal(signal.SIGALRM, _on_sigterm)
-        signal.setitimer(signal.ITIMER_REAL, _RECHECK_S)
-        return
+        if _in_import(frame):
+            signal.setitimer(signal.ITIMER_REAL, _RECHECK_S)
+            return
+        # compiled code (numba compiling a kernel) may swallow the interrupt: raise it again in a second unless
+        # main() has caught it by then (it stops the timer)
+        signal.setitimer(signal.ITIMER_REAL, _REPEAT_S)
     raise KeyboardInterrupt("terminated")
+
+
+def _stop_timer() -> None:
+    """Stop the timer a SIGTERM armed (:func:`_on_sigterm`)."""
+    import signal
+
+    if _TERMINATED and hasattr(signal, "setitimer"):
+        signal.setitimer(signal.ITIMER_REAL, 0)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -278,6 +291,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return int(args.func(args) or 0)
     except KeyboardInterrupt as exc:
+        _stop_timer()
         print(f"clustergym: {_interrupt_message(exc, args)}", file=sys.stderr)
         return 130
     except BrokenPipeError:  # `clustergym list | head`: the reader left; not an error of ours
@@ -299,6 +313,7 @@ def main(argv: list[str] | None = None) -> int:
     except Exception as exc:  # noqa: BLE001 - user errors are one line; everything else too, unless --debug
         import gymnasium
 
+        _stop_timer()
         if (was_interrupted(exc) or _TERMINATED) and not args.debug:  # Ctrl-C / SIGTERM that compiled code wrapped
             print(f"clustergym: {_interrupt_message(None, args)}", file=sys.stderr)
             return 130

@@ -60,3 +60,15 @@ def test_a_sigterm_during_an_import_stops_the_command_once_the_import_has_finish
               "    print('not stopped')\nexcept KeyboardInterrupt:\n    print('stopped', 'slowmod' in sys.modules)\n")
     out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60)
     assert out.stdout.strip() == "stopped True", out.stdout + out.stderr
+
+
+def test_a_sigterm_that_compiled_code_swallowed_is_raised_again():
+    """Compiled code (numba compiling a kernel) may lose the KeyboardInterrupt a SIGTERM raised: it comes again
+    a second later, so the command still stops."""
+    script = ("import os, signal, sys, time\nfrom clustergym import cli\n"
+              "signal.signal(signal.SIGTERM, cli._on_sigterm)\ntry:\n    os.kill(os.getpid(), signal.SIGTERM)\n"
+              "    time.sleep(0.5)\nexcept KeyboardInterrupt:\n    pass  # swallowed\nt = time.time()\ntry:\n"
+              "    while time.time() - t < 10:\n        pass\n    print('ran on')\nexcept KeyboardInterrupt:\n"
+              "    print('stopped again', round(time.time() - t) <= 2)\n")
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60)
+    assert out.stdout.strip() == "stopped again True", out.stdout + out.stderr
