@@ -212,5 +212,33 @@ class ClusterVectorEnv(VectorEnv[ObsType, ActType, np.ndarray]):
         """Index of the first sub-env flagged in ``bad`` (N, ...)."""
         return int(np.argmax(bad.reshape(self.num_envs, -1).any(axis=1)))
 
+    def _integer_actions(self, actions: Any, width: int, high: int, desc: str, range_msg: str | None = None,
+                         dtype: Any = np.int64) -> np.ndarray:
+        """(N, width) integer actions in 0..high, as ``dtype`` (bool actions are returned as they are); the single
+        envs' form rules, with a ValueError naming the first bad sub-env: the shape, NaN or inf, non-integer
+        values, then values out of range (``range_msg``, default "action values must be in 0..high")."""
+        a = actions if isinstance(actions, np.ndarray) else np.asarray(actions)
+        shape = (self.num_envs, width)
+        if a.shape != shape:
+            raise ValueError(f"actions have shape {a.shape}, expected {shape} (one row per sub-env, each {desc})")
+        kind = a.dtype.kind
+        if kind == "b":
+            return a
+        if kind == "f":
+            finite = np.isfinite(a)
+            if not finite.all():
+                raise ValueError(f"sub-env {self._bad_env(~finite)}: action contains NaN or inf, expected {desc}")
+            frac = a != np.round(a)
+            if frac.any():
+                raise ValueError(f"sub-env {self._bad_env(frac)}: action has non-integer values, expected {desc}")
+        elif kind not in "iu":
+            raise ValueError(f"actions have dtype {a.dtype}, expected {desc} per sub-env")
+        if a.size:
+            out = (a < 0) | (a > high)
+            if out.any():
+                msg = range_msg or f"action values must be in 0..{high}"
+                raise ValueError(f"sub-env {self._bad_env(out)}: {msg}, expected {desc}")
+        return np.ascontiguousarray(a, dtype=dtype)
+
     def close_extras(self, **kwargs: Any) -> None:
         pass

@@ -174,27 +174,8 @@ class ApproxJobsVectorEnv(ClusterVectorEnv[ApproxObservation, np.ndarray]):
 
     # -- stepping ----------------------------------------------------------------------------
     def _check_form(self, actions: Any) -> np.ndarray:
-        """(N, width) int64 actions in 0..high; ValueError naming the first bad sub-env (the single env's rules)."""
-        a = actions if isinstance(actions, np.ndarray) else np.asarray(actions)
-        shape = (self.num_envs, self._width)
-        if a.shape != shape:
-            raise ValueError(f"actions have shape {a.shape}, expected {shape} (one row per sub-env, each {self._desc})")
-        kind = a.dtype.kind
-        if kind == "f":
-            finite = np.isfinite(a)
-            if not finite.all():
-                raise ValueError(f"sub-env {self._bad_env(~finite)}: action contains NaN or inf, expected {self._desc}")
-            frac = a != np.round(a)
-            if frac.any():
-                raise ValueError(f"sub-env {self._bad_env(frac)}: action has non-integer values, expected {self._desc}")
-        elif kind not in "biu":
-            raise ValueError(f"actions have dtype {a.dtype}, expected {self._desc} per sub-env")
-        if kind != "b" and a.size:
-            out = (a < 0) | (a > self._high)
-            if out.any():
-                raise ValueError(f"sub-env {self._bad_env(out)}: action values must be in 0..{self._high}, "
-                                 f"expected {self._desc}")
-        return np.ascontiguousarray(a, dtype=np.int64)
+        """(N, width) int64 actions in 0..high (bool kept); ValueError naming the first bad sub-env."""
+        return self._integer_actions(actions, self._width, self._high, self._desc)
 
     def step(self, actions: npt.ArrayLike) -> VectorStepReturn[ApproxObservation]:
         self._require_reset()

@@ -317,34 +317,8 @@ class RingAllReduceVectorEnv(ClusterVectorEnv[RingObservation, np.ndarray]):
     # -- stepping ----------------------------------------------------------------------------
     def _check_form(self, actions: Any) -> np.ndarray:
         """(N, J) int64 sizes; ValueError naming the first bad sub-env (the single env's form rules)."""
-        a = actions if isinstance(actions, np.ndarray) else np.asarray(actions)
-        shape = (self.num_envs, self._J)
-        if a.shape != shape:
-            raise ValueError(f"actions have shape {a.shape}, expected {shape} (one row per sub-env, each "
-                             f"{self._space_desc})")
-        kind = a.dtype.kind
-        if kind == "f":
-            finite = np.isfinite(a)
-            if not finite.all():
-                raise ValueError(f"sub-env {self._bad_env(~finite)}: action contains NaN or inf, "
-                                 f"expected {self._space_desc}")
-            frac = a != np.round(a)
-            if frac.any():
-                raise ValueError(f"sub-env {self._bad_env(frac)}: action has non-integer values, "
-                                 f"expected {self._space_desc}")
-            out = (a < 0) | (a > self._wmax)
-            if out.any():
-                raise ValueError(f"sub-env {self._bad_env(out)}: action values out of range, "
-                                 f"expected {self._space_desc}")
-        elif kind not in "biu":
-            raise ValueError(f"actions have dtype {a.dtype}, expected {self._space_desc} per sub-env")
-        a = np.ascontiguousarray(a, dtype=np.int64)
-        if kind in "iu":
-            out = (a < 0) | (a > self._wmax)
-            if out.any():
-                raise ValueError(f"sub-env {self._bad_env(out)}: action values out of range, "
-                                 f"expected {self._space_desc}")
-        return a
+        a = self._integer_actions(actions, self._J, self._wmax, self._space_desc, "action values out of range")
+        return np.ascontiguousarray(a, dtype=np.int64)
 
     def step(self, actions: npt.ArrayLike) -> VectorStepReturn[RingObservation]:
         self._require_reset()

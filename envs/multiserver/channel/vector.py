@@ -206,31 +206,8 @@ class MultiServerChannelVectorEnv(ClusterVectorEnv[ChannelObservation, np.ndarra
     # -- stepping ----------------------------------------------------------------------------
     def _check_form(self, actions: Any) -> np.ndarray:
         """(N, |E|) 0/1 actions of any bool/int dtype; ValueError naming the first bad sub-env."""
-        a = actions if isinstance(actions, np.ndarray) else np.asarray(actions)
-        shape = (self.num_envs, self._W)
-        if a.shape != shape:
-            raise ValueError(f"actions have shape {a.shape}, expected {shape} (one row per sub-env, each "
-                             f"{self._space_desc})")
-        kind = a.dtype.kind
-        if kind == "b":
-            return a
-        if kind in "iu":
-            if a.size and a.view(a.dtype.str.replace("i", "u")).max() > 1:
-                i = self._bad_env(a.view(a.dtype.str.replace("i", "u")) > 1)
-                raise ValueError(f"sub-env {i}: action values must be 0 or 1, expected {self._space_desc}")
-            return a
-        if kind == "f":
-            finite = np.isfinite(a)
-            if not finite.all():
-                raise ValueError(f"sub-env {self._bad_env(~finite)}: action contains NaN or inf, "
-                                 f"expected {self._space_desc}")
-            off = (a != 0) & (a != 1)
-            if off.any():
-                i = self._bad_env(off)
-                what = "has non-integer values," if np.any(a[i] != np.round(a[i])) else "values must be 0 or 1,"
-                raise ValueError(f"sub-env {i}: action {what} expected {self._space_desc}")
-            return a.astype(np.int8)
-        raise ValueError(f"actions have dtype {a.dtype}, expected {self._space_desc} per sub-env")
+        return self._integer_actions(actions, self._W, 1, self._space_desc, "action values must be 0 or 1",
+                                     dtype=np.int8)
 
     def step(self, actions: npt.ArrayLike) -> VectorStepReturn[ChannelObservation]:
         self._require_reset()
