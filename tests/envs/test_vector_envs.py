@@ -1,7 +1,5 @@
 """Native vector envs: every sub-env replays the single env exactly, step by step."""
 
-import copy
-import pickle
 
 import gymnasium as gym
 import numpy as np
@@ -9,7 +7,7 @@ import pytest
 from gymnasium.vector import AutoresetMode
 
 import clustergym  # noqa: F401
-from tests.helpers import deep_equal
+from tests.helpers import assert_vector_runs_repeat, batch_row, deep_equal
 
 P1 = "clustergym/MultiServerChannel-v0"
 P2 = "clustergym/MultiServerAllocation-v0"
@@ -42,13 +40,6 @@ def actions_for(env_id, vec, rng, t):
     return a
 
 
-def row(tree, i):
-    """Sub-env i's part of a batched info (dropping the ``_key`` masks)."""
-    if isinstance(tree, dict):
-        return {k: row(v, i) for k, v in tree.items() if not k.startswith("_")}
-    return tree[i]
-
-
 def assert_row_equals_single(env_id, vec_info, i, single_info):
     """Sub-env i's info equals the single env's, key by key, exactly."""
     assert vec_info["t"][i] == single_info["t"]
@@ -58,7 +49,7 @@ def assert_row_equals_single(env_id, vec_info, i, single_info):
         assert not vec_info.get("_feedback", np.zeros(len(vec_info["t"]), bool))[i]
         return
     assert vec_info["_feedback"][i] and vec_info["_metrics"][i]
-    fb, sfb = row(vec_info["feedback"], i), single_info["feedback"]
+    fb, sfb = batch_row(vec_info["feedback"], i), single_info["feedback"]
     if env_id == P1:
         assert np.array_equal(fb["executed"], sfb["executed"])
         assert np.array_equal(fb["utilities"], sfb["utilities"])
@@ -86,7 +77,7 @@ def test_sub_envs_replay_single_env_exactly(env_id, seed):
     obs, info = vec.reset(seed=seed)
     for i, s in enumerate(singles):
         s_obs, s_info = s.reset(seed=seed + i)
-        assert deep_equal(row(obs, i), s_obs)
+        assert deep_equal(batch_row(obs, i), s_obs)
         assert_row_equals_single(env_id, info, i, s_info)
     rng = np.random.default_rng(seed)
     ended = np.zeros(N, dtype=bool)
@@ -101,7 +92,7 @@ def test_sub_envs_replay_single_env_exactly(env_id, seed):
                 autoresets += 1
             else:
                 s_obs, s_r, s_term, s_trunc, s_info = s.step(a[i])
-            assert deep_equal(row(obs, i), s_obs), (t, i)
+            assert deep_equal(batch_row(obs, i), s_obs), (t, i)
             assert reward[i] == s_r and isinstance(s_r, float), (t, i, reward[i], s_r)
             assert terminated[i] == s_term and truncated[i] == s_trunc
             assert_row_equals_single(env_id, info, i, s_info)
@@ -140,7 +131,7 @@ def test_p2_sampled_actions_repaired_in_the_vector_kernel_equal_the_single_env(d
             else:
                 s_obs, s_r, _, _, s_info = s.step(a[i])
                 repaired += s_info["metrics"]["repaired"] > 0
-            assert deep_equal(row(obs, i), s_obs)
+            assert deep_equal(batch_row(obs, i), s_obs)
             assert reward[i] == s_r, (t, i, reward[i], s_r)
             assert_row_equals_single(P2, info, i, s_info)
         ended = terminated | truncated
@@ -182,20 +173,8 @@ def test_metadata_spaces_and_masks(env_id):
 
 @pytest.mark.parametrize("env_id", VECTOR_IDS)
 def test_same_seed_same_trajectory_and_copies(env_id):
-    def run(vec, steps):
-        rng = np.random.default_rng(1)
-        out = []
-        for t in range(steps):
-            out.append(vec.step(actions_for(env_id, vec, rng, t)))
-        return out
-
-    a, b = make_vec(env_id, 4, horizon=30, oracle=False), make_vec(env_id, 4, horizon=30, oracle=False)
-    a.reset(seed=3)
-    b.reset(seed=3)
-    assert all(deep_equal(list(x), list(y)) for x, y in zip(run(a, 70), run(b, 70)))
-    for how in (lambda e: pickle.loads(pickle.dumps(e)), copy.deepcopy):
-        clone = how(a.unwrapped)
-        assert all(deep_equal(list(x), list(y)) for x, y in zip(run(a, 40), run(clone, 40)))
+    assert_vector_runs_repeat(lambda: make_vec(env_id, 4, horizon=30, oracle=False),
+                              lambda vec, rng, t: actions_for(env_id, vec, rng, t))
 
 
 @pytest.mark.parametrize("env_id", VECTOR_IDS)

@@ -11,7 +11,6 @@ help on every flag). Every test that touches files keeps an earlier state and ch
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import shutil
@@ -27,34 +26,13 @@ import pytest
 pytest.importorskip("stable_baselines3")
 
 import clustergym  # noqa: E402
+from tests.helpers import one_line_exit_2, snapshot  # noqa: E402
 from clustergym.cli import main  # noqa: E402
 from clustergym.learning import benchmark  # noqa: E402
 from clustergym.learning.agent import PRETRAINED_DIR  # noqa: E402
 
 P1, P2, P3, P4 = clustergym.ENV_IDS
 LINUX = os.path.isdir("/proc")
-
-
-def _snapshot(folder) -> dict:
-    """{relative path: sha256} of every file (clustergym's lock files aside: they are not results)."""
-    out = {}
-    for d, _, fs in os.walk(folder):
-        for f in fs:
-            if f.startswith(".clustergym.lock"):
-                continue
-            p = os.path.join(d, f)
-            with open(p, "rb") as fh:
-                out[os.path.relpath(p, folder)] = hashlib.sha256(fh.read()).hexdigest()
-    return out
-
-
-def _one_line_exit_2(capsys, argv) -> str:
-    rc = main(argv)
-    err = capsys.readouterr().err
-    assert rc == 2, (argv, rc, err)
-    lines = err.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("clustergym: error: "), err
-    return lines[0]
 
 
 # -- fixtures: a finished quick benchmark (one cell), a "full" one made from it, a small training run -------
@@ -73,7 +51,7 @@ def quick_template(tmp_path_factory):
 def quick(quick_template, tmp_path):
     out = tmp_path / "bench"
     shutil.copytree(quick_template, out)
-    return out, _snapshot(out)
+    return out, snapshot(out)
 
 
 def _as_full(out) -> None:
@@ -104,7 +82,7 @@ def shipped(tmp_path, monkeypatch):
     dest = tmp_path / "pretrained"
     shutil.copytree(PRETRAINED_DIR, dest)
     monkeypatch.setattr(agent_mod, "PRETRAINED_DIR", str(dest))
-    return dest, _snapshot(dest)
+    return dest, snapshot(dest)
 
 
 @pytest.fixture(scope="module")
@@ -129,7 +107,7 @@ def trained(train_template, tmp_path):
     out = tmp_path / "run"
     shutil.copytree(train_template, out)
     (tmp_path / "printed.txt").write_text((train_template.parent / "printed.txt").read_text())
-    return out, _snapshot(out)
+    return out, snapshot(out)
 
 
 def _train_printed(model) -> list[str]:
@@ -143,7 +121,7 @@ def earlier_results(tmp_path):
     out = tmp_path / "results"
     assert main(["run", P4, "--agents", "random", "--seeds", "0", "--horizon", "5", "--out", str(out),
                  "--no-plots", "--no-progress", "--no-score"]) == 0
-    return out, _snapshot(out)
+    return out, snapshot(out)
 
 
 def _run_sb3(model, results, *extra):
@@ -160,11 +138,11 @@ def test_export_without_its_source_cell_leaves_the_shipped_model(quick, shipped,
     shutil.rmtree(out / "p4" / "ppo" / "seed1")  # the chosen learner's cell is gone
     with pytest.raises(ValueError, match="seed1"):
         benchmark.export_pretrained(str(out), "p4")
-    assert _snapshot(dest) == before
+    assert snapshot(dest) == before
     # the issue's command: refused before any training, the shipped models untouched
-    line = _one_line_exit_2(capsys, ["drl", "--learners", "ppo", "--seeds", "1", "--export-pretrained", "--out",
+    line = one_line_exit_2(capsys, ["drl", "--learners", "ppo", "--seeds", "1", "--export-pretrained", "--out",
                                      str(out), "--no-progress"])
-    assert "--learners" in line and _snapshot(dest) == before
+    assert "--learners" in line and snapshot(dest) == before
     assert not [n for n in os.listdir(dest) if n.startswith(".clustergym")]
 
 
@@ -184,11 +162,11 @@ def test_sweep_spares_user_folders_and_other_benchmarks(quick, capsys):
             out / "p4" / "ppo" / "seed7.tmp-12345"]  # the last: an older version's leftover
     for o in ours:
         o.mkdir()
-    before = _snapshot(out)
+    before = snapshot(out)
     benchmark.run_benchmark(str(out), quick=True, learners=["ppo"], seeds=[1], workers=1, progress=False,
                             log=lambda *_: None)
     assert all(u.is_dir() for u in user) and nested.is_dir() and not any(o.exists() for o in ours)
-    after = _snapshot(out)
+    after = snapshot(out)
     assert {k: v for k, v in after.items() if k in before and "eval" not in k and not k.startswith(
         ("table", "summary", "drl_p4"))} == {k: v for k, v in before.items() if "eval" not in k and not k.startswith(
             ("table", "summary", "drl_p4"))}
@@ -198,16 +176,16 @@ def test_sweep_spares_user_folders_and_other_benchmarks(quick, capsys):
 
 def test_quick_and_full_runs_keep_to_their_own_folders(quick, capsys, tmp_path):
     out, before = quick
-    line = _one_line_exit_2(capsys, ["drl", "--envs", "p4", "--learners", "ppo", "--seeds", "1", "--out", str(out),
+    line = one_line_exit_2(capsys, ["drl", "--envs", "p4", "--learners", "ppo", "--seeds", "1", "--out", str(out),
                                      "--no-progress"])
     assert "quick" in line and benchmark.QUICK["out"] in line
-    assert _snapshot(out) == before
+    assert snapshot(out) == before
     full = tmp_path / "full"
     shutil.copytree(out, full)
     _as_full(full)
-    snap = _snapshot(full)
-    line = _one_line_exit_2(capsys, ["drl", "--quick", "--learners", "ppo", "--seeds", "1", "--out", str(full)])
-    assert "full benchmark" in line and _snapshot(full) == snap
+    snap = snapshot(full)
+    line = one_line_exit_2(capsys, ["drl", "--quick", "--learners", "ppo", "--seeds", "1", "--out", str(full)])
+    assert "full benchmark" in line and snapshot(full) == snap
     assert benchmark.QUICK["out"] != benchmark.FULL_OUT  # and their default folders differ
 
 
@@ -219,12 +197,12 @@ def test_quick_and_full_runs_keep_to_their_own_folders(quick, capsys, tmp_path):
 def test_export_refuses_quick_runs_and_learner_subsets(quick, shipped, capsys, argv):
     out, before_out = quick
     dest, before = shipped
-    line = _one_line_exit_2(capsys, ["drl", *argv, "--out", str(out), "--no-progress"])
+    line = one_line_exit_2(capsys, ["drl", *argv, "--out", str(out), "--no-progress"])
     assert "--export-pretrained" in line
-    assert _snapshot(dest) == before and _snapshot(out) == before_out
+    assert snapshot(dest) == before and snapshot(out) == before_out
     with pytest.raises(ValueError, match="not the full benchmark"):  # the API on the quick folder too
         benchmark.export_pretrained(str(out), "p4", dest_root=str(dest))
-    assert _snapshot(dest) == before
+    assert snapshot(dest) == before
 
 
 # -- 5. export ships the seed it names, labelled with that seed's own score -------------------------------
@@ -234,13 +212,13 @@ def test_export_ships_the_lowest_training_seed_with_its_own_score(quick, tmp_pat
     _as_full(out)
     dest_root = tmp_path / "ship"
     shutil.copytree(PRETRAINED_DIR, dest_root)
-    other = {k: v for k, v in _snapshot(dest_root).items() if not k.startswith("ApproxJobs-v0")}
+    other = {k: v for k, v in snapshot(dest_root).items() if not k.startswith("ApproxJobs-v0")}
     dest = benchmark.export_pretrained(str(out), "p4", dest_root=str(dest_root), log=lambda *_: None)
     meta = json.loads(open(os.path.join(dest, "clustergym.json")).read())
     assert meta["pretrained"]["training_seed"] == 1  # --seeds 1: seed 1, not a seed0 cell
     assert meta["pretrained"]["held_out_score_of_this_seed"] == 0.625
     assert meta["pretrained"]["held_out_score_of_learner"] == 0.5
-    assert {k: v for k, v in _snapshot(dest_root).items() if not k.startswith("ApproxJobs-v0")} == other
+    assert {k: v for k, v in snapshot(dest_root).items() if not k.startswith("ApproxJobs-v0")} == other
     assert not [n for n in os.listdir(dest_root) if n.startswith(".clustergym")]
     res = clustergym.evaluate(P4, [f"sb3:{dest}"], [0], 8, instances=[0], progress=False, score=False)
     assert len(res.runs) == 1
@@ -265,7 +243,7 @@ def test_editing_the_hyperparameter_file_retrains_its_cells(quick, tmp_path, mon
     (hp_dir / "ppo.yml").write_text(text.replace("clustergym/ApproxJobs-v0:", "clustergym/ApproxJobs-v0:\n  gae_lambda: 0.9", 1))
     plan = benchmark.plan_cells(str(out), quick=True, learners=["ppo"], seeds=[1])
     assert plan["todo"] == [("p4", "ppo", 1)] and plan["stale"] == [("p4", "ppo", 1)]
-    assert _snapshot(out) == before  # planning writes nothing
+    assert snapshot(out) == before  # planning writes nothing
 
 
 # -- 7. train names held-out instances; the run table marks runs on training instances ----------------------
@@ -281,7 +259,7 @@ def test_train_hint_and_table_mark_training_instances(trained, earlier_results, 
     assert main(_run_sb3(model, res_out, "--instances", "0,7")) == 0  # instance 0 is in its pool 0-4
     text = capsys.readouterr().out
     assert f"sb3:{model}*" in text and "1 of 2 runs on instances it was trained on (0)" in text
-    assert _snapshot(model) == before
+    assert snapshot(model) == before
 
 
 # -- 8. vecnormalize.npz is validated ----------------------------------------------------------------------
@@ -300,9 +278,9 @@ def test_bad_normalisation_statistics_are_one_line(trained, earlier_results, cap
     with np.load(npz) as z:
         arrays = {k: z[k] for k in z.files}
     np.savez(npz, **edit(arrays))
-    line = _one_line_exit_2(capsys, _run_sb3(model, res_out))
+    line = one_line_exit_2(capsys, _run_sb3(model, res_out))
     assert word in line and "vecnormalize.npz" in line
-    assert _snapshot(res_out) == res_before
+    assert snapshot(res_out) == res_before
     np.savez(npz, **arrays)  # restored: the model evaluates again
     assert main(_run_sb3(model, res_out)) == 0
 
@@ -313,8 +291,8 @@ def test_normalize_false_beside_statistics_is_one_line(trained, earlier_results,
     side = model / "clustergym.json"
     text = side.read_text()
     side.write_text(json.dumps({**json.loads(text), "normalize": False}))
-    line = _one_line_exit_2(capsys, _run_sb3(model, res_out))
-    assert "normalize: false" in line and _snapshot(res_out) == res_before
+    line = one_line_exit_2(capsys, _run_sb3(model, res_out))
+    assert "normalize: false" in line and snapshot(res_out) == res_before
     side.write_text(text)
 
 
@@ -330,21 +308,21 @@ def test_a_broken_done_json_is_one_line_before_any_training(quick, capsys, conte
         del d["timesteps_trained"]
         content = json.dumps(d)
     done.write_text(content)
-    before = _snapshot(out)
+    before = snapshot(out)
     # seed 2 is not trained yet: the broken record is reported before it is (not after every other cell)
-    line = _one_line_exit_2(capsys, ["drl", "--quick", "--learners", "ppo", "--seeds", "1,2", "--out", str(out),
+    line = one_line_exit_2(capsys, ["drl", "--quick", "--learners", "ppo", "--seeds", "1,2", "--out", str(out),
                                      "--no-progress"])
     assert word in line and "delete the folder" in line and "seed1" in line
-    assert _snapshot(out) == before and not (out / "p4" / "ppo" / "seed2").exists()
+    assert snapshot(out) == before and not (out / "p4" / "ppo" / "seed2").exists()
 
 
 def test_a_corrupt_model_in_a_finished_cell_names_the_cell_to_delete(quick, capsys):
     out, _ = quick
     (out / "p4" / "ppo" / "seed1" / "model.zip").write_bytes(b"PK\x03\x04 truncated")
-    before = _snapshot(out)
-    line = _one_line_exit_2(capsys, ["drl", "--quick", "--learners", "ppo", "--seeds", "1", "--out", str(out),
+    before = snapshot(out)
+    line = one_line_exit_2(capsys, ["drl", "--quick", "--learners", "ppo", "--seeds", "1", "--out", str(out),
                                      "--no-progress"])
-    assert "model.zip" in line and "delete the folder" in line and _snapshot(out) == before
+    assert "model.zip" in line and "delete the folder" in line and snapshot(out) == before
 
 
 def _rewrite_zip(path, name, data: bytes) -> None:
@@ -365,8 +343,8 @@ def test_pickled_weights_are_refused_in_one_line(trained, earlier_results, capsy
     blob = tmp_path / "w.pth"
     torch.save({"when": datetime.date(2024, 1, 1)}, blob)  # a pickled object: not loadable with weights_only
     _rewrite_zip(model / "model.zip", "policy.pth", blob.read_bytes())
-    line = _one_line_exit_2(capsys, _run_sb3(model, res_out))
-    assert "does not load" in line and _snapshot(res_out) == res_before
+    line = one_line_exit_2(capsys, _run_sb3(model, res_out))
+    assert "does not load" in line and snapshot(res_out) == res_before
 
 
 @pytest.mark.parametrize("algo,word", [("a2c", "not saved by a2c"), ("sac", "sac"), ("maskable_ppo", "policy")])
@@ -376,10 +354,10 @@ def test_a_side_car_of_another_algorithm_is_one_line(trained, earlier_results, c
     side = model / "clustergym.json"
     text = side.read_text()
     side.write_text(json.dumps({**json.loads(text), "algo": algo}))
-    line = _one_line_exit_2(capsys, _run_sb3(model, res_out))
-    assert word in line and _snapshot(res_out) == res_before
+    line = one_line_exit_2(capsys, _run_sb3(model, res_out))
+    assert word in line and snapshot(res_out) == res_before
     side.write_text(text)
-    assert _snapshot(model) == before
+    assert snapshot(model) == before
 
 
 def test_huge_instance_ranges_are_refused_at_once(tmp_path):
@@ -434,7 +412,7 @@ def test_ctrl_c_during_an_in_process_esdp_run_is_one_line_exit_130(earlier_resul
     lines = err.strip().splitlines()
     assert proc.returncode == 130 and len(lines) == 1, err
     assert lines[0].startswith("clustergym: interrupted after 0 of 1 runs"), err
-    assert _snapshot(out) == before and not _staging(out)
+    assert snapshot(out) == before and not _staging(out)
 
 
 @pytest.mark.skipif(not LINUX, reason="POSIX signals")
@@ -462,7 +440,7 @@ def test_ctrl_c_during_train_is_one_line_and_tensorboard_logs_were_live(trained)
     lines = err.strip().splitlines()
     assert proc.returncode == 130 and len(lines) == 1, err
     assert lines[0].startswith("clustergym: interrupted") and "nothing in --out was replaced" in lines[0], err
-    assert _snapshot(out) == before and not _staging(out)
+    assert snapshot(out) == before and not _staging(out)
 
 
 @pytest.mark.skipif(not LINUX, reason="POSIX signals")
@@ -482,7 +460,7 @@ def test_ctrl_c_during_drl_keeps_finished_cells_in_one_line(quick):
     lines = err.strip().splitlines()
     assert proc.returncode == 130 and len(lines) == 1, err
     assert lines[0].startswith("clustergym: interrupted after 0 of 1 cells") and "finished cells are kept" in lines[0]
-    assert _snapshot(out) == before  # the finished cell (seed 1) and everything else as it was; seed 4 discarded
+    assert snapshot(out) == before  # the finished cell (seed 1) and everything else as it was; seed 4 discarded
     assert not [n for n in os.listdir(cells) if n.startswith(benchmark.STAGE)]
 
 
@@ -493,17 +471,17 @@ def test_drl_shares_the_lock_of_run_and_train(quick, capsys, tmp_path):
 
     out, before = quick
     with FolderLock(str(out)):  # drl holds the folder: run and train are refused
-        line = _one_line_exit_2(capsys, ["run", P4, "--agents", "random", "--out", str(out), "--horizon", "5",
+        line = one_line_exit_2(capsys, ["run", P4, "--agents", "random", "--out", str(out), "--horizon", "5",
                                          "--no-progress"])
         assert "in use" in line
     held = OutputFolder(str(out), overwrite=True, marks=()).__enter__()  # a run holds it: drl is refused
     try:
-        line = _one_line_exit_2(capsys, ["drl", "--quick", "--learners", "ppo", "--seeds", "1,3", "--out", str(out),
+        line = one_line_exit_2(capsys, ["drl", "--quick", "--learners", "ppo", "--seeds", "1,3", "--out", str(out),
                                          "--no-progress"])
         assert "in use" in line
     finally:
         held.__exit__(RuntimeError, None, None)  # the run failed: it commits nothing
-    assert _snapshot(out) == before and not (out / "p4" / "ppo" / "seed3").exists()
+    assert snapshot(out) == before and not (out / "p4" / "ppo" / "seed3").exists()
 
 
 @pytest.mark.skipif(not LINUX, reason="ulimit -f")
@@ -527,9 +505,9 @@ def test_drl_checks_free_space_and_the_file_size_limit_first(tmp_path):
 def test_bc_steps_without_warm_start_is_one_line(trained, capsys):
     out, before = trained
     for flag in ("--bc-steps", "--bc-epochs"):
-        line = _one_line_exit_2(capsys, ["train", P4, "--algo", "ppo", flag, "5", "--out", str(out), "--overwrite"])
+        line = one_line_exit_2(capsys, ["train", P4, "--algo", "ppo", flag, "5", "--out", str(out), "--overwrite"])
         assert flag in line and "--warm-start" in line
-    assert _snapshot(out) == before
+    assert snapshot(out) == before
 
 
 def test_drl_quick_clones_briefly():
@@ -556,9 +534,9 @@ def test_sb3_accepts_a_run_folder_and_names_a_missing_side_car(trained, earlier_
     bare.mkdir()
     shutil.copy(model / "model.zip", bare)
     capsys.readouterr()
-    line = _one_line_exit_2(capsys, _run_sb3(bare, res_out))
+    line = one_line_exit_2(capsys, _run_sb3(bare, res_out))
     assert "in the folder" in line and "import-model" in line
-    assert _snapshot(model) == before
+    assert snapshot(model) == before
 
 
 @pytest.fixture(scope="module")
@@ -613,13 +591,13 @@ def test_a_plain_sb3_model_evaluates_through_import_model(plain_sb3, tmp_path, c
 def test_import_model_checks_spaces_and_writes_nothing_on_a_mismatch(plain_sb3, tmp_path, capsys):
     zip_path, _ = plain_sb3
     imp = tmp_path / "imp"
-    line = _one_line_exit_2(capsys, ["import-model", str(zip_path), "--env", P1, "--out", str(imp)])
+    line = one_line_exit_2(capsys, ["import-model", str(zip_path), "--env", P1, "--out", str(imp)])
     assert "FlattenObservation" in line and not imp.exists()
-    line = _one_line_exit_2(capsys, ["import-model", str(zip_path), "--env", P4, "--algo", "a2c", "--out", str(imp)])
+    line = one_line_exit_2(capsys, ["import-model", str(zip_path), "--env", P4, "--algo", "a2c", "--out", str(imp)])
     assert "a2c" in line and not imp.exists()
     bad = tmp_path / "bad.zip"
     bad.write_bytes(b"not a zip")
-    line = _one_line_exit_2(capsys, ["import-model", str(bad), "--env", P4, "--out", str(imp)])
+    line = one_line_exit_2(capsys, ["import-model", str(bad), "--env", P4, "--out", str(imp)])
     assert "not a model saved by SB3" in line and not imp.exists()
 
 

@@ -10,7 +10,6 @@ regret figure under -W error::RuntimeWarning; a hand-edited manifest; absurd --s
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import shutil
@@ -25,38 +24,16 @@ from tests.helpers import alive as _alive, children as _children
 
 import clustergym
 from clustergym.cli import main
-from tests.helpers import ROOT as REPO_ROOT
+from tests.helpers import ROOT as REPO_ROOT, one_line_exit_2, snapshot
 
 P1, P2, P3, P4 = clustergym.ENV_IDS
 ROOT = str(REPO_ROOT)
 LINUX = os.path.isdir("/proc")
 
 
-def _snapshot(folder) -> dict:
-    """{relative path: sha256} of every file (clustergym's lock files aside: they are not results)."""
-    out = {}
-    for d, _, fs in os.walk(folder):
-        for f in fs:
-            if f.startswith(".clustergym.lock"):
-                continue
-            p = os.path.join(d, f)
-            with open(p, "rb") as fh:
-                out[os.path.relpath(p, folder)] = hashlib.sha256(fh.read()).hexdigest()
-    return out
-
-
 def _run_argv(out, *extra, env=P1, agents="hauf", seeds="0", horizon="10"):
     return ["run", env, "--agents", agents, "--seeds", seeds, "--horizon", horizon, "--out", str(out),
             "--no-progress", "--no-plots", *extra]
-
-
-def _one_line_exit_2(capsys, argv) -> str:
-    rc = main(argv)
-    err = capsys.readouterr().err
-    assert rc == 2, (argv, rc, err)
-    lines = err.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("clustergym: error: "), err
-    return lines[0]
 
 
 def _cli(args, timeout=300, preexec=None, env_extra=None, **kw):
@@ -78,7 +55,7 @@ def run_template(tmp_path_factory):
 def earlier_run(run_template, tmp_path):
     out = tmp_path / "out"
     shutil.copytree(run_template, out)
-    return out, _snapshot(out)
+    return out, snapshot(out)
 
 
 @pytest.fixture(scope="module")
@@ -97,7 +74,7 @@ def train_template(tmp_path_factory):
 def earlier_train(train_template, tmp_path):
     out = tmp_path / "out"
     shutil.copytree(train_template, out)
-    return out, _snapshot(out)
+    return out, snapshot(out)
 
 
 # -- row 1: train --overwrite validates everything before replacing the earlier model ---------------
@@ -111,10 +88,10 @@ def earlier_train(train_template, tmp_path):
 def test_train_overwrite_with_bad_input_keeps_the_earlier_model(earlier_train, capsys, extra, word):
     out, before = earlier_train
     assert "model.zip" in before and any(k.startswith("tb") for k in before)
-    line = _one_line_exit_2(capsys, ["train", P1, *extra, "--timesteps", "64", "--horizon", "16", "--n-envs", "1",
+    line = one_line_exit_2(capsys, ["train", P1, *extra, "--timesteps", "64", "--horizon", "16", "--n-envs", "1",
                                      "--out", str(out), "--overwrite", "--no-progress"])
     assert word in line
-    assert _snapshot(out) == before
+    assert snapshot(out) == before
     assert not [n for n in os.listdir(out) if n.startswith(".clustergym-staging")]
 
 
@@ -124,7 +101,7 @@ def test_train_overwrite_replaces_the_model_only_when_training_finished(earlier_
                "--hp", "n_steps=8", "--eval-freq", "64", "--eval-episodes", "1", "--out", str(out), "--overwrite",
                "--no-progress"])
     assert rc == 0, capsys.readouterr().err
-    after = _snapshot(out)
+    after = snapshot(out)
     assert after["model.zip"] != before["model.zip"]
     assert json.load(open(out / "clustergym.json"))["algo"] == "a2c"
     # nothing of the earlier run is left beside the new one (its TensorBoard run was PPO_1)
@@ -162,7 +139,7 @@ def test_a_second_writer_gets_one_line_naming_the_holder(earlier_run, capsys, se
         argv = {"run": _run_argv(out, "--overwrite"),
                 "train": ["train", P1, "--algo", "ppo", "--timesteps", "64", "--out", str(out), "--overwrite"],
                 "reproduce": ["reproduce", "esdp", "--quick", "--out", str(out), "--overwrite"]}[second]
-        line = _one_line_exit_2(capsys, argv)
+        line = one_line_exit_2(capsys, argv)
         assert f"is in use by pid {first.pid} on " in line and "clustergym run" in line, line
         # the first writer, stopped before it finished, leaves the earlier run as it was
         first.send_signal(signal.SIGTERM)
@@ -174,7 +151,7 @@ def test_a_second_writer_gets_one_line_naming_the_holder(earlier_run, capsys, se
     finally:
         if first.poll() is None:
             first.kill()
-    assert _snapshot(out) == before
+    assert snapshot(out) == before
 
 
 def test_two_runs_started_together_one_wins_the_other_is_refused(tmp_path):
@@ -226,7 +203,7 @@ def test_sigkill_of_the_parent_leaves_no_worker_alive(earlier_run):
     proc.communicate(timeout=30)
     time.sleep(10)
     assert not [k for k in kids if _alive(k)], "a child process outlived its parent"
-    assert _snapshot(out) == before
+    assert snapshot(out) == before
 
 
 TIMING = ("wall_s", "decision_ms_median", "decision_ms_p95")
@@ -304,9 +281,9 @@ def test_a_run_whose_worker_dies_twice_is_one_line_naming_it():
 ])
 def test_extreme_floats_are_refused_with_the_range_checked(earlier_run, capsys, kv, word):
     out, before = earlier_run
-    line = _one_line_exit_2(capsys, _run_argv(out, "--overwrite", "--set", kv))
+    line = one_line_exit_2(capsys, _run_argv(out, "--overwrite", "--set", kv))
     assert word in line, line
-    assert _snapshot(out) == before
+    assert snapshot(out) == before
 
 
 def test_results_json_is_strict_json(tmp_path):
@@ -328,10 +305,10 @@ def test_results_json_is_strict_json(tmp_path):
 def test_size_parameters_are_refused_before_allocating(earlier_run, capsys, kv):
     out, before = earlier_run
     t0 = time.time()
-    line = _one_line_exit_2(capsys, _run_argv(out, "--overwrite", "--set", kv))
+    line = one_line_exit_2(capsys, _run_argv(out, "--overwrite", "--set", kv))
     assert time.time() - t0 < 30
     assert kv in line and ("would need about" in line or "cell updates per slot" in line), line
-    assert _snapshot(out) == before
+    assert snapshot(out) == before
 
 
 # -- row 8: --out that cannot work, refused before the work ------------------------------------------
@@ -342,11 +319,11 @@ def test_symlink_loop_and_long_names_are_one_line_before_the_work(tmp_path, caps
     monkeypatch.setattr(runner, "evaluate", lambda *a, **k: pytest.fail("the work started"))
     os.symlink(tmp_path / "b", tmp_path / "a")
     os.symlink(tmp_path / "a", tmp_path / "b")
-    assert "symlink loop" in _one_line_exit_2(capsys, _run_argv(tmp_path / "a"))
-    assert "symlink loop" in _one_line_exit_2(capsys, _run_argv(tmp_path / "a" / "sub"))
+    assert "symlink loop" in one_line_exit_2(capsys, _run_argv(tmp_path / "a"))
+    assert "symlink loop" in one_line_exit_2(capsys, _run_argv(tmp_path / "a" / "sub"))
     os.symlink(tmp_path / "nowhere", tmp_path / "dangling")
-    assert "broken symlink" in _one_line_exit_2(capsys, _run_argv(tmp_path / "dangling"))
-    line = _one_line_exit_2(capsys, _run_argv(tmp_path / ("x" * 300)))
+    assert "broken symlink" in one_line_exit_2(capsys, _run_argv(tmp_path / "dangling"))
+    line = one_line_exit_2(capsys, _run_argv(tmp_path / ("x" * 300)))
     assert "is 300 bytes long; the file system allows at most" in line
     assert set(os.listdir(tmp_path)) == {"a", "b", "dangling"}  # nothing written
 
@@ -365,7 +342,7 @@ def test_a_file_size_limit_is_refused_before_the_work(earlier_run):
     r = _cli(argv, preexec=_fsize_limit(40 * 1024))
     assert r.returncode == 2 and len(r.stderr.strip().splitlines()) == 1, r.stderr
     assert "file-size limit (ulimit -f) is 40 KiB" in r.stderr
-    assert _snapshot(out) == before
+    assert snapshot(out) == before
 
 
 def test_a_write_that_fails_midway_keeps_the_earlier_run(earlier_run):
@@ -378,7 +355,7 @@ def test_a_write_that_fails_midway_keeps_the_earlier_run(earlier_run):
     assert r.returncode == 2, r.stderr
     lines = r.stderr.strip().splitlines()
     assert len(lines) == 1 and "File too large" in lines[0] and "earlier run there is intact" in lines[0], r.stderr
-    assert _snapshot(out) == before
+    assert snapshot(out) == before
     assert not [n for n in os.listdir(out) if n.startswith(".clustergym-")  and n != ".clustergym-files.json"]
 
 
@@ -410,14 +387,14 @@ def test_reproduce_into_an_earlier_reproduction(tmp_path, capsys, stub_reproduce
     assert main(["reproduce", "all", "--quick", "--out", str(out)]) == 0
     printed = capsys.readouterr().out
     assert f"wrote {out / 'report.md'}" in printed and "staging" not in printed  # the paths it will have
-    before = _snapshot(out)
+    before = snapshot(out)
     assert {"report.md", "esdp/report.md"} <= set(before)
-    line = _one_line_exit_2(capsys, ["reproduce", "all", "--quick", "--out", str(out)])
+    line = one_line_exit_2(capsys, ["reproduce", "all", "--quick", "--out", str(out)])
     assert "holds an earlier run's results" in line and "--overwrite" in line
     stub_reproduce["fail"] = True  # interrupted after the first paper: the old combined report stays whole
-    assert "the second paper failed" in _one_line_exit_2(capsys, ["reproduce", "all", "--quick", "--out", str(out),
+    assert "the second paper failed" in one_line_exit_2(capsys, ["reproduce", "all", "--quick", "--out", str(out),
                                                                   "--overwrite"])
-    assert _snapshot(out) == before
+    assert snapshot(out) == before
     stub_reproduce["fail"] = False
     (out / "esdp" / "stale.png").write_text("from the earlier reproduction")
     assert main(["reproduce", "esdp", "--quick", "--out", str(out), "--overwrite"]) == 0
@@ -475,10 +452,10 @@ def test_a_hand_edited_manifest_deletes_nothing(earlier_run, capsys, manifest):
     (out / "sub").mkdir()
     (out / "sub" / "x").write_text("keep")
     (out.parent / "victim").write_text("keep")
-    before = _snapshot(out.parent)
-    line = _one_line_exit_2(capsys, _run_argv(out, "--overwrite"))
+    before = snapshot(out.parent)
+    line = one_line_exit_2(capsys, _run_argv(out, "--overwrite"))
     assert "is not a clustergym manifest" in line, line
-    assert _snapshot(out.parent) == before
+    assert snapshot(out.parent) == before
 
 
 # -- row 14: absurd --seeds / --instances ---------------------------------------------------------
@@ -488,9 +465,9 @@ def test_a_hand_edited_manifest_deletes_nothing(earlier_run, capsys, manifest):
 def test_absurd_seed_ranges_are_one_line(earlier_run, capsys, flag, value):
     out, before = earlier_run
     t0 = time.time()
-    line = _one_line_exit_2(capsys, [*_run_argv(out, "--overwrite"), flag, value])
+    line = one_line_exit_2(capsys, [*_run_argv(out, "--overwrite"), flag, value])
     assert time.time() - t0 < 10 and "at most 100,000" in line, line
-    assert _snapshot(out) == before
+    assert snapshot(out) == before
     rc = main(_run_argv(out, "--overwrite", "--instances", "0-999", seeds="0-999"))
     assert rc == 2 and "runs per agent; at most 100,000" in capsys.readouterr().err
 
@@ -504,7 +481,7 @@ def test_leftovers_of_a_killed_command_are_swept_and_the_lock_is_released(earlie
     (out / ".clustergym-old-dead").mkdir()
     assert main(_run_argv(out, "--overwrite", seeds="0-1")) == 0
     assert not [n for n in os.listdir(out) if n.startswith((".clustergym-staging", ".clustergym-old"))]
-    assert set(_snapshot(out)) == set(before)  # the same files (results differ only in timing fields)
+    assert set(snapshot(out)) == set(before)  # the same files (results differ only in timing fields)
     assert not (out / ".clustergym.lock.holder").exists()
     from filelock import FileLock
 
@@ -530,7 +507,7 @@ def test_p2_alpha_that_breaks_the_best_static_lp_is_refused(earlier_run, capsys)
     """Found by the fuzz suite: alpha_low = alpha_high = 1e-9 made HiGHS fail on the best-static LP
     (a RuntimeError after the runs); now a range error up front."""
     out, before = earlier_run
-    line = _one_line_exit_2(capsys, _run_argv(out, "--overwrite", "--set", "alpha_low=1e-9", "--set", "alpha_high=1e-9",
+    line = one_line_exit_2(capsys, _run_argv(out, "--overwrite", "--set", "alpha_low=1e-9", "--set", "alpha_high=1e-9",
                                               env=P2, agents="ogasched"))
     assert "alpha_low=1e-09 is invalid: expected a number in [0.001, 1e+09]" in line, line
-    assert _snapshot(out) == before
+    assert snapshot(out) == before

@@ -1,7 +1,5 @@
 """P4's native vector env: every sub-env replays the single env exactly, step by step."""
 
-import copy
-import pickle
 
 import gymnasium as gym
 import numpy as np
@@ -9,7 +7,7 @@ import pytest
 from gymnasium.vector import AutoresetMode
 
 import clustergym  # noqa: F401
-from tests.helpers import deep_equal
+from tests.helpers import assert_vector_runs_repeat, batch_row, deep_equal
 
 P4 = "clustergym/ApproxJobs-v0"
 # A long queue behind a small window (queued jobs expire), a rate block boundary (slot 256) and truncations
@@ -21,13 +19,6 @@ SINGLE = dict(scenario="single", num_machines=8, horizon=40, budget_rate=1.0, in
 
 def make_vec(n, **kw):
     return gym.make_vec(P4, num_envs=n, vectorization_mode="vector_entry_point", **kw)
-
-
-def row(tree, i):
-    """Sub-env i's part of a batched info (dropping the ``_key`` masks)."""
-    if isinstance(tree, dict):
-        return {k: row(v, i) for k, v in tree.items() if not k.startswith("_")}
-    return tree[i]
 
 
 def actions(vec, info, rng, t):
@@ -51,7 +42,7 @@ def assert_info_row_equals_single(info, i, s_info):
         assert not info.get("_feedback", absent)[i] and not info.get("_metrics", absent)[i]
         return
     assert info["_feedback"][i] and info["_metrics"][i]
-    assert deep_equal(row(info["feedback"], i), s_info["feedback"])
+    assert deep_equal(batch_row(info["feedback"], i), s_info["feedback"])
     masks = info["metrics"]
     for key, value in s_info["metrics"].items():
         assert masks[f"_{key}"][i], key
@@ -74,7 +65,7 @@ def test_sub_envs_replay_single_envs_exactly(mode, case):
     obs, info = vec.reset(seed=seed)
     for i, s in enumerate(singles):
         s_obs, s_info = s.reset(seed=seed + i)
-        assert deep_equal(row(obs, i), s_obs)
+        assert deep_equal(batch_row(obs, i), s_obs)
         assert_info_row_equals_single(info, i, s_info)
     vec.action_space.seed(seed)
     rng = np.random.default_rng(seed)
@@ -94,7 +85,7 @@ def test_sub_envs_replay_single_envs_exactly(mode, case):
             else:
                 s_obs, s_r, s_term, s_trunc, s_info = s.step(a[i])
                 seen["repaired"] += s_info["metrics"]["repaired"]
-            assert deep_equal(row(obs, i), s_obs), (t, i)
+            assert deep_equal(batch_row(obs, i), s_obs), (t, i)
             assert reward[i] == s_r, (t, i, reward[i], s_r)
             assert terminated[i] == s_term and truncated[i] == s_trunc, (t, i)
             assert_info_row_equals_single(info, i, s_info)
@@ -148,13 +139,13 @@ def test_seed_list_reset_mask_and_instance_option():
     vec = make_vec(3, **kw)
     obs, _ = vec.reset(seed=[4, None, 6])
     single = gym.make(P4, **kw).unwrapped
-    assert deep_equal(row(obs, 2), single.reset(seed=6)[0])
-    assert deep_equal(row(obs, 0), row(make_vec(3, **kw).reset(seed=4)[0], 0))
+    assert deep_equal(batch_row(obs, 2), single.reset(seed=6)[0])
+    assert deep_equal(batch_row(obs, 0), batch_row(make_vec(3, **kw).reset(seed=4)[0], 0))
     vec.step(np.zeros((3, 4), dtype=np.int64))
     mask = np.array([False, True, False])
     obs, info = vec.reset(seed=[None, 9, None], options={"reset_mask": mask})
     assert np.array_equal(info["_t"], mask) and list(info["t"]) == [1, 0, 1]
-    assert deep_equal(row(obs, 1), single.reset(seed=9)[0])
+    assert deep_equal(batch_row(obs, 1), single.reset(seed=9)[0])
     assert list(obs["t"][:, 0]) == [1.0, 0.0, 1.0]
     vec.reset(seed=0, options={"scenario_seed": 5, "reset_mask": np.array([True, False, False])})
     assert vec.unwrapped.scenario_seeds[0] == 5
@@ -180,22 +171,8 @@ def test_metadata_spaces_and_masks(mode):
 
 
 def test_same_seed_same_trajectory_pickle_and_deepcopy():
-    def run(vec, steps):
-        rng = np.random.default_rng(1)
-        out = []
-        for _ in range(steps):
-            a = (rng.random((4, 4)) * 11).astype(np.int64)
-            out.append(vec.step(a))
-        return out
-
     kw = dict(QUEUE, action_mode="job", horizon=30)
-    a, b = make_vec(4, **kw), make_vec(4, **kw)
-    a.reset(seed=3)
-    b.reset(seed=3)
-    assert all(deep_equal(list(x), list(y)) for x, y in zip(run(a, 70), run(b, 70)))
-    for how in (lambda e: pickle.loads(pickle.dumps(e)), copy.deepcopy):
-        clone = how(a.unwrapped)
-        assert all(deep_equal(list(x), list(y)) for x, y in zip(run(a, 40), run(clone, 40)))
+    assert_vector_runs_repeat(lambda: make_vec(4, **kw), lambda vec, rng, t: (rng.random((4, 4)) * 11).astype(np.int64))
 
 
 def test_bad_actions_name_the_sub_env_and_change_nothing():

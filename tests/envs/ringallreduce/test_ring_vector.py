@@ -1,7 +1,6 @@
 """P3's native vector env (``action_mode="ring_size"``): every sub-env replays the single env exactly."""
 
 import copy
-import pickle
 
 import gymnasium as gym
 import numpy as np
@@ -9,7 +8,7 @@ import pytest
 from gymnasium.vector import AutoresetMode
 
 import clustergym  # noqa: F401
-from clustergym.testing import deep_equal
+from tests.helpers import assert_vector_runs_repeat, batch_row, deep_equal
 
 P3 = "clustergym/RingAllReduce-v0"
 SMALL = dict(action_mode="ring_size", num_servers=12, max_jobs=8, arrival_rate=3.0)
@@ -17,13 +16,6 @@ SMALL = dict(action_mode="ring_size", num_servers=12, max_jobs=8, arrival_rate=3
 
 def make_vec(n, **kw):
     return gym.make_vec(P3, num_envs=n, vectorization_mode="vector_entry_point", **kw)
-
-
-def row(tree, i):
-    """Sub-env i's part of a batched info (dropping the ``_key`` masks)."""
-    if isinstance(tree, dict):
-        return {k: row(v, i) for k, v in tree.items() if not k.startswith("_")}
-    return tree[i]
 
 
 def sizes(vec, rng, t):
@@ -39,13 +31,13 @@ def sizes(vec, rng, t):
 def assert_info_row(info, i, single_info, stepped):
     assert info["t"][i] == single_info["t"]
     assert np.array_equal(info["action_mask"][i], single_info["action_mask"])
-    assert deep_equal(row(info["window"], i), single_info["window"])
+    assert deep_equal(batch_row(info["window"], i), single_info["window"])
     if not stepped:
         assert not info.get("_feedback", np.zeros(len(info["t"]), bool))[i]
         return
     assert info["_feedback"][i] and info["_metrics"][i]
-    assert deep_equal(row(info["feedback"], i), single_info["feedback"])
-    m = row(info["metrics"], i)
+    assert deep_equal(batch_row(info["feedback"], i), single_info["feedback"])
+    m = batch_row(info["metrics"], i)
     assert set(m) == set(single_info["metrics"])
     for key, value in single_info["metrics"].items():
         if key == "link_util":  # summed in another order
@@ -73,7 +65,7 @@ def test_sub_envs_replay_single_envs_exactly(case):
     obs, info = vec.reset(seed=seed)
     for i, s in enumerate(singles):
         s_obs, s_info = s.reset(seed=seed + i)
-        assert deep_equal(row(obs, i), s_obs)
+        assert deep_equal(batch_row(obs, i), s_obs)
         assert_info_row(info, i, s_info, stepped=False)
     rng = np.random.default_rng(seed)
     ended = np.zeros(N, dtype=bool)
@@ -93,7 +85,7 @@ def test_sub_envs_replay_single_envs_exactly(case):
                 assert reward[i] == pytest.approx(s_info["feedback"]["gain"].sum())
             racks.add(s.problem.topology.num_racks)
             assert s.scenario_seed == vec.unwrapped.scenario_seeds[i]
-            assert deep_equal(row(obs, i), s_obs), (t, i)
+            assert deep_equal(batch_row(obs, i), s_obs), (t, i)
             assert reward[i] == s_r, (t, i, reward[i], s_r)
             assert terminated[i] == s_term and truncated[i] == s_trunc
             assert_info_row(info, i, s_info, stepped=not ended[i])
@@ -138,7 +130,7 @@ def test_raise_mode_gives_the_single_envs_message_and_a_rejected_step_changes_no
         obs, reward, *_ = vec.step(a)
         for i, s in enumerate(singles):
             s_obs, s_r, *_ = s.step(a[i])
-            assert deep_equal(row(obs, i), s_obs) and reward[i] == s_r, (t, i)
+            assert deep_equal(batch_row(obs, i), s_obs) and reward[i] == s_r, (t, i)
     assert seen >= {"eq. 6)", "eq. 2)", "eqs. 4, 19)"}, seen
 
 
@@ -195,14 +187,14 @@ def test_seed_list_reset_mask_and_instance_option():
     vec = make_vec(3, **kw)
     single = gym.make(P3, **kw).unwrapped
     obs, _ = vec.reset(seed=[4, None, 6])
-    assert deep_equal(row(obs, 0), single.reset(seed=4)[0])
-    assert deep_equal(row(obs, 2), single.reset(seed=6)[0])
+    assert deep_equal(batch_row(obs, 0), single.reset(seed=4)[0])
+    assert deep_equal(batch_row(obs, 2), single.reset(seed=6)[0])
     vec.step(np.zeros((3, 8), dtype=np.int64))
     mask = np.array([False, True, False])
     obs, info = vec.reset(seed=[None, 9, None], options={"reset_mask": mask, "scenario_seed": 7})
     assert np.array_equal(info["_t"], mask) and list(info["t"]) == [1, 0, 1]
     assert list(vec.unwrapped.scenario_seeds) == [0, 7, 0]
-    assert deep_equal(row(obs, 1), single.reset(seed=9, options={"scenario_seed": 7})[0])
+    assert deep_equal(batch_row(obs, 1), single.reset(seed=9, options={"scenario_seed": 7})[0])
     assert list(obs["t"][:, 0]) == [1.0, 0.0, 1.0]
     # without padding only instances with the construction instance's racks fit
     plain = make_vec(2, **SMALL, horizon=30)
@@ -216,18 +208,8 @@ def test_seed_list_reset_mask_and_instance_option():
 
 
 def test_same_seed_same_trajectory_and_copies_continue_identically():
-    def run(vec, steps, seed):
-        rng = np.random.default_rng(seed)
-        return [vec.step(sizes(vec, rng, t)) for t in range(steps)]
-
     kw = dict(SMALL, horizon=25, instances=range(4), max_racks=5)
-    a, b = make_vec(4, **kw), make_vec(4, **kw)
-    a.reset(seed=3)
-    b.reset(seed=3)
-    assert all(deep_equal(list(x), list(y)) for x, y in zip(run(a, 60, 1), run(b, 60, 1)))
-    for how in (lambda e: pickle.loads(pickle.dumps(e)), copy.deepcopy):
-        clone = how(a.unwrapped)
-        assert all(deep_equal(list(x), list(y)) for x, y in zip(run(a, 40, 2), run(clone, 40, 2)))
+    assert_vector_runs_repeat(lambda: make_vec(4, **kw), sizes, steps=60)
 
 
 def test_active_job_arrays_grow_past_their_first_capacity():
@@ -244,7 +226,7 @@ def test_active_job_arrays_grow_past_their_first_capacity():
         obs, r, *_ = vec.step(a)
         for i, s in enumerate(singles):
             s_obs, s_r, *_ = s.step(a[i])
-            assert deep_equal(row(obs, i), s_obs) and r[i] == s_r
+            assert deep_equal(batch_row(obs, i), s_obs) and r[i] == s_r
     assert vec.unwrapped.jobs_capacity > first
 
 
