@@ -1,23 +1,6 @@
 """Runner: agents × instances × seeds on one env, with common random numbers.
 
-A run is (agent, instance, seed). The **instance** is the scenario seed (env kwarg ``scenario_seed``:
-graph, demands, hidden means, topology, job list); the **seed** drives the dynamics (arrivals, realised
-utilities, service rates). Comparisons are made over instances (:mod:`clustergym.stats`): a result that
-holds on one instance may flip on the next.
-
-**Normalised score.** Where the env reports a bound, every run gets
-``score = (V − V_random) / (B − V_random)`` on the same instance and seed, where
-
-- ``V`` is the run's evaluated total: the expected reward (``Σ_t expected_reward``) when the env reports
-  it, else the total reward;
-- ``B`` is the bound: the per-slot oracle summed (``Σ_t oracle_reward``: P1's exact knapsack, P3's
-  per-slot MILP when enabled), else ``info["metrics"]["episode_bound"]`` at the last step (an upper bound
-  on the episode's total reward, e.g. P4's), else ``episode_best_static`` (P2: the best static allocation
-  in hindsight, eq. 6; an online policy may beat it, so P2 scores can exceed 1);
-- ``V_random`` is the evaluated total of the ``random`` agent on the same instance and seed (run for the
-  purpose when ``random`` is not among the agents; those runs go to ``reference_runs``).
-
-So ``random`` scores 0 and a policy that plays the oracle's actions scores 1.
+What a run is and how its normalised score is computed: :mod:`clustergym.evaluation`.
 
 The runner is four modules, one idea each; this module gathers their public names:
 
