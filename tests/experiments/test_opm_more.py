@@ -130,10 +130,9 @@ def test_the_experiments_run_alone_from_their_command(capsys):
     from clustergym.experiments.extra import cli, opm_more
 
     saved = dict(opm_more.HORIZON)
-    try:
-        cli.main(["opm", "--quick", "--horizon", "10", "--instances", "0-1", "--workers", "1"])
-    finally:
-        opm_more.HORIZON.update(saved)
+    cli.main(["opm", "--quick", "--horizon", "10", "--instances", "0-1", "--workers", "1"])
+    assert opm_more.HORIZON == saved  # the command's horizon is an argument, not a change to the module
+    assert opm_more.price_plan(True, [0], horizon=10)["horizon"] == 10
     assert "price" in capsys.readouterr().out.lower()
     with pytest.raises(SystemExit, match="usage"):
         cli.main(["nope"])

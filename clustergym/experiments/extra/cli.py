@@ -87,10 +87,8 @@ def opm_main(argv=None) -> None:
     if a.instances:
         lo, hi = map(int, a.instances.split("-"))
         insts = list(range(lo, hi + 1))
-    if a.horizon:
-        opm_more.HORIZON["quick" if a.quick else "full"] = a.horizon
     with worker_pool(a.workers):
-        pw = opm_more.price_sweep(a.quick, a.workers, True, insts)
+        pw = opm_more.price_sweep(a.quick, a.workers, True, insts, horizon=a.horizon)
     print(opm_more.section({"quick": a.quick, "price": pw}))
 
 

@@ -204,9 +204,10 @@ def fig3_step_rows(main_sw: dict) -> list[dict]:
 # -- the price-rule ablation ---------------------------------------------------------------------
 
 
-def price_plan(quick: bool, instances=None, tiny: bool = False) -> dict:
-    """Configurations ``{(scale, machines, price): env kwargs}``, instances and seeds of the ablation."""
-    H = HORIZON["tiny" if tiny else "quick" if quick else "full"]
+def price_plan(quick: bool, instances=None, tiny: bool = False, horizon: int | None = None) -> dict:
+    """Configurations ``{(scale, machines, price): env kwargs}``, instances and seeds of the ablation
+    (``horizon``: replaces the mode's number of slots)."""
+    H = horizon or HORIZON["tiny" if tiny else "quick" if quick else "full"]
     cells = QUICK_MACHINES if quick else tuple(MACHINES)
     configs = {(s, m, p): dict(MACHINES[s, m], horizon=H, beta=0.7, load=1.0, price=p)
                for (s, m) in cells for p in PRICES}
@@ -218,10 +219,11 @@ def _task(args, report=None):
     return episode(*args)
 
 
-def price_sweep(quick: bool, workers: int = 1, progress: bool = False, instances=None, tiny: bool = False) -> dict:
+def price_sweep(quick: bool, workers: int = 1, progress: bool = False, instances=None, tiny: bool = False,
+                horizon: int | None = None) -> dict:
     """Every run of :func:`price_plan`; the OPM-noest runs have ``oracle=True`` and report the bound (the
     oracle only measures: the dynamics are the same)."""
-    pl = price_plan(quick, instances, tiny)
+    pl = price_plan(quick, instances, tiny, horizon)
     tasks = [(dict(kw, scenario_seed=i, oracle=a == "opm-noest"), a, 100 * i + sd) for kw in pl["configs"].values()
              for i in pl["instances"] for sd in pl["seeds"] for a in pl["agents"]]
     t0 = time.perf_counter()
