@@ -31,6 +31,7 @@ import re
 import shutil
 import subprocess
 import time
+from dataclasses import replace
 from typing import Sequence
 
 import numpy as np
@@ -38,7 +39,7 @@ import numpy as np
 from clustergym.agent import env_family, list_agents
 from clustergym.family import family_spec
 from clustergym.experiments.drl_plan import FULL_OUT, HORIZON, PLAN, QUICK, TRAIN_SEED_OFFSET, EnvPlan, Learner
-from clustergym.experiments.drl_report import _Agents, _env_table, _plot_curves
+from clustergym.experiments.drl_report import _Agents, _env_table, _plot_curves, ablation_table
 from clustergym.learning.agent import check_norm_file, check_side_car
 from clustergym.learning.hyperparams import load_hyperparams
 from clustergym.learning.instances import DEFAULT_TRAIN_INSTANCES
@@ -63,14 +64,18 @@ class CellError(ValueError):
 
 
 def plan_for(key: str, quick: bool = False) -> EnvPlan:
+    """The env's plan; with ``quick``, its :data:`QUICK` learners (main rows and the named ablation rows), held-out
+    instances 0-4 at seed 0 (P3: instance = seed 0-4) and the short default-horizon check."""
     if key not in PLAN:
         raise ValueError(f"env {key!r} is not in the benchmark: expected one of {', '.join(PLAN)}")
     p = PLAN[key]
     if not quick:
         return p
-    inst = p.eval_instances
-    return EnvPlan(p.key, p.env_id, p.learners, inst, QUICK["eval_seeds"] if inst is not None else tuple(range(5)),
-                   inst, QUICK["eval_seeds"] if inst is not None else tuple(range(5)), p.note)
+    keep = tuple(lr for lr in p.learners if not lr.ablation or lr.name in QUICK["learners"])
+    inst = None if p.eval_instances is None else tuple(QUICK["eval_instances"])
+    seeds = tuple(QUICK["eval_seeds"]) if inst is not None else tuple(range(5))
+    return replace(p, learners=keep, eval_instances=inst, eval_seeds=seeds,
+                   default_horizon=QUICK["default_horizon"] if p.default_horizon else None)
 
 
 def _commit() -> str:
@@ -455,7 +460,7 @@ def _run_planned(out, plan, *, quick, workers, progress, figures, learners, log,
         agents = [a for v in learner_cells.values() for a in v] + [paper] + others
         log(f"drl: evaluating {p.key} ({len(agents)} agents on "
             + (f"instances {list(p.eval_instances)} x seeds {list(p.eval_seeds)}" if p.eval_instances is not None
-               else f"instances = seeds {p.eval_seeds[0]}-{p.eval_seeds[-1]}") + ")")
+               else f"instances = seeds {p.eval_seeds[0]}-{p.eval_seeds[-1]}") + f", {horizon} slots)")
         res = evaluate(p.env_id, agents, list(p.eval_seeds), horizon, instances=p.eval_instances,
                        workers=workers, progress=progress)
         res.write(os.path.join(out, p.key, "eval"), plots=False)
@@ -463,12 +468,12 @@ def _run_planned(out, plan, *, quick, workers, progress, figures, learners, log,
         for r in res.runs:
             if r.agent in learned and r.trained_on:
                 raise RuntimeError(f"{r.agent} was evaluated on instance {r.instance}, one it trained on")
-        # Reference lines of the curves: on the same (instance, seed) pairs as the curve points.
-        pairs = {(i, s) for i in (p.curve_instances or [None]) for s in p.curve_seeds}
+        # Reference lines of the curves: the same agents on the curve's (validation) runs.
+        curve_refs = evaluate(p.env_id, [paper, *others], list(p.curve_seeds), horizon,
+                              instances=p.curve_instances, workers=workers, progress=False, score=False)
 
         def on_curve(agent):
-            v = [r.total_reward for r in res.runs if r.agent == agent and
-                 ((r.instance if p.curve_instances is not None else None), r.seed) in pairs]
+            v = [r.total_reward for r in curve_refs.runs if r.agent == agent]
             return float(np.mean(v)) if v else math.nan
 
         rand_curve = on_curve("random")
@@ -477,10 +482,16 @@ def _run_planned(out, plan, *, quick, workers, progress, figures, learners, log,
             steps = np.mean([[pt["steps_trained"] for pt in s] for s in seeds_pts], axis=0)
             above = [int(st) for st, m in zip(steps, mean) if m > rand_curve]
             metas[name]["beats_random_from"] = above[0] if above else None
-        rows, table = _env_table(p, res, {k: _Agents(v, metas[k]) for k, v in learner_cells.items()}, paper)
+        main = {lr.name for lr in p.main_rows() if lr.name in learner_cells}
+        main_cells = {k: _Agents(v, metas[k]) for k, v in learner_cells.items() if k in main}
+        rows, table = _env_table(p, res, main_cells, paper)
         best = next((r["learner"] for r in rows if not r["learned"] and r["learner"] not in (paper, "random")), None)
-        refs = {f"{a} (held-out)": on_curve(a) for a in dict.fromkeys([paper, best, "random"]) if a}
-        fig = _plot_curves(p, curves, refs, os.path.join(out, f"drl_{p.key}_curves.png"), horizon)
+        abl_rows, abl_table = ablation_table(p, res, {k: _Agents(v, metas[k]) for k, v in learner_cells.items()},
+                                             paper)
+        refs = {f"{a} (validation)": on_curve(a) for a in dict.fromkeys([paper, best, "random"]) if a}
+        shown = {lr.name for lr in p.learners if lr.ablation in ("", "budget")}  # the other ablations: the table
+        fig = _plot_curves(p, {k: v for k, v in curves.items() if k in shown}, refs,
+                           os.path.join(out, f"drl_{p.key}_curves.png"), horizon)
         fig_paths.append(fig)
         if figures:
             os.makedirs(figures, exist_ok=True)
@@ -488,11 +499,31 @@ def _run_planned(out, plan, *, quick, workers, progress, figures, learners, log,
         design = (f"held-out instances {', '.join(map(str, p.eval_instances))} x seeds "
                   f"{', '.join(map(str, p.eval_seeds))}" if p.eval_instances is not None else
                   f"{len(p.eval_seeds)} held-out instances, instance = seed {p.eval_seeds[0]}-{p.eval_seeds[-1]}")
-        md += [f"### {p.key.upper()} {p.env_id}", "", f"Evaluated on {design} (runner, results.json in "
-               f"`{os.path.join(p.key, 'eval')}`); learning curve: `{os.path.basename(fig)}`."
+        curve_design = (f"validation instances {', '.join(map(str, p.curve_instances))} at seed "
+                        f"{', '.join(map(str, p.curve_seeds))}" if p.curve_instances is not None else
+                        f"validation instance = seed {p.curve_seeds[0]}-{p.curve_seeds[-1]}")
+        md += [f"### {p.key.upper()} {p.env_id}", "", f"Evaluated on {design}, {horizon} slots (runner, results.json "
+               f"in `{os.path.join(p.key, 'eval')}`); learning curves on {curve_design}: `{os.path.basename(fig)}`."
                + (f" {p.note}" if p.note else ""), "", table, ""]
-        summary["envs"][p.key] = {"env_id": p.env_id, "paper": paper, "rows": rows, "figure": os.path.basename(fig),
-                                  "eval": {"instances": p.eval_instances, "seeds": list(p.eval_seeds)}}
+        env_summary = {"env_id": p.env_id, "paper": paper, "rows": rows, "figure": os.path.basename(fig),
+                       "eval": {"instances": p.eval_instances, "seeds": list(p.eval_seeds), "horizon": horizon},
+                       "ablation": abl_rows}
+        if abl_rows:
+            md += [f"Ablation ({horizon} slots, the same held-out runs): each row changes one thing of its base "
+                   "row; \"vs base\" is the paired relative difference over instances.", "", abl_table, ""]
+        if p.default_horizon and main_cells:
+            dh = int(p.default_horizon)
+            ref_agents = list(dict.fromkeys([paper, *([best] if best else []), "random"]))
+            dagents = [a for v in main_cells.values() for a in v] + ref_agents
+            log(f"drl: evaluating {p.key} at the env's default horizon ({len(dagents)} agents, {dh} slots)")
+            dres = evaluate(p.env_id, dagents, list(p.eval_seeds), dh, instances=p.eval_instances,
+                            workers=workers, progress=progress)
+            dres.write(os.path.join(out, p.key, f"eval-h{dh}"), plots=False)
+            drows, dtable = _env_table(p, dres, main_cells, paper, best=best)
+            md += [f"At the env's default horizon, {dh} slots (the models trained at {horizon}; the same held-out "
+                   f"instances and seeds; results.json in `{os.path.join(p.key, f'eval-h{dh}')}`):", "", dtable, ""]
+            env_summary["default_horizon"] = {"horizon": dh, "rows": drows}
+        summary["envs"][p.key] = env_summary
     summary["wall_s"] = time.perf_counter() - t_start
     summary["train_elapsed_s"] = train_elapsed
     md.append(f"Total wall time of this invocation: {summary['wall_s'] / 60:.1f} min ({len(todo)} cells trained; "

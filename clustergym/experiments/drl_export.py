@@ -24,9 +24,9 @@ def check_export(quick: bool, learners: Sequence[str] | None, envs: Sequence[str
                          "budgets): drop one of them")
     if learners:
         for k in envs or PLAN:
-            missing = [lr.name for lr in PLAN[k].learners if lr.name not in learners]
+            missing = [lr.name for lr in PLAN[k].main_rows() if lr.name not in learners]
             if missing:
-                raise ValueError(f"--export-pretrained picks the best of all learners of an env; --learners leaves out "
+                raise ValueError(f"--export-pretrained picks the best of the main learners of an env; --learners leaves out "
                                  f"{', '.join(missing)} of {k}: drop --learners")
 
 
@@ -47,10 +47,10 @@ def prepare_export(out: str, key: str) -> tuple[dict, dict, str, int]:
         raise ValueError(f"--export-pretrained: {out}/summary.json is not the full benchmark (quick or another horizon)")
     rows = [r for r in env["rows"] if isinstance(r, dict) and r.get("learned")]
     names = {r.get("learner") for r in rows}
-    missing = [lr.name for lr in PLAN[key].learners if lr.name not in names]
+    missing = [lr.name for lr in PLAN[key].main_rows() if lr.name not in names]
     if missing:
         raise ValueError(f"--export-pretrained: {key}'s table lacks {', '.join(missing)}; the best learner is chosen "
-                         "among all of them: run the benchmark without --learners first")
+                         "among the main rows: run the benchmark without --learners first")
     seeds = summ.get("training_seeds")
     if not isinstance(seeds, list) or not seeds or not all(isinstance(x, int) and x >= 0 for x in seeds):
         raise ValueError(f"--export-pretrained: {out}/summary.json has no training seeds")

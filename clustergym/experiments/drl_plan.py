@@ -4,7 +4,8 @@ training seeds and held-out instances (:data:`PLAN`), and the CI-sized ``--quick
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-__all__ = ["Learner", "EnvPlan", "PLAN", "HORIZON", "QUICK", "FULL_OUT", "TRAIN_SEED_OFFSET"]
+__all__ = ["Learner", "EnvPlan", "PLAN", "HORIZON", "QUICK", "FULL_OUT", "TRAIN_SEED_OFFSET", "MAIN_BUDGET",
+           "ABLATION_BUDGET", "HELD_OUT", "EVAL_SEEDS", "UNTUNED_PPO"]
 
 HORIZON = 200  # slots per training episode and per evaluation run (P3's default; P1, P2, P4 default to 2000)
 TRAIN_SEED_OFFSET = 100  # training seed s trains with SB3 seed 100 + s (envs 100+s, 101+s, ...): disjoint from
@@ -13,7 +14,13 @@ TRAIN_SEED_OFFSET = 100  # training seed s trains with SB3 seed 100 + s (envs 10
 
 @dataclass(frozen=True)
 class Learner:
-    """One row of the table: an algorithm with its ``train`` options and step budget (env steps)."""
+    """One row of the tables: an algorithm with its ``train`` options and step budget (env steps).
+
+    A *main* row (``ablation == ""``) is a learner the benchmark puts forward: it is scored beside the paper
+    policy and the baselines at the training horizon and at the env's default horizon, and ``--export-pretrained``
+    chooses among these rows. An *ablation* row changes one thing of its ``base`` row (``ablation`` names what:
+    discount, action mode, network, pool size, budget, tuning, warm start) and is reported as the paired
+    difference to it on the same held-out runs."""
 
     name: str
     algo: str
@@ -21,11 +28,13 @@ class Learner:
     options: dict = field(default_factory=dict)  # clustergym.learning.training.train keyword arguments
     quick_budget: int = 1024
     note: str = ""
+    ablation: str = ""  # "" = a main row; else the factor this row changes relative to ``base``
+    base: str = ""  # the row of the same env this one is compared with (ablation rows)
 
     def config(self, quick: bool) -> dict:
         opts = self.options
         if quick and self.algo in ("ppo", "maskable_ppo"):  # two short rollouts, so the quick curve has an update
-            opts = {**opts, "hyperparams": {"n_steps": 128, "batch_size": 128, **opts.get("hyperparams", {})}}
+            opts = {**opts, "hyperparams": {**opts.get("hyperparams", {}), "n_steps": 128, "batch_size": 128}}
         if quick and "warm_start" in opts:  # a short cloning phase: the same code path, not 20,000 teacher slots
             opts = {**opts, "bc_steps": QUICK["bc_steps"], "bc_epochs": QUICK["bc_epochs"]}
         return {"name": self.name, "algo": self.algo, "budget": self.quick_budget if quick else self.budget,
@@ -44,50 +53,83 @@ class EnvPlan:
     curve_instances: tuple[int, ...] | None
     curve_seeds: tuple[int, ...]
     note: str = ""
+    default_horizon: int | None = None  # also evaluated at this horizon (the env's default): main rows, the paper
+    # policy, the best baseline at the training horizon and random; None: the training horizon is the default
+
+    def main_rows(self) -> tuple[Learner, ...]:
+        return tuple(lr for lr in self.learners if not lr.ablation)
 
 
-# SAC on P2: the padded action has 336 x 6 = 2,016 dimensions; with SB3's default of one gradient step per env
-# step SAC trained at 7 env-steps/s here (2,000 steps in 302 s), so one gradient step per 8 env steps.
-_SAC_P2 = {"train_freq": 8, "gradient_steps": 1}
+MAIN_BUDGET = 1_000_000  # env steps of a main row (a cell: about 4-8 min on this 2-core machine)
+ABLATION_BUDGET = 100_000  # env steps of an ablation row and of its base (the "budget" row compares the two)
+HELD_OUT = tuple(range(15))  # the evaluation instances (scenario seeds), disjoint from the pool and validation
+EVAL_SEEDS = (0, 1)  # dynamics seeds of every held-out instance
+CURVE_INSTANCES = tuple(range(910, 915))  # learning curves: validation instances (not the tuning ones, 900-909)
+POOL_SMALL = tuple(range(1000, 1010))  # the pool-size ablation: 10 training instances instead of 100
+
+# The hyperparameters every env trained with before tuning (the shared PPO setting; the discount per problem,
+# chosen on validation instances): the "untuned" rows pin them, so they do not follow the tuned yml entries.
+UNTUNED_PPO = {"n_steps": 512, "batch_size": 256, "n_epochs": 10, "learning_rate": 0.0003, "gae_lambda": 0.95,
+               "clip_range": 0.2, "ent_coef": 0.0}
+_UNTUNED_GAMMA = {"p1": 0.0, "p2": 0.0, "p3": 0.99, "p4": 0.99}
+
+
+def _rows(key: str, *, discount: float, action_mode: tuple[str, dict, str] | None, entity: bool,
+          warm_start: str | None = None) -> tuple[Learner, ...]:
+    """The main row (``ppo``, the yml entry: tuned where a tuning record exists) and its ablation rows, every
+    ablation at :data:`ABLATION_BUDGET` against ``ppo-100k`` (the main row's learner at that budget)."""
+    base = "ppo-100k"
+    rows = [Learner("ppo", "ppo", MAIN_BUDGET, quick_budget=2048,
+                    note="the hyperparameter file's entry (tuned values where its tuning record is shipped)"),
+            Learner(base, "ppo", ABLATION_BUDGET, ablation="budget", base="ppo",
+                    note=f"the main row's learner at {ABLATION_BUDGET:,} env steps; the base of every other ablation"),
+            Learner("ppo-100k-untuned", "ppo", ABLATION_BUDGET,
+                    {"hyperparams": {**UNTUNED_PPO, "gamma": _UNTUNED_GAMMA[key]}}, ablation="tuning", base=base,
+                    note="the shared PPO setting every env trained with before tuning"),
+            Learner(f"ppo-100k-gamma{discount:g}", "ppo", ABLATION_BUDGET, {"hyperparams": {"gamma": discount}},
+                    ablation="discount", base=base, note=f"discount {discount:g} instead of the entry's"),
+            Learner("ppo-100k-pool10", "ppo", ABLATION_BUDGET, {"instances": list(POOL_SMALL)}, ablation="pool size",
+                    base=base, note="10 training instances (1000-1009) instead of 100 (1000-1099)")]
+    if action_mode is not None:
+        name, kwargs, note = action_mode
+        rows.append(Learner(f"ppo-100k-{name}", "ppo", ABLATION_BUDGET, kwargs, ablation="action mode", base=base,
+                            note=note))
+    if entity:
+        rows.append(Learner("ppo-100k-entity", "ppo", ABLATION_BUDGET, {"net": "entity"}, ablation="network",
+                            base=base, note="the per-entity network (shared weights, pooling) instead of the flat MLP"))
+    if warm_start is not None:  # the teacher acts in the paper's action: the row's base is the action-mode row
+        assert action_mode is not None
+        name, kwargs, _ = action_mode
+        rows.append(Learner(f"bc({warm_start})+ppo-100k-{name}", "ppo", ABLATION_BUDGET,
+                            {**kwargs, "warm_start": warm_start}, ablation="warm start", base=f"ppo-100k-{name}",
+                            note=f"behaviour cloning of {warm_start} on training instances (in its own action, "
+                                 f"action_mode={name!r}), then fine-tuning"))
+    return tuple(rows)
+
 
 PLAN: dict[str, EnvPlan] = {
-    "p1": EnvPlan("p1", "clustergym/MultiServerChannel-v0", (
-        Learner("ppo", "ppo", 100_000),
-        Learner("maskable_ppo", "maskable_ppo", 100_000),
-        Learner("maskable_ppo+entity", "maskable_ppo", 50_000, {"net": "entity"},
-                note="per-channel network with shared weights and pooling (clustergym.learning.entity)"),
-        Learner("bc(esdp)+maskable_ppo", "maskable_ppo", 50_000, {"warm_start": "esdp", "bc_steps": 5_000},
-                note=("behaviour cloning from ESDP on 5,000 slots of training instances (ESDP takes about 40 ms a "
-                      "slot), then fine-tuning")),
-    ), (0, 1, 2, 3, 4), (0, 1, 2), (0, 1, 2, 3, 4), (0,)),
-    "p2": EnvPlan("p2", "clustergym/MultiServerAllocation-v0", (
-        Learner("ppo", "ppo", 100_000),
-        Learner("sac", "sac", 10_000, {"hyperparams": _SAC_P2}, quick_budget=256,
-                note="one gradient step per 8 env steps (2,016 action dimensions)"),
-        Learner("bc(drf)+ppo", "ppo", 100_000, {"warm_start": "drf", "env_kwargs": {"action_mode": "channel"}},
-                note=("behaviour cloning from DRF (the best baseline at this horizon) on training instances, in the "
-                      "paper's channel action (DRF's own)")),
-    ), (0, 1, 2, 3, 4), (0, 1, 2), (0, 1, 2, 3, 4), (0,)),
-    "p3": EnvPlan("p3", "clustergym/RingAllReduce-v0", (
-        Learner("ppo", "ppo", 50_000),
-        Learner("ppo-ring_size", "ppo", 50_000, {"env_kwargs": {"action_mode": "ring_size"}},
-                note=("the action is a ring size per visible job, placed by the env's greedy ring placement "
-                      "(action_mode='ring_size'; the paper policy and the baselines keep their placement action: "
-                      "the dynamics are the same)")),
-        Learner("bc(greedy)+ppo-ring_size", "ppo", 50_000,
-                {"env_kwargs": {"action_mode": "ring_size"}, "warm_start": "greedy"},
-                note="behaviour cloning from greedy's ring sizes, then fine-tuning, in ring_size mode"),
-    ), None, tuple(range(15)), None, tuple(range(5)),
+    "p1": EnvPlan("p1", "clustergym/MultiServerChannel-v0", _rows("p1", discount=0.99, action_mode=None, entity=True),
+        HELD_OUT, EVAL_SEEDS, CURVE_INSTANCES, (0,), default_horizon=2000,
+        note="P1 has one action space (a channel subset, MultiBinary): no action-mode row."),
+    "p2": EnvPlan("p2", "clustergym/MultiServerAllocation-v0", _rows(
+        "p2", discount=0.99, entity=True,
+        action_mode=("channel", {"env_kwargs": {"action_mode": "channel"}},
+                     "the paper's action: one fraction per channel and device type (a 2,004-dim Gaussian)")),
+        HELD_OUT, EVAL_SEEDS, CURVE_INSTANCES, (0,), default_horizon=2000),
+    "p3": EnvPlan("p3", "clustergym/RingAllReduce-v0", _rows(
+        "p3", discount=0.0, entity=False,
+        action_mode=("placement", {"env_kwargs": {"action_mode": "placement"}},
+                     "GADGET's placement action (GPUs per job and server, 1,600 dimensions)")),
+        None, tuple(range(30)), None, tuple(range(900, 905)),
         note=("P3's instances (scenario seeds) differ only in the topology, which does not change any agent's "
-              "total at the default load: the job list comes from the dynamics seed. So "
-              "P3 is evaluated on 15 instances with instance = seed (each its own topology and job list), "
-              "not on 5 instances x 3 seeds (which would be 3 job lists).")),
-    "p4": EnvPlan("p4", "clustergym/ApproxJobs-v0", (
-        Learner("ppo", "ppo", 100_000),
-        Learner("maskable_ppo", "maskable_ppo", 100_000),
-        Learner("bc(fair)+maskable_ppo", "maskable_ppo", 100_000, {"warm_start": "fair"},
-                note="behaviour cloning from Fair (the best baseline at this horizon) on training instances"),
-    ), (0, 1, 2, 3, 4), (0, 1, 2), (0, 1, 2, 3, 4), (0,)),
+              "total at the default load: the job list comes from the dynamics seed. So P3 is evaluated on 30 "
+              "held-out instances with instance = seed 0-29 (each its own topology and job list); its curves on "
+              "instance = seed 900-904. P3 has no per-entity network: no network row.")),
+    "p4": EnvPlan("p4", "clustergym/ApproxJobs-v0", _rows(
+        "p4", discount=0.99, entity=True, warm_start="fair",
+        action_mode=("machine", {"env_kwargs": {"action_mode": "machine"}},
+                     "the paper's action: a job per machine (Algorithm 1's form) instead of a level per job")),
+        HELD_OUT, EVAL_SEEDS, CURVE_INSTANCES, (0,), default_horizon=2000),
 }
 
 # Learner names become folder names inside sb3: agent specs, so none of the spec syntax ([ ] , =).
@@ -95,5 +137,8 @@ assert all(set(lr.name).isdisjoint("[],= ") for p in PLAN.values() for lr in p.l
 
 # --quick: CI-sized; same learners and code paths, tiny budgets, 2 training seeds, short runs.
 QUICK = {"horizon": 50, "seeds": (0, 1), "eval_seeds": (0,), "envs": ("p4",), "bc_steps": 400, "bc_epochs": 5,
-         "out": "runs/drl-quick"}
+         "out": "runs/drl-quick", "learners": ("ppo", "ppo-100k", "ppo-100k-machine", "bc(fair)+ppo-100k-machine"), "eval_instances": (0, 1, 2, 3, 4),
+         "default_horizon": 100}
+# --quick trains the main row, the ablations' base and the warm-started row (the code paths of both tables and of
+# behaviour cloning), evaluates on instances 0-4 at seed 0 at 50 slots, and the main rows again at 100 slots.
 FULL_OUT = "runs/drl"  # the default --out of the full benchmark (--quick has its own: QUICK["out"])

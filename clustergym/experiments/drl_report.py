@@ -12,7 +12,7 @@ from clustergym.experiments.drl_plan import EnvPlan
 from clustergym.plots import agent_color, figure, figure_legend, mean_band, reference_color, save
 from clustergym.stats import fmt_ci, mean_ci, paired_comparison, verdict
 
-__all__ = ["env_table", "plot_curves"]
+__all__ = ["env_table", "plot_curves", "ablation_table"]
 
 
 def _fmt_cmp(c) -> str:
@@ -24,10 +24,61 @@ def _best_baseline(res, paper: str, learned: set[str]) -> str | None:
     return max(rows, key=lambda s: s["mean_total_reward"])["agent"] if rows else None
 
 
-def _env_table(plan: EnvPlan, res, cells: dict, paper: str) -> tuple[list[dict], str]:
-    """Rows (learners, then the paper policy, the best baseline and random) and the markdown table."""
+def _values_of(res, agents: Sequence[str], key: str = "total_reward") -> dict:
+    """Per instance (instance = seed where the plan has no instances): the mean of ``key`` over the agents' runs
+    (training seeds and dynamics seeds together)."""
+    groups: dict = {}
+    for r in res.runs:
+        if r.agent in agents:
+            v = getattr(r, key)
+            if v is not None:
+                groups.setdefault(r.instance if r.instance is not None else r.seed, []).append(float(v))
+    return {k: float(np.mean(v)) for k, v in groups.items()}
+
+
+def _scores(res, agents: Sequence[str], paper: str) -> dict:
+    """Per instance normalised score; P3 (no bound): (V − V_random) / (V_paper − V_random)."""
+    if any(r.score is not None for r in res.runs):
+        return _values_of(res, agents, "score")
+    v, rand, pap = _values_of(res, agents), _values_of(res, ["random"]), _values_of(res, [paper])
+    return {k: (v[k] - rand[k]) / (pap[k] - rand[k]) if abs(pap[k] - rand[k]) > 1e-12 else math.nan for k in v}
+
+
+def ablation_table(plan: EnvPlan, res, cells: dict, paper: str) -> tuple[list[dict], str]:
+    """One row per ablation row of ``plan`` whose cells and base are in ``cells``: what it changes, its budget,
+    its held-out score with a 95% interval over instances, and the paired relative difference of its total to
+    its base row's (mean over instances, 95% t-interval, wins/losses, the verdict of "differs from the base")."""
+    rows, lines = [], []
+    for lr in plan.learners:
+        if not lr.ablation or lr.name not in cells or lr.base not in cells:
+            continue
+        sc = mean_ci([x for x in _scores(res, cells[lr.name], paper).values() if math.isfinite(x)])
+        c = paired_comparison(_values_of(res, cells[lr.name]), _values_of(res, cells[lr.base]), agent=lr.name,
+                              reference=lr.base)
+        word = ("higher" if c.low > 0 else "lower" if c.high < 0 else "no difference resolved")
+        rows.append({"learner": lr.name, "ablation": lr.ablation, "base": lr.base, "note": lr.note,
+                     "budget": cells[lr.name].meta["budget"], "score": sc.mean, "score_low": sc.low,
+                     "score_high": sc.high, "vs_base": {"mean": c.mean, "low": c.low, "high": c.high, "wins": c.wins,
+                                                        "losses": c.losses, "ties": c.ties, "text": _fmt_cmp(c),
+                                                        "reading": word},
+                     "train_wall_s": cells[lr.name].meta["train_wall_s"] + cells[lr.name].meta["bc_wall_s"]})
+    if not rows:
+        return rows, ""
+    lines = ["| changes | row | vs base | budget (env steps) | wall / seed | score [95% CI] | vs base [95% CI] W/L | "
+             "reading |", "|" + "---|" * 8]
+    for r in rows:
+        ci = (f"{r['score']:.3f} [{r['score_low']:.3f}, {r['score_high']:.3f}]" if math.isfinite(r["score_low"])
+              else f"{r['score']:.3f}")
+        lines.append(f"| {r['ablation']} | {r['learner']} | {r['base']} | {r['budget']:,} | {r['train_wall_s']:.0f} s | "
+                     f"{ci} | {r['vs_base']['text']} | {r['vs_base']['reading']} |")
+    return rows, "\n".join(lines)
+
+
+def _env_table(plan: EnvPlan, res, cells: dict, paper: str, best: str | None = None) -> tuple[list[dict], str]:
+    """Rows (learners, then the paper policy, the best baseline and random) and the markdown table. ``best``:
+    the baseline to compare with (default: the one with the highest mean total in ``res``)."""
     learned = {a for agents in cells.values() for a in agents}
-    best = _best_baseline(res, paper, learned)
+    best = best or _best_baseline(res, paper, learned)
 
     def values(agents: Sequence[str], key: str = "total_reward") -> dict:
         groups: dict = {}

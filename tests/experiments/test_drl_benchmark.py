@@ -11,7 +11,9 @@ pytest.importorskip("stable_baselines3")
 from clustergym.cli import main  # noqa: E402
 from clustergym.learning import benchmark  # noqa: E402
 
-QUICK_LEARNERS = [lr.name for lr in benchmark.PLAN["p4"].learners]
+QUICK_LEARNERS = [lr.name for lr in benchmark.plan_for("p4", quick=True).learners]
+MAIN = [lr.name for lr in benchmark.PLAN["p4"].main_rows()]
+ABLATIONS = [n for n in QUICK_LEARNERS if n not in MAIN]
 
 
 @pytest.fixture(scope="module")
@@ -26,10 +28,10 @@ def test_quick_benchmark_trains_evaluates_held_out_and_writes_the_table(quick_ru
     out, summ, _ = quick_run
     env = summ["envs"]["p4"]
     rows = {r["learner"]: r for r in env["rows"]}
-    # every learner of P4, then the paper policy, the best baseline and random
-    assert [r["learner"] for r in env["rows"] if r["learned"]] == QUICK_LEARNERS
+    # the main rows of P4, then the paper policy, the best baseline and random; the ablation rows in their table
+    assert [r["learner"] for r in env["rows"] if r["learned"]] == MAIN and ABLATIONS
     assert "opm" in rows and "random" in rows and sum(not r["learned"] for r in env["rows"]) == 3
-    for name in QUICK_LEARNERS:
+    for name in MAIN:
         r = rows[name]
         assert len(r["per_seed_score"]) == 2  # --quick: 2 training seeds
         assert r["n_instances"] == 5 and r["budget"] >= 1024
@@ -39,6 +41,7 @@ def test_quick_benchmark_trains_evaluates_held_out_and_writes_the_table(quick_ru
     table = (out / "table.md").read_text()
     for name in [*QUICK_LEARNERS, "opm", "random"]:
         assert f"| {name} |" in table or f"| *{name}* |" in table
+    assert [r["learner"] for r in env["ablation"]] == ABLATIONS
     assert "held-out instances 0, 1, 2, 3, 4" in table and (out / "drl_p4_curves.png").stat().st_size > 0
     # the final models were scored by the runner on instances outside their training pool
     res = json.loads((out / "p4" / "eval" / "results.json").read_text())
@@ -56,18 +59,41 @@ def test_quick_benchmark_trains_evaluates_held_out_and_writes_the_table(quick_ru
                 vals.setdefault(r["instance"], []).append(r["total_reward"])
         return {k: sum(v) / len(v) for k, v in vals.items()}
 
-    for name in QUICK_LEARNERS:
-        mine = per_instance({r["agent"] for r in sb3 if f"/{name}/seed" in r["agent"]})
+    def cells(name):
+        return {r["agent"] for r in sb3 if f"/{name}/seed" in r["agent"]}
+
+    for name in MAIN:
         for ref, agent in (("vs_random", "random"), ("vs_paper", "opm")):
-            c = paired_comparison(mine, per_instance({agent}))
+            c = paired_comparison(per_instance(cells(name)), per_instance({agent}))
             assert rows[name][ref]["mean"] == pytest.approx(c.mean) and rows[name][ref]["wins"] == c.wins
-    # learning curves: a point before training and one at the end, per training seed, on held-out instances
+    # an ablation row is its paired difference to its base row on the same runs
+    plan = {lr.name: lr for lr in benchmark.PLAN["p4"].learners}
+    for r in env["ablation"]:
+        assert r["base"] == plan[r["learner"]].base and r["ablation"] == plan[r["learner"]].ablation
+        c = paired_comparison(per_instance(cells(r["learner"])), per_instance(cells(r["base"])))
+        assert r["vs_base"]["mean"] == pytest.approx(c.mean) and r["vs_base"]["wins"] == c.wins
+        assert r["vs_base"]["reading"] == ("higher" if c.low > 0 else "lower" if c.high < 0 else
+                                           "no difference resolved")
+    # the main rows again at the env's default horizon (here the quick one), beside the same references
+    dh = env["default_horizon"]
+    assert dh["horizon"] == benchmark.QUICK["default_horizon"]
+    dres = json.loads((out / "p4" / f"eval-h{dh['horizon']}" / "results.json").read_text())
+    assert dres["horizon"] == dh["horizon"]
+    assert {r["learner"] for r in dh["rows"]} == {*MAIN, "opm", rows_best(env), "random"}
+    assert f"default horizon, {dh['horizon']} slots" in table
+    # learning curves: a point before training and one at the end, per training seed, on validation instances
+    budget = {lr.name: lr.config(True)["budget"] for lr in benchmark.plan_for("p4", quick=True).learners}
     for name in QUICK_LEARNERS:
         for s in (0, 1):
             curve = json.loads((out / "p4" / name / f"seed{s}" / "curve.json").read_text())
             steps = [p["steps"] for p in curve["points"]]
-            assert steps == [0, 1024] and set(curve["points"][0]["per_instance"]) == {"0", "1", "2", "3", "4"}
+            assert steps == [0, budget[name]]
+            assert set(curve["points"][0]["per_instance"]) == {str(k) for k in benchmark.PLAN["p4"].curve_instances}
             assert curve["points"][1]["wall_s"] > curve["points"][0]["wall_s"]
+
+
+def rows_best(env):
+    return next(r["learner"] for r in env["rows"] if not r["learned"] and r["learner"] not in ("opm", "random"))
 
 
 def test_quick_benchmark_resumes_without_retraining(quick_run):

@@ -139,8 +139,8 @@ def test_export_without_its_source_cell_leaves_the_shipped_model(quick, shipped,
     with pytest.raises(ValueError, match="seed1"):
         benchmark.export_pretrained(str(out), "p4")
     assert snapshot(dest) == before
-    # the command: refused before any training, the shipped models untouched
-    line = one_line_exit_2(capsys, ["drl", "--learners", "ppo", "--seeds", "1", "--export-pretrained", "--out",
+    # the command: refused before any training, the shipped models untouched
+    line = one_line_exit_2(capsys, ["drl", "--learners", "ppo-100k", "--seeds", "1", "--export-pretrained", "--out",
                                      str(out), "--no-progress"])
     assert "--learners" in line and snapshot(dest) == before
     assert not [n for n in os.listdir(dest) if n.startswith(".clustergym")]
@@ -192,7 +192,7 @@ def test_quick_and_full_runs_keep_to_their_own_folders(quick, capsys, tmp_path):
 # -- 4. only a complete cell of the full configuration replaces a shipped model ------------------------------
 
 @pytest.mark.parametrize("argv", [["--quick", "--export-pretrained"],
-                                  ["--envs", "p4", "--learners", "ppo,maskable_ppo", "--export-pretrained"]],
+                                  ["--envs", "p4", "--learners", "ppo-100k,ppo-100k-machine", "--export-pretrained"]],
                          ids=["quick", "subset"])
 def test_export_refuses_quick_runs_and_learner_subsets(quick, shipped, capsys, argv):
     out, before_out = quick
