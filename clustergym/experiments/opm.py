@@ -82,8 +82,8 @@ def plan(quick: bool, instances=None, tiny: bool = False) -> dict:
     Quick: 10 job lists (``experiments.instances_for``), one seed, horizon 600 at both scales, β ∈
     {0.5, 0.7, 0.9} heavy, β = 0.9 light, the speed-factor extension at β ∈ {0.5, 0.7}. Full: 20 job
     lists × 2 seeds, horizon 2000, Table I's three β and β = 0.9, light load at β ∈ {0.5, 0.7, 0.9},
-    the extension at Table I's three β, the Fig. 3 α sweep and a horizon sweep (600 / 2000 / 5000
-    slots) at the paper's scale. ``instances`` replaces the job lists; ``tiny`` the horizons (a few
+    the extension at Table I's three β, the Fig. 3 α sweep and a horizon sweep (600 / 2000 / 5000 /
+    50,000 slots, the last the paper's T) at the paper's scale. ``instances`` replaces the job lists; ``tiny`` the horizons (a few
     slots, for tests of the machinery).
     """
     h = TINY_H if tiny else QUICK_H if quick else 2000
@@ -107,7 +107,8 @@ def plan(quick: bool, instances=None, tiny: bool = False) -> dict:
     alphas = [] if quick else [None, 0.06, 0.6, 6.0]  # Fig. 3 sweep (full mode), None = Theorem 3
     if alphas:
         cfgs[("paper", "alpha", 0.8)] = dict(scale="paper", horizon=H["paper"], beta=0.8, load=1.0)
-    horizons = [] if quick else [600, 5000]  # with H["paper"]: OPM's gain against the horizon
+    horizons = [] if quick else [600, 5000, 50_000]  # with H["paper"]: OPM's gain against the horizon, to the
+    # paper's T = 50,000 (§VI)
     for T in horizons:
         cfgs[("paper", f"T={T}", 0.7)] = dict(scale="paper", horizon=T, beta=0.7, load=1.0)
     return {"configs": cfgs, "instances": instances, "seeds": seeds, "horizons": H, "alphas": alphas,
