@@ -46,6 +46,7 @@ from clustergym.learning.instances import DEFAULT_TRAIN_INSTANCES
 from clustergym.learning.training import NORM_FILE, SIDE_CAR, train
 from clustergym.outdir import FolderLock, check_path
 from clustergym.runner import evaluate, run_tasks, was_interrupted
+from clustergym.stats import fmt_ci, paired_comparison
 from clustergym.workers import run_tasks_ray
 
 __all__ = ["Learner", "EnvPlan", "PLAN", "HORIZON", "QUICK", "FULL_OUT", "TRAIN_SEED_OFFSET", "run_benchmark", "plan_for",
@@ -391,6 +392,87 @@ def run_benchmark(out: str, envs: Sequence[str] | None = None, *, quick: bool = 
                             learners=learners, log=log, backend=backend)
 
 
+def _code_fingerprint() -> str:
+    """A hash of the simulator and agent sources (every ``.py`` file of the package): the non-learned agents'
+    runs in the evaluation cache are reused only while it is unchanged."""
+    import hashlib
+
+    import clustergym
+
+    root = os.path.dirname(os.path.abspath(clustergym.__file__))
+    h = hashlib.sha256()
+    for d, subdirs, files in sorted(os.walk(root)):
+        subdirs.sort()
+        for f in sorted(files):
+            if f.endswith(".py"):
+                with open(os.path.join(d, f), "rb") as fh:
+                    h.update(f.encode() + fh.read())
+    return h.hexdigest()[:16]
+
+
+def _agent_fingerprint(agent: str, code: str) -> str:
+    """An ``sb3:`` cell's model is identified by its ``done.json`` (written once per training); every other agent
+    by the package's sources."""
+    import hashlib
+
+    if agent.startswith("sb3:"):
+        done = os.path.join(os.path.dirname(agent[4:]), "done.json")
+        with open(done, "rb") as f:
+            return "cell-" + hashlib.sha256(f.read()).hexdigest()[:16]
+    return "code-" + code
+
+
+def _evaluate_cached(folder: str, env_id: str, agents: list, seeds: list, horizon: int, instances, *, workers: int,
+                     progress: bool, log) -> "object":
+    """``evaluate`` with the runs of unchanged agents reused from ``folder/runs_cache.json`` (same design: instances,
+    seeds, horizon): adding a learner or retraining a cell evaluates only those agents. Delete the folder to
+    evaluate everything again."""
+    from clustergym.results import Results, RunResult
+
+    code = _code_fingerprint()
+    design = json.dumps({"env_id": env_id, "horizon": int(horizon), "seeds": [int(x) for x in seeds],
+                         "instances": None if instances is None else [int(x) for x in instances]}, sort_keys=True)
+    path = os.path.join(folder, "runs_cache.json")
+    try:
+        with open(path, encoding="utf-8") as f:
+            cache = json.load(f)
+        if cache.get("design") != design:
+            cache = None
+    except (OSError, ValueError):
+        cache = None
+    cache = cache or {"design": design, "agents": {}}
+    fps = {a: _agent_fingerprint(a, code) for a in agents}
+    have = {a for a in agents if cache["agents"].get(a, {}).get("fingerprint") == fps[a]}
+    todo = [a for a in agents if a not in have]
+    if "random" in todo or ("random" not in agents):  # scores are relative to random's runs: redo them together
+        todo = list(agents)
+    if have and todo != list(agents):
+        log(f"drl: {len(have)} of {len(agents)} agents' runs reused from {path}")
+    if todo:
+        new = evaluate(env_id, todo, seeds, horizon, instances=instances, workers=workers, progress=progress)
+        header = {"env_id": new.env_id, "env_kwargs": new.env_kwargs, "horizon": new.horizon, "version": new.version,
+                  "instance_axis": new.instance_axis}
+        for a in todo:
+            cache["agents"][a] = {"fingerprint": fps[a], "runs": [r.to_json() for r in new.runs if r.agent == a]}
+        cache["header"] = header
+        os.makedirs(folder, exist_ok=True)
+        _atomic_json_or_text(path, json.dumps(cache))
+    h = cache["header"]
+    runs = [RunResult(**d) for a in agents for d in cache["agents"][a]["runs"]]
+    return Results(h["env_id"], h["env_kwargs"], h["horizon"], runs, version=h["version"],
+                   instance_axis=h["instance_axis"])
+
+
+def _write_results(res, folder: str) -> None:
+    """``folder/results.json`` (the runner's format; runs from the cache have no per-slot curves to write)."""
+    from clustergym.results import RESULTS_FILE, strict_json, write_json
+
+    data, bad = strict_json(res.to_json())
+    if bad:
+        data["non_finite"] = f"{len(bad)} value(s) were NaN or infinite and are written as null: " + ", ".join(bad[:20])
+    write_json(os.path.join(folder, RESULTS_FILE), data, indent=1)
+
+
 def _run_planned(out, plan, *, quick, workers, progress, figures, learners, log, backend="local") -> dict:
     import warnings
 
@@ -461,16 +543,17 @@ def _run_planned(out, plan, *, quick, workers, progress, figures, learners, log,
         log(f"drl: evaluating {p.key} ({len(agents)} agents on "
             + (f"instances {list(p.eval_instances)} x seeds {list(p.eval_seeds)}" if p.eval_instances is not None
                else f"instances = seeds {p.eval_seeds[0]}-{p.eval_seeds[-1]}") + f", {horizon} slots)")
-        res = evaluate(p.env_id, agents, list(p.eval_seeds), horizon, instances=p.eval_instances,
-                       workers=workers, progress=progress)
-        res.write(os.path.join(out, p.key, "eval"), plots=False)
+        res = _evaluate_cached(os.path.join(out, p.key, "eval"), p.env_id, agents, list(p.eval_seeds), horizon,
+                               p.eval_instances, workers=workers, progress=progress, log=log)
+        _write_results(res, os.path.join(out, p.key, "eval"))
         learned = {a for v in learner_cells.values() for a in v}
         for r in res.runs:
             if r.agent in learned and r.trained_on:
                 raise RuntimeError(f"{r.agent} was evaluated on instance {r.instance}, one it trained on")
         # Reference lines of the curves: the same agents on the curve's (validation) runs.
-        curve_refs = evaluate(p.env_id, [paper, *others], list(p.curve_seeds), horizon,
-                              instances=p.curve_instances, workers=workers, progress=False, score=False)
+        curve_refs = _evaluate_cached(os.path.join(out, p.key, "eval-curve"), p.env_id, [paper, *others],
+                                      list(p.curve_seeds), horizon, p.curve_instances, workers=workers,
+                                      progress=False, log=log)
 
         def on_curve(agent):
             v = [r.total_reward for r in curve_refs.runs if r.agent == agent]
@@ -482,6 +565,11 @@ def _run_planned(out, plan, *, quick, workers, progress, figures, learners, log,
             steps = np.mean([[pt["steps_trained"] for pt in s] for s in seeds_pts], axis=0)
             above = [int(st) for st, m in zip(steps, mean) if m > rand_curve]
             metas[name]["beats_random_from"] = above[0] if above else None
+            first, last = ({k: float(np.mean([s[j]["per_instance"][k] for s in seeds_pts]))
+                            for k in seeds_pts[0][j]["per_instance"]} for j in (0, -1))
+            c = paired_comparison(last, first, agent=f"{name} trained", reference=f"{name} untrained")
+            metas[name]["after_vs_before"] = {"mean": c.mean, "low": c.low, "high": c.high, "wins": c.wins,
+                                              "losses": c.losses, "text": f"{fmt_ci(c)} {c.wins}/{c.losses}"}
         main = {lr.name for lr in p.main_rows() if lr.name in learner_cells}
         main_cells = {k: _Agents(v, metas[k]) for k, v in learner_cells.items() if k in main}
         rows, table = _env_table(p, res, main_cells, paper)
@@ -516,9 +604,9 @@ def _run_planned(out, plan, *, quick, workers, progress, figures, learners, log,
             ref_agents = list(dict.fromkeys([paper, *([best] if best else []), "random"]))
             dagents = [a for v in main_cells.values() for a in v] + ref_agents
             log(f"drl: evaluating {p.key} at the env's default horizon ({len(dagents)} agents, {dh} slots)")
-            dres = evaluate(p.env_id, dagents, list(p.eval_seeds), dh, instances=p.eval_instances,
-                            workers=workers, progress=progress)
-            dres.write(os.path.join(out, p.key, f"eval-h{dh}"), plots=False)
+            dres = _evaluate_cached(os.path.join(out, p.key, f"eval-h{dh}"), p.env_id, dagents, list(p.eval_seeds), dh,
+                                    p.eval_instances, workers=workers, progress=progress, log=log)
+            _write_results(dres, os.path.join(out, p.key, f"eval-h{dh}"))
             drows, dtable = _env_table(p, dres, main_cells, paper, best=best)
             md += [f"At the env's default horizon, {dh} slots (the models trained at {horizon}; the same held-out "
                    f"instances and seeds; results.json in `{os.path.join(p.key, f'eval-h{dh}')}`):", "", dtable, ""]

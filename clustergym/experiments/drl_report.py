@@ -115,12 +115,12 @@ def _env_table(plan: EnvPlan, res, cells: dict, paper: str, best: str | None = N
             info = cells[name]
             row["per_seed_score"] = [float(np.mean(list(score([a]).values()))) for a in agents]
             row.update({k: info.meta[k] for k in ("budget", "train_wall_s", "bc_wall_s", "commits", "algo", "options",
-                                                   "note", "beats_random_from")})
+                                                   "note", "beats_random_from", "after_vs_before")})
         rows.append(row)
     sc_label = "score" if has_score else f"score vs {paper}"
     head = (f"| learner | budget (env steps) | wall / seed | {sc_label} [95% CI] | per seed | vs {paper} | "
-            f"vs best baseline ({best}) | vs random | curve above random from |")
-    lines = [head, "|" + "---|" * 9]
+            f"vs best baseline ({best}) | vs random | curve above random from | trained − untrained (validation) |")
+    lines = [head, "|" + "---|" * 10]
     for r in rows:
         def cell(k):
             return r[k]["text"] + (f" ({r[k]['verdict']})" if k != "vs_paper" or r["learned"] else "") if k in r else "–"
@@ -133,10 +133,10 @@ def _env_table(plan: EnvPlan, res, cells: dict, paper: str, best: str | None = N
             beat = r["beats_random_from"]
             beat = "never" if beat is None else f"{beat:,} steps"
             lines.append(f"| {r['learner']} | {r['budget']:,} | {wall:.0f} s | {ci} | {seeds} | {cell('vs_paper')} | "
-                         f"{cell('vs_best_baseline')} | {cell('vs_random')} | {beat} |")
+                         f"{cell('vs_best_baseline')} | {cell('vs_random')} | {beat} | {r['after_vs_before']['text']} |")
         else:
             lines.append(f"| *{r['learner']}* | – | – | {ci} | – | {cell('vs_paper')} | {cell('vs_best_baseline')} | "
-                         f"{cell('vs_random')} | – |")
+                         f"{cell('vs_random')} | – | – |")
     return rows, "\n".join(lines)
 
 

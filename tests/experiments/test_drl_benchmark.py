@@ -103,6 +103,8 @@ def test_quick_benchmark_resumes_without_retraining(quick_run):
     lines: list[str] = []
     again = benchmark.run_benchmark(str(out), quick=True, progress=False, learners=["ppo"], log=lines.append)
     assert "0 to train" in lines[0] and done.read_text() == before
+    # nothing changed: every agent's evaluation runs come from the cache
+    assert reuse_counts(lines, "eval") == [(n, n) for n, _ in reuse_counts(lines, "eval")] != []
     # the same models give the same evaluation (deterministic policies, same seeds)
     a = {r["learner"]: r["mean_total_reward"] for r in summ["envs"]["p4"]["rows"]}
     b = {r["learner"]: r["mean_total_reward"] for r in again["envs"]["p4"]["rows"]}
@@ -113,6 +115,18 @@ def test_quick_benchmark_resumes_without_retraining(quick_run):
     lines.clear()
     benchmark.run_benchmark(str(out), quick=True, progress=False, learners=["ppo"], seeds=[0, 2], log=lines.append)
     assert "1 to train" in lines[0] and not stale.exists() and (out / "p4" / "ppo" / "seed2" / "done.json").exists()
+    # the new cell (seed 2) is evaluated; every other agent's runs are reused
+    assert [(k + 1, n) for k, n in reuse_counts(lines, "eval")] == [(n, n) for _, n in reuse_counts(lines, "eval")] != []
+
+
+def reuse_counts(lines, folder):
+    """(reused, agents) of the benchmark's "runs reused" lines for ``<env>/<folder>``."""
+    out = []
+    for ln in lines:
+        if "runs reused from" in ln and ln.endswith(os.path.join(folder, "runs_cache.json")):
+            k, n = ln.split("drl: ")[1].split(" agents")[0].split(" of ")
+            out.append((int(k), int(n)))
+    return out
 
 
 def test_drl_cli_bad_input_is_one_line(tmp_path, capsys):
@@ -183,3 +197,23 @@ def test_p3_action_mode_is_an_action_kwarg_with_the_same_dynamics(tmp_path):
     # the paper policy kept its placement action (GADGET's decisions in ring_size mode are ring sizes)
     gad = clustergym.evaluate(p3, ["gadget"], [0, 1], 16, workers=1, progress=False, score=False)
     assert [r.total_reward for r in mixed.runs if r.agent == "gadget"] == [r.total_reward for r in gad.runs]
+
+
+DEFAULT_HORIZON = {"clustergym/MultiServerChannel-v0": 2000, "clustergym/MultiServerAllocation-v0": 2000,
+                   "clustergym/RingAllReduce-v0": 200, "clustergym/ApproxJobs-v0": 2000}
+
+
+@pytest.mark.parametrize("env_id", sorted(PRETRAINED))
+def test_pretrained_model_beats_random_at_the_default_horizon_on_unseen_instances(env_id, tmp_path):
+    """Every shipped model is above random at the env's default horizon on instances outside its training pool,
+    the benchmark's held-out set (0-14; P3 0-29) and the validation instances: 50-52 (the mean over them)."""
+    name = env_id.split("/")[1]
+    out = tmp_path / "cmp"
+    assert main(["run", env_id, "--agents", f"sb3:pretrained/{name},random", "--instances", "50-52", "--seeds", "0",
+                 "--horizon", str(DEFAULT_HORIZON[env_id]), "--out", str(out), "--no-plots", "--no-progress"]) == 0
+    res = json.loads((out / "results.json").read_text())
+    value = {(r["agent"], r["instance"]): r["value_total"] for r in res["runs"]}
+    assert not any(r["trained_on"] for r in res["runs"] if r["agent"].startswith("sb3:"))
+    mine = [value[(f"sb3:pretrained/{name}", i)] for i in (50, 51, 52)]
+    rand = [value[("random", i)] for i in (50, 51, 52)]
+    assert sum(mine) > sum(rand), (mine, rand)
