@@ -73,6 +73,9 @@ def build_parser() -> argparse.ArgumentParser:
                          "(default: 0-9 with --quick, 0-19 without)")
     rp.add_argument("--tiny", action="store_true", help=argparse.SUPPRESS)  # tests of the machinery: a few slots
     rp.add_argument("--workers", type=int, default=2, help="parallel worker processes (default 2)")
+    rp.add_argument("--backend", choices=["local", "ray"], default="local",
+                    help="where the runs go: local worker processes (default) or Ray tasks (the Ray instance this "
+                         "process is connected to, else $RAY_ADDRESS, else a local one with --workers CPUs)")
     rp.add_argument("--no-progress", action="store_true", help="no progress bars")
     rp.add_argument("--overwrite", action="store_true", help="replace an earlier reproduction in --out")
     rp.set_defaults(func=cmd_reproduce)

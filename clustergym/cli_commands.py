@@ -195,7 +195,7 @@ def cmd_reproduce(args) -> int:
         if args.tiny:
             kw["tiny"] = True
         experiments.reproduce(args.paper, quick=args.quick, out=stage.path, workers=args.workers,
-                              progress=not args.no_progress, **kw)
+                              progress=not args.no_progress, backend=args.backend, **kw)
     print(f"wrote {', '.join(stage.written)} in {args.out}")
     return 0
 

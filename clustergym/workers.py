@@ -218,6 +218,8 @@ def run_tasks(fn: Callable, tasks: list, workers: int, *, report=None, on_start:
     functions of their arguments, so a retried task gives the result it would have given (as Ray's
     retries do).
     """
+    if workers > 1 and _RAY_TASKS:  # inside ray_tasks(): the tasks go to the connected Ray instance
+        return run_tasks_ray(fn, tasks, workers, on_done=on_done)
     out: list = [None] * len(tasks)
     if workers == 1:
         i = 0
@@ -412,6 +414,24 @@ def ray_session(workers: int):
     finally:
         if started:
             ray.shutdown()
+
+
+_RAY_TASKS: list = []  # non-empty inside ray_tasks()
+
+
+@contextlib.contextmanager
+def ray_tasks(workers: int):
+    """Inside the block, :func:`run_tasks` with ``workers > 1`` (and so every local ``evaluate`` and every sweep
+    of ``reproduce``) runs its tasks as Ray tasks on one Ray session (:func:`ray_session`: the instance this
+    process is connected to, else ``$RAY_ADDRESS``, else a local one with ``workers`` CPUs), opened once for
+    the block. Tasks are pure functions of their arguments, so the results are the local pool's; progress
+    bars move per finished task only."""
+    with ray_session(workers):
+        _RAY_TASKS.append(workers)
+        try:
+            yield
+        finally:
+            _RAY_TASKS.pop()
 
 
 def run_tasks_ray(fn: Callable, tasks: list, workers: int, *, on_done: Callable | None = None) -> list:

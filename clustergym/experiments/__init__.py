@@ -16,6 +16,7 @@ import time
 from clustergym.envs import FAMILIES as _FAMILIES
 from clustergym.results import RESULTS_FILE, write_json
 from clustergym.runner import worker_pool
+from clustergym.workers import ray_tasks
 from clustergym.stats import claims_rows_json
 from clustergym.version import __version__
 
@@ -79,7 +80,7 @@ def load(name: str):
 
 
 def reproduce(paper: str, quick: bool = False, out: str = "runs/reproduce", workers: int = 2,
-              progress: bool = True, instances=None, tiny: bool = False) -> list[str]:
+              progress: bool = True, instances=None, tiny: bool = False, backend: str = "local") -> list[str]:
     """Run one paper's comparison (or ``"all"``); returns the report paths.
 
     Each paper writes its own ``OUT/<paper>/report.md`` (tables, figures) and ``results.json``. With
@@ -87,14 +88,21 @@ def reproduce(paper: str, quick: bool = False, out: str = "runs/reproduce", work
     links rewritten to point into the paper's folder) and the wall time of each part.
     ``instances``: the scenario seeds every experiment of every paper compares over (default
     :func:`instances_for`). ``tiny``: for tests of the machinery only — horizons of a few slots, so
-    the numbers mean nothing; the reports say so.
+    the numbers mean nothing; the reports say so. ``backend="ray"``: every sweep's runs are Ray tasks
+    (:func:`clustergym.workers.ray_tasks`: a cluster through ``$RAY_ADDRESS``, else a local Ray instance with
+    ``workers`` CPUs); the results are the local backend's.
     """
+    if backend not in ("local", "ray"):
+        raise ValueError(f"backend={backend!r} is invalid: expected local or ray")
     names = list_papers() if paper == "all" else [paper]
     mods = [load(n) for n in names]  # validate every name before running anything
     insts = instances_for(quick, instances)
 
     reports, walls = [], []
-    with worker_pool(workers):  # one set of worker processes for every sweep of every paper
+    if backend == "ray":
+        workers = max(2, workers)  # a sweep with one worker runs in this process
+    pool = ray_tasks(workers) if backend == "ray" else worker_pool(workers)
+    with pool:  # one set of worker processes (or one Ray session) for every sweep of every paper
         for m in mods:
             t0 = time.perf_counter()
             reports.append(m.reproduce(quick, out, workers, progress, instances=insts, tiny=tiny))

@@ -150,3 +150,27 @@ def test_drl_cells_train_on_ray_into_the_same_resumable_folders_as_locally(ray_c
     assert score(summ_ray)["ppo"] == score(summ_local)["ppo"]
     with pytest.raises(ValueError, match="backend='spark' is invalid"):
         drl.run_benchmark(str(tmp_path / "x"), quick=True, backend="spark")
+
+
+def test_reproduce_on_ray_gives_the_local_results(ray_cluster, tmp_path):
+    """``reproduce --backend ray``: every sweep's runs are Ray tasks on the connected instance (one session for the
+    whole paper) and the paper's results equal the local worker pool's, run for run."""
+    import clustergym.workers as workers_mod
+
+    calls = []
+    real = workers_mod.run_tasks_ray
+    workers_mod.run_tasks_ray = lambda *a, **k: calls.append(len(a[1])) or real(*a, **k)
+    try:
+        base = ["reproduce", "opm", "--quick", "--instances", "0-1", "--tiny", "--no-progress", "--workers", "2"]
+        assert main([*base, "--backend", "ray", "--out", str(tmp_path / "ray")]) == 0
+    finally:
+        workers_mod.run_tasks_ray = real
+    assert calls and sum(calls) > 10  # the sweeps went to Ray
+    assert main([*base, "--out", str(tmp_path / "local")]) == 0
+    a = json.loads((tmp_path / "ray" / "opm" / "results.json").read_text())
+    b = json.loads((tmp_path / "local" / "opm" / "results.json").read_text())
+
+    def runs(d):
+        return [{k: v for k, v in r.items() if k not in TIMING_FIELDS and k != "wall_s"} for r in d["runs"]]
+
+    assert runs(a) == runs(b) and len(runs(a)) > 10
