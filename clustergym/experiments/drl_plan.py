@@ -75,17 +75,18 @@ _UNTUNED_GAMMA = {"p1": 0.0, "p2": 0.0, "p3": 0.99, "p4": 0.99}
 
 
 def _rows(key: str, *, discount: float, action_mode: tuple[str, dict, str] | None, entity: bool,
-          warm_start: str | None = None) -> tuple[Learner, ...]:
+          warm_start: str | None = None, tuned: bool = True) -> tuple[Learner, ...]:
     """The main row (``ppo``, the yml entry: tuned where a tuning record exists) and its ablation rows, every
-    ablation at :data:`ABLATION_BUDGET` against ``ppo-100k`` (the main row's learner at that budget)."""
+    ablation at :data:`ABLATION_BUDGET` against ``ppo-100k`` (the main row's learner at that budget); no
+    "tuning" row where the entry is not tuned (it would repeat the base)."""
     base = "ppo-100k"
     rows = [Learner("ppo", "ppo", MAIN_BUDGET, quick_budget=2048,
                     note="the hyperparameter file's entry (tuned values where its tuning record is shipped)"),
             Learner(base, "ppo", ABLATION_BUDGET, ablation="budget", base="ppo",
                     note=f"the main row's learner at {ABLATION_BUDGET:,} env steps; the base of every other ablation"),
-            Learner("ppo-100k-untuned", "ppo", ABLATION_BUDGET,
+            *[Learner("ppo-100k-untuned", "ppo", ABLATION_BUDGET,
                     {"hyperparams": {**UNTUNED_PPO, "gamma": _UNTUNED_GAMMA[key]}}, ablation="tuning", base=base,
-                    note="the shared PPO setting every env trained with before tuning"),
+                    note="the shared PPO setting every env trained with before tuning")][:int(tuned)],
             Learner(f"ppo-100k-gamma{discount:g}", "ppo", ABLATION_BUDGET, {"hyperparams": {"gamma": discount}},
                     ablation="discount", base=base, note=f"discount {discount:g} instead of the entry's"),
             Learner("ppo-100k-pool10", "ppo", ABLATION_BUDGET, {"instances": list(POOL_SMALL)}, ablation="pool size",
@@ -108,7 +109,8 @@ def _rows(key: str, *, discount: float, action_mode: tuple[str, dict, str] | Non
 
 
 PLAN: dict[str, EnvPlan] = {
-    "p1": EnvPlan("p1", "clustergym/MultiServerChannel-v0", _rows("p1", discount=0.99, action_mode=None, entity=True),
+    "p1": EnvPlan("p1", "clustergym/MultiServerChannel-v0", _rows("p1", discount=0.99, action_mode=None, entity=True,
+                                                                   tuned=False),
         HELD_OUT, EVAL_SEEDS, CURVE_INSTANCES, (0,), default_horizon=2000,
         note="P1 has one action space (a channel subset, MultiBinary): no action-mode row."),
     "p2": EnvPlan("p2", "clustergym/MultiServerAllocation-v0", _rows(
@@ -117,7 +119,7 @@ PLAN: dict[str, EnvPlan] = {
                      "the paper's action: one fraction per channel and device type (a 2,004-dim Gaussian)")),
         HELD_OUT, EVAL_SEEDS, CURVE_INSTANCES, (0,), default_horizon=2000),
     "p3": EnvPlan("p3", "clustergym/RingAllReduce-v0", _rows(
-        "p3", discount=0.0, entity=False,
+        "p3", discount=0.0, entity=False, tuned=False,
         action_mode=("placement", {"env_kwargs": {"action_mode": "placement"}},
                      "GADGET's placement action (GPUs per job and server, 1,600 dimensions)")),
         None, tuple(range(30)), None, tuple(range(900, 905)),
