@@ -442,7 +442,14 @@ def _evaluate_cached(folder: str, env_id: str, agents: list, seeds: list, horizo
         cache = None
     cache = cache or {"design": design, "agents": {}}
     fps = {a: _agent_fingerprint(a, code) for a in agents}
-    have = {a for a in agents if cache["agents"].get(a, {}).get("fingerprint") == fps[a]}
+    # a cell is keyed by its place inside the benchmark folder (``folder``'s grandparent), so a benchmark folder
+    # that is moved or merged with another keeps its cache
+    root = os.path.dirname(os.path.dirname(os.path.abspath(folder)))
+
+    def key(a: str) -> str:
+        return "sb3:<out>/" + os.path.relpath(os.path.abspath(a[4:]), root) if a.startswith("sb3:") else a
+
+    have = {a for a in agents if cache["agents"].get(key(a), {}).get("fingerprint") == fps[a]}
     todo = [a for a in agents if a not in have]
     if "random" in todo or ("random" not in agents):  # scores are relative to random's runs: redo them together
         todo = list(agents)
@@ -453,12 +460,12 @@ def _evaluate_cached(folder: str, env_id: str, agents: list, seeds: list, horizo
         header = {"env_id": new.env_id, "env_kwargs": new.env_kwargs, "horizon": new.horizon, "version": new.version,
                   "instance_axis": new.instance_axis}
         for a in todo:
-            cache["agents"][a] = {"fingerprint": fps[a], "runs": [r.to_json() for r in new.runs if r.agent == a]}
+            cache["agents"][key(a)] = {"fingerprint": fps[a], "runs": [r.to_json() for r in new.runs if r.agent == a]}
         cache["header"] = header
         os.makedirs(folder, exist_ok=True)
         _atomic_json_or_text(path, json.dumps(cache))
     h = cache["header"]
-    runs = [RunResult(**d) for a in agents for d in cache["agents"][a]["runs"]]
+    runs = [RunResult(**{**d, "agent": a}) for a in agents for d in cache["agents"][key(a)]["runs"]]
     return Results(h["env_id"], h["env_kwargs"], h["horizon"], runs, version=h["version"],
                    instance_axis=h["instance_axis"])
 
