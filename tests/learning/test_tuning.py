@@ -77,3 +77,33 @@ def test_cli_tune_writes_the_record_and_names_the_best_trial(tmp_path, capsys):
     assert "1 trials of study ApproxJobs-v0-ppo" in text and "best: trial 0" in text
     assert json.load(open(out / "tuning.json"))["trials"][0]["state"] == "COMPLETE"
     assert main(["tune", P4, "--instances", "1000-1001", "--out", str(tmp_path / "u")]) == 2
+
+
+def test_every_tuned_entry_holds_its_shipped_records_best_trial():
+    """An entry with a ``tuned`` key trains with exactly the best trial's values of its study's record
+    (``hyperparams/tuning/<EnvName>-<algo>.json``), and the record was scored on validation instances only."""
+    import os
+
+    import yaml
+
+    from clustergym.learning.hyperparams import HERE, load_hyperparams
+    from clustergym.learning.instances import DEFAULT_EVAL_INSTANCES, DEFAULT_TRAIN_INSTANCES
+
+    checked = 0
+    for algo in ("ppo", "a2c", "maskable_ppo"):
+        with open(os.path.join(HERE, f"{algo}.yml")) as f:
+            ids = [k for k in yaml.safe_load(f) if "/" in k]
+        for env_id in ids:
+            entry = load_hyperparams(algo, env_id)
+            if "tuned" not in entry:
+                continue
+            with open(os.path.join(HERE, "tuning", f"{env_id.split('/')[-1]}-{algo}.json")) as f:
+                rec = json.load(f)
+            assert rec["env_id"] == env_id and rec["algo"] == algo
+            assert not set(rec["validation_instances"]) & (set(DEFAULT_TRAIN_INSTANCES) | set(DEFAULT_EVAL_INSTANCES))
+            best = max((t for t in rec["trials"] if t["value"] is not None), key=lambda t: t["value"])
+            assert best["number"] == rec["best"]["number"]
+            assert sorted(entry["tuned"]) == sorted(best["params"])
+            assert {k: entry[k] for k in entry["tuned"]} == best["params"], env_id
+            checked += 1
+    assert checked >= 2  # P2 and P4 ship tuned PPO entries
