@@ -20,7 +20,10 @@ def _fmt_cmp(c) -> str:
 
 
 def _best_baseline(res, paper: str, learned: set[str]) -> str | None:
-    rows = [s for s in res.summary() if s["agent"] not in learned and s["agent"] not in (paper, "random")]
+    """The non-learned agent (not the paper policy, not random, no ``sb3:`` model: ablation rows are learners
+    too) with the highest mean total."""
+    rows = [s for s in res.summary() if s["agent"] not in learned and s["agent"] not in (paper, "random")
+            and not s["agent"].startswith("sb3:")]
     return max(rows, key=lambda s: s["mean_total_reward"])["agent"] if rows else None
 
 

@@ -93,7 +93,9 @@ def test_quick_benchmark_trains_evaluates_held_out_and_writes_the_table(quick_ru
 
 
 def rows_best(env):
-    return next(r["learner"] for r in env["rows"] if not r["learned"] and r["learner"] not in ("opm", "random"))
+    best = next(r["learner"] for r in env["rows"] if not r["learned"] and r["learner"] not in ("opm", "random"))
+    assert not best.startswith("sb3:")  # an ablation row's model is a learner, never "the best baseline"
+    return best
 
 
 def test_quick_benchmark_resumes_without_retraining(quick_run):
