@@ -240,7 +240,7 @@ def test_editing_the_hyperparameter_file_retrains_its_cells(quick, tmp_path, mon
     assert benchmark.plan_cells(str(out), quick=True, learners=["ppo"], seeds=[1])["todo"] == []
     text = (hp_dir / "ppo.yml").read_text()
     assert "clustergym/ApproxJobs-v0:" in text
-    (hp_dir / "ppo.yml").write_text(text.replace("clustergym/ApproxJobs-v0:", "clustergym/ApproxJobs-v0:\n  gae_lambda: 0.9", 1))
+    (hp_dir / "ppo.yml").write_text(text.replace("clustergym/ApproxJobs-v0:", "clustergym/ApproxJobs-v0:\n  max_grad_norm: 0.4", 1))
     plan = benchmark.plan_cells(str(out), quick=True, learners=["ppo"], seeds=[1])
     assert plan["todo"] == [("p4", "ppo", 1)] and plan["stale"] == [("p4", "ppo", 1)]
     assert snapshot(out) == before  # planning writes nothing
