@@ -84,23 +84,12 @@ def _env_table(plan: EnvPlan, res, cells: dict, paper: str, best: str | None = N
     best = best or _best_baseline(res, paper, learned)
 
     def values(agents: Sequence[str], key: str = "total_reward") -> dict:
-        groups: dict = {}
-        for r in res.runs:
-            if r.agent in agents:
-                v = getattr(r, key)
-                if v is not None:
-                    groups.setdefault(r.instance if r.instance is not None else r.seed, []).append(float(v))
-        return {k: float(np.mean(v)) for k, v in groups.items()}
-
-    rand, pap = values(["random"]), values([paper])
-    has_score = any(r.score is not None for r in res.runs)
+        return _values_of(res, agents, key)
 
     def score(agents) -> dict:
-        if has_score:
-            return values(agents, "score")
-        v = values(agents)  # P3: no bound; (V - V_random) / (V_paper - V_random)
-        return {k: (v[k] - rand[k]) / (pap[k] - rand[k]) if abs(pap[k] - rand[k]) > 1e-12 else math.nan for k in v}
+        return _scores(res, agents, paper)
 
+    has_score = any(r.score is not None for r in res.runs)
     rows = []
     for name, agents in [*cells.items(), (paper, [paper]), *([(best, [best])] if best else []), ("random", ["random"])]:
         v = values(agents)
