@@ -24,6 +24,8 @@ other agent; the per-seed scores are listed beside it.
 
 from __future__ import annotations
 
+import hashlib
+import importlib.util
 import json
 import math
 import os
@@ -45,6 +47,7 @@ from clustergym.learning.hyperparams import load_hyperparams
 from clustergym.learning.instances import DEFAULT_TRAIN_INSTANCES
 from clustergym.learning.training import NORM_FILE, SIDE_CAR, train
 from clustergym.outdir import FolderLock, check_path
+from clustergym.results import RESULTS_FILE, Results, RunResult, strict_json, write_json
 from clustergym.runner import evaluate, run_tasks, was_interrupted
 from clustergym.stats import fmt_ci, paired_comparison
 from clustergym.workers import run_tasks_ray
@@ -393,28 +396,25 @@ def run_benchmark(out: str, envs: Sequence[str] | None = None, *, quick: bool = 
 
 
 def _code_fingerprint() -> str:
-    """A hash of the simulator and agent sources (every ``.py`` file of the package): the non-learned agents'
-    runs in the evaluation cache are reused only while it is unchanged."""
-    import hashlib
-
-    import clustergym
-
-    root = os.path.dirname(os.path.abspath(clustergym.__file__))
+    """A hash of the package's sources (every ``.py`` file of ``clustergym`` and of its envs, agents and baselines,
+    wherever they are installed from): the non-learned agents' runs in the evaluation cache are reused only while
+    it is unchanged."""
+    roots = {os.path.dirname(os.path.dirname(os.path.abspath(__file__)))}  # the clustergym package
+    for name in ("clustergym.envs", "clustergym.agents", "clustergym.baselines"):
+        spec = importlib.util.find_spec(name)
+        roots.update(os.path.abspath(d) for d in (spec.submodule_search_locations or []) if spec is not None)
+    files = sorted({os.path.realpath(os.path.join(d, f)) for root in roots for d, _, fs in os.walk(root)
+                    for f in fs if f.endswith(".py")})
     h = hashlib.sha256()
-    for d, subdirs, files in sorted(os.walk(root)):
-        subdirs.sort()
-        for f in sorted(files):
-            if f.endswith(".py"):
-                with open(os.path.join(d, f), "rb") as fh:
-                    h.update(f.encode() + fh.read())
+    for path in files:
+        with open(path, "rb") as fh:
+            h.update(os.path.basename(path).encode() + fh.read())
     return h.hexdigest()[:16]
 
 
 def _agent_fingerprint(agent: str, code: str) -> str:
     """An ``sb3:`` cell's model is identified by its ``done.json`` (written once per training); every other agent
     by the package's sources."""
-    import hashlib
-
     if agent.startswith("sb3:"):
         done = os.path.join(os.path.dirname(agent[4:]), "done.json")
         with open(done, "rb") as f:
@@ -427,8 +427,6 @@ def _evaluate_cached(folder: str, env_id: str, agents: list, seeds: list, horizo
     """``evaluate`` with the runs of unchanged agents reused from ``folder/runs_cache.json`` (same design: instances,
     seeds, horizon): adding a learner or retraining a cell evaluates only those agents. Delete the folder to
     evaluate everything again."""
-    from clustergym.results import Results, RunResult
-
     code = _code_fingerprint()
     design = json.dumps({"env_id": env_id, "horizon": int(horizon), "seeds": [int(x) for x in seeds],
                          "instances": None if instances is None else [int(x) for x in instances]}, sort_keys=True)
@@ -472,8 +470,6 @@ def _evaluate_cached(folder: str, env_id: str, agents: list, seeds: list, horizo
 
 def _write_results(res, folder: str) -> None:
     """``folder/results.json`` (the runner's format; runs from the cache have no per-slot curves to write)."""
-    from clustergym.results import RESULTS_FILE, strict_json, write_json
-
     data, bad = strict_json(res.to_json())
     if bad:
         data["non_finite"] = f"{len(bad)} value(s) were NaN or infinite and are written as null: " + ", ".join(bad[:20])
