@@ -83,14 +83,15 @@ def _rows(key: str, *, discount: float, action_mode: tuple[str, dict, str] | Non
     rows = [Learner("ppo", "ppo", MAIN_BUDGET, quick_budget=2048,
                     note="the hyperparameter file's entry (tuned values where its tuning record is shipped)"),
             Learner(base, "ppo", ABLATION_BUDGET, ablation="budget", base="ppo",
-                    note=f"the main row's learner at {ABLATION_BUDGET:,} env steps; the base of every other ablation"),
-            *[Learner("ppo-100k-untuned", "ppo", ABLATION_BUDGET,
-                    {"hyperparams": {**UNTUNED_PPO, "gamma": _UNTUNED_GAMMA[key]}}, ablation="tuning", base=base,
-                    note="the shared PPO setting every env trained with before tuning")][:int(tuned)],
-            Learner(f"ppo-100k-gamma{discount:g}", "ppo", ABLATION_BUDGET, {"hyperparams": {"gamma": discount}},
-                    ablation="discount", base=base, note=f"discount {discount:g} instead of the entry's"),
-            Learner("ppo-100k-pool10", "ppo", ABLATION_BUDGET, {"instances": list(POOL_SMALL)}, ablation="pool size",
-                    base=base, note="10 training instances (1000-1009) instead of 100 (1000-1099)")]
+                    note=f"the main row's learner at {ABLATION_BUDGET:,} env steps; the base of every other ablation")]
+    if tuned:
+        rows.append(Learner("ppo-100k-untuned", "ppo", ABLATION_BUDGET,
+                            {"hyperparams": {**UNTUNED_PPO, "gamma": _UNTUNED_GAMMA[key]}}, ablation="tuning",
+                            base=base, note="the shared PPO setting every env trained with before tuning"))
+    rows += [Learner(f"ppo-100k-gamma{discount:g}", "ppo", ABLATION_BUDGET, {"hyperparams": {"gamma": discount}},
+                     ablation="discount", base=base, note=f"discount {discount:g} instead of the entry's"),
+             Learner("ppo-100k-pool10", "ppo", ABLATION_BUDGET, {"instances": list(POOL_SMALL)}, ablation="pool size",
+                     base=base, note="10 training instances (1000-1009) instead of 100 (1000-1099)")]
     if action_mode is not None:
         name, kwargs, note = action_mode
         rows.append(Learner(f"ppo-100k-{name}", "ppo", ABLATION_BUDGET, kwargs, ablation="action mode", base=base,
