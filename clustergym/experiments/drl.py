@@ -395,18 +395,31 @@ def run_benchmark(out: str, envs: Sequence[str] | None = None, *, quick: bool = 
                             learners=learners, log=log, backend=backend)
 
 
-def _code_fingerprint() -> str:
-    """A hash of the package's sources (every ``.py`` file of ``clustergym`` and of its envs, agents and baselines,
-    wherever they are installed from): the non-learned agents' runs in the evaluation cache are reused only while
-    it is unchanged."""
-    roots = {os.path.dirname(os.path.dirname(os.path.abspath(__file__)))}  # the clustergym package
+# Modules that only present, schedule or report runs: editing them cannot change what an agent does in a run, so
+# they are left out of the evaluation cache's fingerprint (a report fix does not re-run the paper policies).
+_NOT_IN_RUNS = ("experiments", "cli.py", "cli_commands.py", "viewer.py", "gallery.py", "plots.py", "bench.py",
+                "progress.py", os.path.join("learning", "benchmark.py"))
+
+
+def _fingerprint_files() -> list[str]:
+    """The sources an agent's runs depend on: every ``.py`` file of ``clustergym`` and of its envs, agents and
+    baselines, wherever they are installed from, except the reporting modules of :data:`_NOT_IN_RUNS`."""
+    pkg = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # the clustergym package
+    roots = {pkg}
     for name in ("clustergym.envs", "clustergym.agents", "clustergym.baselines"):
         spec = importlib.util.find_spec(name)
         roots.update(os.path.abspath(d) for d in (spec.submodule_search_locations or []) if spec is not None)
-    files = sorted({os.path.realpath(os.path.join(d, f)) for root in roots for d, _, fs in os.walk(root)
-                    for f in fs if f.endswith(".py")})
+    skip = tuple(os.path.join(pkg, s) for s in _NOT_IN_RUNS)
+    return sorted({os.path.realpath(p) for root in roots for d, _, fs in os.walk(root)
+                   for p in (os.path.join(d, f) for f in fs if f.endswith(".py"))
+                   if not any(p == s or p.startswith(s + os.sep) for s in skip)})
+
+
+def _code_fingerprint() -> str:
+    """A hash of :func:`_fingerprint_files`: the non-learned agents' runs in the evaluation cache are reused only
+    while it is unchanged."""
     h = hashlib.sha256()
-    for path in files:
+    for path in _fingerprint_files():
         with open(path, "rb") as fh:
             h.update(os.path.basename(path).encode() + fh.read())
     return h.hexdigest()[:16]

@@ -146,7 +146,7 @@ PRETRAINED = {"clustergym/MultiServerChannel-v0": "esdp", "clustergym/MultiServe
 
 @pytest.mark.parametrize("env_id", sorted(PRETRAINED))
 def test_pretrained_model_runs_beside_the_paper_policy(env_id, tmp_path):
-    """Must-show 3 (short horizon): ``sb3:pretrained/<env>`` is shipped for every env and runs on held-out
+    """At a short horizon: ``sb3:pretrained/<env>`` is shipped for every env and runs on held-out
     instances from the installed package, through the no-pickle loader."""
     from clustergym.learning.agent import pretrained_models, resolve_model_path
 
@@ -226,3 +226,20 @@ def test_pretrained_model_beats_random_at_the_default_horizon_on_unseen_instance
     mine = [value[(f"sb3:pretrained/{name}", i)] for i in (50, 51, 52)]
     rand = [value[("random", i)] for i in (50, 51, 52)]
     assert sum(mine) > sum(rand), (mine, rand)
+
+
+def test_evaluation_cache_fingerprint_covers_the_run_code_and_not_the_reports():
+    """The non-learned agents' cached runs are keyed by the sources that can change a run: the envs, agents and
+    baselines and the core; a change to the benchmark's report modules must not re-run the paper policies."""
+    from clustergym.experiments.drl import _fingerprint_files
+
+    files = _fingerprint_files()
+    base = {os.path.basename(p) for p in files}
+    assert {"evaluation.py", "core.py", "pipeline.py", "training.py"} <= base  # the runner, the core, the learners
+    assert any(os.sep + "envs" + os.sep in p for p in files) and any(os.sep + "agents" + os.sep in p for p in files)
+    import clustergym
+
+    pkg = os.path.dirname(os.path.realpath(clustergym.__file__))
+    left_out = [os.path.join(pkg, *f.split("/")) for f in ("experiments/drl.py", "experiments/drl_report.py",
+                                                          "cli.py", "viewer.py", "learning/benchmark.py")]
+    assert all(os.path.exists(f) for f in left_out) and not set(left_out) & set(files)

@@ -92,7 +92,7 @@ def p4_clone(tmp_path_factory):
 
 
 def test_cloned_policy_is_within_10_percent_of_its_teacher_on_held_out_instances(p4_clone):
-    """Must-show 4: step 0 of fine-tuning (timesteps=0: the BC policy) vs the teacher, through the runner, on
+    """Step 0 of fine-tuning (timesteps=0: the BC policy) vs the teacher, through the runner, on
     instances 0-4 (the training pool is 100-199), same horizon and seed."""
     out, meta = p4_clone
     assert meta["timesteps_trained"] == 0 and meta["warm_start"]["teacher"] == "fair"
