@@ -19,7 +19,7 @@ class Learner:
     A *main* row (``ablation == ""``) is a learner the benchmark puts forward: it is scored beside the paper
     policy and the baselines at the training horizon and at the env's default horizon, and ``--export-pretrained``
     chooses among these rows. An *ablation* row changes one thing of its ``base`` row (``ablation`` names what:
-    discount, action mode, network, pool size, budget, tuning, warm start) and is reported as the paired
+    discount, action mode, network, pool size, budget, tuning, update size, warm start) and is reported as the paired
     difference to it on the same held-out runs."""
 
     name: str
@@ -74,8 +74,12 @@ UNTUNED_PPO = {"n_steps": 512, "batch_size": 256, "n_epochs": 10, "learning_rate
 _UNTUNED_GAMMA = {"p1": 0.0, "p2": 0.0, "p3": 0.99, "p4": 0.99}
 
 
+UPDATE_KL = 0.01  # the update-size row's target KL: SB3 ends an update's epochs once the approximate KL of the
+# policy change passes 1.5 x this (CartPole's updates in the shared setting stay near it; benchmarks/drl_learning_stats.py)
+
+
 def _rows(key: str, *, discount: float, action_mode: tuple[str, dict, str] | None, entity: bool,
-          warm_start: str | None = None, tuned: bool = True) -> tuple[Learner, ...]:
+          warm_start: str | None = None, tuned: bool = True, update_size: bool = False) -> tuple[Learner, ...]:
     """The main row (``ppo``, the yml entry: tuned where a tuning record exists) and its ablation rows, every
     ablation at :data:`ABLATION_BUDGET` against ``ppo-100k`` (the main row's learner at that budget); no
     "tuning" row where the entry is not tuned (it would repeat the base)."""
@@ -99,6 +103,11 @@ def _rows(key: str, *, discount: float, action_mode: tuple[str, dict, str] | Non
     if entity:
         rows.append(Learner("ppo-100k-entity", "ppo", ABLATION_BUDGET, {"net": "entity"}, ablation="network",
                             base=base, note="the per-entity network (shared weights, pooling) instead of the flat MLP"))
+    if update_size:
+        rows.append(Learner(f"ppo-100k-kl{UPDATE_KL:g}", "ppo", ABLATION_BUDGET,
+                            {"hyperparams": {"target_kl": UPDATE_KL}}, ablation="update size", base=base,
+                            note=f"each update stops once its approximate KL passes 1.5 x {UPDATE_KL:g} (the base's "
+                                 "updates move the policy several times further; see the learning statistics)"))
     if warm_start is not None:  # the teacher acts in the paper's action: the row's base is the action-mode row
         assert action_mode is not None
         name, kwargs, _ = action_mode
@@ -111,7 +120,7 @@ def _rows(key: str, *, discount: float, action_mode: tuple[str, dict, str] | Non
 
 PLAN: dict[str, EnvPlan] = {
     "p1": EnvPlan("p1", "clustergym/MultiServerChannel-v0", _rows("p1", discount=0.99, action_mode=None, entity=True,
-                                                                   tuned=False),
+                                                                   tuned=False, update_size=True),
         HELD_OUT, EVAL_SEEDS, CURVE_INSTANCES, (0,), default_horizon=2000,
         note="P1 has one action space (a channel subset, MultiBinary): no action-mode row."),
     "p2": EnvPlan("p2", "clustergym/MultiServerAllocation-v0", _rows(
@@ -120,7 +129,7 @@ PLAN: dict[str, EnvPlan] = {
                      "the paper's action: one fraction per channel and device type (a 2,004-dim Gaussian)")),
         HELD_OUT, EVAL_SEEDS, CURVE_INSTANCES, (0,), default_horizon=2000),
     "p3": EnvPlan("p3", "clustergym/RingAllReduce-v0", _rows(
-        "p3", discount=0.0, entity=False, tuned=False,
+        "p3", discount=0.0, entity=False, tuned=False, update_size=True,
         action_mode=("placement", {"env_kwargs": {"action_mode": "placement"}},
                      "GADGET's placement action (GPUs per job and server, 1,600 dimensions)")),
         None, tuple(range(30)), None, tuple(range(900, 905)),
