@@ -129,7 +129,7 @@ PLAN: dict[str, EnvPlan] = {
                      "the paper's action: one fraction per channel and device type (a 2,004-dim Gaussian)")),
         HELD_OUT, EVAL_SEEDS, CURVE_INSTANCES, (0,), default_horizon=2000),
     "p3": EnvPlan("p3", "clustergym/RingAllReduce-v0", _rows(
-        "p3", discount=0.0, entity=False, tuned=False, update_size=True,
+        "p3", discount=0.99, entity=False, tuned=False, update_size=True,
         action_mode=("placement", {"env_kwargs": {"action_mode": "placement"}},
                      "GADGET's placement action (GPUs per job and server, 1,600 dimensions)")),
         None, tuple(range(30)), None, tuple(range(900, 905)),
