@@ -581,6 +581,7 @@ def _run_planned(out, plan, *, quick, workers, progress, figures, learners, log,
             steps = np.mean([[pt["steps_trained"] for pt in s] for s in seeds_pts], axis=0)
             above = [int(st) for st, m in zip(steps, mean) if m > rand_curve]
             metas[name]["beats_random_from"] = above[0] if above else None
+            metas[name]["validation_total"] = float(mean[-1])  # the final models on the curve's validation runs
             first, last = ({k: float(np.mean([s[j]["per_instance"][k] for s in seeds_pts]))
                             for k in seeds_pts[0][j]["per_instance"]} for j in (0, -1))
             c = paired_comparison(last, first, agent=f"{name} trained", reference=f"{name} untrained")

@@ -54,8 +54,13 @@ def prepare_export(out: str, key: str) -> tuple[dict, dict, str, int]:
     seeds = summ.get("training_seeds")
     if not isinstance(seeds, list) or not seeds or not all(isinstance(x, int) and x >= 0 for x in seeds):
         raise ValueError(f"--export-pretrained: {out}/summary.json has no training seeds")
-    best = max(rows, key=lambda r: r["score"] if isinstance(r.get("score"), (int, float)) and math.isfinite(r["score"])
-               else -math.inf)
+    main = {lr.name for lr in PLAN[key].main_rows()}
+
+    def on_validation(r):
+        v = r.get("validation_total")
+        return v if isinstance(v, (int, float)) and math.isfinite(v) else -math.inf
+
+    best = max((r for r in rows if r.get("learner") in main), key=on_validation)
     seed = min(seeds)
     lr = next(x for x in PLAN[key].learners if x.name == best["learner"])
     src = os.path.join(out, key, lr.name, f"seed{seed}")
@@ -70,7 +75,9 @@ def prepare_export(out: str, key: str) -> tuple[dict, dict, str, int]:
 
 
 def export_pretrained(out: str, key: str, dest_root: str | None = None, log=print) -> str:
-    """Ship the best learner of ``key`` (highest held-out mean score in ``out/summary.json``), its lowest
+    """Ship the best main learner of ``key`` (the highest mean total of its final models on the learning curve's
+    validation runs, ``validation_total`` in ``out/summary.json``: the choice never looks at the held-out
+    instances, so their scores stay an independent test of the shipped model), its lowest
     training seed, as ``sb3:pretrained/<EnvName>``: its model with a fresh (empty) optimizer state, statistics
     and side-car (which records that seed's own held-out score beside the learner's mean).
 
@@ -119,7 +126,8 @@ def _write_export(dest: str, src: str, summ: dict, best: dict, seed: int, safe_l
     meta["pretrained"] = {"learner": best["learner"], "training_seed": seed, "commit": done["commit"],
                           "benchmark_commit": summ.get("commit"), "held_out_score_of_learner": best["score"],
                           "held_out_score_of_this_seed": _seed_score(best, summ, seed),
-                          "selected": "the learner with the highest held-out mean score; its lowest training seed"}
+                          "selected": "the main learner with the highest mean total on the validation runs of the learning "
+                                      "curves; its lowest training seed"}
     with open(os.path.join(dest, "clustergym.json"), "w") as f:
         json.dump(meta, f, indent=1)
 

@@ -79,13 +79,15 @@ UPDATE_KL = 0.01  # the update-size row's target KL: SB3 ends an update's epochs
 
 
 def _rows(key: str, *, discount: float, action_mode: tuple[str, dict, str] | None, entity: bool,
-          warm_start: str | None = None, tuned: bool = True, update_size: bool = False) -> tuple[Learner, ...]:
+          warm_start: str | None = None, tuned: bool = True, update_size: bool = False,
+          extra_main: tuple[Learner, ...] = ()) -> tuple[Learner, ...]:
     """The main row (``ppo``, the yml entry: tuned where a tuning record exists) and its ablation rows, every
     ablation at :data:`ABLATION_BUDGET` against ``ppo-100k`` (the main row's learner at that budget); no
     "tuning" row where the entry is not tuned (it would repeat the base)."""
     base = "ppo-100k"
     rows = [Learner("ppo", "ppo", MAIN_BUDGET, quick_budget=2048,
                     note="the hyperparameter file's entry (tuned values where its tuning record is shipped)"),
+            *extra_main,
             Learner(base, "ppo", ABLATION_BUDGET, ablation="budget", base="ppo",
                     note=f"the main row's learner at {ABLATION_BUDGET:,} env steps; the base of every other ablation")]
     if tuned:
@@ -118,6 +120,15 @@ def _rows(key: str, *, discount: float, action_mode: tuple[str, dict, str] | Non
     return tuple(rows)
 
 
+# P4's second main row: the per-entity network with the shared PPO step sizes. With the tuned ones (learning rate
+# 3.6e-5, 3 epochs) the network stays at its starting policy, Fair's constant action (KL 0.002 per update); with
+# these it moved above Fair on validation instances 900-909 (one training seed, benchmarks/drl_headroom.py).
+P4_ENTITY = Learner("ppo-entity", "ppo", ABLATION_BUDGET,
+                    {"net": "entity", "hyperparams": {"learning_rate": 0.0003, "n_epochs": 10, "n_steps": 512,
+                                                      "batch_size": 256}},
+                    note="the per-entity network, learning rate 3e-4, 10 epochs, rollouts of 512 x 4 and batch 256 "
+                         "(the rest of the tuned entry: gamma 0, lambda 0.9, clip 0.2)")
+
 PLAN: dict[str, EnvPlan] = {
     "p1": EnvPlan("p1", "clustergym/MultiServerChannel-v0", _rows("p1", discount=0.99, action_mode=None, entity=True,
                                                                    tuned=False, update_size=True),
@@ -138,7 +149,7 @@ PLAN: dict[str, EnvPlan] = {
               "held-out instances with instance = seed 0-29 (each its own topology and job list); its curves on "
               "instance = seed 900-904. P3 has no per-entity network: no network row.")),
     "p4": EnvPlan("p4", "clustergym/ApproxJobs-v0", _rows(
-        "p4", discount=0.99, entity=True, warm_start="fair",
+        "p4", discount=0.99, entity=True, warm_start="fair", extra_main=(P4_ENTITY,),
         action_mode=("machine", {"env_kwargs": {"action_mode": "machine"}},
                      "the paper's action: a job per machine (Algorithm 1's form) instead of a level per job")),
         HELD_OUT, EVAL_SEEDS, CURVE_INSTANCES, (0,), default_horizon=2000),

@@ -108,6 +108,7 @@ def _env_table(plan: EnvPlan, res, cells: dict, paper: str, best: str | None = N
             row["per_seed_score"] = [float(np.mean(list(score([a]).values()))) for a in agents]
             row.update({k: info.meta[k] for k in ("budget", "train_wall_s", "bc_wall_s", "commits", "algo", "options",
                                                    "note", "beats_random_from", "after_vs_before")})
+            row["validation_total"] = info.meta.get("validation_total")
         rows.append(row)
     sc_label = "score" if has_score else f"score vs {paper}"
     head = (f"| learner | budget (env steps) | wall / seed | {sc_label} [95% CI] | per seed | vs {paper} | "
@@ -133,7 +134,7 @@ def _env_table(plan: EnvPlan, res, cells: dict, paper: str, best: str | None = N
 
 
 def _plot_curves(plan: EnvPlan, curves: dict, refs: dict, path: str, horizon: int) -> str:
-    """One figure per env: held-out mean total reward vs env steps and vs training wall time, mean over the
+    """One figure per env: validation mean total reward vs env steps and vs training wall time, mean over the
     training seeds with its 95% interval; the paper policy, the best baseline and random as lines."""
     fig, axes = figure(1, 2, size=(12, 3.8), sharey=True)
     for name, seeds in curves.items():
@@ -147,7 +148,7 @@ def _plot_curves(plan: EnvPlan, curves: dict, refs: dict, path: str, horizon: in
             ax.axhline(val, ls="--", lw=1.1, color=reference_color(label), label=label)
     axes[0].set_xlabel("env steps (fine-tuning steps for warm-started learners)")
     axes[1].set_xlabel("training wall time (s, behaviour cloning included)")
-    axes[0].set_ylabel(f"held-out mean total reward (horizon {horizon})")
+    axes[0].set_ylabel(f"validation mean total reward (horizon {horizon})")
     for ax in axes:
         ax.grid(alpha=0.3)
     figure_legend(fig, axes, fontsize=7)
