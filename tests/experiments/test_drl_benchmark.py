@@ -205,14 +205,7 @@ DEFAULT_HORIZON = {"clustergym/MultiServerChannel-v0": 2000, "clustergym/MultiSe
                    "clustergym/RingAllReduce-v0": 200, "clustergym/ApproxJobs-v0": 2000}
 
 
-# P1's shipped model (PPO, 1,000,000 steps, +13% over random at 200 slots) is level with random at 2,000 slots
-# on instances 50-52 (29,204 against 29,472): recorded here as the known shortfall docs/drl.md states; strict, so
-# a model that passes makes this test fail until the mark is removed.
-_P1_SHORT = pytest.mark.xfail(strict=True, reason="P1's shipped model is level with random at 2,000 slots")
-
-
-@pytest.mark.parametrize("env_id", [pytest.param(e, marks=_P1_SHORT) if e.endswith("MultiServerChannel-v0") else e
-                                    for e in sorted(PRETRAINED)])
+@pytest.mark.parametrize("env_id", sorted(PRETRAINED))
 def test_pretrained_model_beats_random_at_the_default_horizon_on_unseen_instances(env_id, tmp_path):
     """Every shipped model is above random at the env's default horizon on instances outside its training pool,
     the benchmark's held-out set (0-14; P3 0-29) and the validation instances: 50-52 (the mean over them)."""
