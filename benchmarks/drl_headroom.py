@@ -42,17 +42,27 @@ def _family(env_id: str) -> str:
     return env_family(env_id)
 
 
-def _run(env, seed: int, act, on_step=None) -> float:
-    obs, info = env.reset(seed=seed)
-    total = 0.0
-    while True:
-        a = act(obs, info)
-        if on_step is not None:
-            on_step(obs, info, a)
-        obs, r, term, trunc, info = env.step(a)
-        total += float(r)
-        if term or trunc:
-            return total
+def _total(env, agent, seed: int, on_step=None) -> float:
+    """One episode through the runner's loop (:func:`clustergym.episode.run_episode`: agents see public info only)."""
+    from clustergym.episode import run_episode
+
+    return float(run_episode(env, agent, seed, on_step=on_step).rewards.sum())
+
+
+class _Constant:
+    """The same action every slot."""
+
+    def __init__(self, action: np.ndarray):
+        self.action = action
+
+    def reset(self, problem, *, seed=None) -> None:
+        pass
+
+    def act(self, obs, info):
+        return self.action
+
+    def update(self, *args) -> None:
+        pass
 
 
 def _constant_action(env, value: str) -> np.ndarray:
@@ -67,7 +77,7 @@ def at_max(key: str, obs, info, a) -> np.ndarray:
     """Per acting entity (P2: ports with a job; P3: visible jobs; P4: live jobs), whether ``a`` is the
     baseline's constant there, from public data only (the observation and the action mask)."""
     a = np.asarray(a)
-    if key == "p2":
+    if key == "p2":  # a Box action: the env reads it within [0, 1]
         arr = np.asarray(obs["arrivals"]) > 0
         return np.clip(a.reshape(-1), 0.0, 1.0)[arr] >= 0.99
     if key == "p3":
@@ -104,16 +114,13 @@ def main(argv=None) -> int:
         tot = []
         for k in inst:
             env = gym.make(env_id, scenario_seed=k, horizon=a.horizon)
-            ag = make(name, family=fam)
-            ag.reset(env.unwrapped.problem, seed=seed(k))
-            tot.append(_run_agent(env, ag, seed(k)))
+            tot.append(_total(env, make(name, family=fam), seed(k)))
         rows[name] = tot
     for c in constants:
         tot = []
         for k in inst:
             env = gym.make(env_id, scenario_seed=k, horizon=a.horizon, action_mode=mode)
-            act = _constant_action(env, c)
-            tot.append(_run(env, seed(k), lambda o, i, act=act: act))
+            tot.append(_total(env, _Constant(_constant_action(env, c)), seed(k)))
         rows[f"constant {c}" + (f" (= {best})" if c == "max" else "")] = tot
     for row in a.cells:
         for cell in sorted(glob.glob(os.path.join(row, "seed*", "model.zip"))):
@@ -122,8 +129,8 @@ def main(argv=None) -> int:
             tot, hits = [], []
             for k in inst:
                 env = gym.make(env_id, scenario_seed=k, horizon=a.horizon, **model_env_kwargs(ag.meta))
-                ag.reset(env.unwrapped.problem, seed=seed(k))
-                tot.append(_run(env, seed(k), ag.act, lambda o, i, x: hits.extend(at_max(a.env, o, i, x).tolist())))
+                tot.append(_total(env, ag, seed(k),
+                                  lambda tr: hits.extend(at_max(a.env, tr.obs, tr.info, tr.action).tolist())))
             rows[name], shares[name] = tot, float(np.mean(hits)) if hits else float("nan")
     ref = np.array(rows[best])
     lines = [f"| policy | mean total | vs {best} (mean relative) | equal / above / below {best} | entries at the "
@@ -145,20 +152,6 @@ def main(argv=None) -> int:
         with open(os.path.join(a.out, "headroom.json"), "w") as f:
             json.dump({"env": env_id, "instances": inst, "totals": rows, "at_max": shares}, f, indent=1)
     return 0
-
-
-def _run_agent(env, ag, seed: int) -> float:
-    """A registered agent's episode: act, then learn from the step's feedback (``update``), as the runner does."""
-    obs, info = env.reset(seed=seed)
-    total = 0.0
-    while True:
-        a = ag.act(obs, info)
-        nobs, r, term, trunc, info = env.step(a)
-        ag.update(obs, a, r, nobs, info)
-        obs = nobs
-        total += float(r)
-        if term or trunc:
-            return total
 
 
 if __name__ == "__main__":
