@@ -140,22 +140,27 @@ def build_parser() -> argparse.ArgumentParser:
                     help="the algorithm (default: the env's entry in hyperparams/defaults.yml)")
     tu.add_argument("--trials", type=int, default=20, help="trials this process runs (default 20)")
     tu.add_argument("--timesteps", type=int, default=100_000, help="env steps of training per trial (default 100000)")
-    tu.add_argument("--instances", default="900-909",
+    tu.add_argument("--instances", default=None,
                     help="validation instances the trials are scored on (default 900-909; never the training pool "
-                         "1000-1099 nor the evaluation instances 0-99)")
-    tu.add_argument("--seeds", default="0", help="dynamics seeds of the validation runs (default 0)")
+                         "1000-1099 nor the evaluation instances 0-99); 'seed': instance = seed over --seeds (the "
+                         "default on RingAllReduce-v0, whose instances differ only in a topology that does not "
+                         "change totals)")
+    tu.add_argument("--seeds", default=None, help="dynamics seeds of the validation runs (default 0; 900-909 "
+                    "where instance = seed)")
     tu.add_argument("--horizon", type=int, default=200, help="slots per training episode and validation run "
                     "(default 200)")
     tu.add_argument("--reference", default=None, metavar="AGENT",
                     help="the baseline that scores 1 (default: lcf, drf, greedy, fair for P1-P4)")
     tu.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="env kwarg (JSON value)")
     tu.add_argument("--n-envs", type=int, default=None, help="training envs per trial (default 4)")
+    tu.add_argument("--net", default="mlp", choices=["mlp", "entity"],
+                    help="the policy network the trials train (default mlp; entity: the per-entity network)")
     tu.add_argument("--seed", type=int, default=0, help="the sampler's seed (trial k trains with seed + k)")
     tu.add_argument("--storage", default=None, metavar="URL",
                     help="Optuna storage shared by several tuning processes or machines (default: sqlite in --out)")
-    tu.add_argument("--study", default=None, help="study name (default ENV-ALGO); an existing study is continued")
+    tu.add_argument("--study", default=None, help="study name (default ENV-ALGO, ENV-ALGO-entity with --net entity); an existing study is continued")
     tu.add_argument("--out", default=None, help="folder of tuning.json and the default storage "
-                    "(default runs/tune/ENV-ALGO)")
+                    "(default runs/tune/STUDY)")
     tu.add_argument("--no-progress", action="store_true", help="no line per trial")
     tu.set_defaults(func=cmd_tune)
 

@@ -19,7 +19,7 @@ from clustergym.learning import training
 from clustergym.learning.hyperparams import default_algo
 from clustergym.learning.importing import import_model
 from clustergym.learning.instances import describe_pool
-from clustergym.learning.tuning import TuneConfig, tune
+from clustergym.learning.tuning import INSTANCE_IS_SEED, VALIDATION, TuneConfig, default_runs, study_name_of, tune
 from clustergym.outdir import FolderLock, OutputFolder, check_path
 from clustergym.replay import replay
 from clustergym.results import RUN_FILES
@@ -280,13 +280,21 @@ TRAIN_FILES = ("model.zip", "clustergym.json", "vecnormalize.npz", "vecnormalize
 def cmd_tune(args) -> int:
     if args.algo is None:
         args.algo = default_algo(args.env_id)
-    out = args.out or os.path.join("runs", "tune", f"{args.env_id.split('/')[-1]}-{args.algo}")
-    _check_out(out)
-    instances = tuple(_parse_seeds(args.instances, "--instances"))
+    instances, seeds = default_runs(args.env_id)
+    if args.instances is not None:
+        instances = None if args.instances == "seed" else tuple(_parse_seeds(args.instances, "--instances"))
+        if instances is not None and args.env_id in INSTANCE_IS_SEED and args.seeds is None:
+            seeds = (0,)
+    if args.seeds is not None:
+        seeds = tuple(_parse_seeds(args.seeds, "--seeds"))
+    elif instances is None:
+        seeds = VALIDATION
     cfg = TuneConfig(args.env_id, args.algo, timesteps=args.timesteps, trials=args.trials, instances=instances,
-                     seeds=tuple(_parse_seeds(args.seeds, "--seeds")), horizon=args.horizon,
+                     seeds=seeds, horizon=args.horizon,
                      reference=args.reference, seed=args.seed, n_envs=args.n_envs,
-                     env_kwargs=tuple(sorted(_parse_set(args.set).items())))
+                     env_kwargs=tuple(sorted(_parse_set(args.set).items())), net=args.net)
+    out = args.out or os.path.join("runs", "tune", args.study or study_name_of(cfg))
+    _check_out(out)
     rec = tune(cfg, out, storage=args.storage, study_name=args.study, progress=not args.no_progress)
     best = rec["best"]
     done = sum(t["state"] == "COMPLETE" for t in rec["trials"])

@@ -6,7 +6,10 @@ training pool (:data:`~clustergym.learning.instances.DEFAULT_TRAIN_INSTANCES`, 1
 **validation instances** (default 900-909, a part of
 :data:`~clustergym.learning.instances.DEFAULT_VALIDATION_INSTANCES`): disjoint from the training pool and
 from every evaluation set (``clustergym run``'s and ``clustergym drl``'s instances are below 100). Tuning
-never sees an evaluation instance.
+never sees an evaluation instance. On RingAllReduce the instances (scenario seeds) differ only in the
+topology, which does not change a total at the default load (the job list comes from the dynamics seed), so
+its validation runs pair instance and seed (``instances=None``: instance = seed, seeds 900-909 by default,
+:data:`INSTANCE_IS_SEED`); 900-909 at one dynamics seed would be one job list ten times.
 
 The objective is the **baseline-normalised value**, per (validation instance, dynamics seed)::
 
@@ -47,9 +50,17 @@ from clustergym.learning.training import train
 from clustergym.runner import evaluate
 
 __all__ = ["SEARCH_SPACE", "REFERENCE", "VALIDATION", "TuneConfig", "sample_params", "normalised_value", "tune",
-           "record_of"]
+           "record_of", "study_name_of", "default_runs", "INSTANCE_IS_SEED"]
 
 VALIDATION = tuple(range(900, 910))  # the default validation instances (part of DEFAULT_VALIDATION_INSTANCES)
+
+# Envs whose validation runs are instance = seed by default (module docstring).
+INSTANCE_IS_SEED = frozenset({"clustergym/RingAllReduce-v0"})
+
+
+def default_runs(env_id: str) -> tuple[tuple[int, ...] | None, tuple[int, ...]]:
+    """The default validation runs of ``env_id``: (instances, dynamics seeds); instances None = instance = seed."""
+    return (None, VALIDATION) if env_id in INSTANCE_IS_SEED else (VALIDATION, (0,))
 
 # The best simple rule of each env at the training horizon (docs/drl.md): the objective's "1".
 REFERENCE = {"clustergym/MultiServerChannel-v0": "lcf", "clustergym/MultiServerAllocation-v0": "drf",
@@ -99,13 +110,14 @@ class TuneConfig:
     algo: str = "ppo"
     timesteps: int = 100_000
     trials: int = 20
-    instances: tuple[int, ...] = VALIDATION
+    instances: tuple[int, ...] | None = VALIDATION  # None: instance = seed over ``seeds``
     seeds: tuple[int, ...] = (0,)
     horizon: int = 200
     reference: str | None = None  # None: REFERENCE[env_id]
     seed: int = 0
     n_envs: int | None = None
     env_kwargs: tuple = ()  # (key, value) pairs on top of the hyperparameter file's env_kwargs
+    net: str = "mlp"  # the policy network the trials train: "mlp" or "entity" (the per-entity network)
 
     def reference_agent(self) -> str:
         ref = self.reference or REFERENCE.get(self.env_id)
@@ -116,6 +128,10 @@ class TuneConfig:
 
 def _values(res, agent: str) -> dict:
     return {(r.instance, r.seed): float(r.value_total) for r in res.runs if r.agent == agent}
+
+
+def _instances(cfg: TuneConfig) -> list[int] | None:
+    return None if cfg.instances is None else list(cfg.instances)
 
 
 def _check_instances(instances: Sequence[int]) -> None:
@@ -133,7 +149,7 @@ def _reference_values(cfg: TuneConfig, study) -> tuple[dict, dict]:
         return dec(attrs["reference_values"]), dec(attrs["random_values"])
     ref = cfg.reference_agent()
     res = evaluate(cfg.env_id, [ref, "random"], seeds=list(cfg.seeds), horizon=cfg.horizon,
-                   env_kwargs=dict(cfg.env_kwargs), instances=list(cfg.instances), progress=False, score=False)
+                   env_kwargs=dict(cfg.env_kwargs), instances=_instances(cfg), progress=False, score=False)
     r, z = _values(res, ref), _values(res, "random")
     enc = lambda d: {json.dumps(list(k)): v for k, v in d.items()}  # noqa: E731
     study.set_user_attr("reference_values", enc(r))
@@ -151,10 +167,11 @@ def _objective(cfg: TuneConfig, ref: dict, rnd: dict, progress: bool) -> Callabl
             t0 = time.perf_counter()
             meta = train(cfg.env_id, cfg.algo, cfg.timesteps, tmp, env_kwargs={"horizon": cfg.horizon,
                                                                              **dict(cfg.env_kwargs)},
-                         seed=cfg.seed + trial.number, n_envs=n_envs, hyperparams=hp, progress=False)
+                         seed=cfg.seed + trial.number, n_envs=n_envs, hyperparams=hp, net=cfg.net,
+                         progress=False)
             train_s = time.perf_counter() - t0
             res = evaluate(cfg.env_id, [f"sb3:{tmp}"], seeds=list(cfg.seeds), horizon=cfg.horizon,
-                           env_kwargs=dict(cfg.env_kwargs), instances=list(cfg.instances), progress=False,
+                           env_kwargs=dict(cfg.env_kwargs), instances=_instances(cfg), progress=False,
                            score=False)
         vals = normalised_value(_values(res, f"sb3:{tmp}"), ref, rnd)
         if not vals:
@@ -188,11 +205,17 @@ def record_of(study, cfg: TuneConfig) -> dict:
     return {"env_id": cfg.env_id, "algo": cfg.algo, "study": study.study_name,
             "objective": "mean over validation runs of (V - V_random) / (V_reference - V_random); 1 = reference",
             "reference": cfg.reference_agent(), "timesteps_per_trial": cfg.timesteps, "horizon": cfg.horizon,
-            "validation_instances": list(cfg.instances), "seeds": list(cfg.seeds), "sampler": "TPE",
-            "sampler_seed": cfg.seed, "env_kwargs": dict(cfg.env_kwargs),
+            "validation_instances": "instance = seed" if cfg.instances is None else list(cfg.instances),
+            "seeds": list(cfg.seeds), "sampler": "TPE",
+            "sampler_seed": cfg.seed, "env_kwargs": dict(cfg.env_kwargs), "net": cfg.net,
             "search_space": {k: list(v) if not isinstance(v[1], tuple) else [v[0], list(v[1])]
                              for k, v in SEARCH_SPACE[cfg.algo].items()},
             "trials": trials, "best": best}
+
+
+def study_name_of(cfg: TuneConfig) -> str:
+    """The default study name (and record file stem): ``ENV-ALGO``, with ``-entity`` for the per-entity network."""
+    return f"{cfg.env_id.split('/')[-1]}-{cfg.algo}" + ("" if cfg.net == "mlp" else f"-{cfg.net}")
 
 
 def tune(cfg: TuneConfig, out: str, *, storage: str | None = None, study_name: str | None = None,
@@ -212,11 +235,11 @@ def tune(cfg: TuneConfig, out: str, *, storage: str | None = None, study_name: s
     gym.spec(cfg.env_id)  # an unknown id fails here, before anything runs
     if cfg.trials < 1 or cfg.timesteps < 1:
         raise ValueError("trials and timesteps must be >= 1")
-    _check_instances(cfg.instances)
+    _check_instances(cfg.seeds if cfg.instances is None else cfg.instances)
     cfg.reference_agent()
     os.makedirs(out, exist_ok=True)
     storage = storage or f"sqlite:///{os.path.abspath(os.path.join(out, 'study.db'))}"
-    name = study_name or f"{cfg.env_id.split('/')[-1]}-{cfg.algo}"
+    name = study_name or study_name_of(cfg)
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     study = optuna.create_study(study_name=name, storage=storage, direction="maximize", load_if_exists=True,
                                 sampler=optuna.samplers.TPESampler(seed=cfg.seed))

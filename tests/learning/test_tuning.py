@@ -107,3 +107,36 @@ def test_every_tuned_entry_holds_its_shipped_records_best_trial():
             assert {k: entry[k] for k in entry["tuned"]} == best["params"], env_id
             checked += 1
     assert checked >= 2  # P2 and P4 ship tuned PPO entries
+
+
+def test_ring_allreduce_validation_runs_pair_instance_and_seed_so_each_run_has_its_own_job_list(tmp_path, capsys):
+    """P3's job list comes from the dynamics seed: at one seed, ten instances would be one run ten times.
+    Its default validation runs are instance = seed 900-909 (distinct reference totals), recorded as such."""
+    from clustergym.learning.tuning import default_runs
+
+    assert default_runs("clustergym/RingAllReduce-v0") == (None, tuple(range(900, 910)))
+    assert default_runs(P4) == (tuple(range(900, 910)), (0,))
+    out = tmp_path / "p3"
+    rc = main(["tune", "clustergym/RingAllReduce-v0", "--trials", "1", "--timesteps", "64", "--horizon", "8",
+               "--seeds", "900-902", "--n-envs", "1", "--out", str(out), "--no-progress"])
+    assert rc == 0, capsys.readouterr().err
+    rec = json.load(open(out / "tuning.json"))
+    assert rec["validation_instances"] == "instance = seed" and rec["seeds"] == [900, 901, 902]
+    assert sorted(rec["trials"][0]["per_run"]) == ["[900, 900]", "[901, 901]", "[902, 902]"]
+    study = optuna.load_study(study_name=rec["study"], storage=f"sqlite:///{out / 'study.db'}")
+    assert len(set(study.user_attrs["reference_values"].values())) == 3  # three job lists, not one
+    # instance = seed never reaches the training pool or the evaluation instances either
+    assert main(["tune", "clustergym/RingAllReduce-v0", "--seeds", "5-6", "--out", str(tmp_path / "u")]) == 2
+
+
+def test_a_study_of_the_per_entity_network_trains_it_and_says_so(tmp_path):
+    from clustergym.learning.tuning import study_name_of
+
+    cfg = TuneConfig(P4, **{**TINY, "trials": 1, "net": "entity"})
+    assert study_name_of(cfg) == "ApproxJobs-v0-ppo-entity"
+    rec = tune(cfg, str(tmp_path / "e"), progress=False)
+    assert rec["net"] == "entity" and rec["study"] == "ApproxJobs-v0-ppo-entity"
+    assert rec["trials"][0]["state"] == "COMPLETE"
+    with pytest.raises(ValueError, match="net='entity' supports"):  # P3 has no per-entity network
+        tune(TuneConfig("clustergym/RingAllReduce-v0", **{**TINY, "trials": 1, "net": "entity"}),
+             str(tmp_path / "x"), progress=False)
