@@ -398,7 +398,7 @@ def run_benchmark(out: str, envs: Sequence[str] | None = None, *, quick: bool = 
 # Modules that only present, schedule or report runs: editing them cannot change what an agent does in a run, so
 # they are left out of the evaluation cache's fingerprint (a report fix does not re-run the paper policies).
 _NOT_IN_RUNS = ("experiments", "cli.py", "cli_commands.py", "viewer.py", "gallery.py", "plots.py", "bench.py",
-                "progress.py", os.path.join("learning", "benchmark.py"))
+                "progress.py", os.path.join("learning", "benchmark.py"), os.path.join("learning", "tuning.py"))
 
 
 def _fingerprint_files() -> list[str]:

@@ -3,7 +3,12 @@ training seeds and held-out instances (:data:`PLAN`), and the CI-sized ``--quick
 
 from __future__ import annotations
 
+import json
+import os
 from dataclasses import dataclass, field
+
+from clustergym.learning.hyperparams import HERE as HYPERPARAMS_DIR
+
 __all__ = ["Learner", "EnvPlan", "PLAN", "HORIZON", "QUICK", "FULL_OUT", "TRAIN_SEED_OFFSET", "MAIN_BUDGET",
            "ABLATION_BUDGET", "HELD_OUT", "EVAL_SEEDS", "UNTUNED_PPO"]
 
@@ -78,9 +83,29 @@ UPDATE_KL = 0.01  # the update-size row's target KL: SB3 ends an update's epochs
 # policy change passes 1.5 x this (CartPole's updates in the shared setting stay near it; benchmarks/drl_learning_stats.py)
 
 
+def study_best(stem: str) -> dict | None:
+    """The best trial's values of the shipped tuning record ``hyperparams/tuning/<stem>.json`` (None: not shipped)."""
+    path = os.path.join(HYPERPARAMS_DIR, "tuning", f"{stem}.json")
+    if not os.path.exists(path):
+        return None
+    with open(path) as f:
+        return dict(json.load(f)["best"]["params"])
+
+
+def tuned_row(name: str, stem: str, base: str, options: dict | None = None) -> tuple[Learner, ...]:
+    """The "tuning" ablation row of a learner whose entry is not tuned: ``base``'s options with the best trial of
+    the study ``stem`` (its record shipped in ``hyperparams/tuning/``); no row while the record is not shipped."""
+    best = study_best(stem)
+    if best is None:
+        return ()
+    return (Learner(name, "ppo", ABLATION_BUDGET, {**(options or {}), "hyperparams": best}, ablation="tuning",
+                    base=base, note=f"the best trial of the tuning study (hyperparams/tuning/{stem}.json) instead of "
+                                    "the base's values"),)
+
+
 def _rows(key: str, *, discount: float, action_mode: tuple[str, dict, str] | None, entity: bool,
           warm_start: str | None = None, tuned: bool = True, update_size: bool = False,
-          extra_main: tuple[Learner, ...] = ()) -> tuple[Learner, ...]:
+          extra_main: tuple[Learner, ...] = (), extra_ablation: tuple[Learner, ...] = ()) -> tuple[Learner, ...]:
     """The main row (``ppo``, the yml entry: tuned where a tuning record exists) and its ablation rows, every
     ablation at :data:`ABLATION_BUDGET` against ``ppo-100k`` (the main row's learner at that budget); no
     "tuning" row where the entry is not tuned (it would repeat the base)."""
@@ -117,7 +142,7 @@ def _rows(key: str, *, discount: float, action_mode: tuple[str, dict, str] | Non
                             {**kwargs, "warm_start": warm_start}, ablation="warm start", base=f"ppo-100k-{name}",
                             note=f"behaviour cloning of {warm_start} on training instances (in its own action, "
                                  f"action_mode={name!r}), then fine-tuning"))
-    return tuple(rows)
+    return tuple(rows) + tuple(extra_ablation)
 
 
 # P4's second main row: the per-entity network with the shared PPO step sizes. With the tuned ones (learning rate
@@ -137,7 +162,11 @@ P1_ENTITY = Learner("ppo-entity", "ppo", ABLATION_BUDGET, {"net": "entity"},
 PLAN: dict[str, EnvPlan] = {
     "p1": EnvPlan("p1", "clustergym/MultiServerChannel-v0", _rows("p1", discount=0.99, action_mode=None, entity=True,
                                                                    tuned=False, update_size=True,
-                                                                   extra_main=(P1_ENTITY,)),
+                                                                   extra_main=(P1_ENTITY,),
+                                                                   extra_ablation=tuned_row(
+                                                                       "ppo-entity-tuned",
+                                                                       "MultiServerChannel-v0-ppo-entity",
+                                                                       "ppo-entity", {"net": "entity"})),
         HELD_OUT, EVAL_SEEDS, CURVE_INSTANCES, (0,), default_horizon=2000,
         note="P1 has one action space (a channel subset, MultiBinary): no action-mode row."),
     "p2": EnvPlan("p2", "clustergym/MultiServerAllocation-v0", _rows(
@@ -147,6 +176,7 @@ PLAN: dict[str, EnvPlan] = {
         HELD_OUT, EVAL_SEEDS, CURVE_INSTANCES, (0,), default_horizon=2000),
     "p3": EnvPlan("p3", "clustergym/RingAllReduce-v0", _rows(
         "p3", discount=0.99, entity=False, tuned=False, update_size=True,
+        extra_ablation=tuned_row("ppo-100k-tuned", "RingAllReduce-v0-ppo", "ppo-100k"),
         action_mode=("placement", {"env_kwargs": {"action_mode": "placement"}},
                      "GADGET's placement action (GPUs per job and server, 1,600 dimensions)")),
         None, tuple(range(30)), None, tuple(range(900, 905)),
@@ -156,6 +186,7 @@ PLAN: dict[str, EnvPlan] = {
               "instance = seed 900-904. P3 has no per-entity network: no network row.")),
     "p4": EnvPlan("p4", "clustergym/ApproxJobs-v0", _rows(
         "p4", discount=0.99, entity=True, warm_start="fair", extra_main=(P4_ENTITY,),
+        extra_ablation=tuned_row("ppo-entity-tuned", "ApproxJobs-v0-ppo-entity", "ppo-entity", P4_ENTITY.options),
         action_mode=("machine", {"env_kwargs": {"action_mode": "machine"}},
                      "the paper's action: a job per machine (Algorithm 1's form) instead of a level per job")),
         HELD_OUT, EVAL_SEEDS, CURVE_INSTANCES, (0,), default_horizon=2000),
