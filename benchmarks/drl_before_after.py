@@ -11,7 +11,9 @@ configuration: env kwargs, hyperparameters, network, SB3 seed) with a checkpoint
 first update. Before it is used, the rebuilt policy is checked against the cell's curve: on the curve's runs
 its totals must equal the curve's first point run for run (the study stops otherwise). Then the initial and
 the final model (``model.zip``) run on the study's instances; per instance the mean over dynamics seeds and
-training seeds is compared, trained − untrained, as a paired 95% t-interval with wins/losses.
+training seeds is compared, trained − untrained, as a paired 95% t-interval with wins/losses. On P3, whose
+instances differ only in a topology that does not change totals, every run is its own instance = seed
+(910-929), as in the benchmark.
 
     python benchmarks/drl_before_after.py runs/drl2-p4 p4 --rows ppo-entity,ppo --out runs/before-after-p4
 
@@ -74,7 +76,7 @@ def main() -> None:
     ap.add_argument("env", choices=sorted(PLAN), help="the env key (p1-p4)")
     ap.add_argument("--rows", required=True, help="comma-separated row names (e.g. ppo-entity,ppo)")
     ap.add_argument("--instances", default="910-929", help="validation instances (default 910-929)")
-    ap.add_argument("--seeds", default="0,1", help="dynamics seeds (default 0,1)")
+    ap.add_argument("--seeds", default="0,1", help="dynamics seeds (default 0,1; unused where instance = seed)")
     ap.add_argument("--horizon", type=int, default=200)
     ap.add_argument("--out", required=True)
     args = ap.parse_args()
@@ -84,8 +86,9 @@ def main() -> None:
     if bad:
         raise SystemExit(f"instances {sorted(bad)[:5]} are tuning, training or held-out instances")
     os.makedirs(args.out, exist_ok=True)
-    lines = [f"Trained − untrained on validation instances {instances[0]}-{instances[-1]} x dynamics seeds "
-             f"{seeds} ({args.horizon} slots); per instance the mean over dynamics and training seeds; paired 95% "
+    runs = ("instance = seed" if plan.eval_instances is None else f"x dynamics seeds {seeds}")
+    lines = [f"Trained − untrained on validation instances {instances[0]}-{instances[-1]} {runs} "
+             f"({args.horizon} slots); per instance the mean over dynamics and training seeds; paired 95% "
              "t-interval over instances, wins/losses.", "",
              "| row | training seeds | untrained (mean total) | trained (mean total) | trained − untrained | "
              "W/L |", "|---|---|---|---|---|---|"]
@@ -100,8 +103,10 @@ def main() -> None:
                 init = initial_policy(cell, os.path.join(tmp, str(i)))
                 _check_against_curve(cell, plan.env_id, init)
                 final = os.path.join(cell, "model.zip")
-                res = evaluate(plan.env_id, [f"sb3:{init}", f"sb3:{final}"], seeds, args.horizon,
-                               instances=instances, workers=1, progress=False, score=False)
+                pair = plan.eval_instances is None  # P3: instance = seed
+                res = evaluate(plan.env_id, [f"sb3:{init}", f"sb3:{final}"], instances if pair else seeds,
+                               args.horizon, instances=None if pair else instances, workers=1, progress=False,
+                               score=False)
                 before.append(res.per_instance(f"sb3:{init}"))
                 after.append(res.per_instance(f"sb3:{final}"))
                 print(f"{row} {os.path.basename(cell)}: untrained {np.mean(list(before[-1].values())):.2f}, "
