@@ -140,3 +140,30 @@ def test_a_study_of_the_per_entity_network_trains_it_and_says_so(tmp_path):
     with pytest.raises(ValueError, match="net='entity' supports"):  # P3 has no per-entity network
         tune(TuneConfig("clustergym/RingAllReduce-v0", **{**TINY, "trials": 1, "net": "entity"}),
              str(tmp_path / "x"), progress=False)
+
+
+def test_every_shipped_record_is_used_with_its_best_values_and_was_scored_on_validation_runs_only():
+    """Each record in ``hyperparams/tuning/`` is either adopted by its yml entry (the ``tuned`` key) or carried
+    by a ``clustergym drl`` tuning row that trains the record's network with exactly the best trial's values."""
+    import glob
+    import os
+
+    from clustergym.experiments.drl_plan import PLAN
+    from clustergym.learning.hyperparams import HERE, load_hyperparams
+    from clustergym.learning.instances import DEFAULT_EVAL_INSTANCES, DEFAULT_TRAIN_INSTANCES
+
+    paths = sorted(glob.glob(os.path.join(HERE, "tuning", "*.json")))
+    assert len(paths) >= 5
+    for path in paths:
+        with open(path) as f:
+            rec = json.load(f)
+        runs = rec["seeds"] if rec["validation_instances"] == "instance = seed" else rec["validation_instances"]
+        assert not set(runs) & (set(DEFAULT_TRAIN_INSTANCES) | set(DEFAULT_EVAL_INSTANCES)), path
+        best = max((t for t in rec["trials"] if t["value"] is not None), key=lambda t: t["value"])
+        assert best["number"] == rec["best"]["number"] and best["params"] == rec["best"]["params"]
+        entry = load_hyperparams(rec["algo"], rec["env_id"])
+        adopted = rec.get("net", "mlp") == "mlp" and {k: entry.get(k) for k in entry.get("tuned", ())} == best["params"]
+        rows = [lr for p in PLAN.values() if p.env_id == rec["env_id"] for lr in p.learners
+                if lr.ablation == "tuning" and lr.options.get("hyperparams") == best["params"]
+                and lr.options.get("net", "mlp") == rec.get("net", "mlp")]
+        assert adopted or rows, f"{os.path.basename(path)}: neither adopted nor carried by a tuning row"
