@@ -292,7 +292,8 @@ def cmd_tune(args) -> int:
     cfg = TuneConfig(args.env_id, args.algo, timesteps=args.timesteps, trials=args.trials, instances=instances,
                      seeds=seeds, horizon=args.horizon,
                      reference=args.reference, seed=args.seed, n_envs=args.n_envs,
-                     env_kwargs=tuple(sorted(_parse_set(args.set).items())), net=args.net)
+                     env_kwargs=tuple(sorted(_parse_set(args.set).items())), net=args.net,
+                     train_seeds=args.train_seeds)
     out = args.out or os.path.join("runs", "tune", args.study or study_name_of(cfg))
     _check_out(out)
     rec = tune(cfg, out, storage=args.storage, study_name=args.study, progress=not args.no_progress)

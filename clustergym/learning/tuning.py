@@ -20,6 +20,11 @@ else the realised one), averaged over the runs: 0 = random, 1 = the reference ba
 the best simple rule of each env at the training horizon). The reference and random runs do not depend on
 the trial; they are run once per study and kept in the study's user attributes.
 
+Each trial trains ``train_seeds`` seeds (default 1, as rl-zoo3) and is scored on the mean of their values
+per run. One seed is cheap but chooses on seed luck where seeds differ much: the shipped one-seed studies'
+best trials scored lower on three seeds than on their one (docs/drl.md, "Tuning"); ``--train-seeds 3`` costs
+three times as much and averages that out.
+
 The record (``tuning.json`` in ``--out``): the settings (env, algorithm, budget, validation instances,
 seeds, horizon, reference, search space), every trial (parameters, objective, per-instance values, state,
 wall time) and the best trial. Copy it next to the hyperparameter files
@@ -53,6 +58,8 @@ __all__ = ["SEARCH_SPACE", "REFERENCE", "VALIDATION", "TuneConfig", "sample_para
            "record_of", "study_name_of", "default_runs", "INSTANCE_IS_SEED"]
 
 VALIDATION = tuple(range(900, 910))  # the default validation instances (part of DEFAULT_VALIDATION_INSTANCES)
+
+TRIAL_SEED_STRIDE = 1000  # training seed k of a trial: seed + trial number + k * this (k = 0: the one-seed studies')
 
 # Envs whose validation runs are instance = seed by default (module docstring).
 INSTANCE_IS_SEED = frozenset({"clustergym/RingAllReduce-v0"})
@@ -118,6 +125,7 @@ class TuneConfig:
     n_envs: int | None = None
     env_kwargs: tuple = ()  # (key, value) pairs on top of the hyperparameter file's env_kwargs
     net: str = "mlp"  # the policy network the trials train: "mlp" or "entity" (the per-entity network)
+    train_seeds: int = 1  # training seeds per trial: its value per run is the mean over them (TRIAL_SEED_STRIDE)
 
     def reference_agent(self) -> str:
         ref = self.reference or REFERENCE.get(self.env_id)
@@ -163,17 +171,22 @@ def _objective(cfg: TuneConfig, ref: dict, rnd: dict, progress: bool) -> Callabl
         n_envs = cfg.n_envs or 4
         if "batch_size" in hp:  # at most one rollout (n_steps per env x n_envs)
             hp["batch_size"] = min(hp["batch_size"], hp["n_steps"] * n_envs)
-        with tempfile.TemporaryDirectory(prefix="clustergym-tune-") as tmp:
-            t0 = time.perf_counter()
-            meta = train(cfg.env_id, cfg.algo, cfg.timesteps, tmp, env_kwargs={"horizon": cfg.horizon,
-                                                                             **dict(cfg.env_kwargs)},
-                         seed=cfg.seed + trial.number, n_envs=n_envs, hyperparams=hp, net=cfg.net,
-                         progress=False)
-            train_s = time.perf_counter() - t0
-            res = evaluate(cfg.env_id, [f"sb3:{tmp}"], seeds=list(cfg.seeds), horizon=cfg.horizon,
-                           env_kwargs=dict(cfg.env_kwargs), instances=_instances(cfg), progress=False,
-                           score=False)
-        vals = normalised_value(_values(res, f"sb3:{tmp}"), ref, rnd)
+        per_seed, train_s, steps = [], 0.0, 0
+        for k in range(cfg.train_seeds):  # seed k of trial n trains with seed + n + k * TRIAL_SEED_STRIDE
+            with tempfile.TemporaryDirectory(prefix="clustergym-tune-") as tmp:
+                t0 = time.perf_counter()
+                meta = train(cfg.env_id, cfg.algo, cfg.timesteps, tmp, env_kwargs={"horizon": cfg.horizon,
+                                                                                 **dict(cfg.env_kwargs)},
+                             seed=cfg.seed + trial.number + k * TRIAL_SEED_STRIDE, n_envs=n_envs, hyperparams=hp,
+                             net=cfg.net, progress=False)
+                train_s += time.perf_counter() - t0
+                steps += int(meta.get("timesteps_trained", meta["timesteps"]))
+                res = evaluate(cfg.env_id, [f"sb3:{tmp}"], seeds=list(cfg.seeds), horizon=cfg.horizon,
+                               env_kwargs=dict(cfg.env_kwargs), instances=_instances(cfg), progress=False,
+                               score=False)
+                per_seed.append(_values(res, f"sb3:{tmp}"))
+        mean_runs = {key: float(np.mean([d[key] for d in per_seed])) for key in per_seed[0]}
+        vals = normalised_value(mean_runs, ref, rnd)
         if not vals:
             raise ValueError(f"the reference {cfg.reference_agent()} does not beat random on any validation run: "
                              "choose another reference")
@@ -181,7 +194,7 @@ def _objective(cfg: TuneConfig, ref: dict, rnd: dict, progress: bool) -> Callabl
         trial.set_user_attr("per_run", {json.dumps(list(k)): v for k, v in vals.items()})
         trial.set_user_attr("hyperparams", hp)  # as trained (batch_size capped at one rollout)
         trial.set_user_attr("train_wall_s", round(train_s, 1))
-        trial.set_user_attr("timesteps_trained", int(meta.get("timesteps_trained", meta["timesteps"])))
+        trial.set_user_attr("timesteps_trained", steps)  # summed over the trial's training seeds
         if progress:
             print(f"trial {trial.number}: {value:+.3f} ({', '.join(f'{k}={v:.3g}' for k, v in hp.items())}; "
                   f"{train_s:.0f} s)", flush=True)
@@ -208,6 +221,7 @@ def record_of(study, cfg: TuneConfig) -> dict:
             "validation_instances": "instance = seed" if cfg.instances is None else list(cfg.instances),
             "seeds": list(cfg.seeds), "sampler": "TPE",
             "sampler_seed": cfg.seed, "env_kwargs": dict(cfg.env_kwargs), "net": cfg.net,
+            "train_seeds": cfg.train_seeds,
             "search_space": {k: list(v) if not isinstance(v[1], tuple) else [v[0], list(v[1])]
                              for k, v in SEARCH_SPACE[cfg.algo].items()},
             "trials": trials, "best": best}
@@ -233,8 +247,8 @@ def tune(cfg: TuneConfig, out: str, *, storage: str | None = None, study_name: s
     if cfg.algo not in SEARCH_SPACE:
         raise ValueError(f"algo={cfg.algo!r} cannot be tuned: expected one of {', '.join(sorted(SEARCH_SPACE))}")
     gym.spec(cfg.env_id)  # an unknown id fails here, before anything runs
-    if cfg.trials < 1 or cfg.timesteps < 1:
-        raise ValueError("trials and timesteps must be >= 1")
+    if cfg.trials < 1 or cfg.timesteps < 1 or cfg.train_seeds < 1:
+        raise ValueError("trials, timesteps and train_seeds must be >= 1")
     _check_instances(cfg.seeds if cfg.instances is None else cfg.instances)
     cfg.reference_agent()
     os.makedirs(out, exist_ok=True)

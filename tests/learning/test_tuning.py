@@ -167,3 +167,37 @@ def test_every_shipped_record_is_used_with_its_best_values_and_was_scored_on_val
                 if lr.ablation == "tuning" and lr.options.get("hyperparams") == best["params"]
                 and lr.options.get("net", "mlp") == rec.get("net", "mlp")]
         assert adopted or rows, f"{os.path.basename(path)}: neither adopted nor carried by a tuning row"
+
+
+def test_a_trial_over_several_training_seeds_scores_their_mean_per_run(tmp_path, monkeypatch):
+    """With train_seeds=2, trial n trains seeds seed + n and seed + n + 1000, and each validation run's value is
+    the mean over the two models (seed k = 0 is the one-seed study's)."""
+    from clustergym.evaluation import evaluate
+    from clustergym.learning import tuning
+
+    seeds_seen, real_train = [], tuning.train
+
+    def spy(*a, **kw):
+        seeds_seen.append(kw["seed"])
+        return real_train(*a, **kw)
+
+    monkeypatch.setattr(tuning, "train", spy)
+    one = tune(TuneConfig(P4, **{**TINY, "trials": 1}), str(tmp_path / "one"), progress=False)
+    two = tune(TuneConfig(P4, **{**TINY, "trials": 1, "train_seeds": 2}), str(tmp_path / "two"), progress=False)
+    assert seeds_seen == [0, 0, 1000] and two["train_seeds"] == 2
+    params = two["trials"][0]["params"]
+    assert params == one["trials"][0]["params"]
+    # the second model by hand: the same values at seed 1000, scored on the study's runs
+    real_train(P4, "ppo", TINY["timesteps"], str(tmp_path / "m"), env_kwargs={"horizon": TINY["horizon"]},
+               seed=1000, n_envs=TINY["n_envs"], hyperparams=params, progress=False)
+    res = evaluate(P4, [f"sb3:{tmp_path / 'm'}"], seeds=[0], horizon=TINY["horizon"], instances=list(TINY["instances"]),
+                   progress=False, score=False)
+    study = optuna.load_study(study_name=two["study"], storage=f"sqlite:///{tmp_path / 'two' / 'study.db'}")
+    dec = lambda d: {tuple(json.loads(k)): v for k, v in d.items()}  # noqa: E731
+    second = normalised_value({(r.instance, r.seed): float(r.value_total) for r in res.runs},
+                              dec(study.user_attrs["reference_values"]), dec(study.user_attrs["random_values"]))
+    for key, v in two["trials"][0]["per_run"].items():  # the objective is linear in the value: mean of the two
+        assert abs(v - (one["trials"][0]["per_run"][key] + second[tuple(json.loads(key))]) / 2) < 1e-9
+    assert two["trials"][0]["timesteps_trained"] == 2 * one["trials"][0]["timesteps_trained"]
+    with pytest.raises(ValueError, match="train_seeds"):
+        tune(TuneConfig(P4, **{**TINY, "train_seeds": 0}), str(tmp_path / "bad"), progress=False)
