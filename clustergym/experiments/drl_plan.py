@@ -159,14 +159,19 @@ P4_ENTITY = Learner("ppo-entity", "ppo", ABLATION_BUDGET,
 P1_ENTITY = Learner("ppo-entity", "ppo", ABLATION_BUDGET, {"net": "entity"},
                     note="the per-entity network in the entry's setting (gamma 0, the shared PPO values)")
 
+# The per-entity network at the main budget, as a budget row of P1's per-entity main row: a 1,000,000-step cell
+# trains in about half an hour here on an idle core (161 s per 100,000 steps), so it fits the hour a cell may take.
+P1_ENTITY_BUDGET = Learner("ppo-entity-1m", "ppo", MAIN_BUDGET, {"net": "entity"}, ablation="budget",
+                           base="ppo-entity", note="the per-entity main row's learner at 1,000,000 env steps")
+
 PLAN: dict[str, EnvPlan] = {
     "p1": EnvPlan("p1", "clustergym/MultiServerChannel-v0", _rows("p1", discount=0.99, action_mode=None, entity=True,
                                                                    tuned=False, update_size=True,
                                                                    extra_main=(P1_ENTITY,),
-                                                                   extra_ablation=tuned_row(
+                                                                   extra_ablation=(P1_ENTITY_BUDGET, *tuned_row(
                                                                        "ppo-entity-tuned",
                                                                        "MultiServerChannel-v0-ppo-entity",
-                                                                       "ppo-entity", {"net": "entity"})),
+                                                                       "ppo-entity", {"net": "entity"}))),
         HELD_OUT, EVAL_SEEDS, CURVE_INSTANCES, (0,), default_horizon=2000,
         note="P1 has one action space (a channel subset, MultiBinary): no action-mode row."),
     "p2": EnvPlan("p2", "clustergym/MultiServerAllocation-v0", _rows(
