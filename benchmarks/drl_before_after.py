@@ -29,18 +29,11 @@ import tempfile
 
 import numpy as np
 
+from clustergym.cli_commands import _parse_seeds
 from clustergym.experiments.drl_plan import PLAN
 from clustergym.learning.training import train
 from clustergym.runner import evaluate
 from clustergym.stats import fmt_ci, paired_comparison
-
-
-def _parse_range(text: str) -> list[int]:
-    out: list[int] = []
-    for part in text.split(","):
-        a, _, b = part.partition("-")
-        out += list(range(int(a), int(b) + 1)) if b else [int(a)]
-    return out
 
 
 def initial_policy(cell: str, tmp: str) -> str:
@@ -81,7 +74,7 @@ def main() -> None:
     ap.add_argument("--out", required=True)
     args = ap.parse_args()
     plan = PLAN[args.env]
-    instances, seeds = _parse_range(args.instances), _parse_range(args.seeds)
+    instances, seeds = _parse_seeds(args.instances, "--instances"), _parse_seeds(args.seeds)
     bad = set(instances) & (set(range(900, 910)) | set(range(1000, 1100)) | set(range(100)))
     if bad:
         raise SystemExit(f"instances {sorted(bad)[:5]} are tuning, training or held-out instances")

@@ -18,7 +18,7 @@ import os
 import numpy as np
 
 from clustergym.evaluation import evaluate
-from clustergym.learning.tuning import normalised_value
+from clustergym.learning.tuning import normalised_value, stored_values
 
 
 def main() -> None:
@@ -32,8 +32,7 @@ def main() -> None:
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     study = optuna.load_study(study_name=rec["study"],
                               storage=f"sqlite:///{os.path.abspath(os.path.join(args.study, 'study.db'))}")
-    dec = lambda d: {tuple(json.loads(k)): v for k, v in d.items()}  # noqa: E731
-    ref, rnd = dec(study.user_attrs["reference_values"]), dec(study.user_attrs["random_values"])
+    ref, rnd = stored_values(study)
     inst = rec["validation_instances"]
     instances = None if inst == "instance = seed" else inst
     values = []

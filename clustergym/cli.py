@@ -157,10 +157,12 @@ def build_parser() -> argparse.ArgumentParser:
                     "their mean per validation run (default 1)")
     tu.add_argument("--net", default="mlp", choices=["mlp", "entity"],
                     help="the policy network the trials train (default mlp; entity: the per-entity network)")
-    tu.add_argument("--seed", type=int, default=0, help="the sampler's seed (trial k trains with seed + k)")
+    tu.add_argument("--seed", type=int, default=0, help="the sampler's seed (trial k trains with seed + k, its "
+                    "training seed j > 0 with seed + k + 1000 j)")
     tu.add_argument("--storage", default=None, metavar="URL",
                     help="Optuna storage shared by several tuning processes or machines (default: sqlite in --out)")
-    tu.add_argument("--study", default=None, help="study name (default ENV-ALGO, ENV-ALGO-entity with --net entity); an existing study is continued")
+    tu.add_argument("--study", default=None, help="study name (default ENV-ALGO, ENV-ALGO-entity with --net entity); "
+                    "an existing study is continued")
     tu.add_argument("--out", default=None, help="folder of tuning.json and the default storage "
                     "(default runs/tune/STUDY)")
     tu.add_argument("--no-progress", action="store_true", help="no line per trial")

@@ -55,7 +55,7 @@ from clustergym.learning.training import train
 from clustergym.runner import evaluate
 
 __all__ = ["SEARCH_SPACE", "REFERENCE", "VALIDATION", "TuneConfig", "sample_params", "normalised_value", "tune",
-           "record_of", "study_name_of", "default_runs", "INSTANCE_IS_SEED"]
+           "record_of", "study_name_of", "default_runs", "INSTANCE_IS_SEED", "stored_values"]
 
 VALIDATION = tuple(range(900, 910))  # the default validation instances (part of DEFAULT_VALIDATION_INSTANCES)
 
@@ -149,12 +149,16 @@ def _check_instances(instances: Sequence[int]) -> None:
                          "tune on others (default 900-909)")
 
 
+def stored_values(study) -> tuple[dict, dict]:
+    """The reference baseline's and random's values per validation run (instance, seed), as the study stored them."""
+    dec = lambda d: {tuple(json.loads(k)): v for k, v in d.items()}  # noqa: E731
+    return dec(study.user_attrs["reference_values"]), dec(study.user_attrs["random_values"])
+
+
 def _reference_values(cfg: TuneConfig, study) -> tuple[dict, dict]:
     """The reference baseline's and random's values on the validation runs (once per study)."""
-    attrs = study.user_attrs
-    if "reference_values" in attrs:
-        dec = lambda d: {tuple(json.loads(k)): v for k, v in d.items()}  # noqa: E731
-        return dec(attrs["reference_values"]), dec(attrs["random_values"])
+    if "reference_values" in study.user_attrs:
+        return stored_values(study)
     ref = cfg.reference_agent()
     res = evaluate(cfg.env_id, [ref, "random"], seeds=list(cfg.seeds), horizon=cfg.horizon,
                    env_kwargs=dict(cfg.env_kwargs), instances=_instances(cfg), progress=False, score=False)

@@ -193,9 +193,8 @@ def test_a_trial_over_several_training_seeds_scores_their_mean_per_run(tmp_path,
     res = evaluate(P4, [f"sb3:{tmp_path / 'm'}"], seeds=[0], horizon=TINY["horizon"], instances=list(TINY["instances"]),
                    progress=False, score=False)
     study = optuna.load_study(study_name=two["study"], storage=f"sqlite:///{tmp_path / 'two' / 'study.db'}")
-    dec = lambda d: {tuple(json.loads(k)): v for k, v in d.items()}  # noqa: E731
     second = normalised_value({(r.instance, r.seed): float(r.value_total) for r in res.runs},
-                              dec(study.user_attrs["reference_values"]), dec(study.user_attrs["random_values"]))
+                              *tuning.stored_values(study))
     for key, v in two["trials"][0]["per_run"].items():  # the objective is linear in the value: mean of the two
         assert abs(v - (one["trials"][0]["per_run"][key] + second[tuple(json.loads(key))]) / 2) < 1e-9
     assert two["trials"][0]["timesteps_trained"] == 2 * one["trials"][0]["timesteps_trained"]
