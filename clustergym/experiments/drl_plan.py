@@ -164,6 +164,10 @@ P1_ENTITY = Learner("ppo-entity", "ppo", ABLATION_BUDGET, {"net": "entity"},
 P1_ENTITY_BUDGET = Learner("ppo-entity-1m", "ppo", MAIN_BUDGET, {"net": "entity"}, ablation="budget",
                            base="ppo-entity", note="the per-entity main row's learner at 1,000,000 env steps")
 
+# P4's per-entity main row at the main budget (its budget row): 1,000,000 steps of the per-entity network.
+P4_ENTITY_BUDGET = Learner("ppo-entity-1m", "ppo", MAIN_BUDGET, P4_ENTITY.options, ablation="budget",
+                           base="ppo-entity", note="the per-entity main row's learner at 1,000,000 env steps")
+
 PLAN: dict[str, EnvPlan] = {
     "p1": EnvPlan("p1", "clustergym/MultiServerChannel-v0", _rows("p1", discount=0.99, action_mode=None, entity=True,
                                                                    tuned=False, update_size=True,
@@ -191,7 +195,8 @@ PLAN: dict[str, EnvPlan] = {
               "instance = seed 900-904. P3 has no per-entity network: no network row.")),
     "p4": EnvPlan("p4", "clustergym/ApproxJobs-v0", _rows(
         "p4", discount=0.99, entity=True, warm_start="fair", extra_main=(P4_ENTITY,),
-        extra_ablation=tuned_row("ppo-entity-tuned", "ApproxJobs-v0-ppo-entity", "ppo-entity", P4_ENTITY.options),
+        extra_ablation=(P4_ENTITY_BUDGET, *tuned_row("ppo-entity-tuned", "ApproxJobs-v0-ppo-entity", "ppo-entity",
+                                                     P4_ENTITY.options)),
         action_mode=("machine", {"env_kwargs": {"action_mode": "machine"}},
                      "the paper's action: a job per machine (Algorithm 1's form) instead of a level per job")),
         HELD_OUT, EVAL_SEEDS, CURVE_INSTANCES, (0,), default_horizon=2000),
