@@ -395,10 +395,17 @@ def run_benchmark(out: str, envs: Sequence[str] | None = None, *, quick: bool = 
                             learners=learners, log=log, backend=backend)
 
 
-# Modules that only present, schedule or report runs: editing them cannot change what an agent does in a run, so
-# they are left out of the evaluation cache's fingerprint (a report fix does not re-run the paper policies).
+# The learning modules only training uses: no evaluation run imports them (a test runs the paper policies, random
+# and a trained model and checks), so editing them cannot change a finished run. A trained model's runs are keyed
+# by its cell's done.json, which a new training writes anew.
+_TRAINING_ONLY = tuple(os.path.join("learning", f) for f in (
+    "training.py", "checkpoints.py", "curves.py", "imitation.py", "importing.py", "pipeline.py", "pools.py", "vec.py",
+    "benchmark.py", "tuning.py"))
+# Modules that only present, schedule or report runs, or only train: editing them cannot change what an agent does
+# in a run, so they are left out of the evaluation cache's fingerprint (a report fix does not re-run the paper
+# policies).
 _NOT_IN_RUNS = ("experiments", "cli.py", "cli_commands.py", "viewer.py", "gallery.py", "plots.py", "bench.py",
-                "progress.py", os.path.join("learning", "benchmark.py"), os.path.join("learning", "tuning.py"))
+                "progress.py", *_TRAINING_ONLY)
 
 
 def _fingerprint_files() -> list[str]:

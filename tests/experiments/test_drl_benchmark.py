@@ -3,6 +3,9 @@ checkpoints and final models on held-out instances through the runner, writes th
 
 import json
 import os
+import subprocess
+import sys
+import textwrap
 
 import pytest
 
@@ -228,11 +231,34 @@ def test_evaluation_cache_fingerprint_covers_the_run_code_and_not_the_reports():
 
     files = _fingerprint_files()
     base = {os.path.basename(p) for p in files}
-    assert {"evaluation.py", "core.py", "pipeline.py", "training.py"} <= base  # the runner, the core, the learners
+    assert {"evaluation.py", "core.py", "pipeline.py", "agent.py", "entity.py"} <= base  # runner, core, sb3 agent
     assert any(os.sep + "envs" + os.sep in p for p in files) and any(os.sep + "agents" + os.sep in p for p in files)
     import clustergym
 
     pkg = os.path.dirname(os.path.realpath(clustergym.__file__))
     left_out = [os.path.join(pkg, *f.split("/")) for f in ("experiments/drl.py", "experiments/drl_report.py",
-                                                          "cli.py", "viewer.py", "learning/benchmark.py")]
+                                                          "cli.py", "viewer.py", "learning/benchmark.py",
+                                                          "learning/training.py", "learning/pools.py")]
     assert all(os.path.exists(f) for f in left_out) and not set(left_out) & set(files)
+
+
+def test_no_evaluation_run_imports_a_training_only_module():
+    """The fingerprint leaves out the training-only learning modules because no run imports them: the paper
+    policies, the baselines, random and trained models (the MLP and the per-entity network) run without them."""
+    from clustergym.experiments.drl import _TRAINING_ONLY
+
+    code = textwrap.dedent("""
+        import sys
+        from clustergym.evaluation import evaluate
+        for env, agents in [("clustergym/ApproxJobs-v0", ["random", "opm", "fair", "sb3:pretrained/ApproxJobs-v0"]),
+                            ("clustergym/MultiServerChannel-v0", ["esdp", "lcf", "sb3:pretrained/MultiServerChannel-v0"]),
+                            ("clustergym/RingAllReduce-v0", ["gadget", "sb3:pretrained/RingAllReduce-v0"]),
+                            ("clustergym/MultiServerAllocation-v0",
+                             ["ogasched", "sb3:pretrained/MultiServerAllocation-v0"])]:
+            evaluate(env, agents, [0], 3, progress=False, instances=[3])
+        print(" ".join(sorted(m for m in sys.modules if m.startswith("clustergym.learning"))))
+    """)
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
+    assert "clustergym.learning.agent" in out and "clustergym.learning.entity" in out  # the trained models ran
+    training_only = {"clustergym.learning." + os.path.basename(f)[:-3] for f in _TRAINING_ONLY}
+    assert not training_only & set(out), training_only & set(out)
