@@ -107,6 +107,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="training pool of scenario seeds, e.g. 100-199: each sub-env draws one per episode "
                         "(default 1000-1099, disjoint from run's default instances; --set scenario_seed=K trains "
                         "on one instance)")
+    t.add_argument("--param-draws", type=int, default=0, metavar="N",
+                   help="also randomise the generator's load and value-law parameters: N settings drawn from the "
+                        "family's ranges, one per episode (default 0: the default generator; docs/drl.md)")
     t.add_argument("--seed", type=int, default=0, help="training seed (SB3's seed; training envs seed, seed+1, ...)")
     t.add_argument("--n-envs", type=int, default=None,
                    help="parallel training envs (default: the hyperparameter file's n_envs, else 4; SAC uses 1)")

@@ -224,6 +224,7 @@ def cmd_train(args) -> int:
                               normalize=False if args.no_normalize else None, hyperparams=hp,
                               hyperparams_file=args.hp_file, head=args.action_head, progress=not args.no_progress,
                               verbose=args.verbose, instances=instances, net=args.net, vec=args.vec,
+                              param_draws=args.param_draws,
                               **({} if args.warm_start is None else {
                                   "warm_start": args.warm_start,
                                   "bc_steps": 20_000 if args.bc_steps is None else args.bc_steps,

@@ -49,18 +49,24 @@ class SlimInfo(gym.Wrapper):
 
 
 def make_train_env(env_id: str, env_kwargs: dict | None = None, *, algo: str = "ppo", stats: bool = True,
-                   monitor_dir: str | None = None, rank: int = 0, layout: str = "full", slim_info: bool = False
-                   ) -> gym.Env:
+                   monitor_dir: str | None = None, rank: int = 0, layout: str = "full", slim_info: bool = False,
+                   settings: list[dict] | None = None) -> gym.Env:
     """``gym.make`` + Monitor + ``clustergym.wrappers.FlattenWithStats`` (+ ``clustergym.wrappers.RescaleBox``
     to [-1, 1] for Box actions): the public wrappers, so a user's own chain can match training exactly.
     ``layout``: the flat observation layout (``clustergym.pipeline``; ``"legacy"`` for a model
-    trained by an earlier version)."""
+    trained by an earlier version). ``settings``: generator parameters, one env each, behind one
+    :class:`clustergym.learning.pools.ParamPool` (a training pool with randomised parameters)."""
     from stable_baselines3.common.monitor import Monitor
 
     from clustergym.wrappers import FlattenWithStats, RescaleBox
 
     kw = {"oracle": False, **(env_kwargs or {})}
-    env = gym.make(env_id, **kw)
+    if settings:
+        from clustergym.learning.pools import ParamPool
+
+        env = ParamPool([gym.make(env_id, **{**kw, **p}) for p in settings])
+    else:
+        env = gym.make(env_id, **kw)
     env = Monitor(env, os.path.join(monitor_dir, str(rank)) if monitor_dir else None)
     env = FlattenWithStats(env, stats=stats, layout=layout)
     if isinstance(env.action_space, gym.spaces.Box):

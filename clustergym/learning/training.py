@@ -77,9 +77,14 @@ def resolve_vec(env_id: str, vec: str, *, stats: bool = True, net: str = "mlp", 
 
 
 def make_train_vec(env_id: str, env_kwargs: dict, n_envs: int, *, vec: str = "dummy", algo: str = "ppo",
-                   stats: bool = True, monitor_dir: str | None = None, layout: str = "full"):
+                   stats: bool = True, monitor_dir: str | None = None, layout: str = "full",
+                   settings: list[dict] | None = None):
     """The SB3 ``VecEnv`` of ``n_envs`` training envs (``vec``: see :func:`train`); each gives the observations
-    and actions of :func:`make_train_env`, with per-episode returns in ``monitor_dir``."""
+    and actions of :func:`make_train_env`, with per-episode returns in ``monitor_dir``. ``settings``: each env
+    runs every episode in one of these generator settings (a parameter pool; not with ``vec="native"``)."""
+    if vec == "native" and settings:
+        raise ValueError("vec='native' steps one generator setting; a parameter pool (param_draws) needs "
+                         "vec='dummy' or 'subproc'")
     if vec == "native":
         from stable_baselines3.common.vec_env import VecMonitor
 
@@ -90,7 +95,7 @@ def make_train_vec(env_id: str, env_kwargs: dict, n_envs: int, *, vec: str = "du
     from stable_baselines3.common.vec_env import DummyVecEnv, SubprocVecEnv
 
     fns = [(lambda i=i: make_train_env(env_id, env_kwargs, algo=algo, stats=stats, monitor_dir=monitor_dir, rank=i,
-                                       layout=layout, slim_info=True))
+                                       layout=layout, slim_info=True, settings=settings))
            for i in range(n_envs)]
     if vec == "subproc":
         if n_envs > SUBPROC_MAX:
@@ -119,6 +124,7 @@ class TrainSetup:
     train_kwargs: dict  # the training sub-envs' kwargs (+ the pool)
     pool: list | None
     pool_note: str
+    settings: list | None  # the parameter pool's generator settings (None: the default generator only)
     normalize: bool
     norm_obs: bool
     eval_freq: int
@@ -130,7 +136,7 @@ class TrainSetup:
 
 def _resolve(env_id: str, algo: str, timesteps, *, env_kwargs, n_envs, eval_freq, eval_episodes, stats, normalize,
              hyperparams, hyperparams_file, head, instances, warm_start, bc_steps, bc_epochs, net, vec,
-             **options) -> TrainSetup:
+             param_draws=0, **options) -> TrainSetup:
     """Step 1: check the arguments and resolve them with the hyperparameter file (builds envs to check kwargs)."""
     family = env_family(env_id)
     check_algo(algo, family)
@@ -170,7 +176,25 @@ def _resolve(env_id: str, algo: str, timesteps, *, env_kwargs, n_envs, eval_freq
     env_kwargs = dict(env_kwargs or {})
     if "instances" in env_kwargs:
         raise ValueError("pass the training pool as instances= (--instances), not as an env kwarg")
+    given = dict(env_kwargs)
     env_kwargs, train_kwargs, pool, pool_note = training_envs(env_id, env_kwargs, instances, net=net)
+    settings = None
+    if param_draws:
+        from clustergym.learning.instances import DEFAULT_VALIDATION_INSTANCES
+        from clustergym.learning.pools import param_settings, pool_padding
+
+        if vec == "native":
+            raise ValueError("vec='native' steps one generator setting; param_draws needs vec='dummy' or 'subproc'")
+        vec = "dummy" if vec == "auto" else vec
+        settings = param_settings(env_id, param_draws, given)
+        covered = ([int(train_kwargs.get("scenario_seed", 0))] if pool is None else
+                   sorted(set(pool) | set(DEFAULT_EVAL_INSTANCES) | set(DEFAULT_VALIDATION_INSTANCES)))
+        pads = pool_padding(env_id, given, settings, covered)  # the model's fixed shape fits every setting
+        env_kwargs.update(pads)
+        train_kwargs.update(pads)
+        for p in settings:  # a bad setting fails here, before anything is written
+            gym.make(env_id, **{**train_kwargs, **p}).close()
+        pool_note += f"; {len(settings)} generator settings (param_draws), one drawn per episode"
     model_hp = dict(hp)
     if net == "entity":  # the channel layout, plain JSON ints (saved in model.zip's data, read back without pickles)
         from clustergym.learning.entity import DEFAULT_HIDDEN, entity_layout
@@ -182,7 +206,7 @@ def _resolve(env_id: str, algo: str, timesteps, *, env_kwargs, n_envs, eval_freq
     norm_obs = net != "entity"  # the entity net's features lie in [0, 1]; per-position statistics would pin max_edges
     return TrainSetup(env_id=env_id, algo=algo, family=family, policy=policy, cls=cls, hp=hp, model_hp=model_hp,
                       timesteps=timesteps, n_envs=n_envs, vec=vec, layout=layout, env_kwargs=env_kwargs,
-                      train_kwargs=train_kwargs, pool=pool, pool_note=pool_note, normalize=normalize,
+                      train_kwargs=train_kwargs, pool=pool, pool_note=pool_note, settings=settings, normalize=normalize,
                       norm_obs=norm_obs, eval_freq=eval_freq, eval_episodes=eval_episodes, bc_steps=bc_steps,
                       bc_epochs=bc_epochs, options=dict(options, stats=stats, head=head, warm_start=warm_start,
                                                         net=net, hyperparams_file=hyperparams_file))
@@ -196,7 +220,7 @@ def _build_envs(s: TrainSetup, out: str, seed: int):
     stats, net = s.options["stats"], s.options["net"]
     vec = resolve_vec(s.env_id, s.vec, stats=stats, net=net, env_kwargs=s.train_kwargs)
     venv = make_train_vec(s.env_id, s.train_kwargs, s.n_envs, vec=vec, algo=s.algo, stats=stats, monitor_dir=mon,
-                          layout=s.layout)
+                          layout=s.layout, settings=s.settings)
     venv.seed(seed)
     if s.normalize:  # rewards scaled by the std of the *algorithm's* discounted return (its gamma, not SB3's 0.99)
         venv = normalizer(venv, gamma=algo_gamma(s.algo, s.model_hp), norm_obs=s.norm_obs)
@@ -267,6 +291,7 @@ def _save(s: TrainSetup, model, venv, cb, bc, saver, wall: float, vec: str, out:
             "stats": bool(s.options["stats"]),
             "obs_layout": s.layout,  # the observation keys of the flat vector (clustergym.pipeline)
             "instances": None if pool is None else [int(k) for k in pool], "instances_note": s.pool_note,
+            "param_pool": None if s.settings is None else _param_pool_record(s),
             "padding_covers": None if pool is None else (f"the pool and instances {DEFAULT_EVAL_INSTANCES.start}-"
                                                          f"{DEFAULT_EVAL_INSTANCES.stop - 1}, 900-999"),
             "normalize": s.normalize, "seed": int(seed), "n_envs": s.n_envs, "timesteps": s.timesteps,
@@ -291,13 +316,22 @@ def _save(s: TrainSetup, model, venv, cb, bc, saver, wall: float, vec: str, out:
     return meta
 
 
+def _param_pool_record(s: TrainSetup) -> dict:
+    """The side-car's record of a parameter pool: the draws, the ranges they came from and the settings."""
+    from clustergym.learning.pools import PARAM_RANGES, SETTINGS_SEED
+
+    return {"draws": len(s.settings), "settings_seed": SETTINGS_SEED,
+            "ranges": {n: list(r) for n, r in PARAM_RANGES[s.family].items() if n in s.settings[0]},
+            "settings": s.settings}
+
+
 def train(env_id: str, algo: str, timesteps: int | None, out: str, *, env_kwargs: dict | None = None, seed: int = 0,
           n_envs: int | None = None, eval_freq: int = 0, eval_episodes: int = 2, eval_seed: int = 10_000,
           stats: bool = True, normalize: bool | None = None, hyperparams: dict | None = None,
           hyperparams_file: str | None = None, head: str = "fast", instances: Sequence[int] | None = None,
           progress: bool = True, verbose: int = 0, threads: int | None = 1, warm_start: str | None = None,
           bc_steps: int = 20_000, bc_epochs: int = 30, checkpoints: Sequence[int] | None = None,
-          net: str = "mlp", vec: str | None = None) -> dict:
+          net: str = "mlp", vec: str | None = None, param_draws: int = 0) -> dict:
     """Train ``algo`` on ``env_id``; write the run directory ``out`` (see the module docstring).
 
     Args:
@@ -334,13 +368,17 @@ def train(env_id: str, algo: str, timesteps: int | None, out: str, *, env_kwargs
             slots of training instances (``bc_epochs`` passes) before PPO / MaskablePPO fine-tuning with
             :data:`clustergym.learning.imitation.FINETUNE_HP` under the caller's ``hyperparams``; ``timesteps=0``
             saves the cloned policy itself (:mod:`clustergym.learning.imitation`).
+        param_draws: 0 (default): every instance comes from the generator's default parameters. N >= 1: a
+            parameter pool (:mod:`clustergym.learning.pools`): N settings of the family's load and value-law
+            parameters, one drawn per episode (``vec`` "auto" becomes "dummy"). The model is still evaluated
+            on the default generator; the side-car's ``param_pool`` lists the settings.
 
     Training envs are seeded ``seed, seed+1, ...``. Returns the side-car dictionary.
     """
     setup = _resolve(env_id, algo, timesteps, env_kwargs=env_kwargs, n_envs=n_envs, eval_freq=eval_freq,
                      eval_episodes=eval_episodes, stats=stats, normalize=normalize, hyperparams=hyperparams,
                      hyperparams_file=hyperparams_file, head=head, instances=instances, warm_start=warm_start,
-                     bc_steps=bc_steps, bc_epochs=bc_epochs, net=net, vec=vec)
+                     bc_steps=bc_steps, bc_epochs=bc_epochs, net=net, vec=vec, param_draws=param_draws)
     if threads is not None:
         import torch
 
