@@ -100,6 +100,16 @@ def test_training_on_a_parameter_pool_records_it_and_evaluates_on_the_default_ge
     res = [evaluate(P1, [f"sb3:{tmp_path / d}"], [0], 10, progress=False, instances=[7], score=False)
            for d in ("a", "b")]
     assert res[0].runs[0].total_reward == res[1].runs[0].total_reward  # same seed, same model
+    # the same run without the settings (same padding, same vec, same seed) trains another model: the episodes
+    # ran in the drawn settings, not in the default generator
+    train(P1, "ppo", 128, str(tmp_path / "d"), **{**kw, "param_draws": 0}, vec="dummy",
+          env_kwargs={"max_edges": meta["env_kwargs"]["max_edges"]})
+    from clustergym.learning.agent import safe_load
+
+    w = [safe_load(str(tmp_path / d / "model.zip"), json.loads((tmp_path / d / SIDE_CAR).read_text())
+                   ).policy.state_dict() for d in ("a", "b", "d")]
+    assert all(np.array_equal(w[0][k].numpy(), w[1][k].numpy()) for k in w[0])
+    assert not all(np.array_equal(w[0][k].numpy(), w[2][k].numpy()) for k in w[0])
     with pytest.raises(ValueError, match="vec='native'"):
         train(P1, "ppo", 128, str(tmp_path / "c"), **kw, vec="native")
     assert not os.path.exists(tmp_path / "c" / "model.zip")
