@@ -133,16 +133,23 @@ def _env_table(plan: EnvPlan, res, cells: dict, paper: str, best: str | None = N
     return rows, "\n".join(lines)
 
 
+LEARNER_COLORS = ("#D62728", "#1F77B4", "#8C564B", "#BCBD22", "#17BECF", "#E377C2")  # after the first learner
+
+
 def _plot_curves(plan: EnvPlan, curves: dict, refs: dict, path: str, horizon: int) -> str:
     """One figure per env: validation mean total reward vs env steps and vs training wall time, mean over the
     training seeds with its 95% interval; the paper policy, the best baseline and random as lines."""
     fig, axes = figure(1, 2, size=(12, 3.8), sharey=True)
-    for name, seeds in curves.items():
+    main = {lr.name for lr in plan.main_rows()}
+    for i, (name, seeds) in enumerate(curves.items()):
         steps = np.array([[p["steps_trained"] for p in s] for s in seeds]).mean(axis=0)
         y = np.array([[p["mean_total_reward"] for p in s] for s in seeds])
         wall = np.array([[p["wall_s"] for p in s] for s in seeds]).mean(axis=0)
+        # every learner of the figure its own colour (they are all PPO); main rows solid, the others dotted
+        color = agent_color(name) if i == 0 else LEARNER_COLORS[(i - 1) % len(LEARNER_COLORS)]
         for ax, x in ((axes[0], steps), (axes[1], wall)):
-            mean_band(ax, x, y, f"{name} ({len(seeds)} seeds)", agent_color(name), marker="o", ms=3)
+            mean_band(ax, x, y, f"{name} ({len(seeds)} seeds)", color, marker="o", ms=3,
+                      ls="-" if name in main else ":")
     for label, val in refs.items():
         for ax in axes:
             ax.axhline(val, ls="--", lw=1.1, color=reference_color(label), label=label)
@@ -152,8 +159,8 @@ def _plot_curves(plan: EnvPlan, curves: dict, refs: dict, path: str, horizon: in
     for ax in axes:
         ax.grid(alpha=0.3)
     figure_legend(fig, axes, fontsize=7)
-    fig.suptitle(f"{plan.env_id.split('/')[-1]}: learners on held-out instances (band: 95% interval over training "
-                 f"seeds)", fontsize=10)
+    fig.suptitle(f"{plan.env_id.split('/')[-1]}: learners on validation instances (band: 95% interval over "
+                 f"training seeds; solid: main rows, dotted: their budget rows)", fontsize=10)
     return save(fig, path)
 
 
