@@ -17,12 +17,13 @@ Training only: no evaluation run imports this module.
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from typing import Sequence
 
-import gymnasium as gym
 import numpy as np
 
 from clustergym.family import env_family
+from clustergym.learning.instances import pad_kwargs_of, padding_for
+from clustergym.learning.train_envs import ParamPool
 
 __all__ = ["PARAM_RANGES", "SETTINGS_SEED", "ParamPool", "param_settings", "pool_padding"]
 
@@ -66,8 +67,6 @@ def param_settings(env_id: str, draws: int, env_kwargs: dict | None = None) -> l
 def pool_padding(env_id: str, env_kwargs: dict, settings: Sequence[dict], instances: Sequence[int]) -> dict:
     """The padding kwargs that fit every instance of ``instances`` in every setting (max over settings of
     :func:`clustergym.learning.instances.padding_for`); {} for a family whose spaces never vary."""
-    from clustergym.learning.instances import pad_kwargs_of, padding_for
-
     names = pad_kwargs_of(env_id)
     if not names:
         return {}
@@ -81,39 +80,3 @@ def pool_padding(env_id: str, env_kwargs: dict, settings: Sequence[dict], instan
         if given is not None and int(given) < v:
             raise ValueError(f"{n}={given} is too small for the parameter pool: its settings need {n} >= {v}")
     return {n: int(env_kwargs.get(n, v)) for n, v in need.items()}
-
-
-class ParamPool(gym.Wrapper):
-    """One env over several generator settings (one env per setting, equal spaces): each episode runs in a
-    setting drawn uniformly.
-
-    The draws are seeded like the instance pool's: a seeded ``reset(seed=s)`` restarts the stream from ``s``
-    (and gives each setting's env its first seed from it); an unseeded reset continues the stream, and a
-    setting's env is reset unseeded after its first episode, so its own instance stream continues. ``setting``
-    is the index of the current episode's setting."""
-
-    def __init__(self, envs: Sequence[gym.Env]):
-        envs = list(envs)
-        if not envs:
-            raise ValueError("ParamPool needs at least one env")
-        for e in envs[1:]:
-            if e.observation_space != envs[0].observation_space or e.action_space != envs[0].action_space:
-                raise ValueError("ParamPool: the settings' envs have different spaces; pad them to common maxima "
-                                 "(pool_padding)")
-        super().__init__(envs[0])
-        self._envs = envs
-        self._rng: np.random.Generator | None = None
-        self._first: dict[int, int] = {}
-        self.setting = 0
-
-    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
-        if seed is not None or self._rng is None:
-            self._rng = np.random.default_rng(np.random.SeedSequence(seed))
-            self._first = {j: int(s) for j, s in enumerate(self._rng.integers(2**31 - 1, size=len(self._envs)))}
-        self.setting = int(self._rng.integers(len(self._envs)))
-        self.env = self._envs[self.setting]
-        return self.env.reset(seed=self._first.pop(self.setting, None), options=options)
-
-    def close(self):
-        for e in self._envs:
-            e.close()

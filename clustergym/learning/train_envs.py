@@ -10,6 +10,7 @@ one model fit every instance (:mod:`clustergym.learning.instances`); :func:`norm
 from __future__ import annotations
 
 import os
+from typing import Any, Sequence
 
 import gymnasium as gym
 import numpy as np
@@ -21,8 +22,8 @@ from clustergym.learning.algos import NORM_FILE
 from clustergym.learning.instances import (DEFAULT_EVAL_INSTANCES, DEFAULT_TRAIN_INSTANCES,
                                            DEFAULT_VALIDATION_INSTANCES, padding_for)
 
-__all__ = ["SlimInfo", "check_pipeline", "int_arg", "make_train_env", "normalizer", "save_normalization",
-           "training_envs"]
+__all__ = ["ParamPool", "SlimInfo", "check_pipeline", "int_arg", "make_train_env", "normalizer",
+           "save_normalization", "training_envs"]
 
 
 def int_arg(name: str, value, lo: int) -> int:
@@ -48,6 +49,42 @@ class SlimInfo(gym.Wrapper):
         return obs, {k: info[k] for k in self.KEEP if k in info}
 
 
+class ParamPool(gym.Wrapper):
+    """One env over several generator settings (one env per setting, equal spaces): each episode runs in a
+    setting drawn uniformly (a training pool with randomised generator parameters, :mod:`clustergym.learning.pools`).
+
+    The draws are seeded like the instance pool's: a seeded ``reset(seed=s)`` restarts the stream from ``s``
+    (and gives each setting's env its first seed from it); an unseeded reset continues the stream, and a
+    setting's env is reset unseeded after its first episode, so its own instance stream continues. ``setting``
+    is the index of the current episode's setting."""
+
+    def __init__(self, envs: Sequence[gym.Env]):
+        envs = list(envs)
+        if not envs:
+            raise ValueError("ParamPool needs at least one env")
+        for e in envs[1:]:
+            if e.observation_space != envs[0].observation_space or e.action_space != envs[0].action_space:
+                raise ValueError("ParamPool: the settings' envs have different spaces; pad them to common maxima "
+                                 "(pool_padding)")
+        super().__init__(envs[0])
+        self._envs = envs
+        self._rng: np.random.Generator | None = None
+        self._first: dict[int, int] = {}
+        self.setting = 0
+
+    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
+        if seed is not None or self._rng is None:
+            self._rng = np.random.default_rng(np.random.SeedSequence(seed))
+            self._first = {j: int(s) for j, s in enumerate(self._rng.integers(2**31 - 1, size=len(self._envs)))}
+        self.setting = int(self._rng.integers(len(self._envs)))
+        self.env = self._envs[self.setting]
+        return self.env.reset(seed=self._first.pop(self.setting, None), options=options)
+
+    def close(self):
+        for e in self._envs:
+            e.close()
+
+
 def make_train_env(env_id: str, env_kwargs: dict | None = None, *, algo: str = "ppo", stats: bool = True,
                    monitor_dir: str | None = None, rank: int = 0, layout: str = "full", slim_info: bool = False,
                    settings: list[dict] | None = None) -> gym.Env:
@@ -62,8 +99,6 @@ def make_train_env(env_id: str, env_kwargs: dict | None = None, *, algo: str = "
 
     kw = {"oracle": False, **(env_kwargs or {})}
     if settings:
-        from clustergym.learning.pools import ParamPool
-
         env = ParamPool([gym.make(env_id, **{**kw, **p}) for p in settings])
     else:
         env = gym.make(env_id, **kw)

@@ -39,7 +39,8 @@ from clustergym.learning.algos import (ALGOS, HEADS, NETS, NORM_FILE, SIDE_CAR, 
 from clustergym.learning.checkpoints import Checkpoints
 from clustergym.learning.curves import _monitor_curve, plot_training_curve  # noqa: F401  (names of this module)
 from clustergym.learning.hyperparams import load_hyperparams, split_run_keys
-from clustergym.learning.instances import DEFAULT_EVAL_INSTANCES
+from clustergym.learning.instances import DEFAULT_EVAL_INSTANCES, DEFAULT_VALIDATION_INSTANCES
+from clustergym.learning.pools import PARAM_RANGES, SETTINGS_SEED, param_settings, pool_padding
 from clustergym.learning.policies import policy_class
 from clustergym.learning.train_envs import (SlimInfo, check_pipeline, int_arg, make_train_env, normalizer,
                                             save_normalization, training_envs)
@@ -180,9 +181,6 @@ def _resolve(env_id: str, algo: str, timesteps, *, env_kwargs, n_envs, eval_freq
     env_kwargs, train_kwargs, pool, pool_note = training_envs(env_id, env_kwargs, instances, net=net)
     settings = None
     if param_draws:
-        from clustergym.learning.instances import DEFAULT_VALIDATION_INSTANCES
-        from clustergym.learning.pools import param_settings, pool_padding
-
         if vec == "native":
             raise ValueError("vec='native' steps one generator setting; param_draws needs vec='dummy' or 'subproc'")
         vec = "dummy" if vec == "auto" else vec
@@ -318,8 +316,6 @@ def _save(s: TrainSetup, model, venv, cb, bc, saver, wall: float, vec: str, out:
 
 def _param_pool_record(s: TrainSetup) -> dict:
     """The side-car's record of a parameter pool: the draws, the ranges they came from and the settings."""
-    from clustergym.learning.pools import PARAM_RANGES, SETTINGS_SEED
-
     return {"draws": len(s.settings), "settings_seed": SETTINGS_SEED,
             "ranges": {n: list(r) for n, r in PARAM_RANGES[s.family].items() if n in s.settings[0]},
             "settings": s.settings}
