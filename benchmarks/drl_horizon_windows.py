@@ -26,15 +26,16 @@ import numpy as np
 
 from clustergym.cli_commands import _parse_seeds
 from clustergym.experiments.drl_plan import PLAN
+from clustergym.family import env_family, family_spec
 from clustergym.runner import evaluate
 
-PAPER = {"p1": "esdp", "p2": "ogasched"}
+WITH_ORACLE = ("p1", "p2")  # the envs whose runs record a per-slot oracle (regret per slot)
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("bench", help="a clustergym drl output folder")
-    ap.add_argument("env", choices=sorted(PAPER), help="the env key (an env with a per-slot oracle)")
+    ap.add_argument("env", choices=WITH_ORACLE, help="the env key (an env with a per-slot oracle)")
     ap.add_argument("--rows", required=True, help="comma-separated row names")
     ap.add_argument("--instances", default="910-919")
     ap.add_argument("--seeds", default="0")
@@ -44,10 +45,11 @@ def main() -> None:
     ap.add_argument("--out", required=True)
     a = ap.parse_args()
     plan = PLAN[a.env]
+    paper = family_spec(env_family(plan.env_id)).paper_agent
     rows = a.rows.split(",")
     cells = {r: sorted(os.path.join(a.bench, a.env, r, d, "model.zip") for d in os.listdir(os.path.join(a.bench, a.env, r))
                        if d.startswith("seed")) for r in rows}
-    agents = [f"sb3:{m}" for r in rows for m in cells[r]] + [PAPER[a.env], "random"]
+    agents = [f"sb3:{m}" for r in rows for m in cells[r]] + [paper, "random"]
     res = evaluate(plan.env_id, agents, _parse_seeds(a.seeds), a.horizon, env_kwargs={"oracle": True},
                    instances=_parse_seeds(a.instances), workers=a.workers, progress=True, score=False)
     nw = a.horizon // a.window
@@ -70,7 +72,7 @@ def main() -> None:
     for r in rows:
         for m in cells[r]:
             table[f"{r} {os.path.basename(os.path.dirname(m))}"] = score([f"sb3:{m}"])
-    table[PAPER[a.env]] = score([PAPER[a.env]])
+    table[paper] = score([paper])
     head = "| agent | " + " | ".join(f"{w * a.window}-{(w + 1) * a.window}" for w in range(nw)) + " |"
     lines = [head, "|---|" + "---|" * nw] + [f"| {n} | " + " | ".join(f"{x:.3f}" for x in v) + " |"
                                              for n, v in table.items()]

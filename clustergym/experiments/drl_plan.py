@@ -175,13 +175,16 @@ P4_ENTITY = Learner("ppo-entity-1m", "ppo", MAIN_BUDGET, _P4_ENTITY_OPTIONS,
 P1_ENTITY = Learner("ppo-entity-1m", "ppo", MAIN_BUDGET, {"net": "entity"},
                     note="the per-entity network in the entry's setting (gamma 0, the shared PPO values), 1,000,000 "
                          "env steps")
-P1_ENTITY_100K = Learner("ppo-entity", "ppo", ABLATION_BUDGET, {"net": "entity"}, ablation="budget",
-                         base="ppo-entity-1m", note="the per-entity main row's learner at 100,000 env steps; the base "
-                                                    "of the per-entity ablations")
 
-P4_ENTITY_100K = Learner("ppo-entity", "ppo", ABLATION_BUDGET, _P4_ENTITY_OPTIONS, ablation="budget",
-                         base="ppo-entity-1m", note="the per-entity main row's learner at 100,000 env steps; the base "
-                                                    "of the per-entity ablations")
+
+def entity_budget_row(main: Learner) -> Learner:
+    """The budget row ``ppo-entity`` of a per-entity main row: its learner at :data:`ABLATION_BUDGET`, the base of
+    the per-entity ablations (tuning, pool parameters)."""
+    return Learner("ppo-entity", "ppo", ABLATION_BUDGET, main.options, ablation="budget", base=main.name,
+                   note="the per-entity main row's learner at 100,000 env steps; the base of the per-entity ablations")
+
+
+P1_ENTITY_100K, P4_ENTITY_100K = entity_budget_row(P1_ENTITY), entity_budget_row(P4_ENTITY)
 
 PLAN: dict[str, EnvPlan] = {
     "p1": EnvPlan("p1", "clustergym/MultiServerChannel-v0", _rows("p1", discount=0.99, action_mode=None, entity=True,
