@@ -27,7 +27,7 @@ def test_settings_are_drawn_in_the_ranges_the_same_for_every_call_and_hold_the_d
         v = np.array([p[name] for p in s])
         assert np.all((v >= lo) & (v <= hi)) and v.max() - v.min() > 0.3 * (hi - lo)
         default = gym.make(env_id).unwrapped.scenario.params[name]
-        assert lo <= (default if default is not None else lo) <= hi  # the default generator lies in the ranges
+        assert lo <= default <= hi  # the default generator lies in the ranges
     fixed = param_settings(env_id, 3, {next(iter(ranges)): ranges[next(iter(ranges))][0]})
     assert all(next(iter(ranges)) not in p for p in fixed)  # a parameter the caller sets is not drawn
 
