@@ -13,7 +13,9 @@ training seed of each asked row, the paper policy and random, through the runner
 
     python benchmarks/drl_horizon_windows.py runs/drl2-p1 p1 --rows ppo-entity-1m,ppo-entity --out runs/windows-p1
 
-Prints one Markdown table (rows: agents; columns: windows) and writes ``windows.json`` into ``--out``.
+Prints one Markdown table (rows: agents; columns: windows; the last column: the change from the first window to
+the last, per instance, mean with its 95% t-interval over instances and how many instances rose / fell) and
+writes ``table.md`` and ``windows.json`` into ``--out``.
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ from clustergym.cli_commands import _parse_seeds
 from clustergym.experiments.drl_plan import PLAN
 from clustergym.family import env_family, family_spec
 from clustergym.runner import evaluate
+from clustergym.stats import fmt_ci, mean_ci
 
 WITH_ORACLE = ("p1", "p2")  # the envs whose runs record a per-slot oracle (regret per slot)
 
@@ -68,14 +71,27 @@ def main() -> None:
         reg = np.mean([sum(by[ag][k] for k in keys) for ag in agent_list], axis=0)
         return 1.0 - reg / rnd
 
-    table = {f"{r} (mean of {len(cells[r])} seeds)": score([f"sb3:{m}" for m in cells[r]]) for r in rows}
+    def change(agent_list):  # per instance: last window's score − first window's (regret mean over agent_list)
+        d = []
+        for k in keys:
+            reg = np.mean([by[ag][k] for ag in agent_list], axis=0)
+            s = 1.0 - reg / by["random"][k]
+            d.append(float(s[-1] - s[0]))
+        return mean_ci(d), int(sum(x > 0 for x in d)), int(sum(x < 0 for x in d))
+
+    groups = {f"{r} (mean of {len(cells[r])} seeds)": [f"sb3:{m}" for m in cells[r]] for r in rows}
     for r in rows:
         for m in cells[r]:
-            table[f"{r} {os.path.basename(os.path.dirname(m))}"] = score([f"sb3:{m}"])
-    table[paper] = score([paper])
-    head = "| agent | " + " | ".join(f"{w * a.window}-{(w + 1) * a.window}" for w in range(nw)) + " |"
-    lines = [head, "|---|" + "---|" * nw] + [f"| {n} | " + " | ".join(f"{x:.3f}" for x in v) + " |"
-                                             for n, v in table.items()]
+            groups[f"{r} {os.path.basename(os.path.dirname(m))}"] = [f"sb3:{m}"]
+    groups[paper] = [paper]
+    table = {n: score(g) for n, g in groups.items()}
+    changes = {n: change(g) for n, g in groups.items()}
+    head = ("| agent | " + " | ".join(f"{w * a.window}-{(w + 1) * a.window}" for w in range(nw))
+            + " | last − first window [95% CI] rose/fell |")
+    lines = [head, "|---|" + "---|" * (nw + 1)] + [
+        f"| {n} | " + " | ".join(f"{x:.3f}" for x in v)
+        + f" | {fmt_ci(changes[n][0], unit='', digits=3)} {changes[n][1]}/{changes[n][2]} |"
+        for n, v in table.items()]
     text = "\n".join(lines)
     print(text)
     os.makedirs(a.out, exist_ok=True)
@@ -83,7 +99,9 @@ def main() -> None:
         f.write(text + "\n")
     with open(os.path.join(a.out, "windows.json"), "w") as f:
         json.dump({"env": a.env, "instances": a.instances, "seeds": a.seeds, "horizon": a.horizon,
-                   "window": a.window, "scores": {n: [float(x) for x in v] for n, v in table.items()}}, f, indent=1)
+                   "window": a.window, "scores": {n: [float(x) for x in v] for n, v in table.items()},
+                   "last_minus_first": {n: {"mean": c.mean, "low": c.low, "high": c.high, "rose": up, "fell": down}
+                                        for n, (c, up, down) in changes.items()}}, f, indent=1)
 
 
 if __name__ == "__main__":
