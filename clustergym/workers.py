@@ -141,6 +141,11 @@ def terminate_pool(ex: ProcessPoolExecutor, timeout: float = 5.0) -> None:
         if p.is_alive():
             p.kill()
             p.join(timeout)
+    # The pool's manager thread closes its wake-up pipe as it ends; joined here, it is closed before the
+    # interpreter's exit hook writes to it (that race printed an OSError traceback after a Ctrl-C / SIGTERM).
+    manager = getattr(ex, "_executor_manager_thread", None)
+    if manager is not None and manager.is_alive():
+        manager.join(timeout)
 
 
 class Interrupted(KeyboardInterrupt):
