@@ -78,6 +78,11 @@ def build_parser() -> argparse.ArgumentParser:
                          "process is connected to, else $RAY_ADDRESS, else a local one with --workers CPUs)")
     rp.add_argument("--no-progress", action="store_true", help="no progress bars")
     rp.add_argument("--overwrite", action="store_true", help="replace an earlier reproduction in --out")
+    rp.add_argument("--fresh", action="store_true",
+                    help="run everything again: empty the run store (OUT/store) instead of reusing its finished runs")
+    rp.add_argument("--plan", action="store_true",
+                    help="run nothing: list every experiment's runs, how many OUT/store already holds and the CPU "
+                         "hours left, estimated from the unit costs measured on the stored runs")
     rp.set_defaults(func=cmd_reproduce)
 
     t = sub.add_parser("train", parents=[debug], help="train a Stable-Baselines3 agent (saved model = agent sb3:DIR/model.zip)")

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import sys
 
 from clustergym import bench, experiments, runner
@@ -189,13 +190,21 @@ def cmd_reproduce(args) -> int:
     instances = None if args.instances is None else _parse_seeds(args.instances, "--instances")
     if instances is not None and len(set(instances)) != len(instances):
         raise UsageError(f"--instances {args.instances} is invalid: an instance is listed twice")
+    store = os.path.join(args.out, experiments.STORE_DIR)
+    kw = {"instances": instances} if instances is not None else {}
+    if args.tiny:
+        kw["tiny"] = True
+    if args.plan:
+        if args.fresh:
+            raise UsageError("--plan and --fresh cannot be combined: a plan runs nothing and keeps the store")
+        print(experiments.plan_table(experiments.plan(args.paper, quick=args.quick, store=store, **kw)))
+        return 0
     with OutputFolder(args.out, overwrite=args.overwrite, marks=(*REPRODUCE_FILES, *names),
                       need_total=50e6, need_file=2e6) as stage, _print_as(stage.path, args.out.rstrip("/")):
-        kw = {"instances": instances} if instances is not None else {}
-        if args.tiny:
-            kw["tiny"] = True
+        if args.fresh and os.path.isdir(store):
+            shutil.rmtree(store)
         experiments.reproduce(args.paper, quick=args.quick, out=stage.path, workers=args.workers,
-                              progress=not args.no_progress, backend=args.backend, **kw)
+                              progress=not args.no_progress, backend=args.backend, store=store, **kw)
     print(f"wrote {', '.join(stage.written)} in {args.out}")
     return 0
 

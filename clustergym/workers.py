@@ -17,10 +17,13 @@ import time
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from typing import Callable
 
+import numpy as np
+
 from clustergym.episode import run_one
 from clustergym.family import load_plugins
 from clustergym.progress import interleaved
 from clustergym.results import RunResult
+from clustergym.runstore import StoredTask, TaskInfo, active_store, describe, placeholder, register_task, suspended
 
 __all__ = ["Interrupted", "WorkerDied", "import_ray", "ray_session", "run_local", "run_ray", "run_tasks",
            "run_tasks_ray", "terminate_pool", "was_interrupted", "worker_pool"]
@@ -31,6 +34,26 @@ def _run_task(args, report=None):
     process) or a queue (in a worker process)."""
     progress = report if report is None or callable(report) else functools.partial(_put_progress, report)
     return run_one(*args, progress=progress)
+
+
+def _describe_run(task) -> TaskInfo:
+    env_id, agent, _seed, horizon, kw = task[:5]
+    return TaskInfo(agent=str(agent), env_id=str(env_id), horizon=int(horizon),
+                    config={k: v for k, v in (kw or {}).items() if k != "scenario_seed"})
+
+
+def _placeholder_run(task) -> RunResult:
+    """What stands in for a missing run in a plan (never written, never reported)."""
+    env_id, agent, seed, horizon, kw = task[:5]
+    inst = (kw or {}).get("scenario_seed")
+    h = int(horizon)
+    return RunResult(agent=str(agent), seed=int(seed), total_reward=float(h), mean_reward=1.0, regret=0.0,
+                     oracle_total=2.0 * h, steps=h, wall_s=0.0, decision_ms_median=0.0, decision_ms_p95=0.0,
+                     metrics={}, instance=None if inst is None else int(inst), value_total=float(h),
+                     bound_total=2.0 * h, reward=np.ones(h), cum_regret=np.zeros(h))
+
+
+register_task(_run_task, describe=_describe_run, placeholder=_placeholder_run)
 
 
 def _put_progress(queue, n: int) -> None:
@@ -209,7 +232,7 @@ def _exit_note(code) -> str:
 
 
 def run_tasks(fn: Callable, tasks: list, workers: int, *, report=None, on_start: Callable | None = None,
-              on_done: Callable | None = None) -> list:
+              on_done: Callable | None = None, on_reused: Callable | None = None) -> list:
     """``[fn(task, report) for task in tasks]``, in this process (``workers == 1``) or in the shared pool
     of spawned worker processes (:func:`worker_pool`); results in task order.
 
@@ -222,7 +245,14 @@ def run_tasks(fn: Callable, tasks: list, workers: int, *, report=None, on_start:
     so); a task whose worker dies a second time is a :class:`WorkerDied` naming it. Tasks are pure
     functions of their arguments, so a retried task gives the result it would have given (as Ray's
     retries do).
+
+    Inside :func:`clustergym.runstore.use_store`, finished tasks are read from the store (``on_reused(result)``
+    instead of ``on_done`` for each) and each task that runs is written to it as soon as it ends.
     """
+    store = active_store()
+    if store is not None:
+        return _run_stored(store, fn, tasks, workers, report=report, on_start=on_start, on_done=on_done,
+                           on_reused=on_reused)
     if workers > 1 and _RAY_TASKS:  # inside ray_tasks(): the tasks go to the connected Ray instance
         return run_tasks_ray(fn, tasks, workers, on_done=on_done)
     out: list = [None] * len(tasks)
@@ -313,18 +343,53 @@ def run_tasks(fn: Callable, tasks: list, workers: int, *, report=None, on_start:
     return out
 
 
+def _run_stored(store, fn: Callable, tasks: list, workers: int, *, report, on_start, on_done, on_reused) -> list:
+    """:func:`run_tasks` through a run store: the stored results, then the missing tasks (each written as it
+    ends); in a plan, placeholders for the missing ones."""
+    out: list = [None] * len(tasks)
+    keys = [store.key(fn, t) for t in tasks]
+    missing = []
+    for i, k in enumerate(keys):
+        found, result, _ = store.load(k)
+        if found:
+            out[i] = result
+            store.reused += 1
+            if store.plan:
+                store.found.append((store.label, describe(fn, tasks[i]), k))
+            if on_reused is not None:
+                on_reused(result)
+        else:
+            missing.append(i)
+    if store.plan:
+        for i in missing:
+            store.planned.append((store.label, describe(fn, tasks[i]), keys[i]))
+            out[i] = placeholder(fn, tasks[i])
+        return out
+    if missing:
+        stored = StoredTask(fn, store.folder, store.code, store.label)
+        with suspended():
+            got = run_tasks(stored, [tasks[i] for i in missing], workers, report=report, on_start=on_start,
+                            on_done=on_done)
+        for i, r in zip(missing, got):
+            out[i] = r
+        store.ran += len(missing)
+    return out
+
+
 def _run_local(tasks: list[tuple], workers: int, bar) -> list[RunResult]:
     """The runs in this process or the worker pool, round-robin over the agents (so the progress bar measures
     every agent's cost early: :mod:`clustergym.progress`); results in the order of ``tasks``."""
     order = interleaved(tasks)
     mine = [tasks[i] for i in order]
+    reused = None if bar is None else (lambda r: bar.update(r.steps))  # the bar counts reused runs as done
     if workers == 1:
         start = None if bar is None else getattr(bar, "start_task", None)
-        done = _unordered(run_tasks(_run_task, mine, 1, report=None if bar is None else bar.update, on_start=start), order)
+        done = _unordered(run_tasks(_run_task, mine, 1, report=None if bar is None else bar.update, on_start=start,
+                                    on_reused=reused), order)
         return done
     with _progress_queue(bar) as queue:
         done = None if bar is None else getattr(bar, "run_done", None)
-        return _unordered(run_tasks(_run_task, mine, workers, report=queue, on_done=done), order)
+        return _unordered(run_tasks(_run_task, mine, workers, report=queue, on_done=done, on_reused=reused), order)
 
 
 def _unordered(results: list, order: list[int]) -> list:
@@ -439,14 +504,18 @@ def ray_tasks(workers: int):
             _RAY_TASKS.pop()
 
 
+def _apply(fn: Callable, task):
+    return fn(task, None)
+
+
 def run_tasks_ray(fn: Callable, tasks: list, workers: int, *, on_done: Callable | None = None) -> list:
     """``[fn(task, None) for task in tasks]`` as Ray tasks (one CPU each; :func:`ray_session`), results in task
     order; ``on_done(result)`` in this process as each finishes. ``fn`` must be a module-level function whose
     effects are the same wherever it runs (e.g. files on a file system every node sees). A failed task cancels
     the others and re-raises; Ctrl-C cancels them too."""
     with ray_session(workers) as ray:
-        remote = ray.remote(num_cpus=1)(fn)
-        refs = [remote.remote(task, None) for task in tasks]
+        remote = ray.remote(num_cpus=1)(_apply)  # ``fn`` may be a callable object (a stored task)
+        refs = [remote.remote(fn, task) for task in tasks]
         index = {ref: i for i, ref in enumerate(refs)}
         out: list = [None] * len(tasks)
         pending = list(refs)

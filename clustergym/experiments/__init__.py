@@ -6,22 +6,29 @@ file here and nothing else (``clustergym reproduce NAME`` and ``clustergym bench
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import importlib.util
+import io
+import json
 import os
 import platform
 import re
+import tempfile
 import time
 
 from clustergym.envs import FAMILIES as _FAMILIES
 from clustergym.results import RESULTS_FILE, write_json
 from clustergym.runner import worker_pool
+from clustergym.runstore import RunStore, config_key, use_store
 from clustergym.workers import ray_tasks
 from clustergym.stats import claims_rows_json
 from clustergym.version import __version__
 
 __all__ = ["KNOWN", "MIN_INSTANCES", "QUICK_INSTANCES", "FULL_INSTANCES", "instances_for", "describe_instances", "mode_name", "write_summary",
-           "list_papers", "load", "reproduce", "write_combined_report"]
+           "list_papers", "load", "plan", "plan_table", "reproduce", "write_combined_report", "STORE_DIR"]
+
+STORE_DIR = "store"  # the run store inside a reproduction's --out (clustergym.runstore)
 
 # Instances (scenario seeds) of every claims comparison (docs/evaluation.md "How many instances"):
 # five instances sit at the edge of what a 95% interval resolves (verdicts changed on five fresh
@@ -80,7 +87,8 @@ def load(name: str):
 
 
 def reproduce(paper: str, quick: bool = False, out: str = "runs/reproduce", workers: int = 2,
-              progress: bool = True, instances=None, tiny: bool = False, backend: str = "local") -> list[str]:
+              progress: bool = True, instances=None, tiny: bool = False, backend: str = "local",
+              store: str | None = None) -> list[str]:
     """Run one paper's comparison (or ``"all"``); returns the report paths.
 
     Each paper writes its own ``OUT/<paper>/report.md`` (tables, figures) and ``results.json``. With
@@ -90,7 +98,9 @@ def reproduce(paper: str, quick: bool = False, out: str = "runs/reproduce", work
     :func:`instances_for`). ``tiny``: for tests of the machinery only — horizons of a few slots, so
     the numbers mean nothing; the reports say so. ``backend="ray"``: every sweep's runs are Ray tasks
     (:func:`clustergym.workers.ray_tasks`: a cluster through ``$RAY_ADDRESS``, else a local Ray instance with
-    ``workers`` CPUs); the results are the local backend's.
+    ``workers`` CPUs); the results are the local backend's. ``store``: a run store folder
+    (:mod:`clustergym.runstore`): every finished run is written there as it ends and reused by the next call, so
+    an interrupted reproduction continues where it stopped, with the same results.
     """
     if backend not in ("local", "ray"):
         raise ValueError(f"backend={backend!r} is invalid: expected local or ray")
@@ -102,11 +112,16 @@ def reproduce(paper: str, quick: bool = False, out: str = "runs/reproduce", work
     if backend == "ray":
         workers = max(2, workers)  # a sweep with one worker runs in this process
     pool = ray_tasks(workers) if backend == "ray" else worker_pool(workers)
-    with pool:  # one set of worker processes (or one Ray session) for every sweep of every paper
-        for m in mods:
+    rs = None if store is None else RunStore(store)
+    with pool, use_store(rs):  # one set of worker processes (or one Ray session) for every sweep of every paper
+        for n, m in zip(names, mods):
             t0 = time.perf_counter()
+            if rs is not None:
+                rs.label = n
             reports.append(m.reproduce(quick, out, workers, progress, instances=insts, tiny=tiny))
             walls.append(time.perf_counter() - t0)
+    if rs is not None:
+        print(f"run store {store}: {rs.reused} run(s) reused, {rs.ran} run(s) computed and stored")
     if paper == "all":
         reports.append(write_combined_report(out, names, reports, walls, quick, workers, insts))
     return reports
@@ -139,3 +154,94 @@ def write_combined_report(out: str, names: list[str], reports: list[str], walls:
         f.write("\n".join(lines))
     print(f"combined report: {path} (total {total / 60:.1f} min)")
     return path
+
+
+def plan(paper: str, quick: bool = False, store: str = "runs/reproduce/store", instances=None,
+         tiny: bool = False) -> dict:
+    """What ``reproduce(paper, quick)`` would run, without running it: every run of every experiment, how many
+    the run store already holds, and an estimate of the CPU time of the missing ones from the unit costs (CPU
+    seconds per slot of the same agent and configuration) measured on the runs the store holds.
+
+    The reproduction's code runs with a store in plan mode (:class:`clustergym.runstore.RunStore`): finished runs
+    are read, missing ones are listed and stand-in values take their place, so the experiments' own code decides
+    what runs (no second list to keep in step). The diagnostics computed outside the worker pool (exact-mean
+    regret limits, shares given the true means) run for real, as they would in the reproduction.
+    Returns ``{"papers": {name: {"rows": [...], "error": str | None}}, "unmeasured": int}``.
+    """
+    names = list_papers() if paper == "all" else [paper]
+    mods = [load(n) for n in names]
+    insts = instances_for(quick, instances)
+    rs = RunStore(store, plan=True)
+    costs = RunStore(store).unit_costs()
+    errors: dict[str, str | None] = {}
+    with tempfile.TemporaryDirectory() as tmp, use_store(rs):
+        for n, m in zip(names, mods):
+            rs.label = n
+            try:
+                with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+                    m.reproduce(quick, tmp, 1, False, instances=insts, tiny=tiny)
+                errors[n] = None
+            except Exception as exc:  # the stand-ins can upset an analysis: the runs listed so far still count
+                errors[n] = f"{type(exc).__name__}: {exc}"
+    return _plan_rows(names, rs, costs, errors)
+
+
+def _plan_rows(names, rs, costs: dict, errors: dict) -> dict:
+    """Per paper, one row per configuration (env, agent set, kwargs, horizon): runs, stored, missing, CPU hours."""
+    by_agent: dict[tuple, list[float]] = {}
+    for k, c in costs.items():
+        agent, env_id, _ = json.loads(k)
+        by_agent.setdefault((agent, env_id), []).append(c)
+    out: dict = {"papers": {}, "unmeasured": 0}
+    seen: set = set()
+    for n in names:
+        rows: dict[tuple, dict] = {}
+        for kind, entries in (("stored", rs.found), ("missing", rs.planned)):
+            for label, info, key in entries:
+                if label != n or info is None or key in seen:
+                    continue
+                seen.add(key)  # a run shared by two experiments is run (and counted) once
+                cfg = {k: v for k, v in info.config.items() if k != "oracle"}
+                rk = (info.env_id.split("/")[-1], info.horizon, repr(sorted(cfg.items())))
+                row = rows.setdefault(rk, {"env": rk[0], "horizon": info.horizon, "config": cfg, "agents": set(),
+                                           "runs": 0, "stored": 0, "cpu_s": 0.0, "estimated": True})
+                row["agents"].add(info.agent)
+                row["runs"] += 1
+                if kind == "stored":
+                    row["stored"] += 1
+                    continue
+                c = costs.get(config_key(info))
+                if c is None:  # not measured at this configuration: the agent's dearest measured one in this env
+                    near = by_agent.get((info.agent, info.env_id))
+                    if not near:
+                        out["unmeasured"] += 1
+                        row["estimated"] = False
+                        continue
+                    c = max(near)
+                row["cpu_s"] += c * info.horizon
+        out["papers"][n] = {"rows": list(rows.values()), "error": errors.get(n)}
+    return out
+
+
+def plan_table(p: dict) -> str:
+    """The markdown of a :func:`plan`: one table per paper and the totals."""
+    lines: list[str] = []
+    total_runs = total_stored = 0
+    total_cpu = 0.0
+    for n, d in p["papers"].items():
+        rows = d["rows"]
+        runs, stored, cpu = sum(r["runs"] for r in rows), sum(r["stored"] for r in rows), sum(r["cpu_s"] for r in rows)
+        total_runs, total_stored, total_cpu = total_runs + runs, total_stored + stored, total_cpu + cpu
+        lines += [f"**{n}**: {runs:,} runs, {stored:,} stored, {runs - stored:,} to run, about "
+                  f"{cpu / 3600:.2f} CPU-hours" + (f" (the plan stopped early: {d['error']})" if d["error"] else ""), "",
+                  "| env | horizon | configuration | agents | runs | stored | CPU-hours left |", "|---|---|---|---|---|---|---|"]
+        for r in sorted(rows, key=lambda r: -r["cpu_s"]):
+            cfg = ", ".join(f"{k}={v}" for k, v in sorted(r["config"].items())) or "defaults"
+            est = f"{r['cpu_s'] / 3600:.3f}" + ("" if r["estimated"] else " (some unmeasured)")
+            lines.append(f"| {r['env']} | {r['horizon']:,} | {cfg} | {len(r['agents'])} | {r['runs']} | {r['stored']} | {est} |")
+        lines.append("")
+    lines.append(f"**Total**: {total_runs:,} runs, {total_stored:,} stored, {total_runs - total_stored:,} to run, about "
+                 f"{total_cpu / 3600:.2f} CPU-hours left ({total_cpu / 3600 / max(os.cpu_count() or 1, 1):.2f} h "
+                 f"on {os.cpu_count()} cores)" + (f"; {p['unmeasured']} run(s) of configurations with no measured "
+                                                  "unit cost are not counted" if p["unmeasured"] else "") + ".")
+    return "\n".join(lines)

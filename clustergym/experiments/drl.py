@@ -49,6 +49,7 @@ from clustergym.learning.training import NORM_FILE, SIDE_CAR, train
 from clustergym.outdir import FolderLock, check_path
 from clustergym.results import RESULTS_FILE, Results, RunResult, strict_json, write_json
 from clustergym.runner import evaluate, run_tasks, was_interrupted
+from clustergym.runstore import code_fingerprint
 from clustergym.stats import fmt_ci, paired_comparison
 from clustergym.workers import run_tasks_ray
 
@@ -395,41 +396,10 @@ def run_benchmark(out: str, envs: Sequence[str] | None = None, *, quick: bool = 
                             learners=learners, log=log, backend=backend)
 
 
-# The learning modules only training uses: no evaluation run imports them (a test runs the paper policies, random
-# and a trained model and checks), so editing them cannot change a finished run. A trained model's runs are keyed
-# by its cell's done.json, which a new training writes anew.
-_TRAINING_ONLY = tuple(os.path.join("learning", f) for f in (
-    "training.py", "checkpoints.py", "curves.py", "imitation.py", "importing.py", "pipeline.py", "pools.py", "vec.py",
-    "benchmark.py", "tuning.py"))
-# Modules that only present, schedule or report runs, or only train: editing them cannot change what an agent does
-# in a run, so they are left out of the evaluation cache's fingerprint (a report fix does not re-run the paper
-# policies).
-_NOT_IN_RUNS = ("experiments", "cli.py", "cli_commands.py", "viewer.py", "gallery.py", "plots.py", "bench.py",
-                "progress.py", *_TRAINING_ONLY)
-
-
-def _fingerprint_files() -> list[str]:
-    """The sources an agent's runs depend on: every ``.py`` file of ``clustergym`` and of its envs, agents and
-    baselines, wherever they are installed from, except the reporting modules of :data:`_NOT_IN_RUNS`."""
-    pkg = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # the clustergym package
-    roots = {pkg}
-    for name in ("clustergym.envs", "clustergym.agents", "clustergym.baselines"):
-        spec = importlib.util.find_spec(name)
-        roots.update(os.path.abspath(d) for d in (spec.submodule_search_locations or []) if spec is not None)
-    skip = tuple(os.path.join(pkg, s) for s in _NOT_IN_RUNS)
-    return sorted({os.path.realpath(p) for root in roots for d, _, fs in os.walk(root)
-                   for p in (os.path.join(d, f) for f in fs if f.endswith(".py"))
-                   if not any(p == s or p.startswith(s + os.sep) for s in skip)})
-
-
 def _code_fingerprint() -> str:
-    """A hash of :func:`_fingerprint_files`: the non-learned agents' runs in the evaluation cache are reused only
-    while it is unchanged."""
-    h = hashlib.sha256()
-    for path in _fingerprint_files():
-        with open(path, "rb") as fh:
-            h.update(os.path.basename(path).encode() + fh.read())
-    return h.hexdigest()[:16]
+    """The non-learned agents' runs in the evaluation cache are reused only while the sources they depend on are
+    unchanged (:func:`clustergym.runstore.code_fingerprint`)."""
+    return code_fingerprint()
 
 
 def _agent_fingerprint(agent: str, code: str) -> str:

@@ -227,9 +227,9 @@ def test_pretrained_model_beats_random_at_the_default_horizon_on_unseen_instance
 def test_evaluation_cache_fingerprint_covers_the_run_code_and_not_the_reports():
     """The non-learned agents' cached runs are keyed by the sources that can change a run: the envs, agents and
     baselines and the core; a change to the benchmark's report modules must not re-run the paper policies."""
-    from clustergym.experiments.drl import _fingerprint_files
+    from clustergym.runstore import fingerprint_files
 
-    files = _fingerprint_files()
+    files = fingerprint_files()
     base = {os.path.basename(p) for p in files}
     assert {"evaluation.py", "core.py", "pipeline.py", "agent.py", "entity.py"} <= base  # runner, core, sb3 agent
     assert any(os.sep + "envs" + os.sep in p for p in files) and any(os.sep + "agents" + os.sep in p for p in files)
@@ -245,7 +245,7 @@ def test_evaluation_cache_fingerprint_covers_the_run_code_and_not_the_reports():
 def test_no_evaluation_run_imports_a_training_only_module():
     """The fingerprint leaves out the training-only learning modules because no run imports them: the paper
     policies, the baselines, random and trained models (the MLP and the per-entity network) run without them."""
-    from clustergym.experiments.drl import _TRAINING_ONLY
+    from clustergym.runstore import TRAINING_ONLY
 
     code = textwrap.dedent("""
         import sys
@@ -260,5 +260,5 @@ def test_no_evaluation_run_imports_a_training_only_module():
     """)
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
     assert "clustergym.learning.agent" in out and "clustergym.learning.entity" in out  # the trained models ran
-    training_only = {"clustergym.learning." + os.path.basename(f)[:-3] for f in _TRAINING_ONLY}
+    training_only = {"clustergym.learning." + os.path.basename(f)[:-3] for f in TRAINING_ONLY}
     assert not training_only & set(out), training_only & set(out)

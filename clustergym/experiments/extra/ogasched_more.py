@@ -43,7 +43,9 @@ import numpy as np
 from clustergym import stats
 from clustergym.experiments import write_summary
 from clustergym.experiments.ogasched_runs import best_static_values
+from clustergym.experiments.ogasched_runs import ENV_ID as _ENV
 from clustergym.runner import evaluate, run_tasks
+from clustergym.runstore import TaskInfo, register_task
 
 __all__ = ["PAPER_TABLE2", "ETA0S", "DECAYS", "fig4_runs", "fig4_rows", "fig4_table", "table2_sweep", "table2_rows",
            "table2_table", "run", "section", "write", "main"]
@@ -177,6 +179,12 @@ def fig4_table(main_sw: dict, fig4) -> list[str]:
 def _opt_task(args, report=None):
     kw, seed, checkpoints = args
     return best_static_values(kw, seed, checkpoints)
+
+
+register_task(_opt_task,
+              describe=lambda t: TaskInfo(agent="best static (hindsight)", env_id=_ENV, horizon=int(max(t[2])),
+                                          config={k: v for k, v in t[0].items() if k != "scenario_seed"}),
+              placeholder=lambda t: [1.0 for _ in t[2]])
 
 
 def table2_sweep(instances, workers: int = 1, progress: bool = False, tiny: bool = False, Ts=None,

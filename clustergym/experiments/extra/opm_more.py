@@ -45,8 +45,9 @@ import numpy as np
 
 from clustergym import stats
 from clustergym.experiments import instances_for, write_summary
-from clustergym.experiments.opm_runs import episode
+from clustergym.experiments.opm_runs import describe_episode, episode, placeholder_episode
 from clustergym.runner import run_tasks
+from clustergym.runstore import register_task
 
 __all__ = ["fig1a_rows", "fig3_step_rows", "price_plan", "price_sweep", "price_rows", "price_table", "run", "section",
            "write", "main"]
@@ -217,6 +218,9 @@ def price_plan(quick: bool, instances=None, tiny: bool = False, horizon: int | N
 
 def _task(args, report=None):
     return episode(*args)
+
+
+register_task(_task, describe=describe_episode, placeholder=placeholder_episode)
 
 
 def price_sweep(quick: bool, workers: int = 1, progress: bool = False, instances=None, tiny: bool = False,

@@ -13,7 +13,7 @@ from clustergym.env import ClusterEnv, InstanceSource, StepReturn, check_maxima
 from clustergym.metrics import CUMULATIVE, SLOT, Metric
 from clustergym.envs.multiserver.channel.dynamics import BLOCK, OK, channel_slot, draw_block, infeasible_message
 from clustergym.envs.multiserver.channel.scenario import CHANNEL_SCENARIOS, make_channel_scenario
-from clustergym.envs.multiserver.channel.oracle import knapsack_max
+from clustergym.envs.multiserver.channel.oracle import knapsack_value
 from clustergym.envs.multiserver.channel.stats import ChannelStats, STATS_KEYS, stats_spaces
 from clustergym.envs.multiserver.channel.types import ChannelFeedback, ChannelObservation
 
@@ -313,7 +313,7 @@ class MultiServerChannelEnv(ClusterEnv[ChannelObservation, np.ndarray]):
         metrics = {"expected_reward": expected, "repaired": dropped + pad_dropped, "used": used}
         if self.oracle:
             active = np.flatnonzero(self._mask)
-            opt, _ = knapsack_max(v[active], self.problem.demand[active], self.problem.capacity)
+            opt = knapsack_value(v[active], self.problem.demand[active], self.problem.capacity)  # eq. 7
             regret = opt - expected  # eq. 6 (per-slot expected gap)
             self._cum_regret += regret
             metrics.update(oracle_reward=opt, regret=regret, cum_regret=self._cum_regret)

@@ -11,7 +11,7 @@ from gymnasium.vector.utils import batch_space
 from clustergym.core import Scenario, freeze
 from clustergym.envs.multiserver.channel.dynamics import BLOCK, channel_slot_batch, draw_block, infeasible_message
 from clustergym.envs.multiserver.channel.env import MultiServerChannelEnv
-from clustergym.envs.multiserver.channel.oracle import knapsack_max
+from clustergym.envs.multiserver.channel.oracle import knapsack_value
 from clustergym.envs.multiserver.channel.stats import ChannelStats
 from clustergym.envs.multiserver.channel.types import ChannelObservation
 from clustergym.vector_env import ClusterVectorEnv, VectorStepReturn, with_masks
@@ -244,7 +244,7 @@ class MultiServerChannelVectorEnv(ClusterVectorEnv[ChannelObservation, np.ndarra
             for i in np.flatnonzero(stepping):  # type: ignore[assignment]  # a numpy int here
                 v, pb = self._truths[i].mean_utility, self.problems[i]
                 active = np.flatnonzero(self._mask[i])
-                opt[i] = knapsack_max(v[active], pb.demand[active], pb.capacity)[0]
+                opt[i] = knapsack_value(v[active], pb.demand[active], pb.capacity)
             regret = np.where(stepping, opt - expected, 0.0)  # eq. 6 (per-slot expected gap)
             self._cum_regret += regret
             metrics.update(oracle_reward=opt, regret=regret, cum_regret=self._cum_regret.copy())

@@ -247,3 +247,41 @@ def test_truth_rejects_a_std_no_law_on_unit_interval_has():
     v = np.array([0.5, 0.1])
     with pytest.raises(ValueError, match="noise_std is invalid"):
         ChannelTruth(rho=np.ones(1), mean_utility=v, intended_std=v, noise_std=np.array([0.1, 0.35]))  # 0.1225 > 0.09
+
+
+def test_the_oracle_memo_returns_the_exact_optimum_of_the_inputs():
+    """knapsack_value is knapsack_max's value, memoised on the exact bytes of the inputs: equal inputs hit, and an
+    input that differs in one value, one demand or the capacity is solved again."""
+    from clustergym.envs.multiserver.channel import oracle
+
+    rng = np.random.default_rng(7)
+    oracle._MEMO.clear()
+    for _ in range(200):
+        n, K = int(rng.integers(1, 9)), int(rng.integers(1, 4))
+        v, w, c = rng.random(n), rng.integers(0, 4, (n, K)), rng.integers(0, 6, K)
+        first = oracle.knapsack_value(v, w, c)
+        assert first == oracle.knapsack_max(v, w, c)[0] == oracle.knapsack_value(v.copy(), w.copy(), c.copy())
+        assert oracle.knapsack_value(v, w, c + 1) == oracle.knapsack_max(v, w, c + 1)[0]
+        v2 = v.copy()
+        v2[0] += 1.0
+        assert oracle.knapsack_value(v2, w, c) == oracle.knapsack_max(v2, w, c)[0]
+
+
+def test_the_oracle_of_a_run_is_the_same_with_and_without_the_memo():
+    """The per-slot oracle (and so regret) of a run is unchanged when the memo already holds the instance's slots."""
+    from clustergym.envs.multiserver.channel import oracle
+
+    def regrets():
+        env = gym.make("clustergym/MultiServerChannel-v0", horizon=40, oracle=True, scenario_seed=2)
+        env.reset(seed=5)
+        out = []
+        for _ in range(40):
+            _, _, _, _, info = env.step(env.action_space.sample())
+            out.append(info["metrics"]["oracle_reward"])
+        return out
+
+    oracle._MEMO.clear()
+    cold = regrets()
+    assert len(oracle._MEMO) > 0
+    warm = regrets()
+    assert cold == warm

@@ -1,0 +1,329 @@
+"""The per-run result store: every finished run written to disk as it ends, reused by the next sweep.
+
+A run of the worker pool (:func:`clustergym.workers.run_tasks`) is a pure function of its arguments: the same
+task function, the same task (env id, agent, seed, horizon, env kwargs, ...) and the same code give the same
+result. Inside ``with use_store(RunStore(folder)):`` every such run is first looked up in ``folder``; a finished
+run is reused, a missing one is run and written atomically (a temporary file renamed into place) by the process
+that ran it, as soon as it ends. So a sweep that is killed (Ctrl-C, SIGTERM, ``kill -9``, a reboot) loses only the
+runs in flight, and running it again finishes from the store with the results an uninterrupted sweep gives (the
+timing fields aside: :data:`clustergym.results.TIMING_FIELDS`).
+
+**Keys.** A run's file is named by a hash of the task function's name, the task (canonical JSON, arrays and
+other objects by the hash of their bytes) and the **code fingerprint** (:func:`code_fingerprint`, plus the
+source of the task function's own module): editing a module a run depends on makes every earlier run stale,
+and stale runs are never reused (they stay on disk, under their fingerprint's folder, until removed).
+
+**Merging.** Files never collide unless they hold the same run, so stores computed on other machines (or by
+Ray workers writing to a shared file system) merge by copying their folders into one.
+
+**Plans.** ``RunStore(folder, plan=True)`` runs nothing: the store answers with finished runs where it has
+them and with a placeholder otherwise, and lists the missing runs with a CPU-time estimate from the unit
+costs measured on stored runs (CPU seconds per slot of the same agent at the same configuration);
+:func:`clustergym.experiments.plan` prints it.
+
+The files are pickles read back by a restricted unpickler (:class:`_SafeUnpickler`: numpy arrays, plain
+containers and :class:`~clustergym.results.RunResult` only), so a crafted file cannot run code.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import importlib.util
+import io
+import json
+import os
+import pickle
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from typing import Any, Callable, Iterator
+
+import numpy as np
+
+from clustergym.results import RunResult
+
+__all__ = ["RunStore", "StoredTask", "TaskInfo", "active_store", "code_fingerprint", "describe", "fingerprint_files",
+           "config_key", "placeholder", "register_task", "suspended", "use_store"]
+
+# Modules that only present, schedule, store or report runs, or only train: editing them cannot change what an
+# agent does in a run, so they are left out of the code fingerprint (a report fix does not re-run the papers).
+# The learning modules only training uses are listed too: no evaluation run imports them (a test checks).
+TRAINING_ONLY = tuple(os.path.join("learning", f) for f in (
+    "training.py", "checkpoints.py", "curves.py", "imitation.py", "importing.py", "pipeline.py", "pools.py", "vec.py",
+    "benchmark.py", "tuning.py"))
+NOT_IN_RUNS = ("experiments", "cli.py", "cli_commands.py", "viewer.py", "gallery.py", "plots.py", "bench.py",
+               "progress.py", "runstore.py", *TRAINING_ONLY)
+
+
+def fingerprint_files() -> list[str]:
+    """The sources a run depends on: every ``.py`` file of ``clustergym`` and of its envs, agents and baselines,
+    wherever they are installed from, except the modules of :data:`NOT_IN_RUNS`."""
+    pkg = os.path.dirname(os.path.abspath(__file__))  # the clustergym package
+    roots = {pkg}
+    for name in ("clustergym.envs", "clustergym.agents", "clustergym.baselines"):
+        spec = importlib.util.find_spec(name)
+        if spec is not None:
+            roots.update(os.path.abspath(d) for d in (spec.submodule_search_locations or []))
+    skip = tuple(os.path.join(pkg, s) for s in NOT_IN_RUNS)
+    return sorted({os.path.realpath(p) for root in roots for d, _, fs in os.walk(root)
+                   for p in (os.path.join(d, f) for f in fs if f.endswith(".py"))
+                   if not any(p == s or p.startswith(s + os.sep) for s in skip)})
+
+
+_FINGERPRINT: list[str] = []
+
+
+def code_fingerprint() -> str:
+    """A hash of :func:`fingerprint_files` (computed once per process)."""
+    if not _FINGERPRINT:
+        h = hashlib.sha256()
+        for path in fingerprint_files():
+            with open(path, "rb") as fh:
+                h.update(os.path.basename(path).encode() + fh.read())
+        _FINGERPRINT.append(h.hexdigest()[:16])
+    return _FINGERPRINT[0]
+
+
+def _module_hash(fn: Callable) -> str:
+    """The hash of the source file of ``fn``'s module (a task function outside the fingerprinted modules, e.g.
+    an experiment's own episode function, still keys its runs by its code)."""
+    mod = sys.modules.get(getattr(fn, "__module__", ""), None)
+    path = getattr(mod, "__file__", None)
+    if not path:
+        return "-"
+    with open(path, "rb") as fh:
+        return hashlib.sha256(fh.read()).hexdigest()[:12]
+
+
+def _canonical(obj: Any) -> Any:
+    """A JSON-able form of a task that identifies it: dicts with sorted keys, numbers exact (``repr``), arrays
+    and other objects by the hash of their bytes."""
+    if isinstance(obj, dict):
+        return {"__dict__": [[_canonical(k), _canonical(v)] for k, v in sorted(obj.items(), key=lambda kv: repr(kv[0]))]}
+    if isinstance(obj, (list, tuple)):
+        return [type(obj).__name__, [_canonical(x) for x in obj]]
+    if obj is None or isinstance(obj, (bool, str)):
+        return obj
+    if isinstance(obj, (int, np.integer)):
+        return int(obj)
+    if isinstance(obj, (float, np.floating)):
+        return repr(float(obj))
+    if isinstance(obj, np.ndarray):
+        return {"__nd__": [str(obj.dtype), list(obj.shape), hashlib.sha256(np.ascontiguousarray(obj).tobytes()).hexdigest()]}
+    return {"__obj__": [type(obj).__qualname__, hashlib.sha256(pickle.dumps(obj, protocol=4)).hexdigest()]}
+
+
+@dataclass
+class TaskInfo:
+    """What a plan needs to know of a task: the agent, the env, the slots it runs and the configuration its unit
+    cost is shared with (everything but the instance and the seed)."""
+    agent: str
+    env_id: str
+    horizon: int
+    config: dict = field(default_factory=dict)
+
+
+@dataclass
+class _TaskKind:
+    describe: Callable[[tuple], TaskInfo]
+    placeholder: Callable[[tuple], Any]
+
+
+_KINDS: dict[str, _TaskKind] = {}
+
+
+def _fn_name(fn: Callable) -> str:
+    return f"{fn.__module__}.{getattr(fn, '__qualname__', getattr(fn, '__name__', repr(fn)))}"
+
+
+def register_task(fn: Callable, *, describe: Callable[[tuple], TaskInfo], placeholder: Callable[[tuple], Any]) -> None:
+    """Tell the store what a task of ``fn`` runs (``describe``: for plans and unit costs) and what stands in for
+    its result in a plan (``placeholder``: a value of the result's form, never written anywhere)."""
+    _KINDS[_fn_name(fn)] = _TaskKind(describe, placeholder)
+
+
+def config_key(info: TaskInfo) -> str:
+    return json.dumps([info.agent, info.env_id, _canonical(info.config)], sort_keys=True)
+
+
+class _SafeUnpickler(pickle.Unpickler):
+    """Reads only what the store writes: plain containers, numpy arrays and scalars, :class:`RunResult`."""
+
+    ALLOWED = {
+        ("builtins", n) for n in ("dict", "list", "tuple", "set", "frozenset", "float", "int", "str", "bool",
+                                  "complex", "bytes", "bytearray", "slice")
+    } | {
+        ("collections", "OrderedDict"), ("clustergym.results", "RunResult"),
+        ("numpy", "ndarray"), ("numpy", "dtype"), ("numpy.core.multiarray", "_reconstruct"),
+        ("numpy.core.multiarray", "scalar"), ("numpy._core.multiarray", "_reconstruct"),
+        ("numpy._core.multiarray", "scalar"), ("numpy", "float64"), ("numpy", "int64"), ("numpy", "bool_"),
+        ("numpy.dtypes", "Float64DType"), ("numpy.dtypes", "Int64DType"), ("numpy.dtypes", "Float32DType"),
+        ("numpy.dtypes", "Int32DType"), ("numpy.dtypes", "BoolDType"), ("numpy.dtypes", "Int8DType"),
+        ("numpy.dtypes", "UInt8DType"),
+    }
+
+    def find_class(self, module: str, name: str):
+        if (module, name) not in self.ALLOWED:
+            raise pickle.UnpicklingError(f"a run store file may not hold {module}.{name}")
+        return super().find_class(module, name)
+
+
+def _atomic_write(path: str, data: bytes) -> None:
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=os.path.dirname(path), prefix=".tmp-", suffix=".part")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+
+
+class RunStore:
+    """A folder of finished runs (module docstring). ``plan=True``: run nothing, list what is missing."""
+
+    def __init__(self, folder: str, *, plan: bool = False, code: str | None = None):
+        self.folder = os.path.abspath(folder)
+        self.plan = bool(plan)
+        self.code = code or code_fingerprint()
+        self.label = ""  # the part of a reproduction being run (a paper's name): recorded with each run
+        self.reused = 0
+        self.ran = 0
+        self.planned: list[tuple[str, TaskInfo, str]] = []  # (label, info, key) of every missing run (plan mode)
+        self.found: list[tuple[str, TaskInfo, str]] = []  # (label, info, key) of every stored run a plan met
+
+    # -- keys and files --------------------------------------------------------------------------------------
+    def key(self, fn: Callable, task) -> str:
+        doc = json.dumps([_fn_name(fn), _module_hash(fn), _canonical(task)], sort_keys=True, separators=(",", ":"))
+        return hashlib.sha256(doc.encode()).hexdigest()[:32]
+
+    def path(self, key: str) -> str:
+        return os.path.join(self.folder, self.code, key[:2], key + ".pkl")
+
+    def load(self, key: str) -> tuple[bool, Any, dict]:
+        """``(found, result, record)`` of a stored run; a file that cannot be read counts as missing."""
+        try:
+            with open(self.path(key), "rb") as f:
+                rec = _SafeUnpickler(io.BytesIO(f.read())).load()
+            return True, rec["result"], rec
+        except (OSError, EOFError, pickle.UnpicklingError, KeyError, TypeError, ValueError, AttributeError):
+            return False, None, {}
+
+    def save(self, key: str, fn: Callable, task, result, cpu_s: float, wall_s: float, label: str) -> None:
+        info = describe(fn, task)
+        rec = {"result": result, "fn": _fn_name(fn), "label": label, "cpu_s": float(cpu_s), "wall_s": float(wall_s),
+               "agent": None if info is None else info.agent, "env_id": None if info is None else info.env_id,
+               "horizon": None if info is None else int(info.horizon),
+               "config": None if info is None else config_key(info), "code": self.code}
+        _atomic_write(self.path(key), pickle.dumps(rec, protocol=4))
+
+    def records(self) -> Iterator[dict]:
+        """Every readable record of this code fingerprint (without its result)."""
+        root = os.path.join(self.folder, self.code)
+        if not os.path.isdir(root):
+            return
+        for d in sorted(os.listdir(root)):
+            sub = os.path.join(root, d)
+            if not os.path.isdir(sub):
+                continue
+            for name in sorted(os.listdir(sub)):
+                if name.endswith(".pkl"):
+                    ok, _, rec = self.load(name[:-4])
+                    if ok:
+                        rec = dict(rec)
+                        rec.pop("result", None)
+                        rec["key"] = name[:-4]
+                        yield rec
+
+    def unit_costs(self) -> dict[str, float]:
+        """CPU seconds per slot of every configuration (agent, env, kwargs but instance and seed) with stored
+        runs: from this fingerprint's runs, else from earlier fingerprints' (a unit cost is a measurement, not a
+        result, so an older one is a fair estimate until the current code has been measured)."""
+        if not os.path.isdir(self.folder):
+            return {}
+        codes = [self.code] + sorted(c for c in os.listdir(self.folder)
+                                     if c != self.code and os.path.isdir(os.path.join(self.folder, c)))
+        out: dict[str, float] = {}
+        for code in codes:
+            sums: dict[str, list[float]] = {}
+            for rec in RunStore(self.folder, code=code).records():
+                if rec.get("config") and rec.get("horizon"):
+                    s = sums.setdefault(rec["config"], [0.0, 0.0])
+                    s[0] += rec["cpu_s"]
+                    s[1] += rec["horizon"]
+            for k, (c, n) in sums.items():
+                if n > 0 and k not in out:
+                    out[k] = c / n
+        return out
+
+
+def placeholder(fn: Callable, task) -> Any:
+    """The stand-in for a missing run of ``fn`` in a plan (:func:`register_task`)."""
+    kind = _KINDS.get(_fn_name(fn))
+    if kind is None:
+        raise ValueError(f"a plan cannot stand in for the tasks of {_fn_name(fn)}: register it with "
+                         "clustergym.runstore.register_task")
+    return kind.placeholder(task)
+
+
+def describe(fn: Callable, task) -> TaskInfo | None:
+    kind = _KINDS.get(_fn_name(fn))
+    if kind is None:
+        return None
+    try:
+        return kind.describe(task)
+    except (TypeError, ValueError, KeyError, IndexError):
+        return None
+
+
+class StoredTask:
+    """``fn(task, report)`` that writes its result into the store as soon as it ends (picklable: it runs in the
+    worker processes)."""
+
+    def __init__(self, fn: Callable, folder: str, code: str, label: str):
+        self.fn, self.folder, self.code, self.label = fn, folder, code, label
+
+    def __call__(self, task, report=None):
+        t0, c0 = time.perf_counter(), time.process_time()
+        result = self.fn(task, report)
+        store = RunStore(self.folder, code=self.code)
+        store.save(store.key(self.fn, task), self.fn, task, result, time.process_time() - c0,
+                   time.perf_counter() - t0, self.label)
+        return result
+
+
+_ACTIVE: list[RunStore] = []
+
+
+def active_store() -> RunStore | None:
+    """The store of the innermost :func:`use_store` block of this process, if any."""
+    return _ACTIVE[-1] if _ACTIVE else None
+
+
+@contextlib.contextmanager
+def use_store(store: RunStore | None):
+    """Every :func:`clustergym.workers.run_tasks` inside the block reads and writes ``store`` (``None``: no
+    store)."""
+    if store is None:
+        yield None
+        return
+    _ACTIVE.append(store)
+    try:
+        yield store
+    finally:
+        _ACTIVE.remove(store)
+
+
+@contextlib.contextmanager
+def suspended():
+    """No store inside the block (the store's own sub-sweeps)."""
+    saved = list(_ACTIVE)
+    _ACTIVE.clear()
+    try:
+        yield
+    finally:
+        _ACTIVE[:] = saved

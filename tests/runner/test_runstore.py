@@ -1,0 +1,206 @@
+"""The per-run result store (clustergym.runstore): runs written as they end, reused by the next sweep, keyed by
+the code that produced them; a reproduction killed part-way finishes from the store with the results of an
+uninterrupted one."""
+
+from __future__ import annotations
+
+import json
+import os
+import pickle
+import signal
+import subprocess
+import sys
+import time
+
+import numpy as np
+import pytest
+
+from clustergym.experiments import reproduce
+from clustergym.results import TIMING_FIELDS
+from clustergym.runner import evaluate
+from clustergym.runstore import RunStore, StoredTask, TaskInfo, code_fingerprint, register_task, use_store
+from clustergym.workers import run_tasks
+
+ENV = "clustergym/MultiServerChannel-v0"
+CALLS: list = []
+
+
+def _square(task, report=None):
+    CALLS.append(task)
+    return {"x": task[0] ** 2, "arr": np.arange(task[0])}
+
+
+register_task(_square, describe=lambda t: TaskInfo(agent="square", env_id="toy", horizon=int(t[0]) + 1),
+              placeholder=lambda t: {"x": -1, "arr": np.zeros(0)})
+
+
+def test_finished_runs_are_reused_and_missing_ones_run_once(tmp_path):
+    CALLS.clear()
+    store = RunStore(str(tmp_path / "s"))
+    with use_store(store):
+        first = run_tasks(_square, [(2,), (3,)], 1)
+    assert [r["x"] for r in first] == [4, 9] and len(CALLS) == 2 and store.ran == 2
+    with use_store(RunStore(str(tmp_path / "s"))) as again:
+        second = run_tasks(_square, [(3,), (4,), (2,)], 1)
+    assert [r["x"] for r in second] == [9, 16, 4]
+    assert len(CALLS) == 3 and again.reused == 2 and again.ran == 1  # only (4,) ran
+    np.testing.assert_array_equal(second[0]["arr"], np.arange(3))
+
+
+def test_a_changed_code_fingerprint_does_not_reuse_stale_runs(tmp_path):
+    CALLS.clear()
+    with use_store(RunStore(str(tmp_path / "s"), code="aaaa")):
+        run_tasks(_square, [(2,)], 1)
+    with use_store(RunStore(str(tmp_path / "s"), code="bbbb")) as new:
+        run_tasks(_square, [(2,)], 1)
+    assert len(CALLS) == 2 and new.reused == 0 and new.ran == 1
+    with use_store(RunStore(str(tmp_path / "s"), code="aaaa")) as old:
+        run_tasks(_square, [(2,)], 1)
+    assert len(CALLS) == 2 and old.reused == 1  # each fingerprint keeps its own runs
+
+
+def test_a_plan_runs_nothing_and_counts_what_is_stored(tmp_path):
+    CALLS.clear()
+    with use_store(RunStore(str(tmp_path / "s"))):
+        run_tasks(_square, [(2,)], 1)
+    plan = RunStore(str(tmp_path / "s"), plan=True)
+    with use_store(plan):
+        out = run_tasks(_square, [(2,), (5,)], 1)
+    assert len(CALLS) == 1 and out[0]["x"] == 4 and out[1]["x"] == -1  # a stand-in, not a run
+    assert len(plan.found) == 1 and len(plan.planned) == 1 and plan.planned[0][1].horizon == 6
+    assert not os.path.exists(plan.path(plan.planned[0][2]))  # nothing written for the stand-in
+    costs = RunStore(str(tmp_path / "s")).unit_costs()
+    assert len(costs) == 1 and all(c >= 0 for c in costs.values())
+
+
+def test_a_crafted_store_file_cannot_run_code(tmp_path):
+    store = RunStore(str(tmp_path / "s"))
+    key = store.key(_square, (7,))
+    os.makedirs(os.path.dirname(store.path(key)))
+
+    class Evil:
+        def __reduce__(self):
+            return (os.system, ("touch " + str(tmp_path / "pwned"),))
+
+    with open(store.path(key), "wb") as f:
+        pickle.dump({"result": Evil()}, f)
+    found, _, _ = store.load(key)
+    assert not found and not (tmp_path / "pwned").exists()  # refused, and the task runs instead
+    with use_store(store):
+        assert run_tasks(_square, [(7,)], 1)[0]["x"] == 49
+
+
+def test_evaluate_through_the_store_gives_the_same_results(tmp_path):
+    """Stored runs come back equal (curves included) to runs made without a store."""
+    kw = dict(horizon=15, progress=False, env_kwargs={"num_servers": 8, "num_ports": 4})
+    plain = evaluate(ENV, ["esdp", "lcf"], [0, 1], **kw)
+    with use_store(RunStore(str(tmp_path / "s"))) as s1:
+        stored = evaluate(ENV, ["esdp", "lcf"], [0, 1], **kw)
+    with use_store(RunStore(str(tmp_path / "s"))) as s2:
+        reused = evaluate(ENV, ["esdp", "lcf"], [0, 1], **kw)
+    assert s1.ran == 6 and s2.reused == 6 and s2.ran == 0  # 2 agents × 2 seeds + 2 random score references
+    for a, b, c in zip(plain.runs, stored.runs, reused.runs):
+        da, db, dc = (({k: v for k, v in r.to_json().items() if k not in TIMING_FIELDS}) for r in (a, b, c))
+        assert da == db == dc
+        np.testing.assert_array_equal(a.reward, c.reward)
+        np.testing.assert_array_equal(a.cum_regret, c.cum_regret)
+        assert b.wall_s == c.wall_s  # the stored run itself, timings included
+
+
+def _strip_timing(obj):
+    """A results.json without the fields that measure time (they differ between any two runs)."""
+    if isinstance(obj, dict):
+        return {k: _strip_timing(v) for k, v in obj.items()
+                if k not in TIMING_FIELDS and not k.startswith(("wall", "decision_ms", "mean_decision", "time"))}
+    if isinstance(obj, list):
+        return [_strip_timing(x) for x in obj]
+    return obj
+
+
+def _results(out: str, paper: str) -> dict:
+    docs = {}
+    for d, _, fs in os.walk(os.path.join(out, paper)):
+        for f in fs:
+            if f == "results.json":
+                with open(os.path.join(d, f)) as fh:
+                    docs[os.path.relpath(os.path.join(d, f), out)] = _strip_timing(json.load(fh))
+    return docs
+
+
+PAPER = "opm"
+CMD = [sys.executable, "-m", "clustergym", "reproduce", PAPER, "--quick", "--tiny", "--instances", "0-1",
+       "--workers", "2", "--no-progress"]
+
+
+def test_a_reproduction_killed_part_way_finishes_from_the_store_with_the_same_results(tmp_path):
+    """SIGKILL to the whole process group (the command and its workers) part-way; the next call reuses the
+    finished runs and ends with the results.json of an uninterrupted reproduction (timing fields aside)."""
+    full = str(tmp_path / "uninterrupted")
+    subprocess.run([*CMD, "--out", full], check=True, capture_output=True, timeout=600)
+    runs = sum(len(fs) for _, _, fs in os.walk(os.path.join(full, "store")))
+    assert runs > 10
+
+    out = str(tmp_path / "killed")
+    proc = subprocess.Popen([*CMD, "--out", out], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                            start_new_session=True)
+    store = os.path.join(out, "store")
+    deadline = time.monotonic() + 300
+    while time.monotonic() < deadline:  # kill once a part of the runs is stored
+        done = sum(1 for _, _, fs in os.walk(store) for f in fs if f.endswith(".pkl")) if os.path.isdir(store) else 0
+        if done >= runs // 3 or proc.poll() is not None:
+            break
+        time.sleep(0.05)
+    assert proc.poll() is None, "the reproduction ended before it could be killed"
+    os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait()
+    kept = sum(1 for _, _, fs in os.walk(store) for f in fs if f.endswith(".pkl"))
+    assert 0 < kept < runs
+    again = subprocess.run([*CMD, "--out", out], check=True, capture_output=True, text=True, timeout=600)
+    assert f"{kept} run(s) reused" in again.stdout, again.stdout[-2000:]
+    plain = str(tmp_path / "no-store")  # the same reproduction without a store, in this process
+    reproduce(PAPER, quick=True, out=plain, workers=1, progress=False, instances=[0, 1], tiny=True)
+    assert _results(out, PAPER) == _results(plain, PAPER) == _results(full, PAPER)
+
+
+def test_plan_lists_the_runs_and_what_the_store_holds(tmp_path, capsys):
+    from clustergym.cli import main
+
+    out = str(tmp_path / "r")
+    assert main(["reproduce", PAPER, "--quick", "--tiny", "--instances", "0-1", "--plan", "--out", out]) == 0
+    before = capsys.readouterr().out
+    assert "0 stored" in before and not os.path.exists(out)  # a plan writes nothing
+    assert main(["reproduce", PAPER, "--quick", "--tiny", "--instances", "0-1", "--workers", "1", "--no-progress",
+                 "--out", out]) == 0
+    capsys.readouterr()
+    assert main(["reproduce", PAPER, "--quick", "--tiny", "--instances", "0-1", "--plan", "--out", out]) == 0
+    after = capsys.readouterr().out
+    total = after.split("**Total**: ")[1]
+    n = int(total.split(" runs")[0].replace(",", ""))
+    assert f"{n:,} stored, 0 to run" in total and n > 10
+    assert code_fingerprint() in os.listdir(os.path.join(out, "store"))
+
+
+def test_fresh_empties_the_store(tmp_path):
+    from clustergym.cli import main
+
+    out = str(tmp_path / "r")
+    args = ["reproduce", PAPER, "--quick", "--tiny", "--instances", "0", "--workers", "1", "--no-progress", "--out", out]
+    assert main(args) == 0
+    marker = os.path.join(out, "store", "marker")
+    open(marker, "w").close()
+    assert main([*args, "--overwrite", "--fresh"]) == 0
+    assert not os.path.exists(marker) and os.listdir(os.path.join(out, "store"))
+
+
+def test_stored_task_writes_atomically(tmp_path, monkeypatch):
+    """A write that fails part-way leaves no run file (the temporary file is removed)."""
+    task = StoredTask(_square, str(tmp_path / "s"), "cccc", "t")
+
+    def boom(*a, **k):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(os, "replace", boom)
+    with pytest.raises(OSError):
+        task((3,))
+    files = [f for _, _, fs in os.walk(tmp_path / "s") for f in fs]
+    assert files == []
