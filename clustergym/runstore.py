@@ -86,15 +86,22 @@ def code_fingerprint() -> str:
     return _FINGERPRINT[0]
 
 
+_MODULE_HASHES: dict[str, str] = {}
+
+
 def _module_hash(fn: Callable) -> str:
     """The hash of the source file of ``fn``'s module (a task function outside the fingerprinted modules, e.g.
-    an experiment's own episode function, still keys its runs by its code)."""
-    mod = sys.modules.get(getattr(fn, "__module__", ""), None)
-    path = getattr(mod, "__file__", None)
-    if not path:
-        return "-"
-    with open(path, "rb") as fh:
-        return hashlib.sha256(fh.read()).hexdigest()[:12]
+    an experiment's own episode function, still keys its runs by its code); read once per process, as the code
+    fingerprint is."""
+    name = getattr(fn, "__module__", "") or ""
+    if name not in _MODULE_HASHES:
+        path = getattr(sys.modules.get(name), "__file__", None)
+        if not path:
+            _MODULE_HASHES[name] = "-"
+        else:
+            with open(path, "rb") as fh:
+                _MODULE_HASHES[name] = hashlib.sha256(fh.read()).hexdigest()[:12]
+    return _MODULE_HASHES[name]
 
 
 def _canonical(obj: Any) -> Any:

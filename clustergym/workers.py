@@ -42,15 +42,23 @@ def _describe_run(task) -> TaskInfo:
                     config={k: v for k, v in (kw or {}).items() if k != "scenario_seed"})
 
 
+_METRIC_KEYS: dict[str, list[str]] = {}
+
+
 def _placeholder_run(task) -> RunResult:
-    """What stands in for a missing run in a plan (never written, never reported)."""
+    """What stands in for a missing run in a plan (never written, never reported): the form of a run of this
+    env and configuration (its metric names from one slot of ``random``), every value 1 or 2."""
     env_id, agent, seed, horizon, kw = task[:5]
-    inst = (kw or {}).get("scenario_seed")
+    kw = dict(kw or {})
+    inst = kw.get("scenario_seed")
     h = int(horizon)
+    form = repr((env_id, sorted((k, repr(v)) for k, v in kw.items() if k != "scenario_seed")))
+    if form not in _METRIC_KEYS:
+        _METRIC_KEYS[form] = list(run_one(env_id, "random", 0, 1, kw).metrics)
     return RunResult(agent=str(agent), seed=int(seed), total_reward=float(h), mean_reward=1.0, regret=0.0,
                      oracle_total=2.0 * h, steps=h, wall_s=0.0, decision_ms_median=0.0, decision_ms_p95=0.0,
-                     metrics={}, instance=None if inst is None else int(inst), value_total=float(h),
-                     bound_total=2.0 * h, reward=np.ones(h), cum_regret=np.zeros(h))
+                     metrics={k: 1.0 for k in _METRIC_KEYS[form]}, instance=None if inst is None else int(inst),
+                     value_total=float(h), bound_total=2.0 * h, reward=np.ones(h), cum_regret=np.zeros(h))
 
 
 register_task(_run_task, describe=_describe_run, placeholder=_placeholder_run)

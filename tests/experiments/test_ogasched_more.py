@@ -85,7 +85,7 @@ def test_table2_assigns_each_configuration_its_own_hindsight_optimum(monkeypatch
         tag = 1000 * kw.get("rho", 0) + 100 * kw.get("density", 0) + kw["scenario_seed"]
         return [1e5 + tag + c for c in checkpoints]
 
-    monkeypatch.setattr(om, "_opt_task", fake_opt)
+    monkeypatch.setattr(om, "hindsight", lambda tasks, workers: [fake_opt(t) for t in tasks])
     t2 = om.table2_sweep(INSTANCES, 1, False, tiny=True)
     assert t2["T_opt"] == {Tc: {i: 1e5 + i + Tc for i in INSTANCES} for Tc in om.TINY["T"]}
     for r in om.PAPER_TABLE2["rho"]:

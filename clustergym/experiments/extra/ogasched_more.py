@@ -42,10 +42,8 @@ import numpy as np
 
 from clustergym import stats
 from clustergym.experiments import write_summary
-from clustergym.experiments.ogasched_runs import best_static_values
-from clustergym.experiments.ogasched_runs import ENV_ID as _ENV
-from clustergym.runner import evaluate, run_tasks
-from clustergym.runstore import TaskInfo, register_task
+from clustergym.experiments.ogasched_runs import best_static_values, hindsight
+from clustergym.runner import evaluate
 
 __all__ = ["PAPER_TABLE2", "ETA0S", "DECAYS", "fig4_runs", "fig4_rows", "fig4_table", "table2_sweep", "table2_rows",
            "table2_table", "run", "section", "write", "main"]
@@ -176,17 +174,6 @@ def fig4_table(main_sw: dict, fig4) -> list[str]:
 # -- Table 2 ---------------------------------------------------------------------------------------
 
 
-def _opt_task(args, report=None):
-    kw, seed, checkpoints = args
-    return best_static_values(kw, seed, checkpoints)
-
-
-register_task(_opt_task,
-              describe=lambda t: TaskInfo(agent="best static (hindsight)", env_id=_ENV, horizon=int(max(t[2])),
-                                          config={k: v for k, v in t[0].items() if k != "scenario_seed"}),
-              placeholder=lambda t: [1.0 for _ in t[2]])
-
-
 def table2_sweep(instances, workers: int = 1, progress: bool = False, tiny: bool = False, Ts=None,
                  horizon: int | None = None) -> dict:
     """The runs and hindsight optima of Table 2 (module docstring): ``T_runs`` (one run of max(Ts)
@@ -209,7 +196,7 @@ def table2_sweep(instances, workers: int = 1, progress: bool = False, tiny: bool
     scen = {"setting": SETTING}  # best_static_values makes its own env, oracle off
     tasks = [({**scen, "scenario_seed": i}, 0, list(Ts)) for i in insts]
     tasks += [({**scen, **kw, "scenario_seed": i}, 0, [H]) for kw in configs.values() for i in insts]
-    opts = run_tasks(_opt_task, tasks, workers)
+    opts = hindsight(tasks, workers)
     n = len(insts)
     out["T_opt"] = {T: {i: opts[k][j] for k, i in enumerate(insts)} for j, T in enumerate(Ts)}
     for m, c in enumerate(configs):
