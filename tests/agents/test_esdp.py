@@ -11,7 +11,7 @@ from clustergym.agent import make, public_info
 from clustergym.agents.esdp import DELTAS, ESDP, GS, solve_p4_all
 
 ID = "clustergym/MultiServerChannel-v0"
-BACKENDS = ["numpy", "numba"]
+BACKENDS = ["numpy", "numba", "pruned"]
 
 
 def brute_force_p4(ups, sig, demand, cap, s):
@@ -197,7 +197,7 @@ def test_pickle_leaves_out_the_dp_scratch_and_stays_small():
     import pickle
 
     env, agent, obs, info = _esdp_after(5)
-    assert agent._workspace["take"].nbytes > 20e6  # the scratch exists (≈ 60 MB at the default) ...
+    assert agent._workspace["bits"].nbytes > 1e5  # the scratch exists (the decision bits of the default) ...
     blob = pickle.dumps(agent)
     assert len(blob) < 5e6  # ... but is not pickled
     back = pickle.loads(blob)

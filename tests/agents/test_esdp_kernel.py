@@ -1,0 +1,91 @@
+"""ESDP's pruned DP kernel (reach bound per cell, top-down box per layer, bit-packed decisions) against the dense
+kernel it replaces: the same values of every P4(s, t) and the same decisions, slot by slot and at late slots."""
+
+import gymnasium as gym
+import numpy as np
+import pytest
+
+from clustergym.agent import public_info
+from clustergym.agents.esdp import ESDP, solve_p4_all
+
+ID = "clustergym/MultiServerChannel-v0"
+
+
+def _dp_inputs(agent: ESDP, arrivals):
+    """The inputs of the DP the agent's next decision solves (as ESDP.decide builds them)."""
+    from clustergym.agents.esdp import untried_weight
+
+    pb, st = agent.problem, agent.statistics(agent.t + 1)
+    edges = np.arange(pb.num_edges)
+    Sig = st["Sigma2"][edges]
+    untried = ~np.isfinite(Sig)
+    finite = np.where(untried, 0.0, Sig).astype(np.int64)
+    ups = st["upsilon"][edges]
+    s_cap = min(st["s_max"], int(ups.sum()))
+    w = np.where(untried, untried_weight(int(finite.sum()), s_cap, edges.size), finite).astype(np.int64)
+    perm = np.argsort(-ups, kind="stable")
+    return ups[perm], w[perm], pb.demand[edges[perm]], pb.capacity, s_cap
+
+
+def _same_dp(ups, w, demand, cap, s_max):
+    v_ref, sol_ref = solve_p4_all(ups, w, demand, cap, s_max, backend="numba")
+    ws: dict = {}
+    v_new, sol_new = solve_p4_all(ups, w, demand, cap, s_max, backend="pruned", workspace=ws)
+    assert np.array_equal(v_ref, v_new)
+    for s in range(s_max + 1):
+        if v_ref[s] >= 0:
+            assert np.array_equal(sol_ref(s), sol_new(s)), s
+    assert 0 <= ws["cells"] <= len(ups) * int(np.prod(cap + 1)) * (s_max + 1)  # never more than the dense grid
+    return ws["cells"]
+
+
+@pytest.mark.parametrize("servers,slots", [(20, 130), (40, 80)])
+def test_pruned_kernel_decides_as_the_dense_kernel_slot_by_slot(servers, slots):
+    """Two ESDP agents, one per kernel, fed the same observations and feedback: the same channels and the same
+    s* in every slot (130 + 80 decisions), and the same values of every P4(s, t) every tenth slot."""
+    env = gym.make(ID, horizon=slots, num_servers=servers)
+    obs, info = env.reset(seed=servers)
+    new, ref = ESDP(backend="pruned"), ESDP(backend="numba")
+    for ag in (new, ref):
+        ag.reset(env.unwrapped.problem, seed=0)
+    for t in range(slots):
+        if t % 10 == 0:
+            _same_dp(*_dp_inputs(new, obs["arrivals"]))
+        a = new.act(obs, public_info(info))
+        assert np.array_equal(a, ref.act(obs, public_info(info))) and new.last_s_star == ref.last_s_star, t
+        assert new.last_dp_cells > 0
+        nxt, r, _, _, info = env.step(a)
+        for ag in (new, ref):
+            ag.update(obs, a, r, nxt, public_info(info))
+        obs = nxt
+    assert new.dp_cells >= new.last_dp_cells > 0
+
+
+@pytest.mark.parametrize("servers", [20, 40])
+@pytest.mark.parametrize("t", [2000, 8000])
+def test_pruned_kernel_decides_as_the_dense_kernel_at_late_slots(servers, t):
+    """Decisions forced at t = 2,000 and 8,000 (counts and means as a long run leaves them, a few channels
+    untried): equal values for every s and equal maximisers."""
+    env = gym.make(ID, horizon=10, num_servers=servers)
+    obs, _ = env.reset(seed=1)
+    rng = np.random.default_rng(servers + t)
+    for trial in range(3):
+        ag = ESDP()
+        ag.reset(env.unwrapped.problem, seed=0)
+        E = env.unwrapped.problem.num_edges
+        ag.t = t - 1
+        ag.n[:] = rng.integers(1, t // 4, E)
+        ag.n[rng.random(E) < 0.1 * trial] = 0  # untried channels in the later trials
+        ag.sum_z[:] = ag.n * rng.random(E)
+        _same_dp(*_dp_inputs(ag, obs["arrivals"]))
+
+
+def test_pruned_kernel_on_random_small_dps_including_zero_demands_and_unfit_edges():
+    rng = np.random.default_rng(5)
+    for _ in range(300):
+        n, K = int(rng.integers(1, 10)), int(rng.integers(1, 4))
+        demand = rng.integers(0, 5, size=(n, K))
+        cap = rng.integers(0, 7, size=K)
+        ups = rng.integers(0, 9, size=n)
+        sig = rng.integers(0, 10**6, size=n)
+        _same_dp(ups, sig, demand, cap, int(rng.integers(0, ups.sum() + 4)))
