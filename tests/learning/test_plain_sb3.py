@@ -6,6 +6,7 @@ policies train on the default action spaces."""
 from __future__ import annotations
 
 import json
+import os
 
 import numpy as np
 import pytest
@@ -213,3 +214,41 @@ def test_import_model_names_the_keys_and_shapes_that_differ(tmp_path, capsys):
     assert not (tmp_path / "imp").exists()
     line = one_line_exit_2(capsys, ["import-model", str(tmp_path / "p2.zip"), "--env", P4, "--out", str(tmp_path / "i")])
     assert "keys the model expects and clustergym/ApproxJobs-v0 lacks" in line and "edge_alpha" in line
+
+
+def test_two_sb3_agents_get_different_colours_in_every_figure_of_run(tmp_path, monkeypatch):
+    from matplotlib.colors import to_hex
+    from stable_baselines3 import PPO
+
+    from clustergym import plots
+
+    model = PPO("MultiInputPolicy", gym.make(P4, horizon=10), n_steps=16, batch_size=16, seed=0, device="cpu")
+    model.save(tmp_path / "m.zip")
+    # two folders whose names alone would get one colour
+    by: dict = {}
+    for i in range(60):
+        by.setdefault(plots.agent_color(f"sb3:{tmp_path}/m{i}"), []).append(i)
+    i, j = next(v for v in by.values() if len(v) > 1)[:2]
+    a, b = f"{tmp_path}/m{i}", f"{tmp_path}/m{j}"
+    for d in (a, b):
+        assert main(["import-model", str(tmp_path / "m.zip"), "--env", P4, "--out", d]) == 0
+    seen = {}
+    real_save = plots.save
+
+    def spy(fig, path):
+        lines = {ln.get_label(): to_hex(ln.get_color()) for ax in fig.axes for ln in ax.get_lines()}
+        points = {t.get_text(): None for ax in fig.axes for t in ax.get_yticklabels()}
+        cols = [to_hex(c.get_facecolor()[0]) for ax in fig.axes for c in ax.collections if len(c.get_facecolor())
+                and hasattr(c, "get_offsets") and len(c.get_offsets())]
+        seen[os.path.basename(path)] = (lines, points, cols)
+        return real_save(fig, path)
+
+    monkeypatch.setattr(plots, "save", spy)
+    assert main(["run", P4, "--agents", f"sb3:{a},sb3:{b},fair", "--seeds", "0-1", "--horizon", "6", "--out",
+                 str(tmp_path / "res"), "--no-progress", "--no-score"]) == 0
+    lines, _, _ = seen["avg_reward.png"]
+    assert lines[f"sb3:{a}"] != lines[f"sb3:{b}"]
+    assert len({lines[f"sb3:{a}"], lines[f"sb3:{b}"], lines["fair"]}) == 3
+    # the paired-difference figure: one colour per row, the same as in the curves
+    _, rows, cols = seen["paired_difference.png"]
+    assert len(set(cols)) == len(cols) == len(rows) and set(cols) <= set(lines.values())
