@@ -37,7 +37,7 @@ from clustergym.learning import imitation
 from clustergym.learning.algos import (ALGOS, HEADS, NETS, NORM_FILE, SIDE_CAR, algo_class, algo_gamma, check_algo,
                                        obs_layout)
 from clustergym.learning.checkpoints import Checkpoints
-from clustergym.learning.curves import _monitor_curve, plot_training_curve  # noqa: F401  (names of this module)
+from clustergym.learning.curves import _monitor_curve, plot_training_curve, reference_returns  # noqa: F401
 from clustergym.learning.hyperparams import load_hyperparams, split_run_keys
 from clustergym.learning.instances import DEFAULT_EVAL_INSTANCES, DEFAULT_VALIDATION_INSTANCES
 from clustergym.learning.pools import PARAM_RANGES, SETTINGS_SEED, param_settings, pool_padding
@@ -300,6 +300,9 @@ def _save(s: TrainSetup, model, venv, cb, bc, saver, wall: float, vec: str, out:
             "train_wall_s": wall, "vec": vec, "rescale_action": isinstance(venv.action_space, gym.spaces.Box),
             "warm_start": bc, "net": s.options["net"], "norm_obs": bool(s.normalize and s.norm_obs),
             "reward_normalization": {"gamma": float(venv.gamma)} if s.normalize else None}
+    # the reference lines of the learning curve (the paper policy, the best baseline, random on the training
+    # instances); not with a parameter pool (its instances are drawn from other generator settings)
+    meta["curve_references"] = reference_returns(s.env_id, s.env_kwargs, pool) if s.settings is None else {}
     with open(os.path.join(out, SIDE_CAR), "w") as f:
         json.dump(meta, f, indent=1)
     if saver is not None:
