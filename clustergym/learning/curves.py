@@ -43,6 +43,17 @@ def reference_returns(env_id: str, env_kwargs: dict, pool, budget_s: float = REF
     instances of ``pool`` (or the model's one instance), one episode each at the training horizon; the
     instances and horizon are recorded under ``"_on"``. Agents not reached within ``budget_s`` seconds are left
     out (a line is drawn only when known); {} when nothing could be run."""
+    key = json.dumps([env_id, env_kwargs, None if pool is None else list(pool)[:REFERENCE_INSTANCES]], sort_keys=True,
+                     default=str)
+    if key not in _REFERENCES:
+        _REFERENCES[key] = _reference_returns(env_id, env_kwargs, pool, budget_s)
+    return dict(_REFERENCES[key])
+
+
+_REFERENCES: dict = {}  # one computation per configuration and process (tuning trains many times on one)
+
+
+def _reference_returns(env_id: str, env_kwargs: dict, pool, budget_s: float) -> dict:
     import gymnasium as gym
 
     from clustergym.agent import list_agents
