@@ -6,10 +6,14 @@ import json
 import os
 import time
 
+import gymnasium as gym
 import numpy as np
 
+from clustergym.agent import list_agents
+from clustergym.family import env_family, family_spec
 from clustergym.learning.algos import SIDE_CAR
 from clustergym.plots import figure, legend_outside, save, training_curve
+from clustergym.runner import evaluate
 
 __all__ = ["monitor_curve", "plot_training_curve", "reference_returns", "REFERENCE_INSTANCES", "REFERENCE_BUDGET_S"]
 
@@ -54,12 +58,6 @@ _REFERENCES: dict = {}  # one computation per configuration and process (tuning 
 
 
 def _reference_returns(env_id: str, env_kwargs: dict, pool, budget_s: float) -> dict:
-    import gymnasium as gym
-
-    from clustergym.agent import list_agents
-    from clustergym.family import env_family, family_spec
-    from clustergym.runner import evaluate
-
     family = env_family(env_id)
     spec = family_spec(family)
     kw = {k: v for k, v in env_kwargs.items() if k not in (*spec.pad_kwargs, *spec.action_kwargs, "instances",
