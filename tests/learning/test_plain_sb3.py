@@ -252,3 +252,18 @@ def test_two_sb3_agents_get_different_colours_in_every_figure_of_run(tmp_path, m
     # the paired-difference figure: one colour per row, the same as in the curves
     _, rows, cols = seen["paired_difference.png"]
     assert len(set(cols)) == len(cols) == len(rows) and set(cols) <= set(lines.values())
+
+
+def test_bench_plain_sb3_rows_beside_cartpole():
+    from clustergym.bench import PLAIN_TARGET, plain_sb3_rows
+
+    rows = plain_sb3_rows(quick=True, envs=(("P4", P4),), reps=1)
+    assert len(rows) == 3 and rows[0].what.startswith("plain SB3 PPO, 1 env") and "CartPole-v1" in rows[0].what
+    fast, slow = rows[1], rows[2]
+    assert "FastMultiInputActorCriticPolicy" in fast.what and "MultiInputPolicy (SB3 head)" in slow.what
+    for r in rows:
+        assert r.measured > 0 and r.unit == "env-steps/s"
+    ratio = float(fast.what.rsplit(", ", 1)[1].split("x")[0])
+    assert ratio == pytest.approx(fast.measured / rows[0].measured, abs=0.006)
+    assert fast.ok == (fast.measured >= PLAIN_TARGET * rows[0].measured) and slow.ok is None
+    assert fast.measured > 3 * slow.measured  # one padded categorical instead of one per machine
