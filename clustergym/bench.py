@@ -22,7 +22,8 @@ from clustergym.learning.training import (algo_class, algo_gamma, make_train_env
 from clustergym.runner import time_decisions
 
 __all__ = ["run_bench", "Row", "decision_times", "ppo_rate", "training_rates", "cartpole_rate", "bench_hyperparams",
-           "sampled_action_rate", "vector_sampled_rate", "numba_threads", "memory_rows", "throughput_rows"]
+           "sampled_action_rate", "vector_sampled_rate", "numba_threads", "memory_rows", "throughput_rows",
+           "plain_sb3_rows"]
 
 
 @dataclass
@@ -300,6 +301,61 @@ def throughput_rows(quick: bool = False, n_envs_list: tuple[int, ...] = (4, 256)
     return rows
 
 
+# -- "plain SB3": PPO(policy, gym.make(id)) as a user writes it, beside CartPole-v1 in the same run ---------------
+PLAIN_ENVS = (("P3", "clustergym/RingAllReduce-v0"), ("P4", "clustergym/ApproxJobs-v0"))
+PLAIN_TARGET = 0.3  # the public fast-head policy on the default spaces: >= 0.3x CartPole-v1's rate, same settings
+
+
+def _plain_model(env_id: str, policy, quick: bool):
+    """A plain ``PPO(policy, gym.make(env_id))`` (one env, no wrapper of ours, default env kwargs) with the bench's
+    cut: ``n_steps`` 16 (quick) / 64, batch 64, SB3's other defaults (10 epochs), one torch thread."""
+    import gymnasium as gym
+    import torch
+    from stable_baselines3 import PPO
+
+    torch.set_num_threads(1)
+    n = 16 if quick else 64
+    model = PPO(policy, gym.make(env_id), n_steps=n, batch_size=min(64, n), seed=0, device="cpu", verbose=0)
+    return model, n
+
+
+def plain_sb3_rows(quick: bool = False, envs=PLAIN_ENVS, reps: int | None = None) -> list[Row]:
+    """Rows "plain SB3 PPO": ``PPO("MlpPolicy", gym.make("CartPole-v1"))``, then on each env's default spaces
+    ``PPO(FastMultiInputActorCriticPolicy, gym.make(id))`` (the public fast-head policy of
+    :mod:`clustergym.learning.heads`, target >= PLAIN_TARGET x CartPole) and ``PPO("MultiInputPolicy", ...)``
+    (SB3's own head, for contrast: one rollout + update, timed once); the same settings
+    (:func:`_plain_model`), measured interleaved after an untimed warm-up; medians."""
+    from clustergym.learning.heads import FastMultiInputActorCriticPolicy
+
+    reps = reps if reps is not None else (1 if quick else 3)
+    models = {("CartPole-v1", "MlpPolicy"): _plain_model("CartPole-v1", "MlpPolicy", quick)}
+    for _, env_id in envs:
+        models[(env_id, "fast")] = _plain_model(env_id, FastMultiInputActorCriticPolicy, quick)
+    for model, n in models.values():
+        model.learn(n)  # warm-up, untimed
+    rates: dict = {k: [] for k in models}
+    for r in range(reps):
+        for k in (list(models) if r % 2 == 0 else list(models)[::-1]):
+            model, n = models[k]
+            rates[k].append(_learn_rate(model, n))
+    cp = float(np.median(rates[("CartPole-v1", "MlpPolicy")]))
+    n = models[("CartPole-v1", "MlpPolicy")][1]
+    rows = [Row(f"plain SB3 PPO, 1 env (n_steps={n}, batch {min(64, n)}, 10 epochs): CartPole-v1 MlpPolicy", cp,
+                "env-steps/s", "", None)]
+    for label, env_id in envs:
+        v = float(np.median(rates[(env_id, "fast")]))
+        rows.append(Row(f"plain SB3 PPO: {label} default, FastMultiInputActorCriticPolicy, {v / cp:.2f}x CartPole", v,
+                        "env-steps/s", f">= {PLAIN_TARGET * cp:,.0f} ({PLAIN_TARGET}x CP)", v >= PLAIN_TARGET * cp))
+        slow, n = _plain_model(env_id, "MultiInputPolicy", quick)
+        slow.learn(n)  # warm-up
+        s = _learn_rate(slow, n)
+        rows.append(Row(f"plain SB3 PPO: {label} default, MultiInputPolicy (SB3 head), {s / cp:.3f}x CartPole", s,
+                        "env-steps/s", "", None))
+    for model, _ in models.values():
+        model.get_env().close()
+    return rows
+
+
 def ppo_rate(env_id: str, label: str, quick: bool, **env_kw) -> Row:
     """PPO training throughput with the fast heads (the row ``clustergym train`` gets); see :func:`training_rates`."""
     return training_rates(env_id, label, quick, heads=("fast",), **env_kw)[-1]
@@ -364,6 +420,7 @@ def run_bench(only: str | None = None, quick: bool = False, out: str | None = No
         rows.extend(memory_rows(quick))
     if only in (None, "training"):
         rows.extend(throughput_rows(quick))
+        rows.extend(plain_sb3_rows(quick))
     print(f"clustergym bench on {platform.node()} ({platform.machine()}, {_cores()} cores), "
           f"{'quick' if quick else 'full'} mode")
     print(f"{'what':<62} {'measured':>12} {'unit':<10} {'target':<14}")

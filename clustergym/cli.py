@@ -218,7 +218,8 @@ def build_parser() -> argparse.ArgumentParser:
     b.set_defaults(func=cmd_bench)
 
     im = sub.add_parser("import-model", parents=[debug], help="make a model trained with plain Stable-Baselines3 "
-                        "(on FlattenObservation(gym.make(ENV))) an sb3: agent: checks its spaces, writes the side-car")
+                        "(MultiInputPolicy on gym.make(ENV), or MlpPolicy on FlattenObservation(gym.make(ENV))) an "
+                        "sb3: agent: checks its spaces, writes the side-car")
     im.add_argument("model", help="the model.zip SB3 saved")
     im.add_argument("--env", dest="env_id", required=True, help="the env id it was trained on, e.g. clustergym/ApproxJobs-v0")
     im.add_argument("--algo", default="ppo", choices=["ppo", "a2c", "sac", "maskable_ppo"],
@@ -227,6 +228,8 @@ def build_parser() -> argparse.ArgumentParser:
                     help="an env kwarg it was trained with (JSON value), e.g. --set scenario_seed=3")
     im.add_argument("--out", required=True, help="run folder to write (model.zip, clustergym.json); then sb3:OUT")
     im.add_argument("--overwrite", action="store_true", help="replace an earlier model in --out")
+    im.add_argument("--vecnormalize", default=None, metavar="FILE",
+                    help="the VecNormalize statistics it was trained with (the file VecNormalize.save wrote)")
     im.set_defaults(func=cmd_import_model)
     return p
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import importlib
 import math
+import re
 from dataclasses import dataclass
 from typing import Any, Generic, Iterable, TypeVar
 
@@ -58,7 +59,21 @@ class UnknownParameterError(TypeError, ValueError):
     A ``TypeError``, as Python and Gymnasium raise for an unexpected keyword (clients such as
     TorchRL's ``GymEnv`` probe optional kwargs and retry on ``TypeError`` only), and a ``ValueError``,
     what clustergym raised before, so existing ``except ValueError`` code keeps working.
+
+    ``gym.make`` re-raises a ``TypeError`` of the env's constructor as ``type(e)(f"{e} was raised from the
+    environment creator for ID with kwargs (...)")``: that tail is replaced by the env id in front, so the
+    message stays one line in our words: ``clustergym/...-v0: got an unexpected keyword argument 'x' (...)``.
     """
+
+    def __init__(self, *args):
+        if len(args) == 1 and isinstance(args[0], str):
+            m = _GYM_TAIL.search(args[0])
+            if m is not None:
+                args = (f"{m.group(1)}: {args[0][:m.start()]}",)
+        super().__init__(*args)
+
+
+_GYM_TAIL = re.compile(r" was raised from the environment creator for (\S+) with kwargs \(.*\)\Z", re.S)
 
 
 def check_known(params: dict, valid, scenario: str | None = None) -> None:
@@ -71,9 +86,10 @@ def check_known(params: dict, valid, scenario: str | None = None) -> None:
         head = (f"got an unexpected keyword argument {names}" if len(unknown) == 1
                 else f"got unexpected keyword arguments {names}")
         where = f" of scenario {scenario!r}" if scenario else ""
+        own = [v for v in valid if v not in ENV_KWARGS]  # a parameter that is also an env argument is listed once
         raise UnknownParameterError(
             f"{head} (not an env argument nor a scenario parameter{where}); valid keyword arguments: "
-            f"{', '.join(ENV_KWARGS)} and " + (f"the scenario parameters {', '.join(valid)}" if len(valid)
+            f"{', '.join(ENV_KWARGS)} and " + (f"the scenario parameters {', '.join(own)}" if own
                                               else "no scenario parameters"))
 
 

@@ -19,7 +19,7 @@ import os
 
 import numpy as np
 
-from clustergym.plots import figure, mean_band, plot_comparisons, save, style
+from clustergym.plots import agent_colors, figure, mean_band, plot_comparisons, save, style
 from clustergym.replay import record_episode
 from clustergym.runner import evaluate
 
@@ -50,19 +50,20 @@ def paper_figure(env_id: str, path: str, progress: bool = False) -> str:
     # Instances differ in scale: each run's running average is divided by the paper policy's average over
     # the whole run on the same instance (common random numbers), so the bands show the paired picture.
     scale = {r.instance: r.total_reward / max(r.steps, 1) for r in res.runs if r.agent == ref}
+    colors = agent_colors(agents)
     for a in [*bases, ref]:  # the paper's policy last, on top (a baseline can coincide with it)
         rs = [r for r in res.runs if r.agent == a and scale.get(r.instance, 0) > 0]
         if not rs:
             continue
         n = min(r.steps for r in rs)
         t = np.arange(1, n + 1)
-        mean_band(ax, t, np.vstack([np.cumsum(r.reward[:n]) / t / scale[r.instance] for r in rs]), a,
+        mean_band(ax, t, np.vstack([np.cumsum(r.reward[:n]) / t / scale[r.instance] for r in rs]), a, colors[a],
                   **({"lw": 2.6, "zorder": 3} if a == ref else {"lw": 1.4, "zorder": 2}))
     ax.axhline(1.0, color="0.3", lw=0.8, ls=":")
     ax.set(xlabel="time slot t", ylabel=f"average reward per slot / {ref}'s over the run",
            title=f"running average reward relative to {ref} (95% interval over {len(INSTANCES)} instances)")
     style(ax)
-    plot_comparisons(bx, res.comparisons(reference=ref))
+    plot_comparisons(bx, res.comparisons(reference=ref), colors)
     bx.set_title(f"total reward relative to {ref}, paired over instances")
     fig.suptitle(f"{paper}: {env_id.split('/')[-1]}, horizon {horizon}, instances {INSTANCES[0]}–{INSTANCES[-1]}")
     return save(fig, path)

@@ -5,6 +5,8 @@ One module so that every figure reads the same way:
 * **one colour per agent name** (:func:`agent_color`), the same in every figure whatever the other agents
   in it: the paper policies (ESDP, OGASched, GADGET, OPM) in vermilion, ``random`` in grey, each baseline
   and learner its own colour; a name the table does not know gets a colour derived from the name itself;
+  and within one figure no two agents share a colour (:func:`agent_colors`: two ``sb3:`` models, two
+  options of one policy, a name whose derived colour is taken get the next free colour);
 * **95% intervals of the mean** over instances (Student t), never min–max bands;
 * a **paired-difference plot** beside every comparison table (:func:`paired_difference`): each instance's
   difference to the reference agent as a point, with the mean and its 95% interval;
@@ -24,7 +26,7 @@ import numpy as np
 
 from clustergym.stats import t_quantile
 
-__all__ = ["AGENT_COLORS", "agent_color", "reference_color", "figure", "save", "style", "legend_outside", "figure_legend", "mean_ci", "mean_band",
+__all__ = ["AGENT_COLORS", "agent_color", "agent_colors", "reference_color", "figure", "save", "style", "legend_outside", "figure_legend", "mean_ci", "mean_band",
            "paired_difference", "plot_comparisons", "plot_claims", "rolling_mean", "training_curve", "plot_results"]
 
 PAPER = "#D55E00"  # vermilion: the paper's policy of each family
@@ -56,6 +58,40 @@ def agent_color(name: str) -> str:
         if low.startswith(learner) and (len(low) == len(learner) or not low[len(learner)].isalnum()):
             return AGENT_COLORS[learner]
     return _EXTRA[zlib.crc32(name.encode()) % len(_EXTRA)]
+
+
+# after _EXTRA, for figures with many agents
+_MORE = ("#1F77B4", "#FF7F0E", "#2CA02C", "#D62728", "#E377C2", "#FFBB78", "#FF9896", "#C49C94", "#F7B6D2",
+         "#DBDB8D", "#9EDAE5", "#6B6ECF", "#B5CF6B", "#E7BA52", "#D6616B", "#CE6DBD")
+
+
+def agent_colors(names: Sequence[str]) -> dict[str, str]:
+    """The colour of each agent of one figure: :func:`agent_color`, except that no two names share one — the
+    names :data:`AGENT_COLORS` knows keep theirs first, then (in the given order) a name whose colour an
+    earlier one took gets a free colour (chosen by a hash of the name among the free ones, so it is stable)."""
+    names = list(dict.fromkeys(names))
+    order = sorted(range(len(names)), key=lambda i: (names[i] not in AGENT_COLORS, i))
+    out: dict[str, str] = {}
+    used: set[str] = set()
+    for i in order:
+        name = names[i]
+        c = agent_color(name)
+        if c in used:
+            free = [x for x in (*_EXTRA, *_MORE, *AGENT_COLORS.values()) if x not in used]
+            free = list(dict.fromkeys(free))
+            if free:
+                c = free[zlib.crc32(name.encode()) % len(free)]
+            else:  # more agents than the palettes: evenly spread hues
+                import colorsys
+
+                k = len(used)
+                while c in used:
+                    r, g, b = colorsys.hsv_to_rgb((k * 0.618034) % 1.0, 0.55 + 0.4 * ((k // 7) % 2), 0.75)
+                    c = f"#{int(r * 255):02X}{int(g * 255):02X}{int(b * 255):02X}"
+                    k += 1
+        out[name] = c
+        used.add(c)
+    return {n: out[n] for n in names}
 
 
 def reference_color(label: str) -> str:
@@ -184,14 +220,17 @@ def paired_difference(ax, diffs: Mapping[str, Sequence[float]], reference: str, 
 
 
 # -- training curves ---------------------------------------------------------------------------------
-def plot_comparisons(ax, comparisons) -> None:
+def plot_comparisons(ax, comparisons, colors: Mapping[str, str] | None = None) -> None:
     """:func:`paired_difference` of :class:`clustergym.stats.Comparison` objects (one reference): the
-    per-instance differences and the very interval a comparison table prints."""
+    per-instance differences and the very interval a comparison table prints. ``colors``: the figure's
+    agent colours (default :func:`agent_colors` of the rows)."""
     comps = list(comparisons)
     if not comps:
         return
+    colors = colors if colors is not None else agent_colors([c.agent for c in comps])
     paired_difference(ax, {c.agent: list(c.per_instance.values()) for c in comps}, comps[0].reference,
-                      relative=bool(comps[0].basis), intervals={c.agent: (c.mean, c.low, c.high) for c in comps})
+                      relative=bool(comps[0].basis), intervals={c.agent: (c.mean, c.low, c.high) for c in comps},
+                      colors=colors)
 
 
 def _claim_color(c) -> str:
@@ -282,6 +321,7 @@ def plot_results(results, out_dir: str, prefix: str = "") -> list[str]:
     """Average reward vs t, cumulative regret vs t (if any run has a per-slot regret curve) and, with two
     agents or more, the paired differences of total reward to the best agent (the table's "vs best"), as PNGs."""
     agents = list(dict.fromkeys(r.agent for r in results.runs))
+    colors = agent_colors(agents)  # one colour per agent, the same in the three figures
     name = results.env_id.split("/")[-1]
     n_inst = len({r.instance for r in results.runs})
     over = f"95% interval over {n_inst} instance{'s' if n_inst != 1 else ''}"
@@ -292,7 +332,7 @@ def plot_results(results, out_dir: str, prefix: str = "") -> list[str]:
         rs = [r for r in results.runs if r.agent == a]
         n = min(r.steps for r in rs)
         t = np.arange(1, n + 1)
-        mean_band(ax, t, _instance_curves(rs, lambda r: np.cumsum(r.reward[:n]) / t, n), a)
+        mean_band(ax, t, _instance_curves(rs, lambda r: np.cumsum(r.reward[:n]) / t, n), a, colors[a])
     ax.set(xlabel="time slot t", ylabel="average reward per slot, (1/t) Σ reward",
            title=f"{name}: average reward vs t ({over})")
     style(ax)
@@ -306,7 +346,7 @@ def plot_results(results, out_dir: str, prefix: str = "") -> list[str]:
             rs = [r for r in results.runs if r.agent == a and _is_curve(r.cum_regret)]
             if rs:
                 n = min(r.steps for r in rs)
-                mean_band(ax, np.arange(1, n + 1), _instance_curves(rs, lambda r: r.cum_regret[:n], n), a)
+                mean_band(ax, np.arange(1, n + 1), _instance_curves(rs, lambda r: r.cum_regret[:n], n), a, colors[a])
         ax.set(xlabel="time slot t", ylabel="cumulative regret (expected, eq. 6)",
                title=f"{name}: cumulative regret vs t ({over})")
         style(ax)
@@ -316,7 +356,7 @@ def plot_results(results, out_dir: str, prefix: str = "") -> list[str]:
         best = max(results.summary(), key=lambda r: r["mean_total_reward"])["agent"]
         comps = results.comparisons(reference=best)  # the table's "vs best" column
         fig, ax = figure(size=(7.0, 1.4 + 0.5 * len(comps)))
-        plot_comparisons(ax, comps)
+        plot_comparisons(ax, comps, colors)
         ax.set_title(f"{name}: total reward relative to the best agent ({best}), paired over instances")
         paths.append(save(fig, os.path.join(out_dir, f"{prefix}paired_difference.png")))
     return paths

@@ -207,9 +207,11 @@ def timeline_image(ax, img: np.ndarray, cmap, vmin: float, vmax: float, bad: str
 
 
 def group_ticks(ax, group_of_row: np.ndarray, label: str, prefix: str, max_labels: int = 12,
-                names: "list[str] | None" = None) -> None:
+                names: "list[str] | None" = None, label_all: bool = False) -> None:
     """Y ticks at the middle of each run of equal ``group_of_row`` values (labelled ``names[g]``, else
-    ``prefix + g``), with separator lines."""
+    ``prefix + g``), with separator lines. Groups too close to label without overlap are skipped, unless
+    ``label_all``: then every group is labelled, labels of small neighbouring groups spread apart with a
+    leader line to their group's middle."""
     g = np.asarray(group_of_row)
     if g.size == 0:
         ax.set_yticks([])
@@ -218,16 +220,48 @@ def group_ticks(ax, group_of_row: np.ndarray, label: str, prefix: str, max_label
     ends = np.r_[starts[1:], g.size]
     mids = (starts + ends - 1) / 2
     gap = g.size / (1.6 * max_labels)  # rows between two labels, so that they never overlap
+    text = [names[int(g[s])] if names else f"{prefix}{int(g[s])}" for s in starts]
+    if label_all:
+        pos = _spread(mids.astype(float), gap, -0.5, g.size - 0.5)
+        ax.set_yticks(mids, [""] * len(mids))  # tick marks at each group's middle
+        trans = ax.get_yaxis_transform()  # x: axes fraction, y: rows
+        for m, p, lab in zip(mids, pos, text):
+            ax.annotate(lab, xy=(0.0, m), xycoords=trans, xytext=(-0.03, p), textcoords=trans, ha="right",
+                        va="center", fontsize=7, annotation_clip=False,
+                        arrowprops=None if abs(p - m) < 0.3 else dict(arrowstyle="-", lw=0.5, color="0.45"))
+        for s in starts[1:]:
+            ax.axhline(s - 0.5, color="0.55", lw=0.5)
+        ax.set_ylabel(label, labelpad=30)
+        return
     shown, last = [], -np.inf
     for k, mid in enumerate(mids):
         if mid - last >= gap:
             shown.append(k)
             last = mid
-    ax.set_yticks(mids[shown], [names[int(g[starts[k]])] if names else f"{prefix}{int(g[starts[k]])}" for k in shown],
-                  fontsize=7)
+    ax.set_yticks(mids[shown], [text[k] for k in shown], fontsize=7)
     for s in starts[1:]:
         ax.axhline(s - 0.5, color="0.55", lw=0.5)
     ax.set_ylabel(label)
+
+
+def _spread(pos: np.ndarray, gap: float, lo: float, hi: float) -> np.ndarray:
+    """Positions as close to ``pos`` (ascending) as they can be with at least ``gap`` between neighbours and
+    all within [lo, hi] (when they fit: else evenly spaced over it)."""
+    n = pos.size
+    if n <= 1:
+        return pos.copy()
+    if (n - 1) * gap > hi - lo:
+        return np.linspace(lo, hi, n)
+    out = pos.copy()
+    for i in range(1, n):  # push down
+        out[i] = max(out[i], out[i - 1] + gap)
+    out[-1] = min(out[-1], hi)
+    for i in range(n - 2, -1, -1):  # then up, where the bottom overflowed
+        out[i] = min(out[i], out[i + 1] - gap)
+    out[0] = max(out[0], lo)
+    for i in range(1, n):
+        out[i] = max(out[i], out[i - 1] + gap)
+    return out
 
 
 def legend_outside(ax, handles=None, **kw) -> None:

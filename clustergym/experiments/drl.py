@@ -217,7 +217,7 @@ def _train_into(tmp: str, cfg: dict, commit: str, train) -> dict:
     opts = dict(lrn["options"])
     env_kwargs = {"horizon": cfg["horizon"], **opts.pop("env_kwargs", {})}  # e.g. P3's action_mode
     meta = train(cfg["env_id"], lrn["algo"], lrn["budget"], tmp, env_kwargs=env_kwargs, seed=cfg["sb3_seed"],
-                 progress=False, checkpoints=cfg["checkpoints"], **opts)
+                 progress=False, checkpoints=cfg["checkpoints"], curve_references=False, **opts)  # its own references
     train_total = time.perf_counter() - t0
     # Learning curve: every checkpoint on the held-out curve instances (runner, one process).
     ck = {n: os.path.join(tmp, "checkpoints", str(n)) for n in cfg["checkpoints"]}

@@ -21,7 +21,7 @@ from clustergym.agent import make, public_info
 from clustergym.envs.ringallreduce.env import RingAllReduceEnv
 from clustergym.experiments import describe_instances, instances_for, mode_name, write_summary
 from clustergym.experiments.gadget_bench import bench_rows  # noqa: F401  (the P3 rows of clustergym bench)
-from clustergym.plots import _plt, agent_color, figure, figure_legend, legend_outside, plot_claims, save
+from clustergym.plots import _plt, agent_color, agent_colors, figure, figure_legend, legend_outside, plot_claims, save
 from clustergym.runner import evaluate, run_episode
 from clustergym.stats import claims_table, fmt_ci, mean_ci, paired_comparison, range_verdict
 from clustergym.experiments.extra import gadget_more  # Fig. 4 with the Philly trace's arrivals
@@ -429,6 +429,7 @@ def figures(sw: dict, d: str) -> list[str]:
     # agent's total relative to GADGET's on the same instance (paired), mean and 95% interval over instances.
     ref = "gadget" if "gadget" in agents4 else agents4[0]
     fig, axs = figure(1, 2, size=(12, 4.2), sharey=True)
+    cols = agent_colors(agents4)  # one colour per agent (an option of a policy too)
     for ax, (mode, rates) in zip(axs, cfg["fig4"].items()):
         x = [rate * T for rate in rates]
         for a in agents4:
@@ -439,11 +440,11 @@ def figures(sw: dict, d: str) -> list[str]:
             m = np.array([c.mean for c in cs])
             lo = np.array([c.low for c in cs])
             hi = np.array([c.high for c in cs])
-            ax.plot(x, m, marker="o", label=a, color=agent_color(a),
+            ax.plot(x, m, marker="o", label=a, color=cols[a],
                     ls="--" if a.startswith("drf[") or a.startswith("gadget[") else "-")
             if not np.isnan(lo).any():
-                ax.fill_between(x, lo, hi, alpha=0.15, color=agent_color(a), lw=0)
-        ax.axhline(0.0, color=agent_color(ref), lw=1.4, label=f"{ref} (reference)")
+                ax.fill_between(x, lo, hi, alpha=0.15, color=cols[a], lw=0)
+        ax.axhline(0.0, color=cols[ref], lw=1.4, label=f"{ref} (reference)")
         ax.set_xlabel(f"expected number of jobs in T = {T} slots (Poisson)")
         ax.set_title(f"budget_mode={mode}")
         ax.grid(alpha=0.3)
@@ -467,7 +468,7 @@ def figures(sw: dict, d: str) -> list[str]:
     p56 = save(fig, os.path.join(d, "gadget_fig5_6_embedded_ratio.png"))
     per_inst, pooled = _fig7_stats(r7)
     fig, ax = plt.subplots(figsize=(6.5, 4), dpi=110)
-    ax.hist([pooled[a] for a in r7], bins=20, range=(0, 1.0001), label=list(r7), color=[agent_color(a) for a in r7])
+    ax.hist([pooled[a] for a in r7], bins=20, range=(0, 1.0001), label=list(r7), color=list(agent_colors(list(r7)).values()))
     ax.axvspan(0.6, 0.8, color="0.8", alpha=0.5, label="paper: 60–80%")
     ax.set_xlabel("utility increment / MILP optimum of problem (10), per slot (same slots)")
     ax.set_ylabel("slots")

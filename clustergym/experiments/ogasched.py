@@ -14,7 +14,7 @@ from clustergym.bench import (Row, _vector_rate, decision_times, numba_threads, 
 from clustergym.envs.multiserver.allocation.scenario import FIG2_HORIZON
 from clustergym.experiments import describe_instances, instances_for, mode_name, write_summary
 from clustergym.experiments.ogasched_runs import ENV_ID, best_static_values, hindsight  # noqa: F401  (eq. 6's comparator)
-from clustergym.plots import _plt, agent_color, figure_legend, legend_outside, plot_claims, save
+from clustergym.plots import _plt, agent_colors, figure_legend, legend_outside, plot_claims, save
 from clustergym.runner import evaluate, make_env, run_episode, run_one
 from clustergym.stats import (INCONCLUSIVE, NOT_REPRODUCED, REPRODUCED, TOO_FEW, claims_table, fmt_ci, mean_ci,
                               paired_comparison, verdict)
@@ -268,12 +268,13 @@ def figures(sw: dict, an: dict, d: str) -> list[str]:
     instances, checkpoints, prefix, T = sw["instances"], sw["checkpoints"], an["prefix"], sw["T"]
     plt = _plt()
     fig, ax = plt.subplots(figsize=(7, 4.2), dpi=110)
+    cols = agent_colors(GROWTH_AGENTS)
     for a in GROWTH_AGENTS:
         m = prefix[a].mean(axis=0)
-        ax.plot([0, *checkpoints], [0, *m], marker="o", label=a, color=agent_color(a))
+        ax.plot([0, *checkpoints], [0, *m], marker="o", label=a, color=cols[a])
         if len(instances) > 1:
             ci = [mean_ci(prefix[a][:, j]) for j in range(len(checkpoints))]
-            ax.fill_between(checkpoints, [c.low for c in ci], [c.high for c in ci], alpha=0.15, color=agent_color(a),
+            ax.fill_between(checkpoints, [c.low for c in ci], [c.high for c in ci], alpha=0.15, color=cols[a],
                             lw=0)
     ax.set_xlabel("time slot t")
     ax.set_ylabel("regret vs best static allocation of [1, t] (eq. 6)")
@@ -293,7 +294,7 @@ def figures(sw: dict, an: dict, d: str) -> list[str]:
     fig, axes = plt.subplots(1, 3, figsize=(14, 4.6), dpi=110, sharey=True, layout="constrained")
     for ax, (a, title) in zip(axes, OGA.items()):
         for b in [*FAIR, *OTHER]:
-            ax.plot(np.arange(1, T + 1), avg[a] / avg[b], label=f"/ {_LABEL[b]}", color=agent_color(b))
+            ax.plot(np.arange(1, T + 1), avg[a] / avg[b], label=f"/ {_LABEL[b]}", color=agent_colors([*FAIR, *OTHER])[b])
         ax.axhline(1.0, color="0.5", lw=0.8, ls="--")
         ax.set_title(title, fontsize=8)
         ax.set_xlabel("time slot t")
@@ -432,7 +433,7 @@ def plot_utilities(fig7: dict, fams: list, names: list, T: int, path: str) -> No
     fig, ax = plt.subplots(figsize=(9, 4.2), dpi=110)
     w = 0.8 / len(names)
     for i, a in enumerate(names):
-        ax.bar(np.arange(len(fams)) + i * w, [fig7[(u, a)] for u in fams], w, label=a, color=agent_color(a))
+        ax.bar(np.arange(len(fams)) + i * w, [fig7[(u, a)] for u in fams], w, label=a, color=agent_colors(names)[a])
     ax.set_xticks(np.arange(len(fams)) + 0.4 - w / 2, [f"all {u}" if u != "mixed" else "mixed (default)" for u in fams])
     ax.set_yscale("symlog", linthresh=1e5)  # rewards can be negative (reciprocal: overhead > gain)
     ax.axhline(0, color="0.3", lw=0.8)

@@ -28,7 +28,7 @@ from clustergym.experiments import describe_instances, instances_for, mode_name
 from clustergym.experiments.opm_bench import bench_rows  # noqa: F401  (the P4 rows of clustergym bench)
 from clustergym.experiments.opm_runs import ENV, _run_all, _task, episode  # noqa: F401  (the runs)
 from clustergym.results import RESULTS_FILE, write_json
-from clustergym.plots import _plt, agent_color, figure, figure_legend, plot_claims, save
+from clustergym.plots import _plt, agent_colors, figure, figure_legend, plot_claims, save
 from clustergym.experiments.extra import opm_more  # Fig. 1a, Fig. 3 per tenfold step, the price-rule ablation
 
 __all__ = ["reproduce", "sweep", "claims", "tables", "figures", "report", "bench_rows", "episode", "plan",
@@ -424,7 +424,7 @@ def figures(sw: dict, d: str) -> list[str]:
                 mean = np.array([m.mean for m in ms])
                 err = None if np.isnan(lo).any() else [mean - lo, hi - mean]
                 ax.errorbar(x + (k - (len(AGENTS) - 1) / 2) * 0.13, mean, yerr=err, fmt="o", ms=4, capsize=2,
-                            color=agent_color(a), label=a)
+                            color=agent_colors(AGENTS)[a], label=a)
                 top = max(top, float(np.nanmax(hi)) if err is not None else float(np.nanmax(mean)))
             ax.set_xticks(x, [f"β={b}" for b in betas])
             ax.axhline(1.0, color="0.4", lw=0.8, ls="--")
@@ -443,7 +443,7 @@ def figures(sw: dict, d: str) -> list[str]:
         for a in AGENTS[:4]:
             rs = [r for r in runs if r["agent"] == a and "records" in r and _key(r["env_kwargs"]) == _key(cfg[(scale, "heavy", 0.5)])]
             used = np.sort(np.concatenate([np.asarray(r["records"]["spent"]) / np.asarray(r["records"]["budget"]) for r in rs]))
-            ax.plot(used, np.arange(1, used.size + 1) / used.size, label=a, color=agent_color(a))
+            ax.plot(used, np.arange(1, used.size + 1) / used.size, label=a, color=agent_colors(AGENTS)[a])
         ax.axvline(0.9, color="0.5", lw=0.8, ls="--")
         ax.set_xlabel("computation cost / budget (per job)")
         ax.set_ylabel("CDF of jobs (pooled over job lists)")

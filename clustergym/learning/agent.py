@@ -38,8 +38,9 @@ __all__ = ["SB3Agent", "safe_load", "check_side_car", "check_norm_file", "resolv
 
 # How the model's observation is built from the env's: "pipeline" (clustergym train: FlattenWithStats, +
 # VecNormalize statistics) or "flatten" (a plain SB3 model trained on gymnasium's FlattenObservation(gym.make(id)),
-# imported with clustergym import-model: the flattened observation, the env's own action space).
-OBS_MODES = ("pipeline", "flatten")
+# imported with clustergym import-model: the flattened observation, the env's own action space) or "dict" (a plain
+# SB3 model trained with MultiInputPolicy on gym.make(id) itself: the env's Dict observation as it is).
+OBS_MODES = ("pipeline", "flatten", "dict")
 
 # Models shipped with clustergym (``clustergym drl --export-pretrained`` writes them): sb3:pretrained/<EnvName>
 PRETRAINED_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "pretrained")
@@ -188,7 +189,7 @@ class SB3Agent(BaseAgent):
             if not os.path.exists(norm):
                 raise ValueError(f"{run_dir!r} has no {NORM_FILE} (a run written by an older clustergym keeps its "
                                  "statistics in a pickle, which is not loaded: train it again)")
-            self._norm = check_norm_file(norm, int(np.prod(self.model.observation_space.shape)))
+            self._norm = check_norm_file(norm, _norm_size(self.meta, self.model.observation_space))
         elif os.path.exists(norm) and not self.meta.get("normalize"):
             raise ValueError(f"{side} says normalize: false, but {NORM_FILE} lies beside it: the model was trained on "
                              "normalised observations? set normalize to true, or remove the statistics file")
@@ -216,6 +217,12 @@ class SB3Agent(BaseAgent):
     def reset(self, problem, *, seed=None) -> None:
         super().reset(problem, seed=seed)
         space = _obs_space_for(self.meta, problem)
+        self._box = None
+        self._started = False
+        if self.meta.get("obs") == "dict":  # imported MultiInputPolicy model: the env's Dict observation as it is
+            self.pipeline = None
+            _check_dict_fits(self.path, self.model.observation_space, space)
+            return
         pad = model_padding(self.meta)  # a pool-trained model acts on the env padded to its maxima
         flat = self.meta.get("obs", "pipeline") == "flatten"  # imported: FlattenObservation, every key
         stats = True if flat else bool(self.meta["stats"])
@@ -231,12 +238,15 @@ class SB3Agent(BaseAgent):
         self._started = False
 
     def act(self, obs, info):
-        x = self.pipeline.observe(obs) if self._started else self.pipeline.reset(obs)
+        if self.pipeline is None:  # obs "dict"
+            x = _normalize_dict(obs, self._norm, self.meta.get("norm_obs_keys"))
+        else:
+            x = self.pipeline.observe(obs) if self._started else self.pipeline.reset(obs)
+            if self._norm is not None:  # VecNormalize.normalize_obs, from the saved statistics
+                n = self._norm
+                x = np.clip((x - n["mean"]) / np.sqrt(n["var"] + n["epsilon"]), -n["clip_obs"],
+                            n["clip_obs"]).astype(np.float32)
         self._started = True
-        if self._norm is not None:  # VecNormalize.normalize_obs, from the saved statistics
-            n = self._norm
-            x = np.clip((x - n["mean"]) / np.sqrt(n["var"] + n["epsilon"]), -n["clip_obs"], n["clip_obs"]).astype(
-                np.float32)
         kw = {}
         if self.meta["algo"] == "maskable_ppo":
             kw["action_masks"] = sb3_mask(self.family, info)
@@ -275,7 +285,7 @@ def safe_load(path: str, meta: dict):
             continue
         if key == "policy_class":
             # older runs: SB3's MlpPolicy; "net": "entity": the per-entity policy (its layout is JSON in policy_kwargs)
-            custom[key] = policy_class(meta["algo"], meta.get("head", "sb3"), meta.get("net", "mlp"))
+            custom[key] = policy_class(meta["algo"], meta.get("head", "sb3"), meta.get("net", "mlp"), _inputs(meta))
             _check_policy_class(path, val, custom[key], meta)
         elif key == "observation_space":
             custom[key] = obs_space
@@ -340,7 +350,7 @@ def _check_policy_class(path: str, entry: dict, cls, meta: dict) -> None:
     if not names:
         return
     net = meta.get("net", "mlp")
-    ok = {c.__qualname__.rsplit(".", 1)[-1] for h in HEADS for c in policy_class(meta["algo"], h, net).__mro__}
+    ok = {c.__qualname__.rsplit(".", 1)[-1] for h in HEADS for c in policy_class(meta["algo"], h, net, _inputs(meta)).__mro__}
     if not names & ok:
         raise ValueError(f"{path!r} holds a {sorted(names)[0]} policy; the side-car's algo {meta['algo']!r} (net "
                          f"{net!r}) loads a {cls.__qualname__.rsplit('.', 1)[-1]}: fix the side-car")
@@ -351,12 +361,82 @@ def model_spaces(meta: dict) -> tuple[gym.spaces.Space, gym.spaces.Space]:
     SB3 model's ``FlattenObservation(gym.make(env_id, **env_kwargs))`` (``obs: flatten``)."""
     if meta.get("obs", "pipeline") == "flatten":
         env = gym.wrappers.FlattenObservation(gym.make(meta["env_id"], **{**meta["env_kwargs"], "oracle": False}))
+    elif meta.get("obs") == "dict":
+        env = gym.make(meta["env_id"], **{**meta["env_kwargs"], "oracle": False})
     else:
         env = make_train_env(meta["env_id"], meta["env_kwargs"], algo=meta["algo"], stats=bool(meta["stats"]),
                              layout=obs_layout(meta))
     spaces = env.observation_space, env.action_space
     env.close()
     return spaces
+
+
+def _inputs(meta: dict) -> str:
+    """The policy's input (:data:`clustergym.learning.policies.INPUTS`): the env's Dict for ``obs: dict``."""
+    return "dict" if meta.get("obs") == "dict" else "flat"
+
+
+def _norm_size(meta: dict, space: gym.spaces.Space) -> int:
+    """The length of the saved statistics: the flat observation's, or (``obs: dict``) the entries of the keys
+    ``norm_obs_keys`` names, concatenated in that order."""
+    if meta.get("obs") != "dict":
+        return int(np.prod(space.shape))
+    keys = meta.get("norm_obs_keys")
+    if not isinstance(keys, list) or not all(isinstance(k, str) and k in space.spaces for k in keys):
+        raise ValueError(f"norm_obs_keys {keys!r} must list keys of the observation ({', '.join(space.spaces)})")
+    return int(sum(np.prod(space[k].shape) for k in keys))
+
+
+def _normalize_dict(obs: dict, norm: dict | None, keys) -> dict:
+    """VecNormalize.normalize_obs on a Dict observation: each key of ``keys`` with its slice of the statistics."""
+    if norm is None:
+        return obs
+    out, at = dict(obs), 0
+    for k in keys:
+        x = np.asarray(obs[k], dtype=np.float64)
+        n = x.size
+        mean, var = norm["mean"][at:at + n].reshape(x.shape), norm["var"][at:at + n].reshape(x.shape)
+        at += n
+        out[k] = np.clip((x - mean) / np.sqrt(var + norm["epsilon"]), -norm["clip_obs"], norm["clip_obs"]).astype(
+            np.float32)
+    return out
+
+
+def dict_space_differences(model_space: gym.spaces.Space, env_space: gym.spaces.Space) -> list[str]:
+    """What differs between a Dict model's observation space and the env's, key by key (kind, shape, choices):
+    empty when the model takes the env's observations. Box bounds are not compared (the network does not read
+    them; ``t``'s bound is the horizon)."""
+    if not isinstance(model_space, gym.spaces.Dict) or not isinstance(env_space, gym.spaces.Dict):
+        return [f"the model observes a {type(model_space).__name__}, the env gives a {type(env_space).__name__}"]
+    out = []
+    missing = [k for k in env_space.spaces if k not in model_space.spaces]
+    extra = [k for k in model_space.spaces if k not in env_space.spaces]
+    if missing:
+        out.append(f"keys the env gives and the model lacks: {', '.join(missing)}")
+    if extra:
+        out.append(f"keys the model expects and the env lacks: {', '.join(extra)}")
+    for k in model_space.spaces:
+        if k in env_space.spaces and space_signature(model_space[k]) != space_signature(env_space[k]):
+            out.append(f"{k}: model {space_signature(model_space[k])}, env {space_signature(env_space[k])}")
+    return out
+
+
+def space_signature(space: gym.spaces.Space) -> str:
+    """A space's kind and shape (and choice counts for discrete spaces), as compared for a Dict model."""
+    name = type(space).__name__
+    if isinstance(space, gym.spaces.MultiDiscrete):
+        nvec = np.asarray(space.nvec)
+        return f"{name}{tuple(nvec.shape)} with {int(nvec.sum())} choices in all"
+    if isinstance(space, gym.spaces.Discrete):
+        return f"{name}({int(space.n)})"
+    return f"{name}{tuple(space.shape or ())}"
+
+
+def _check_dict_fits(path: str, model_space, env_space) -> None:
+    diff = dict_space_differences(model_space, env_space)
+    if diff:
+        raise ValueError(f"model {path!r} does not take this env's observations: {'; '.join(diff)}: evaluate it on "
+                         "the scenario it was trained on")
 
 
 class _Constant:

@@ -4,13 +4,21 @@ from __future__ import annotations
 
 import json
 import os
+import time
 
+import gymnasium as gym
 import numpy as np
 
+from clustergym.agent import list_agents
+from clustergym.family import env_family, family_spec
 from clustergym.learning.algos import SIDE_CAR
 from clustergym.plots import figure, legend_outside, save, training_curve
+from clustergym.runner import evaluate
 
-__all__ = ["monitor_curve", "plot_training_curve"]
+__all__ = ["monitor_curve", "plot_training_curve", "reference_returns", "REFERENCE_INSTANCES", "REFERENCE_BUDGET_S"]
+
+REFERENCE_INSTANCES = 2  # instances (of the pool, or the one instance) the reference agents run on, one episode each
+REFERENCE_BUDGET_S = 120.0  # wall time for the reference agents: those not reached by then are left out
 
 
 def monitor_curve(run_dir: str) -> tuple[np.ndarray, np.ndarray]:
@@ -33,14 +41,82 @@ def monitor_curve(run_dir: str) -> tuple[np.ndarray, np.ndarray]:
     return steps, np.array([r[1] for r in rows])
 
 
+def reference_returns(env_id: str, env_kwargs: dict, pool, budget_s: float = REFERENCE_BUDGET_S) -> dict:
+    """The episode return (total reward over one training episode, as the Monitor records it) of the family's
+    paper policy, its best baseline and ``random``, each the mean over the first :data:`REFERENCE_INSTANCES`
+    instances of ``pool`` (or the model's one instance), one episode each at the training horizon; the
+    instances and horizon are recorded under ``"_on"``. Agents not reached within ``budget_s`` seconds are left
+    out (a line is drawn only when known); {} when nothing could be run."""
+    key = json.dumps([env_id, env_kwargs, None if pool is None else list(pool)[:REFERENCE_INSTANCES]], sort_keys=True,
+                     default=str)
+    if key not in _REFERENCES:
+        _REFERENCES[key] = _reference_returns(env_id, env_kwargs, pool, budget_s)
+    return dict(_REFERENCES[key])
+
+
+_REFERENCES: dict = {}  # one computation per configuration and process (tuning trains many times on one)
+
+
+def _reference_returns(env_id: str, env_kwargs: dict, pool, budget_s: float) -> dict:
+    family = env_family(env_id)
+    spec = family_spec(family)
+    kw = {k: v for k, v in env_kwargs.items() if k not in (*spec.pad_kwargs, *spec.action_kwargs, "instances",
+                                                            "render_mode", "oracle")}
+    probe = gym.make(env_id, **{**kw, "oracle": False})
+    horizon = int(getattr(probe.unwrapped, "horizon", kw.get("horizon", 0)) or 0)
+    probe.close()
+    kw.pop("horizon", None)
+    if horizon <= 0:
+        return {}
+    if pool:
+        instances = [int(k) for k in list(pool)[:REFERENCE_INSTANCES]]
+    else:
+        instances = [int(kw.pop("scenario_seed", 0))]
+    kw.pop("scenario_seed", None)
+    paper = spec.paper_agent
+    names = [a for a in list_agents(family=family) if a not in ("random", paper)]
+    order = [a for a in ("random", paper) if a] + names
+    t0, totals = time.perf_counter(), {}
+    for agent in order:
+        if time.perf_counter() - t0 > budget_s:
+            break
+        try:
+            res = evaluate(env_id, [agent], seeds=[0], horizon=horizon, env_kwargs=dict(kw), instances=instances,
+                           progress=False, score=False)
+        except Exception:  # noqa: BLE001 - an agent that cannot act on this configuration: no line for it
+            continue
+        vals = [r.total_reward for r in res.runs]
+        if vals and np.all(np.isfinite(vals)):
+            totals[agent] = float(np.mean(vals))
+    out: dict = {}
+    if paper in totals:
+        out[f"paper policy ({paper})"] = totals[paper]
+    base = {a: v for a, v in totals.items() if a in names}
+    if base:
+        best = max(base, key=base.get)
+        out[f"best baseline ({best})"] = base[best]
+    if "random" in totals:
+        out["random"] = totals["random"]
+    if out:
+        out["_on"] = {"instances": instances, "horizon": horizon, "seed": 0}
+    return out
+
+
 def plot_training_curve(run_dir: str, path: str | None = None, reference: dict[str, float] | None = None) -> str:
     """Training episode returns and periodic evaluation returns vs timesteps (PNG).
 
-    ``reference``: optional horizontal lines (label -> episode return), e.g. paper agents.
+    ``reference``: horizontal lines (label -> episode return), by default those ``clustergym train`` recorded
+    in the side-car (``curve_references``: the paper policy, the best baseline and random on the training
+    instances, :func:`reference_returns`), when known.
     """
     meta = json.load(open(os.path.join(run_dir, SIDE_CAR)))
     fig, ax = figure(size=(8.0, 3.8))
     steps, ret = monitor_curve(run_dir)
+    on = None
+    if reference is None:
+        recorded = meta.get("curve_references") or {}
+        reference = {k: float(v) for k, v in recorded.items() if not k.startswith("_")}
+        on = recorded.get("_on")
     # raw returns (instances differ, so they scatter), their rolling mean, and the reference lines
     training_curve(ax, steps, ret, label=meta["algo"], references=reference)
     ev = os.path.join(run_dir, "evaluations.npz")
@@ -52,7 +128,12 @@ def plot_training_curve(run_dir: str, path: str | None = None, reference: dict[s
                     label="evaluation (held-out seeds, deterministic)")
     ax.set_xlabel("timesteps")
     ax.set_ylabel("episode return")
-    ax.set_title(f"{meta['algo'].upper()} on {meta['env_id'].split('/')[-1]}")
+    title = f"{meta['algo'].upper()} on {meta['env_id'].split('/')[-1]}"
+    if on:
+        inst = on.get("instances") or []
+        title += (f"; dashed: mean of one episode on each of instance{'s' if len(inst) != 1 else ''} "
+                  f"{', '.join(map(str, inst))} (horizon {on.get('horizon')})")
+    ax.set_title(title, fontsize=9)
     ax.grid(alpha=0.3)
     legend_outside(ax)  # nothing to label before the first episode ends
     path = path or os.path.join(run_dir, "training_curve.png")

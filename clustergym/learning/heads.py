@@ -35,16 +35,17 @@ import numpy as np
 import torch as th
 from gymnasium import spaces
 from stable_baselines3.common.distributions import MultiCategoricalDistribution
-from stable_baselines3.common.policies import ActorCriticPolicy
+from stable_baselines3.common.policies import ActorCriticPolicy, MultiInputActorCriticPolicy
 
 try:  # sb3-contrib is the [contrib] extra: PPO and A2C work without it
     from sb3_contrib.common.maskable.distributions import MaskableMultiCategoricalDistribution
-    from sb3_contrib.common.maskable.policies import MaskableActorCriticPolicy
+    from sb3_contrib.common.maskable.policies import MaskableActorCriticPolicy, MaskableMultiInputActorCriticPolicy
 except ImportError:  # pragma: no cover - exercised only without the extra
-    MaskableMultiCategoricalDistribution = MaskableActorCriticPolicy = None
+    MaskableMultiCategoricalDistribution = MaskableActorCriticPolicy = MaskableMultiInputActorCriticPolicy = None
 
 __all__ = ["PaddedCategorical", "FastMultiCategoricalDistribution", "FastMaskableMultiCategoricalDistribution",
-           "FastActorCriticPolicy", "FastMaskableActorCriticPolicy", "PAD_LOGIT", "MASK_LOGIT", "fast_policy"]
+           "FastActorCriticPolicy", "FastMultiInputActorCriticPolicy", "FastMaskableActorCriticPolicy",
+           "FastMaskableMultiInputActorCriticPolicy", "PAD_LOGIT", "MASK_LOGIT", "fast_policy"]
 
 PAD_LOGIT = -1e9  # padding choices (a dimension with fewer than max nvec choices): probability exactly 0
 MASK_LOGIT = -1e8  # masked-out choices: sb3-contrib's MaskableCategorical value
@@ -182,6 +183,18 @@ class FastActorCriticPolicy(ActorCriticPolicy):
         super()._build(lr_schedule)
 
 
+class FastMultiInputActorCriticPolicy(MultiInputActorCriticPolicy):
+    """SB3's ``MultiInputPolicy`` (PPO, A2C; Dict observations as the env gives them) with
+    :class:`FastMultiCategoricalDistribution` for MultiDiscrete actions: ``PPO(FastMultiInputActorCriticPolicy,
+    gym.make(id))``."""
+
+    def _build(self, lr_schedule) -> None:
+        nvec = _nvec(self.action_space, masked=False)
+        if nvec is not None:
+            self.action_dist = FastMultiCategoricalDistribution(nvec)
+        super()._build(lr_schedule)
+
+
 if MaskableActorCriticPolicy is not None:
     class FastMaskableMultiCategoricalDistribution(_PaddedMethods, MaskableMultiCategoricalDistribution):
         """sb3-contrib's ``MaskableMultiCategoricalDistribution`` (and ``MaskableBernoulliDistribution``, which
@@ -204,9 +217,22 @@ if MaskableActorCriticPolicy is not None:
                 self.action_dist = FastMaskableMultiCategoricalDistribution(nvec)
             super()._build(lr_schedule)
 
+    class FastMaskableMultiInputActorCriticPolicy(MaskableMultiInputActorCriticPolicy):
+        """sb3-contrib's ``MultiInputPolicy`` (MaskablePPO on Dict observations) with
+        :class:`FastMaskableMultiCategoricalDistribution` for MultiDiscrete and MultiBinary actions."""
 
-def fast_policy(algo: str):
-    """The fast-head policy class for ``algo`` (``"ppo"``, ``"a2c"``, ``"maskable_ppo"``), or None (SAC)."""
+        def _build(self, lr_schedule) -> None:
+            nvec = _nvec(self.action_space, masked=True)
+            if nvec is not None:
+                self.action_dist = FastMaskableMultiCategoricalDistribution(nvec)
+            super()._build(lr_schedule)
+
+
+def fast_policy(algo: str, inputs: str = "flat"):
+    """The fast-head policy class for ``algo`` (``"ppo"``, ``"a2c"``, ``"maskable_ppo"``), or None (SAC);
+    ``inputs="dict"``: the one for Dict observations (SB3's ``MultiInputPolicy`` with the fast head)."""
+    multi = inputs == "dict"
     if algo == "maskable_ppo":
-        return globals().get("FastMaskableActorCriticPolicy")
-    return {"ppo": FastActorCriticPolicy, "a2c": FastActorCriticPolicy}.get(algo)
+        return globals().get("FastMaskableMultiInputActorCriticPolicy" if multi else "FastMaskableActorCriticPolicy")
+    cls = FastMultiInputActorCriticPolicy if multi else FastActorCriticPolicy
+    return {"ppo": cls, "a2c": cls}.get(algo)

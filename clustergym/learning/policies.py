@@ -8,16 +8,32 @@ from __future__ import annotations
 
 from clustergym.learning.algos import HEADS, NETS, algo_class
 
-__all__ = ["policy_class"]
+__all__ = ["policy_class", "INPUTS"]
 
 
-def policy_class(algo: str = "ppo", head: str = "fast", net: str = "mlp"):
+INPUTS = ("flat", "dict")  # the observation a policy takes: one flat vector (MlpPolicy) or the env's Dict (MultiInputPolicy)
+
+
+def policy_class(algo: str = "ppo", head: str = "fast", net: str = "mlp", inputs: str = "flat"):
     """The policy class ``train`` builds for ``algo``: the fast-head policy (PPO, A2C, MaskablePPO with
     ``head="fast"``) or the algorithm's own ``MlpPolicy``; with ``net="entity"`` the per-entity policy of
-    :mod:`clustergym.learning.entity`. ``sb3:`` loading supplies the same class."""
+    :mod:`clustergym.learning.entity`. ``sb3:`` loading supplies the same class. ``inputs="dict"``: the policy
+    for the env's own Dict observation (the algorithm's ``MultiInputPolicy``, or its fast-head version)."""
     if head not in HEADS:
         raise ValueError(f"head={head!r} is invalid: expected one of {', '.join(HEADS)}")
+    if inputs not in INPUTS:
+        raise ValueError(f"inputs={inputs!r} is invalid: expected one of {', '.join(INPUTS)}")
     cls = algo_class(algo)
+    if inputs == "dict":
+        if net != "mlp":
+            raise ValueError(f"net={net!r} takes flat observations, not inputs='dict'")
+        if head == "fast":
+            from clustergym.learning.heads import fast_policy
+
+            fast = fast_policy(algo, inputs="dict")
+            if fast is not None:
+                return fast
+        return cls.policy_aliases["MultiInputPolicy"]
     if net != "mlp":
         from clustergym.learning.entity import entity_policy
 

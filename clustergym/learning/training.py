@@ -37,7 +37,7 @@ from clustergym.learning import imitation
 from clustergym.learning.algos import (ALGOS, HEADS, NETS, NORM_FILE, SIDE_CAR, algo_class, algo_gamma, check_algo,
                                        obs_layout)
 from clustergym.learning.checkpoints import Checkpoints
-from clustergym.learning.curves import _monitor_curve, plot_training_curve  # noqa: F401  (names of this module)
+from clustergym.learning.curves import _monitor_curve, plot_training_curve, reference_returns  # noqa: F401
 from clustergym.learning.hyperparams import load_hyperparams, split_run_keys
 from clustergym.learning.instances import DEFAULT_EVAL_INSTANCES, DEFAULT_VALIDATION_INSTANCES
 from clustergym.learning.pools import PARAM_RANGES, SETTINGS_SEED, param_settings, pool_padding
@@ -278,7 +278,7 @@ def _learn(s: TrainSetup, model, cb, out: str, *, checkpoints, progress: bool):
 
 
 def _save(s: TrainSetup, model, venv, cb, bc, saver, wall: float, vec: str, out: str, *, seed: int,
-          eval_seed: int) -> dict:
+          eval_seed: int, curve_references: bool = True) -> dict:
     """Step 5: the model, its normalisation statistics, the side-car (returned), the checkpoints' side-cars and
     the learning curve."""
     model.save(os.path.join(out, "model.zip"))
@@ -300,6 +300,10 @@ def _save(s: TrainSetup, model, venv, cb, bc, saver, wall: float, vec: str, out:
             "train_wall_s": wall, "vec": vec, "rescale_action": isinstance(venv.action_space, gym.spaces.Box),
             "warm_start": bc, "net": s.options["net"], "norm_obs": bool(s.normalize and s.norm_obs),
             "reward_normalization": {"gamma": float(venv.gamma)} if s.normalize else None}
+    # the reference lines of the learning curve (the paper policy, the best baseline, random on the training
+    # instances); not with a parameter pool (its instances are drawn from other generator settings)
+    meta["curve_references"] = (reference_returns(s.env_id, s.env_kwargs, pool) if s.settings is None and curve_references
+                                else {})
     with open(os.path.join(out, SIDE_CAR), "w") as f:
         json.dump(meta, f, indent=1)
     if saver is not None:
@@ -327,7 +331,7 @@ def train(env_id: str, algo: str, timesteps: int | None, out: str, *, env_kwargs
           hyperparams_file: str | None = None, head: str = "fast", instances: Sequence[int] | None = None,
           progress: bool = True, verbose: int = 0, threads: int | None = 1, warm_start: str | None = None,
           bc_steps: int = 20_000, bc_epochs: int = 30, checkpoints: Sequence[int] | None = None,
-          net: str = "mlp", vec: str | None = None, param_draws: int = 0) -> dict:
+          net: str = "mlp", vec: str | None = None, param_draws: int = 0, curve_references: bool = True) -> dict:
     """Train ``algo`` on ``env_id``; write the run directory ``out`` (see the module docstring).
 
     Args:
@@ -368,6 +372,9 @@ def train(env_id: str, algo: str, timesteps: int | None, out: str, *, env_kwargs
             parameter pool (:mod:`clustergym.learning.pools`): N settings of the family's load and value-law
             parameters, one drawn per episode (``vec`` "auto" becomes "dummy"). The model is still evaluated
             on the default generator; the side-car's ``param_pool`` lists the settings.
+        curve_references: run the family's paper policy, baselines and random on the training instances after
+            training for the learning curve's reference lines (:func:`clustergym.learning.curves.reference_returns`;
+            computed once per process for one configuration); False: none.
 
     Training envs are seeded ``seed, seed+1, ...``. Returns the side-car dictionary.
     """
@@ -382,4 +389,5 @@ def train(env_id: str, algo: str, timesteps: int | None, out: str, *, env_kwargs
     venv, vec = _build_envs(setup, out, seed)
     model, cb, bc = _build_model(setup, venv, vec, out, seed=seed, verbose=verbose, eval_seed=eval_seed)
     wall, saver = _learn(setup, model, cb, out, checkpoints=checkpoints, progress=progress)
-    return _save(setup, model, venv, cb, bc, saver, wall, vec, out, seed=seed, eval_seed=eval_seed)
+    return _save(setup, model, venv, cb, bc, saver, wall, vec, out, seed=seed, eval_seed=eval_seed,
+                 curve_references=curve_references)

@@ -157,3 +157,19 @@ def test_claims_figure_draws_each_relative_claim_with_its_table_interval(tmp_pat
     paper = [c for c in ax.collections if c.get_label() == "the paper's number"]
     assert paper and paper[0].get_offsets()[0][0] == pytest.approx(12.0)
     assert plots.plot_claims(rows[1:], str(tmp_path / "none.png"), "t") is None
+
+
+def test_agents_of_one_figure_never_share_a_colour():
+    # two names whose own colours coincide (hash of an sb3: path, two learners' labels, two options of a policy)
+    sb3 = [f"sb3:runs/m{i}" for i in range(40)]
+    by = {}
+    for n in sb3:
+        by.setdefault(plots.agent_color(n), []).append(n)
+    clash = next(v for v in by.values() if len(v) > 1)[:2]
+    assert plots.agent_color(clash[0]) == plots.agent_color(clash[1])
+    for names in (clash, ["ppo (3 seeds)", "ppo[lr=1e-3]"], ["random", *sb3], ["gadget", "gadget[placement=bf]", "drf"]):
+        cols = plots.agent_colors(names)
+        assert list(cols) == list(dict.fromkeys(names)) and len(set(cols.values())) == len(cols), cols
+    cols = plots.agent_colors(["sb3:x", "random", "esdp"])  # the names the table knows keep their own colour
+    assert cols["random"] == plots.agent_color("random") and cols["esdp"] == plots.agent_color("esdp")
+    assert plots.agent_colors(clash) == plots.agent_colors(clash)  # stable

@@ -227,7 +227,7 @@ def test_p2_observation_has_the_public_parameters_ogasched_reads():
     obs, _ = env.reset(seed=0)
     srv = pb.edge_server
     np.testing.assert_array_equal(obs["edge_alpha"], np.asarray(pb.alpha)[srv].astype(np.float32))
-    np.testing.assert_array_equal(obs["edge_utility"], np.asarray(pb.utility)[srv])
+    np.testing.assert_array_equal(obs["edge_utility"], np.asarray(pb.utility)[srv].reshape(-1))
     np.testing.assert_array_equal(obs["beta"], np.asarray(pb.beta, dtype=np.float32))
     np.testing.assert_array_equal(obs["edge_arrival"], obs["arrivals"][pb.edge_port])
     y = np.asarray(pb.edge_demand, dtype=np.float64) * 0.01

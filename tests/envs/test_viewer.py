@@ -222,3 +222,45 @@ def test_gallery_command_writes_a_viewer_frame_and_a_comparison_figure(tmp_path,
     assert fig.ndim == 3 and fig.shape[1] > fig.shape[0] and fig.std() > 0
     assert sorted(p.name for p in tmp_path.iterdir()) == ["paper_MultiServerChannel-v0.png",
                                                           "viewer_MultiServerChannel-v0.png"]
+
+
+def test_p3_frame_labels_every_rack_and_keys_every_ring_of_the_last_slot():
+    """Small racks beside each other still get a label each (spread apart, not dropped); the key names every
+    job of the last slot with its colour in the timeline, and two jobs drawn together never share a colour."""
+    import matplotlib.pyplot as plt
+    from matplotlib.colors import to_hex
+
+    from clustergym.agent import make
+
+    env = gym.make("clustergym/RingAllReduce-v0", render_mode="rgb_array", horizon=80)
+    obs, info = env.reset(seed=0)
+    agent = make("gadget", env_id="clustergym/RingAllReduce-v0")
+    agent.reset(env.unwrapped.problem, seed=0)
+    for _ in range(60):
+        a = agent.act(obs, info)
+        obs, r, term, trunc, info = env.step(a)
+        agent.update(obs, a, r, obs, info)
+    viewer = env.unwrapped.viewer
+    racks = np.asarray(env.unwrapped.problem.topology.rack_of)
+    sizes = np.bincount(racks)
+    assert sizes.min() <= 2  # the default instance has a rack too small for a tick label of its own
+    fig = viewer.figure()
+    ax = fig.axes[0]
+    labels = [t.get_text() for t in ax.texts if t.get_text().startswith("rack ")]
+    assert sorted(labels) == [f"rack {k}" for k in range(racks.max() + 1)]
+    ys = sorted(t.get_position()[1] for t in ax.texts if t.get_text().startswith("rack "))
+    assert min(np.diff(ys)) >= 50 / (1.6 * 12) - 1e-9  # no two labels on top of each other
+    last = viewer.history["main_job"][-1]
+    jobs = sorted(int(j) for j in np.unique(last[last >= 0]))
+    keyed = {t.get_text().split(":")[0]: to_hex(h.get_facecolor())
+             for t, h in zip(ax.get_legend().get_texts(), ax.get_legend().legend_handles)}
+    assert [k for k in keyed if k.startswith("job ")] == [f"job {j}" for j in jobs] and len(jobs) > 10
+    assert len({keyed[f"job {j}"] for j in jobs}) == len(jobs)
+    # the key's colour is the colour of the job's servers in the last column of the timeline
+    img = ax.images[0]
+    col = img.to_rgba(img.get_array()[:, -1])
+    for j in jobs[:5]:
+        row = int(np.flatnonzero(last == j)[0])
+        assert to_hex(col[row]) == keyed[f"job {j}"]
+    plt.close(fig)
+    env.close()

@@ -81,7 +81,7 @@ class MultiServerAllocationEnv(ClusterEnv[AllocationObservation, np.ndarray]):
     | edge_present     | MultiBinary(P)                | padded only: 1 for the instance's channels e < |E| |
     | edge_demand      | Box(0, inf, (P, K), f32)      | a_l^k / c_r^k of channel (l, r) (0 where c_r^k = 0 and on padding) |
     | edge_alpha       | Box(0, inf, (P, K), f32)      | α_r^k of the channel's server (eq. 27; 0 on padding) |
-    | edge_utility     | MultiDiscrete(4, (P, K))      | its utility family (eq. 27): 0 linear, 1 log, 2 reciprocal, 3 poly |
+    | edge_utility     | MultiDiscrete(4, (P·K,))      | its utility family (eq. 27): 0 linear, 1 log, 2 reciprocal, 3 poly; row-major (entry p·K + k) |
     | beta             | Box(0, inf, (K,), f32)        | β_k, the overhead weights of eq. 5             |
     | arrival_share    | Box(0, 1, (L,), f32)          | share of the slots port l had a job (estimates ρ_l) |
     | port_reward_mean | Box(-inf, inf, (L,), f32)     | mean realised x_l q_l over the slots port l had a job |

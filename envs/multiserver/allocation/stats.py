@@ -9,8 +9,9 @@ PettingZoo env put the same entries in their observation, computed here once:
 * ``last_port_reward`` (L,) and ``last_allocation`` (P, K): the last slot's feedback (x_l q_l and the
   executed y in device units; 0 before the first step);
 * the public problem data OGASched's gradient reads (eqs. 9–10, 27), per channel and aligned with the
-  action rows: ``edge_alpha`` (P, K) α_r^k and ``edge_utility`` (P, K) the eq. 27 family code of the
-  channel's server (``scenario.UTILITY_FAMILIES``: 0 linear, 1 log, 2 reciprocal, 3 poly), ``beta``
+  action rows: ``edge_alpha`` (P, K) α_r^k and ``edge_utility`` (P·K,) the eq. 27 family code of the
+  channel's server (row-major: entry p·K + k is channel p, device type k; a 1-D ``MultiDiscrete``, the
+  shape every standard policy takes) (``scenario.UTILITY_FAMILIES``: 0 linear, 1 log, 2 reciprocal, 3 poly), ``beta``
   (K,) β_k of eq. 5, and ``edge_demand`` (P, K) a_l^k / c_r^k (0 where c_r^k = 0).
 
 Only ``info["feedback"]``, the arrivals already observed and the public problem enter; never the hidden
@@ -38,7 +39,7 @@ def learner_spaces(P: int, L: int, K: int) -> dict:
     nonneg = lambda *shape: spaces.Box(0.0, np.inf, shape=shape, dtype=np.float32)  # noqa: E731
     return {"arrival_share": spaces.Box(0.0, 1.0, shape=(L,), dtype=np.float32), "port_reward_mean": real(L),
             "last_port_reward": real(L), "last_allocation": nonneg(P, K), "edge_alpha": nonneg(P, K),
-            "edge_utility": spaces.MultiDiscrete(np.full((P, K), len(UTILITY_FAMILIES), dtype=np.int64)),
+            "edge_utility": spaces.MultiDiscrete(np.full(P * K, len(UTILITY_FAMILIES), dtype=np.int64)),
             "beta": nonneg(K), "edge_demand": nonneg(P, K)}
 
 
@@ -54,7 +55,7 @@ def static_parts(problem, P: int) -> dict:
     alpha[:E] = np.asarray(pb.alpha)[pb.edge_server]
     code = np.zeros((P, K), dtype=np.int64)
     code[:E] = np.asarray(pb.utility)[pb.edge_server]
-    return {"edge_demand": demand, "edge_alpha": alpha, "edge_utility": code,
+    return {"edge_demand": demand, "edge_alpha": alpha, "edge_utility": code.reshape(-1),
             "beta": np.asarray(pb.beta, dtype=np.float32).copy()}
 
 

@@ -19,7 +19,7 @@ class _AllocationObservationKeys(TypedDict):
     edge_arrival: np.ndarray  # (P,) int8: the port's job flag per channel
     edge_demand: np.ndarray  # (P, K) float32: a_l^k / c_r^k of channel (l, r) (0 on padding)
     edge_alpha: np.ndarray  # (P, K) float32: α_r^k of the channel's server (eq. 27)
-    edge_utility: np.ndarray  # (P, K) int64: utility family (eq. 27): 0 linear, 1 log, 2 reciprocal, 3 poly
+    edge_utility: np.ndarray  # (P·K,) int64, row-major (entry p·K + k): utility family (eq. 27): 0 linear, 1 log, 2 reciprocal, 3 poly
     beta: np.ndarray  # (K,) float32: β_k, the overhead weights of eq. 5
     arrival_share: np.ndarray  # (L,) float32: share of the slots port l had a job (estimates ρ_l)
     port_reward_mean: np.ndarray  # (L,) float32: mean realised x_l q_l over the slots port l had a job

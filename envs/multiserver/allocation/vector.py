@@ -57,7 +57,7 @@ class MultiServerAllocationVectorEnv(ClusterVectorEnv[AllocationObservation, np.
     | t                                              | (N, 1)     | float32 | slots elapsed            |
     | edge_arrival (, edge_present)                  | (N, P)     | int8    | as the single env        |
     | edge_demand, edge_alpha, last_allocation       | (N, P, K)  | float32 | as the single env        |
-    | edge_utility                                   | (N, P, K)  | int64   | as the single env        |
+    | edge_utility                                   | (N, P·K)   | int64   | as the single env        |
     | beta                                           | (N, K)     | float32 | as the single env        |
     | arrival_share, port_reward_mean, last_port_reward | (N, L)  | float32 | as the single env        |
     The public problem data (``edge_demand``, ``edge_alpha``, ``edge_utility``, ``beta``,
@@ -143,7 +143,7 @@ class MultiServerAllocationVectorEnv(ClusterVectorEnv[AllocationObservation, np.
         self._instance[:] = k0
         self._edge_port = np.full((N, W), self._L, dtype=np.int64)  # (N, W) port of each channel, L on padding
         # the public problem data of each sub-env (allocation/stats.py): edge_demand, edge_alpha (N, W, K)
-        # float32, edge_utility (N, W, K) int64, beta (N, K) float32; read-only arrays shared by the observations
+        # float32, edge_utility (N, W·K) int64, beta (N, K) float32; read-only arrays shared by the observations
         self._static = {key: np.zeros((N, *v.shape), dtype=v.dtype) for key, v in static_parts(pb, W).items()}
         self._n_edges = np.zeros(N, dtype=np.int64)  # (N,) real channels of each sub-env
         self._dyns: list = [None] * N
