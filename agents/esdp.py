@@ -449,6 +449,11 @@ class ESDP(BaseAgent):
     def act(self, obs, info) -> np.ndarray:
         return self.decide(np.asarray(obs["arrivals"]))
 
+    def run_statistics(self) -> dict[str, float]:
+        """``dp_cells_per_decision``: the DP cells (s, c', i) evaluated per decision over the episode so far (the
+        pruned kernel's count; a machine-independent measure of the computation, eqs. 18–19 and 27)."""
+        return {"dp_cells_per_decision": self.dp_cells / max(self.t, 1)}
+
     def update(self, obs, action, reward, next_obs, info) -> None:
         fb = info["feedback"]
         x = np.asarray(fb["executed"], dtype=bool)  # the executed channels, x_e(t) = 1

@@ -64,6 +64,11 @@ class BaseAgent:
     def update(self, obs, action, reward, next_obs, info) -> None:
         return None
 
+    def run_statistics(self) -> dict[str, float]:
+        """Numbers about the agent's own work over the episode so far (e.g. ESDP's DP cells per decision), added
+        to a run's metrics by the runner; deterministic ones only (no timings). None by default."""
+        return {}
+
 
 @runtime_checkable
 class EvaluationHooks(Protocol):

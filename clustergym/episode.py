@@ -21,7 +21,7 @@ from clustergym.agent import make as make_agent, public_info
 from clustergym.metrics import MetricsAccumulator, _scalar, metrics_spec_of
 from clustergym.results import RunResult
 
-__all__ = ["Episode", "Transition", "make_env", "run_episode", "run_one", "scenario_fingerprint", "time_decisions"]
+__all__ = ["Episode", "Transition", "agent_statistics", "make_env", "run_episode", "run_one", "scenario_fingerprint", "time_decisions"]
 
 
 @dataclass
@@ -146,6 +146,13 @@ def time_decisions(env, agent, slots: int, seed: int = 0, on_step: Callable[[Tra
     return run_episode(env, agent, seed, max_steps=slots, on_step=on_step).decision_s
 
 
+def agent_statistics(agent) -> dict[str, float]:
+    """The agent's :meth:`~clustergym.agent.BaseAgent.run_statistics` as ``agent_<name>`` metrics (none for an agent
+    without the method)."""
+    fn = getattr(agent, "run_statistics", None)
+    return {f"agent_{k}": float(v) for k, v in (fn() if callable(fn) else {}).items()}
+
+
 def run_one(env_id: str, agent_spec: str, seed: int, horizon: int, env_kwargs: dict | None = None,
             progress: Callable[[int], None] | None = None) -> RunResult:
     """One episode of ``agent_spec`` on ``env_id`` with env seed ``seed`` (:func:`run_episode`).
@@ -190,6 +197,7 @@ def run_one(env_id: str, agent_spec: str, seed: int, horizon: int, env_kwargs: d
         steps=steps, wall_s=ep.wall_s,
         decision_ms_median=float(np.median(decision) * 1000) if steps else 0.0,
         decision_ms_p95=float(np.percentile(decision, 95) * 1000) if steps else 0.0,
-        metrics=ep.metrics.summary(steps), instance=None if instance is None else int(instance),
+        metrics={**ep.metrics.summary(steps), **agent_statistics(agent)},
+        instance=None if instance is None else int(instance),
         value_total=value_total, bound_total=bound_total, reward=rewards, cum_regret=cum,
     )

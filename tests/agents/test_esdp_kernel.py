@@ -89,3 +89,16 @@ def test_pruned_kernel_on_random_small_dps_including_zero_demands_and_unfit_edge
         ups = rng.integers(0, 9, size=n)
         sig = rng.integers(0, 10**6, size=n)
         _same_dp(ups, sig, demand, cap, int(rng.integers(0, ups.sum() + 4)))
+
+
+def test_dp_cells_reach_the_run_metrics_and_are_the_same_on_every_run():
+    """The computation measure of a run is a count: equal in two runs of the same (instance, seed), and larger
+    for the δ(t) = (ln(t+1)+1)⁻¹ of Fig. 7 (smaller δ, larger ξ(t) and S(t): eqs. 18–19) than for the default."""
+    from clustergym.episode import run_one
+
+    a = run_one(ID, "esdp", 3, 60, {"num_servers": 20, "scenario_seed": 3})
+    b = run_one(ID, "esdp", 3, 60, {"num_servers": 20, "scenario_seed": 3})
+    c = run_one(ID, 'esdp[delta="log"]', 3, 60, {"num_servers": 20, "scenario_seed": 3})
+    key = "agent_dp_cells_per_decision"
+    assert a.metrics[key] == b.metrics[key] > 0
+    assert c.metrics[key] > a.metrics[key]

@@ -83,6 +83,9 @@ def _spec(option: str, name: str) -> str:
     return f'esdp[{option}="{name}"]'
 
 
+CELLS = "agent_dp_cells_per_decision"  # ESDP's DP cells (s, c', i) per decision: the computation, machine-free
+
+
 def overhead_direction(name: str, horizon: int) -> int:
     """+1 when δ = ``name`` is smaller than the default δ at slot ``horizon`` (more DP cells: eqs. 18–19,
     so a larger decision time expected), −1 when larger."""
@@ -122,10 +125,12 @@ def sequence_rows(res) -> list[dict]:
                                f"±{TIE_TOL:g}% of the oracle total ({T} slots)",
                          paper="little effect on the AOU", comparison=vs(a), predicted=0, tol=TIE_TOL))
         sign = overhead_direction(name, T)
-        t = stats.paired_comparison(res.per_instance(a, "decision_ms_median"),
-                                    res.per_instance("esdp", "decision_ms_median"), agent=a, reference="esdp")
+        # The overhead is judged on the DP cells evaluated per decision (the same count on every machine); the
+        # median decision time, which no other machine reproduces, is shown in the sequence table beside it.
+        t = stats.paired_comparison(res.per_instance(a, CELLS), res.per_instance("esdp", CELLS), agent=a,
+                                    reference="esdp")
         side = "above" if sign > 0 else "below"
-        rows.append(dict(claim=_md(f"Fig. 7: δ(t) = {formula}: median decision time {side} the default's (δ({T}) = "
+        rows.append(dict(claim=_md(f"Fig. 7: δ(t) = {formula}: DP cells per decision {side} the default's (δ({T}) = "
                                    f"{DELTAS[name](T):.3f} vs {DELTAS['default'](T):.3f}; eqs. 18–19: S(t) has "
                                    "⌊α|E|·⌈α|E|/δ⌉⌋ + 1 values)"),
                          paper="strong effect on the computation overhead", comparison=t, predicted=sign))
@@ -143,8 +148,9 @@ def sequence_table(res) -> str:
     T = res.horizon
     oracle = res.per_instance("esdp", "oracle_total")
     lines = [f"| ESDP variant | value at t = {T} | share of the oracle's expected reward [95% bootstrap] | total reward "
-             "vs default, % of the oracle total [95% t] (W/L) | median decision ms, mean [95% t] |",
-             "|---|---|---|---|---|"]
+             "vs default, % of the oracle total [95% t] (W/L) | DP cells per decision, mean [95% t] | "
+             "median decision ms, mean [95% t] |",
+             "|---|---|---|---|---|---|"]
     m = _m(res)
     variants = [("esdp", f"default: δ = {DELTA_DEFAULT}, g = {G_DEFAULT}",
                  f"δ = {DELTAS['default'](T):.3f}, g = {GS['default'](T, m):.1f}")]
@@ -155,9 +161,11 @@ def sequence_table(res) -> str:
         c = stats.paired_comparison(res.per_instance(a), res.per_instance("esdp"), scale=oracle, basis=ORACLE_BASIS)
         cmp_ = "—" if a == "esdp" else f"{stats.fmt_ci(c)} ({c.wins}/{c.losses})"
         dm = stats.mean_ci(list(res.per_instance(a, "decision_ms_median").values()))
+        cells = list(res.per_instance(a, CELLS).values())
+        cm = f"{stats.fmt_ci(stats.mean_ci(cells), unit='', signed=False, digits=0)}" if cells else "–"
         lines.append(f"| {_md(lab)} (`{a}`) | {value} | "
                      f"{stats.fmt_ci(stats.mean_ci(list(share.values()), bounds=(0.0, 100.0)), signed=False)} | {cmp_} | "
-                     f"{stats.fmt_ci(dm, unit='', signed=False)} |")
+                     f"{cm} | {stats.fmt_ci(dm, unit='', signed=False)} |")
     return "\n".join(lines)
 
 
