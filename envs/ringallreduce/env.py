@@ -167,6 +167,8 @@ class RingAllReduceEnv(ClusterEnv[RingObservation, np.ndarray]):
     }
 
     action_modes = ("placement", "ring_size")  # values of the action_mode kwarg, the default first
+    # the job stream is the instance's and §IV's dynamics are deterministic given the jobs ("Starting State")
+    seed_drives_dynamics = False
 
     def __init__(self, scenario: str | Scenario = "paper", *, scenario_seed: int = 0, horizon: int = 200,
                  oracle: bool = False, infeasible: str = "repair", render_mode: str | None = None,
