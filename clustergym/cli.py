@@ -151,8 +151,7 @@ def build_parser() -> argparse.ArgumentParser:
     tu.add_argument("--instances", default=None,
                     help="validation instances the trials are scored on (default 900-909; never the training pool "
                          "1000-1099 nor the evaluation instances 0-99); 'seed': instance = seed over --seeds (the "
-                         "default on RingAllReduce-v0, whose instances differ only in a topology that does not "
-                         "change totals)")
+                         "default on RingAllReduce-v0: one run per instance, each with its own seed)")
     tu.add_argument("--seeds", default=None, help="dynamics seeds of the validation runs (default 0; 900-909 "
                     "where instance = seed)")
     tu.add_argument("--horizon", type=int, default=200, help="slots per training episode and validation run "

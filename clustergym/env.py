@@ -45,6 +45,9 @@ class ClusterEnv(gym.Env[ObsType, ActType]):
     # them); the env kwargs that turn on the bound a score needs, which ``clustergym.evaluate`` (and so
     # ``clustergym run`` / ``reproduce``) adds when it computes a score, unless the caller gives them.
     score_env_kwargs: dict = {}
+    # False for an env whose episode is a function of its instance alone (the dynamics draw nothing once the
+    # instance is set): its reset seed then changes an episode only by drawing the instance (``instances``).
+    seed_drives_dynamics: bool = True
 
     def __init__(self, *, horizon: int, infeasible: str = "repair", render_mode: str | None = None,
                  oracle: bool = False):
@@ -60,6 +63,11 @@ class ClusterEnv(gym.Env[ObsType, ActType]):
     # -- instances -------------------------------------------------------------------
     _source: InstanceSource | None = None  # InstanceSource of an env that can switch instances (set by the subclass)
     pad_kwargs: tuple[str, ...] = ()  # the family's padding kwargs (FamilySpec.pad_kwargs)
+
+    @property
+    def reset_seed_changes_episode(self) -> bool:
+        """Whether two reset seeds give two episodes: the dynamics draw from the seed, or it draws the instance."""
+        return self.seed_drives_dynamics or (self._source is not None and self._source.instances is not None)
 
     @property
     def scenario_seed(self) -> int | None:

@@ -2,7 +2,7 @@
 
 A run is (agent, instance, seed). The **instance** is the scenario seed (env kwarg ``scenario_seed``:
 graph, demands, hidden means, topology, job list); the **seed** drives the dynamics (arrivals, realised
-utilities, service rates). Comparisons are made over instances (:mod:`clustergym.stats`): a result that
+utilities, service rates; on P3, whose job stream is the instance's, only what the agents draw). Comparisons are made over instances (:mod:`clustergym.stats`): a result that
 holds on one instance may flip on the next.
 
 **Normalised score.** Where the env reports a bound, every run gets

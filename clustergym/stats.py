@@ -76,8 +76,13 @@ VERDICTS = (REPRODUCED, DIRECTION_ONLY, NOT_REPRODUCED, INCONCLUSIVE, TOO_FEW)
 MAGNITUDE_FRACTION = 1 / 3
 BOOTSTRAP_RESAMPLES = 9999
 
-# A bounded value past its bound by at most this (relative to the range) is rounding, and sits on it.
-_BOUND_RTOL = 1e-6
+# A bounded value past its bound by at most this fraction of the bounds' magnitude (the largest finite
+# |bound|, at least 1) is rounding and is clipped to the bound; a value further past is an error. 1e-5:
+# far above float rounding (1e-16), above what the solver behind a ratio to an optimum leaves (a
+# per-slot ratio to the MILP of problem (10), whose objective HiGHS resolves to ~1e-9 of the largest
+# increment, was 1 + 1.3e-6 on a slot whose optimum is 1e-7 of that increment), and below the last
+# digit the reports print (3 decimals of a ratio, 1 of a share in %).
+_BOUND_RTOL = 1e-5
 # Relative ties: two per-instance values closer than this (relative) count as a tie.
 _TIE_RTOL = 1e-9
 
@@ -110,7 +115,9 @@ def mean_ci(values: Sequence[float], level: float = 0.95, bounds: tuple[float, f
     a score, a ratio in [0, 1]): a seeded BCa bootstrap interval of the mean (``scipy.stats.bootstrap``,
     :data:`BOOTSTRAP_RESAMPLES` resamples drawn by ``np.random.default_rng(seed)``, so the same values
     give the same interval). A bootstrap interval lies inside the range of the values, hence inside
-    the bounds, where a t-interval of values near a bound crosses it; a value outside ``bounds`` is a
+    the bounds, where a t-interval of values near a bound crosses it. A value past a bound by rounding
+    only (at most 1e-5 of the bounds' magnitude, :func:`_bound_tolerance`) is clipped to the bound
+    first, so the result is that of the value on the bound; a value further outside ``bounds`` is a
     ValueError. All values equal: the interval is that value.
     """
     v = np.asarray(list(values), dtype=float)
@@ -127,7 +134,7 @@ def mean_ci(values: Sequence[float], level: float = 0.95, bounds: tuple[float, f
     if np.isnan(v).any():  # as the t-interval: an undefined value leaves the interval undefined
         return Interval(m, math.nan, math.nan, n)
     # values past a bound by rounding only (a ratio of two solver results: 1.0000000022) sit on it
-    tol = _BOUND_RTOL * max(1.0, abs(hi - lo) if math.isfinite(hi - lo) else 1.0)
+    tol = _bound_tolerance(lo, hi)
     if not np.all((v >= lo - tol) & (v <= hi + tol)):
         bad = v[(v < lo - tol) | (v > hi + tol)][0]
         raise ValueError(f"bounds=({lo:g}, {hi:g}) does not hold: a value is {float(bad)!r}")
@@ -136,6 +143,13 @@ def mean_ci(values: Sequence[float], level: float = 0.95, bounds: tuple[float, f
     if float(v.max() - v.min()) <= 1e-12 * max(abs(m), 1.0):
         return Interval(m, m, m, n)
     return Interval(m, *_bootstrap(v, level, seed), n)
+
+
+def _bound_tolerance(lo: float, hi: float) -> float:
+    """How far past ``bounds=(lo, hi)`` a value may be and still count as on the bound (rounding):
+    :data:`_BOUND_RTOL` times the largest finite |bound| (at least 1), e.g. 1e-5 for (0, 1) and 1e-3
+    for a share in % (0, 100)."""
+    return _BOUND_RTOL * max([1.0] + [abs(b) for b in (lo, hi) if math.isfinite(b)])
 
 
 def _bootstrap(v: np.ndarray, level: float, seed: int) -> tuple[float, float]:

@@ -209,9 +209,8 @@ PLAN: dict[str, EnvPlan] = {
         action_mode=("placement", {"env_kwargs": {"action_mode": "placement"}},
                      "GADGET's placement action (GPUs per job and server, 1,600 dimensions)")),
         None, tuple(range(30)), None, tuple(range(900, 905)),
-        note=("P3's instances (scenario seeds) differ only in the topology, which does not change any agent's "
-              "total at the default load: the job list comes from the dynamics seed. So P3 is evaluated on 30 "
-              "held-out instances with instance = seed 0-29 (each its own topology and job list); its curves on "
+        note=("P3 is evaluated on 30 held-out instances with instance = seed 0-29 (each its own topology and "
+              "job stream; the env's reset seed changes neither, it seeds the policies' own draws); its curves on "
               "instance = seed 900-904. P3 has no per-entity network: no network row.")),
     "p4": EnvPlan("p4", "clustergym/ApproxJobs-v0", _rows(
         "p4", discount=0.99, entity=True, warm_start="fair", extra_main=(P4_ENTITY,),

@@ -209,8 +209,8 @@ def sweep(quick: bool, workers: int, progress: bool, instances=None, tiny: bool 
     ``instances``: the scenario seeds (default ``experiments.instances_for(quick)``); ``tiny``: a few
     slots, for tests of the machinery."""
     cfg = config(quick, instances, tiny)
-    # run = (instance s, seed s): in this env the instance (scenario_seed) draws the topology and the
-    # seed the job stream, so pairing them gives every instance its own topology and its own jobs
+    # run = (instance s, seed s): the instance (scenario_seed) draws the topology and the job stream; the
+    # seed reaches only what the agents draw (the baselines' static sizes, random)
     T, inst = cfg["horizon"], cfg["instances"]
     seeds = list(inst)
     common = dict(instances=None, workers=workers, progress=progress, score=False)

@@ -6,10 +6,10 @@ training pool (:data:`~clustergym.learning.instances.DEFAULT_TRAIN_INSTANCES`, 1
 **validation instances** (default 900-909, a part of
 :data:`~clustergym.learning.instances.DEFAULT_VALIDATION_INSTANCES`): disjoint from the training pool and
 from every evaluation set (``clustergym run``'s and ``clustergym drl``'s instances are below 100). Tuning
-never sees an evaluation instance. On RingAllReduce the instances (scenario seeds) differ only in the
-topology, which does not change a total at the default load (the job list comes from the dynamics seed), so
-its validation runs pair instance and seed (``instances=None``: instance = seed, seeds 900-909 by default,
-:data:`INSTANCE_IS_SEED`); 900-909 at one dynamics seed would be one job list ten times.
+never sees an evaluation instance. On RingAllReduce the validation runs pair instance and seed
+(``instances=None``: instance = seed, seeds 900-909 by default, :data:`INSTANCE_IS_SEED`): an instance
+draws its topology and its job stream and the env's reset seed changes neither, so this is one run per
+instance, each with its own seed for whatever a policy or baseline draws (the baselines' static sizes).
 
 The objective is the **baseline-normalised value**, per (validation instance, dynamics seed)::
 

@@ -19,7 +19,8 @@ caller's order against the remaining capacity. Compiled with numba (one call per
 The rest of this module is the per-slot core that the single env (``env.py``) and the native vector
 env (``vector.py``) share:
 
-* :func:`arrival_block` — the jobs arriving in ``BLOCK`` slots, drawn from an env's child generators;
+* :func:`arrival_block` — the jobs arriving in ``BLOCK`` slots, drawn from the instance's job-stream
+  generators (:func:`job_generators`, seeded by the instance, not by the episode's reset seed);
 * :func:`size_slot_batch` — one slot of ``action_mode="ring_size"`` for N envs in one compiled call
   (the single env calls it with N = 1): the requested sizes checked against the window (eq. 6) and
   capped at min(N_i, budget left) (eqs. 2, 11), placed by the greedy placement above in window order,
@@ -38,10 +39,12 @@ from __future__ import annotations
 import numba
 import numpy as np
 
+from clustergym.core import child_generators
 from clustergym.envs.ringallreduce.scenario import draw_jobs
 from clustergym.envs.ringallreduce.topology import ring_stats_into
 
-__all__ = ["place_jobs", "place_one", "BLOCK", "JOB_FIELDS", "arrival_block", "size_slot_batch", "settle",
+__all__ = ["place_jobs", "place_one", "BLOCK", "JOB_FIELDS", "arrival_block", "job_generators", "size_slot_batch",
+           "settle",
            "settle_batch", "size_infeasible_message", "SIZE_OK", "SIZE_EMPTY_ROW", "SIZE_OVER_CAP",
            "SIZE_NOT_PLACED"]
 
@@ -161,9 +164,16 @@ def place_one(k, b, free_gpu, free_srv, free_rack, rack_of, num_racks: int):
 
 
 # -- the per-slot core shared by the single and the vector env ------------------------------------------
+def job_generators(truth) -> dict:
+    """The generators of an instance's job stream, ``{"arrivals": ..., "jobs": ...}``, from its
+    ``truth.job_seed`` (scenario module: the jobs are part of the instance). Each episode starts them anew,
+    so every episode of an instance, whatever its reset seed, meets the same jobs."""
+    return child_generators(np.random.default_rng(int(truth.job_seed)), ("arrivals", "jobs"))
+
+
 def arrival_block(rngs: dict, truth, t0: int, next_id: int) -> np.ndarray:
     """(n, len(JOB_FIELDS)) float64: the jobs arriving in slots [t0, t0 + BLOCK), sorted by arrival, ids from
-    ``next_id``; drawn from the env's child generators ``rngs["arrivals"]`` (Poisson counts) and
+    ``next_id``; drawn from the instance's generators (:func:`job_generators`) ``rngs["arrivals"]`` (Poisson counts) and
     ``rngs["jobs"]`` (attributes, ``scenario.draw_jobs``), or the trace's arrivals in that window."""
     if truth.trace_slot is None:
         counts = rngs["arrivals"].poisson(truth.arrival_rate, size=BLOCK)

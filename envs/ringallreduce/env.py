@@ -9,11 +9,11 @@ import numpy as np
 import numpy.typing as npt
 from gymnasium import spaces
 
-from clustergym.core import Scenario, check_choice, check_int, check_real, child_generators
+from clustergym.core import Scenario, check_choice, check_int, check_real
 from clustergym.env import ClusterEnv, InstanceSource, StepReturn, check_maxima
 from clustergym.metrics import SLOT, Metric
-from clustergym.envs.ringallreduce.dynamics import (BLOCK, JOB_FIELDS, SIZE_OK, arrival_block, settle,
-                                                    size_infeasible_message, size_slot_batch)
+from clustergym.envs.ringallreduce.dynamics import (BLOCK, JOB_FIELDS, SIZE_OK, arrival_block, job_generators,
+                                                    settle, size_infeasible_message, size_slot_batch)
 from clustergym.envs.ringallreduce.scenario import RING_SCENARIOS, make_ring_scenario, sigmoid_utility
 from clustergym.envs.ringallreduce.topology import placement_loads, ring_stats
 from clustergym.envs.ringallreduce.types import RingFeedback, RingObservation
@@ -120,13 +120,18 @@ class RingAllReduceEnv(ClusterEnv[RingObservation, np.ndarray]):
     ``regret`` = oracle_reward − utility.
 
     ## Starting State / Episode End
-    ``reset(seed)`` seeds separate child generators for arrival times and job attributes, so every
-    agent meets the same jobs for the same seed. Truncated after ``horizon`` slots; ``step`` then
-    raises ``ResetNeeded`` (a ``RuntimeError``) until ``reset``.
+    An instance (``scenario_seed``) is a cluster and a workload: it draws the topology and the seed of
+    its job stream, and every episode starts that stream anew (separate generators for the Poisson
+    arrival counts and the job attributes, ``dynamics.job_generators``). Every agent therefore meets
+    the same jobs on the same instance, and two instances differ in their jobs even at loads where the
+    topology does not bind. Given the jobs the model (§IV) has no run-time randomness, so the reset
+    seed does not change the episode; it seeds ``np_random`` (the draw of an instance from
+    ``instances``) and, through the runner, randomised agents. Truncated after ``horizon`` slots;
+    ``step`` then raises ``ResetNeeded`` (a ``RuntimeError``) until ``reset``.
 
     ## Arguments
     ``scenario`` ("paper", "philly", "tiresias-60", "toy" or a Scenario), ``scenario_seed``
-    (topology draw; default 0), ``horizon`` (default 200, §VI.1), ``oracle`` (default False: the
+    (the instance: topology and job stream; default 0), ``horizon`` (default 200, §VI.1), ``oracle`` (default False: the
     MILP is exact but can take seconds per slot), ``oracle_time_limit`` (s per MILP, default 60),
     ``infeasible``, ``render_mode``, ``action_mode``, ``max_jobs`` (J_max, default 32), and any
     scenario parameter (``scenario.PAPER_DEFAULTS``: ``num_servers``, ``num_racks``,
@@ -137,6 +142,10 @@ class RingAllReduceEnv(ClusterEnv[RingObservation, np.ndarray]):
     * v0: initial version.
     * v0, later: ``reset(options={"scenario_seed": k})``, ``instances``, ``max_racks`` padding;
       unknown reset options raise. Later: ``step`` after the end raises until ``reset``.
+    * v0, later: the job stream is drawn from the instance (``scenario_seed``), no longer from the
+      reset seed: instances at the default load gave every agent the same total (their topologies
+      never bind), so "n instances" were one workload. Runs on a given instance and seed differ from
+      earlier versions; topologies are unchanged.
     """
 
     family = "ringallreduce"
@@ -158,6 +167,8 @@ class RingAllReduceEnv(ClusterEnv[RingObservation, np.ndarray]):
     }
 
     action_modes = ("placement", "ring_size")  # values of the action_mode kwarg, the default first
+    # the job stream is the instance's and §IV's dynamics are deterministic given the jobs ("Starting State")
+    seed_drives_dynamics = False
 
     def __init__(self, scenario: str | Scenario = "paper", *, scenario_seed: int = 0, horizon: int = 200,
                  oracle: bool = False, infeasible: str = "repair", render_mode: str | None = None,
@@ -272,7 +283,7 @@ class RingAllReduceEnv(ClusterEnv[RingObservation, np.ndarray]):
               options: dict[str, Any] | None = None) -> tuple[RingObservation, dict[str, Any]]:
         super().reset(seed=seed)
         self._begin_instance(seed, options)  # options["scenario_seed"] or a draw from `instances`
-        self._rngs = child_generators(self.np_random, ("arrivals", "jobs"))
+        self._rngs = job_generators(self._truth)  # the instance's job stream, from its start (scenario.py)
         self._t = 0
         self._next_id = 0
         self._block_end = 0

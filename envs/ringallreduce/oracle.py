@@ -107,7 +107,8 @@ def solve_slot(topo, cap, zeta, z, lam1, lam2, lam3, bw, *, time_limit: float = 
     for q in range(R):
         add(*rack_rows[q], -np.inf, float(np.min(topo.rack_bw[q])))
     A = coo_matrix((vals, (rows, cidx)), shape=(r, cols)).tocsr()
-    scale = float(np.max(np.abs(c))) if np.any(c) else 1.0
+    # at least 1e-290: increments all below it (a slot of jobs far from λ3) would make 1e3 / scale overflow
+    scale = max(float(np.max(np.abs(c))), 1e-290) if np.any(c) else 1.0
     # objective of size 1e3: HiGHS' absolute MIP gap (1e-6, not settable through scipy) is then
     # 1e-9 of the largest increment, below the relative gap asked for; tiny increments still count
     c = c * (1e3 / scale)

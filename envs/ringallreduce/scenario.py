@@ -2,8 +2,17 @@
 
 Public problem (:class:`RingProblem`): the fat-tree :class:`Topology` and the per-job caps the
 spaces need. Job attributes (N_i, F_i, ζ_i, b_i, λ_i) are public *once a job has arrived* (the
-env shows them for the visible window). Hidden truth (:class:`RingTruth`): the arrival process and
-the laws of the job attributes, i.e. everything about future jobs.
+env shows them for the visible window). Hidden truth (:class:`RingTruth`): the arrival process, the
+laws of the job attributes and the seed of the instance's job stream (``job_seed``), i.e. everything
+about future jobs.
+
+**An instance is a cluster and a workload.** The scenario seed draws the topology and then
+``job_seed``; the job stream (Poisson arrival counts and every job's attributes, §VI.1's laws) is
+drawn from ``job_seed`` alone, so two instances differ in their jobs even where the topology does
+not bind (at the default load every job gets its full size on any drawn topology, so instances
+that shared one job list would give every agent the same total). Given the jobs, the model of
+§IV has no run-time randomness: the dynamics seed of ``reset`` leaves the episode unchanged and
+reaches only randomised agents (``agent.reset(problem, seed)``).
 
 Paper defaults (§VI.1), field by field: T = 200; S = 50 servers split at random into racks, the
 number of racks uniform in {2..5}; GPUs per server from {1, 2, 4, 8}; server–ToR bandwidth
@@ -86,6 +95,9 @@ class RingTruth:
     trace_budget_iters: np.ndarray | None = None  # (N,) F_i, or None to draw
     trace_zeta: np.ndarray | None = None  # (N,) ζ_i, or None to draw
     trace_lambda3: np.ndarray | None = None  # (N,) λ3, or None to draw
+    # seed of the instance's job stream (arrival counts and attributes, ``dynamics.job_generators``): drawn
+    # from the scenario seed's generator, so the jobs are part of the instance, as its topology
+    job_seed: int = 0
 
 
 @dataclass
@@ -214,7 +226,7 @@ def make_ring_scenario(name: str = "paper", seed: int | np.random.Generator | No
     """Build a P3 scenario by name; ``params`` override the defaults (validated)."""
     if name == "toy":
         check_known(params, (), "toy")  # the toy scenario takes no parameters
-        return _toy()
+        return _toy(seed)
     if name not in RING_SCENARIOS:
         raise ValueError(f"scenario={name!r} is invalid: expected one of {', '.join(map(repr, RING_SCENARIOS))}")
     check_known(params, PAPER_DEFAULTS, name)
@@ -260,19 +272,24 @@ def make_ring_scenario(name: str = "paper", seed: int | np.random.Generator | No
             rate_trace = (sub.size - 1) / max(sub[-1], 1e-9)  # jobs per second
             truth_kw = dict(trace_slot=np.floor(sub * rate_trace / p["arrival_rate"]).astype(np.int64),
                             trace_workers=np.maximum(1, np.asarray(pre["num_gpus"], dtype=np.int64)))
-    truth = RingTruth(arrival_rate=p["arrival_rate"], params=dict(p), **{k: freeze(v) for k, v in truth_kw.items()})
+    # drawn after the topology, so an instance's topology does not depend on how its jobs are drawn
+    job_seed = int(rng.integers(0, 2**63 - 1))
+    truth = RingTruth(arrival_rate=p["arrival_rate"], params=dict(p), job_seed=job_seed,
+                      **{k: freeze(v) for k, v in truth_kw.items()})
     problem = RingProblem(topology=topo, workers_max=p["workers_max"], budget_mode=p["budget_mode"])
     return Scenario(name=name, problem=problem, truth=truth, params=p)
 
 
-def _toy() -> Scenario:
+def _toy(seed: int | np.random.Generator | None = 0) -> Scenario:
     """Four servers in two racks, GPUs (2, 2, 4, 1); server links 10 Gbps, rack links 10 Gbps.
 
     Used in tests and docs with hand-made jobs (the env's ``jobs`` argument is not needed: toy
-    arrivals are Poisson(0.5) with the paper's attribute laws).
+    arrivals are Poisson(0.5) with the paper's attribute laws). The cluster is fixed; the scenario
+    seed draws the job stream (``RingTruth.job_seed``).
     """
     p = _validate({**PAPER_DEFAULTS, "num_servers": 4, "num_racks": 2, "arrival_rate": 0.5})
     topo = Topology(rack_of=freeze(np.array([0, 0, 1, 1])), gpus=freeze(np.array([2, 2, 4, 1])),
                     server_bw=freeze(np.full((4, 2), 10.0)), rack_bw=freeze(np.full((2, 2), 10.0)))
     problem = RingProblem(topology=topo, workers_max=p["workers_max"], budget_mode=p["budget_mode"])
-    return Scenario(name="toy", problem=problem, truth=RingTruth(arrival_rate=0.5, params=dict(p)), params=p)
+    truth = RingTruth(arrival_rate=0.5, params=dict(p), job_seed=int(as_generator(seed).integers(0, 2**63 - 1)))
+    return Scenario(name="toy", problem=problem, truth=truth, params=p)

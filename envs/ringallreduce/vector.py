@@ -10,8 +10,8 @@ import numpy.typing as npt
 from gymnasium.vector.utils import batch_space
 
 from clustergym.core import Scenario
-from clustergym.envs.ringallreduce.dynamics import (BLOCK, JOB_FIELDS, SIZE_OK, arrival_block, settle_batch,
-                                                    size_infeasible_message, size_slot_batch)
+from clustergym.envs.ringallreduce.dynamics import (BLOCK, JOB_FIELDS, SIZE_OK, arrival_block, job_generators,
+                                                    settle_batch, size_infeasible_message, size_slot_batch)
 from clustergym.envs.ringallreduce.env import JOB_FEATURES, RingAllReduceEnv
 from clustergym.envs.ringallreduce.scenario import sigmoid_utility
 from clustergym.envs.ringallreduce.types import RingObservation
@@ -49,8 +49,8 @@ class RingAllReduceVectorEnv(ClusterVectorEnv[RingObservation, np.ndarray]):
     sizes capped at min(N_i, budget left), the greedy ring placement in window order, each job's ring and
     the per-link loads), the utility gain is ``scenario.sigmoid_utility`` on all sub-envs' windows at once,
     one call of ``dynamics.settle_batch`` does the bookkeeping (attained service, departures, the next
-    slot's arrivals), and ``dynamics.arrival_block`` draws each sub-env's arrivals from its own child
-    generators in blocks of 256 slots; the single env calls the same functions. Sub-env i seeded with s_i
+    slot's arrivals), and ``dynamics.arrival_block`` draws each sub-env's arrivals from its instance's
+    job-stream generators (``dynamics.job_generators``) in blocks of 256 slots; the single env calls the same functions. Sub-env i seeded with s_i
     gives exactly the trajectory of a single env built with the same kwargs and reset with ``seed=s_i``
     (``clustergym.vector_env``). Create it with ``gym.make_vec("clustergym/RingAllReduce-v0", num_envs=N,
     vectorization_mode="vector_entry_point", action_mode="ring_size", **kwargs)``.
@@ -255,6 +255,7 @@ class RingAllReduceVectorEnv(ClusterVectorEnv[RingObservation, np.ndarray]):
         self._block_t0[i] = t0
 
     def _start_episode(self, i: int) -> None:
+        self._rngs[i] = job_generators(self._truths[i])  # the instance's job stream, as the single env
         self._jobs[i] = 0.0
         self._next_id[i] = 0
         self._used[i] = 0

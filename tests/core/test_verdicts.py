@@ -89,6 +89,22 @@ def test_a_bounded_share_near_one_gets_an_interval_inside_zero_one():
     assert r.high <= 1.0 and r.mean == pytest.approx(0.95)
 
 
+def test_bounded_interval_clips_a_rounding_past_the_bound_and_rejects_more():
+    vals = [0.9, 0.95, 0.97, 0.99, 0.93]
+    on = mean_ci(vals + [1.0], bounds=(0.0, 1.0))
+    # 1e-9 past the upper bound: exactly the interval of the value on the bound
+    assert mean_ci(vals + [1.0 + 1e-9], bounds=(0.0, 1.0)) == on
+    # a per-instance mean of per-slot ratios to the MILP optimum (solver tolerance, not an error)
+    assert mean_ci(vals + [1.0000012809383727], bounds=(0.0, 1.0)) == on
+    # the lower bound and a share in % (tolerance scaled to the bounds' magnitude: 1e-5 · 100)
+    assert mean_ci([-1e-9, 0.1, 0.2], bounds=(0.0, 1.0)) == mean_ci([0.0, 0.1, 0.2], bounds=(0.0, 1.0))
+    assert mean_ci([100.0005, 90.0, 95.0], bounds=(0.0, 100.0)) == mean_ci([100.0, 90.0, 95.0], bounds=(0.0, 100.0))
+    # clearly past: the error names the bounds and the value
+    for bad, b in ((1.01, (0.0, 1.0)), (-0.01, (0.0, 1.0)), (1.0001, (0.0, 1.0)), (100.01, (0.0, 100.0))):
+        with pytest.raises(ValueError, match=rf"bounds=\({b[0]:g}, {b[1]:g}\) does not hold: a value is {bad!r}"):
+            mean_ci(vals + [bad], bounds=b)
+
+
 def test_proportion_interval_is_wilson_and_inside_zero_one():
     p = proportion_ci(10, 10)
     assert p.mean == 1.0 and p.high == 1.0 and p.low == pytest.approx(0.7225, abs=1e-4)  # Wilson, z = 1.96

@@ -140,3 +140,15 @@ def test_lam1_total_bounds_every_agents_total_utility():
         assert all(0 < tot[i] <= lam[i] for i in (0, 1))
     with pytest.raises(ValueError, match="max_jobs"):
         lam1_total(dict(kw, max_jobs=2), [0], 12)
+
+
+def test_milp_solves_a_slot_whose_increments_are_all_below_the_float_scale():
+    """Jobs far below λ3 (μ(ζ z) ~ 1e-310): the objective's rescaling must stay finite, and the value and
+    the placement are still those of problem (10) (feasible, within each job's cap)."""
+    topo = Topology(rack_of=np.array([0, 0, 1]), gpus=np.array([2, 2, 1]), server_bw=np.full((3, 2), 10.0),
+                    rack_bw=np.full((2, 2), 10.0))
+    cap = np.array([2, 3])
+    val, y = solve_slot(topo, cap, zeta=np.array([1.0, 1.0]), z=np.array([0.0, 0.0]), lam1=np.array([1e-310, 1e-310]),
+                        lam2=np.array([1.0, 1.0]), lam3=np.array([10.0, 10.0]), bw=np.array([1.0, 1.0]))
+    assert np.isfinite(val) and 0.0 <= val < 1e-299
+    assert _feasible(y, topo, np.array([1.0, 1.0])) and (y.sum(axis=1) <= cap).all()
