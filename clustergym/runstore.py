@@ -54,7 +54,7 @@ TRAINING_ONLY = tuple(os.path.join("learning", f) for f in (
     "training.py", "checkpoints.py", "curves.py", "imitation.py", "importing.py", "pipeline.py", "pools.py", "vec.py",
     "benchmark.py", "tuning.py"))
 NOT_IN_RUNS = ("experiments", "cli.py", "cli_commands.py", "viewer.py", "gallery.py", "plots.py", "bench.py",
-               "progress.py", "runstore.py", *TRAINING_ONLY)
+               "progress.py", "runstore.py", "workers.py", "outdir.py", "replay.py", *TRAINING_ONLY)
 
 
 def fingerprint_files() -> list[str]:

@@ -51,7 +51,7 @@ def test_default_env_computes_no_oracle(env_id, monkeypatch):
     def forbidden(*args, **kwargs):
         raise AssertionError("the default env called an evaluation-only oracle")
 
-    monkeypatch.setattr(p1_env, "knapsack_max", forbidden)
+    monkeypatch.setattr(p1_env, "knapsack_value", forbidden)
     monkeypatch.setattr(p2_oracle, "best_static_allocation", forbidden)
     env = gym.make(env_id, horizon=8, **small(env_id))
     assert env.unwrapped.oracle is False
@@ -170,7 +170,7 @@ def test_observation_ignores_metrics_and_oracles(env_id, monkeypatch):
         if env_id == P2 else None
     if junk is not None:
         junk = dataclasses.replace(junk, value=-1e9, upper_bound=1e9)
-    monkeypatch.setattr(p1_env, "knapsack_max", lambda *a: (1e9, None))
+    monkeypatch.setattr(p1_env, "knapsack_value", lambda *a: 1e9)
     monkeypatch.setattr(p2_oracle, "best_static_allocation", lambda *a: junk)
     o1, i1 = ref.reset(seed=1)
     o2, i2 = other.reset(seed=1)

@@ -451,6 +451,6 @@ def test_parallel_modules_hold_no_dynamics():
         names = {n.attr for n in ast.walk(tree) if isinstance(n, ast.Attribute)}
         names |= {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)}
         forbidden = {"np_random", "_rngs", "_refill", "_slot", "_truth", "truth", "scenario_truth", "_z", "_arrivals",
-                     "_check", "_rates", "_admit", "_utility", "child_generators", "knapsack_max", "project",
+                     "_check", "_rates", "_admit", "_utility", "child_generators", "knapsack_max", "knapsack_value", "project",
                      "utility_value", "budget_prefix"}
         assert not names & forbidden, (mod.__name__, names & forbidden)
