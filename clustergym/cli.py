@@ -204,6 +204,8 @@ def build_parser() -> argparse.ArgumentParser:
     v.add_argument("--fps", type=float, default=8.0, help="frames per second of the animation")
     v.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="env kwarg (JSON value)")
     v.add_argument("--out", required=True, help="the animation file: .gif, or .mp4 (needs imageio-ffmpeg)")
+    v.add_argument("--overwrite", action="store_true", help="replace an existing --out file (only once the new "
+                   "animation is complete)")
     v.set_defaults(func=cmd_replay)
 
     b = sub.add_parser("bench", parents=[debug], help="performance table")

@@ -13,13 +13,14 @@ from __future__ import annotations
 
 import math
 import os
+import tempfile
 
 import numpy as np
 
 from clustergym.agent import make as make_agent
 from clustergym.runner import make_env, run_episode
 
-__all__ = ["record_episode", "side_by_side", "replay", "MAX_FRAMES"]
+__all__ = ["record_episode", "side_by_side", "replay", "check_writer", "MAX_FRAMES"]
 
 MAX_FRAMES = 100  # default frames per animation: every = ceil(horizon / MAX_FRAMES)
 
@@ -64,22 +65,85 @@ def side_by_side(a: list[np.ndarray], b: list[np.ndarray], gap: int = 8) -> list
     return out
 
 
+FRAME_BYTES = 1.5 * 2**20  # an upper estimate of one viewer frame (RGB, about 800 x 600)
+
+
+def check_writer(ext: str) -> None:
+    """ValueError naming the package to install when the writer of ``ext`` (.gif or .mp4) is missing."""
+    try:
+        if ext == ".mp4":
+            import imageio_ffmpeg  # noqa: F401 - the ffmpeg binary imageio writes MP4 with
+        else:
+            import PIL  # noqa: F401 - imageio's GIF writer
+    except ImportError:
+        pkg = "imageio-ffmpeg" if ext == ".mp4" else "pillow"
+        raise ValueError(f"writing a {ext} animation needs the {pkg} package (pip install {pkg})"
+                         + ("; or write a .gif" if ext == ".mp4" else "")) from None
+
+
+def _frames_of(n: int, every: int | None) -> int:
+    step = max(1, math.ceil(n / MAX_FRAMES)) if every is None else max(1, int(every))
+    return n // step + 2
+
+
 def replay(env_id: str, agents: list[str], out: str, seed: int = 0, *, horizon: int | None = None,
-           every: int | None = None, fps: float = 8.0, env_kwargs: dict | None = None) -> str:
-    """Write the animation of one agent's episode, or two agents' side by side, to ``out`` (.gif or .mp4)."""
-    import imageio.v3 as iio
+           every: int | None = None, fps: float = 8.0, env_kwargs: dict | None = None,
+           overwrite: bool = False) -> str:
+    """Write the animation of one agent's episode, or two agents' side by side, to ``out`` (.gif or .mp4).
+
+    Every argument is checked before the episode runs. An existing ``out`` is refused unless ``overwrite``;
+    the animation is written to a temporary file beside ``out`` and moved into place only when complete, so
+    an error, an interruption or a full disk leaves an earlier file as it was."""
+    from clustergym.core import check_memory
 
     if not 1 <= len(agents) <= 2:
         raise ValueError(f"agents={agents!r} is invalid: expected one agent or two (side by side)")
     ext = os.path.splitext(out)[1].lower()
     if ext not in (".gif", ".mp4"):
         raise ValueError(f"out={out!r} is invalid: expected a .gif or .mp4 file name")
-    if fps <= 0:
-        raise ValueError(f"fps={fps} is invalid: expected a number > 0")
-    runs = [record_episode(env_id, a, seed, horizon=horizon, every=every, env_kwargs=env_kwargs) for a in agents]
-    frames = runs[0] if len(runs) == 1 else side_by_side(runs[0], runs[1])
-    if ext == ".gif":
-        iio.imwrite(out, np.stack(frames), extension=".gif", duration=1000.0 / fps, loop=0)
-    else:
-        iio.imwrite(out, np.stack(frames), extension=".mp4", fps=fps)
+    if not isinstance(fps, (int, float)) or not math.isfinite(fps) or fps <= 0:
+        raise ValueError(f"fps={fps} is invalid: expected a finite number > 0")
+    if horizon is not None and horizon < 1:
+        raise ValueError(f"horizon={horizon} is invalid: expected an integer >= 1")
+    if every is not None and every < 1:
+        raise ValueError(f"every={every} is invalid: expected an integer >= 1 (slots between frames)")
+    check_writer(ext)
+    if os.path.isdir(out):
+        raise ValueError(f"out={out!r} is a folder; expected a file name")
+    existed = os.path.lexists(out)
+    if existed and not overwrite:
+        raise ValueError(f"{out!r} exists; pass --overwrite to replace it, or choose another file name")
+    if horizon is not None:  # frames kept (and stacked once more to write), plus the env's per-slot arrays
+        check_memory(2.0 * len(agents) * _frames_of(int(horizon), every) * FRAME_BYTES + 64.0 * horizon,
+                     f"horizon={horizon}", f"the frames of {len(agents)} episode(s)")
+    folder = os.path.dirname(os.path.abspath(out))
+    try:  # the temporary file is made now: a folder that cannot take it fails before the episode
+        fd, tmp = tempfile.mkstemp(prefix="." + os.path.basename(out) + ".", suffix=".partial" + ext, dir=folder)
+        os.close(fd)
+    except OSError as exc:
+        raise ValueError(f"cannot write {out!r}: {exc.strerror or type(exc).__name__} in {folder!r}") from None
+    try:
+        runs = [record_episode(env_id, a, seed, horizon=horizon, every=every, env_kwargs=env_kwargs) for a in agents]
+        frames = runs[0] if len(runs) == 1 else side_by_side(runs[0], runs[1])
+        try:
+            _write(tmp, np.stack(frames), ext, fps)
+        except OSError as exc:
+            kept = "the earlier file is unchanged" if existed else "nothing was written"
+            raise ValueError(f"cannot write {out!r}: {exc.strerror or exc} ({kept})") from None
+        os.replace(tmp, out)
+    except BaseException:
+        try:
+            os.remove(tmp)
+        except OSError:
+            pass
+        raise
     return out
+
+
+def _write(path: str, frames: np.ndarray, ext: str, fps: float) -> None:
+    import imageio.v3 as iio
+
+    if ext == ".gif":
+        iio.imwrite(path, frames, extension=".gif", duration=1000.0 / fps, loop=0)
+    else:
+        iio.imwrite(path, frames, extension=".mp4", fps=fps)
