@@ -109,7 +109,7 @@ def build_parser() -> argparse.ArgumentParser:
                         "on one instance)")
     t.add_argument("--param-draws", type=int, default=0, metavar="N",
                    help="also randomise the generator's load and value-law parameters: N settings drawn from the "
-                        "family's ranges, one per episode (default 0: the default generator; docs/drl.md)")
+                        "family's ranges, one per episode (N >= 0; default 0: the default generator only; docs/drl.md)")
     t.add_argument("--seed", type=int, default=0, help="training seed (SB3's seed; training envs seed, seed+1, ...)")
     t.add_argument("--n-envs", type=int, default=None,
                    help="parallel training envs (default: the hyperparameter file's n_envs, else 4; SAC uses 1)")
