@@ -203,7 +203,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="slots between frames (default: about 100 frames per episode)")
     v.add_argument("--fps", type=float, default=8.0, help="frames per second of the animation")
     v.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="env kwarg (JSON value)")
-    v.add_argument("--out", required=True, help="the animation file: .gif, or .mp4 (needs imageio-ffmpeg)")
+    v.add_argument("--out", required=True, help="the animation file: .gif, or .mp4 (needs imageio-ffmpeg: pip install 'clustergym[video]')")
     v.add_argument("--overwrite", action="store_true", help="replace an existing --out file (only once the new "
                    "animation is complete)")
     v.set_defaults(func=cmd_replay)
