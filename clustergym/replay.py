@@ -5,8 +5,9 @@
 viewer's frame every ``every`` slots (and at the last slot). With two agents, both runs use the same
 instance and the same dynamics seed (common random numbers: the same arrivals and the same realised
 randomness), so the frames differ only where the agents' decisions differ; they are put side by side,
-each under its agent's name. The file is a GIF (``.gif``) or an MP4 (``.mp4``, needs the ``imageio-ffmpeg``
-package), written with imageio.
+each under its agent's name, drawn with one colour scale (covering both episodes) and one time axis (to the
+later episode's end), so the panels compare at a glance. The file is a GIF (``.gif``) or an MP4 (``.mp4``,
+needs the ``imageio-ffmpeg`` package), written with imageio.
 """
 
 from __future__ import annotations
@@ -20,26 +21,34 @@ import numpy as np
 from clustergym.agent import make as make_agent
 from clustergym.runner import make_env, run_episode
 
-__all__ = ["record_episode", "side_by_side", "replay", "check_writer", "MAX_FRAMES"]
+__all__ = ["record_episode", "episode_extent", "shared_view", "side_by_side", "replay", "check_writer", "MAX_FRAMES"]
 
 MAX_FRAMES = 100  # default frames per animation: every = ceil(horizon / MAX_FRAMES)
 
 
-def record_episode(env_id: str, agent: str, seed: int = 0, *, horizon: int | None = None, every: int | None = None,
-                   env_kwargs: dict | None = None) -> list[np.ndarray]:
-    """The viewer's frames of ``agent``'s episode on instance ``seed`` (unless ``env_kwargs`` has a
-    ``scenario_seed``) with dynamics seed ``seed``: after reset, then every ``every`` slots and at the end."""
+def _env(env_id: str, seed: int, horizon: int | None, env_kwargs: dict | None):
     kwargs = dict(env_kwargs or {})
     kwargs.setdefault("scenario_seed", seed)  # as clustergym run: the run with seed s uses instance s
     if horizon is not None:
         kwargs["horizon"] = horizon
-    env = make_env(env_id, render_mode="rgb_array", **kwargs)
+    return make_env(env_id, render_mode="rgb_array", **kwargs)
+
+
+def record_episode(env_id: str, agent: str, seed: int = 0, *, horizon: int | None = None, every: int | None = None,
+                   env_kwargs: dict | None = None, shared_scale: tuple[float, float] | None = None,
+                   end_slot: int | None = None) -> list[np.ndarray]:
+    """The viewer's frames of ``agent``'s episode on instance ``seed`` (unless ``env_kwargs`` has a
+    ``scenario_seed``) with dynamics seed ``seed``: after reset, then every ``every`` slots and at the end.
+    ``shared_scale``/``end_slot``: the timeline's colour scale and last slot, fixed (side-by-side replays)."""
+    env = _env(env_id, seed, horizon, env_kwargs)
     n = int(env.unwrapped.horizon)
     every = max(1, math.ceil(n / MAX_FRAMES)) if every is None else int(every)
     if every < 1:
         raise ValueError(f"every={every} is invalid: expected an integer >= 1 (slots between frames)")
     env.reset(seed=seed)  # builds the viewer; run_episode resets again with the same seed
-    env.unwrapped.viewer.label = agent
+    viewer = env.unwrapped.viewer
+    viewer.label = agent
+    viewer.shared_scale, viewer.end_slot = shared_scale, end_slot
     frames = [env.render()]  # slot 0 (run_episode's reset with the same seed starts the same episode)
 
     def grab(tr) -> None:
@@ -51,6 +60,29 @@ def record_episode(env_id: str, agent: str, seed: int = 0, *, horizon: int | Non
         frames.append(env.render())
     env.close()
     return frames
+
+
+def episode_extent(env_id: str, agent: str, seed: int = 0, *, horizon: int | None = None,
+                   env_kwargs: dict | None = None) -> tuple[tuple[float, float] | None, int]:
+    """The colour scale the last frame of ``agent``'s episode asks for (None when the viewer has no scaled
+    timeline) and the slots the episode ran: the episode run once, drawn once at its end."""
+    from clustergym.viewer import _plt
+
+    env = _env(env_id, seed, horizon, env_kwargs)
+    env.reset(seed=seed)
+    ep = run_episode(env, make_agent(agent, env_id=env_id), seed)
+    viewer = env.unwrapped.viewer
+    _plt().close(viewer.figure())
+    scale = viewer.natural_scale
+    env.close()
+    return scale, int(ep.steps)
+
+
+def shared_view(extents: list[tuple[tuple[float, float] | None, int]]) -> tuple[tuple[float, float] | None, int]:
+    """One colour scale covering every episode's (None if any viewer has none) and the latest end slot."""
+    scales = [s for s, _ in extents]
+    scale = None if any(s is None for s in scales) else (min(s[0] for s in scales), max(s[1] for s in scales))
+    return scale, max(n for _, n in extents)
 
 
 def side_by_side(a: list[np.ndarray], b: list[np.ndarray], gap: int = 8) -> list[np.ndarray]:
@@ -123,7 +155,13 @@ def replay(env_id: str, agents: list[str], out: str, seed: int = 0, *, horizon: 
     except OSError as exc:
         raise ValueError(f"cannot write {out!r}: {exc.strerror or type(exc).__name__} in {folder!r}") from None
     try:
-        runs = [record_episode(env_id, a, seed, horizon=horizon, every=every, env_kwargs=env_kwargs) for a in agents]
+        view: dict = {}
+        if len(agents) == 2:  # both panels drawn with one colour scale and one time axis (a first, undrawn run each)
+            scale, end = shared_view([episode_extent(env_id, a, seed, horizon=horizon, env_kwargs=env_kwargs)
+                                      for a in agents])
+            view = {"shared_scale": scale, "end_slot": end}
+        runs = [record_episode(env_id, a, seed, horizon=horizon, every=every, env_kwargs=env_kwargs, **view)
+                for a in agents]
         frames = runs[0] if len(runs) == 1 else side_by_side(runs[0], runs[1])
         try:
             _write(tmp, np.stack(frames), ext, fps)

@@ -54,7 +54,7 @@ class RingViewer(EpisodeViewer):
             img = np.where(main >= 0, main % 20, np.nan)
         else:
             img = np.full((S, 0), np.nan)
-        timeline_image(ax, img, "tab20", -0.5, 19.5)
+        timeline_image(ax, img, "tab20", *self.scale(-0.5, 19.5))
         group_ticks(ax, np.asarray(topo.rack_of)[st["order"]], "server s, grouped by rack", "rack ")
         import matplotlib as mpl
 

@@ -147,3 +147,33 @@ def _has(mod):
     import importlib.util
 
     return importlib.util.find_spec(mod) is not None
+
+
+def test_side_by_side_panels_share_one_colour_scale_and_one_end_slot(tmp_path, capsys, monkeypatch):
+    from clustergym.viewer import EpisodeViewer
+
+    P2 = "clustergym/MultiServerAllocation-v0"
+    drawn = []  # (panel, natural scale, drawn scale, x-axis end) of every frame
+    real = EpisodeViewer.figure
+
+    def spy(self):
+        fig = real(self)
+        drawn.append((self.label, self.natural_scale, self.drawn_scale, fig.axes[0].get_xlim()[1]))
+        return fig
+
+    monkeypatch.setattr(EpisodeViewer, "figure", spy)
+    out = tmp_path / "x.gif"
+    assert main(["replay", P2, "--agents", "drf,random", "--horizon", "8", "--every", "2", "--out", str(out)]) == 0
+    frames = {a: [d for d in drawn if d[0] == a][1:] for a in ("drf", "random")}  # [0]: the undrawn run's end
+    natural = {a: f[-1][1] for a, f in frames.items()}
+    assert natural["drf"] != natural["random"]  # the episodes alone would be drawn on different scales
+    scales = {d[2] for f in frames.values() for d in f}
+    assert scales == {(0.0, max(v[1] for v in natural.values()))}  # one scale for both panels, every frame
+    assert {d[3] for f in frames.values() for d in f} == {8.0}  # one time axis, to the common end slot
+
+
+def test_shared_view_covers_both_scales_and_ends_at_the_later_slot():
+    from clustergym.replay import shared_view
+
+    assert shared_view([((0.0, 40.0), 561), ((0.0, 100.0), 574)]) == ((0.0, 100.0), 574)
+    assert shared_view([(None, 5), ((0.0, 1.0), 3)]) == (None, 5)
