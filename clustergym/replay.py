@@ -19,7 +19,9 @@ import tempfile
 import numpy as np
 
 from clustergym.agent import make as make_agent
+from clustergym.core import check_memory
 from clustergym.runner import make_env, run_episode
+from clustergym.viewer import _plt
 
 __all__ = ["record_episode", "episode_extent", "shared_view", "side_by_side", "replay", "check_writer", "MAX_FRAMES"]
 
@@ -66,8 +68,6 @@ def episode_extent(env_id: str, agent: str, seed: int = 0, *, horizon: int | Non
                    env_kwargs: dict | None = None) -> tuple[tuple[float, float] | None, int]:
     """The colour scale the last frame of ``agent``'s episode asks for (None when the viewer has no scaled
     timeline) and the slots the episode ran: the episode run once, drawn once at its end."""
-    from clustergym.viewer import _plt
-
     env = _env(env_id, seed, horizon, env_kwargs)
     env.reset(seed=seed)
     ep = run_episode(env, make_agent(agent, env_id=env_id), seed)
@@ -80,8 +80,8 @@ def episode_extent(env_id: str, agent: str, seed: int = 0, *, horizon: int | Non
 
 def shared_view(extents: list[tuple[tuple[float, float] | None, int]]) -> tuple[tuple[float, float] | None, int]:
     """One colour scale covering every episode's (None if any viewer has none) and the latest end slot."""
-    scales = [s for s, _ in extents]
-    scale = None if any(s is None for s in scales) else (min(s[0] for s in scales), max(s[1] for s in scales))
+    scales = [s for s, _ in extents if s is not None]
+    scale = None if len(scales) < len(extents) else (min(s[0] for s in scales), max(s[1] for s in scales))
     return scale, max(n for _, n in extents)
 
 
@@ -126,8 +126,6 @@ def replay(env_id: str, agents: list[str], out: str, seed: int = 0, *, horizon: 
     Every argument is checked before the episode runs. An existing ``out`` is refused unless ``overwrite``;
     the animation is written to a temporary file beside ``out`` and moved into place only when complete, so
     an error, an interruption or a full disk leaves an earlier file as it was."""
-    from clustergym.core import check_memory
-
     if not 1 <= len(agents) <= 2:
         raise ValueError(f"agents={agents!r} is invalid: expected one agent or two (side by side)")
     ext = os.path.splitext(out)[1].lower()

@@ -149,9 +149,10 @@ class EpisodeViewer:
     # -- drawing ------------------------------------------------------------------------------------
     def scale(self, vmin: float, vmax: float) -> tuple[float, float]:
         """The timeline's colour scale: ``(vmin, vmax)`` from this frame's data, unless :attr:`shared_scale` fixes it."""
-        self.natural_scale = (float(vmin), float(vmax))
-        self.drawn_scale = self.natural_scale if self.shared_scale is None else tuple(self.shared_scale)
-        return self.drawn_scale
+        natural = (float(vmin), float(vmax))
+        drawn = natural if self.shared_scale is None else (float(self.shared_scale[0]), float(self.shared_scale[1]))
+        self.natural_scale, self.drawn_scale = natural, drawn
+        return drawn
 
     def draw(self, ax, bx) -> str:
         """Fill the timeline axis ``ax`` and the per-slot totals axis ``bx``; returns a subtitle."""

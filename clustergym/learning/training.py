@@ -33,6 +33,7 @@ from typing import Any, Sequence
 import gymnasium as gym
 import numpy as np
 
+from clustergym.core import check_memory
 from clustergym.family import env_family
 from clustergym.learning import imitation
 from clustergym.learning.algos import (ALGOS, HEADS, NETS, NORM_FILE, SIDE_CAR, algo_class, algo_gamma, check_algo,
@@ -185,8 +186,6 @@ def _resolve(env_id: str, algo: str, timesteps, *, env_kwargs, n_envs, eval_freq
         raise ValueError(f"param_draws={param_draws!r} is invalid: expected an integer >= 0 (0: the default "
                          "generator only)")
     if param_draws:
-        from clustergym.core import check_memory
-
         # each setting is a dict of a few floats (~1 KiB with its env check), kept for the whole run
         check_memory(1024.0 * param_draws, f"param_draws={param_draws}", "the generator settings")
         if vec == "native":
