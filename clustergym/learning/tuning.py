@@ -57,6 +57,7 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
+from clustergym.core import check_memory
 from clustergym.learning.instances import DEFAULT_EVAL_INSTANCES, DEFAULT_TRAIN_INSTANCES
 from clustergym.learning.training import train
 from clustergym.runner import evaluate
@@ -333,6 +334,12 @@ def tune(cfg: TuneConfig, out: str, *, storage: str | None = None, study_name: s
         raise ValueError("trials, timesteps and train_seeds must be >= 1")
     _check_instances(cfg.seeds if cfg.instances is None else cfg.instances)
     cfg.reference_agent()
+    if cfg.horizon < 1:
+        raise ValueError(f"horizon={cfg.horizon} is invalid: expected an integer >= 1")
+    runs = len(cfg.seeds) * (1 if cfg.instances is None else len(cfg.instances))
+    # a validation evaluation keeps 2 float64 curves of length horizon per run (4 while it runs), as runner.evaluate
+    check_memory(8.0 * cfg.horizon * (6 * runs + 4 * (cfg.n_envs or 4)), f"horizon={cfg.horizon}",
+                 f"the per-slot curves of {runs} validation runs")
     if storage is not None:
         check_storage(storage)
     created = not os.path.isdir(out)
@@ -354,6 +361,10 @@ def tune(cfg: TuneConfig, out: str, *, storage: str | None = None, study_name: s
     try:
         ref, rnd = _reference_values(cfg, study)
         study.optimize(_objective(cfg, ref, rnd, progress), n_trials=cfg.trials, catch=())
+    except Exception:
+        if created and not any(t.state.name == "COMPLETE" for t in study.get_trials(deepcopy=False)):
+            shutil.rmtree(out, ignore_errors=True)  # a folder this run made, holding nothing that counts
+        raise
     except KeyboardInterrupt as exc:
         done = sum(t.state.name == "COMPLETE" for t in study.get_trials(deepcopy=False))
         if done:

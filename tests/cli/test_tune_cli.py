@@ -83,3 +83,24 @@ def test_the_sampler_seed_is_the_seed_for_a_new_study_and_new_for_a_continued_on
     assert tuning.sampler_seed(3, 0) == 3
     assert len({tuning.sampler_seed(3, n) for n in range(0, 6)}) == 6
     assert tuning.sampler_seed(3, 4) != tuning.sampler_seed(4, 4)
+
+
+@pytest.mark.parametrize("extra, needle", [
+    (["--horizon", "1000000000000"], "horizon=1000000000000"),
+    (["--horizon", "0"], "horizon=0"),
+])
+def test_absurd_tune_sizes_are_one_line_before_any_folder(extra, needle, tmp_path, capsys, monkeypatch):
+    monkeypatch.setattr(tuning, "_reference_values", lambda *a: pytest.fail("the study started"))
+    out = tmp_path / "t"
+    assert main(["tune", P4, "--trials", "1", "--timesteps", "64", "--out", str(out), "--no-progress", *extra]) == 2
+    assert needle in _one_line(capsys) and not out.exists()
+
+
+def test_a_failure_before_any_trial_leaves_no_folder(tmp_path, capsys, monkeypatch):
+    def fail(*a):
+        raise ValueError("the reference failed")
+
+    monkeypatch.setattr(tuning, "_reference_values", fail)
+    out = tmp_path / "t"
+    assert main(["tune", P4, "--trials", "1", "--timesteps", "64", "--out", str(out), "--no-progress"]) == 2
+    assert "the reference failed" in _one_line(capsys) and not out.exists()
