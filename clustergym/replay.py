@@ -151,7 +151,8 @@ def replay(env_id: str, agents: list[str], out: str, seed: int = 0, *, horizon: 
         fd, tmp = tempfile.mkstemp(prefix="." + os.path.basename(out) + ".", suffix=".partial" + ext, dir=folder)
         os.close(fd)
     except OSError as exc:
-        raise ValueError(f"cannot write {out!r}: {exc.strerror or type(exc).__name__} in {folder!r}") from None
+        raise ValueError(f"cannot write {out!r}: cannot create a file in {folder!r} "
+                         f"({exc.strerror or type(exc).__name__})") from None
     try:
         view: dict = {}
         if len(agents) == 2:  # both panels drawn with one colour scale and one time axis (a first, undrawn run each)
