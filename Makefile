@@ -12,7 +12,7 @@ $(STAMP): pyproject.toml constraints.txt
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	# CPU torch first, then everything else pinned to it (see constraints.txt).
 	$(BIN)/pip install -q torch==2.13.0
-	$(BIN)/pip install -q -c constraints.txt -e ".[dev,drl,contrib,ray,docs,clients,viewer]"
+	$(BIN)/pip install -q -c constraints.txt -e ".[dev,drl,contrib,ray,docs,clients,viewer,video]"
 	touch $(STAMP)
 
 setup: $(STAMP)

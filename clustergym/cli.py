@@ -114,7 +114,7 @@ def build_parser() -> argparse.ArgumentParser:
                         "on one instance)")
     t.add_argument("--param-draws", type=int, default=0, metavar="N",
                    help="also randomise the generator's load and value-law parameters: N settings drawn from the "
-                        "family's ranges, one per episode (default 0: the default generator; docs/drl.md)")
+                        "family's ranges, one per episode (N >= 0; default 0: the default generator only; docs/drl.md)")
     t.add_argument("--seed", type=int, default=0, help="training seed (SB3's seed; training envs seed, seed+1, ...)")
     t.add_argument("--n-envs", type=int, default=None,
                    help="parallel training envs (default: the hyperparameter file's n_envs, else 4; SAC uses 1)")
@@ -207,7 +207,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="slots between frames (default: about 100 frames per episode)")
     v.add_argument("--fps", type=float, default=8.0, help="frames per second of the animation")
     v.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="env kwarg (JSON value)")
-    v.add_argument("--out", required=True, help="the animation file: .gif, or .mp4 (needs imageio-ffmpeg)")
+    v.add_argument("--out", required=True, help="the animation file: .gif, or .mp4 (needs imageio-ffmpeg: pip install 'clustergym[video]')")
+    v.add_argument("--overwrite", action="store_true", help="replace an existing --out file (only once the new "
+                   "animation is complete)")
     v.set_defaults(func=cmd_replay)
 
     b = sub.add_parser("bench", parents=[debug], help="performance table")

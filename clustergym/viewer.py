@@ -115,6 +115,12 @@ class EpisodeViewer:
 
     title = "episode"
     label = ""  # shown before the title (the agent's name in ``clustergym replay``)
+    # Side-by-side replays fix these so both panels read alike: the timeline's colour scale (vmin, vmax)
+    # and its last slot (the x axis then spans 0..end at every frame). None: each frame's own.
+    shared_scale: tuple[float, float] | None = None
+    end_slot: int | None = None
+    natural_scale: tuple[float, float] | None = None  # the scale the last frame's data asked for
+    drawn_scale: tuple[float, float] | None = None  # the scale the last frame was drawn with
 
     def __init__(self, mode: str, horizon: int, fps: int = 4) -> None:
         if mode == "human":
@@ -141,6 +147,13 @@ class EpisodeViewer:
             self.show()
 
     # -- drawing ------------------------------------------------------------------------------------
+    def scale(self, vmin: float, vmax: float) -> tuple[float, float]:
+        """The timeline's colour scale: ``(vmin, vmax)`` from this frame's data, unless :attr:`shared_scale` fixes it."""
+        natural = (float(vmin), float(vmax))
+        drawn = natural if self.shared_scale is None else (float(self.shared_scale[0]), float(self.shared_scale[1]))
+        self.natural_scale, self.drawn_scale = natural, drawn
+        return drawn
+
     def draw(self, ax, bx) -> str:
         """Fill the timeline axis ``ax`` and the per-slot totals axis ``bx``; returns a subtitle."""
         raise NotImplementedError  # pragma: no cover - abstract: each family's viewer (envs/*/render.py) draws
@@ -152,7 +165,7 @@ class EpisodeViewer:
                                      gridspec_kw={"height_ratios": [3, 1.3]})
         n = self.history.n
         sub = self.draw(ax, bx)
-        ax.set_xlim(0, max(n, 1))
+        ax.set_xlim(0, max(n, self.end_slot or 0, 1))
         bx.set_xlabel("time slot t")
         from matplotlib.ticker import MaxNLocator
 

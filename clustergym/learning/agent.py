@@ -117,6 +117,90 @@ def check_side_car(meta, side: str) -> None:
             raise ValueError(f"{side}: {k} must be true or false, not {meta[k]!r}")
 
 
+SIDE_CAR_MAX_BYTES = 4 * 2**20  # a side-car is a few KiB (a pool of 100,000 instances is about 1 MB)
+SIDE_CAR_MAX_DEPTH = 64  # nesting of objects and lists; the side-car's own is 4
+MAX_INSTANCES = 100_000  # the largest training pool a side-car may list
+MAX_INSTANCE = 2**31 - 1  # instances are scenario seeds: 0 .. 2^31 - 1
+MAX_HORIZON = 10**8  # slots per episode an env kwarg may ask for
+
+
+def _nesting_depth(text: str) -> int:
+    """The deepest nesting of ``[``/``{`` in JSON text, outside strings (a scan, no recursion)."""
+    depth = deepest = 0
+    in_str = esc = False
+    for ch in text:
+        if in_str:
+            if esc:
+                esc = False
+            elif ch == "\\":
+                esc = True
+            elif ch == '"':
+                in_str = False
+        elif ch == '"':
+            in_str = True
+        elif ch in "[{":
+            depth += 1
+            deepest = max(deepest, depth)
+        elif ch in "]}":
+            depth -= 1
+    return deepest
+
+
+def _int_in(side: str, field: str, v, lo: int, hi: int | None, what: str) -> None:
+    if isinstance(v, bool) or not isinstance(v, int) or v < lo or (hi is not None and v > hi):
+        rng = f"an integer >= {lo:,}" if hi is None else f"an integer from {lo:,} to {hi:,}"
+        raise ValueError(f"{side}: {field} {_shown(v)} is invalid: expected {rng} ({what})")
+
+
+def _shown(v) -> str:
+    r = repr(v)
+    return r if len(r) <= 40 else r[:37] + "..."
+
+
+def read_side_car(side: str) -> dict:
+    """Read and validate a side-car (:data:`SIDE_CAR`): data from a file, so its size and nesting are bounded
+    before it is parsed, every field's type and range is checked, and the files it names must lie beside it.
+    A ValueError naming the file, the field and the valid values otherwise."""
+    try:
+        size = os.path.getsize(side)
+        if size > SIDE_CAR_MAX_BYTES:
+            raise ValueError(f"{side}: {size / 2**20:.1f} MiB; a side-car is at most {SIDE_CAR_MAX_BYTES // 2**20} MiB")
+        with open(side, encoding="utf-8") as f:
+            text = f.read(SIDE_CAR_MAX_BYTES + 1)
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ValueError(f"{side}: unreadable ({getattr(exc, 'strerror', None) or type(exc).__name__})") from None
+    depth = _nesting_depth(text)
+    if depth > SIDE_CAR_MAX_DEPTH:
+        raise ValueError(f"{side}: nested {depth:,} levels deep; a side-car nests at most {SIDE_CAR_MAX_DEPTH}")
+    try:
+        meta = json.loads(text)
+    except (json.JSONDecodeError, RecursionError) as exc:
+        raise ValueError(f"{side}: not valid JSON ({str(exc).splitlines()[0][:120] if str(exc) else 'too deep'})") \
+            from None
+    check_side_car(meta, side)
+    for k in ("timesteps", "timesteps_trained", "seed", "n_envs", "eval_freq", "eval_seed"):
+        if meta.get(k) is not None:
+            _int_in(side, k, meta[k], 1 if k == "n_envs" else 0, None, "as clustergym train writes it")
+    pool = meta.get("instances")
+    if pool is not None:
+        if not isinstance(pool, list) or not pool or len(pool) > MAX_INSTANCES:
+            raise ValueError(f"{side}: instances {_shown(pool)} is invalid: expected null or a list of 1 to "
+                             f"{MAX_INSTANCES:,} instance numbers (integers 0 to {MAX_INSTANCE:,})")
+        for i in pool:
+            _int_in(side, "instances", i, 0, MAX_INSTANCE, "an instance number")
+    kw = meta["env_kwargs"]
+    if "horizon" in kw:
+        _int_in(side, "env_kwargs.horizon", kw["horizon"], 1, MAX_HORIZON, "slots per episode")
+    if "scenario_seed" in kw:
+        _int_in(side, "env_kwargs.scenario_seed", kw["scenario_seed"], 0, MAX_INSTANCE, "an instance number")
+    if meta.get("normalize") and meta.get("norm_obs", True):
+        norm = os.path.join(os.path.dirname(os.path.abspath(side)), NORM_FILE)
+        if not os.path.exists(norm):
+            raise ValueError(f"{side}: normalize is true but {NORM_FILE} is missing beside it (the model's observation "
+                             f"statistics); restore it, or train the model again")
+    return meta
+
+
 def check_norm_file(path: str, size: int | None = None) -> dict:
     """Read and validate ``vecnormalize.npz`` (plain arrays, ``allow_pickle=False``): ``mean`` and ``var`` finite
     vectors of the model's observation size (``size``) with ``var >= 0``, ``clip_obs > 0`` and ``epsilon >= 0``
@@ -172,12 +256,7 @@ class SB3Agent(BaseAgent):
             where = f"in the folder {given!r}" if os.path.isdir(given) else f"beside {path!r}"
             raise ValueError(f"no {SIDE_CAR} {where}: a model trained with plain SB3 needs one: clustergym "
                              f"import-model {path} --env ENV_ID --out DIR (docs/drl.md)")
-        with open(side) as f:
-            try:
-                self.meta = json.load(f)
-            except json.JSONDecodeError as exc:
-                raise ValueError(f"{side}: not valid JSON ({exc})") from None
-        check_side_car(self.meta, side)
+        self.meta = read_side_car(side)
         self.path = path
         self.deterministic = bool(deterministic)
         self.family = self.meta["family"]

@@ -31,7 +31,9 @@ from dataclasses import dataclass, field
 from typing import Any, Sequence
 
 import gymnasium as gym
+import numpy as np
 
+from clustergym.core import check_memory
 from clustergym.family import env_family
 from clustergym.learning import imitation
 from clustergym.learning.algos import (ALGOS, HEADS, NETS, NORM_FILE, SIDE_CAR, algo_class, algo_gamma, check_algo,
@@ -180,7 +182,12 @@ def _resolve(env_id: str, algo: str, timesteps, *, env_kwargs, n_envs, eval_freq
     given = dict(env_kwargs)
     env_kwargs, train_kwargs, pool, pool_note = training_envs(env_id, env_kwargs, instances, net=net)
     settings = None
+    if isinstance(param_draws, bool) or not isinstance(param_draws, (int, np.integer)) or param_draws < 0:
+        raise ValueError(f"param_draws={param_draws!r} is invalid: expected an integer >= 0 (0: the default "
+                         "generator only)")
     if param_draws:
+        # each setting is a dict of a few floats (~1 KiB with its env check), kept for the whole run
+        check_memory(1024.0 * param_draws, f"param_draws={param_draws}", "the generator settings")
         if vec == "native":
             raise ValueError("vec='native' steps one generator setting; param_draws needs vec='dummy' or 'subproc'")
         vec = "dummy" if vec == "auto" else vec
@@ -325,6 +332,19 @@ def _param_pool_record(s: TrainSetup) -> dict:
             "settings": s.settings}
 
 
+def check(env_id: str, algo: str, timesteps: int | None, **kwargs) -> TrainSetup:
+    """Every check of :func:`train`'s arguments (the same keyword arguments, without ``out``), before anything is
+    written: a ValueError for a bad value or combination (``vec`` with the env kwargs, the net, the pool)."""
+    kwargs = {"warm_start": None, "bc_steps": 20_000, "bc_epochs": 30, **kwargs}  # train()'s defaults
+    setup = _resolve(env_id, algo, timesteps, **kwargs)
+    resolve_vec(setup.env_id, setup.vec, stats=setup.options["stats"], net=setup.options["net"],
+                env_kwargs=setup.train_kwargs)
+    if setup.vec == "subproc" and setup.n_envs > SUBPROC_MAX:
+        raise ValueError(f"vec='subproc' starts one process per env: n_envs={setup.n_envs} > {SUBPROC_MAX}; use "
+                         "vec='native' or 'dummy' for many envs")
+    return setup
+
+
 def train(env_id: str, algo: str, timesteps: int | None, out: str, *, env_kwargs: dict | None = None, seed: int = 0,
           n_envs: int | None = None, eval_freq: int = 0, eval_episodes: int = 2, eval_seed: int = 10_000,
           stats: bool = True, normalize: bool | None = None, hyperparams: dict | None = None,
@@ -378,10 +398,10 @@ def train(env_id: str, algo: str, timesteps: int | None, out: str, *, env_kwargs
 
     Training envs are seeded ``seed, seed+1, ...``. Returns the side-car dictionary.
     """
-    setup = _resolve(env_id, algo, timesteps, env_kwargs=env_kwargs, n_envs=n_envs, eval_freq=eval_freq,
-                     eval_episodes=eval_episodes, stats=stats, normalize=normalize, hyperparams=hyperparams,
-                     hyperparams_file=hyperparams_file, head=head, instances=instances, warm_start=warm_start,
-                     bc_steps=bc_steps, bc_epochs=bc_epochs, net=net, vec=vec, param_draws=param_draws)
+    setup = check(env_id, algo, timesteps, env_kwargs=env_kwargs, n_envs=n_envs, eval_freq=eval_freq,
+                  eval_episodes=eval_episodes, stats=stats, normalize=normalize, hyperparams=hyperparams,
+                  hyperparams_file=hyperparams_file, head=head, instances=instances, warm_start=warm_start,
+                  bc_steps=bc_steps, bc_epochs=bc_epochs, net=net, vec=vec, param_draws=param_draws)
     if threads is not None:
         import torch
 

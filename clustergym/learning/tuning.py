@@ -35,7 +35,13 @@ Several processes or machines can tune one study at once: give them the same ``-
 RDB URL, e.g. ``postgresql://...`` or a shared ``sqlite:///`` file) and ``--study``; each runs its own
 trials and the record is written from the storage. With one process, the same ``--seed`` gives the same
 trials (TPE is seeded and every trial trains with a fixed seed); with several, the order in which trials
-finish decides what the sampler sees, so the trials differ.
+finish decides what the sampler sees, so the trials differ. A continued study (the same ``--out`` or storage)
+seeds its sampler from ``--seed`` and the number of trials already in the study, so it proposes new
+hyperparameters rather than the first run's again. Ctrl-C keeps the finished trials (they count when the
+study is continued) and writes the record of what finished.
+
+A ``--storage`` URL is checked before any folder is made: a known database, its driver installed, an SQLite
+file's folder present and writable and the file itself an SQLite database, a server that answers.
 """
 
 from __future__ import annotations
@@ -43,6 +49,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import shutil
 import tempfile
 import time
 from dataclasses import dataclass
@@ -50,12 +57,13 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
+from clustergym.core import check_memory
 from clustergym.learning.instances import DEFAULT_EVAL_INSTANCES, DEFAULT_TRAIN_INSTANCES
 from clustergym.learning.training import train
 from clustergym.runner import evaluate
 
 __all__ = ["SEARCH_SPACE", "REFERENCE", "VALIDATION", "TuneConfig", "sample_params", "normalised_value", "tune",
-           "record_of", "study_name_of", "default_runs", "INSTANCE_IS_SEED", "stored_values"]
+           "record_of", "study_name_of", "check_storage", "sampler_seed", "default_runs", "INSTANCE_IS_SEED", "stored_values"]
 
 VALIDATION = tuple(range(900, 910))  # the default validation instances (part of DEFAULT_VALIDATION_INSTANCES)
 
@@ -231,6 +239,77 @@ def record_of(study, cfg: TuneConfig) -> dict:
             "trials": trials, "best": best}
 
 
+SQLITE_MAGIC = b"SQLite format 3\x00"  # the first 16 bytes of every SQLite database file
+
+
+def check_storage(url: str) -> None:
+    """A ValueError (one line, the password hidden) for an Optuna storage URL that cannot work, before any folder
+    is made: not a URL, an unknown scheme, a database driver that is not installed, an SQLite file whose folder is
+    missing or not writable or that is not an SQLite database, a server that does not answer."""
+    from sqlalchemy.engine import make_url
+    from sqlalchemy.exc import ArgumentError, NoSuchModuleError
+
+    try:
+        u = make_url(url)
+    except ArgumentError:
+        raise ValueError(f"--storage {url!r} is not a database URL: expected e.g. sqlite:///study.db or "
+                         "postgresql://user:password@host/db") from None
+    shown = u.render_as_string(hide_password=True)
+    try:
+        dialect = u.get_dialect()
+    except NoSuchModuleError:
+        raise ValueError(f"--storage {shown!r}: unknown database {u.get_backend_name()!r}; expected e.g. sqlite, "
+                         "postgresql, mysql") from None
+    try:
+        dialect.import_dbapi()
+    except ImportError as exc:
+        raise ValueError(f"--storage {shown!r}: the {u.get_backend_name()} driver is not installed "
+                         f"({exc.name or exc}); pip install it or use sqlite:///FILE") from None
+    if u.get_backend_name() == "sqlite":
+        db = u.database or ""
+        if db in ("", ":memory:"):
+            raise ValueError(f"--storage {shown!r}: an in-memory database keeps no trials; give a file, "
+                             "e.g. sqlite:///study.db")
+        folder = os.path.dirname(os.path.abspath(db))
+        if not os.path.isdir(folder):
+            raise ValueError(f"--storage {shown!r}: the folder {folder!r} does not exist")
+        if os.path.isdir(db):
+            raise ValueError(f"--storage {shown!r}: {db!r} is a folder; expected an SQLite database file")
+        if os.path.exists(db):
+            try:
+                with open(db, "rb") as f:
+                    head = f.read(len(SQLITE_MAGIC))
+            except OSError as exc:
+                raise ValueError(f"--storage {shown!r}: cannot read {db!r} ({exc.strerror})") from None
+            if head and head != SQLITE_MAGIC:
+                raise ValueError(f"--storage {shown!r}: {db!r} is not an SQLite database (it would be overwritten "
+                                 "or fail); choose another file")
+            if not os.access(db, os.W_OK):
+                raise ValueError(f"--storage {shown!r}: {db!r} is not writable")
+        elif not os.access(folder, os.W_OK | os.X_OK):
+            raise ValueError(f"--storage {shown!r}: the folder {folder!r} is not writable")
+        return
+    from sqlalchemy import create_engine
+
+    try:  # a server: it must answer now, not after the folder is made
+        engine = create_engine(u)
+        with engine.connect():
+            pass
+        engine.dispose()
+    except Exception as exc:  # noqa: BLE001 - any driver's error becomes one line
+        first = str(getattr(exc, "orig", None) or exc).strip().splitlines()
+        raise ValueError(f"--storage {shown!r}: cannot connect ({first[0] if first else type(exc).__name__})") from None
+
+
+def sampler_seed(seed: int, n_trials: int) -> int:
+    """The TPE sampler's seed of a run that finds ``n_trials`` trials in its study: ``seed`` for a new study (the
+    same seed, the same trials), else one derived from both (a continued study proposes new hyperparameters
+    instead of replaying the first run's)."""
+    if n_trials == 0:
+        return int(seed)
+    return int(np.random.SeedSequence([int(seed) & 0xFFFFFFFF, int(n_trials)]).generate_state(1)[0])
+
+
 def study_name_of(cfg: TuneConfig) -> str:
     """The default study name (and record file stem): ``ENV-ALGO``, with ``-entity`` for the per-entity network."""
     return f"{cfg.env_id.split('/')[-1]}-{cfg.algo}" + ("" if cfg.net == "mlp" else f"-{cfg.net}")
@@ -255,17 +334,51 @@ def tune(cfg: TuneConfig, out: str, *, storage: str | None = None, study_name: s
         raise ValueError("trials, timesteps and train_seeds must be >= 1")
     _check_instances(cfg.seeds if cfg.instances is None else cfg.instances)
     cfg.reference_agent()
+    if cfg.horizon < 1:
+        raise ValueError(f"horizon={cfg.horizon} is invalid: expected an integer >= 1")
+    runs = len(cfg.seeds) * (1 if cfg.instances is None else len(cfg.instances))
+    # a validation evaluation keeps 2 float64 curves of length horizon per run (4 while it runs), as runner.evaluate
+    check_memory(8.0 * cfg.horizon * (6 * runs + 4 * (cfg.n_envs or 4)), f"horizon={cfg.horizon}",
+                 f"the per-slot curves of {runs} validation runs")
+    if storage is not None:
+        check_storage(storage)
+    created = not os.path.isdir(out)
     os.makedirs(out, exist_ok=True)
     storage = storage or f"sqlite:///{os.path.abspath(os.path.join(out, 'study.db'))}"
+    if storage.startswith("sqlite:"):
+        check_storage(storage)
     name = study_name or study_name_of(cfg)
-    optuna.logging.set_verbosity(optuna.logging.WARNING)
-    study = optuna.create_study(study_name=name, storage=storage, direction="maximize", load_if_exists=True,
-                                sampler=optuna.samplers.TPESampler(seed=cfg.seed))
-    ref, rnd = _reference_values(cfg, study)
-    study.optimize(_objective(cfg, ref, rnd, progress), n_trials=cfg.trials, catch=())
+    optuna.logging.set_verbosity(optuna.logging.ERROR)  # a stopped trial is reported in one line below
+    try:
+        study = optuna.create_study(study_name=name, storage=storage, direction="maximize", load_if_exists=True)
+    except Exception as exc:  # noqa: BLE001 - the storage refused (checked above; a race or a server's rule)
+        if created:
+            shutil.rmtree(out, ignore_errors=True)
+        first = str(exc).strip().splitlines()
+        raise ValueError(f"--storage: cannot open the study ({first[0] if first else type(exc).__name__})") from None
+    held = len(study.get_trials(deepcopy=False))
+    study.sampler = optuna.samplers.TPESampler(seed=sampler_seed(cfg.seed, held))
+    try:
+        ref, rnd = _reference_values(cfg, study)
+        study.optimize(_objective(cfg, ref, rnd, progress), n_trials=cfg.trials, catch=())
+    except Exception:
+        if created and not any(t.state.name == "COMPLETE" for t in study.get_trials(deepcopy=False)):
+            shutil.rmtree(out, ignore_errors=True)  # a folder this run made, holding nothing that counts
+        raise
+    except KeyboardInterrupt as exc:
+        done = sum(t.state.name == "COMPLETE" for t in study.get_trials(deepcopy=False))
+        if done:
+            _write_record(record_of(study, cfg), out)
+        what = "terminated" if str(exc) == "terminated" else "interrupted"
+        raise KeyboardInterrupt(f"{what}; the study {name} holds {done} finished trial{'s' * (done != 1)} (kept: "
+                                "they count; run the same command again to continue it)") from None
     rec = record_of(study, cfg)
+    _write_record(rec, out)
+    return rec
+
+
+def _write_record(rec: dict, out: str) -> None:
     tmp = os.path.join(out, f".tuning.json.{os.getpid()}")  # several tuning processes may share ``out``
     with open(tmp, "w") as f:
         json.dump(rec, f, indent=1)
     os.replace(tmp, os.path.join(out, "tuning.json"))
-    return rec

@@ -57,7 +57,7 @@ class ApproxViewer(EpisodeViewer):
         else:
             img, hit, first = np.full((max(N, 1), n), np.nan), np.zeros(N, dtype=bool), np.zeros(N, dtype=int)
         vmax = max(float(np.nanmax(img)) if n and N and np.isfinite(img).any() else 1.0, 1.0)
-        im = timeline_image(ax, img, "viridis", 0.5, vmax + 0.5, under="0.86")
+        im = timeline_image(ax, img, "viridis", *self.scale(0.5, vmax + 0.5), under="0.86")
         if N:
             d = deadline[:N]
             show = d < max(n, 1)

@@ -88,7 +88,7 @@ class RingViewer(EpisodeViewer):
             img = np.where(main >= 0, main, np.nan)
         else:
             img = np.full((S, 0), np.nan)
-        timeline_image(ax, img, job_colormap(), -0.5, len(JOB_COLORS) - 0.5)
+        timeline_image(ax, img, job_colormap(), -0.5, len(JOB_COLORS) - 0.5)  # categorical: no shared scale
         racks = np.asarray(topo.rack_of)
         group_ticks(ax, racks[st["order"]], "server s, grouped by rack", "rack ", label_all=True)
         last = h["main_job"][-1] if n else np.zeros(0, dtype=np.int64)  # (S,) in row order

@@ -496,3 +496,109 @@ def test_concurrent_writers_one_wins_the_rest_get_one_line(tmp_path_factory, cap
 
     mark = json.loads((out / "results.json").read_text())["mark"]
     assert mark in winners and (out / "curves.csv").read_text() == mark  # one complete run, never a mix
+
+
+# -- replay and tune --------------------------------------------------------------------------------
+
+REPLAY_OPTS = {
+    "env": [P1, P4, "clustergym/Nope-v0"],
+    "--agents": ["esdp", "esdp,lcf", "fair", "a,b,c", "bogus", ""],
+    "--fps": ["8", "nan", "inf", "-inf", "0", "-1", "1e308", "0.001"],
+    "--horizon": ["3", "0", "-1", "1000000000000"],
+    "--every": ["1", "2", "0", "-3"],
+    "--seed": ["0", "7", "-1"],
+    "--set": ["rho=0.5", "horizon=3", "render_mode=ansi", "bogus", "scenario_seed=2"],
+    "--out": ["OUT.gif", "OLD.gif", "OUT.mp4", "OUT.txt", "FILE/x.gif", "DIR", "missing/x.gif", ""],
+}
+
+
+def _draw_argv(data, opts, command):
+    argv = [command, data.draw(st.sampled_from(opts["env"]))]
+    for flag, values in opts.items():
+        if flag != "env" and data.draw(st.booleans()):
+            argv += [flag, data.draw(st.sampled_from(values))]
+    if data.draw(st.booleans()):
+        argv.append("--overwrite" if command == "replay" else "--no-progress")
+    return argv
+
+
+def _run_in(root, argv):
+    cwd = os.getcwd()
+    os.chdir(root)
+    try:
+        return main(argv)
+    except SystemExit as exc:  # argparse: a usage error (2)
+        return exc.code
+    finally:
+        os.chdir(cwd)
+
+
+@FAST
+@given(st.data())
+def test_replay_random_arguments_exit_0_or_2_and_keep_an_existing_file(tmp_path_factory, capsys, monkeypatch, data):
+    import clustergym.replay as rp
+    from clustergym.agent import make as make_agent
+
+    def frames(env_id, agent, seed=0, **kw):  # the episode is stubbed: the arguments are fuzzed
+        gym.spec(env_id)
+        make_agent(agent, env_id=env_id)
+        return [np.full((4, 6, 3), 40 * i, np.uint8) for i in range(3)]
+
+    monkeypatch.setattr(rp, "record_episode", frames)
+    root = tmp_path_factory.mktemp("replay")
+    (root / "FILE").write_text("x")
+    (root / "DIR").mkdir()
+    (root / "OLD.gif").write_bytes(b"old")
+    argv = _draw_argv(data, REPLAY_OPTS, "replay")
+    before = _snapshot(root)
+    rc = _run_in(root, argv)
+    err = capsys.readouterr().err
+    assert rc in (0, 2), (argv, rc, err)
+    assert "Traceback" not in err, (argv, err)
+    if rc == 2:
+        assert len(err.strip().splitlines()) == 1, (argv, err)
+    new = _snapshot(root) - before
+    assert new <= {str(root / "OUT.gif"), str(root / "OUT.mp4")}, (argv, new)
+    if not (rc == 0 and "--overwrite" in argv and "OLD.gif" in argv):
+        assert (root / "OLD.gif").read_bytes() == b"old", argv
+
+
+TUNE_OPTS = {
+    "env": [P4, P1, "clustergym/Nope-v0"],
+    "--algo": ["ppo", "a2c", "sac"],
+    "--trials": ["1", "2", "0", "-1"],
+    "--timesteps": ["16", "0"],
+    "--instances": ["900", "900-901", "0", "1000", "seed", "x"],
+    "--seeds": ["0", "5-1", ""],
+    "--horizon": ["5", "0"],
+    "--storage": ["bogus://x", "sqlite:////nonexistent/dir/x.db", "sqlite:///FILE", "sqlite:///OUT/s.db",
+                  "sqlite://", "not a url", "postgresql://u:p@127.0.0.1:1/db"],
+    "--train-seeds": ["1", "0"],
+}
+
+
+@FAST
+@given(st.data())
+def test_tune_random_arguments_exit_0_or_2_and_leave_no_folder_on_refusal(tmp_path_factory, capsys, monkeypatch,
+                                                                          data):
+    from clustergym.learning import tuning
+
+    def objective(cfg, ref, rnd, progress):  # the training is stubbed: the arguments are fuzzed
+        return lambda trial: float(len(tuning.sample_params(trial, cfg.algo)))
+
+    monkeypatch.setattr(tuning, "_objective", objective)
+    monkeypatch.setattr(tuning, "_reference_values", lambda *a: ({}, {}))
+    root = tmp_path_factory.mktemp("tune")
+    (root / "FILE").write_text("{}")
+    argv = _draw_argv(data, TUNE_OPTS, "tune") + ["--out", "OUT"]
+    argv = [str(root / a[10:]) if a.startswith("sqlite:///") and a[10:] in ("FILE", "OUT/s.db")
+            else a for a in argv]
+    argv = [a.replace(str(root / "FILE"), "sqlite:///" + str(root / "FILE")).replace(
+        str(root / "OUT/s.db"), "sqlite:///" + str(root / "OUT/s.db")) for a in argv]
+    rc = _run_in(root, argv)
+    err = capsys.readouterr().err
+    assert rc in (0, 2), (argv, rc, err)
+    assert "Traceback" not in err, (argv, err)
+    if rc == 2:
+        assert len(err.strip().splitlines()) == 1, (argv, err)
+        assert not (root / "OUT").exists() or "OUT/s.db" in " ".join(argv), (argv, os.listdir(root / "OUT"))

@@ -658,3 +658,32 @@ def test_the_eta_is_weighted_by_each_agents_measured_cost():
     b = clustergym.evaluate(P1, ["hauf", "lcf"], [0, 1], 20, progress=False, score=False, workers=2)
     assert [(r.agent, r.seed) for r in a.runs] == [("hauf", 0), ("hauf", 1), ("lcf", 0), ("lcf", 1)]
     assert [r.total_reward for r in a.runs] == [r.total_reward for r in b.runs]
+
+
+# -- the side-car is validated like every other untrusted file --------------------------------------------
+
+def _deep(side, meta):
+    side.write_text(json.dumps({**meta, "hyperparams": {}})[:-1] + ', "x": ' + "[" * 100_000 + "]" * 100_000 + "}")
+
+
+@pytest.mark.parametrize("edit, words", [
+    (_deep, ("nested 100,001 levels", "at most 64")),
+    (lambda side, m: side.write_text(json.dumps({**m, "instances": "0-99999999999"})),
+     ("instances '0-99999999999'", "list of 1 to 100,000")),
+    (lambda side, m: side.write_text(json.dumps({**m, "env_kwargs": {**m["env_kwargs"], "horizon": 1e30}})),
+     ("env_kwargs.horizon 1e+30", "from 1 to")),
+    (lambda side, m: side.write_text(json.dumps({**m, "timesteps_trained": float("nan")})),
+     ("timesteps_trained nan", "an integer >= 0")),
+    (lambda side, m: (side.parent / "vecnormalize.npz").unlink(),
+     ("normalize is true", "vecnormalize.npz is missing")),
+    (lambda side, m: side.write_text(" " * (5 * 2**20)), ("MiB", "at most 4 MiB")),
+], ids=["deep", "instances", "horizon", "nan", "no-statistics", "huge"])
+def test_a_bad_side_car_is_one_line_naming_the_file_field_and_valid_values(trained, earlier_results, capsys, edit,
+                                                                           words):
+    model, _ = trained
+    res_out, res_before = earlier_results
+    side = model / "clustergym.json"
+    edit(side, json.loads(side.read_text()))
+    line = one_line_exit_2(capsys, _run_sb3(model, res_out))
+    assert "clustergym.json" in line and all(w in line for w in words), line
+    assert snapshot(res_out) == res_before

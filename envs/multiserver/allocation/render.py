@@ -50,7 +50,7 @@ class AllocationViewer(EpisodeViewer):
         else:
             img = np.full((K * L, 0), np.nan)
         vmax = max(float(np.nanmax(img)) if n and np.isfinite(img).any() else 0.0, 1e-9)
-        im = timeline_image(ax, img, "viridis", 0.0, vmax)
+        im = timeline_image(ax, img, "viridis", *self.scale(0.0, vmax))
         names = list(pb.device_names[:K]) or [f"k{k}" for k in range(K)]
         group = np.repeat(np.arange(K), L)
         group_ticks(ax, group, f"device type k (rows: ports l = 0..{L - 1})", "k", names=names)

@@ -32,7 +32,7 @@ class ChannelViewer(EpisodeViewer):
             img = np.where(h["selected"], h["utility"], np.where(h["available"], -1.0, np.nan)).T  # (E, n)
         else:
             img = np.full((E, 0), np.nan)
-        im = timeline_image(ax, img, "viridis", 0.0, 1.0, under="0.86")
+        im = timeline_image(ax, img, "viridis", *self.scale(0.0, 1.0), under="0.86")
         group_ticks(ax, pb.edge_port, "channel e, grouped by port l", "l")
         cb = ax.figure.colorbar(im, ax=ax, pad=0.01, fraction=0.03)
         cb.set_label("realised utility Z̃_e(t) of a selected channel", fontsize=7)
