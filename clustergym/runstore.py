@@ -10,8 +10,9 @@ timing fields aside: :data:`clustergym.results.TIMING_FIELDS`).
 
 **Keys.** A run's file is named by a hash of the task function's name, the task (canonical JSON, arrays and
 other objects by the hash of their bytes) and the **code fingerprint** (:func:`code_fingerprint`, plus the
-source of the task function's own module): editing a module a run depends on makes every earlier run stale,
-and stale runs are never reused (they stay on disk, under their fingerprint's folder, until removed).
+source of the task function's own module, and the learning modules' fingerprint for a trained model's run):
+editing a module a run depends on makes every earlier run stale, and stale runs are never reused (they stay on
+disk, under their fingerprint's folder, until removed).
 
 **Merging.** Files never collide unless they hold the same run, so stores computed on other machines (or by
 Ray workers writing to a shared file system) merge by copying their folders into one.
@@ -57,9 +58,14 @@ NOT_IN_RUNS = ("experiments", "cli.py", "cli_commands.py", "viewer.py", "gallery
                "progress.py", "runstore.py", "workers.py", "outdir.py", "replay.py", *TRAINING_ONLY)
 
 
-def fingerprint_files() -> list[str]:
+NO_RUN_BASENAMES = ("render.py",)  # a family's renderer draws frames of an episode and cannot change it
+
+
+def fingerprint_files(learning: bool | None = None) -> list[str]:
     """The sources a run depends on: every ``.py`` file of ``clustergym`` and of its envs, agents and baselines,
-    wherever they are installed from, except the modules of :data:`NOT_IN_RUNS`."""
+    wherever they are installed from, except the modules of :data:`NOT_IN_RUNS` and the renderers.
+    ``learning=False``: without ``clustergym/learning`` (what every agent but a trained model runs: no such run
+    imports it, tested); ``True``: only its files (what a trained model's run adds); ``None``: both."""
     pkg = os.path.dirname(os.path.abspath(__file__))  # the clustergym package
     roots = {pkg}
     for name in ("clustergym.envs", "clustergym.agents", "clustergym.baselines"):
@@ -67,23 +73,28 @@ def fingerprint_files() -> list[str]:
         if spec is not None:
             roots.update(os.path.abspath(d) for d in (spec.submodule_search_locations or []))
     skip = tuple(os.path.join(pkg, s) for s in NOT_IN_RUNS)
-    return sorted({os.path.realpath(p) for root in roots for d, _, fs in os.walk(root)
-                   for p in (os.path.join(d, f) for f in fs if f.endswith(".py"))
-                   if not any(p == s or p.startswith(s + os.sep) for s in skip)})
+    lrn = os.path.join(pkg, "learning") + os.sep
+    files = {os.path.realpath(p) for root in roots for d, _, fs in os.walk(root)
+             for p in (os.path.join(d, f) for f in fs if f.endswith(".py") and f not in NO_RUN_BASENAMES)
+             if not any(p == s or p.startswith(s + os.sep) for s in skip)}
+    if learning is not None:
+        files = {p for p in files if p.startswith(os.path.realpath(lrn)) == learning}
+    return sorted(files)
 
 
-_FINGERPRINT: list[str] = []
+_FINGERPRINT: dict = {}
 
 
-def code_fingerprint() -> str:
-    """A hash of :func:`fingerprint_files` (computed once per process)."""
-    if not _FINGERPRINT:
+def code_fingerprint(learning: bool = False) -> str:
+    """A hash of :func:`fingerprint_files` (computed once per process): by default the code of every run but
+    a trained model's; ``learning=True``: the learning modules a trained model's run adds."""
+    if learning not in _FINGERPRINT:
         h = hashlib.sha256()
-        for path in fingerprint_files():
+        for path in fingerprint_files(learning):
             with open(path, "rb") as fh:
                 h.update(os.path.basename(path).encode() + fh.read())
-        _FINGERPRINT.append(h.hexdigest()[:16])
-    return _FINGERPRINT[0]
+        _FINGERPRINT[learning] = h.hexdigest()[:16]
+    return _FINGERPRINT[learning]
 
 
 _MODULE_HASHES: dict[str, str] = {}
@@ -136,6 +147,7 @@ class TaskInfo:
 class _TaskKind:
     describe: Callable[[tuple], TaskInfo]
     placeholder: Callable[[tuple], Any]
+    own_code: bool = True
 
 
 _KINDS: dict[str, _TaskKind] = {}
@@ -145,14 +157,23 @@ def _fn_name(fn: Callable) -> str:
     return f"{fn.__module__}.{getattr(fn, '__qualname__', getattr(fn, '__name__', repr(fn)))}"
 
 
-def register_task(fn: Callable, *, describe: Callable[[tuple], TaskInfo], placeholder: Callable[[tuple], Any]) -> None:
+def register_task(fn: Callable, *, describe: Callable[[tuple], TaskInfo], placeholder: Callable[[tuple], Any],
+                  own_code: bool = True) -> None:
     """Tell the store what a task of ``fn`` runs (``describe``: for plans and unit costs) and what stands in for
-    its result in a plan (``placeholder``: a value of the result's form, never written anywhere)."""
-    _KINDS[_fn_name(fn)] = _TaskKind(describe, placeholder)
+    its result in a plan (``placeholder``: a value of the result's form, never written anywhere).
+    ``own_code=False``: ``fn`` only hands its task to fingerprinted code (the runner's episode), so the source of
+    its own module does not key its runs."""
+    _KINDS[_fn_name(fn)] = _TaskKind(describe, placeholder, own_code)
 
 
 def config_key(info: TaskInfo) -> str:
     return json.dumps([info.agent, info.env_id, _canonical(info.config)], sort_keys=True)
+
+
+def _runs_a_model(task) -> bool:
+    """Does the task name a trained model (an ``sb3:`` agent) anywhere in its top level?"""
+    items = task if isinstance(task, (tuple, list)) else (task,)
+    return any(isinstance(x, str) and x.startswith("sb3:") for x in items)
 
 
 class _SafeUnpickler(pickle.Unpickler):
@@ -205,7 +226,12 @@ class RunStore:
 
     # -- keys and files --------------------------------------------------------------------------------------
     def key(self, fn: Callable, task) -> str:
-        doc = json.dumps([_fn_name(fn), _module_hash(fn), _canonical(task)], sort_keys=True, separators=(",", ":"))
+        kind = _KINDS.get(_fn_name(fn))
+        own = _module_hash(fn) if kind is None or kind.own_code else "-"
+        parts = [_fn_name(fn), own, _canonical(task)]
+        if _runs_a_model(task):  # a trained model's run also depends on the learning modules
+            parts.append(code_fingerprint(learning=True))
+        doc = json.dumps(parts, sort_keys=True, separators=(",", ":"))
         return hashlib.sha256(doc.encode()).hexdigest()[:32]
 
     def path(self, key: str) -> str:
@@ -222,7 +248,8 @@ class RunStore:
 
     def save(self, key: str, fn: Callable, task, result, cpu_s: float, wall_s: float, label: str) -> None:
         info = describe(fn, task)
-        rec = {"result": result, "fn": _fn_name(fn), "label": label, "cpu_s": float(cpu_s), "wall_s": float(wall_s),
+        rec = {"result": result, "fn": _fn_name(fn), "task": json.dumps(_canonical(task), sort_keys=True),
+               "label": label, "cpu_s": float(cpu_s), "wall_s": float(wall_s),
                "agent": None if info is None else info.agent, "env_id": None if info is None else info.env_id,
                "horizon": None if info is None else int(info.horizon),
                "config": None if info is None else config_key(info), "code": self.code}

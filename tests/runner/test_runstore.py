@@ -204,3 +204,22 @@ def test_stored_task_writes_atomically(tmp_path, monkeypatch):
         task((3,))
     files = [f for _, _, fs in os.walk(tmp_path / "s") for f in fs]
     assert files == []
+
+
+def test_the_learning_modules_key_only_a_trained_models_runs(monkeypatch):
+    """Every run but a trained model's is keyed without clustergym/learning (no such run imports it: see
+    tests/experiments/test_drl_benchmark.py); an sb3: run's key changes with the learning modules."""
+    import clustergym.runstore as rs
+    from clustergym.workers import _run_task
+
+    base, learning = rs.fingerprint_files(False), rs.fingerprint_files(True)
+    sep = os.sep + "learning" + os.sep
+    assert base and learning and not any(sep in p for p in base) and all(sep in p for p in learning)
+    assert not any(os.path.basename(p) == "render.py" for p in base)  # renderers cannot change a run
+    store = RunStore("unused", code="x")
+    plain = (ENV, "esdp", 0, 10, {"scenario_seed": 0})
+    model = (ENV, "sb3:pretrained/MultiServerChannel-v0", 0, 10, {"scenario_seed": 0})
+    before = store.key(_run_task, plain), store.key(_run_task, model)
+    monkeypatch.setitem(rs._FINGERPRINT, True, "another-learning-code")
+    after = store.key(_run_task, plain), store.key(_run_task, model)
+    assert before[0] == after[0] and before[1] != after[1]
