@@ -197,8 +197,15 @@ def cmd_reproduce(args) -> int:
     if args.plan:
         if args.fresh:
             raise UsageError("--plan and --fresh cannot be combined: a plan runs nothing and keeps the store")
-        print(experiments.plan_table(experiments.plan(args.paper, quick=args.quick, store=store, **kw)))
+        extra = tuple(x for x in (args.costs_from or "").split(",") if x)
+        missing = [x for x in extra if not os.path.isdir(x)]
+        if missing:
+            raise UsageError(f"--costs-from {missing[0]!r} is not a folder (a run store: OUT/store)")
+        print(experiments.plan_table(experiments.plan(args.paper, quick=args.quick, store=store, cost_stores=extra,
+                                                      **kw)))
         return 0
+    if args.costs_from:
+        raise UsageError("--costs-from goes with --plan")
     with OutputFolder(args.out, overwrite=args.overwrite, marks=(*REPRODUCE_FILES, *names),
                       need_total=50e6, need_file=2e6) as stage, _print_as(stage.path, args.out.rstrip("/")):
         if args.fresh and os.path.isdir(store):

@@ -274,24 +274,30 @@ class RunStore:
                         yield rec
 
     def unit_costs(self) -> dict[str, float]:
-        """CPU seconds per slot of every configuration (agent, env, kwargs but instance and seed) with stored
-        runs: from this fingerprint's runs, else from earlier fingerprints' (a unit cost is a measurement, not a
-        result, so an older one is a fair estimate until the current code has been measured)."""
+        """CPU seconds per slot of every configuration with stored runs (:meth:`unit_cost_records`)."""
+        return {k: c for k, (c, _) in self.unit_cost_records().items()}
+
+    def unit_cost_records(self) -> dict[str, tuple[float, int]]:
+        """``(CPU seconds per slot, the longest measured horizon)`` of every configuration (agent, env, kwargs but
+        instance and seed) with stored runs: from this fingerprint's runs, else from earlier fingerprints' (a unit
+        cost is a measurement, not a result, so an older one is a fair estimate until the current code has been
+        measured)."""
         if not os.path.isdir(self.folder):
             return {}
         codes = [self.code] + sorted(c for c in os.listdir(self.folder)
                                      if c != self.code and os.path.isdir(os.path.join(self.folder, c)))
-        out: dict[str, float] = {}
+        out: dict[str, tuple[float, int]] = {}
         for code in codes:
             sums: dict[str, list[float]] = {}
             for rec in RunStore(self.folder, code=code).records():
                 if rec.get("config") and rec.get("horizon"):
-                    s = sums.setdefault(rec["config"], [0.0, 0.0])
+                    s = sums.setdefault(rec["config"], [0.0, 0.0, 0])
                     s[0] += rec["cpu_s"]
                     s[1] += rec["horizon"]
-            for k, (c, n) in sums.items():
+                    s[2] = max(s[2], int(rec["horizon"]))
+            for k, (c, n, h) in sums.items():
                 if n > 0 and k not in out:
-                    out[k] = c / n
+                    out[k] = (c / n, int(h))
         return out
 
 

@@ -157,7 +157,7 @@ def write_combined_report(out: str, names: list[str], reports: list[str], walls:
 
 
 def plan(paper: str, quick: bool = False, store: str = "runs/reproduce/store", instances=None,
-         tiny: bool = False) -> dict:
+         tiny: bool = False, cost_stores: tuple[str, ...] = ()) -> dict:
     """What ``reproduce(paper, quick)`` would run, without running it: every run of every experiment, how many
     the run store already holds, and an estimate of the CPU time of the missing ones from the unit costs (CPU
     seconds per slot of the same agent and configuration) measured on the runs the store holds.
@@ -172,7 +172,10 @@ def plan(paper: str, quick: bool = False, store: str = "runs/reproduce/store", i
     mods = [load(n) for n in names]
     insts = instances_for(quick, instances)
     rs = RunStore(store, plan=True)
-    costs = RunStore(store).unit_costs()
+    costs = RunStore(store).unit_cost_records()
+    for extra in cost_stores:  # unit costs measured in other stores (another machine's, an earlier mode's)
+        for k, v in RunStore(extra).unit_cost_records().items():
+            costs.setdefault(k, v)
     errors: dict[str, str | None] = {}
     with tempfile.TemporaryDirectory() as tmp, use_store(rs):
         for n, m in zip(names, mods):
@@ -188,7 +191,7 @@ def plan(paper: str, quick: bool = False, store: str = "runs/reproduce/store", i
 
 def _plan_rows(names, rs, costs: dict, errors: dict) -> dict:
     """Per paper, one row per configuration (env, agent set, kwargs, horizon): runs, stored, missing, CPU hours."""
-    by_agent: dict[tuple, list[float]] = {}
+    by_agent: dict[tuple, list[tuple[float, int]]] = {}
     for k, c in costs.items():
         agent, env_id, _ = json.loads(k)
         by_agent.setdefault((agent, env_id), []).append(c)
@@ -204,7 +207,7 @@ def _plan_rows(names, rs, costs: dict, errors: dict) -> dict:
                 cfg = {k: v for k, v in info.config.items() if k != "oracle"}
                 rk = (info.env_id.split("/")[-1], info.horizon, repr(sorted(cfg.items())))
                 row = rows.setdefault(rk, {"env": rk[0], "horizon": info.horizon, "config": cfg, "agents": set(),
-                                           "runs": 0, "stored": 0, "cpu_s": 0.0, "estimated": True})
+                                           "runs": 0, "stored": 0, "cpu_s": 0.0, "estimated": True, "basis": set()})
                 row["agents"].add(info.agent)
                 row["runs"] += 1
                 if kind == "stored":
@@ -218,7 +221,9 @@ def _plan_rows(names, rs, costs: dict, errors: dict) -> dict:
                         row["estimated"] = False
                         continue
                     c = max(near)
-                row["cpu_s"] += c * info.horizon
+                    row["basis"].add("other configuration")
+                row["basis"].add("same horizon" if c[1] >= info.horizon else f"runs of {c[1]:,} slots")
+                row["cpu_s"] += c[0] * info.horizon
         out["papers"][n] = {"rows": list(rows.values()), "error": errors.get(n)}
     return out
 
@@ -234,11 +239,14 @@ def plan_table(p: dict) -> str:
         total_runs, total_stored, total_cpu = total_runs + runs, total_stored + stored, total_cpu + cpu
         lines += [f"**{n}**: {runs:,} runs, {stored:,} stored, {runs - stored:,} to run, about "
                   f"{cpu / 3600:.2f} CPU-hours" + (f" (the plan stopped early: {d['error']})" if d["error"] else ""), "",
-                  "| env | horizon | configuration | agents | runs | stored | CPU-hours left |", "|---|---|---|---|---|---|---|"]
+                  "| env | horizon | configuration | agents | runs | stored | CPU-hours left | unit costs from |",
+                  "|---|---|---|---|---|---|---|---|"]
         for r in sorted(rows, key=lambda r: -r["cpu_s"]):
             cfg = ", ".join(f"{k}={v}" for k, v in sorted(r["config"].items())) or "defaults"
             est = f"{r['cpu_s'] / 3600:.3f}" + ("" if r["estimated"] else " (some unmeasured)")
-            lines.append(f"| {r['env']} | {r['horizon']:,} | {cfg} | {len(r['agents'])} | {r['runs']} | {r['stored']} | {est} |")
+            basis = ", ".join(sorted(r["basis"])) or ("–" if r["runs"] == r["stored"] else "unmeasured")
+            lines.append(f"| {r['env']} | {r['horizon']:,} | {cfg} | {len(r['agents'])} | {r['runs']} | {r['stored']} | "
+                         f"{est} | {basis} |")
         lines.append("")
     lines.append(f"**Total**: {total_runs:,} runs, {total_stored:,} stored, {total_runs - total_stored:,} to run, about "
                  f"{total_cpu / 3600:.2f} CPU-hours left ({total_cpu / 3600 / max(os.cpu_count() or 1, 1):.2f} h "
