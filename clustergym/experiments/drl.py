@@ -42,7 +42,7 @@ from clustergym.agent import env_family, list_agents
 from clustergym.family import family_spec
 from clustergym.experiments.drl_plan import FULL_OUT, HORIZON, PLAN, QUICK, TRAIN_SEED_OFFSET, EnvPlan, Learner
 from clustergym.experiments.drl_report import _Agents, _env_table, _plot_curves, ablation_table
-from clustergym.learning.agent import check_norm_file, check_side_car
+from clustergym.learning.agent import check_norm_file, read_side_car
 from clustergym.learning.hyperparams import load_hyperparams
 from clustergym.learning.instances import DEFAULT_TRAIN_INSTANCES
 from clustergym.learning.training import NORM_FILE, SIDE_CAR, train
@@ -152,9 +152,8 @@ def check_cell_files(path: str) -> None:
     statistics (validated as the ``sb3:`` agent validates them) and the learning curve; else :class:`CellError`."""
     import zipfile
 
-    meta = _read_json(os.path.join(path, SIDE_CAR), SIDE_CAR)
     try:
-        check_side_car(meta, SIDE_CAR)
+        meta = read_side_car(os.path.join(path, SIDE_CAR))  # bounded size and depth, every field checked
     except ValueError as exc:
         raise CellError(str(exc)) from None
     try:
@@ -227,8 +226,7 @@ def _train_into(tmp: str, cfg: dict, commit: str, train) -> dict:
     bc_wall = float((meta.get("warm_start") or {}).get("bc_wall_s", 0.0) or 0.0)  # demonstrations + fit
     points = []
     for (n, d), a in zip(ck.items(), agents):
-        with open(os.path.join(d, "clustergym.json")) as f:
-            side = json.load(f)
+        side = read_side_car(os.path.join(d, SIDE_CAR))
         per = res.per_instance(a)
         points.append({"steps": int(n), "steps_trained": int(side["timesteps_trained"]),
                        "wall_s": bc_wall + float(side["train_wall_s"]),

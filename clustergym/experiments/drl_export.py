@@ -10,7 +10,7 @@ import shutil
 from typing import Sequence
 
 from clustergym.experiments.drl import HORIZON, PLAN, _staged_replace, cell_config, cell_state
-from clustergym.learning.agent import PRETRAINED_DIR, safe_load
+from clustergym.learning.agent import PRETRAINED_DIR, read_side_car, safe_load
 from clustergym.learning.algos import SIDE_CAR
 
 __all__ = ["check_export", "export_pretrained", "prepare_export"]
@@ -68,9 +68,8 @@ def prepare_export(out: str, key: str) -> tuple[dict, dict, str, int]:
     if state != "done":
         raise ValueError(f"--export-pretrained: cell {os.path.relpath(src, out)} is not a finished cell of the full "
                          f"configuration ({state}); run the benchmark first")
-    with open(os.path.join(src, SIDE_CAR)) as f:
-        if json.load(f).get("env_id") != PLAN[key].env_id:
-            raise ValueError(f"--export-pretrained: {src}/{SIDE_CAR} is not a model of {PLAN[key].env_id}")
+    if read_side_car(os.path.join(src, SIDE_CAR)).get("env_id") != PLAN[key].env_id:
+        raise ValueError(f"--export-pretrained: {src}/{SIDE_CAR} is not a model of {PLAN[key].env_id}")
     return summ, best, src, seed
 
 
@@ -104,8 +103,7 @@ def _seed_score(best: dict, summ: dict, seed: int) -> float | None:
 
 def _write_export(dest: str, src: str, summ: dict, best: dict, seed: int, safe_load) -> None:
     os.makedirs(dest)
-    with open(os.path.join(src, "clustergym.json")) as f:
-        meta = json.load(f)
+    meta = read_side_car(os.path.join(src, SIDE_CAR))
     model = safe_load(os.path.join(src, "model.zip"), meta)
     pol = model.policy
     if hasattr(pol, "optimizer"):  # an unstepped optimizer: no moment estimates in the shipped file

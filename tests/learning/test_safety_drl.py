@@ -687,3 +687,13 @@ def test_a_bad_side_car_is_one_line_naming_the_file_field_and_valid_values(train
     line = one_line_exit_2(capsys, _run_sb3(model, res_out))
     assert "clustergym.json" in line and all(w in line for w in words), line
     assert snapshot(res_out) == res_before
+
+
+def test_the_benchmark_reads_side_cars_with_the_same_limits(tmp_path):
+    """`clustergym drl` checks a finished cell's side-car with the sb3: agent's validated reader: a file nested
+    100,000 levels deep is a cell error naming the depth, not a RecursionError."""
+    from clustergym.experiments.drl import CellError, check_cell_files
+
+    (tmp_path / "clustergym.json").write_text("[" * 100_000 + "]" * 100_000)
+    with pytest.raises(CellError, match="nested"):
+        check_cell_files(str(tmp_path))
