@@ -167,6 +167,9 @@ def replay(env_id: str, agents: list[str], out: str, seed: int = 0, *, horizon: 
         except OSError as exc:
             kept = "the earlier file is unchanged" if existed else "nothing was written"
             raise ValueError(f"cannot write {out!r}: {exc.strerror or exc} ({kept})") from None
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(tmp, 0o666 & ~umask)  # the mode a file the user creates gets (mkstemp makes it private)
         os.replace(tmp, out)
     except BaseException:
         try:

@@ -177,3 +177,19 @@ def test_shared_view_covers_both_scales_and_ends_at_the_later_slot():
 
     assert shared_view([((0.0, 40.0), 561), ((0.0, 100.0), 574)]) == ((0.0, 100.0), 574)
     assert shared_view([(None, 5), ((0.0, 1.0), 3)]) == (None, 5)
+
+
+def test_a_replay_file_gets_the_usual_permissions(tmp_path):
+    """The animation is written through a private temporary file; the file moved into place has the mode any
+    file the user creates gets (0666 less the umask), not the temporary file's 0600."""
+    import stat
+
+    from clustergym.cli import main
+
+    out = tmp_path / "a.gif"
+    old = os.umask(0o022)
+    try:
+        assert main(["replay", "clustergym/ApproxJobs-v0", "--agents", "fair", "--horizon", "3", "--out", str(out)]) == 0
+    finally:
+        os.umask(old)
+    assert stat.S_IMODE(out.stat().st_mode) == 0o644
