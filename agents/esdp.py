@@ -414,10 +414,12 @@ class ESDP(BaseAgent):
         s_max = int(math.floor(xi * self.m))  # eq. 19
         return dict(v_hat=v_hat, sigma2=sigma2, delta=delta, xi=xi, upsilon=upsilon, Sigma2=Sigma2, s_max=s_max, g=g)
 
-    def decide(self, arrivals: np.ndarray) -> np.ndarray:
+    def p4_inputs(self, arrivals: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
+        """The DP's inputs for the next slot: the channels (E, or Ω(t)'s with ``only_active``) in DP order,
+        Υ̂ (eq. 16), the weights Σ̂² (eq. 17, untried channels at :func:`untried_weight`) and the largest s
+        (eq. 19, capped at Σ Υ̂)."""
         pb = self.problem
-        t = self.t + 1
-        st = self.statistics(t)
+        st = self.statistics(self.t + 1)
         edges = np.arange(pb.num_edges)
         if self.only_active:
             edges = edges[arrivals[pb.edge_port].astype(bool)]
@@ -430,8 +432,11 @@ class ESDP(BaseAgent):
         # DP order: descending Υ̂ (stable). E's order is free in the paper; every P4(s, t) optimum is
         # the same in any order, and the reachable-s pruning then skips the most cells.
         perm = np.argsort(-ups, kind="stable")
-        edges, ups, weights = edges[perm], ups[perm], weights[perm]
-        s_max = s_cap
+        return edges[perm], ups[perm], weights[perm], s_cap
+
+    def decide(self, arrivals: np.ndarray) -> np.ndarray:
+        pb = self.problem
+        edges, ups, weights, s_max = self.p4_inputs(arrivals)
         self._workspace.pop("cells", None)
         values, solution = solve_p4_all(ups, weights, pb.demand[edges], pb.capacity, s_max,
                                         backend=self.backend, workspace=self._workspace)

@@ -216,11 +216,12 @@ SCORE_DEFINITION = ("score = (V - V_random) / (B - V_random) on the same instanc
                     "V_random = the random agent's V")
 
 
-def atomic_write(path: str, write) -> None:
-    """Write through a temporary file renamed into place, so a crash never leaves half a file."""
+def atomic_write(path: str, write, binary: bool = False) -> None:
+    """Write through a temporary file renamed into place, so a crash never leaves half a file (``write(f)``
+    gets the open file: text, or bytes with ``binary``)."""
     tmp = f"{path}.tmp{os.getpid()}"
     try:
-        with open(tmp, "w", newline="") as f:
+        with (open(tmp, "wb") if binary else open(tmp, "w", newline="")) as f:
             write(f)
         os.replace(tmp, path)
     finally:

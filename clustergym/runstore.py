@@ -36,14 +36,13 @@ import json
 import os
 import pickle
 import sys
-import tempfile
 import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterator
 
 import numpy as np
 
-from clustergym.results import RunResult
+from clustergym.results import RunResult, atomic_write
 
 __all__ = ["RunStore", "StoredTask", "TaskInfo", "active_store", "code_fingerprint", "describe", "fingerprint_files",
            "config_key", "placeholder", "register_task", "suspended", "use_store"]
@@ -198,19 +197,6 @@ class _SafeUnpickler(pickle.Unpickler):
         return super().find_class(module, name)
 
 
-def _atomic_write(path: str, data: bytes) -> None:
-    os.makedirs(os.path.dirname(path), exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=os.path.dirname(path), prefix=".tmp-", suffix=".part")
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
-
-
 class RunStore:
     """A folder of finished runs (module docstring). ``plan=True``: run nothing, list what is missing."""
 
@@ -253,7 +239,9 @@ class RunStore:
                "agent": None if info is None else info.agent, "env_id": None if info is None else info.env_id,
                "horizon": None if info is None else int(info.horizon),
                "config": None if info is None else config_key(info), "code": self.code}
-        _atomic_write(self.path(key), pickle.dumps(rec, protocol=4))
+        data = pickle.dumps(rec, protocol=4)
+        os.makedirs(os.path.dirname(self.path(key)), exist_ok=True)
+        atomic_write(self.path(key), lambda f: f.write(data), binary=True)
 
     def records(self) -> Iterator[dict]:
         """Every readable record of this code fingerprint (without its result)."""
@@ -312,12 +300,7 @@ def placeholder(fn: Callable, task) -> Any:
 
 def describe(fn: Callable, task) -> TaskInfo | None:
     kind = _KINDS.get(_fn_name(fn))
-    if kind is None:
-        return None
-    try:
-        return kind.describe(task)
-    except (TypeError, ValueError, KeyError, IndexError):
-        return None
+    return None if kind is None else kind.describe(task)  # a registered describer that fails is a bug: it raises
 
 
 class StoredTask:

@@ -12,19 +12,9 @@ ID = "clustergym/MultiServerChannel-v0"
 
 
 def _dp_inputs(agent: ESDP, arrivals):
-    """The inputs of the DP the agent's next decision solves (as ESDP.decide builds them)."""
-    from clustergym.agents.esdp import untried_weight
-
-    pb, st = agent.problem, agent.statistics(agent.t + 1)
-    edges = np.arange(pb.num_edges)
-    Sig = st["Sigma2"][edges]
-    untried = ~np.isfinite(Sig)
-    finite = np.where(untried, 0.0, Sig).astype(np.int64)
-    ups = st["upsilon"][edges]
-    s_cap = min(st["s_max"], int(ups.sum()))
-    w = np.where(untried, untried_weight(int(finite.sum()), s_cap, edges.size), finite).astype(np.int64)
-    perm = np.argsort(-ups, kind="stable")
-    return ups[perm], w[perm], pb.demand[edges[perm]], pb.capacity, s_cap
+    """The inputs of the DP the agent's next decision solves."""
+    edges, ups, w, s_max = agent.p4_inputs(arrivals)
+    return ups, w, agent.problem.demand[edges], agent.problem.capacity, s_max
 
 
 def _same_dp(ups, w, demand, cap, s_max):

@@ -43,6 +43,14 @@ TOKENS = ["run", "list", "reproduce", "train", "bench", "esdp", "all", "--quick"
           P1, P2, P3, P4, "clustergym/Nope-v0", "", "--", "-h"]
 
 
+def _assert_one_line_or_success(argv, rc, err) -> None:
+    """Exit 0, or exit 2 with one line on stderr; never a traceback."""
+    assert rc in (0, 2), (argv, rc, err)
+    assert "Traceback" not in err, (argv, err)
+    if rc == 2:
+        assert len(err.strip().splitlines()) == 1, (argv, err)
+
+
 @pytest.fixture
 def stub_heavy(monkeypatch):
     """The CLI layer is fuzzed; the long jobs behind ``reproduce``, ``bench`` and ``train`` are stubbed
@@ -94,10 +102,7 @@ def test_cli_random_arguments_exit_0_or_2_with_one_line(tmp_path_factory, capsys
     finally:
         os.chdir(cwd)
     err = capsys.readouterr().err
-    assert rc in (0, 2), (argv, rc, err)
-    assert "Traceback" not in err, (argv, err)
-    if rc == 2:
-        assert len(err.strip().splitlines()) == 1, (argv, err)
+    _assert_one_line_or_success(argv, rc, err)
     new = _snapshot(root) - before
     outside = [p for p in new if not (p == str(out) or p.startswith(str(out) + os.sep)
                                       or p.startswith(str(root / "OUT") + os.sep))]
@@ -553,10 +558,7 @@ def test_replay_random_arguments_exit_0_or_2_and_keep_an_existing_file(tmp_path_
     before = _snapshot(root)
     rc = _run_in(root, argv)
     err = capsys.readouterr().err
-    assert rc in (0, 2), (argv, rc, err)
-    assert "Traceback" not in err, (argv, err)
-    if rc == 2:
-        assert len(err.strip().splitlines()) == 1, (argv, err)
+    _assert_one_line_or_success(argv, rc, err)
     new = _snapshot(root) - before
     assert new <= {str(root / "OUT.gif"), str(root / "OUT.mp4")}, (argv, new)
     if not (rc == 0 and "--overwrite" in argv and "OLD.gif" in argv):
@@ -597,8 +599,6 @@ def test_tune_random_arguments_exit_0_or_2_and_leave_no_folder_on_refusal(tmp_pa
         str(root / "OUT/s.db"), "sqlite:///" + str(root / "OUT/s.db")) for a in argv]
     rc = _run_in(root, argv)
     err = capsys.readouterr().err
-    assert rc in (0, 2), (argv, rc, err)
-    assert "Traceback" not in err, (argv, err)
+    _assert_one_line_or_success(argv, rc, err)
     if rc == 2:
-        assert len(err.strip().splitlines()) == 1, (argv, err)
         assert not (root / "OUT").exists() or "OUT/s.db" in " ".join(argv), (argv, os.listdir(root / "OUT"))
