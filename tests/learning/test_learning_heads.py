@@ -1,4 +1,4 @@
-"""Fast action heads: one padded tensor op with the maths of SB3's
+"""Fast action heads: one tensor per choice count with the maths of SB3's
 ``MultiCategoricalDistribution`` and sb3-contrib's ``MaskableMultiCategoricalDistribution``."""
 
 import numpy as np
@@ -91,13 +91,16 @@ def test_sample_and_mode_take_the_first_maximal_index_as_argmax():
         fast.proba_distribution(logits)
         if masked:
             fast.apply_masking(masks)
-        logp = fast.padded.probs().log()  # (B, K, D); padding -inf
+        logp = fast.grouped.probs().log()  # (B, K, D); beyond a dimension's choices -inf
         assert th.equal(fast.mode(), th.argmax(logp, dim=1))
         th.manual_seed(7)
         got = fast.sample()
-        th.manual_seed(7)
-        u = th.rand_like(logp)
-        assert th.equal(got, th.argmax(fast.padded.probs().log() - th.log(-th.log(u)), dim=1))
+        th.manual_seed(7)  # the same noise: one draw per group, groups in ascending choice count
+        want = th.empty_like(got)
+        for n, dims in fast.grouped.groups:
+            g = logp[:, :n, dims]
+            want[:, dims] = th.argmax(g - th.log(-th.log(th.rand_like(g))), dim=1)
+        assert th.equal(got, want)
 
 
 @pytest.mark.parametrize("kind", ["unequal", "multibinary"])
@@ -170,3 +173,26 @@ def test_multibinary_maskable_policy_uses_the_fast_head_and_ppo_keeps_bernoulli(
     assert pol.action_net.out_features == 16  # two logits per binary choice, as MaskableBernoulliDistribution
     pol = FastActorCriticPolicy(obs_space, spaces.MultiBinary(8), lambda _: 3e-4)
     assert isinstance(pol.action_dist, BernoulliDistribution)  # already one tensor op in SB3
+
+
+@pytest.mark.parametrize("kind", NVECS)
+@pytest.mark.parametrize("use", ["both", "log_prob", "entropy"])
+def test_training_gradient_equals_autograd_through_sb3(kind, use):
+    """Training computes (log_prob, entropy) in one pass with the gradient written out: values and gradient
+    with respect to the logits equal autograd through SB3's per-dimension distribution (float64), whichever
+    of the two the loss uses."""
+    nvec = NVECS[kind]
+    logits, actions, _ = _case(nvec, seed=11)
+    w = th.randn(B, dtype=th.float64), th.randn(B, dtype=th.float64)
+
+    def loss_and_grad(dist_cls):
+        x = logits.clone().requires_grad_()
+        dist = dist_cls(nvec).proba_distribution(x)
+        lp, ent = dist.log_prob(actions), dist.entropy()
+        loss = {"both": (w[0] * lp).sum() + (w[1] * ent).sum(), "log_prob": (w[0] * lp).sum(),
+                "entropy": (w[1] * ent).sum()}[use]
+        return lp.detach(), ent.detach(), th.autograd.grad(loss, x)[0]
+
+    fast, ref = loss_and_grad(FastMultiCategoricalDistribution), loss_and_grad(MultiCategoricalDistribution)
+    for got, want in zip(fast, ref):
+        np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-9, atol=1e-10)
