@@ -52,7 +52,7 @@ def build_parser() -> argparse.ArgumentParser:
                                                      "(--set scenario_seed=K pins one instance instead)")
     r.add_argument("--no-score", action="store_true",
                    help="skip the normalised score (saves the random reference runs)")
-    r.add_argument("--horizon", type=int, default=2000, help="slots per run (default 2000)")
+    r.add_argument("--horizon", type=int, default=None, help="slots per run (default: the env's own horizon)")
     r.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="env kwarg (JSON value)")
     r.add_argument("--workers", type=int, default=1, help="parallel worker processes (default 1: in this process)")
     r.add_argument("--backend", default="local", choices=["local", "ray"],

@@ -15,7 +15,7 @@ import sys
 from clustergym import bench, experiments, runner
 from clustergym.agent import list_agents
 from clustergym.experiments import drl, drl_export, drl_plan, list_papers
-from clustergym.family import env_ids
+from clustergym.family import env_family, env_ids
 from clustergym.learning import training
 from clustergym.learning.hyperparams import default_algo
 from clustergym.learning.importing import import_model
@@ -130,6 +130,16 @@ def _run_sizes(n_runs: int, horizon: int, plots: bool) -> tuple[float, float]:
     return curves + results + 2 * png, max(curves, results, png)
 
 
+def _env_horizon(env_id: str, env_kwargs: dict) -> int:
+    """The episode length ``env_id`` has with ``env_kwargs`` (its ``horizon``), read from one env built for it."""
+    env_family(env_id)  # an unknown id: the error that names the known ones
+    env = runner.make_env(env_id, **env_kwargs)
+    try:
+        return int(env.unwrapped.horizon)
+    finally:
+        env.close()
+
+
 def cmd_run(args) -> int:
     agents = _split_agents(args.agents)
     if not agents:
@@ -146,10 +156,11 @@ def cmd_run(args) -> int:
     n_runs = len(seeds) * (1 if instances is None else len(instances))
     if n_runs > MAX_SEEDS:
         raise UsageError(f"--instances x --seeds is {n_runs:,} runs per agent; at most {MAX_SEEDS:,} per command")
-    total, largest = _run_sizes(n_runs * (len(agents) + 1), max(int(args.horizon), 1), not args.no_plots)
+    horizon = args.horizon if args.horizon is not None else _env_horizon(args.env_id, env_kwargs)
+    total, largest = _run_sizes(n_runs * (len(agents) + 1), max(int(horizon), 1), not args.no_plots)
     with OutputFolder(args.out, overwrite=args.overwrite, marks=RUN_FILES, need_total=total,
                       need_file=largest) as stage:
-        res = runner.evaluate(args.env_id, agents, seeds, args.horizon, env_kwargs=env_kwargs,  # looked up per call
+        res = runner.evaluate(args.env_id, agents, seeds, horizon, env_kwargs=env_kwargs,  # looked up per call
                               workers=args.workers, backend=args.backend, progress=not args.no_progress,
                               instances=instances, score=not args.no_score)
         print(res.table())

@@ -314,3 +314,24 @@ def test_progress_moves_during_parallel_runs_not_only_at_their_end():
     tasks = [("clustergym/MultiServerChannel-v0", a, 0, 1000, {"scenario_seed": 0}) for a in ("hauf", "lcf")]
     runner._run_local(tasks, 2, bar)
     assert sum(bar.updates) == 2000 and len(bar.updates) >= 10  # every 200 slots of each run
+
+
+def test_run_without_horizon_uses_the_envs_own(tmp_path, monkeypatch):
+    """``clustergym run`` without ``--horizon`` runs each env's own episode length (RingAllReduce-v0: 200
+    slots, not another env's 2,000), and ``--set`` kwargs that change it are honoured."""
+    from clustergym import cli_commands
+
+    seen = []
+    real = cli_commands.runner.evaluate
+
+    def spy(env_id, agents, seeds, horizon, **kw):
+        seen.append(horizon)
+        return real(env_id, agents, seeds, 3, **kw)  # the run itself kept short
+
+    monkeypatch.setattr(cli_commands.runner, "evaluate", spy)
+    for args, want in ((["clustergym/RingAllReduce-v0"], 200), ([ID, "--set", "num_servers=12"], 2000),
+                       ([ID, "--set", "num_servers=12", "--horizon", "7"], 7)):
+        out = tmp_path / f"o{len(seen)}"
+        assert main(["run", *args, "--agents", "random", "--seeds", "0", "--no-progress", "--no-plots",
+                     "--out", str(out)]) == 0
+        assert seen[-1] == want
