@@ -84,7 +84,10 @@ def build_parser() -> argparse.ArgumentParser:
                     help="run nothing: list every experiment's runs, how many OUT/store already holds and the CPU "
                          "hours left, estimated from the unit costs measured on the stored runs")
     rp.add_argument("--costs-from", default=None, metavar="STORE[,STORE...]",
-                    help="with --plan: also take unit costs from these run stores (another machine's, a quick run's)")
+                    help="with --plan: also take unit costs from these run stores (another machine's, a quick run's) "
+                         "or costs files written by --save-costs")
+    rp.add_argument("--save-costs", default=None, metavar="FILE",
+                    help="with --plan: write the unit costs it used to FILE (JSON, small enough to commit)")
     rp.set_defaults(func=cmd_reproduce)
 
     t = sub.add_parser("train", parents=[debug], help="train a Stable-Baselines3 agent (saved model = agent sb3:DIR/model.zip)")

@@ -209,14 +209,23 @@ def cmd_reproduce(args) -> int:
         if args.fresh:
             raise UsageError("--plan and --fresh cannot be combined: a plan runs nothing and keeps the store")
         extra = tuple(x for x in (args.costs_from or "").split(",") if x)
-        missing = [x for x in extra if not os.path.isdir(x)]
-        if missing:
-            raise UsageError(f"--costs-from {missing[0]!r} is not a folder (a run store: OUT/store)")
+        for x in extra:
+            try:
+                experiments.read_costs(x)
+            except ValueError as exc:
+                raise UsageError(str(exc)) from None
+        if args.save_costs:
+            parent = os.path.dirname(os.path.abspath(args.save_costs))
+            if os.path.isdir(args.save_costs) or not os.path.isdir(parent) or not os.access(parent, os.W_OK):
+                raise UsageError(f"--save-costs {args.save_costs!r} is not a file this user can write (its folder "
+                                 "must exist)")
         print(experiments.plan_table(experiments.plan(args.paper, quick=args.quick, store=store, cost_stores=extra,
-                                                      **kw)))
+                                                      save_costs=args.save_costs, **kw)))
+        if args.save_costs:
+            print(f"wrote the unit costs to {args.save_costs}")
         return 0
-    if args.costs_from:
-        raise UsageError("--costs-from goes with --plan")
+    if args.costs_from or args.save_costs:
+        raise UsageError(f"{'--costs-from' if args.costs_from else '--save-costs'} goes with --plan")
     with OutputFolder(args.out, overwrite=args.overwrite, marks=(*REPRODUCE_FILES, *names),
                       need_total=50e6, need_file=2e6) as stage, _print_as(stage.path, args.out.rstrip("/")):
         if args.fresh and os.path.isdir(store):

@@ -18,7 +18,7 @@ import tempfile
 import time
 
 from clustergym.envs import FAMILIES as _FAMILIES
-from clustergym.results import RESULTS_FILE, write_json
+from clustergym.results import RESULTS_FILE, atomic_write, write_json
 from clustergym.runner import worker_pool
 from clustergym.runstore import RunStore, config_key, use_store
 from clustergym.workers import ray_tasks
@@ -156,11 +156,34 @@ def write_combined_report(out: str, names: list[str], reports: list[str], walls:
     return path
 
 
+def read_costs(path: str) -> dict[str, tuple[float, int]]:
+    """The unit costs of a run store (a folder, ``OUT/store``) or of a costs file :func:`write_costs` wrote (JSON:
+    ``{"unit_costs": {configuration: [CPU seconds per slot, longest measured horizon]}}``); a ValueError (one
+    line) for anything else."""
+    if os.path.isdir(path):
+        return RunStore(path).unit_cost_records()
+    try:
+        with open(path) as f:
+            doc = json.load(f)
+        return {str(k): (float(c), int(h)) for k, (c, h) in doc["unit_costs"].items()}
+    except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
+        raise ValueError(f"--costs-from {path!r} is neither a run store (OUT/store) nor a costs file written by "
+                         f"--save-costs ({type(exc).__name__})") from None
+
+
+def write_costs(path: str, costs: dict[str, tuple[float, int]]) -> None:
+    """A costs file: every configuration's unit cost (CPU seconds per slot) and longest measured horizon, small
+    enough to commit, so a plan on another machine can estimate from this one's measurements."""
+    doc = {"unit_costs": {k: [float(c), int(h)] for k, (c, h) in sorted(costs.items())}}
+    atomic_write(path, lambda f: json.dump(doc, f, indent=0, sort_keys=True))
+
+
 def plan(paper: str, quick: bool = False, store: str = "runs/reproduce/store", instances=None,
-         tiny: bool = False, cost_stores: tuple[str, ...] = ()) -> dict:
+         tiny: bool = False, cost_stores: tuple[str, ...] = (), save_costs: str | None = None) -> dict:
     """What ``reproduce(paper, quick)`` would run, without running it: every run of every experiment, how many
     the run store already holds, and an estimate of the CPU time of the missing ones from the unit costs (CPU
-    seconds per slot of the same agent and configuration) measured on the runs the store holds.
+    seconds per slot of the same agent and configuration) measured on the runs the store holds, then on those of
+    ``cost_stores`` (stores or costs files, :func:`read_costs`); ``save_costs``: write the costs used there.
 
     The reproduction's code runs with a store in plan mode (:class:`clustergym.runstore.RunStore`): finished runs
     are read, missing ones are listed and stand-in values take their place, so the experiments' own code decides
@@ -173,9 +196,11 @@ def plan(paper: str, quick: bool = False, store: str = "runs/reproduce/store", i
     insts = instances_for(quick, instances)
     rs = RunStore(store, plan=True)
     costs = RunStore(store).unit_cost_records()
-    for extra in cost_stores:  # unit costs measured in other stores (another machine's, an earlier mode's)
-        for k, v in RunStore(extra).unit_cost_records().items():
+    for extra in cost_stores:  # unit costs measured elsewhere (another machine's store, an earlier mode's, a file)
+        for k, v in read_costs(extra).items():
             costs.setdefault(k, v)
+    if save_costs:
+        write_costs(save_costs, costs)
     errors: dict[str, str | None] = {}
     with tempfile.TemporaryDirectory() as tmp, use_store(rs):
         for n, m in zip(names, mods):

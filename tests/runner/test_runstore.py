@@ -180,6 +180,31 @@ def test_plan_lists_the_runs_and_what_the_store_holds(tmp_path, capsys):
     assert code_fingerprint() in os.listdir(os.path.join(out, "store"))
 
 
+def test_saved_costs_estimate_a_plan_elsewhere(tmp_path, capsys):
+    """``--plan --save-costs FILE`` writes the unit costs measured on a store; a plan of an empty folder on
+    ``--costs-from FILE`` estimates every run from them (the same CPU-hours as a plan given the store itself),
+    and without them counts every run as unmeasured. A file that is not a costs file is one line, exit 2."""
+    from clustergym.cli import main
+
+    base = ["reproduce", PAPER, "--quick", "--tiny", "--instances", "0-1"]
+    out, costs = str(tmp_path / "r"), str(tmp_path / "costs.json")
+    assert main([*base, "--workers", "1", "--no-progress", "--out", out]) == 0
+    assert main([*base, "--plan", "--out", str(tmp_path / "empty"), "--costs-from", os.path.join(out, "store"),
+                 "--save-costs", costs]) == 0
+    from_store, wrote = capsys.readouterr().out.split("**Total**: ")[1].split("\nwrote the unit costs to ")
+    assert wrote.strip() == costs and json.load(open(costs))["unit_costs"]
+    assert main([*base, "--plan", "--out", str(tmp_path / "empty"), "--costs-from", costs]) == 0
+    from_file = capsys.readouterr().out.split("**Total**: ")[1].rstrip("\n")
+    assert from_file == from_store and "unmeasured" not in from_file and "0 stored" in from_file
+    assert main([*base, "--plan", "--out", str(tmp_path / "empty")]) == 0
+    assert "no measured unit cost" in capsys.readouterr().out
+    bad = tmp_path / "bad.json"
+    bad.write_text("{}")
+    assert main([*base, "--plan", "--out", str(tmp_path / "empty"), "--costs-from", str(bad)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "neither a run store" in err
+
+
 def test_fresh_empties_the_store(tmp_path):
     from clustergym.cli import main
 
