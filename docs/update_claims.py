@@ -1,12 +1,13 @@
-"""Copy the claims tables of a quick reproduction into README.md and the papers' pages.
+"""Copy the claims tables of a reproduction into README.md and the papers' pages.
 
     make reproduce                                   # clustergym reproduce all --quick --out runs/reproduce
     .venv/bin/python docs/update_claims.py runs/reproduce            # or name papers: ... runs/reproduce opm
+    .venv/bin/python docs/update_claims.py --full runs/full          # full mode (clustergym reproduce all)
 
 Every claims table of ``RUN/<paper>/report.md`` (a table whose header starts ``| claim | paper |``,
 with the heading above it and the notes under it) replaces the text between the markers
-``<!-- quick-claims:<paper> -->`` and ``<!-- /quick-claims:<paper> -->`` in README.md and in
-docs/<paper>.md, so the tables the docs show are the ones the command printed.
+``<!-- quick-claims:<paper> -->`` and ``<!-- /quick-claims:<paper> -->`` (``full-claims`` with ``--full``)
+in README.md and in docs/<paper>.md, so the tables the docs show are the ones the command printed.
 """
 
 from __future__ import annotations
@@ -48,8 +49,8 @@ def claims_blocks(report: str) -> str:
     return "\n".join([f"*{title}.* {head}", "", *out]).rstrip() + "\n"
 
 
-def replace_between(text: str, paper: str, body: str) -> str:
-    start, end = f"<!-- quick-claims:{paper} -->", f"<!-- /quick-claims:{paper} -->"
+def replace_between(text: str, paper: str, body: str, mode: str = "quick") -> str:
+    start, end = f"<!-- {mode}-claims:{paper} -->", f"<!-- /{mode}-claims:{paper} -->"
     pat = re.compile(re.escape(start) + r".*?" + re.escape(end), re.S)
     if not pat.search(text):
         raise ValueError(f"marker {start} not found")
@@ -57,10 +58,12 @@ def replace_between(text: str, paper: str, body: str) -> str:
 
 
 def main(argv=None) -> None:
-    argv = sys.argv[1:] if argv is None else argv
+    argv = list(sys.argv[1:] if argv is None else argv)
+    mode = "full" if "--full" in argv else "quick"
+    argv = [a for a in argv if a != "--full"]
     if not argv or any(p not in PAPERS for p in argv[1:]):
-        raise SystemExit("usage: python docs/update_claims.py RUN_DIR [PAPER ...] (RUN_DIR: the --out of "
-                         "reproduce all --quick; default: every paper)")
+        raise SystemExit("usage: python docs/update_claims.py [--full] RUN_DIR [PAPER ...] (RUN_DIR: the --out of "
+                         "reproduce all --quick, or of reproduce all with --full; default: every paper)")
     run = argv[0]
     for paper in argv[1:] or PAPERS:
         with open(os.path.join(run, paper, "report.md")) as f:
@@ -70,8 +73,8 @@ def main(argv=None) -> None:
             with open(path) as f:
                 text = f.read()
             with open(path, "w") as f:
-                f.write(replace_between(text, paper, body))
-            print(f"{rel}: quick claims of {paper} updated")
+                f.write(replace_between(text, paper, body, mode))
+            print(f"{rel}: {mode} claims of {paper} updated")
 
 
 if __name__ == "__main__":
