@@ -209,9 +209,10 @@ def cmd_reproduce(args) -> int:
         if args.fresh:
             raise UsageError("--plan and --fresh cannot be combined: a plan runs nothing and keeps the store")
         extra = tuple(x for x in (args.costs_from or "").split(",") if x)
-        for x in extra:
+        for x in extra:  # a costs file is checked here; a store is read once, by the plan
             try:
-                experiments.read_costs(x)
+                if not os.path.isdir(x):
+                    experiments.read_costs(x)
             except ValueError as exc:
                 raise UsageError(str(exc)) from None
         if args.save_costs:
