@@ -80,11 +80,11 @@ def _dp_numba(upsilon, weights, offsets, valid, V, take):  # pragma: no cover - 
 
 
 @numba.njit(cache=True, nogil=True)
-def _tops(upsilon, offsets, valid, inbox, S, tops):  # pragma: no cover - compiled
+def _tops(upsilon, offsets, valid, reach, S, tops):  # pragma: no cover - compiled
     """The per-cell reach bound, in the order the DP visits the cells: R_i(c') = the largest Σ_{j>=i} Υ̂_j x_j
     over x whose demands fit in c' (a knapsack over the capacity grid, without the s axis). V(s, c', i) = −∞ for
     every s > R_i(c'), so cell (c', i) needs s in [0, min(R_i(c'), S−1)]; ``tops[i, c']`` = that count (0 where
-    c' is outside the top-down box of layer i). Returns Σ tops over the cells the DP updates."""
+    c' is not reachable at layer i: :func:`_reachable`). Returns Σ tops over the cells the DP updates."""
     n, G = valid.shape
     R = np.zeros(G, dtype=np.int64)  # R_{i+1}(·), updated in place to R_i(·)
     cells = 0
@@ -92,7 +92,7 @@ def _tops(upsilon, offsets, valid, inbox, S, tops):  # pragma: no cover - compil
         u = upsilon[i]
         off = offsets[i]
         for cf in range(G - 1, -1, -1):  # decreasing: R[cf − off] is still R_{i+1} when read
-            if not inbox[i, cf]:
+            if not reach[i, cf]:
                 continue
             if valid[i, cf]:
                 cand = R[cf - off] + u
@@ -107,8 +107,8 @@ def _tops(upsilon, offsets, valid, inbox, S, tops):  # pragma: no cover - compil
 
 
 @numba.njit(cache=True, nogil=True)
-def _dp_pruned(upsilon, weights, offsets, valid, inbox, tops, starts, V, bits):  # pragma: no cover - compiled
-    """Eq. 27 over the cells that can matter: the top-down box of each layer (``inbox``) and, per cell, s below
+def _dp_pruned(upsilon, weights, offsets, valid, reach, tops, starts, V, bits):  # pragma: no cover - compiled
+    """Eq. 27 over the cells that can matter: the cells reachable at each layer (``reach``) and, per cell, s below
     its reach bound (``tops``); a taken edge sets bit ``starts[i, c'] + s`` of ``bits`` (zeroed by the caller)."""
     n, G = valid.shape
     S = V.shape[1]
@@ -117,7 +117,7 @@ def _dp_pruned(upsilon, weights, offsets, valid, inbox, tops, starts, V, bits): 
         w = weights[i]
         off = offsets[i]
         for cf in range(G - 1, -1, -1):  # decreasing: the source row (cf − off < cf) is still V(·, i+1)
-            if not inbox[i, cf] or not valid[i, cf]:
+            if not reach[i, cf] or not valid[i, cf]:
                 continue
             top = tops[i, cf]
             base = starts[i, cf]
@@ -146,8 +146,50 @@ def _dp_pruned(upsilon, weights, offsets, valid, inbox, tops, starts, V, bits): 
     return V
 
 
-def _solve_pruned(upsilon, sigma2, demand, capacity, S, dtype, neg, grid, strides, coords, valid, offsets,
-                  workspace):
+@numba.njit(cache=True, nogil=True)
+def _masks(coords, demand, fits, valid):  # pragma: no cover - compiled
+    """``valid[i, c']``: edge i fits in c' (c' >= a_i and a_i <= c). One pass over (i, c', k) instead of an
+    (n, G, K) comparison in numpy."""
+    n, K = demand.shape
+    G = coords.shape[0]
+    for i in range(n):
+        for cf in range(G):
+            fit = fits[i]
+            for k in range(K):
+                if coords[cf, k] < demand[i, k]:
+                    fit = False
+            valid[i, cf] = fit
+
+
+@numba.njit(cache=True, nogil=True)
+def _reachable(offsets, valid, root, reach):  # pragma: no cover - compiled
+    """``reach[i, c']``: residual capacity c' can be met at layer i by backtracking from the full capacity
+    (``root``), i.e. c' = c − Σ_{j<i} a_j x_j for some x whose demands fit step by step. The sets grow with i
+    (not taking edge i keeps c'), so a cell reachable at layer i was updated at every deeper layer."""
+    n, G = valid.shape
+    reach[0, :] = False
+    reach[0, root] = True
+    for i in range(n - 1):
+        off = offsets[i]
+        for cf in range(G):
+            reach[i + 1, cf] = reach[i, cf]
+        for cf in range(G):
+            if reach[i, cf] and valid[i, cf]:
+                reach[i + 1, cf - off] = True
+
+
+def _scratch(workspace, name: str, size: int, dtype) -> np.ndarray:
+    """A flat buffer of at least ``size`` items kept in ``workspace`` between decisions (no workspace: a new one).
+    Reusing it matters at large sizes: a fresh 100 MB table costs page faults on every decision."""
+    buf = None if workspace is None else workspace.get(name)
+    if buf is None or buf.size < size or buf.dtype != dtype:
+        buf = np.empty(max(size, 1), dtype=dtype)
+        if workspace is not None:
+            workspace[name] = buf
+    return buf[:max(size, 1)]
+
+
+def _solve_pruned(upsilon, sigma2, demand, capacity, S, dtype, neg, grid, strides, coords, offsets, workspace):
     """The pruned, bit-packed DP (``backend="pruned"``): same values and same decisions as the dense kernel.
 
     Two prunings, each exact (they skip only cells whose value cannot reach the answer):
@@ -155,35 +197,37 @@ def _solve_pruned(upsilon, sigma2, demand, capacity, S, dtype, neg, grid, stride
     * **reach bound** — cell (s, c', i) is −∞ when s > R_i(c'), the largest Σ_{j>=i} Υ̂_j x_j that fits in c'
       (:func:`_tops`); those cells are never written, so they keep the −∞ they were filled with, exactly the
       value the dense recursion computes for them;
-    * **top-down box** — backtracking starts at the full capacity c, so at layer i the residual capacity is at
-      least lo_i = max(c − Σ_{j<i} a_j, 0) (the sum over the edges that fit at all); cells below lo_i are on no
-      path from c and are skipped. The boxes shrink as i decreases and layer i reads layer i+1 only at
-      c' − a_i >= lo_{i+1}, inside the box computed there, so every cell read holds the dense value.
+    * **top-down reachability** — backtracking starts at the full capacity c, so at layer i only the residual
+      capacities c' = c − Σ_{j<i} a_j x_j that some choice of the earlier edges leaves (:func:`_reachable`) are
+      on a path from c; the others are skipped. A reachable cell reads only reachable cells of layer i+1
+      (c' itself and c' − a_i), and the reachable sets grow with i, so every cell read holds the dense value.
+      (This refines the box c' >= c − Σ_{j<i} a_j, which holds every reachable cell; at the |R| = 80 scenario
+      it keeps about 1 cell in 7 of the box's.)
 
     The decision of cell (c', i) at s is bit ``starts[i, c'] + s`` of one byte array holding only the cells
     the DP updates, R_i(c') + 1 bits each: 8x less than a bool table before the pruning, far less after it.
+    With a ``workspace``, the value table, the decision bits and the per-cell arrays are buffers reused from one
+    decision to the next (refilled, never read stale: tested with one workspace over DPs of changing sizes).
     """
     n = upsilon.shape[0]
     G = int(np.prod(grid))
     fits = np.all(demand <= capacity, axis=1)  # edges that can be taken at all
-    used = np.cumsum(np.where(fits[:, None], demand, 0), axis=0) - np.where(fits[:, None], demand, 0)  # Σ_{j<i} a_j
-    lo = np.maximum(capacity[None, :] - used, 0)  # (n, K) the top-down box of each layer
-    inbox = np.all(coords[None, :, :] >= lo[:, None, :], axis=2)  # (n, G)
-    tops = np.zeros((n, G), dtype=np.int64)
-    cells = _tops(upsilon, offsets, valid, inbox, S, tops)
-    sizes = np.where(inbox & valid, tops, 0).ravel()
+    valid = _scratch(workspace, "valid", n * G, np.bool_).reshape(n, G)
+    _masks(coords, demand, fits, valid)
+    reach = _scratch(workspace, "reach", n * G, np.bool_).reshape(n, G)
+    _reachable(offsets, valid, int(capacity @ strides), reach)
+    tops = _scratch(workspace, "tops", n * G, np.int64).reshape(n, G)
+    tops[:] = 0
+    cells = _tops(upsilon, offsets, valid, reach, S, tops)
+    sizes = np.where(reach & valid, tops, 0).ravel()
     starts = (np.cumsum(sizes) - sizes).reshape(n, G)
     nbytes = (int(sizes.sum()) + 7) // 8
-    V = np.full((G, S), neg, dtype=dtype)
+    V = _scratch(workspace, "V", G * S, np.dtype(dtype))[:G * S].reshape(G, S)
+    V.fill(neg)
     V[:, 0] = 0  # base case i = |E|: s = 0 feasible with value 0
-    buf = None if workspace is None else workspace.get("bits")
-    if buf is None or buf.size < nbytes:
-        buf = np.empty(max(nbytes, 1), dtype=np.uint8)
-        if workspace is not None:
-            workspace["bits"] = buf
-    bits = buf[:max(nbytes, 1)]
+    bits = _scratch(workspace, "bits", nbytes, np.uint8)
     bits[:] = 0
-    _dp_pruned(upsilon, sigma2.astype(dtype), offsets, valid, inbox, tops, starts, V, bits)
+    _dp_pruned(upsilon, sigma2.astype(dtype), offsets, valid, reach, tops, starts, V, bits)
     if workspace is not None:
         workspace["cells"] = int(cells)  # DP cells (s, c', i) evaluated: the decision's deterministic cost
         workspace["table_bytes"] = int(nbytes)
@@ -193,6 +237,17 @@ def _solve_pruned(upsilon, sigma2, demand, capacity, S, dtype, neg, grid, stride
         return bool(bits[b >> 3] >> (b & 7) & 1)
 
     return V, taken
+
+
+def _grid(capacity: np.ndarray, demand: np.ndarray, workspace: dict | None):
+    """:func:`_grid_steps` of ``capacity``, kept in ``workspace`` while the capacity stays the same."""
+    key = tuple(int(c) for c in capacity)
+    if workspace is not None and workspace.get("grid_key") == key:
+        return workspace["grid"]
+    out = _grid_steps(capacity, demand)
+    if workspace is not None:
+        workspace["grid_key"], workspace["grid"] = key, out
+    return out
 
 
 def solve_p4_all(upsilon: np.ndarray, sigma2: np.ndarray, demand: np.ndarray, capacity: np.ndarray,
@@ -207,7 +262,7 @@ def solve_p4_all(upsilon: np.ndarray, sigma2: np.ndarray, demand: np.ndarray, ca
     ``backend="numpy"`` updates the whole (c', s) grid per edge with array slices (the reference);
     ``"numba"`` runs the same recursion in one fused compiled pass over every cell (about 5x faster);
     ``"pruned"`` (what ``"auto"`` picks) skips the cells that cannot matter and packs the decisions into
-    bits (:func:`_solve_pruned`: a reach bound per cell and a top-down box per layer, both exact). All
+    bits (:func:`_solve_pruned`: a reach bound per cell and the cells reachable from the full capacity per layer, both exact). All
     three return identical values and identical decisions (tested). With a ``workspace`` dict, the pruned
     kernel records ``workspace["cells"]``, the number of cells (s, c', i) it evaluated: the decision's
     cost, the same on every machine.
@@ -234,12 +289,10 @@ def solve_p4_all(upsilon: np.ndarray, sigma2: np.ndarray, demand: np.ndarray, ca
     neg = np.iinfo(dtype).min // 2  # "−∞" that stays far below 0 after adding any Σ̂² sums
     if backend == "auto":
         backend = "pruned"
-    grid, strides, coords = _grid_steps(capacity, demand)
-    G = int(np.prod(grid))
     if backend == "pruned":
-        valid = np.all(coords[None, :, :] >= demand[:, None, :], axis=2) & np.all(demand <= capacity, axis=1)[:, None]
+        grid, strides, coords = _grid(capacity, demand, workspace)
         offsets = demand @ strides
-        Vflat, taken = _solve_pruned(upsilon, sigma2, demand, capacity, S, dtype, neg, grid, strides, coords, valid,
+        Vflat, taken = _solve_pruned(upsilon, sigma2, demand, capacity, S, dtype, neg, grid, strides, coords,
                                      offsets, workspace)
         values = Vflat[int(capacity @ strides)].astype(np.int64)
         values[values < 0] = -1
@@ -255,6 +308,8 @@ def solve_p4_all(upsilon: np.ndarray, sigma2: np.ndarray, demand: np.ndarray, ca
             return x
 
         return values, solution_pruned
+    grid, strides, coords = _grid_steps(capacity, demand)
+    G = int(np.prod(grid))
     if backend == "numba":
         V = np.full((G, S), neg, dtype=dtype)
         V[:, 0] = 0  # base case i = |E|: s = 0 feasible with value 0
@@ -339,10 +394,10 @@ class ESDP(BaseAgent):
 
     Choices where the paper is silent (each tested):
 
-    * The DP's decision table (bits of the cells the pruned DP updates; |E|·Π(c_k+1)·|S(t)| bytes with the
-      dense kernels, ≈ 60 MB at the default) is scratch
-      reused between slots; it is not part of the agent's state: pickling or deep-copying the agent
-      leaves it out and the next decision rebuilds it (same decisions, tested).
+    * The DP's tables (the values, Π(c_k+1)·|S(t)| integers, and the decision bits of the cells the pruned DP
+      updates; |E|·Π(c_k+1)·|S(t)| bytes with the dense kernels) are scratch reused between slots; they are not
+      part of the agent's state: pickling or deep-copying the agent leaves them out and the next decision
+      rebuilds them (same decisions, tested).
     * ``max_{x∈Ω} ||x||_1`` is α|E| (paper's default settings), used in g(t) (eq. 11), ξ(t) (eq. 18)
       and S(t) (eq. 19); S(t) = {0, ..., ⌊ξ(t) α|E|⌋}.
     * **Untried channels** (σ̂² = +∞, eq. 10). Any x containing one has P4 objective +∞ (and eq. 21

@@ -197,7 +197,7 @@ def test_pickle_leaves_out_the_dp_scratch_and_stays_small():
     import pickle
 
     env, agent, obs, info = _esdp_after(5)
-    assert agent._workspace["bits"].nbytes > 1e5  # the scratch exists (the decision bits of the default) ...
+    assert agent._workspace["V"].nbytes > 1e5  # the scratch exists (the value table of the default) ...
     blob = pickle.dumps(agent)
     assert len(blob) < 5e6  # ... but is not pickled
     back = pickle.loads(blob)

@@ -17,9 +17,9 @@ def _dp_inputs(agent: ESDP, arrivals):
     return ups, w, agent.problem.demand[edges], agent.problem.capacity, s_max
 
 
-def _same_dp(ups, w, demand, cap, s_max):
+def _same_dp(ups, w, demand, cap, s_max, ws=None):
     v_ref, sol_ref = solve_p4_all(ups, w, demand, cap, s_max, backend="numba")
-    ws: dict = {}
+    ws = {} if ws is None else ws
     v_new, sol_new = solve_p4_all(ups, w, demand, cap, s_max, backend="pruned", workspace=ws)
     assert np.array_equal(v_ref, v_new)
     for s in range(s_max + 1):
@@ -79,6 +79,21 @@ def test_pruned_kernel_on_random_small_dps_including_zero_demands_and_unfit_edge
         ups = rng.integers(0, 9, size=n)
         sig = rng.integers(0, 10**6, size=n)
         _same_dp(ups, sig, demand, cap, int(rng.integers(0, ups.sum() + 4)))
+
+
+def test_pruned_kernel_reuses_its_buffers_without_reading_stale_values():
+    """One workspace over 300 DPs whose grids, s ranges and value types change from one to the next (as a run's
+    decisions reuse theirs): every DP still gives the dense kernel's values and maximisers."""
+    rng = np.random.default_rng(11)
+    ws: dict = {}
+    for k in range(300):
+        n, K = int(rng.integers(1, 10)), int(rng.integers(1, 4))
+        demand = rng.integers(0, 5, size=(n, K))
+        cap = rng.integers(0, 7, size=K)
+        ups = rng.integers(0, 9, size=n)
+        sig = rng.integers(0, 10**6 if k % 7 else 2**40, size=n)  # every seventh: int64 values
+        _same_dp(ups, sig, demand, cap, int(rng.integers(0, ups.sum() + 4)), ws=ws)
+    assert {"V", "bits", "tops", "valid", "reach"} <= set(ws)
 
 
 def test_dp_cells_reach_the_run_metrics_and_are_the_same_on_every_run():
