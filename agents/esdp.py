@@ -262,8 +262,8 @@ def solve_p4_all(upsilon: np.ndarray, sigma2: np.ndarray, demand: np.ndarray, ca
     ``backend="numpy"`` updates the whole (c', s) grid per edge with array slices (the reference);
     ``"numba"`` runs the same recursion in one fused compiled pass over every cell (about 5x faster);
     ``"pruned"`` (what ``"auto"`` picks) skips the cells that cannot matter and packs the decisions into
-    bits (:func:`_solve_pruned`: a reach bound per cell and the cells reachable from the full capacity per layer, both exact). All
-    three return identical values and identical decisions (tested). With a ``workspace`` dict, the pruned
+    bits (:func:`_solve_pruned`: a reach bound per cell and, per layer, only the cells reachable from the full
+    capacity; both exact). All three return identical values and identical decisions (tested). With a ``workspace`` dict, the pruned
     kernel records ``workspace["cells"]``, the number of cells (s, c', i) it evaluated: the decision's
     cost, the same on every machine.
 

@@ -1,5 +1,5 @@
-"""ESDP's pruned DP kernel (reach bound per cell, reachable capacities per layer, bit-packed decisions) against the dense
-kernel it replaces: the same values of every P4(s, t) and the same decisions, slot by slot and at late slots."""
+"""ESDP's pruned DP kernel (reach bound per cell, reachable capacities per layer, bit-packed decisions) against
+the dense kernel it replaces: the same values of every P4(s, t) and the same decisions, slot by slot and at late slots."""
 
 import gymnasium as gym
 import numpy as np
