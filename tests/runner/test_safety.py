@@ -217,10 +217,12 @@ def _runs(path):
 @pytest.mark.skipif(not LINUX, reason="needs /proc (Linux) to list child processes")
 def test_killing_one_worker_mid_sweep_costs_one_retry_not_the_sweep(tmp_path):
     ref, out = tmp_path / "ref", tmp_path / "o"
-    # Runs of several seconds each (ESDP's decisions, ~20 ms a slot at the default size): the worker is killed
-    # inside a run, never after its last one (with runs of a second or two they could all finish before a worker
-    # passed 3 s of CPU, and nothing was lost; the per-slot oracle is memoised, so it no longer makes runs long).
-    argv = ["--agents", "esdp", "--seeds", "0-3", "--horizon", "300", "--no-progress", "--no-plots", "--no-score"]
+    # Runs of several seconds each (ESDP's decisions at |R| = 80, ~20 ms a slot; at the default size they now take
+    # ~2 ms): the worker is killed inside a run, never after its last one (with runs of a second or two they could
+    # all finish before a worker passed 3 s of CPU, and nothing was lost; the per-slot oracle is memoised, so it no
+    # longer makes runs long).
+    argv = ["--agents", "esdp", "--seeds", "0-3", "--horizon", "300", "--set", "num_servers=80", "--no-progress",
+            "--no-plots", "--no-score"]
     assert main(["run", P1, *argv, "--out", str(ref)]) == 0
     proc = _start_and_wait_for_workers(["run", P1, *argv, "--workers", "2", "--out", str(out)])
     t0 = time.time()
