@@ -33,8 +33,8 @@ GS = {
 }
 
 
-def _grid_steps(capacity: np.ndarray, demand: np.ndarray):
-    """Flatten the residual-capacity grid [0, c] (row-major) and, per edge, the flat offset of a_e."""
+def _grid_steps(capacity: np.ndarray):
+    """The residual-capacity grid [0, c] flattened row-major: its shape, strides and every cell's coordinates."""
     grid = np.asarray(capacity, dtype=np.int64) + 1
     strides = np.ones(grid.size, dtype=np.int64)
     for k in range(grid.size - 2, -1, -1):
@@ -222,7 +222,7 @@ def _solve_pruned(upsilon, sigma2, demand, capacity, S, dtype, neg, grid, stride
     sizes = np.where(reach & valid, tops, 0).ravel()
     starts = (np.cumsum(sizes) - sizes).reshape(n, G)
     nbytes = (int(sizes.sum()) + 7) // 8
-    V = _scratch(workspace, "V", G * S, np.dtype(dtype))[:G * S].reshape(G, S)
+    V = _scratch(workspace, "V", G * S, np.dtype(dtype)).reshape(G, S)
     V.fill(neg)
     V[:, 0] = 0  # base case i = |E|: s = 0 feasible with value 0
     bits = _scratch(workspace, "bits", nbytes, np.uint8)
@@ -239,12 +239,12 @@ def _solve_pruned(upsilon, sigma2, demand, capacity, S, dtype, neg, grid, stride
     return V, taken
 
 
-def _grid(capacity: np.ndarray, demand: np.ndarray, workspace: dict | None):
+def _grid(capacity: np.ndarray, workspace: dict | None):
     """:func:`_grid_steps` of ``capacity``, kept in ``workspace`` while the capacity stays the same."""
     key = tuple(int(c) for c in capacity)
     if workspace is not None and workspace.get("grid_key") == key:
         return workspace["grid"]
-    out = _grid_steps(capacity, demand)
+    out = _grid_steps(capacity)
     if workspace is not None:
         workspace["grid_key"], workspace["grid"] = key, out
     return out
@@ -290,7 +290,7 @@ def solve_p4_all(upsilon: np.ndarray, sigma2: np.ndarray, demand: np.ndarray, ca
     if backend == "auto":
         backend = "pruned"
     if backend == "pruned":
-        grid, strides, coords = _grid(capacity, demand, workspace)
+        grid, strides, coords = _grid(capacity, workspace)
         offsets = demand @ strides
         Vflat, taken = _solve_pruned(upsilon, sigma2, demand, capacity, S, dtype, neg, grid, strides, coords,
                                      offsets, workspace)
@@ -308,7 +308,7 @@ def solve_p4_all(upsilon: np.ndarray, sigma2: np.ndarray, demand: np.ndarray, ca
             return x
 
         return values, solution_pruned
-    grid, strides, coords = _grid_steps(capacity, demand)
+    grid, strides, coords = _grid_steps(capacity)
     G = int(np.prod(grid))
     if backend == "numba":
         V = np.full((G, S), neg, dtype=dtype)
