@@ -28,7 +28,10 @@ env (``vector.py``) share:
 * :func:`settle` — the bookkeeping after a slot: attained service z_i and last workers of the visible
   jobs, then the jobs whose budget is used up leave (order kept); :func:`settle_batch` runs it for N
   envs and admits each env's arrivals of the next slot;
-* :func:`size_infeasible_message` — the ``infeasible="raise"`` message of a ring-size step.
+* :func:`size_infeasible_message` — the ``infeasible="raise"`` message of a ring-size step;
+* :func:`check_placement` — one slot of ``action_mode="placement"`` (the single env only): the requested
+  workers per job and server checked against eqs. 6, 2/11, 4 and 19 in that order and, under
+  ``infeasible="repair"``, repaired phase by phase (see its docstring).
 
 The utility gain of a slot is not computed here: both envs evaluate ``scenario.sigmoid_utility`` with
 numpy on the executed workers, so every env computes the same floating-point values.
@@ -46,7 +49,8 @@ from clustergym.envs.ringallreduce.topology import ring_stats_into
 __all__ = ["place_jobs", "place_one", "BLOCK", "JOB_FIELDS", "arrival_block", "job_generators", "size_slot_batch",
            "settle",
            "settle_batch", "size_infeasible_message", "SIZE_OK", "SIZE_EMPTY_ROW", "SIZE_OVER_CAP",
-           "SIZE_NOT_PLACED"]
+           "SIZE_NOT_PLACED", "check_placement", "PLACE_OK", "PLACE_EMPTY_ROW", "PLACE_OVER_CAP", "PLACE_OVER_GPUS",
+           "PLACE_OVER_LINK"]
 
 BLOCK = 256  # slots of arrivals drawn at once (same jobs as drawing slot by slot)
 # columns of an active-job matrix (float64; integer-valued where the name says so): the job's id, arrival
@@ -55,6 +59,8 @@ JOB_FIELDS = ("id", "arrival", "workers", "budget", "zeta", "bw", "lam1", "lam2"
 _ID, _ARRIVAL, _WORKERS, _BUDGET, _BW, _Z, _LAST = 0, 1, 2, 3, 5, 9, 10
 # status of a ring-size step (size_slot_batch) under infeasible="raise"
 SIZE_OK, SIZE_EMPTY_ROW, SIZE_OVER_CAP, SIZE_NOT_PLACED = 0, 1, 2, 3
+# status of a placement step (check_placement) under infeasible="raise"
+PLACE_OK, PLACE_EMPTY_ROW, PLACE_OVER_CAP, PLACE_OVER_GPUS, PLACE_OVER_LINK = 0, 1, 2, 3, 4
 
 _EPS = 1e-9
 
@@ -308,6 +314,130 @@ def settle_batch(jobs, count, n_vis, w, stepping, block, lo, hi, max_jobs):  # p
             c += 1
         count[i] = c
         n_vis[i] = min(max_jobs, c)
+
+
+@numba.njit(cache=True, nogil=True)
+def check_placement(y0, present, cap, gpus, bw, rack_of, num_racks, link_cap, strict, y,
+                    load):  # pragma: no cover - compiled
+    """One placement slot: the requested workers ``y0`` (J, S) -> the executed ``y`` (J, S); returns
+    (status, where, repaired rows). ``present`` (J,) window rows holding a job, ``cap`` (J,) min(N_i, budget
+    left), ``gpus`` (S,), ``bw`` (J,) Gbps, ``link_cap`` (S + R, 2) server then rack uplinks (up, down);
+    ``load`` (S + R,) receives the per-link loads of the placement after the eq. 4 phase.
+
+    The phases, each on the result of the one before (``infeasible="repair"``):
+
+    1. eq. 6: a row without a job gets no workers;
+    2. eqs. 2, 11: a job keeps its workers server by server in index order up to its cap;
+    3. eq. 4: a server keeps workers job by job in window order up to its GPUs;
+    4. eq. 19: if a link is over its capacity (either direction, 1e-9 Gbps slack), the rings are admitted
+       in window order against the bandwidth left (the smaller direction of each link): a multi-server job
+       whose ring needs more than is left on one of its links gets no workers.
+
+    Under ``strict`` (``infeasible="raise"``) nothing is repaired: the first violated phase returns its
+    status (``PLACE_*``) and ``where``: the window row (phases 1, 2), the server (3), or 2 * link +
+    direction (4), with ``load`` filled for phase 4."""
+    J, S = y0.shape
+    L = S + num_racks
+    for j in range(J):  # phase 1 (eq. 6)
+        for s in range(S):
+            v = y0[j, s]
+            if not present[j] and v > 0:
+                if strict:
+                    return PLACE_EMPTY_ROW, j, 0
+                v = 0
+            y[j, s] = v
+    for j in range(J):  # phase 2 (eqs. 2, 11): the workers on lower-index servers come first
+        before = 0
+        for s in range(S):
+            v = y[j, s]
+            room = max(cap[j] - before, 0)
+            before += v
+            if v > room:
+                if strict:
+                    return PLACE_OVER_CAP, j, 0
+                y[j, s] = room
+    for s in range(S):  # phase 3 (eq. 4): the workers of earlier window rows come first
+        before = 0
+        for j in range(J):
+            v = y[j, s]
+            room = max(gpus[s] - before, 0)
+            before += v
+            if v > room:
+                if strict:
+                    return PLACE_OVER_GPUS, s, 0
+                y[j, s] = room
+    for li in range(L):  # phase 4 (eq. 19): the cheapest rings' loads, the same both directions
+        load[li] = 0.0
+    on_rack = np.zeros(num_racks, dtype=np.bool_)
+    for j in range(J):
+        if _ring_racks(y[j], rack_of, on_rack) == 0:
+            continue
+        for s in range(S):
+            if y[j, s] > 0:
+                load[s] += bw[j]
+        if _count(on_rack) > 1:
+            for r in range(num_racks):
+                if on_rack[r]:
+                    load[S + r] += bw[j]
+    over = -1
+    for li in range(L):
+        for d in range(2):
+            if over < 0 and load[li] > link_cap[li, d] + _EPS:
+                over = 2 * li + d
+    if over >= 0:
+        if strict:
+            return PLACE_OVER_LINK, over, 0
+        free = np.empty(L)
+        for li in range(L):
+            free[li] = min(link_cap[li, 0], link_cap[li, 1])
+        for j in range(J):
+            if _ring_racks(y[j], rack_of, on_rack) == 0:
+                continue
+            multirack = _count(on_rack) > 1
+            fits = True
+            for s in range(S):
+                if y[j, s] > 0 and free[s] + _EPS < bw[j]:
+                    fits = False
+            for r in range(num_racks):
+                if multirack and on_rack[r] and free[S + r] + _EPS < bw[j]:
+                    fits = False
+            if fits:
+                for s in range(S):
+                    if y[j, s] > 0:
+                        free[s] -= bw[j]
+                for r in range(num_racks):
+                    if multirack and on_rack[r]:
+                        free[S + r] -= bw[j]
+            else:
+                y[j, :] = 0
+    repaired = 0
+    for j in range(J):
+        for s in range(S):
+            if y[j, s] != y0[j, s]:
+                repaired += 1
+                break
+    return PLACE_OK, -1, repaired
+
+
+@numba.njit(cache=True, nogil=True)
+def _ring_racks(row, rack_of, on_rack):  # pragma: no cover - compiled
+    """The racks of a job's ring into ``on_rack``; returns its number of servers, or 0 if it uses fewer than
+    two (no ring, no network)."""
+    on_rack[:] = False
+    m = 0
+    for s in range(row.shape[0]):
+        if row[s] > 0:
+            m += 1
+            on_rack[rack_of[s]] = True
+    return m if m >= 2 else 0
+
+
+@numba.njit(cache=True, nogil=True)
+def _count(mask):  # pragma: no cover - compiled
+    n = 0
+    for v in mask:
+        n += 1 if v else 0
+    return n
 
 
 def size_infeasible_message(status: int, j: int, asked: int, row: np.ndarray) -> str:

@@ -12,10 +12,11 @@ from gymnasium import spaces
 from clustergym.core import Scenario, check_choice, check_int, check_real
 from clustergym.env import ClusterEnv, InstanceSource, StepReturn, check_maxima
 from clustergym.metrics import SLOT, Metric
-from clustergym.envs.ringallreduce.dynamics import (BLOCK, JOB_FIELDS, SIZE_OK, arrival_block, job_generators,
-                                                    settle, size_infeasible_message, size_slot_batch)
+from clustergym.envs.ringallreduce.dynamics import (BLOCK, JOB_FIELDS, PLACE_EMPTY_ROW, PLACE_OVER_CAP, PLACE_OVER_GPUS,
+                                                    PLACE_OVER_LINK, SIZE_OK, arrival_block, check_placement,
+                                                    job_generators, settle, size_infeasible_message, size_slot_batch)
 from clustergym.envs.ringallreduce.scenario import RING_SCENARIOS, make_ring_scenario, sigmoid_utility
-from clustergym.envs.ringallreduce.topology import placement_loads, ring_stats
+from clustergym.envs.ringallreduce.topology import ring_stats
 from clustergym.envs.ringallreduce.types import RingFeedback, RingObservation
 
 __all__ = ["RingAllReduceEnv", "JOB_FEATURES", "instance_sizes"]
@@ -361,65 +362,33 @@ class RingAllReduceEnv(ClusterEnv[RingObservation, np.ndarray]):
         return a
 
     def _check_placement(self, y: np.ndarray) -> tuple[np.ndarray, int]:
-        """Validate / repair y (J, S); returns the executed y and the number of repaired jobs."""
-        y0 = y
-        y = y.copy()
-        present, cap = self._present, self._cap
-        strict = self.infeasible == "raise"
-        if y[~present].any():
-            if strict:
-                j = int(np.flatnonzero((y > 0).any(axis=1) & ~present)[0])
-                self._raise(f"window row {j} has no job but gets {int(y[j].sum())} workers (eq. 6)")
-            y[~present] = 0
-        tot = y.sum(axis=1)
-        over = tot > cap
-        if over.any():
-            if strict:
-                j = int(np.flatnonzero(over)[0])
-                n_i, rem = int(self._W[j, 2]), int(self._cap[j])
-                if tot[j] > n_i:
-                    self._raise(f"job {int(self._W[j, 0])} (window row {j}) gets {int(tot[j])} workers > "
-                                f"N_i = {n_i} (excess {int(tot[j]) - n_i}, eq. 2)")
-                self._raise(f"job {int(self._W[j, 0])} (window row {j}) gets {int(tot[j])} workers > "
-                            f"remaining budget {rem} worker-slots (excess {int(tot[j]) - rem}, eq. 11)")
-            before = np.cumsum(y, axis=1) - y  # workers on lower-index servers
-            y = np.clip(cap[:, None] - before, 0, y)
-        used = y.sum(axis=0)
-        if (used > self._gpus).any():
-            if strict:
-                s = int(np.flatnonzero(used > self._gpus)[0])
-                self._raise(f"server {s} runs {int(used[s])} workers > C_s = {int(self._gpus[s])} GPUs "
-                            f"(excess {int(used[s] - self._gpus[s])}, eq. 4)")
-            before = np.cumsum(y, axis=0) - y  # workers of earlier window rows
-            y = np.clip(self._gpus[None, :] - before, 0, y)
-        srv, rack = placement_loads(y, self._pad("bw"), self._rack_of, self._R)
-        load = np.concatenate([srv, rack])[:, None]  # the cheapest ring loads both directions equally
-        if (load > self._link_cap + 1e-9).any():
-            if strict:
-                li, d = (int(v[0]) for v in np.nonzero(load - self._link_cap > 1e-9))
-                name = f"server {li} uplink" if li < self._S else f"rack {li - self._S} uplink"
-                self._raise(f"{name} ({'up' if d == 0 else 'down'}) carries {load[li, 0]:.4g} Gbps > "
-                            f"{self._link_cap[li, d]:.4g} Gbps (excess {load[li, 0] - self._link_cap[li, d]:.4g}, "
-                            f"eq. 19, per link)")
-            y = self._admit_rings(y)
-        repaired = int((y != y0).any(axis=1).sum())
-        return y, repaired
-
-    def _admit_rings(self, y: np.ndarray) -> np.ndarray:
-        """Admit jobs in window order; drop a multi-server job whose ring exceeds the bandwidth left."""
-        free = self._link_cap.min(axis=1).copy()  # (S+R,)
-        bw = self._pad("bw")
-        for j in range(self._J):
-            used = np.flatnonzero(y[j])
-            if used.size < 2:
-                continue
-            racks = np.unique(self._rack_of[used])
-            links = used if racks.size < 2 else np.concatenate([used, self._S + racks])
-            if (free[links] + 1e-9 >= bw[j]).all():
-                free[links] -= bw[j]
-            else:
-                y[j] = 0
-        return y
+        """Validate / repair y (J, S) (``dynamics.check_placement``); returns the executed y and the number of
+        repaired jobs, or raises under ``infeasible="raise"`` naming the first violated constraint."""
+        out, load = np.empty((self._J, self._S), dtype=np.int64), np.empty(self._S + self._R)
+        status, where, repaired = check_placement(np.ascontiguousarray(y, dtype=np.int64), self._present, self._cap,
+                                                  self._gpus, self._pad("bw"), self._rack_of, self._R, self._link_cap,
+                                                  self.infeasible == "raise", out, load)
+        if status == PLACE_EMPTY_ROW:
+            self._raise(f"window row {where} has no job but gets {int(y[where].sum())} workers (eq. 6)")
+        if status == PLACE_OVER_CAP:
+            j = where
+            tot, n_i, rem = int(y[j].sum()), int(self._W[j, 2]), int(self._cap[j])
+            if tot > n_i:
+                self._raise(f"job {int(self._W[j, 0])} (window row {j}) gets {tot} workers > "
+                            f"N_i = {n_i} (excess {tot - n_i}, eq. 2)")
+            self._raise(f"job {int(self._W[j, 0])} (window row {j}) gets {tot} workers > "
+                        f"remaining budget {rem} worker-slots (excess {tot - rem}, eq. 11)")
+        if status == PLACE_OVER_GPUS:
+            s, used = where, int(y[:, where].sum())
+            self._raise(f"server {s} runs {used} workers > C_s = {int(self._gpus[s])} GPUs "
+                        f"(excess {used - int(self._gpus[s])}, eq. 4)")
+        if status == PLACE_OVER_LINK:
+            li, d = divmod(where, 2)
+            name = f"server {li} uplink" if li < self._S else f"rack {li - self._S} uplink"
+            self._raise(f"{name} ({'up' if d == 0 else 'down'}) carries {load[li]:.4g} Gbps > "
+                        f"{self._link_cap[li, d]:.4g} Gbps (excess {load[li] - self._link_cap[li, d]:.4g}, "
+                        f"eq. 19, per link)")
+        return out, repaired
 
     def _place_sizes(self, kappa: np.ndarray) -> tuple:
         """The ring-size slot (``dynamics.size_slot_batch`` for this one env, as the vector env runs it for all):

@@ -1,5 +1,6 @@
 """P3 RingAllReduce-v0: both action modes, invariants (hypothesis), raise messages, scenarios."""
 
+import re
 import gymnasium as gym
 import numpy as np
 import pytest
@@ -315,3 +316,79 @@ def test_compiled_ring_stats_equal_reference():
         np.testing.assert_allclose(rack, ref_rack)
         for j in range(J):
             assert tuple(int(s) for s in rings[j] if s >= 0) == ring_order(np.flatnonzero(y[j]), rack_of)
+
+
+def _placement_reference(env, y):
+    """The placement check written with numpy, phase by phase (the reference the compiled
+    ``dynamics.check_placement`` must equal): executed y and repaired rows, or the ValueError message."""
+    y0, y = y, y.copy()
+    present, cap, gpus, link_cap, S = env._present, env._cap, env._gpus, env._link_cap, env._S
+    strict = env.infeasible == "raise"
+    if y[~present].any():
+        if strict:
+            return f"window row {int(np.flatnonzero((y > 0).any(axis=1) & ~present)[0])} has no job"
+        y[~present] = 0
+    if (y.sum(axis=1) > cap).any():
+        if strict:
+            return f"(window row {int(np.flatnonzero(y.sum(axis=1) > cap)[0])}) gets"
+        y = np.clip(cap[:, None] - (np.cumsum(y, axis=1) - y), 0, y)
+    used = y.sum(axis=0)
+    if (used > gpus).any():
+        if strict:
+            return f"server {int(np.flatnonzero(used > gpus)[0])} runs"
+        y = np.clip(gpus[None, :] - (np.cumsum(y, axis=0) - y), 0, y)
+    bw = env._W[:, 5]
+    srv, rack = placement_loads(y, bw, env._rack_of, env._R)
+    load = np.concatenate([srv, rack])[:, None]
+    if (load > link_cap + 1e-9).any():
+        li, d = (int(v[0]) for v in np.nonzero(load - link_cap > 1e-9))
+        if strict:
+            return (f"server {li} uplink" if li < S else f"rack {li - S} uplink") + f" ({'up' if d == 0 else 'down'})"
+        free = link_cap.min(axis=1).copy()
+        for j in range(env._J):  # rings admitted in window order against the bandwidth left
+            srv_j = np.flatnonzero(y[j])
+            if srv_j.size < 2:
+                continue
+            racks = np.unique(env._rack_of[srv_j])
+            links = srv_j if racks.size < 2 else np.concatenate([srv_j, S + racks])
+            if (free[links] + 1e-9 >= bw[j]).all():
+                free[links] -= bw[j]
+            else:
+                y[j] = 0
+    return y, int((y != y0).any(axis=1).sum())
+
+
+@pytest.mark.parametrize("infeasible", ["repair", "raise"])
+def test_compiled_placement_check_equals_the_numpy_reference(infeasible):
+    """Random placements of every density (empty rows, jobs over their cap, servers and links overloaded):
+    the env's compiled check executes the same workers, counts the same repaired jobs and, under "raise",
+    names the same first violated constraint as the numpy reference."""
+    rng = np.random.default_rng(0)
+    seen = set()
+    for scenario_seed in range(4):
+        env = RingAllReduceEnv(horizon=30, scenario_seed=scenario_seed, infeasible=infeasible,
+                               **{**SMALL, "arrival_rate": 3.0})
+        env.reset(seed=scenario_seed)
+        for _ in range(30):
+            J, S = env._J, env._S
+            y = rng.integers(0, 3, (J, S)) * (rng.random((J, S)) < rng.choice([0.05, 0.2, 0.6]))
+            if rng.random() < 0.5:  # within eqs. 6, 2/11 and 4: only the links can be over
+                y[~env._present] = 0
+                y = np.clip(env._cap[:, None] - (np.cumsum(y, axis=1) - y), 0, y)
+                y = np.clip(env._gpus[None, :] - (np.cumsum(y, axis=0) - y), 0, y)
+            want = _placement_reference(env, y)
+            if isinstance(want, str):
+                seen.add(want.split()[-1])
+                with pytest.raises(ValueError, match=re.escape(want)):
+                    env._check_placement(y)
+                y = want_y = np.zeros_like(y)
+            else:
+                got_y, got_rep = env._check_placement(y)
+                want_y, want_rep = want
+                seen.add("repaired" if want_rep else "feasible")
+                assert np.array_equal(got_y, want_y) and got_rep == want_rep
+            env.infeasible, strict = "repair", env.infeasible
+            env.step(want_y)
+            env.infeasible = strict
+    # every phase was exercised
+    assert seen >= ({"job", "gets", "runs", "(up)", "feasible"} if infeasible == "raise" else {"repaired", "feasible"})
