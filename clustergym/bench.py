@@ -203,7 +203,8 @@ def training_rates(env_id: str, label: str, quick: bool, algo: str = "ppo", head
     models = {h: _training_model(env_id, algo, h, quick, **env_kw) for h in heads}
     for model, per, _ in models.values():
         model.learn(per)  # warm-up, untimed: torch and the env kernels
-    reps = reps if reps is not None else (1 if quick else 3)
+    reps = reps if reps is not None else (1 if quick else 5)
+    rollouts = 1 if quick else 4  # rollouts (each with its update) per timed window
     rates: dict[str, list[float]] = {h: [] for h in heads}
     for r in range(reps):
         for h in (heads if r % 2 == 0 else heads[::-1]):
@@ -324,10 +325,12 @@ def plain_sb3_rows(quick: bool = False, envs=PLAIN_ENVS, reps: int | None = None
     ``PPO(FastMultiInputActorCriticPolicy, gym.make(id))`` (the public fast-head policy of
     :mod:`clustergym.learning.heads`, target >= PLAIN_TARGET x CartPole) and ``PPO("MultiInputPolicy", ...)``
     (SB3's own head, for contrast: one rollout + update, timed once); the same settings
-    (:func:`_plain_model`), measured interleaved after an untimed warm-up; medians."""
+    (:func:`_plain_model`), measured interleaved after an untimed warm-up: ``reps`` windows of 4 rollouts and
+    their updates each (1 in quick mode); medians."""
     from clustergym.learning.heads import FastMultiInputActorCriticPolicy
 
-    reps = reps if reps is not None else (1 if quick else 3)
+    reps = reps if reps is not None else (1 if quick else 5)
+    rollouts = 1 if quick else 4  # rollouts (each with its update) per timed window
     models = {("CartPole-v1", "MlpPolicy"): _plain_model("CartPole-v1", "MlpPolicy", quick)}
     for _, env_id in envs:
         models[(env_id, "fast")] = _plain_model(env_id, FastMultiInputActorCriticPolicy, quick)
@@ -337,7 +340,7 @@ def plain_sb3_rows(quick: bool = False, envs=PLAIN_ENVS, reps: int | None = None
     for r in range(reps):
         for k in (list(models) if r % 2 == 0 else list(models)[::-1]):
             model, n = models[k]
-            rates[k].append(_learn_rate(model, n))
+            rates[k].append(_learn_rate(model, rollouts * n))
     cp = float(np.median(rates[("CartPole-v1", "MlpPolicy")]))
     n = models[("CartPole-v1", "MlpPolicy")][1]
     rows = [Row(f"plain SB3 PPO, 1 env (n_steps={n}, batch {min(64, n)}, 10 epochs): CartPole-v1 MlpPolicy", cp,

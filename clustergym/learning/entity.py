@@ -379,6 +379,8 @@ class _EntityMixin:
     def _build(self, lr_schedule) -> None:
         super()._build(lr_schedule)
         self.action_net = nn.Identity()  # the logits come out of EntityNet.forward_actor
+        if hasattr(self, "ungroup_rows"):  # fast heads: EntityNet's logits are in SB3's order
+            self.ungroup_rows()
         if self.ortho_init:  # small initial logits, as SB3 does for its action_net (gain 0.01)
             self.mlp_extractor.psi_out.apply(lambda m: self.init_weights(m, gain=0.01))
         self.optimizer = self.optimizer_class(self.parameters(), lr=lr_schedule(1), **self.optimizer_kwargs)

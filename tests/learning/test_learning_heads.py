@@ -78,28 +78,41 @@ def test_float32_logits_agree(kind):
     np.testing.assert_allclose(fast.entropy().numpy(), ref.entropy().numpy(), rtol=1e-6, atol=1e-4)
 
 
-def test_sample_and_mode_take_the_first_maximal_index_as_argmax():
+@pytest.mark.parametrize("rows", [B, 40], ids=["padded", "grouped"])
+def test_sample_and_mode_take_the_first_maximal_index_as_argmax(rows):
     """``sample`` and ``mode`` reduce over the choice axis with ``th.max(..., dim=1).indices`` (fast on CPU): the
     same index as ``th.argmax(..., dim=1)``, ties included (a row of equal logits, masked-out and padding
-    choices); ``sample`` is the argmax of the log-probabilities plus the Gumbel noise of the same draw."""
+    choices); ``sample`` is the argmax of the log-probabilities plus the Gumbel noise of one uniform draw, laid
+    out as (B, K, D) for a few unmasked rows (``PADDED_BATCH``) and group after group otherwise."""
+    from clustergym.learning.heads import PADDED_BATCH
+
     nvec = NVECS["unequal"]
     logits, _, masks = _case(nvec)
+    logits, masks = logits.repeat(4, 1)[:rows], masks.repeat(4, 1)[:rows]
     logits[2] = 0.0  # every choice of every dimension tied
     logits[3, :4] = 1.0
+    K, D = max(nvec), len(nvec)
     for masked in (False, True):
         fast = (FastMaskableMultiCategoricalDistribution if masked else FastMultiCategoricalDistribution)(nvec)
-        fast.proba_distribution(logits)
+        with th.no_grad():
+            fast.proba_distribution(logits)
         if masked:
             fast.apply_masking(masks)
         logp = fast.grouped.probs().log()  # (B, K, D); beyond a dimension's choices -inf
         assert th.equal(fast.mode(), th.argmax(logp, dim=1))
         th.manual_seed(7)
         got = fast.sample()
-        th.manual_seed(7)  # the same noise: one draw per group, groups in ascending choice count
-        want = th.empty_like(got)
-        for n, dims in fast.grouped.groups:
-            g = logp[:, :n, dims]
-            want[:, dims] = th.argmax(g - th.log(-th.log(th.rand_like(g))), dim=1)
+        th.manual_seed(7)  # the same noise
+        padded = rows <= PADDED_BATCH and not masked
+        u = th.rand(rows, K * D if padded else sum(nvec), dtype=logits.dtype)
+        if padded:
+            want = th.argmax(logp - th.log(-th.log(u.reshape(rows, K, D))), dim=1)
+        else:  # groups in ascending choice count, each choice-major
+            want, lo = th.empty_like(got), 0
+            for n, dims in fast.grouped.groups:
+                noise = -th.log(-th.log(u[:, lo:lo + n * len(dims)].reshape(rows, n, len(dims))))
+                want[:, dims] = th.argmax(logp[:, :n, dims] + noise, dim=1)
+                lo += n * len(dims)
         assert th.equal(got, want)
 
 
@@ -196,3 +209,90 @@ def test_training_gradient_equals_autograd_through_sb3(kind, use):
     fast, ref = loss_and_grad(FastMultiCategoricalDistribution), loss_and_grad(MultiCategoricalDistribution)
     for got, want in zip(fast, ref):
         np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-9, atol=1e-10)
+
+
+@pytest.mark.parametrize("kind", ["unequal", "equal"])
+def test_padded_and_grouped_layouts_give_the_same_distribution(kind):
+    """A few rows without gradient use one padded (B, K, D) tensor, larger batches one tensor per group: the
+    same log-probabilities, entropies, modes and probabilities for the same logits, in SB3's and in the
+    grouped column order."""
+    from clustergym.learning.heads import PADDED_BATCH
+
+    nvec = NVECS[kind]
+    logits, actions, _ = _case(nvec, seed=13)
+    many, many_actions = logits.repeat(5, 1), actions.repeat(5, 1)  # > PADDED_BATCH rows
+    assert len(logits) <= PADDED_BATCH < len(many)
+    for grouped_order in (False, True):
+        small, large = FastMultiCategoricalDistribution(nvec), FastMultiCategoricalDistribution(nvec)
+        x_small, x_large = logits, many
+        if grouped_order:
+            small.grouped.grouped_logits = large.grouped.grouped_logits = True
+            x_small, x_large = small.grouped.to_grouped(logits, dim=1), large.grouped.to_grouped(many, dim=1)
+        with th.no_grad():
+            small.proba_distribution(x_small)
+            large.proba_distribution(x_large)
+        assert small.grouped._padded == (kind == "unequal") and not large.grouped._padded
+        n = len(logits)
+        np.testing.assert_allclose(small.log_prob(actions).numpy(), large.log_prob(many_actions)[:n].numpy(),
+                                   rtol=1e-12, atol=1e-12)
+        np.testing.assert_allclose(small.entropy().numpy(), large.entropy()[:n].numpy(), rtol=1e-12, atol=1e-12)
+        np.testing.assert_allclose(small.grouped.probs().numpy(), large.grouped.probs()[:n].numpy(), atol=1e-15)
+        assert th.equal(small.mode(), large.mode()[:n])
+        assert th.equal(small.log_prob(small.mode()), small.log_prob(small.mode().clone()))  # the kept indices
+
+
+def test_grouped_rows_are_saved_and_loaded_in_sb3_order(tmp_path):
+    """The fast policy holds action_net's rows in the grouped order, but its state_dict (and its optimizer's
+    moments of those rows) are SB3's: the same initial weights as SB3's policy for the same seed, and a
+    trained model saved by either loads into the other with the same log-probabilities, modes and Adam
+    moments."""
+    import gymnasium as gym
+    from stable_baselines3 import PPO
+    from stable_baselines3.common.policies import ActorCriticPolicy
+
+    obs_space = spaces.Box(-1, 1, (13,), np.float32)
+    act_space = spaces.MultiDiscrete(NVECS["unequal"])
+    th.manual_seed(0)
+    ref = ActorCriticPolicy(obs_space, act_space, lambda _: 3e-4)
+    th.manual_seed(0)
+    fast = FastActorCriticPolicy(obs_space, act_space, lambda _: 3e-4)
+    assert fast.action_dist.grouped.grouped_logits  # rows held grouped ...
+    assert not th.equal(fast.action_net.weight, ref.action_net.weight)
+    ours, theirs = fast.state_dict(), ref.state_dict()  # ... and saved in SB3's order
+    assert ours.keys() == theirs.keys() and all(th.equal(ours[k], theirs[k]) for k in ours)
+
+    class Env(gym.Env):
+        observation_space, action_space = obs_space, act_space
+
+        def reset(self, *, seed=None, options=None):
+            super().reset(seed=seed)
+            return self.observation_space.sample(), {}
+
+        def step(self, action):
+            return self.observation_space.sample(), float(action[1] == 2), False, False, {}
+
+    obs = th.as_tensor(np.random.default_rng(0).uniform(-1, 1, (B, 13)), dtype=th.float32)
+    actions = _case(NVECS["unequal"], seed=2)[1]
+
+    def scores(policy):
+        with th.no_grad():
+            return policy.evaluate_actions(obs, actions)[1], policy._predict(obs, deterministic=True)
+
+    for trained, other in ((FastActorCriticPolicy, ActorCriticPolicy), (ActorCriticPolicy, FastActorCriticPolicy)):
+        env = Env()
+        env.observation_space.seed(0)
+        model = PPO(trained, env, n_steps=32, batch_size=16, n_epochs=2, seed=0, device="cpu")
+        model.learn(64)
+        model.save(tmp_path / "m.zip")
+        back = PPO.load(tmp_path / "m.zip", custom_objects={"policy_class": other}, device="cpu")
+        assert type(back.policy) is other
+        (lp0, a0), (lp1, a1) = scores(model.policy), scores(back.policy)
+        np.testing.assert_allclose(lp1.numpy(), lp0.numpy(), rtol=1e-5, atol=1e-5)
+        assert th.equal(a0, a1)
+        saved = [p for p in (model.policy, back.policy) if isinstance(p, FastActorCriticPolicy)][0]
+        plain = back.policy if saved is model.policy else model.policy
+        w_fast, w_plain = saved.action_net.weight, plain.action_net.weight
+        assert th.equal(saved.action_dist.grouped.to_sb3(w_fast), w_plain)
+        for key in ("exp_avg", "exp_avg_sq"):
+            m_fast = saved.optimizer.state[w_fast][key]
+            assert th.equal(saved.action_dist.grouped.to_sb3(m_fast), plain.optimizer.state[w_plain][key])
