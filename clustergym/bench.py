@@ -145,11 +145,10 @@ def _training_model(env_id: str, algo: str, head: str, quick: bool, **env_kw):
     bench's hyperparameters), one torch thread. ``env_id`` may be a Gymnasium id outside clustergym
     (CartPole-v1: plain ``gym.make`` + Monitor)."""
     import gymnasium as gym
-    import torch
     from stable_baselines3.common.monitor import Monitor
     from stable_baselines3.common.vec_env import DummyVecEnv
 
-    torch.set_num_threads(1)
+    _set_torch_threads(1)
     run, hp = bench_hyperparams(algo, env_id, quick)
     if env_id in env_ids():
         fns = [lambda i=i: make_train_env(env_id, env_kw, algo=algo, rank=i) for i in range(run["n_envs"])]
@@ -247,11 +246,10 @@ def _throughput_model(env_id: str, n_envs: int, extra: dict, vec: str, rollout: 
     fast heads, one torch thread), with ``n_steps`` = THROUGHPUT_ROLLOUT / n_envs. CartPole-v1: plain
     ``gym.make`` in a DummyVecEnv with the same PPO settings."""
     import gymnasium as gym
-    import torch
     from stable_baselines3.common.monitor import Monitor
     from stable_baselines3.common.vec_env import DummyVecEnv
 
-    torch.set_num_threads(1)
+    _set_torch_threads(1)
     ours = env_id in env_ids()
     run, hp = split_run_keys(load_hyperparams("ppo", env_id))  # CartPole-v1: the anchor's entry (the shared setting)
     hp["n_steps"] = max(rollout // n_envs, 1)
@@ -307,33 +305,35 @@ PLAIN_ENVS = (("P3", "clustergym/RingAllReduce-v0"), ("P4", "clustergym/ApproxJo
 PLAIN_TARGET = 0.3  # the public fast-head policy on the default spaces: >= 0.3x CartPole-v1's rate, same settings
 
 
+_TORCH_THREADS: list[int] = []  # torch's own thread count, read before the bench first sets one
+
+
+def _set_torch_threads(n: int | None) -> int:
+    """Set torch's intra-op threads to ``n`` (None: torch's own default, the count it had before the bench first
+    set one); returns the count set."""
+    import torch
+
+    if not _TORCH_THREADS:
+        _TORCH_THREADS.append(int(torch.get_num_threads()))
+    n = _TORCH_THREADS[0] if n is None else int(n)
+    torch.set_num_threads(n)
+    return n
+
+
 def _plain_model(env_id: str, policy, quick: bool):
     """A plain ``PPO(policy, gym.make(env_id))`` (one env, no wrapper of ours, default env kwargs) with the bench's
-    cut: ``n_steps`` 16 (quick) / 64, batch 64, SB3's other defaults (10 epochs), one torch thread."""
+    cut: ``n_steps`` 16 (quick) / 64, batch 64, SB3's other defaults (10 epochs)."""
     import gymnasium as gym
-    import torch
     from stable_baselines3 import PPO
 
-    torch.set_num_threads(1)
     n = 16 if quick else 64
     model = PPO(policy, gym.make(env_id), n_steps=n, batch_size=min(64, n), seed=0, device="cpu", verbose=0)
     return model, n
 
 
-def plain_sb3_rows(quick: bool = False, envs=PLAIN_ENVS, reps: int | None = None) -> list[Row]:
-    """Rows "plain SB3 PPO": ``PPO("MlpPolicy", gym.make("CartPole-v1"))``, then on each env's default spaces
-    ``PPO(FastMultiInputActorCriticPolicy, gym.make(id))`` (the public fast-head policy of
-    :mod:`clustergym.learning.heads`, target >= PLAIN_TARGET x CartPole) and ``PPO("MultiInputPolicy", ...)``
-    (SB3's own head, for contrast: one rollout + update, timed once); the same settings
-    (:func:`_plain_model`), measured interleaved after an untimed warm-up: ``reps`` windows of 4 rollouts and
-    their updates each (1 in quick mode); medians."""
-    from clustergym.learning.heads import FastMultiInputActorCriticPolicy
-
-    reps = reps if reps is not None else (1 if quick else 5)
-    rollouts = 1 if quick else 4  # rollouts (each with its update) per timed window
-    models = {("CartPole-v1", "MlpPolicy"): _plain_model("CartPole-v1", "MlpPolicy", quick)}
-    for _, env_id in envs:
-        models[(env_id, "fast")] = _plain_model(env_id, FastMultiInputActorCriticPolicy, quick)
+def _plain_rates(models: dict, threads: int, reps: int, rollouts: int) -> dict:
+    """{key: [env-steps/s]} of the ``models`` at ``threads`` torch threads, interleaved after an untimed warm-up."""
+    _set_torch_threads(threads)
     for model, n in models.values():
         model.learn(n)  # warm-up, untimed
     rates: dict = {k: [] for k in models}
@@ -341,19 +341,51 @@ def plain_sb3_rows(quick: bool = False, envs=PLAIN_ENVS, reps: int | None = None
         for k in (list(models) if r % 2 == 0 else list(models)[::-1]):
             model, n = models[k]
             rates[k].append(_learn_rate(model, rollouts * n))
-    cp = float(np.median(rates[("CartPole-v1", "MlpPolicy")]))
+    return rates
+
+
+def plain_sb3_rows(quick: bool = False, envs=PLAIN_ENVS, reps: int | None = None) -> list[Row]:
+    """Rows "plain SB3 PPO": ``PPO("MlpPolicy", gym.make("CartPole-v1"))``, then on each env's default spaces
+    ``PPO(FastMultiInputActorCriticPolicy, gym.make(id))`` (the public fast-head policy of
+    :mod:`clustergym.learning.heads`) and ``PPO("MultiInputPolicy", ...)`` (SB3's own head, for contrast: one
+    rollout + update, timed once); the same settings (:func:`_plain_model`), measured interleaved after an
+    untimed warm-up: ``reps`` windows of 4 rollouts and their updates each (1 in quick mode); medians.
+
+    Measured at torch's default thread count (what a plain SB3 script runs with; the target >= PLAIN_TARGET x
+    CartPole applies there) and, when that is more than one, again at one thread (shown, no target: the bench's
+    other training rows run at one thread)."""
+    from clustergym.learning.heads import FastMultiInputActorCriticPolicy
+
+    reps = reps if reps is not None else (1 if quick else 5)
+    rollouts = 1 if quick else 4  # rollouts (each with its update) per timed window
+    models = {("CartPole-v1", "MlpPolicy"): _plain_model("CartPole-v1", "MlpPolicy", quick)}
+    for _, env_id in envs:
+        models[(env_id, "fast")] = _plain_model(env_id, FastMultiInputActorCriticPolicy, quick)
+    default = _set_torch_threads(None)
     n = models[("CartPole-v1", "MlpPolicy")][1]
-    rows = [Row(f"plain SB3 PPO, 1 env (n_steps={n}, batch {min(64, n)}, 10 epochs): CartPole-v1 MlpPolicy", cp,
-                "env-steps/s", "", None)]
-    for label, env_id in envs:
-        v = float(np.median(rates[(env_id, "fast")]))
-        rows.append(Row(f"plain SB3 PPO: {label} default, FastMultiInputActorCriticPolicy, {v / cp:.2f}x CartPole", v,
-                        "env-steps/s", f">= {PLAIN_TARGET * cp:,.0f} ({PLAIN_TARGET}x CP)", v >= PLAIN_TARGET * cp))
-        slow, n = _plain_model(env_id, "MultiInputPolicy", quick)
-        slow.learn(n)  # warm-up
-        s = _learn_rate(slow, n)
-        rows.append(Row(f"plain SB3 PPO: {label} default, MultiInputPolicy (SB3 head), {s / cp:.3f}x CartPole", s,
-                        "env-steps/s", "", None))
+    rows = []
+    for threads in dict.fromkeys((default, 1)):
+        rates = _plain_rates(models, threads, reps, rollouts)
+        cp = float(np.median(rates[("CartPole-v1", "MlpPolicy")]))
+        setting = f"{threads} torch thread{'s' if threads > 1 else ''}" + (" (default)" if threads == default else "")
+        rows.append(Row(f"plain SB3 PPO, 1 env (n_steps={n}, batch {min(64, n)}, 10 epochs, {setting}): "
+                        f"CartPole-v1 MlpPolicy", cp, "env-steps/s", "", None))
+        for label, env_id in envs:
+            v = float(np.median(rates[(env_id, "fast")]))
+            target = threads == default
+            rows.append(Row(f"plain SB3 PPO, {setting}: {label} default, FastMultiInputActorCriticPolicy, "
+                            f"{v / cp:.2f}x CartPole", v, "env-steps/s",
+                            f">= {PLAIN_TARGET * cp:,.0f} ({PLAIN_TARGET}x CP)" if target else "",
+                            v >= PLAIN_TARGET * cp if target else None))
+            if threads != default:
+                continue
+            slow, n_slow = _plain_model(env_id, "MultiInputPolicy", quick)
+            slow.learn(n_slow)  # warm-up
+            s = _learn_rate(slow, n_slow)
+            rows.append(Row(f"plain SB3 PPO, {setting}: {label} default, MultiInputPolicy (SB3 head), "
+                            f"{s / cp:.3f}x CartPole", s, "env-steps/s", "", None))
+            slow.get_env().close()
+    _set_torch_threads(1)  # the other rows' setting
     for model, _ in models.values():
         model.get_env().close()
     return rows

@@ -24,9 +24,15 @@ against SB3's and sb3-contrib's distributions on the same logits, masked and unm
 and on MultiDiscrete with unequal ``nvec``.
 
 :class:`FastActorCriticPolicy` (PPO, A2C) and :class:`FastMaskableActorCriticPolicy` (MaskablePPO) are
-SB3's own policies with only the distribution swapped, so their networks and ``state_dict`` are the
-same as ``"MlpPolicy"``'s (a model saved with either loads into either). An unmasked MultiBinary action
-keeps SB3's ``BernoulliDistribution`` (already one tensor op); Box actions keep SB3's Gaussian.
+SB3's own policies with the distribution swapped, so their networks and ``state_dict`` are the same as
+``"MlpPolicy"``'s (a model saved with either loads into either). Two defaults change no maths (see
+:class:`_FastPolicy`): the action layer's rows are held in the grouped order (saved in SB3's), and SB3's
+default Adam runs PyTorch's fused kernel. An unmasked MultiBinary action keeps SB3's
+``BernoulliDistribution`` (already one tensor op); Box actions keep SB3's Gaussian.
+
+A few rows without gradient (at most ``PADDED_BATCH``: a rollout step, ``predict`` on one observation)
+use one padded (B, K, D) tensor instead of one per group: a handful of tensor ops instead of a handful per
+group, padding entries at ``PAD_LOGIT`` (probability exactly 0). Training batches keep the groups.
 """
 
 from __future__ import annotations

@@ -257,8 +257,19 @@ def test_two_sb3_agents_get_different_colours_in_every_figure_of_run(tmp_path, m
 def test_bench_plain_sb3_rows_beside_cartpole():
     from clustergym.bench import PLAIN_TARGET, plain_sb3_rows
 
+    import torch
+
     rows = plain_sb3_rows(quick=True, envs=(("P4", P4),), reps=1)
-    assert len(rows) == 3 and rows[0].what.startswith("plain SB3 PPO, 1 env") and "CartPole-v1" in rows[0].what
+    assert torch.get_num_threads() == 1  # the bench's other rows run at one thread
+    # at torch's default threads: CartPole, the fast policy (with the target), SB3's head; then at one thread
+    # (if the default is more): CartPole and the fast policy, no target
+    assert rows[0].what.startswith("plain SB3 PPO, 1 env") and "CartPole-v1" in rows[0].what
+    assert "(default)" in rows[0].what
+    default = int(rows[0].what.split(" torch thread")[0].rsplit(", ", 1)[1])
+    assert default >= 1 and len(rows) == (3 if default == 1 else 5)
+    if default > 1:
+        assert "1 torch thread" in rows[3].what and "CartPole-v1" in rows[3].what
+        assert "FastMultiInputActorCriticPolicy" in rows[4].what and rows[4].ok is None and rows[4].measured > 0
     fast, slow = rows[1], rows[2]
     assert "FastMultiInputActorCriticPolicy" in fast.what and "MultiInputPolicy (SB3 head)" in slow.what
     for r in rows:
