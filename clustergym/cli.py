@@ -165,8 +165,8 @@ def build_parser() -> argparse.ArgumentParser:
                     help="the baseline that scores 1 (default: lcf, drf, greedy, fair for P1-P4)")
     tu.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="env kwarg (JSON value)")
     tu.add_argument("--n-envs", type=int, default=None, help="training envs per trial (default 4)")
-    tu.add_argument("--train-seeds", type=int, default=1, help="training seeds per trial; the trial is scored on "
-                    "their mean per validation run (default 1)")
+    tu.add_argument("--train-seeds", type=int, default=2, help="training seeds per trial; the trial is scored on "
+                    "their mean per validation run (default 2)")
     tu.add_argument("--net", default="mlp", choices=["mlp", "entity"],
                     help="the policy network the trials train (default mlp; entity: the per-entity network)")
     tu.add_argument("--seed", type=int, default=0, help="the sampler's seed (trial k trains with seed + k, its "

@@ -16,7 +16,7 @@ from clustergym.learning.tuning import (SEARCH_SPACE, TuneConfig, normalised_val
                                         tune)
 
 P4 = "clustergym/ApproxJobs-v0"
-TINY = dict(trials=2, timesteps=128, instances=(900, 901), horizon=12, n_envs=2)
+TINY = dict(trials=2, timesteps=128, instances=(900, 901), horizon=12, n_envs=2, train_seeds=1)
 
 
 def test_normalised_value_is_zero_at_random_one_at_the_reference_and_drops_empty_denominators():
@@ -75,7 +75,9 @@ def test_cli_tune_writes_the_record_and_names_the_best_trial(tmp_path, capsys):
     assert rc == 0, capsys.readouterr().err
     text = capsys.readouterr().out
     assert "1 trials of study ApproxJobs-v0-ppo" in text and "best: trial 0" in text
-    assert json.load(open(out / "tuning.json"))["trials"][0]["state"] == "COMPLETE"
+    rec = json.load(open(out / "tuning.json"))
+    assert rec["trials"][0]["state"] == "COMPLETE"
+    assert rec["train_seeds"] == 2  # the default: each trial scored on two training seeds
     assert main(["tune", P4, "--instances", "1000-1001", "--out", str(tmp_path / "u")]) == 2
 
 
