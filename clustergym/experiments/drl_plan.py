@@ -177,6 +177,16 @@ P1_ENTITY = Learner("ppo-entity-1m", "ppo", MAIN_BUDGET, {"net": "entity"},
                          "env steps")
 
 
+# P1's per-entity main row trained where users run it: 2,000-slot episodes (the env's default horizon) instead
+# of 200. The model reads t * t_scale with t_scale = 1 / (the training horizon), so the time feature of a
+# 2,000-slot run stays in [0, 1], the range it trained on (with 200-slot episodes it reaches 10 by the run's
+# end); with gamma 0 the episode length changes nothing else of the update.
+P1_ENTITY_LONG = Learner("ppo-entity-1m-h2000", "ppo", MAIN_BUDGET,
+                         {**P1_ENTITY.options, "env_kwargs": {"horizon": 2000}}, ablation="episode length",
+                         base=P1_ENTITY.name,
+                         note="the per-entity main row trained on 2,000-slot episodes (the env's default horizon)")
+
+
 def entity_budget_row(main: Learner) -> Learner:
     """The budget row ``ppo-entity`` of a per-entity main row: its learner at :data:`ABLATION_BUDGET`, the base of
     the per-entity ablations (tuning, pool parameters)."""
@@ -195,7 +205,8 @@ PLAN: dict[str, EnvPlan] = {
                                                                        "MultiServerChannel-v0-ppo-entity",
                                                                        "ppo-entity", {"net": "entity"}),
                                                                        params_row(f"ppo-entity-params{PARAM_DRAWS}",
-                                                                                  "ppo-entity", P1_ENTITY.options))),
+                                                                                  "ppo-entity", P1_ENTITY.options),
+                                                                       P1_ENTITY_LONG)),
         HELD_OUT, EVAL_SEEDS, CURVE_INSTANCES, (0,), default_horizon=2000,
         note="P1 has one action space (a channel subset, MultiBinary): no action-mode row."),
     "p2": EnvPlan("p2", "clustergym/MultiServerAllocation-v0", _rows(
