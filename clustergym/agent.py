@@ -284,11 +284,6 @@ def coerce_options(cls, base: str, opts: dict) -> dict:
     return out
 
 
-def is_custom_spec(name: str) -> bool:
-    """``pkg.module:Class`` or ``path/to/file.py:Class`` (not ``sb3:...``)."""
-    return AgentSpec(name).is_custom
-
-
 def load_custom_agent(spec: str):
     """The class named by ``pkg.module:Class`` or ``path/to/file.py:Class``; it must follow the Agent
     protocol (``reset``, ``act``, ``update``). A file is loaded by path (relative to the working

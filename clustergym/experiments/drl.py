@@ -189,13 +189,6 @@ def cell_state(path: str, cfg: dict, out: str = "") -> str:
     return "done"
 
 
-def _cell_done(path: str, cfg: dict) -> dict | None:
-    try:
-        return _done_record(path) if cell_state(path, cfg) == "done" else None
-    except CellError:
-        return None
-
-
 def _train_cell(task, report=None) -> dict:
     """Train one (env, learner, seed) cell into a temporary folder beside it, score its checkpoints on held-out
     instances, write ``curve.json`` and ``done.json``, then rename the folder into place."""
