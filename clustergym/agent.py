@@ -75,6 +75,8 @@ class EvaluationHooks(Protocol):
     """Optional methods of an agent trained on instances (a saved model, :class:`clustergym.learning.agent.SB3Agent`).
 
     The runner (:func:`clustergym.runner.evaluate`) calls them before any work and when it labels the runs.
+    An agent may also define ``bind_env_kwargs(env_kwargs)``: each run calls it with the kwargs of the env
+    the agent acts in (those of :meth:`eval_env_kwargs` included) before the episode starts.
     """
 
     def pinned_instance(self) -> int | None:

@@ -163,6 +163,9 @@ def run_one(env_id: str, agent_spec: str, seed: int, horizon: int, env_kwargs: d
     """
     env = make_env(env_id, horizon=horizon, **(env_kwargs or {}))
     agent = make_agent(agent_spec, env_id=env_id)
+    bind = getattr(agent, "bind_env_kwargs", None)  # a trained model: the padding its env was built with
+    if callable(bind):
+        bind(dict(env_kwargs or {}))
     ep = run_episode(env, agent, seed, max_steps=horizon, progress=progress)
     env.close()
     steps, rewards, regrets, oracle, decision = ep.steps, ep.rewards, ep.regrets, ep.oracle, ep.decision_s

@@ -28,7 +28,7 @@ import numpy as np
 from clustergym.agent import BaseAgent
 from clustergym.family import env_family, env_ids
 from clustergym.learning.algos import ALGOS, HEADS, NETS, NORM_FILE, SIDE_CAR, algo_class, check_algo, obs_layout
-from clustergym.learning.instances import check_model_fits, model_env_kwargs, model_padding
+from clustergym.learning.instances import check_model_fits, grown_padding, model_env_kwargs, model_padding, pad_kwargs_of
 from clustergym.learning.policies import policy_class
 from clustergym.learning.train_envs import make_train_env
 from clustergym.pipeline import LAYOUTS, ObsPipeline, box_bounds, sb3_mask, unscale_action
@@ -262,6 +262,8 @@ class SB3Agent(BaseAgent):
         self.family = self.meta["family"]
         self.families = (self.family,)
         self.model = safe_load(path, self.meta)
+        self._policies = {self._pad_key(model_padding(self.meta)): self.model.policy}  # per padding (size-free nets)
+        self._env_pads: dict | None = None  # the padding of the env the runner built for this agent
         self._norm = None
         norm = os.path.join(run_dir, NORM_FILE)
         if self.meta.get("normalize") and self.meta.get("norm_obs", True):  # net="entity": rewards only
@@ -280,11 +282,54 @@ class SB3Agent(BaseAgent):
             return None
         return int(self.meta.get("env_kwargs", {}).get("scenario_seed", 0))
 
+    @property
+    def size_free(self) -> bool:
+        """Whether the model's weights fit any instance size: the per-entity network shares them across its
+        entities (its layout is rebuilt for the padding it acts in); a flat MLP's first layer has one column
+        per padded entry."""
+        return self.meta.get("net") == "entity"
+
     def eval_env_kwargs(self, spec: str, env_id: str, env_kwargs: dict, instances) -> dict:
-        """Check that every instance fits the model (:func:`~clustergym.learning.instances.check_model_fits`);
-        the model's padding and action kwargs (:func:`~clustergym.learning.instances.model_env_kwargs`)."""
-        check_model_fits(self.meta, spec, env_id, env_kwargs, instances)
-        return model_env_kwargs(self.meta)
+        """Check that every instance fits the model (:func:`~clustergym.learning.instances.check_model_fits`:
+        the scenario, and the padding unless the model is :attr:`size_free`); the model's padding (grown to the
+        largest of ``instances`` for a size-free model) and action kwargs
+        (:func:`~clustergym.learning.instances.model_env_kwargs`)."""
+        check_model_fits(self.meta, spec, env_id, env_kwargs, instances, sizes=not self.size_free)
+        kw = model_env_kwargs(self.meta)
+        if self.size_free:
+            kw.update(grown_padding(self.meta, env_id, env_kwargs, instances))
+        return kw
+
+    def bind_env_kwargs(self, env_kwargs: dict) -> None:
+        """The env kwargs of the env this agent will act in (the runner calls it before the episode): a
+        size-free model then acts at that env's padding."""
+        names = pad_kwargs_of(self.meta["env_id"])
+        pads = {n: env_kwargs[n] for n in names if env_kwargs.get(n) is not None}
+        self._env_pads = pads if self.size_free and pads else None
+
+    @staticmethod
+    def _pad_key(pad: dict) -> tuple:
+        return tuple(sorted((k, int(v)) for k, v in pad.items()))
+
+    def _policy_for(self, pad: dict):
+        """The model's policy at padding ``pad``: the loaded one at its own padding, else the same weights in a
+        policy built for ``pad`` (a size-free model: its entity layout, spaces and index buffers change, its
+        weights do not)."""
+        key = self._pad_key(pad)
+        if key not in self._policies:
+            from clustergym.learning.entity import entity_layout
+
+            meta = {**self.meta, "env_kwargs": {**self.meta["env_kwargs"], **pad}}
+            probe = make_train_env(meta["env_id"], meta["env_kwargs"], algo=meta["algo"], stats=bool(meta["stats"]),
+                                   layout=obs_layout(meta))
+            old = self.model.policy
+            params = {**old._get_constructor_parameters(), "observation_space": probe.observation_space,
+                      "action_space": probe.action_space, "entity": entity_layout(probe)}
+            probe.close()
+            new = type(old)(**params)
+            new.load_state_dict(old.state_dict())
+            self._policies[key] = new.to(old.device).eval()
+        return self._policies[key]
 
     def trained_on(self, instance, pinned: bool) -> bool:
         """Whether ``instance`` is one the model trained on (its pool, or its one instance)."""
@@ -295,19 +340,22 @@ class SB3Agent(BaseAgent):
 
     def reset(self, problem, *, seed=None) -> None:
         super().reset(problem, seed=seed)
-        space = _obs_space_for(self.meta, problem)
+        pad = model_padding(self.meta)  # a pool-trained model acts on the env padded to its maxima ...
+        if self._env_pads is not None:  # ... a size-free one at the padding of the env it was given
+            pad = {**pad, **self._env_pads}
+        self.model.policy = self._policy_for(pad)
+        space = _obs_space_for(self.meta, problem, pad)
         self._box = None
         self._started = False
         if self.meta.get("obs") == "dict":  # imported MultiInputPolicy model: the env's Dict observation as it is
             self.pipeline = None
             _check_dict_fits(self.path, self.model.observation_space, space)
             return
-        pad = model_padding(self.meta)  # a pool-trained model acts on the env padded to its maxima
         flat = self.meta.get("obs", "pipeline") == "flatten"  # imported: FlattenObservation, every key
         stats = True if flat else bool(self.meta["stats"])
         self.pipeline = ObsPipeline(self.family, problem, space, stats, pad=pad,
                                     layout="full" if flat else obs_layout(self.meta))
-        expected = self.model.observation_space.shape
+        expected = self.model.policy.observation_space.shape
         if (self.pipeline.size,) != tuple(expected):
             raise ValueError(f"model {self.path!r} expects observations of size {expected[0]}, this env gives "
                              f"{self.pipeline.size}: evaluate it on the scenario it was trained on")
@@ -528,9 +576,10 @@ class _Constant:
         return self.value
 
 
-def _obs_space_for(meta: dict, problem) -> gym.spaces.Space:
-    """The env's observation space for this problem (a public function of the problem)."""
-    env = gym.make(meta["env_id"], **{**meta["env_kwargs"], "oracle": False})
+def _obs_space_for(meta: dict, problem, pad: dict | None = None) -> gym.spaces.Space:
+    """The env's observation space for this problem (a public function of the problem) at padding ``pad``
+    (default: the model's own)."""
+    env = gym.make(meta["env_id"], **{**meta["env_kwargs"], **(pad or {}), "oracle": False})
     space = env.observation_space
     env.close()
     return space

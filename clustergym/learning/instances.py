@@ -113,10 +113,11 @@ def _scenario_kwargs(kwargs: dict, pads: tuple[str, ...]) -> dict:
     return {k: v for k, v in kwargs.items() if k not in NOT_SCENARIO and k not in pads}
 
 
-def check_model_fits(meta: dict, path: str, env_id: str, env_kwargs: dict, instances: Sequence[int]) -> None:
+def check_model_fits(meta: dict, path: str, env_id: str, env_kwargs: dict, instances: Sequence[int], *,
+                     sizes: bool = True) -> None:
     """ValueError (one line) unless the model of ``meta`` can act on every instance of ``instances`` of the
     run's scenario: same env id, same scenario parameters (everything but the padding kwargs, the
-    instance and the horizon), and every instance within the padding maxima."""
+    instance and the horizon), and (``sizes``) every instance within the padding maxima."""
     if meta["env_id"] != env_id:
         raise ValueError(f"model {path!r} was trained on {meta['env_id']}, not {env_id}")
     names = pad_kwargs_of(env_id)
@@ -128,7 +129,7 @@ def check_model_fits(meta: dict, path: str, env_id: str, env_kwargs: dict, insta
         raise ValueError(f"model {path!r} was trained on another scenario: {show}; evaluate it with the same "
                          f"--set values")
     pads = model_padding(meta)
-    if not names:
+    if not names or not sizes:
         return
     spec = family_spec(env_family(env_id))
     for k, pb in instance_problems(env_id, env_kwargs, list(instances)):
@@ -136,6 +137,21 @@ def check_model_fits(meta: dict, path: str, env_id: str, env_kwargs: dict, insta
             if n in names and (n not in pads or int(v) > int(pads[n])):
                 raise ValueError(f"model {path!r} does not fit instance {k}: it needs {n} >= {v}, the model was "
                                  f"trained with {n}={pads.get(n)} (train with --instances covering it)")
+
+
+def grown_padding(meta: dict, env_id: str, env_kwargs: dict, instances: Sequence[int]) -> dict:
+    """The model's padding kwargs, each raised to the largest size among ``instances`` (of the run's scenario):
+    the padding a model whose weights do not depend on the sizes (the per-entity network) acts in."""
+    names = pad_kwargs_of(env_id)
+    pads = dict(model_padding(meta))
+    if not names:
+        return pads
+    spec = family_spec(env_family(env_id))
+    for _, pb in instance_problems(env_id, env_kwargs, list(instances)):
+        for n, v in spec.instance_sizes(pb).items():
+            if n in names:
+                pads[n] = max(int(pads.get(n, 0) or 0), int(v))
+    return pads
 
 
 def describe_pool(instances: Sequence[int]) -> Any:

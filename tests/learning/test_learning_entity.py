@@ -233,3 +233,34 @@ def test_a_channels_logit_depends_on_the_other_channels_through_the_context():
     lx, _ = _logits_values(pol, x)
     ly, _ = _logits_values(pol, y)
     assert abs(ly[0, 0] - lx[0, 0]) > 1e-3, "channel 0's logit sees the other channels (the pooled context)"
+
+
+def test_a_per_entity_model_acts_on_instances_larger_than_its_padding(tmp_path):
+    """The per-entity network shares its weights across channels, so a model trained with max_edges = P acts on
+    an instance with more channels: the runner pads the env to the largest instance and the agent rebuilds the
+    layout for it. On an instance that fits P it acts exactly as at its own padding (the same run, to the bit);
+    a flat MLP model still refuses such an instance before any run."""
+    from clustergym.evaluation import evaluate
+    from clustergym.family import env_family, family_spec
+    from clustergym.learning.instances import instance_problems
+
+    run = tmp_path / "run"
+    meta = _train(run, "ppo")
+    pad = int(meta["env_kwargs"]["max_edges"])
+    scen = {"num_servers": 12}
+    spec = family_spec(env_family(P1))
+    sizes = {k: spec.instance_sizes(pb)["max_edges"] for k, pb in instance_problems(P1, scen, range(2000, 2600))}
+    big = next(k for k, v in sizes.items() if v > pad)
+    fits = next(k for k, v in sizes.items() if v <= pad)
+    agent = f"sb3:{run}/model.zip"
+    alone = evaluate(P1, [agent], [0], 16, env_kwargs=scen, instances=[fits], progress=False, score=False)
+    both = evaluate(P1, [agent], [0], 16, env_kwargs=scen, instances=[fits, big], progress=False, score=False)
+    by = {r.instance: r for r in both.runs}
+    assert by[big].steps == 16 and np.isfinite(by[big].total_reward)
+    assert by[fits].total_reward == alone.runs[0].total_reward  # grown padding: the same decisions
+    mlp = tmp_path / "mlp"
+    train(P1, "ppo", 64, str(mlp), env_kwargs={"num_servers": 12, "horizon": 24}, instances=range(100, 104), n_envs=1,
+          hyperparams={"n_steps": 32, "batch_size": 32, "n_epochs": 1}, progress=False)
+    with pytest.raises(ValueError, match=f"does not fit instance {big}"):
+        evaluate(P1, [f"sb3:{mlp}/model.zip"], [0], 16, env_kwargs=scen, instances=[fits, big], progress=False,
+                 score=False)
