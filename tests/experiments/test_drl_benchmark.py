@@ -7,6 +7,7 @@ import subprocess
 import sys
 import textwrap
 
+import numpy as np
 import pytest
 
 pytest.importorskip("stable_baselines3")
@@ -165,6 +166,29 @@ def test_pretrained_model_runs_beside_the_paper_policy(env_id, tmp_path):
     res = json.loads((out / "results.json").read_text())
     runs = [r for r in res["runs"] if r["agent"] == f"sb3:pretrained/{name}"]
     assert len(runs) == 5 and not any(r["trained_on"] for r in runs)
+
+
+@pytest.mark.parametrize("env_id", sorted(PRETRAINED))
+def test_pretrained_model_fits_100_consecutive_instances_of_the_default_generator(env_id):
+    """Outside every pool (instances 2000-2099 of the env's default scenario): the runner's check before any run
+    passes for all 100 (the per-entity P1 model by growing its padding), and the model runs on the largest."""
+    from clustergym.agent import make
+    from clustergym.evaluation import evaluate
+    from clustergym.family import env_family, family_spec
+    from clustergym.learning.instances import instance_problems
+
+    name = env_id.split("/")[1]
+    spec = f"sb3:pretrained/{name}"
+    block = list(range(2000, 2100))
+    kw = make(spec).eval_env_kwargs(spec, env_id, {}, block)  # raises if one instance does not fit
+    fam = family_spec(env_family(env_id))
+    sizes = {k: sum(fam.instance_sizes(pb).values()) for k, pb in instance_problems(env_id, {}, block)}
+    largest = max(block, key=lambda k: (sizes[k], -k))
+    for n, v in kw.items():
+        if n in fam.pad_kwargs:
+            assert v >= max(fam.instance_sizes(pb)[n] for _, pb in instance_problems(env_id, {}, block))
+    res = evaluate(env_id, [spec], [0], 5, instances=[largest], progress=False, score=False)
+    assert res.runs[0].steps == 5 and np.isfinite(res.runs[0].total_reward)
 
 
 def test_pretrained_names_resolve_and_unknown_ones_are_one_line(tmp_path, capsys):
