@@ -92,7 +92,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     t = sub.add_parser("train", parents=[debug], help="train a Stable-Baselines3 agent (saved model = agent sb3:DIR/model.zip)")
     t.add_argument("env_id", help="a registered env id, e.g. clustergym/ApproxJobs-v0 (clustergym list)")
-    t.add_argument("--algo", default=None, choices=["ppo", "a2c", "sac", "maskable_ppo"],
+    t.add_argument("--algo", default=None, choices=["ppo", "a2c", "sac", "maskable_ppo", "recurrent_ppo"],
                    help="the algorithm (sac: Box actions, P2; maskable_ppo: action masks, P1 and P4; default: the "
                         "env's entry in clustergym/learning/hyperparams/defaults.yml)")
     t.add_argument("--timesteps", type=int, default=None,

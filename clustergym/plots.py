@@ -41,6 +41,7 @@ AGENT_COLORS: dict[str, str] = {
     "edf": "#0072B2", "fair": "#009E73", "ops": "#CC79A7", "opm-noest": "#E69F00",
     # learners (clustergym train / drl)
     "ppo": "#332288", "maskable_ppo": "#117733", "a2c": "#882255", "sac": "#999933", "bc": "#44AA99",
+    "recurrent_ppo": "#661100",
 }
 # for names not in the table (options, users' agents): none close to a colour above
 _EXTRA = ("#9467BD", "#8C564B", "#BCBD22", "#17BECF", "#393B79", "#637939", "#8C6D31", "#843C39", "#7B4173",
@@ -54,7 +55,7 @@ def agent_color(name: str) -> str:
     if name in AGENT_COLORS:
         return AGENT_COLORS[name]
     low = name.lower()
-    for learner in ("maskable_ppo", "ppo", "a2c", "sac"):  # e.g. "ppo (3 seeds)", "sb3:runs/ppo/model.zip"
+    for learner in ("maskable_ppo", "recurrent_ppo", "ppo", "a2c", "sac"):  # e.g. "ppo (3 seeds)", "sb3:runs/ppo/model.zip"
         if low.startswith(learner) and (len(low) == len(learner) or not low[len(learner)].isalnum()):
             return AGENT_COLORS[learner]
     return _EXTRA[zlib.crc32(name.encode()) % len(_EXTRA)]

@@ -27,7 +27,8 @@ import numpy as np
 
 from clustergym.agent import BaseAgent
 from clustergym.family import env_family, env_ids
-from clustergym.learning.algos import ALGOS, HEADS, NETS, NORM_FILE, SIDE_CAR, algo_class, check_algo, obs_layout
+from clustergym.learning.algos import (ALGOS, HEADS, NETS, NORM_FILE, RECURRENT, SIDE_CAR, algo_class, check_algo,
+                                       obs_layout)
 from clustergym.learning.instances import check_model_fits, grown_padding, model_env_kwargs, model_padding, pad_kwargs_of
 from clustergym.learning.policies import policy_class
 from clustergym.learning.train_envs import make_train_env
@@ -264,6 +265,8 @@ class SB3Agent(BaseAgent):
         self.model = safe_load(path, self.meta)
         self._policies = {self._pad_key(model_padding(self.meta)): self.model.policy}  # per padding (size-free nets)
         self._env_pads: dict | None = None  # the padding of the env the runner built for this agent
+        self._recurrent = self.meta["algo"] in RECURRENT
+        self._state = None  # a recurrent policy's state (LSTM hidden and cell), reset with each episode
         self._norm = None
         norm = os.path.join(run_dir, NORM_FILE)
         if self.meta.get("normalize") and self.meta.get("norm_obs", True):  # net="entity": rewards only
@@ -344,6 +347,7 @@ class SB3Agent(BaseAgent):
         if self._env_pads is not None:  # ... a size-free one at the padding of the env it was given
             pad = {**pad, **self._env_pads}
         self.model.policy = self._policy_for(pad)
+        self._state = None
         space = _obs_space_for(self.meta, problem, pad)
         self._box = None
         self._started = False
@@ -373,11 +377,15 @@ class SB3Agent(BaseAgent):
                 n = self._norm
                 x = np.clip((x - n["mean"]) / np.sqrt(n["var"] + n["epsilon"]), -n["clip_obs"],
                             n["clip_obs"]).astype(np.float32)
-        self._started = True
         kw = {}
         if self.meta["algo"] == "maskable_ppo":
             kw["action_masks"] = sb3_mask(self.family, info)
-        a, _ = self.model.predict(x, deterministic=self.deterministic, **kw)
+        if self._recurrent:  # the state carries the episode so far; a new episode starts from zeros
+            kw.update(state=self._state, episode_start=np.array([not self._started]))
+        self._started = True
+        a, state = self.model.predict(x, deterministic=self.deterministic, **kw)
+        if self._recurrent:
+            self._state = state
         if self._box is not None:
             lo, hi = self._box
             a = unscale_action(a, lo, hi)
@@ -389,7 +397,7 @@ class SB3Agent(BaseAgent):
 
 # Pickled entries of a model.zip that the sb3: agent supplies itself (everything else is refused).
 _STATE_ENTRIES = ("_last_obs", "_last_episode_starts", "_last_original_obs", "ep_info_buffer", "ep_success_buffer",
-                  "rollout_buffer_class", "replay_buffer_class", "_last_dones")
+                  "rollout_buffer_class", "replay_buffer_class", "_last_dones", "_last_lstm_states")
 
 
 def safe_load(path: str, meta: dict):
@@ -452,9 +460,11 @@ def safe_load(path: str, meta: dict):
 
 
 # Fields SB3 writes to a model's data only for some algorithms: a side-car whose algorithm does not match the file.
-_ALGO_FIELDS = {"ppo": ("n_epochs", "clip_range"), "maskable_ppo": ("n_epochs", "clip_range"), "a2c": ("n_steps",),
+_ALGO_FIELDS = {"ppo": ("n_epochs", "clip_range"), "maskable_ppo": ("n_epochs", "clip_range"),
+                "recurrent_ppo": ("n_epochs", "clip_range"), "a2c": ("n_steps",),
                 "sac": ("tau", "train_freq")}
-_NOT_FIELDS = {"a2c": ("n_epochs", "tau"), "ppo": ("tau",), "maskable_ppo": ("tau",), "sac": ("n_epochs",)}
+_NOT_FIELDS = {"a2c": ("n_epochs", "tau"), "ppo": ("tau",), "maskable_ppo": ("tau",), "recurrent_ppo": ("tau",),
+               "sac": ("n_epochs",)}
 
 
 def _check_algo_fields(path: str, data: dict, algo: str) -> None:

@@ -13,7 +13,8 @@ import inspect
 from clustergym.family import family_specs
 from clustergym.pipeline import hook
 
-__all__ = ["ALGOS", "HEADS", "NETS", "SIDE_CAR", "NORM_FILE", "algo_class", "algo_gamma", "check_algo", "obs_layout"]
+__all__ = ["ALGOS", "RECURRENT", "HEADS", "NETS", "SIDE_CAR", "NORM_FILE", "algo_class", "algo_gamma", "check_algo",
+           "obs_layout"]
 
 # algo -> (module, class, the family DRL hook it needs; None = every family). A family supports SAC when
 # its FamilySpec.drl_hooks define ``box_bounds`` (Box actions) and MaskablePPO when they define ``sb3_mask``.
@@ -22,7 +23,9 @@ ALGOS: dict[str, tuple[str, str, str | None]] = {
     "a2c": ("stable_baselines3", "A2C", None),
     "sac": ("stable_baselines3", "SAC", "box_bounds"),
     "maskable_ppo": ("sb3_contrib", "MaskablePPO", "sb3_mask"),
+    "recurrent_ppo": ("sb3_contrib", "RecurrentPPO", None),  # an LSTM policy: acts on the episode so far
 }
+RECURRENT = ("recurrent_ppo",)  # algorithms whose policy carries a state from slot to slot
 
 HEADS = ("fast", "sb3")  # the action distribution: clustergym.learning.heads, or SB3's own
 NETS = ("mlp", "entity")  # the policy network: SB3's flat MLP, or clustergym.learning.entity (P1)

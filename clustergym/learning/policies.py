@@ -6,7 +6,7 @@ The fast action heads (:mod:`clustergym.learning.heads`) and the per-entity netw
 
 from __future__ import annotations
 
-from clustergym.learning.algos import HEADS, NETS, algo_class
+from clustergym.learning.algos import HEADS, NETS, RECURRENT, algo_class
 
 __all__ = ["policy_class", "INPUTS"]
 
@@ -24,6 +24,10 @@ def policy_class(algo: str = "ppo", head: str = "fast", net: str = "mlp", inputs
     if inputs not in INPUTS:
         raise ValueError(f"inputs={inputs!r} is invalid: expected one of {', '.join(INPUTS)}")
     cls = algo_class(algo)
+    if algo in RECURRENT:  # SB3-contrib's LSTM policies, with their own action distributions
+        if net != "mlp":
+            raise ValueError(f"net={net!r} is not available with algo {algo!r} (its LSTM policy is an MLP)")
+        return cls.policy_aliases["MultiInputLstmPolicy" if inputs == "dict" else "MlpLstmPolicy"]
     if inputs == "dict":
         if net != "mlp":
             raise ValueError(f"net={net!r} takes flat observations, not inputs='dict'")

@@ -302,7 +302,7 @@ def _save(s: TrainSetup, model, venv, cb, bc, saver, wall: float, vec: str, out:
             "normalize": s.normalize, "seed": int(seed), "n_envs": s.n_envs, "timesteps": s.timesteps,
             "timesteps_trained": int(model.num_timesteps), "eval_freq": s.eval_freq,
             "eval_seed": int(eval_seed), "hyperparams": s.hp,
-            "head": s.options["head"] if s.policy is not s.cls.policy_aliases["MlpPolicy"] else "sb3",
+            "head": s.options["head"] if s.policy is not s.cls.policy_aliases.get("MlpPolicy") else "sb3",
             "hyperparams_file": os.path.abspath(hyperparams_file) if hyperparams_file else None,
             "train_wall_s": wall, "vec": vec, "rescale_action": isinstance(venv.action_space, gym.spaces.Box),
             "warm_start": bc, "net": s.options["net"], "norm_obs": bool(s.normalize and s.norm_obs),
