@@ -187,6 +187,14 @@ P1_ENTITY_LONG = Learner("ppo-entity-1m-h2000", "ppo", MAIN_BUDGET,
                          note="the per-entity main row trained on 2,000-slot episodes (the env's default horizon)")
 
 
+# P2's learners keep DRF's constant fractions (docs/drl.md, "What limits the learners"); the hindsight optimum
+# is far above, and a policy that remembers each port's realised rewards could adapt within an episode, as
+# OGASched does online. The row trains RecurrentPPO (an LSTM policy) with recurrent_ppo.yml's P2 entry: ppo.yml's
+# tuned values, so it differs from ppo-100k by the memory only.
+P2_MEMORY = Learner("ppo-100k-lstm", "recurrent_ppo", ABLATION_BUDGET, {}, ablation="memory", base="ppo-100k",
+                    note="RecurrentPPO: an LSTM policy that acts on the episode so far (ppo.yml's tuned P2 values)")
+
+
 def entity_budget_row(main: Learner) -> Learner:
     """The budget row ``ppo-entity`` of a per-entity main row: its learner at :data:`ABLATION_BUDGET`, the base of
     the per-entity ablations (tuning, pool parameters)."""
@@ -212,7 +220,8 @@ PLAN: dict[str, EnvPlan] = {
     "p2": EnvPlan("p2", "clustergym/MultiServerAllocation-v0", _rows(
         "p2", discount=0.99, entity=True,
         action_mode=("channel", {"env_kwargs": {"action_mode": "channel"}},
-                     "the paper's action: one fraction per channel and device type (a 2,004-dim Gaussian)")),
+                     "the paper's action: one fraction per channel and device type (a 2,004-dim Gaussian)"),
+        extra_ablation=(P2_MEMORY,)),
         HELD_OUT, EVAL_SEEDS, CURVE_INSTANCES, (0,), default_horizon=2000),
     "p3": EnvPlan("p3", "clustergym/RingAllReduce-v0", _rows(
         "p3", discount=0.99, entity=False, tuned=False, update_size=True,
