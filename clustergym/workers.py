@@ -327,8 +327,11 @@ def run_tasks(fn: Callable, tasks: list, workers: int, *, report=None, on_start:
                 for i in hit:
                     lost[i] = lost.get(i, 0) + 1
                     if lost[i] >= 2:
+                        code = dead.get(started.get(i))
+                        if code is None and len(dead) == 1:  # its start notice was lost with the process: the
+                            code = next(iter(dead.values()))  # one worker that died is its worker
                         raise WorkerDied(f"run {_describe_task(tasks[i])} failed twice: its worker process "
-                                         f"{_exit_note(dead.get(started.get(i)))} (out of memory?); nothing of this "
+                                         f"{_exit_note(code)} (out of memory?); nothing of this "
                                          "sweep was written") from None
                 names = ", ".join(_describe_task(tasks[i]) for i in hit[:3]) or "a run"
                 codes = ", ".join(f"pid {pid} {_exit_note(c)}" for pid, c in dead.items()) or "a worker died"
