@@ -347,25 +347,11 @@ def check_placement(y0, present, cap, gpus, bw, rack_of, num_racks, link_cap, st
                 v = 0
             y[j, s] = v
     for j in range(J):  # phase 2 (eqs. 2, 11): the workers on lower-index servers come first
-        before = 0
-        for s in range(S):
-            v = y[j, s]
-            room = max(cap[j] - before, 0)
-            before += v
-            if v > room:
-                if strict:
-                    return PLACE_OVER_CAP, j, 0
-                y[j, s] = room
+        if _keep_in_order(y[j, :], cap[j], strict):
+            return PLACE_OVER_CAP, j, 0
     for s in range(S):  # phase 3 (eq. 4): the workers of earlier window rows come first
-        before = 0
-        for j in range(J):
-            v = y[j, s]
-            room = max(gpus[s] - before, 0)
-            before += v
-            if v > room:
-                if strict:
-                    return PLACE_OVER_GPUS, s, 0
-                y[j, s] = room
+        if _keep_in_order(y[:, s], gpus[s], strict):
+            return PLACE_OVER_GPUS, s, 0
     for li in range(L):  # phase 4 (eq. 19): the cheapest rings' loads, the same both directions
         load[li] = 0.0
     on_rack = np.zeros(num_racks, dtype=np.bool_)
@@ -417,6 +403,23 @@ def check_placement(y0, present, cap, gpus, bw, rack_of, num_racks, link_cap, st
                 repaired += 1
                 break
     return PLACE_OK, -1, repaired
+
+
+@numba.njit(cache=True, nogil=True)
+def _keep_in_order(v, limit, strict):  # pragma: no cover - compiled
+    """Keep the entries of ``v`` (a row or column of y, in place) in order up to ``limit`` in total: each is cut
+    to what is left of the limit after the ones before it (the original values count). Returns True at the
+    first entry that is over (and changes nothing) under ``strict``, else False."""
+    before = 0
+    for i in range(v.shape[0]):
+        x = v[i]
+        room = max(limit - before, 0)
+        before += x
+        if x > room:
+            if strict:
+                return True
+            v[i] = room
+    return False
 
 
 @numba.njit(cache=True, nogil=True)
