@@ -19,6 +19,7 @@ from clustergym.family import env_ids
 from clustergym.learning.hyperparams import load_hyperparams, split_run_keys
 from clustergym.learning.training import (algo_class, algo_gamma, make_train_env, make_train_vec, normalizer,
                                           policy_class, resolve_vec, training_envs)
+from clustergym.pipeline import TIME_CAP
 from clustergym.runner import time_decisions
 
 __all__ = ["run_bench", "Row", "decision_times", "ppo_rate", "training_rates", "cartpole_rate", "bench_hyperparams",
@@ -258,7 +259,8 @@ def _throughput_model(env_id: str, n_envs: int, extra: dict, vec: str, rollout: 
         kw = {**(run.get("env_kwargs") or {}), **extra}
         _, train_kw, _, _ = training_envs(env_id, kw)
         vec = resolve_vec(env_id, vec, env_kwargs=train_kw)
-        venv = make_train_vec(env_id, train_kw, n_envs, vec=vec, layout=run.get("obs_layout", "full"))
+        venv = make_train_vec(env_id, train_kw, n_envs, vec=vec, layout=run.get("obs_layout", "full"),
+                              time_cap=TIME_CAP)  # a flat MLP, as clustergym train makes it
         mode = kw.get("action_mode")
         where = f"{vec}" + (f", action_mode={mode}" if mode else "")
     else:

@@ -37,7 +37,10 @@ A saved model must see at evaluation exactly the observations it was trained on,
   earlier versions, [flatten(the observation keys of then, ``drl_hooks.legacy_keys``), the statistics
   in ``drl_hooks.STATS_KEYS`` order], read from today's observation, so the values are the same.
 
-``stats=False`` leaves the statistics keys out of either layout. :class:`DRLObservation` is the
+``stats=False`` leaves the statistics keys out of either layout. ``time_cap`` (side-car ``"time_cap"``, what
+``clustergym train`` writes for a flat MLP: :data:`TIME_CAP`) flattens the slot index ``t`` as
+``min(t, time_cap)``: a flat network's input then stays in the range it trained on at any horizon (docs/drl.md,
+"Time features"). The per-entity networks read ``t`` as it is and bound their own time features. :class:`DRLObservation` is the
 Gymnasium wrapper around it (training, and the public :class:`clustergym.wrappers.FlattenWithStats`);
 :class:`clustergym.learning.agent.SB3Agent` uses the same pipeline when it acts in ``clustergym run``
 (evaluation). :func:`flatten_batch` flattens a native vector env's batched Dict observation, row by
@@ -59,10 +62,16 @@ import numpy as np
 
 from clustergym.family import FAMILIES
 
-__all__ = ["EmpiricalStats", "ObsPipeline", "DRLObservation", "LAYOUTS", "layout_keys", "layout_columns", "flatten_keys",
+__all__ = ["TIME_CAP", "EmpiricalStats", "ObsPipeline", "DRLObservation", "LAYOUTS", "layout_keys", "layout_columns", "flatten_keys", "time_caps",
            "flat_size", "flatten_batch", "sb3_mask", "unscale_action", "box_bounds", "hook"]
 
 LAYOUTS = ("full", "compact", "legacy")  # the flat observation layouts (module docstring)
+# The largest slot index a learner's time feature tells apart: the last slot of a 200-slot episode, the training
+# horizon of every shipped model. The flat MLP reads min(t, TIME_CAP), the per-entity networks
+# min(t, TIME_CAP) / (TIME_CAP + 1) (P1) or log(1 + min(t, TIME_CAP)) / 10 (P2, P4). A model trained on episodes of
+# at most TIME_CAP + 1 slots sees exactly the inputs it saw without the cap, and a longer run never takes a time
+# feature outside them.
+TIME_CAP = 199
 
 
 def hook(family: str, name: str):
@@ -99,19 +108,30 @@ def layout_columns(family: str, obs_space: gym.spaces.Dict, layout: str = "full"
 
 
 def flatten_keys(obs_space: gym.spaces.Dict, obs: dict, keys: tuple[str, ...], plain: tuple[bool, ...] | None = None,
-                 columns: dict[str, np.ndarray] | None = None) -> np.ndarray:
+                 columns: dict[str, np.ndarray] | None = None, caps: dict[str, float] | None = None) -> np.ndarray:
     """float32 concatenation of ``gymnasium.spaces.flatten`` of each key of ``keys`` (one observation).
 
     ``plain[i]``: key i's space is a Box or MultiBinary, whose flattening is a reshape (done here directly,
     without gymnasium's dispatch: a third of a training step's Python time on P4); others go through
     ``gymnasium.spaces.flatten`` (one-hot of discrete values). ``columns``: the entries kept of some keys
-    (:func:`layout_columns`)."""
+    (:func:`layout_columns`). ``caps``: an upper bound on the entries of some keys (:func:`time_caps`)."""
     if plain is None:
         plain = plain_keys(obs_space, keys)
     parts = [obs[k].reshape(-1) if p else gym.spaces.flatten(obs_space[k], obs[k]) for k, p in zip(keys, plain)]
     if columns:
         parts = [v[columns[k]] if k in columns else v for k, v in zip(keys, parts)]
+    if caps:
+        parts = [np.minimum(v, caps[k]) if k in caps else v for k, v in zip(keys, parts)]
     return np.concatenate(parts, dtype=np.float32)
+
+
+def time_caps(keys: tuple[str, ...], time_cap: float | None) -> dict[str, float]:
+    """The ``caps`` of :func:`flatten_keys` for a ``time_cap`` (module docstring): ``{"t": time_cap}``, or none."""
+    if time_cap is None or "t" not in keys:
+        return {}
+    if not float(time_cap) > 0:
+        raise ValueError(f"time_cap={time_cap!r} is invalid: expected a number of slots > 0, or None")
+    return {"t": float(time_cap)}
 
 
 def flat_size(obs_space: gym.spaces.Dict, keys: tuple[str, ...], columns: dict[str, np.ndarray] | None = None) -> int:
@@ -126,17 +146,20 @@ def plain_keys(obs_space: gym.spaces.Dict, keys: tuple[str, ...]) -> tuple[bool,
 
 
 def flatten_batch(obs_space: gym.spaces.Space, obs: Any, keys: tuple[str, ...] | None = None,
-                  columns: dict[str, np.ndarray] | None = None) -> np.ndarray:
+                  columns: dict[str, np.ndarray] | None = None, caps: dict[str, float] | None = None) -> np.ndarray:
     """(N, flatdim) float32: the batched observation of a native vector env (arrays with a leading N axis,
     ``obs_space`` the *single* env's space), each row equal to ``gymnasium.spaces.flatten(obs_space, row)``
     (cast to float32); ``keys``: a Dict's keys to concatenate (default: all, in the space's order);
-    ``columns``: the entries kept of some keys (:func:`layout_columns`), as :func:`flatten_keys`."""
+    ``columns``: the entries kept of some keys (:func:`layout_columns`), ``caps`` their upper bounds, as
+    :func:`flatten_keys`."""
     sp = obs_space
     if isinstance(sp, gym.spaces.Dict):
         keys = tuple(sp.spaces) if keys is None else keys
-        cols = columns or {}
-        return np.concatenate([flatten_batch(sp[k], obs[k])[:, cols[k]] if k in cols else flatten_batch(sp[k], obs[k])
-                               for k in keys], axis=1)
+        cols, caps = columns or {}, caps or {}
+        parts = [flatten_batch(sp[k], obs[k])[:, cols[k]] if k in cols else flatten_batch(sp[k], obs[k]) for k in keys]
+        if caps:
+            parts = [np.minimum(v, caps[k]) if k in caps else v for k, v in zip(keys, parts)]
+        return np.concatenate(parts, axis=1)
     x = np.asarray(obs)
     N = x.shape[0]
     if isinstance(sp, (gym.spaces.Box, gym.spaces.MultiBinary)):
@@ -199,12 +222,13 @@ class ObsPipeline:
     """
 
     def __init__(self, family: str, problem: Any, obs_space: gym.spaces.Space, stats: bool = True,
-                 pad: dict | None = None, layout: str = "full"):
+                 pad: dict | None = None, layout: str = "full", time_cap: float | None = None):
         self.obs_space = obs_space
         self.problem = problem
         self.layout = layout
         self.keys = layout_keys(family, obs_space, layout, stats)
         self.columns = layout_columns(family, obs_space, layout)
+        self.caps = time_caps(self.keys, time_cap)
         self._plain = plain_keys(obs_space, self.keys)
         self.size = flat_size(obs_space, self.keys, self.columns)
         self.space = gym.spaces.Box(-np.inf, np.inf, shape=(self.size,), dtype=np.float32)
@@ -216,16 +240,16 @@ class ObsPipeline:
         """Nothing to do: the env's observation carries the statistics."""
 
     def observe(self, obs) -> np.ndarray:
-        return flatten_keys(self.obs_space, obs, self.keys, self._plain, self.columns)
+        return flatten_keys(self.obs_space, obs, self.keys, self._plain, self.columns, self.caps)
 
 
 class DRLObservation(gym.ObservationWrapper):
     """The flat float32 observation of :class:`ObsPipeline` (``layout="full"``: the flattened Dict observation)."""
 
-    def __init__(self, env: gym.Env, stats: bool = True, layout: str = "full"):
+    def __init__(self, env: gym.Env, stats: bool = True, layout: str = "full", time_cap: float | None = None):
         super().__init__(env)
         u = env.unwrapped
-        self.pipeline = ObsPipeline(u.family, u.problem, env.observation_space, stats, layout=layout)
+        self.pipeline = ObsPipeline(u.family, u.problem, env.observation_space, stats, layout=layout, time_cap=time_cap)
         self.observation_space = self.pipeline.space
 
     def reset(self, **kwargs):

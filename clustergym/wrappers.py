@@ -53,11 +53,12 @@ class FlattenWithStats(DRLObservation):
     them to the flattened observation. ``stats=False`` leaves the statistics keys out.
     ``layout="legacy"`` gives the vector of earlier versions (``clustergym.pipeline``: the
     observation keys of then, then the statistics), what models trained then expect.
-    This is the observation ``clustergym train`` and ``sb3:`` agents use.
+    ``time_cap``: the slot index is flattened as ``min(t, time_cap)`` (``clustergym.pipeline.TIME_CAP`` for the
+    flat MLPs ``clustergym train`` writes). This is the observation ``clustergym train`` and ``sb3:`` agents use.
     """
 
-    def __init__(self, env: gym.Env, stats: bool = True, layout: str = "full"):
-        super().__init__(env, stats=stats, layout=layout)
+    def __init__(self, env: gym.Env, stats: bool = True, layout: str = "full", time_cap: float | None = None):
+        super().__init__(env, stats=stats, layout=layout, time_cap=time_cap)
 
 
 def action_bounds(env: gym.Env) -> tuple[np.ndarray, np.ndarray]:

@@ -358,7 +358,8 @@ class SB3Agent(BaseAgent):
         flat = self.meta.get("obs", "pipeline") == "flatten"  # imported: FlattenObservation, every key
         stats = True if flat else bool(self.meta["stats"])
         self.pipeline = ObsPipeline(self.family, problem, space, stats, pad=pad,
-                                    layout="full" if flat else obs_layout(self.meta))
+                                    layout="full" if flat else obs_layout(self.meta),
+                                    time_cap=None if flat else self.meta.get("time_cap"))
         expected = self.model.policy.observation_space.shape
         if (self.pipeline.size,) != tuple(expected):
             raise ValueError(f"model {self.path!r} expects observations of size {expected[0]}, this env gives "

@@ -15,8 +15,9 @@ style network, pooling over channels):
   needs no observation normalisation (``clustergym train`` turns ``VecNormalize``'s observation part
   off for this net: its per-position statistics would tie the model to one ``max_edges``; rewards are
   still normalised in training).
-* **Global features** g: ``t / T`` (T = the observation space's bound of ``t``, the training horizon),
-  the mean over ports of this slot's arrivals and of the share of slots with a job, the share of
+* **Global features** g: ``min(t, 199) / 200`` (:func:`time_feature`; 200 slots is the training horizon of
+  the shipped models: the feature stops growing there, so a longer run stays in its training range; earlier
+  versions read ``t / T_train``, which reaches 10 at slot 2,000), the mean over ports of this slot's arrivals and of the share of slots with a job, the share of
   present channels that are active (present and with a job), and the load Σ_{e active} a_k^e / c_k per
   device type k (how far the active channels exceed the capacity; eq. 2).
 * φ(x_e): a shared MLP (f → h → h, tanh; h = ``hidden``, default 64). Context c = [mean_e φ(x_e), max_e
@@ -54,7 +55,7 @@ from torch import nn
 
 from clustergym.learning.algos import NETS
 from clustergym.learning.heads import FastActorCriticPolicy, PAD_LOGIT
-from clustergym.pipeline import layout_keys
+from clustergym.pipeline import TIME_CAP, layout_keys
 
 try:
     from sb3_contrib.common.maskable.policies import MaskableActorCriticPolicy
@@ -115,10 +116,9 @@ def p1_layout(obs_space: gym.spaces.Dict, num_ports: int, keys: tuple[str, ...] 
     cols = [pos["edge_present"] + e, pos["edge_arrival"] + e, pos["utility_mean"] + e, pos["channel_share"] + e]
     cols += [pos["edge_demand"] + e * K + k for k in range(K)]
     chan = np.stack(cols, axis=1)
-    t_high = float(obs_space["t"].high.reshape(-1)[0])
     return {"family": "multiserver-channel", "num_inputs": int(off), "num_channels": int(P),
             "num_device_types": int(K), "channel_index": [[int(v) for v in row] for row in chan],
-            "t_index": int(pos["t"]), "t_scale": 1.0 / max(t_high, 1.0),
+            "t_index": int(pos["t"]), "t_scale": 1.0 / (TIME_CAP + 1),
             "arrivals_index": [int(pos["arrivals"] + i) for i in range(L)],
             "jobs_index": [int(pos["arrival_share"] + i) for i in range(L)]}
 
@@ -230,11 +230,24 @@ def _slog(x: th.Tensor) -> th.Tensor:
     return th.sign(x) * th.log1p(th.abs(x))
 
 
+def time_feature(t: th.Tensor) -> th.Tensor:
+    """P1's time feature min(t, TIME_CAP) / (TIME_CAP + 1) in [0, 0.995]: it grows over the first 200 slots and
+    then stays, so a run of any length reads values the network met in training (``clustergym.pipeline``)."""
+    return t.clamp(0.0, float(TIME_CAP)) / float(TIME_CAP + 1)
+
+
+def log_time_feature(t: th.Tensor) -> th.Tensor:
+    """P2's and P4's time feature log(1 + min(t, TIME_CAP)) / 10, in [0, 0.54] (``clustergym.pipeline``)."""
+    return th.log1p(t.clamp(0.0, float(TIME_CAP))) / 10.0
+
+
 def _p4_features(net: "EntityNet", obs: th.Tensor) -> tuple[th.Tensor, th.Tensor, th.Tensor]:
     """P4, per window slot: [present, share of the job's window left, log time left, share of its budget left,
     log budget, log value, β, log work, log age, share of its budget spent] (0 on empty slots); global: mean
-    and max over machines of [rate, share, last executed, last work], the share of occupied slots, log t.
-    Scale-free (shares and logs, never t / T): the same features at any horizon."""
+    and max over machines of [rate, share, last executed, last work], the share of occupied slots, and
+    log(1 + min(t, TIME_CAP)) / 10 (:func:`log_time_feature`). Scale-free (shares and logs, never t / T) and bounded:
+    a job's times are read relative to its own window, so every feature stays in its training range at any
+    horizon."""
     r = obs[:, net.ent_index]  # (B, J, 8): mask, a, d, B, spent, v, β, X
     t = obs[:, net.t_index:net.t_index + 1]  # (B, 1)
     present = r[..., 0] > 0.5
@@ -248,19 +261,20 @@ def _p4_features(net: "EntityNet", obs: th.Tensor) -> tuple[th.Tensor, th.Tensor
     x = x * present.unsqueeze(-1).to(x.dtype)
     m = obs[:, net.pool_index]  # (B, M, 4)
     glob = th.cat([m.mean(dim=1), m.amax(dim=1), present.to(r.dtype).mean(dim=1, keepdim=True),
-                   th.log1p(t.clamp_min(0.0)) / 10.0], dim=1)
+                   log_time_feature(t)], dim=1)
     return x, present, glob
 
 
 def _p2_features(net: "EntityNet", obs: th.Tensor) -> tuple[th.Tensor, th.Tensor, th.Tensor]:
     """P2, per port: [job this slot, share of slots with a job, log mean realised reward, log last reward];
-    global: log β, the share of ports with a job, log t. Every port is present."""
+    global: log β, the share of ports with a job, log(1 + min(t, TIME_CAP)) / 10 (:func:`log_time_feature`).
+    Every port is present."""
     r = obs[:, net.ent_index]  # (B, L, 4)
     t = obs[:, net.t_index:net.t_index + 1]
     x = th.stack([r[..., 0], r[..., 1], _slog(r[..., 2]), _slog(r[..., 3])], dim=-1)
     present = th.ones(r.shape[:2], dtype=th.bool, device=r.device)
     glob = th.cat([_slog(obs[:, net.glob_index]), r[..., 0].mean(dim=1, keepdim=True),
-                   th.log1p(t.clamp_min(0.0)) / 10.0], dim=1)
+                   log_time_feature(t)], dim=1)
     return x, present, glob
 
 
@@ -286,7 +300,10 @@ class EntityNet(nn.Module):
                                  persistent=False)
             self.register_buffer("jobs_index", th.as_tensor(np.asarray(layout["jobs_index"], dtype=np.int64)),
                                  persistent=False)
-            self.t_scale = float(layout["t_scale"])
+            if abs(float(layout["t_scale"]) * (TIME_CAP + 1) - 1.0) > 1e-9:  # an earlier version's linear t / T_train
+                raise ValueError(f"this per-entity model reads the time feature t / {1.0 / float(layout['t_scale']):g} "
+                                 "of an earlier version, which leaves its training range on longer runs; this "
+                                 f"version reads min(t, {TIME_CAP}) / {TIME_CAP + 1}: train the model again")
             self.P, f = chan.shape
             self.K = f - len(CHANNEL_FEATURES)
             g = 4 + self.K
@@ -324,7 +341,7 @@ class EntityNet(nn.Module):
         present = x[..., 0] > 0.5
         active = (present & (x[..., 1] > 0.5)).to(x.dtype)
         n_present = present.to(x.dtype).sum(dim=1).clamp_min(1.0)
-        glob = th.cat([obs[:, self.t_index:self.t_index + 1] * self.t_scale,
+        glob = th.cat([time_feature(obs[:, self.t_index:self.t_index + 1]),
                        obs[:, self.arr_index].mean(dim=1, keepdim=True),
                        obs[:, self.jobs_index].mean(dim=1, keepdim=True),
                        (active.sum(dim=1) / n_present).unsqueeze(1),

@@ -140,13 +140,14 @@ def _check_teacher(teacher: str, family: str):
 
 
 def collect_demonstrations(env_id: str, train_kwargs: dict, teacher: str, steps: int, *, seed: int = 0,
-                           stats: bool = True, algo: str = "ppo", layout: str = "full") -> Demonstrations:
+                           stats: bool = True, algo: str = "ppo", layout: str = "full",
+                           time_cap: float | None = None) -> Demonstrations:
     """``steps`` slots of ``teacher`` on the training env of ``train_kwargs`` (module docstring, step 1).
 
     Episode i is reset with seed ``seed + i`` (the teacher's ``reset`` gets the same seed, as in the runner)."""
     family = env_family(env_id)
     agent = _check_teacher(teacher, family)
-    env = make_train_env(env_id, train_kwargs, algo=algo, stats=stats, layout=layout)
+    env = make_train_env(env_id, train_kwargs, algo=algo, stats=stats, layout=layout, time_cap=time_cap)
     drop = set(pad_kwargs_of(env_id)) | {"instances", "scenario_seed"}
     base_kw = {k: v for k, v in train_kwargs.items() if k not in drop}
     refs: dict = {}
@@ -316,11 +317,11 @@ def behaviour_clone(model, demos: Demonstrations, venv=None, *, epochs: int = 30
 
 def warm_start(model, venv, env_id: str, train_kwargs: dict, teacher: str, *, steps: int, epochs: int, seed: int = 0,
                stats: bool = True, algo: str = "ppo", batch_size: int = 256, lr: float = 1e-3,
-               layout: str = "full") -> dict:
+               layout: str = "full", time_cap: float | None = None) -> dict:
     """Demonstrations + normalisation fit + BC (module docstring); the side-car's ``warm_start`` record."""
     t0 = time.perf_counter()
     demos = collect_demonstrations(env_id, train_kwargs, teacher, steps, seed=seed, stats=stats, algo=algo,
-                                   layout=layout)
+                                   layout=layout, time_cap=time_cap)
     t1 = time.perf_counter()
     rec = behaviour_clone(model, demos, venv, epochs=epochs, batch_size=batch_size, lr=lr, seed=seed)
     eps = [k for k in demos.instances]

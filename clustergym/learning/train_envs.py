@@ -87,11 +87,11 @@ class ParamPool(gym.Wrapper):
 
 def make_train_env(env_id: str, env_kwargs: dict | None = None, *, algo: str = "ppo", stats: bool = True,
                    monitor_dir: str | None = None, rank: int = 0, layout: str = "full", slim_info: bool = False,
-                   settings: list[dict] | None = None) -> gym.Env:
+                   settings: list[dict] | None = None, time_cap: float | None = None) -> gym.Env:
     """``gym.make`` + Monitor + ``clustergym.wrappers.FlattenWithStats`` (+ ``clustergym.wrappers.RescaleBox``
     to [-1, 1] for Box actions): the public wrappers, so a user's own chain can match training exactly.
     ``layout``: the flat observation layout (``clustergym.pipeline``; ``"legacy"`` for a model
-    trained by an earlier version). ``settings``: generator parameters, one env each, behind one
+    trained by an earlier version); ``time_cap``: the slot index's bound (``clustergym.pipeline``). ``settings``: generator parameters, one env each, behind one
     :class:`clustergym.learning.pools.ParamPool` (a training pool with randomised parameters)."""
     from stable_baselines3.common.monitor import Monitor
 
@@ -103,7 +103,7 @@ def make_train_env(env_id: str, env_kwargs: dict | None = None, *, algo: str = "
     else:
         env = gym.make(env_id, **kw)
     env = Monitor(env, os.path.join(monitor_dir, str(rank)) if monitor_dir else None)
-    env = FlattenWithStats(env, stats=stats, layout=layout)
+    env = FlattenWithStats(env, stats=stats, layout=layout, time_cap=time_cap)
     if isinstance(env.action_space, gym.spaces.Box):
         env = RescaleBox(env)
     if slim_info:  # the training VecEnv: SB3 reads a few info keys and deep-copies the whole info every step

@@ -46,7 +46,7 @@ from clustergym.learning.pools import PARAM_RANGES, SETTINGS_SEED, param_setting
 from clustergym.learning.policies import policy_class
 from clustergym.learning.train_envs import (SlimInfo, check_pipeline, int_arg, make_train_env, normalizer,
                                             save_normalization, training_envs)
-from clustergym.pipeline import LAYOUTS
+from clustergym.pipeline import LAYOUTS, TIME_CAP
 
 __all__ = ["ALGOS", "HEADS", "NETS", "SIDE_CAR", "NORM_FILE", "algo_class", "algo_gamma", "check_algo",
            "check_pipeline", "make_train_env", "normalizer", "obs_layout", "train", "save_normalization",
@@ -81,7 +81,7 @@ def resolve_vec(env_id: str, vec: str, *, stats: bool = True, net: str = "mlp", 
 
 def make_train_vec(env_id: str, env_kwargs: dict, n_envs: int, *, vec: str = "dummy", algo: str = "ppo",
                    stats: bool = True, monitor_dir: str | None = None, layout: str = "full",
-                   settings: list[dict] | None = None):
+                   settings: list[dict] | None = None, time_cap: float | None = None):
     """The SB3 ``VecEnv`` of ``n_envs`` training envs (``vec``: see :func:`train`); each gives the observations
     and actions of :func:`make_train_env`, with per-episode returns in ``monitor_dir``. ``settings``: each env
     runs every episode in one of these generator settings (a parameter pool; not with ``vec="native"``)."""
@@ -93,12 +93,13 @@ def make_train_vec(env_id: str, env_kwargs: dict, n_envs: int, *, vec: str = "du
 
         from clustergym.learning.vec import NativeVecEnv
 
-        venv = NativeVecEnv(env_id, n_envs, {"oracle": False, **env_kwargs}, stats=stats, layout=layout)
+        venv = NativeVecEnv(env_id, n_envs, {"oracle": False, **env_kwargs}, stats=stats, layout=layout,
+                            time_cap=time_cap)
         return VecMonitor(venv, os.path.join(monitor_dir, "native") if monitor_dir else None)
     from stable_baselines3.common.vec_env import DummyVecEnv, SubprocVecEnv
 
     fns = [(lambda i=i: make_train_env(env_id, env_kwargs, algo=algo, stats=stats, monitor_dir=monitor_dir, rank=i,
-                                       layout=layout, slim_info=True, settings=settings))
+                                       layout=layout, slim_info=True, settings=settings, time_cap=time_cap))
            for i in range(n_envs)]
     if vec == "subproc":
         if n_envs > SUBPROC_MAX:
@@ -123,6 +124,7 @@ class TrainSetup:
     n_envs: int
     vec: str  # as asked ("auto" resolved when the envs are built)
     layout: str  # the flat observation layout
+    time_cap: float | None  # the flat MLP's bound on the slot index (clustergym.pipeline.TIME_CAP); None: entity net
     env_kwargs: dict  # the model's env kwargs, as recorded (padding included)
     train_kwargs: dict  # the training sub-envs' kwargs (+ the pool)
     pool: list | None
@@ -210,7 +212,8 @@ def _resolve(env_id: str, algo: str, timesteps, *, env_kwargs, n_envs, eval_freq
         probe.close()
     norm_obs = net != "entity"  # the entity net's features lie in [0, 1]; per-position statistics would pin max_edges
     return TrainSetup(env_id=env_id, algo=algo, family=family, policy=policy, cls=cls, hp=hp, model_hp=model_hp,
-                      timesteps=timesteps, n_envs=n_envs, vec=vec, layout=layout, env_kwargs=env_kwargs,
+                      timesteps=timesteps, n_envs=n_envs, vec=vec, layout=layout,
+                      time_cap=None if net == "entity" else TIME_CAP, env_kwargs=env_kwargs,
                       train_kwargs=train_kwargs, pool=pool, pool_note=pool_note, settings=settings, normalize=normalize,
                       norm_obs=norm_obs, eval_freq=eval_freq, eval_episodes=eval_episodes, bc_steps=bc_steps,
                       bc_epochs=bc_epochs, options=dict(options, stats=stats, head=head, warm_start=warm_start,
@@ -225,7 +228,7 @@ def _build_envs(s: TrainSetup, out: str, seed: int):
     stats, net = s.options["stats"], s.options["net"]
     vec = resolve_vec(s.env_id, s.vec, stats=stats, net=net, env_kwargs=s.train_kwargs)
     venv = make_train_vec(s.env_id, s.train_kwargs, s.n_envs, vec=vec, algo=s.algo, stats=stats, monitor_dir=mon,
-                          layout=s.layout, settings=s.settings)
+                          layout=s.layout, settings=s.settings, time_cap=s.time_cap)
     venv.seed(seed)
     if s.normalize:  # rewards scaled by the std of the *algorithm's* discounted return (its gamma, not SB3's 0.99)
         venv = normalizer(venv, gamma=algo_gamma(s.algo, s.model_hp), norm_obs=s.norm_obs)
@@ -250,7 +253,8 @@ def _build_model(s: TrainSetup, venv, vec: str, out: str, *, seed: int, verbose:
         from stable_baselines3.common.vec_env import VecMonitor
 
         eval_env = DummyVecEnv([lambda: make_train_env(s.env_id, s.train_kwargs, algo=s.algo, stats=stats,
-                                                       monitor_dir=None, rank=0, layout=s.layout)])
+                                                       monitor_dir=None, rank=0, layout=s.layout,
+                                                       time_cap=s.time_cap)])
         if vec == "native":  # the wrapper chain must match the training env's (VecNormalize syncs along it)
             eval_env = VecMonitor(eval_env)
         eval_env.seed(eval_seed)
@@ -266,7 +270,7 @@ def _build_model(s: TrainSetup, venv, vec: str, out: str, *, seed: int, verbose:
     if s.options["warm_start"] is not None:
         bc = imitation.warm_start(model, venv if s.normalize else None, s.env_id, s.train_kwargs,
                                   s.options["warm_start"], steps=s.bc_steps, epochs=s.bc_epochs, seed=seed,
-                                  stats=stats, algo=s.algo, layout=s.layout)
+                                  stats=stats, algo=s.algo, layout=s.layout, time_cap=s.time_cap)
     return model, cb, bc
 
 
@@ -295,6 +299,7 @@ def _save(s: TrainSetup, model, venv, cb, bc, saver, wall: float, vec: str, out:
     meta = {"env_id": s.env_id, "family": s.family, "env_kwargs": s.env_kwargs, "algo": s.algo,
             "stats": bool(s.options["stats"]),
             "obs_layout": s.layout,  # the observation keys of the flat vector (clustergym.pipeline)
+            "time_cap": s.time_cap,  # the flat vector's bound on the slot index t (None: t as it is)
             "instances": None if pool is None else [int(k) for k in pool], "instances_note": s.pool_note,
             "param_pool": None if s.settings is None else _param_pool_record(s),
             "padding_covers": None if pool is None else (f"the pool and instances {DEFAULT_EVAL_INSTANCES.start}-"

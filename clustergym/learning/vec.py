@@ -36,7 +36,7 @@ from gymnasium.envs.registration import load_env_creator
 from stable_baselines3.common.vec_env.base_vec_env import VecEnv
 
 from clustergym.env import env_padding
-from clustergym.pipeline import box_bounds, flat_size, flatten_batch, layout_columns, layout_keys
+from clustergym.pipeline import box_bounds, flat_size, flatten_batch, layout_columns, layout_keys, time_caps
 
 __all__ = ["NativeVecEnv", "has_native_vector", "native_vector_gap"]
 
@@ -72,7 +72,7 @@ class NativeVecEnv(VecEnv):
     action is a Box)."""
 
     def __init__(self, env_id: str, n_envs: int, env_kwargs: dict | None = None, *, stats: bool = True,
-                 rescale: bool | None = None, layout: str = "full"):
+                 rescale: bool | None = None, layout: str = "full", time_cap: float | None = None):
         self.env_id = env_id
         self.venv = _make_native(env_id, int(n_envs), dict(env_kwargs or {}))
         v = self.venv
@@ -80,6 +80,7 @@ class NativeVecEnv(VecEnv):
         # the keys FlattenWithStats(stats=stats) concatenates (without the statistics when stats is False)
         self._keys = layout_keys(v.family, self._single_obs, layout, stats)
         self._columns = layout_columns(v.family, self._single_obs, layout)
+        self._caps = time_caps(self._keys, time_cap)
         act = v.single_action_space
         self._box = isinstance(act, spaces.Box) if rescale is None else bool(rescale)
         flat = flat_size(self._single_obs, self._keys, self._columns)
@@ -152,7 +153,7 @@ class NativeVecEnv(VecEnv):
 
     # -- helpers -----------------------------------------------------------------------------
     def _flat(self, obs) -> np.ndarray:
-        return flatten_batch(self._single_obs, obs, self._keys, self._columns)
+        return flatten_batch(self._single_obs, obs, self._keys, self._columns, self._caps)
 
     def _to_env(self, actions: np.ndarray) -> np.ndarray:
         if not self._box:

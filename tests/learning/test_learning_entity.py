@@ -21,6 +21,7 @@ from clustergym.learning.entity import (CHANNEL_FEATURES, EntityActorCriticPolic
                                         check_net, entity_layout, entity_policy)
 from clustergym.learning.heads import PAD_LOGIT
 from clustergym.learning.training import make_train_env, train
+from clustergym.pipeline import TIME_CAP
 
 P1 = "clustergym/MultiServerChannel-v0"
 SMALL = {"num_servers": 12, "horizon": 30}
@@ -84,7 +85,7 @@ def test_features_are_the_observations_and_statistics_values():
     assert present[0].numpy().sum() == E
     active = dict_obs["edge_present"].astype(bool) & dict_obs["edge_arrival"].astype(bool)
     g = glob[0].numpy()
-    np.testing.assert_allclose(g[0], dict_obs["t"][0] / SMALL["horizon"], rtol=1e-6)
+    np.testing.assert_allclose(g[0], min(dict_obs["t"][0], TIME_CAP) / (TIME_CAP + 1), rtol=1e-6)
     np.testing.assert_allclose(g[1], dict_obs["arrivals"].mean(), rtol=1e-6)
     np.testing.assert_allclose(g[2], jobs.mean(), rtol=1e-6)
     np.testing.assert_allclose(g[3], active.sum() / E, rtol=1e-6)

@@ -145,6 +145,31 @@ def test_native_vec_env_replays_dummy_vec_env(env_id, kw):
         assert np.array_equal(get_action_masks(native), get_action_masks(dummy))
 
 
+@pytest.mark.parametrize("layout", ["full", "compact"])
+def test_native_and_dummy_vec_envs_cap_the_slot_index_alike(layout):
+    """time_cap=3 on 7-slot episodes: both training paths read min(t, 3), and only t differs from no cap."""
+    kw = {"num_servers": 16, "horizon": 7, "action_mode": "port", "oracle": False}
+    envs = {(vec, cap): make_train_vec(P2, kw, 2, vec=vec, layout=layout, time_cap=cap)
+            for vec in ("native", "dummy") for cap in (None, 3)}
+    keys = envs["dummy", None].envs[0].get_wrapper_attr("pipeline").keys
+    for e in envs.values():
+        e.seed(5)
+    first = {k: e.reset() for k, e in envs.items()}
+    space = envs["dummy", None].envs[0].unwrapped.observation_space
+    t_col = sum(gym.spaces.flatdim(space[k]) for k in keys[:keys.index("t")]) if layout == "full" else -1
+    rng = np.random.default_rng(0)
+    seen = set()
+    for _ in range(10):
+        a = rng.uniform(-1, 1, size=(2,) + envs["dummy", None].action_space.shape).astype(np.float32)
+        obs = {k: e.step(a)[0] for k, e in envs.items()}
+        assert np.array_equal(obs["native", 3], obs["dummy", 3])
+        raw, capped = obs["dummy", None], obs["dummy", 3]
+        np.testing.assert_array_equal(capped[:, t_col], np.minimum(raw[:, t_col], 3))
+        assert np.array_equal(np.delete(capped, t_col, axis=1), np.delete(raw, t_col, axis=1))
+        seen.update(raw[:, t_col].tolist())
+    assert max(seen) > 3 and first["native", 3].shape == first["native", None].shape
+
+
 def test_flatten_batch_equals_gymnasium_flatten():
     from gymnasium import spaces
 
