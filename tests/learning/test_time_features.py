@@ -29,15 +29,6 @@ TRAIN_HORIZON = 200
 INSTANCE = 1000  # in every shipped model's training pool
 
 
-@pytest.fixture(scope="module", autouse=True)
-def one_torch_thread():
-    """Batch-1 forward passes: one thread is faster than two on a machine whose cores the test workers share."""
-    before = th.get_num_threads()
-    th.set_num_threads(1)
-    yield
-    th.set_num_threads(before)
-
-
 def _inputs(name: str, horizon: int, seeds, dicts: list | None = None) -> np.ndarray:
     """The flat vectors the model's pipeline gives, slot by slot, over episodes of ``horizon`` slots (and the
     Dict observations behind them in ``dicts``, with the pipeline that flattened them)."""
