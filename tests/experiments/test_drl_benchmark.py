@@ -286,3 +286,34 @@ def test_no_evaluation_run_imports_a_training_only_module():
     assert "clustergym.learning.agent" in out and "clustergym.learning.entity" in out  # the trained models ran
     training_only = {"clustergym.learning." + os.path.basename(f)[:-3] for f in TRAINING_ONLY}
     assert not training_only & set(out), training_only & set(out)
+
+
+# The best non-learned policy of each env at its default horizon, by the benchmark's tables and the shipped models'
+# evaluation on instances 2000-2014 (docs/drl.md, "Pretrained models"): ESDP on P1 (LCF is far below it at 2,000
+# slots), DRF on P2, GADGET on P3 (= greedy), Fair on P4.
+BEST_NON_LEARNED = {"clustergym/MultiServerChannel-v0": "esdp", "clustergym/MultiServerAllocation-v0": "drf",
+                    "clustergym/RingAllReduce-v0": "gadget", "clustergym/ApproxJobs-v0": "fair"}
+BELOW_BEST: dict[str, str] = {}  # env id -> why its model is below (an expected failure); none is, today
+
+
+@pytest.mark.parametrize("env_id", [pytest.param(e, marks=pytest.mark.xfail(strict=True, reason=BELOW_BEST[e]))
+                                    if e in BELOW_BEST else e for e in sorted(BEST_NON_LEARNED)])
+def test_pretrained_model_is_at_or_above_the_best_non_learned_policy_at_the_default_horizon(env_id):
+    """Instances 2000-2004 (outside every pool, the validation and the held-out sets) at dynamics seed 0 and the
+    env's default horizon: the shipped model's paired 95% interval against the best non-learned policy reaches 0
+    or above ("at or above", as the benchmark's verdicts read it)."""
+    from clustergym.episode import make_env
+    from clustergym.evaluation import evaluate
+    from clustergym.stats import paired_comparison
+
+    spec = f"sb3:pretrained/{env_id.split('/')[1]}"
+    best = BEST_NON_LEARNED[env_id]
+    env = make_env(env_id)
+    horizon = int(env.unwrapped.horizon)  # the env's default: 2,000 slots on P1, P2, P4; 200 on P3
+    env.close()
+    res = evaluate(env_id, [spec, best], [0], horizon, instances=list(range(2000, 2005)),
+                   progress=False, score=False, workers=1)
+    totals = {a: {r.instance: r.value_total for r in res.runs if r.agent == a} for a in (spec, best)}
+    comp = paired_comparison(totals[spec], totals[best])
+    assert comp.n == 5
+    assert comp.high >= 0.0, f"{spec} vs {best}: {comp.mean:+.2f}% [{comp.low:+.2f}, {comp.high:+.2f}]"
