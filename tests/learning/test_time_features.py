@@ -172,3 +172,13 @@ def test_time_features_grow_over_the_first_slots_then_stay():
     lt = log_time_feature(t).squeeze(1).numpy()
     assert np.all(np.diff(lt[:4]) > 0) and lt[4] == lt[3] == pytest.approx(np.log1p(TIME_CAP) / 10)
     assert TIME_CAP == TRAIN_HORIZON - 1  # the last slot of a training episode: the shipped models' inputs unchanged
+
+
+def test_a_model_with_an_earlier_linear_time_feature_is_refused():
+    """A P1 layout of an earlier version (t / T_train with T_train = 2,000) would be read with another scale:
+    building its network says so in one line instead."""
+    agent = make_agent("sb3:pretrained/MultiServerChannel-v0", env_id="clustergym/MultiServerChannel-v0")
+    layout = dict(agent.model.policy._get_constructor_parameters()["entity"])
+    EntityNet(layout)  # the shipped model's own layout builds
+    with pytest.raises(ValueError, match=r"t / 2000 of an earlier version.*train the model again"):
+        EntityNet({**layout, "t_scale": 1.0 / 2000})
