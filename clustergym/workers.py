@@ -313,6 +313,11 @@ def run_tasks(fn: Callable, tasks: list, workers: int, *, report=None, on_start:
                             on_done(out[i])
                 _drain_started(ex, token, started)
                 procs = ex._cg_procs  # type: ignore[attr-defined]
+                # The pool's manager thread reaps the workers as the pool breaks; an exit code read while it
+                # waits on the same process can come back empty (both wait, one gets it), so it ends first.
+                manager = getattr(ex, "_executor_manager_thread", None)
+                if manager is not None and manager.is_alive():
+                    manager.join(5.0)
                 for p in procs.values():
                     p.join(2.0)  # reap: the exit code tells the dead from the ones the pool stopped
                 dead = {pid: p.exitcode for pid, p in procs.items()
