@@ -25,9 +25,10 @@ import numpy as np
 from scipy.optimize import Bounds, LinearConstraint, milp
 from scipy.sparse import coo_matrix
 
+from clustergym.envs.ringallreduce.dynamics import BLOCK, JOB_FIELDS, arrival_block, job_generators
 from clustergym.envs.ringallreduce.scenario import sigmoid_utility
 
-__all__ = ["ring_increments", "solve_slot"]
+__all__ = ["ring_increments", "run_upper_bound", "solve_slot"]
 
 
 def ring_increments(cap, zeta, z, lam1, lam2, lam3) -> np.ndarray:
@@ -122,3 +123,29 @@ def solve_slot(topo, cap, zeta, z, lam1, lam2, lam3, bw, *, time_limit: float = 
         y_out[j] = np.rint(res.x[off[j]:off[j] + S]).astype(np.int64)
     value = float(sum(pi[j, y_out[j].sum()] for j in jobs))
     return value, y_out
+
+
+def run_upper_bound(truth, horizon: int) -> float:
+    """A bound on the total reward of any policy over a ``horizon``-slot episode of an instance (its ``truth``):
+    every job gets min(N_i, budget left) workers in every slot from its arrival, as if GPUs (eq. 4), links
+    (eq. 19) and the visible window were unlimited.
+
+    The episode's reward telescopes to Σ_i μ_i(ζ_i z_i,T) − μ_i(0) over the jobs that arrived (§IV, the
+    objective of problem (10) summed over slots), and μ_i increases in z, so each job's term is largest when its
+    attained service z_i,T is: at most min(B_i, N_i (T − a_i)) worker-slots (eqs. 2 and 11), which this
+    allocation reaches. A policy that gives every active job its cap in every slot scores exactly this; one that
+    scores it is optimal over the episode. Uses the instance's future arrivals: for metrics and studies only.
+    """
+    rngs = job_generators(truth)
+    blocks, t0, next_id = [], 0, 0
+    while t0 < horizon:
+        b = arrival_block(rngs, truth, t0, next_id)
+        blocks.append(b)
+        next_id += b.shape[0]
+        t0 += BLOCK
+    jobs = np.concatenate(blocks) if blocks else np.zeros((0, len(JOB_FIELDS)))
+    c = {k: i for i, k in enumerate(JOB_FIELDS)}
+    jobs = jobs[jobs[:, c["arrival"]] < horizon]
+    z = np.minimum(jobs[:, c["budget"]], jobs[:, c["workers"]] * (horizon - jobs[:, c["arrival"]]))
+    zeta, l1, l2, l3 = (jobs[:, c[k]] for k in ("zeta", "lam1", "lam2", "lam3"))
+    return float(np.sum(sigmoid_utility(zeta * z, l1, l2, l3) - sigmoid_utility(0.0 * zeta, l1, l2, l3)))

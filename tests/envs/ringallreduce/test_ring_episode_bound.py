@@ -1,0 +1,62 @@
+"""P3's episode bound: every job at its cap in every slot. No policy scores above it; a policy that gives every
+active job its cap every slot scores it exactly; at the default load GADGET does."""
+
+import gymnasium as gym
+import numpy as np
+import pytest
+
+import clustergym  # noqa: F401  (registers the envs)
+from clustergym.evaluation import evaluate
+from clustergym.envs.ringallreduce.oracle import run_upper_bound
+
+ENV = "clustergym/RingAllReduce-v0"
+
+
+def _bound(instance: int, horizon: int, **kw) -> float:
+    return run_upper_bound(gym.make(ENV, scenario_seed=instance, **kw).unwrapped.scenario.truth, horizon)
+
+
+def _totals(agents, instances, horizon, **kw) -> dict:
+    res = evaluate(ENV, agents, [0], horizon, env_kwargs=kw, instances=instances, workers=1, progress=False,
+                   score=False)
+    return {(r.agent, r.instance): r.total_reward for r in res.runs}
+
+
+def test_every_job_at_its_cap_scores_the_bound_exactly():
+    """With GPUs, links and the window far beyond the load, greedy gives every active job its cap every slot:
+    its total is the bound to rounding, whatever the horizon."""
+    big = dict(gpu_scale=50.0, bw_scale=100.0, max_jobs=400)
+    for horizon in (37, 120):
+        tot = _totals(["greedy"], [5, 6], horizon, **big)
+        for k in (5, 6):
+            assert tot[("greedy", k)] == pytest.approx(_bound(k, horizon, **big), rel=1e-12, abs=1e-9)
+
+
+@pytest.mark.parametrize("rate", [2.0, 12.0])
+def test_no_agent_scores_above_the_bound(rate):
+    tot = _totals(["gadget", "greedy", "random"], [7, 8], 80,
+                  arrival_rate=rate)
+    for (agent, k), v in tot.items():
+        assert v <= _bound(k, 80, arrival_rate=rate) * (1 + 1e-12), (agent, k)
+
+
+def test_at_a_high_load_the_bound_is_strictly_above_every_agent():
+    """Where the cluster binds, jobs wait: the bound is not reached (it is a bound, not the optimum)."""
+    tot = _totals(["gadget", "random"], [7], 80, arrival_rate=12.0)
+    b = _bound(7, 80, arrival_rate=12.0)
+    assert all(v < b * (1 - 1e-6) for v in tot.values())
+
+
+def test_at_the_default_load_gadget_is_at_the_bound_so_no_policy_can_be_above_it():
+    """The default load leaves GADGET every job's cap in every slot on these instances: its total is the bound,
+    so it is optimal over the episode, and a learner cannot be above it, only level."""
+    tot = _totals(["gadget", "random"], [900, 901], 200)
+    for k in (900, 901):
+        b = _bound(k, 200)
+        assert tot[("gadget", k)] == pytest.approx(b, rel=1e-12)
+        assert tot[("random", k)] < b * (1 - 1e-3)
+
+
+def test_the_bound_counts_only_jobs_that_arrived_and_grows_with_the_horizon():
+    bounds = [_bound(3, h) for h in (1, 10, 50, 200)]
+    assert bounds[0] >= 0 and np.all(np.diff(bounds) > 0)
