@@ -457,6 +457,15 @@ def _write_results(res, folder: str) -> None:
     write_json(os.path.join(folder, RESULTS_FILE), data, indent=1)
 
 
+def _trained_at(p, rows, horizon: int) -> str:
+    """"the models trained at 200" or, where a row trained on other episodes, "... (row-h2000 at 2000)"."""
+    other = {lr.name: int(lr.options.get("env_kwargs", {}).get("horizon", horizon))
+             for lr in p.learners if lr.name in rows}
+    other = {k: v for k, v in other.items() if v != horizon}
+    text = f"the models trained at {horizon}"
+    return text + (" (" + ", ".join(f"{k} at {v}" for k, v in other.items()) + ")" if other else "")
+
+
 def _run_planned(out, plan, *, quick, workers, progress, figures, learners, log, backend="local") -> dict:
     import warnings
 
@@ -593,7 +602,7 @@ def _run_planned(out, plan, *, quick, workers, progress, figures, learners, log,
                                     p.eval_instances, workers=workers, progress=progress, log=log)
             _write_results(dres, os.path.join(out, p.key, f"eval-h{dh}"))
             drows, dtable = _env_table(p, dres, main_cells, paper, best=best)
-            md += [f"At the env's default horizon, {dh} slots (the models trained at {horizon}; the same held-out "
+            md += [f"At the env's default horizon, {dh} slots ({_trained_at(p, main_cells, horizon)}; the same held-out "
                    f"instances and seeds; results.json in `{os.path.join(p.key, f'eval-h{dh}')}`):", "", dtable, ""]
             env_summary["default_horizon"] = {"horizon": dh, "rows": drows}
         summary["envs"][p.key] = env_summary

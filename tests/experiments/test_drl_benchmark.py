@@ -317,3 +317,12 @@ def test_pretrained_model_is_at_or_above_the_best_non_learned_policy_at_the_defa
     comp = paired_comparison(totals[spec], totals[best])
     assert comp.n == 5
     assert comp.high >= 0.0, f"{spec} vs {best}: {comp.mean:+.2f}% [{comp.low:+.2f}, {comp.high:+.2f}]"
+
+
+def test_the_default_horizon_table_names_the_rows_trained_on_other_episodes():
+    from clustergym.experiments.drl import PLAN, _trained_at
+
+    p4 = PLAN["p4"]
+    assert _trained_at(p4, {"ppo", "ppo-entity-1m"}, 200) == "the models trained at 200"
+    text = _trained_at(p4, {"ppo", "ppo-entity-1m", "ppo-entity-1m-h2000"}, 200)
+    assert text == "the models trained at 200 (ppo-entity-1m-h2000 at 2000)"
