@@ -197,8 +197,8 @@ def build_parser() -> argparse.ArgumentParser:
     d.add_argument("--figures", default=None, help="also copy the learning-curve figures here (docs/figures)")
     d.add_argument("--export-pretrained", action="store_true",
                    help="replace the shipped sb3:pretrained/<EnvName> models with each env's best main learner on "
-                        "the validation runs of the curves (its lowest training seed); only from the full benchmark "
-                        "with every learner")
+                        "the validation runs of the curves, at the env's default horizon where it has several main "
+                        "rows (its lowest training seed); only from the full benchmark with every learner")
     d.add_argument("--no-progress", action="store_true", help="no progress bars")
     d.set_defaults(func=cmd_drl)
 

@@ -605,6 +605,13 @@ def _run_planned(out, plan, *, quick, workers, progress, figures, learners, log,
             md += [f"At the env's default horizon, {dh} slots ({_trained_at(p, main_cells, horizon)}; the same held-out "
                    f"instances and seeds; results.json in `{os.path.join(p.key, f'eval-h{dh}')}`):", "", dtable, ""]
             env_summary["default_horizon"] = {"horizon": dh, "rows": drows}
+            if len(main_cells) > 1:  # what --export-pretrained chooses by: validation runs at the default horizon
+                vres = _evaluate_cached(os.path.join(out, p.key, f"eval-curve-h{dh}"), p.env_id,
+                                        [a for v in main_cells.values() for a in v], list(p.curve_seeds), dh,
+                                        p.curve_instances, workers=workers, progress=False, log=log)
+                env_summary["default_horizon"]["validation_totals"] = {
+                    k: float(np.mean([r.total_reward for r in vres.runs if r.agent in set(v)]))
+                    for k, v in main_cells.items()}
         summary["envs"][p.key] = env_summary
     summary["wall_s"] = time.perf_counter() - t_start
     summary["train_elapsed_s"] = train_elapsed

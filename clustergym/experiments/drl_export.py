@@ -56,8 +56,12 @@ def prepare_export(out: str, key: str) -> tuple[dict, dict, str, int]:
         raise ValueError(f"--export-pretrained: {out}/summary.json has no training seeds")
     main = {lr.name for lr in PLAN[key].main_rows()}
 
+    at_default = (env.get("default_horizon") or {}).get("validation_totals")
+    if not (isinstance(at_default, dict) and main <= set(at_default)):
+        at_default = None  # one main row, or a summary written before they were recorded
+
     def on_validation(r):
-        v = r.get("validation_total")
+        v = at_default.get(r.get("learner")) if at_default is not None else r.get("validation_total")
         return v if isinstance(v, (int, float)) and math.isfinite(v) else -math.inf
 
     best = max((r for r in rows if r.get("learner") in main), key=on_validation)
@@ -75,7 +79,9 @@ def prepare_export(out: str, key: str) -> tuple[dict, dict, str, int]:
 
 def export_pretrained(out: str, key: str, dest_root: str | None = None, log=print) -> str:
     """Ship the best main learner of ``key`` (the highest mean total of its final models on the learning curve's
-    validation runs, ``validation_total`` in ``out/summary.json``: the choice never looks at the held-out
+    validation runs, at the env's default horizon where it has several main rows and one
+    (``default_horizon.validation_totals`` in ``out/summary.json``), else at the training horizon
+    (``validation_total``): the choice never looks at the held-out
     instances, so their scores stay an independent test of the shipped model), its lowest
     training seed, as ``sb3:pretrained/<EnvName>``: its model with a fresh (empty) optimizer state, statistics
     and side-car (which records that seed's own held-out score beside the learner's mean).
@@ -88,7 +94,7 @@ def export_pretrained(out: str, key: str, dest_root: str | None = None, log=prin
     env = summ["envs"][key]
     name = env["env_id"].split("/")[-1]
     dest = os.path.join(dest_root, name)
-    _staged_replace(dest, lambda stage: _write_export(stage, src, summ, best, seed, safe_load))
+    _staged_replace(dest, lambda stage: _write_export(stage, src, summ, best, seed, safe_load, key))
     size = sum(os.path.getsize(os.path.join(dest, n)) for n in os.listdir(dest))
     log(f"pretrained {name}: {best['learner']} seed {seed} -> {dest} ({size / 1e6:.2f} MB)")
     return dest
@@ -101,8 +107,10 @@ def _seed_score(best: dict, summ: dict, seed: int) -> float | None:
     return None
 
 
-def _write_export(dest: str, src: str, summ: dict, best: dict, seed: int, safe_load) -> None:
+def _write_export(dest: str, src: str, summ: dict, best: dict, seed: int, safe_load, key: str) -> None:
     os.makedirs(dest)
+    dh_part = summ["envs"][key].get("default_horizon") or {}
+    dh = dh_part.get("horizon") if isinstance(dh_part.get("validation_totals"), dict) else None
     meta = read_side_car(os.path.join(src, SIDE_CAR))
     model = safe_load(os.path.join(src, "model.zip"), meta)
     pol = model.policy
@@ -125,7 +133,8 @@ def _write_export(dest: str, src: str, summ: dict, best: dict, seed: int, safe_l
                           "benchmark_commit": summ.get("commit"), "held_out_score_of_learner": best["score"],
                           "held_out_score_of_this_seed": _seed_score(best, summ, seed),
                           "selected": "the main learner with the highest mean total on the validation runs of the learning "
-                                      "curves; its lowest training seed"}
+                                      "curves" + (f" at the env's default horizon ({dh} slots)" if dh else "")
+                                      + "; its lowest training seed"}
     with open(os.path.join(dest, "clustergym.json"), "w") as f:
         json.dump(meta, f, indent=1)
 

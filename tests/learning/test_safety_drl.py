@@ -225,6 +225,28 @@ def test_export_ships_the_lowest_training_seed_with_its_own_score(quick, tmp_pat
     assert len(res.runs) == 1
 
 
+def test_export_chooses_on_validation_runs_at_the_default_horizon_when_recorded(quick, tmp_path):
+    """With several main rows the choice is made where users run them: ``ppo`` is the lowest on the 200-slot
+    validation runs but the highest on the default-horizon ones, and is shipped (the only finished cell: the
+    200-slot choice would stop on a missing cell)."""
+    out, _ = quick
+    _as_full(out)
+    summ = json.loads((out / "summary.json").read_text())
+    env = summ["envs"]["p4"]
+    for r in env["rows"]:
+        r["validation_total"] = -100.0 if r["learner"] == "ppo" else 9.0
+    env["default_horizon"] = {"horizon": 2000, "rows": [],
+                              "validation_totals": {lr.name: (100.0 if lr.name == "ppo" else -9.0)
+                                                    for lr in benchmark.PLAN["p4"].main_rows()}}
+    (out / "summary.json").write_text(json.dumps(summ))
+    dest_root = tmp_path / "ship"
+    shutil.copytree(PRETRAINED_DIR, dest_root)
+    dest = benchmark.export_pretrained(str(out), "p4", dest_root=str(dest_root), log=lambda *_: None)
+    meta = json.loads(open(os.path.join(dest, "clustergym.json")).read())
+    assert meta["pretrained"]["learner"] == "ppo"
+    assert "at the env's default horizon (2000 slots)" in meta["pretrained"]["selected"]
+
+
 # -- 6. editing a hyperparameter file retrains exactly the cells it changes ---------------------------------
 
 def test_editing_the_hyperparameter_file_retrains_its_cells(quick, tmp_path, monkeypatch):
