@@ -218,7 +218,8 @@ def build_parser() -> argparse.ArgumentParser:
     v.set_defaults(func=cmd_replay)
 
     b = sub.add_parser("bench", parents=[debug], help="performance table")
-    b.add_argument("--only", default=None, metavar="PAPER", help=f"one of {', '.join(list_papers())}")
+    b.add_argument("--only", default=None, metavar="PAPER", help=f"one of {', '.join(list_papers())}, or training (the "
+                   "PPO training-throughput rows beside CartPole)")
     b.add_argument("--quick", action="store_true", help="fewer repetitions")
     b.add_argument("--out", default=None, help="also write the table as JSON here")
     b.set_defaults(func=cmd_bench)
