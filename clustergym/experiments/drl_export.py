@@ -56,9 +56,7 @@ def prepare_export(out: str, key: str) -> tuple[dict, dict, str, int]:
         raise ValueError(f"--export-pretrained: {out}/summary.json has no training seeds")
     main = {lr.name for lr in PLAN[key].main_rows()}
 
-    at_default = (env.get("default_horizon") or {}).get("validation_totals")
-    if not (isinstance(at_default, dict) and main <= set(at_default)):
-        at_default = None  # one main row, or a summary written before they were recorded
+    at_default, _ = _validation_at_default_horizon(env, key)
 
     def on_validation(r):
         v = at_default.get(r.get("learner")) if at_default is not None else r.get("validation_total")
@@ -75,6 +73,16 @@ def prepare_export(out: str, key: str) -> tuple[dict, dict, str, int]:
     if read_side_car(os.path.join(src, SIDE_CAR)).get("env_id") != PLAN[key].env_id:
         raise ValueError(f"--export-pretrained: {src}/{SIDE_CAR} is not a model of {PLAN[key].env_id}")
     return summ, best, src, seed
+
+
+def _validation_at_default_horizon(env: dict, key: str) -> tuple[dict | None, int | None]:
+    """(the main rows' validation totals at the env's default horizon, that horizon), or (None, None) where the
+    summary has none for every main row (one main row, or a summary written before they were recorded)."""
+    part = env.get("default_horizon") or {}
+    totals = part.get("validation_totals")
+    if isinstance(totals, dict) and {lr.name for lr in PLAN[key].main_rows()} <= set(totals):
+        return totals, part.get("horizon")
+    return None, None
 
 
 def export_pretrained(out: str, key: str, dest_root: str | None = None, log=print) -> str:
@@ -109,8 +117,7 @@ def _seed_score(best: dict, summ: dict, seed: int) -> float | None:
 
 def _write_export(dest: str, src: str, summ: dict, best: dict, seed: int, safe_load, key: str) -> None:
     os.makedirs(dest)
-    dh_part = summ["envs"][key].get("default_horizon") or {}
-    dh = dh_part.get("horizon") if isinstance(dh_part.get("validation_totals"), dict) else None
+    _, dh = _validation_at_default_horizon(summ["envs"][key], key)
     meta = read_side_car(os.path.join(src, SIDE_CAR))
     model = safe_load(os.path.join(src, "model.zip"), meta)
     pol = model.policy

@@ -148,4 +148,4 @@ def run_upper_bound(truth, horizon: int) -> float:
     jobs = jobs[jobs[:, c["arrival"]] < horizon]
     z = np.minimum(jobs[:, c["budget"]], jobs[:, c["workers"]] * (horizon - jobs[:, c["arrival"]]))
     zeta, l1, l2, l3 = (jobs[:, c[k]] for k in ("zeta", "lam1", "lam2", "lam3"))
-    return float(np.sum(sigmoid_utility(zeta * z, l1, l2, l3) - sigmoid_utility(0.0 * zeta, l1, l2, l3)))
+    return float(np.sum(sigmoid_utility(zeta * z, l1, l2, l3) - sigmoid_utility(np.zeros_like(zeta), l1, l2, l3)))
