@@ -125,17 +125,8 @@ def solve_slot(topo, cap, zeta, z, lam1, lam2, lam3, bw, *, time_limit: float = 
     return value, y_out
 
 
-def run_upper_bound(truth, horizon: int) -> float:
-    """A bound on the total reward of any policy over a ``horizon``-slot episode of an instance (its ``truth``):
-    every job gets min(N_i, budget left) workers in every slot from its arrival, as if GPUs (eq. 4), links
-    (eq. 19) and the visible window were unlimited.
-
-    The episode's reward telescopes to Σ_i μ_i(ζ_i z_i,T) − μ_i(0) over the jobs that arrived (§IV, the
-    objective of problem (10) summed over slots), and μ_i increases in z, so each job's term is largest when its
-    attained service z_i,T is: at most min(B_i, N_i (T − a_i)) worker-slots (eqs. 2 and 11), which this
-    allocation reaches. A policy that gives every active job its cap in every slot scores exactly this; one that
-    scores it is optimal over the episode. Uses the instance's future arrivals: for metrics and studies only.
-    """
+def _arrivals(truth, horizon: int) -> np.ndarray:
+    """Every job of the instance that arrives before ``horizon``, in arrival order (the env's stream)."""
     rngs = job_generators(truth)
     blocks, t0, next_id = [], 0, 0
     while t0 < horizon:
@@ -144,8 +135,40 @@ def run_upper_bound(truth, horizon: int) -> float:
         next_id += b.shape[0]
         t0 += BLOCK
     jobs = np.concatenate(blocks) if blocks else np.zeros((0, len(JOB_FIELDS)))
-    c = {k: i for i, k in enumerate(JOB_FIELDS)}
-    jobs = jobs[jobs[:, c["arrival"]] < horizon]
-    z = np.minimum(jobs[:, c["budget"]], jobs[:, c["workers"]] * (horizon - jobs[:, c["arrival"]]))
-    zeta, l1, l2, l3 = (jobs[:, c[k]] for k in ("zeta", "lam1", "lam2", "lam3"))
+    return jobs[jobs[:, _C["arrival"]] < horizon]
+
+
+_C = {k: i for i, k in enumerate(JOB_FIELDS)}
+
+
+def run_upper_bound(truth, horizon: int, window: int | None = None) -> float:
+    """A bound on the total reward of any policy over a ``horizon``-slot episode of an instance (its ``truth``).
+
+    ``window=None``: every job gets min(N_i, budget left) workers in every slot from its arrival, as if GPUs
+    (eq. 4), links (eq. 19) and the visible window were unlimited.
+
+    The episode's reward telescopes to Σ_i μ_i(ζ_i z_i,T) − μ_i(0) over the jobs that arrived (§IV, the
+    objective of problem (10) summed over slots), and μ_i increases in z, so each job's term is largest when its
+    attained service z_i,T is: at most min(B_i, N_i (T − a_i)) worker-slots (eqs. 2 and 11), which this
+    allocation reaches. A policy that gives every active job its cap in every slot scores exactly this; one that
+    scores it is optimal over the episode. Uses the instance's future arrivals: for metrics and studies only.
+
+    ``window=J`` (the env's ``max_jobs``): the same with the env's visible window kept, GPUs and links still
+    unlimited. Only the J oldest active jobs can get workers, and a job leaves only when its budget is used up
+    (``dynamics.settle``). Giving every visible job its cap in every slot is then optimal over the episode:
+    by induction in arrival order, each older job finishes no later than under any other policy, so each
+    job enters the window no later and, running at its cap N_i from there, has at least the attained service
+    of any policy at every slot. This bound is tighter than ``window=None`` and still holds for every policy
+    of the env; a policy below it loses to the GPUs or links of the cluster, not to the window.
+    """
+    jobs = _arrivals(truth, horizon)
+    budget, workers, arrival = (jobs[:, _C[k]] for k in ("budget", "workers", "arrival"))
+    if window is None:
+        z = np.minimum(budget, workers * (horizon - arrival))
+    else:
+        z = np.zeros(jobs.shape[0])
+        for t in range(horizon):  # one slot at a time: the window moves as jobs finish
+            active = np.flatnonzero((arrival <= t) & (z < budget))[:window]  # jobs are in arrival order
+            z[active] += np.minimum(workers[active], budget[active] - z[active])
+    zeta, l1, l2, l3 = (jobs[:, _C[k]] for k in ("zeta", "lam1", "lam2", "lam3"))
     return float(np.sum(sigmoid_utility(zeta * z, l1, l2, l3) - sigmoid_utility(np.zeros_like(zeta), l1, l2, l3)))
