@@ -36,7 +36,7 @@ import os
 import gymnasium as gym
 import numpy as np
 
-from clustergym.cli_commands import _parse_seeds
+from clustergym.cli_commands import UsageError, _parse_seeds, _parse_set
 from clustergym.evaluation import evaluate
 from clustergym.envs.ringallreduce.oracle import run_upper_bound
 from clustergym.stats import fmt_ci, mean_ci
@@ -55,14 +55,12 @@ def main() -> None:
     ap.add_argument("--out", required=True)
     ap.add_argument("--no-slot-oracle", action="store_true", help="skip the per-slot MILP; the episode bounds only")
     ap.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
-                    help="a scenario parameter (number), e.g. num_servers=10; repeatable")
+                    help="a scenario parameter (JSON value), e.g. num_servers=10; repeatable")
     a = ap.parse_args()
-    extra = {}
-    for item in a.set:
-        key, sep, value = item.partition("=")
-        if not sep:
-            ap.error(f"--set {item!r}: expected KEY=VALUE")
-        extra[key] = int(value) if value.lstrip("-").isdigit() else float(value)
+    try:
+        extra = _parse_set(a.set)  # JSON values, as clustergym run --set
+    except UsageError as e:
+        ap.error(str(e))
     agents = a.agents.split(",")
     slot = not a.no_slot_oracle
     rows, record = [], {"instances": a.instances, "seeds": a.seeds, "horizon": a.horizon, "set": extra, "loads": {}}

@@ -25,7 +25,7 @@ import numpy as np
 from scipy.optimize import Bounds, LinearConstraint, milp
 from scipy.sparse import coo_matrix
 
-from clustergym.envs.ringallreduce.dynamics import BLOCK, JOB_FIELDS, arrival_block, job_generators
+from clustergym.envs.ringallreduce.dynamics import BLOCK, JOB_FIELDS, arrival_block, job_generators, settle
 from clustergym.envs.ringallreduce.scenario import sigmoid_utility
 
 __all__ = ["ring_increments", "run_upper_bound", "solve_slot"]
@@ -125,6 +125,9 @@ def solve_slot(topo, cap, zeta, z, lam1, lam2, lam3, bw, *, time_limit: float = 
     return value, y_out
 
 
+_C = {k: i for i, k in enumerate(JOB_FIELDS)}
+
+
 def _arrivals(truth, horizon: int) -> np.ndarray:
     """Every job of the instance that arrives before ``horizon``, in arrival order (the env's stream)."""
     rngs = job_generators(truth)
@@ -136,9 +139,6 @@ def _arrivals(truth, horizon: int) -> np.ndarray:
         t0 += BLOCK
     jobs = np.concatenate(blocks) if blocks else np.zeros((0, len(JOB_FIELDS)))
     return jobs[jobs[:, _C["arrival"]] < horizon]
-
-
-_C = {k: i for i, k in enumerate(JOB_FIELDS)}
 
 
 def run_upper_bound(truth, horizon: int, window: int | None = None) -> float:
@@ -159,16 +159,23 @@ def run_upper_bound(truth, horizon: int, window: int | None = None) -> float:
     by induction in arrival order, each older job finishes no later than under any other policy, so each
     job enters the window no later and, running at its cap N_i from there, has at least the attained service
     of any policy at every slot. This bound is tighter than ``window=None`` and still holds for every policy
-    of the env; a policy below it loses to the GPUs or links of the cluster, not to the window.
+    of the env; a policy below it loses to the GPUs or links of the cluster, not to the window. The window is
+    kept by the env's own bookkeeping: arrivals join the end of the active jobs at their slot, and
+    ``dynamics.settle`` adds the workers and removes the jobs whose budget is used up.
     """
     jobs = _arrivals(truth, horizon)
     budget, workers, arrival = (jobs[:, _C[k]] for k in ("budget", "workers", "arrival"))
     if window is None:
         z = np.minimum(budget, workers * (horizon - arrival))
     else:
-        z = np.zeros(jobs.shape[0])
-        for t in range(horizon):  # one slot at a time: the window moves as jobs finish
-            active = np.flatnonzero((arrival <= t) & (z < budget))[:window]  # jobs are in arrival order
-            z[active] += np.minimum(workers[active], budget[active] - z[active])
+        z = np.zeros(jobs.shape[0])  # jobs[k] has id k (ids count the arrivals from 0)
+        A, admitted = jobs[:0].copy(), 0
+        for t in range(horizon):
+            upto = int(np.searchsorted(arrival, t, side="right"))
+            A, admitted = np.concatenate([A, jobs[admitted:upto]]), upto
+            n = min(window, A.shape[0])
+            w = np.minimum(A[:n, _C["workers"]], A[:n, _C["budget"]] - A[:n, _C["z"]]).astype(np.int64)
+            z[A[:n, _C["id"]].astype(np.int64)] += w
+            A = A[:settle(A, A.shape[0], n, w)]
     zeta, l1, l2, l3 = (jobs[:, _C[k]] for k in ("zeta", "lam1", "lam2", "lam3"))
     return float(np.sum(sigmoid_utility(zeta * z, l1, l2, l3) - sigmoid_utility(np.zeros_like(zeta), l1, l2, l3)))
