@@ -257,8 +257,8 @@ def _interrupt_message(exc, args) -> str:
     return what + kept
 
 
-_TERMINATED = False  # a SIGTERM arrived (main() reports what follows it as the interruption it is)
-_RECHECK_S = 0.05  # a SIGTERM that arrives inside an import is acted on when the import has finished
+_STOP = ""  # "interrupted" (SIGINT) or "terminated" (SIGTERM) once a stop has arrived
+_RECHECK_S = 0.05  # a stop that arrives inside an import is acted on when the import has finished
 _REPEAT_S = 1.0  # a stop that compiled code swallowed is raised again after this long
 
 
@@ -271,32 +271,46 @@ def _in_import(frame) -> bool:
     return False
 
 
-def _on_sigterm(signum, frame):
-    """SIGTERM stops a command like Ctrl-C (a KeyboardInterrupt). Inside an import the stop waits until the
-    import has finished: compiled extensions being imported (numba's) turn an exception raised there into an
-    ImportError or lose it, so the command would fail with a traceback or run on. A timer (SIGALRM, every
-    ``_RECHECK_S`` s) brings the handler back until the import is done; where there is no such timer
-    (Windows), the stop is immediate."""
+def _on_stop(signum, frame):
+    """Ctrl-C (SIGINT) and SIGTERM stop a command with a KeyboardInterrupt, and the stop cannot be lost.
+
+    Inside an import the stop waits until the import has finished: compiled extensions being imported
+    (numba's) turn an exception raised there into an ImportError or lose it, so the command would fail with
+    a traceback or run on. Compiled code running (numba compiling a kernel, whose ctypes callback prints
+    "Exception ignored" and drops it) may swallow the KeyboardInterrupt, so a timer (SIGALRM) raises it again
+    every ``_REPEAT_S`` s until :func:`main` has caught it, unless the stop is being handled at that moment
+    (the cleanup in an ``except``/``finally`` block runs to its end). Where there is no such timer (Windows),
+    the stop is immediate and raised once."""
     import signal
 
-    global _TERMINATED
-    _TERMINATED = True
+    global _STOP
+    if signum != getattr(signal, "SIGALRM", None):
+        _STOP = _STOP or ("terminated" if signum == signal.SIGTERM else "interrupted")
     if hasattr(signal, "setitimer"):
-        signal.signal(signal.SIGALRM, _on_sigterm)
+        signal.signal(signal.SIGALRM, _on_stop)
         if _in_import(frame):
             signal.setitimer(signal.ITIMER_REAL, _RECHECK_S)
             return
-        # compiled code (numba compiling a kernel) may swallow the interrupt: raise it again in a second unless
-        # main() has caught it by then (it stops the timer)
         signal.setitimer(signal.ITIMER_REAL, _REPEAT_S)
-    raise KeyboardInterrupt("terminated")
+        if signum == signal.SIGALRM and was_interrupted(sys.exc_info()[1]):
+            return  # the stop is on its way out: nothing swallowed it
+    raise KeyboardInterrupt("terminated" if _STOP == "terminated" else "")
+
+
+def _drop_lost_stops(hook):
+    """``sys.unraisablehook`` that keeps quiet about a KeyboardInterrupt compiled code lost (it comes again,
+    :func:`_on_stop`): the command still ends on its one line. Everything else goes to ``hook``."""
+    def unraisable(info):
+        if not isinstance(info.exc_value, KeyboardInterrupt):
+            hook(info)
+    return unraisable
 
 
 def _stop_timer() -> None:
-    """Stop the timer a SIGTERM armed (:func:`_on_sigterm`)."""
+    """Stop the timer a stop armed (:func:`_on_stop`)."""
     import signal
 
-    if _TERMINATED and hasattr(signal, "setitimer"):
+    if _STOP and hasattr(signal, "setitimer"):
         signal.setitimer(signal.ITIMER_REAL, 0)
 
 
@@ -315,10 +329,16 @@ def main(argv: list[str] | None = None) -> int:
         print(f"clustergym: error: plugin: {str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__}",
               file=sys.stderr)
         return 2
+    global _STOP
+    _STOP = ""
     old = None
     if threading.current_thread() is threading.main_thread():
         # SIGTERM stops a run like Ctrl-C: the worker processes are terminated, nothing half-written is left.
-        old = signal.signal(signal.SIGTERM, _on_sigterm)
+        # A Ctrl-C ignored by the caller (a background job) stays ignored.
+        old = {sig: signal.signal(sig, _on_stop) for sig in (signal.SIGTERM, signal.SIGINT)
+               if sig == signal.SIGTERM or signal.getsignal(sig) is not signal.SIG_IGN}
+    unraisable = sys.unraisablehook
+    sys.unraisablehook = _drop_lost_stops(unraisable)
     try:
         return int(args.func(args) or 0)
     except KeyboardInterrupt as exc:
@@ -345,7 +365,7 @@ def main(argv: list[str] | None = None) -> int:
         import gymnasium
 
         _stop_timer()
-        if (was_interrupted(exc) or _TERMINATED) and not args.debug:  # Ctrl-C / SIGTERM that compiled code wrapped
+        if (was_interrupted(exc) or _STOP) and not args.debug:  # Ctrl-C / SIGTERM that compiled code wrapped
             print(f"clustergym: {_interrupt_message(None, args)}", file=sys.stderr)
             return 130
 
@@ -358,7 +378,9 @@ def main(argv: list[str] | None = None) -> int:
         print(f"clustergym: error: {msg}", file=sys.stderr)
         return 2
     finally:
+        sys.unraisablehook = unraisable
         if old is not None:
-            signal.signal(signal.SIGTERM, old)
+            for sig, handler in old.items():
+                signal.signal(sig, handler)
             if hasattr(signal, "setitimer"):
                 signal.setitimer(signal.ITIMER_REAL, 0)  # no deferred stop outlives the command

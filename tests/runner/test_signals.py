@@ -56,19 +56,48 @@ def test_a_sigterm_during_an_import_stops_the_command_once_the_import_has_finish
         "import os, signal, time\nos.kill(os.getpid(), signal.SIGTERM)\nt = time.time()\n"
         "while time.time() - t < 0.3:\n    pass\nDONE = True\n")
     script = (f"import signal, sys, time\nsys.path.insert(0, {str(tmp_path)!r})\nfrom clustergym import cli\n"
-              "signal.signal(signal.SIGTERM, cli._on_sigterm)\ntry:\n    import slowmod\n    time.sleep(5)\n"
+              "signal.signal(signal.SIGTERM, cli._on_stop)\ntry:\n    import slowmod\n    time.sleep(5)\n"
               "    print('not stopped')\nexcept KeyboardInterrupt:\n    print('stopped', 'slowmod' in sys.modules)\n")
     out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60)
     assert out.stdout.strip() == "stopped True", out.stdout + out.stderr
 
 
-def test_a_sigterm_that_compiled_code_swallowed_is_raised_again():
-    """Compiled code (numba compiling a kernel) may lose the KeyboardInterrupt a SIGTERM raised: it comes again
-    a second later, so the command still stops."""
+@pytest.mark.parametrize("sig", ["SIGINT", "SIGTERM"])
+def test_a_stop_that_compiled_code_swallowed_is_raised_again(sig):
+    """Compiled code may lose the KeyboardInterrupt a Ctrl-C or SIGTERM raised: it comes again a second
+    later, so the command still stops."""
     script = ("import os, signal, sys, time\nfrom clustergym import cli\n"
-              "signal.signal(signal.SIGTERM, cli._on_sigterm)\ntry:\n    os.kill(os.getpid(), signal.SIGTERM)\n"
+              f"signal.signal(signal.{sig}, cli._on_stop)\ntry:\n    os.kill(os.getpid(), signal.{sig})\n"
               "    time.sleep(0.5)\nexcept KeyboardInterrupt:\n    pass  # swallowed\nt = time.time()\ntry:\n"
               "    while time.time() - t < 10:\n        pass\n    print('ran on')\nexcept KeyboardInterrupt:\n"
               "    print('stopped again', round(time.time() - t) <= 2)\n")
     out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60)
     assert out.stdout.strip() == "stopped again True", out.stdout + out.stderr
+
+
+def test_a_ctrl_c_lost_in_a_ctypes_callback_still_stops_quietly():
+    """numba compiles through llvmlite, whose ctypes callbacks print "Exception ignored" and drop a
+    KeyboardInterrupt raised inside them: the command stops anyway, and nothing is printed about the lost one."""
+    script = ("import ctypes, os, signal, sys, time\nfrom clustergym import cli\n"
+              "signal.signal(signal.SIGINT, cli._on_stop)\nsys.unraisablehook = cli._drop_lost_stops(sys.unraisablehook)\n"
+              "def compiling():\n    os.kill(os.getpid(), signal.SIGINT)\n    t = time.time()\n"
+              "    while time.time() - t < 0.3:\n        pass\n"
+              "t = time.time()\ntry:\n    ctypes.CFUNCTYPE(None)(compiling)()\n    while time.time() - t < 10:\n"
+              "        pass\n    print('ran on')\nexcept KeyboardInterrupt:\n    print('stopped', round(time.time() - t) <= 2)\n")
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60)
+    assert out.stdout.strip() == "stopped True" and not out.stderr, out.stdout + out.stderr
+
+
+def test_the_cleanup_of_a_stop_is_not_interrupted_by_its_repeat():
+    """The repeat comes only when the stop was lost: a cleanup in an ``except`` or ``finally`` block that
+    takes longer than the repeat's delay runs to its end."""
+    script = ("import os, signal, sys, time\nfrom clustergym import cli\n"
+              "signal.signal(signal.SIGINT, cli._on_stop)\nsteps = []\n"
+              "def slow_cleanup(name):\n    t = time.time()\n    while time.time() - t < 2.5 * cli._REPEAT_S:\n"
+              "        pass\n    steps.append(name)\n"
+              "try:\n    try:\n        try:\n            os.kill(os.getpid(), signal.SIGINT)\n"
+              "            time.sleep(5)\n        except KeyboardInterrupt:\n            slow_cleanup('except')\n"
+              "            raise\n    finally:\n        slow_cleanup('finally')\n"
+              "except KeyboardInterrupt:\n    signal.setitimer(signal.ITIMER_REAL, 0)\n    print(*steps)\n")
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60)
+    assert out.stdout.strip() == "except finally", out.stdout + out.stderr
