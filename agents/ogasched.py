@@ -129,6 +129,7 @@ class OGASched(BaseAgent):
     def step_size(self, g: np.ndarray) -> float:
         """η_t: eq. 26 (diam(Y) / (||∇q|| √T)) or Table 1's decayed η_0 · decay^t."""
         if self.lr == "eq26":
+            assert self.T is not None  # reset() refuses eq26 without a horizon
             norm = float(np.sqrt(np.sum(g * g)))
             return self.diam / (norm * np.sqrt(self.T)) if norm > 0 else 0.0  # eq. 26
         return self.eta

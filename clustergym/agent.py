@@ -206,9 +206,9 @@ def make(name: str | AgentSpec, family: str | None = None, *, env_id: str | None
         return agent
     if spec.is_custom:  # your own agent: "pkg.module:Class" or "path/to/file.py:Class"
         cls = load_custom_agent(base)
-        fams = tuple(getattr(cls, "families", ()) or ())
-        if family is not None and fams and family not in fams:
-            raise ValueError(f"agent {base!r} cannot act in family {family!r}; its families are {', '.join(fams)}")
+        own = tuple(getattr(cls, "families", ()) or ())
+        if family is not None and own and family not in own:
+            raise ValueError(f"agent {base!r} cannot act in family {family!r}; its families are {', '.join(own)}")
         opts = coerce_options(cls, base, opts)
         try:
             agent = cls(**opts)
@@ -301,6 +301,8 @@ def load_custom_agent(spec: str):
         module = sys.modules.get(mod_name)
         if module is None:
             loader_spec = importlib.util.spec_from_file_location(mod_name, path)
+            if loader_spec is None or loader_spec.loader is None:
+                raise ValueError(f"agent {spec!r}: {where!r} cannot be imported as a Python module")
             module = importlib.util.module_from_spec(loader_spec)
             sys.modules[mod_name] = module
             try:

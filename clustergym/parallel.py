@@ -33,6 +33,7 @@ Conventions shared by every family:
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 import gymnasium
@@ -50,8 +51,8 @@ class ClusterParallelEnv(ParallelEnv):
     metadata = {"render_modes": ["ansi", "rgb_array"], "name": "clustergym_parallel", "is_parallelizable": True}
 
     def __init__(self, single_env: ClusterEnv, agents: list[str],
-                 observation_spaces: dict[str, gymnasium.spaces.Space],
-                 action_spaces: dict[str, gymnasium.spaces.Space], state_space: gymnasium.spaces.Box):
+                 observation_spaces: Mapping[str, gymnasium.spaces.Space],
+                 action_spaces: Mapping[str, gymnasium.spaces.Space], state_space: gymnasium.spaces.Box):
         self.single_env = single_env  # the one simulator core this env drives
         self.problem = single_env.problem  # public problem (what agents may know)
         self.render_mode = single_env.render_mode

@@ -69,7 +69,10 @@ def action_bounds(env: gym.Env) -> tuple[np.ndarray, np.ndarray]:
     if hasattr(u, "action_bounds"):
         lo, hi = u.action_bounds()
     else:
-        lo, hi = env.action_space.low, env.action_space.high
+        box = env.action_space
+        if not isinstance(box, spaces.Box):
+            raise TypeError(f"Box action bounds asked of a {type(box).__name__} action space")
+        lo, hi = box.low, box.high
     return np.asarray(lo, dtype=np.float64), np.asarray(hi, dtype=np.float64)
 
 
@@ -126,7 +129,7 @@ class MultiBinaryAsMultiDiscrete(gym.ActionWrapper):
         return np.asarray(action).astype(np.int8)
 
     def action_masks(self) -> np.ndarray:
-        return self.env.unwrapped.action_masks()
+        return getattr(self.env.unwrapped, "action_masks")()
 
 
 # -- PettingZoo ------------------------------------------------------------------------------------
@@ -166,6 +169,7 @@ class HomogeneousAgents(ParallelEnv):
         n_obs = max(int(spaces.flatdim(s)) for s in self._obs_in.values())
         self._obs_space = spaces.Box(-np.inf, np.inf, shape=(n_obs,), dtype=np.float32)
         acts = list(self._act_in.values())
+        self._act_space: spaces.Space
         if all(isinstance(s, spaces.Discrete) for s in acts):
             self._kind = "discrete"
             self._act_space = spaces.Discrete(max(int(s.n) for s in acts))
@@ -212,11 +216,12 @@ class HomogeneousAgents(ParallelEnv):
     # -- conversion ------------------------------------------------------------------------------
     def _obs(self, obs: dict) -> dict:
         n = self._obs_space.shape[0]
-        return {a: _pad(spaces.flatten(self._obs_in[a], o).astype(np.float32), n) for a, o in obs.items()}
+        return {a: _pad(np.asarray(spaces.flatten(self._obs_in[a], o)).astype(np.float32), n) for a, o in obs.items()}
 
     def _infos(self, infos: dict) -> dict:
         out = {}
-        n_act = self._act_space.n if self._kind == "discrete" else int(np.prod(self._act_space.shape))
+        space = self._act_space
+        n_act = int(space.n) if isinstance(space, spaces.Discrete) else int(np.prod(space.shape or ()))
         for a, i in infos.items():
             d = dict(i)
             d["obs_size"] = int(spaces.flatdim(self._obs_in[a]))

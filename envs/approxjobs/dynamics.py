@@ -349,7 +349,7 @@ class SlotState:
                   "work": ((N, cap), np.float64), "util": ((N, cap), np.float64), "left": ((N, cap), np.bool_),
                   "queue": ((N, cap), np.int64)}
         for name, (shape, dtype) in arrays.items():
-            a = np.zeros(shape, dtype=dtype)
+            a: np.ndarray = np.zeros(shape, dtype=dtype)
             if old:
                 a[..., :old] = getattr(self, name)
             setattr(self, name, a)
@@ -406,7 +406,8 @@ class SlotState:
                              self.slot_deadline, self.feat, self.live, self.prev_job, self.prev_slot, st.count,
                              st.total, st.last_executed, st.last_work, act, job_m, work_m, cost_m, ints[0], ints[1],
                              ints[2], ints[3], ints[4], done, floats[0], floats[1], floats[2])
-        return SlotResult(bool(ok), act, job_m, work_m, cost_m, *ints, done, *floats)
+        return SlotResult(bool(ok), act, job_m, work_m, cost_m, ints[0], ints[1], ints[2], ints[3], ints[4], done,
+                          floats[0], floats[1], floats[2])
 
     def job_mask(self) -> np.ndarray:
         """(N, J) int8: window slot occupied."""

@@ -73,6 +73,8 @@ class ApproxJobsParallelEnv(ClusterParallelEnv):
 
     metadata = {**ClusterParallelEnv.metadata, "name": "approxjobs_parallel_v0"}
 
+    single_env: ApproxJobsEnv
+
     def __init__(self, scenario: Any = "paper", **kwargs: Any):
         if kwargs.get("action_mode", "machine") != "machine":
             raise ValueError(f"action_mode={kwargs['action_mode']!r} is invalid here: each machine chooses its own "

@@ -172,7 +172,7 @@ def _topology(rng: np.random.Generator, p: dict, num_servers: int, num_racks: in
     S = num_servers
     if rack_of is None:
         perm = rng.permutation(S)
-        cuts = np.sort(rng.choice(np.arange(1, S), size=num_racks - 1, replace=False)) if num_racks > 1 else []
+        cuts: np.ndarray | list[int] = np.sort(rng.choice(np.arange(1, S), size=num_racks - 1, replace=False)) if num_racks > 1 else []
         rack_of = np.empty(S, dtype=np.int64)
         for r, part in enumerate(np.split(perm, cuts)):
             rack_of[part] = r
@@ -197,7 +197,8 @@ def draw_jobs(rng: np.random.Generator, arrival: np.ndarray, p: dict, workers: n
     w = rng.integers(p["workers_min"], p["workers_max"] + 1, size=n)
     f = rng.integers(p["budget_min"], p["budget_max"] + 1, size=n).astype(np.float64)
     z = rng.integers(p["zeta_min"], p["zeta_max"] + 1, size=n).astype(np.float64)
-    b = rng.integers(int(round(p["bw_min"] * 1000)), int(round(p["bw_max"] * 1000)) + 1, size=n) / 1000.0
+    b = np.asarray(rng.integers(int(round(p["bw_min"] * 1000)), int(round(p["bw_max"] * 1000)) + 1, size=n),
+                   dtype=np.float64) / 1000.0
     l1 = rng.uniform(p["lambda1_min"], p["lambda1_max"], size=n)
     l2 = p["lambda2_max"] * (1.0 - rng.random(size=n))  # (0, λ2_max]: never 0
     l3 = rng.uniform(p["lambda3_min"], p["lambda3_max"], size=n)

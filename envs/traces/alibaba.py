@@ -209,7 +209,7 @@ def _graph(rng: np.random.Generator, compat: np.ndarray, density: float) -> tupl
     """Each server keeps d_r of its compatible ports (mean ``density``); lonely ports get a compatible server."""
     L, R = compat.shape
     base = int(np.floor(density))
-    d = base + (rng.random(R) < density - base)
+    d = np.asarray(rng.random(R) < density - base, dtype=np.int64) + base  # (R,)
     keys = np.where(compat.T, rng.random((R, L)), np.inf)  # (R, L)
     rank = np.argsort(np.argsort(keys, axis=1), axis=1)
     adj = ((rank < d[:, None]) & compat.T).T  # (L, R)

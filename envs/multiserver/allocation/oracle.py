@@ -91,7 +91,7 @@ def best_static_allocation(problem, counts: np.ndarray, *, rtol: float = 1e-6, m
     cut_var = np.concatenate([np.arange(n)] + [nonlin] * (init_cuts - 1))
     cut_pt = np.concatenate([pts[0]] + [p[nonlin] for p in pts[1:]])
 
-    best = None
+    best: tuple[np.ndarray, float] | None = None
     upper = np.inf
     for it in range(1, max_iter + 1):
         d = utility_derivative(cut_pt, alpha[cut_var], code[cut_var])
@@ -120,4 +120,5 @@ def best_static_allocation(problem, counts: np.ndarray, *, rtol: float = 1e-6, m
             break
         cut_var = np.concatenate([cut_var, add])
         cut_pt = np.concatenate([cut_pt, y[add]])
+    assert best is not None  # the loop runs at least once
     return StaticOptimum(y=best[0], value=best[1], upper_bound=upper, iterations=it)

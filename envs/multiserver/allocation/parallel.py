@@ -175,7 +175,7 @@ class MultiServerAllocationParallelEnv(ClusterParallelEnv):
         server has no channel to are padding (inert: 0, else an error under "raise", dropped and counted
         under "repair")."""
         env = self.single_env
-        joint = np.zeros(env.action_space.shape)
+        joint = np.zeros(_shape(env.action_space))
         dropped = 0
         for a, v in zip(self.possible_agents, vals):
             v = np.asarray(v)
@@ -200,7 +200,7 @@ class MultiServerAllocationParallelEnv(ClusterParallelEnv):
         if self._padded:
             out = {}
             for a in self.possible_agents:
-                v = np.zeros(self._action_spaces[a].shape, dtype=np.asarray(joint).dtype)
+                v = np.zeros(_shape(self._action_spaces[a]), dtype=np.asarray(joint).dtype)
                 v[self.agent_ports[a]] = joint[self.agent_edges[a]]
                 out[a] = v
             return out
@@ -225,6 +225,7 @@ class MultiServerAllocationParallelEnv(ClusterParallelEnv):
         y = info["feedback"]["allocation"][:self._n_edges]  # (E, K) executed y (after any repair)
         if self._padded and self._pad_dropped:
             info["metrics"]["repaired"] += self._pad_dropped
+        assert self._obs is not None  # set by reset
         x = self._obs["arrivals"].astype(bool)  # x(t) of the slot just played (the obs is not yet updated)
         self._edge_reward = server_reward_split(self.reward_model, y, x)  # (E,)
         self._y = y
@@ -242,7 +243,7 @@ class MultiServerAllocationParallelEnv(ClusterParallelEnv):
             if rewards is not None:
                 e = self.agent_edges[a]
                 if self._padded:
-                    L, K = self._action_spaces[a].shape
+                    L, K = _shape(self._action_spaces[a])
                     alloc, er = np.zeros((L, K)), np.zeros(L)
                     alloc[self.agent_ports[a]], er[self.agent_ports[a]] = self._y[e], self._edge_reward[e]
                     d["feedback"] = {"allocation": alloc, "edge_reward": er}
@@ -251,6 +252,12 @@ class MultiServerAllocationParallelEnv(ClusterParallelEnv):
                 d["metrics"] = info["metrics"]
             out[a] = d
         return out
+
+
+def _shape(space: spaces.Space) -> tuple[int, ...]:
+    """The shape of a Box action space (set for every Box)."""
+    assert space.shape is not None
+    return space.shape
 
 
 def parallel_env(**kwargs: Any) -> MultiServerAllocationParallelEnv:

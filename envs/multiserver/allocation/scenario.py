@@ -177,7 +177,7 @@ CODE_CONTENTION_SCALE = 10.0
 _PRESENT = np.array([1.0, 1.0, 0.5, 0.25, 0.25, 0.25, 0.25, 0.25])
 
 
-def utility_value(y: np.ndarray, alpha: np.ndarray, code: np.ndarray) -> np.ndarray:
+def utility_value(y: np.ndarray, alpha: np.ndarray, code: np.ndarray | int) -> np.ndarray:
     """f_r^k(y) of eq. 27, elementwise (alpha and code broadcast against y; code may be one int)."""
     if isinstance(code, (int, np.integer)):
         c = int(code)
@@ -195,7 +195,7 @@ def utility_value(y: np.ndarray, alpha: np.ndarray, code: np.ndarray) -> np.ndar
     return np.where(code == 0, lin, np.where(code == 1, log, np.where(code == 2, rec, pol)))
 
 
-def utility_derivative(y: np.ndarray, alpha: np.ndarray, code: np.ndarray) -> np.ndarray:
+def utility_derivative(y: np.ndarray, alpha: np.ndarray, code: np.ndarray | int) -> np.ndarray:
     """(f_r^k)'(y) of eq. 27, elementwise (used by eq. 9; code may be one int)."""
     if isinstance(code, (int, np.integer)):
         c = int(code)

@@ -48,7 +48,8 @@ def knapsack_max(values: np.ndarray, weights: np.ndarray, capacity: np.ndarray) 
         src = tuple(slice(0, g - int(wk)) for g, wk in zip(grid, w))
         cand = V[src] + values[i]
         better = cand > V[tgt]
-        take[(j, *tgt)] = better
+        key: tuple[int | slice, ...] = (j, *tgt)
+        take[key] = better
         V[tgt] = np.where(better, cand, V[tgt])
     c = capacity.copy()
     for j in range(len(items) - 1, -1, -1):

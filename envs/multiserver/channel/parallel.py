@@ -143,7 +143,7 @@ class MultiServerChannelParallelEnv(ClusterParallelEnv):
         """Per-server entries -> the single env's (max_edges,) action; entries of servers without a channel
         of the port are padding (inert: 0, else an error under "raise", dropped and counted under "repair")."""
         env = self.single_env
-        joint = np.zeros(env.action_space.n, dtype=np.result_type(np.int8, *(np.asarray(v).dtype for v in vals)))
+        joint = np.zeros(_width(env.action_space), dtype=np.result_type(np.int8, *(np.asarray(v).dtype for v in vals)))
         dropped = 0
         for a, v in zip(self.possible_agents, vals):
             v = np.asarray(v)
@@ -166,7 +166,7 @@ class MultiServerChannelParallelEnv(ClusterParallelEnv):
         if self._padded:
             out = {}
             for a in self.possible_agents:
-                v = np.zeros(self._action_spaces[a].n, dtype=np.asarray(joint).dtype)
+                v = np.zeros(_width(self._action_spaces[a]), dtype=np.asarray(joint).dtype)
                 v[self.agent_slots[a]] = joint[self.agent_edges[a]]
                 out[a] = v
             return out
@@ -184,7 +184,7 @@ class MultiServerChannelParallelEnv(ClusterParallelEnv):
             if self._padded:  # per server: the agent's channel to server r, 0 where it has none
                 out[a].update(channel_present=self._present[a].copy(), channel_demand=self._chan_demand[a].copy())
                 for k in own:
-                    v = np.zeros(self.action_space(a).n, dtype=obs[k].dtype)
+                    v = np.zeros(_width(self.action_space(a)), dtype=obs[k].dtype)
                     v[self.agent_slots[a]] = obs[k][e]
                     out[a][k] = v
             else:
@@ -215,7 +215,7 @@ class MultiServerChannelParallelEnv(ClusterParallelEnv):
         for i, a in enumerate(self.possible_agents):
             edges = self.agent_edges[a]
             if self._padded:  # per server: entries of servers without a channel of this port are 0 / -1
-                R = self._action_spaces[a].n
+                R = _width(self._action_spaces[a])
                 slots = self.agent_slots[a]
                 m = np.zeros(R, dtype=np.int8)
                 m[slots] = mask[edges]
@@ -232,6 +232,11 @@ class MultiServerChannelParallelEnv(ClusterParallelEnv):
                     d["metrics"] = info["metrics"]
             out[a] = d
         return out
+
+
+def _width(space: spaces.Space) -> int:
+    """Entries of a 1-D MultiBinary action (its ``n``)."""
+    return int(np.prod(space.shape or ()))
 
 
 def parallel_env(**kwargs: Any) -> MultiServerChannelParallelEnv:
