@@ -18,7 +18,6 @@ from clustergym.results import (Results, RunResult, SCORE_DEFINITION, TIMING_FIE
                                 attach_scores, strict_json)
 from clustergym.workers import (Interrupted, WorkerDied, _SHARED_POOL, run_tasks, terminate_pool, was_interrupted,
                                 worker_pool)
-from clustergym.workers import _run_local  # noqa: F401  (the local backend, under its earlier name)
 
 __all__ = ["BACKENDS", "TIMING_FIELDS", "Episode", "RunResult", "Results", "evaluate", "run_episode", "run_one",
            "run_tasks", "time_decisions", "Transition", "make_env", "scenario_fingerprint", "worker_pool",

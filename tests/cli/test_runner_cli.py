@@ -301,7 +301,7 @@ def test_core_use_never_imports_torch_or_sb3():
 
 
 def test_progress_moves_during_parallel_runs_not_only_at_their_end():
-    from clustergym import runner
+    from clustergym.workers import run_local
 
     class Bar:
         def __init__(self):
@@ -312,7 +312,7 @@ def test_progress_moves_during_parallel_runs_not_only_at_their_end():
 
     bar = Bar()
     tasks = [("clustergym/MultiServerChannel-v0", a, 0, 1000, {"scenario_seed": 0}) for a in ("hauf", "lcf")]
-    runner._run_local(tasks, 2, bar)
+    run_local(tasks, 2, bar)
     assert sum(bar.updates) == 2000 and len(bar.updates) >= 10  # every 200 slots of each run
 
 
