@@ -74,7 +74,7 @@ class BaseAgent:
 class EvaluationHooks(Protocol):
     """Optional methods of an agent trained on instances (a saved model, :class:`clustergym.learning.agent.SB3Agent`).
 
-    The runner (:func:`clustergym.runner.evaluate`) calls them before any work and when it labels the runs.
+    The runner (:func:`clustergym.evaluation.evaluate`) calls them before any work and when it labels the runs.
     An agent may also define ``bind_env_kwargs(env_kwargs)``: each run calls it with the kwargs of the env
     the agent acts in (those of :meth:`eval_env_kwargs` included) before the episode starts.
     """

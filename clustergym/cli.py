@@ -16,7 +16,7 @@ from clustergym.cli_commands import (MAX_SEEDS, UsageError, _check_out, _held_ou
 from clustergym.experiments import list_papers
 from clustergym.family import load_plugins
 from clustergym.outdir import MANIFEST  # noqa: F401  (what a command wrote into its --out)
-from clustergym.runner import WorkerDied, was_interrupted
+from clustergym.workers import WorkerDied, was_interrupted
 from clustergym.version import __version__
 
 __all__ = ["main"]

@@ -48,7 +48,8 @@ from clustergym.learning.instances import DEFAULT_TRAIN_INSTANCES
 from clustergym.learning.training import NORM_FILE, SIDE_CAR, train
 from clustergym.outdir import FolderLock, check_path
 from clustergym.results import RESULTS_FILE, Results, RunResult, strict_json, write_json
-from clustergym.runner import evaluate, run_tasks, was_interrupted
+from clustergym.evaluation import evaluate
+from clustergym.workers import run_tasks, was_interrupted
 from clustergym.runstore import code_fingerprint
 from clustergym.stats import fmt_ci, paired_comparison
 from clustergym.workers import run_tasks_ray

@@ -15,7 +15,8 @@ from clustergym.envs.multiserver.allocation.scenario import FIG2_HORIZON
 from clustergym.experiments import describe_instances, instances_for, mode_name, write_summary
 from clustergym.experiments.ogasched_runs import ENV_ID, best_static_values, hindsight  # noqa: F401  (eq. 6's comparator)
 from clustergym.plots import _plt, agent_colors, figure_legend, legend_outside, plot_claims, save
-from clustergym.runner import evaluate, make_env, run_episode, run_one
+from clustergym.episode import make_env, run_episode, run_one
+from clustergym.evaluation import evaluate
 from clustergym.stats import (INCONCLUSIVE, NOT_REPRODUCED, REPRODUCED, TOO_FEW, claims_table, fmt_ci, mean_ci,
                               paired_comparison, verdict)
 from clustergym.experiments.extra import ogasched_more  # Fig. 4 (η0, decay) and Table 2 (T, ρ, density)

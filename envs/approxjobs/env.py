@@ -128,7 +128,7 @@ class ApproxJobsEnv(ClusterEnv[ApproxObservation, np.ndarray]):
     ``horizon`` (default: the scenario's, 2000; 50,000 with ``scale="paper"``), ``oracle`` (default
     False; True adds ``episode_bound`` to the last step's metrics: an upper bound on the expected
     episode utility, ``bound.py``; there is no per-slot oracle; ``clustergym run`` and
-    ``runner.evaluate`` turn it on whenever they compute a score, unless ``oracle`` is given), ``infeasible``, ``render_mode``, and
+    ``clustergym.evaluate`` turn it on whenever they compute a score, unless ``oracle`` is given), ``infeasible``, ``render_mode``, and
     scenario parameters (``scenario.py``):
     ``num_machines``, ``max_jobs``, ``beta``, ``load``, ``scale``, ``arrival_rate``, ``life_min``,
     ``life_max``, ``budget_low``, ``budget_high``, ``value_low``, ``value_high``, ``speed_low``,

@@ -47,7 +47,7 @@ def test_every_boolean_option_parses_false_and_true_and_rejects_the_rest(name, f
 
 
 def test_esdp_only_active_false_equals_default_run_exactly():
-    from clustergym.runner import evaluate
+    from clustergym.evaluation import evaluate
 
     res = evaluate("clustergym/MultiServerChannel-v0", ["esdp", "esdp[only_active=False]", "esdp[only_active=true]"],
                    seeds=[0], horizon=60, progress=False, score=False)

@@ -318,7 +318,7 @@ def test_preset_parameters_that_would_be_ignored_are_refused(env_id, kw, word):
 def test_memory_guard_names_the_parameter(monkeypatch):
     """Sizes whose arrays would not fit are one ValueError naming the parameter, before any allocation."""
     import clustergym.core as core
-    from clustergym.runner import evaluate
+    from clustergym.evaluation import evaluate
 
     monkeypatch.setattr(core, "available_memory", lambda: 2**30)  # pretend 1 GiB is available
     with pytest.raises(ValueError, match="horizon=100000000 would need"):
@@ -453,7 +453,7 @@ def test_concurrent_writers_one_wins_the_rest_get_one_line(tmp_path_factory, cap
     import threading
     import time
 
-    import clustergym.runner as runner
+    from clustergym import evaluation
 
     out = tmp_path_factory.mktemp("cw") / "out"
     if earlier:
@@ -466,7 +466,7 @@ def test_concurrent_writers_one_wins_the_rest_get_one_line(tmp_path_factory, cap
         time.sleep(pause)
         return _FakeResults(agents[0], fail, pause)
 
-    monkeypatch.setattr(runner, "evaluate", fake_evaluate)
+    monkeypatch.setattr(evaluation, "evaluate", fake_evaluate)
     codes = [None] * len(writers)
 
     def go(i):

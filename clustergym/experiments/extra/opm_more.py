@@ -46,7 +46,7 @@ import numpy as np
 from clustergym import stats
 from clustergym.experiments import instances_for, write_summary
 from clustergym.experiments.opm_runs import describe_episode, episode, placeholder_episode
-from clustergym.runner import run_tasks
+from clustergym.workers import run_tasks
 from clustergym.runstore import register_task
 
 __all__ = ["fig1a_rows", "fig3_step_rows", "price_plan", "price_sweep", "price_rows", "price_table", "run", "section",
