@@ -48,9 +48,8 @@ row equal to ``gymnasium.spaces.flatten``. :class:`EmpiricalStats` is the wrappe
 the statistics of earlier versions (from observations and ``info["feedback"]``), kept for old code;
 the env's own statistics equal it (tested).
 
-No torch or SB3 here: importing this module is cheap. It belongs to the core (the public wrappers of
-:mod:`clustergym.wrappers` are built on it); :mod:`clustergym.learning.pipeline` re-exports it for the learning
-stack.
+No torch or SB3 here: importing this module is cheap. It belongs to the core: the public wrappers of
+:mod:`clustergym.wrappers` are built on it, and the learning stack imports it from here.
 """
 
 from __future__ import annotations

@@ -146,7 +146,7 @@ class ApproxJobsEnv(ClusterEnv[ApproxObservation, np.ndarray]):
       raise. Later: ``step`` after the end raises until ``reset``.
     * v0, later: ``action_mode="job"`` (per-job levels dealt to machines by the env).
     * v0, later: the observation carries the per-machine statistics and the last slot's feedback. The
-      flat vector of earlier versions is ``clustergym.learning.pipeline``'s ``"legacy"``
+      flat vector of earlier versions is ``clustergym.pipeline``'s ``"legacy"``
       layout (same values).
     * v0, later: the slot runs in one compiled step (``dynamics.SlotState``) shared with the native vector
       env; the same trajectories, except that f_j(X) = v_j X^β_j now comes from the C library's ``pow``

@@ -14,7 +14,7 @@ import clustergym  # noqa: F401
 from clustergym.agent import public_info
 from clustergym.envs import ENV_IDS
 from clustergym.family import env_entry
-from clustergym.learning.pipeline import EmpiricalStats, ObsPipeline, flatten_batch, layout_keys
+from clustergym.pipeline import EmpiricalStats, ObsPipeline, flatten_batch, layout_keys
 from clustergym.testing import valid_random_action
 from clustergym.wrappers import FlattenWithStats
 
