@@ -1,4 +1,5 @@
-"""DRL hooks of P4 (read by ``clustergym.baselines.drl`` through the family's ``FamilySpec.drl_hooks``).
+"""DRL hooks of P4, read through the family's ``FamilySpec.drl_hooks`` by the observation pipeline
+(``clustergym.pipeline``) and by ``clustergym train``.
 
 Only public quantities: ``info["feedback"]``; never metrics.
 """
