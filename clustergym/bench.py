@@ -12,10 +12,10 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 
-from clustergym.agent import env_family, make
+from clustergym.agent import make
 from clustergym.experiments import list_papers as _list_papers
 from clustergym.experiments import load
-from clustergym.family import env_ids
+from clustergym.family import env_family, env_ids
 from clustergym.learning.hyperparams import load_hyperparams, split_run_keys
 from clustergym.learning.training import (algo_class, algo_gamma, make_train_env, make_train_vec, normalizer,
                                           policy_class, resolve_vec, training_envs)

@@ -280,4 +280,3 @@ def write_json(path: str, doc: dict, **dump_kwargs) -> str:
     with ``json.dump(doc, f, **dump_kwargs)``; returns ``path``."""
     atomic_write(path, lambda f: json.dump(doc, f, **dump_kwargs))
     return path
-

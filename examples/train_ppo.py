@@ -21,7 +21,7 @@ from stable_baselines3 import PPO
 from stable_baselines3.common.vec_env import DummyVecEnv, VecNormalize
 
 import clustergym  # noqa: F401  (registers the envs)
-from clustergym.agent import env_family
+from clustergym.family import env_family
 from clustergym.learning.training import SIDE_CAR, make_train_env, policy_class, save_normalization
 
 

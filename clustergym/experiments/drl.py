@@ -38,8 +38,8 @@ from typing import Sequence
 
 import numpy as np
 
-from clustergym.agent import env_family, list_agents
-from clustergym.family import family_spec
+from clustergym.agent import list_agents
+from clustergym.family import env_family, family_spec
 from clustergym.experiments.drl_plan import FULL_OUT, HORIZON, PLAN, QUICK, TRAIN_SEED_OFFSET, EnvPlan, Learner
 from clustergym.experiments.drl_report import _Agents, _env_table, _plot_curves, ablation_table
 from clustergym.learning.agent import check_norm_file, read_side_car

@@ -144,6 +144,3 @@ def _write_export(dest: str, src: str, summ: dict, best: dict, seed: int, safe_l
                                       + "; its lowest training seed"}
     with open(os.path.join(dest, "clustergym.json"), "w") as f:
         json.dump(meta, f, indent=1)
-
-
-_prepare_export = prepare_export  # its earlier name

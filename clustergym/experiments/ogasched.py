@@ -21,7 +21,7 @@ from clustergym.stats import (INCONCLUSIVE, NOT_REPRODUCED, REPRODUCED, TOO_FEW,
                               paired_comparison, verdict)
 from clustergym.experiments.extra import ogasched_more  # Fig. 4 (η0, decay) and Table 2 (T, ρ, density)
 
-__all__ = ["reproduce", "sweep", "analyse", "tables", "figures", "report", "bench_rows", "PAPER_GAPS", "units_claims",
+__all__ = ["reproduce", "sweep", "analyse", "tables", "figures", "report", "bench_rows", "PAPER_GAPS",
            "setting_claims", "eq26_steps", "best_static_values", "SETTINGS_RUN", "AGENTS"]
 
 BASELINES = ["drf", "fairness", "binpacking", "spreading"]
@@ -43,7 +43,6 @@ AGENTS = [*OGA, *FAIR, *OTHER, "random"]
 # the earlier default mixture so its numbers can be compared with the earlier docs.
 SETTINGS_RUN = ("paper", "authors-code")
 SETTINGS_FULL = (*SETTINGS_RUN, "table1-in-code-units")
-UNIT_SYSTEMS = SETTINGS_RUN  # earlier name of the reported configurations (kept for imports)
 DEFAULT = "paper"
 BASIS = "hindsight optimum Q(y*) of the instance (eq. 6, mean over seeds)"
 _LABEL = {"fairness": "FAIRNESS (share of all L_r)", "fairness[active_share=true]": "FAIRNESS (active ports, authors')",
@@ -103,15 +102,10 @@ def setting_claims(res, scale=None) -> tuple[list[dict], dict]:
     return rows, comps
 
 
-def units_claims(res, scale=None) -> tuple[list[dict], dict]:
-    """Earlier name of :func:`setting_claims`."""
-    return setting_claims(res, scale)
-
-
-def eq26_steps(units: str, instance: int, horizon: int, slots: int, seed: int = 0) -> np.ndarray:
-    """``units``: the P2 setting (scenario.py SETTINGS; the earlier name of the argument is kept)."""
-    """η_t of eq. 26 over the first ``slots`` slots of an ``ogasched[lr=eq26]`` run (T = horizon)."""
-    env = make_env(ENV_ID, horizon=horizon, oracle=False, setting=units, scenario_seed=instance).unwrapped
+def eq26_steps(setting: str, instance: int, horizon: int, slots: int, seed: int = 0) -> np.ndarray:
+    """η_t of eq. 26 over the first ``slots`` slots of an ``ogasched[lr=eq26]`` run (T = horizon) in the P2
+    ``setting`` (scenario.py SETTINGS)."""
+    env = make_env(ENV_ID, horizon=horizon, oracle=False, setting=setting, scenario_seed=instance).unwrapped
     ag = make("ogasched[lr=eq26]", family="multiserver-allocation")
     obs, _ = env.reset(seed=seed)
     ag.reset(env.problem, seed=seed)

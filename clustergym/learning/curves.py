@@ -139,6 +139,3 @@ def plot_training_curve(run_dir: str, path: str | None = None, reference: dict[s
     path = path or os.path.join(run_dir, "training_curve.png")
     save(fig, path)
     return path
-
-
-_monitor_curve = monitor_curve  # its earlier name

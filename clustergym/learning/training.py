@@ -39,7 +39,7 @@ from clustergym.learning import imitation
 from clustergym.learning.algos import (ALGOS, HEADS, NETS, NORM_FILE, SIDE_CAR, algo_class, algo_gamma, check_algo,
                                        obs_layout)
 from clustergym.learning.checkpoints import Checkpoints
-from clustergym.learning.curves import _monitor_curve, plot_training_curve, reference_returns  # noqa: F401
+from clustergym.learning.curves import plot_training_curve, reference_returns
 from clustergym.learning.hyperparams import load_hyperparams, split_run_keys
 from clustergym.learning.instances import DEFAULT_EVAL_INSTANCES, DEFAULT_VALIDATION_INSTANCES
 from clustergym.learning.pools import PARAM_RANGES, SETTINGS_SEED, param_settings, pool_padding
@@ -52,9 +52,6 @@ __all__ = ["ALGOS", "HEADS", "NETS", "SIDE_CAR", "NORM_FILE", "algo_class", "alg
            "check_pipeline", "make_train_env", "normalizer", "obs_layout", "train", "save_normalization",
            "plot_training_curve", "policy_class", "resolve_vec", "make_train_vec", "training_envs", "TrainSetup",
            "SlimInfo"]
-
-_int = int_arg  # its earlier name
-_Checkpoints = Checkpoints  # its earlier name
 
 
 VECS = ("auto", "native", "dummy", "subproc")

@@ -6,14 +6,15 @@ import pickle
 
 import pytest
 
-from clustergym.agent import _REGISTRY, _load, _load_builtins, _option_params, make
+from clustergym.agent import _load, _load_builtins, _option_params, make
 from clustergym.cli import main
+from clustergym.family import _AGENTS
 
 
 def _bool_options():
     _load_builtins()
     out = []
-    for name, fams in sorted(_REGISTRY.items()):
+    for name, fams in sorted(_AGENTS.items()):
         for family, entry in sorted(fams.items()):
             for key, p in _option_params(_load(entry)).items():
                 if isinstance(p.default, bool):

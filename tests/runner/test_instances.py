@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 import clustergym
-from clustergym.agent import BaseAgent, register_agent
+from clustergym.agent import BaseAgent
 from clustergym.cli import main
 from clustergym.episode import scenario_fingerprint
 from clustergym.evaluation import evaluate
@@ -182,7 +182,7 @@ class _P1Oracle(BaseAgent):
 
 
 def test_p1_oracle_actions_score_one():
-    from clustergym.agent import env_family
+    from clustergym.family import env_family, register_agent
 
     family = env_family("clustergym/MultiServerChannel-v0")
     _P1Oracle.families = (family,)
