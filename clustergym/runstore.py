@@ -42,7 +42,7 @@ from typing import Any, Callable, Iterator
 
 import numpy as np
 
-from clustergym.results import RunResult, atomic_write
+from clustergym.results import atomic_write
 
 __all__ = ["RunStore", "StoredTask", "TaskInfo", "active_store", "code_fingerprint", "describe", "fingerprint_files",
            "config_key", "placeholder", "register_task", "suspended", "use_store"]

@@ -52,7 +52,7 @@ from clustergym.evaluation import evaluate
 from clustergym.agents.esdp import DELTAS, GS
 
 __all__ = ["sequence_study", "sequence_rows", "sequence_table", "servers_study", "servers_rows", "servers_table",
-           "regret_at", "regret_vs_horizon", "overhead_direction", "run", "section", "write", "main"]
+           "regret_at", "regret_vs_horizon", "overhead_direction", "run", "section", "write"]
 
 ENV_ID = "clustergym/MultiServerChannel-v0"
 BASELINES = ("hauf", "lcf", "lwtf")

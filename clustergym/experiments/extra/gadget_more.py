@@ -35,7 +35,7 @@ from clustergym.envs.ringallreduce.scenario import make_ring_scenario
 from clustergym.experiments import write_summary
 from clustergym.evaluation import evaluate
 
-__all__ = ["trace_jobs", "trace_window", "trace_sweep", "trace_rows", "trace_table", "run", "section", "write", "main"]
+__all__ = ["trace_jobs", "trace_window", "trace_sweep", "trace_rows", "trace_table", "run", "section", "write"]
 
 ENV_ID = "clustergym/RingAllReduce-v0"
 BASELINES = ("fifo", "drf", "las")
