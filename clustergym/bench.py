@@ -16,9 +16,11 @@ from clustergym.agent import make
 from clustergym.experiments import list_papers as _list_papers
 from clustergym.experiments import load
 from clustergym.family import env_family, env_ids
+from clustergym.learning.algos import algo_class, algo_gamma
 from clustergym.learning.hyperparams import load_hyperparams, split_run_keys
-from clustergym.learning.training import (algo_class, algo_gamma, make_train_env, make_train_vec, normalizer,
-                                          policy_class, resolve_vec, training_envs)
+from clustergym.learning.policies import policy_class
+from clustergym.learning.train_envs import make_train_env, normalizer, training_envs
+from clustergym.learning.training import make_train_vec, resolve_vec
 from clustergym.pipeline import TIME_CAP
 from clustergym.episode import time_decisions
 

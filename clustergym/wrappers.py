@@ -36,10 +36,10 @@ import numpy as np
 from gymnasium import spaces
 from pettingzoo.utils.env import ParallelEnv
 
-from clustergym.pipeline import DRLObservation, EmpiricalStats
+from clustergym.pipeline import DRLObservation
 
 __all__ = ["FlattenWithStats", "RescaleBox", "FlattenAction", "MultiBinaryAsMultiDiscrete", "HomogeneousAgents",
-           "EmpiricalStats", "action_bounds"]
+           "action_bounds"]
 
 
 class FlattenWithStats(DRLObservation):

@@ -25,7 +25,6 @@ other agent; the per-seed scores are listed beside it.
 from __future__ import annotations
 
 import hashlib
-import importlib.util
 import json
 import math
 import os
@@ -45,7 +44,8 @@ from clustergym.experiments.drl_report import _Agents, _env_table, _plot_curves,
 from clustergym.learning.agent import check_norm_file, read_side_car
 from clustergym.learning.hyperparams import load_hyperparams
 from clustergym.learning.instances import DEFAULT_TRAIN_INSTANCES
-from clustergym.learning.training import NORM_FILE, SIDE_CAR, train
+from clustergym.learning.algos import NORM_FILE, SIDE_CAR
+from clustergym.learning.training import train
 from clustergym.outdir import FolderLock, check_path
 from clustergym.results import RESULTS_FILE, Results, RunResult, strict_json, write_json
 from clustergym.evaluation import evaluate
@@ -54,8 +54,7 @@ from clustergym.runstore import code_fingerprint
 from clustergym.stats import fmt_ci, paired_comparison
 from clustergym.workers import run_tasks_ray
 
-__all__ = ["Learner", "EnvPlan", "PLAN", "HORIZON", "QUICK", "FULL_OUT", "TRAIN_SEED_OFFSET", "run_benchmark", "plan_for",
-           "plan_cells", "cell_config", "cell_state", "check_cell_files", "CellError"]
+__all__ = ["run_benchmark", "plan_for", "plan_cells", "cell_config", "cell_state", "check_cell_files", "CellError"]
 
 
 # Names the benchmark gives its own temporary entries (a cell being trained, a cell being replaced, a table being

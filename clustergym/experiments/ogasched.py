@@ -13,7 +13,7 @@ from clustergym.bench import (Row, _vector_rate, decision_times, numba_threads, 
                               vector_sampled_rate)
 from clustergym.envs.multiserver.allocation.scenario import FIG2_HORIZON
 from clustergym.experiments import describe_instances, instances_for, mode_name, write_summary
-from clustergym.experiments.ogasched_runs import ENV_ID, best_static_values, hindsight  # noqa: F401  (eq. 6's comparator)
+from clustergym.experiments.ogasched_runs import ENV_ID, best_static_values, hindsight
 from clustergym.plots import _plt, agent_colors, figure_legend, legend_outside, plot_claims, save
 from clustergym.episode import make_env, run_episode, run_one
 from clustergym.evaluation import evaluate
@@ -22,7 +22,7 @@ from clustergym.stats import (INCONCLUSIVE, NOT_REPRODUCED, REPRODUCED, TOO_FEW,
 from clustergym.experiments.extra import ogasched_more  # Fig. 4 (η0, decay) and Table 2 (T, ρ, density)
 
 __all__ = ["reproduce", "sweep", "analyse", "tables", "figures", "report", "bench_rows", "PAPER_GAPS",
-           "setting_claims", "eq26_steps", "best_static_values", "SETTINGS_RUN", "AGENTS"]
+           "setting_claims", "eq26_steps", "SETTINGS_RUN", "AGENTS"]
 
 BASELINES = ["drf", "fairness", "binpacking", "spreading"]
 # §4.1 / abstract: OGASched beats DRF, FAIRNESS, BINPACKING, SPREADING by these (Fig. 2).

@@ -22,7 +22,7 @@ from clustergym.envs.approxjobs.service import ServiceProcess
 from clustergym.envs.approxjobs.oracle import fluid_bound
 from clustergym.envs.approxjobs.types import ApproxFeedback, ApproxObservation
 
-__all__ = ["ApproxJobsEnv", "JOB_FEATURES", "JOB_LEVELS", "episode_summary", "job_records"]
+__all__ = ["ApproxJobsEnv", "episode_summary", "job_records"]
 
 
 class ApproxJobsEnv(ClusterEnv[ApproxObservation, np.ndarray]):

@@ -58,6 +58,8 @@ def stub_heavy(monkeypatch):
     import clustergym.bench as bench
     import clustergym.experiments as experiments
     import clustergym.learning.training as training
+    from clustergym.family import env_family
+    from clustergym.learning.algos import check_algo
 
     def fake_reproduce(paper, quick=False, out="runs/reproduce", workers=2, progress=True, **kw):
         experiments.load(paper) if paper != "all" else None
@@ -71,7 +73,7 @@ def stub_heavy(monkeypatch):
             open(out, "w").close()
 
     def fake_train(env_id, algo, timesteps, out, **kw):
-        training.check_algo(algo, __import__("clustergym.agent", fromlist=["env_family"]).env_family(env_id))
+        check_algo(algo, env_family(env_id))
         os.makedirs(out, exist_ok=True)
         open(os.path.join(out, "model.zip"), "w").close()
         return {"algo": algo, "env_id": env_id, "timesteps": 1 if timesteps is None else timesteps, "train_wall_s": 0.0}

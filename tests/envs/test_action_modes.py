@@ -364,7 +364,7 @@ def test_p4_job_mode_follows_the_stated_rule(budget):
 def test_p4_compiled_deal_equals_the_numpy_deal():
     """The env's compiled deal (``deal_kernel``) gives the action of ``deal_machines`` with caps, on random
     cases with ties (rounded prices and budgets), random machine orders and caps from 0 to above M."""
-    from clustergym.envs.approxjobs.dynamics import deal_kernel, deal_machines
+    from clustergym.envs.approxjobs.kernels import deal_kernel, deal_machines
 
     rng = np.random.default_rng(0)
     served = 0

@@ -9,7 +9,8 @@ import pytest
 
 import clustergym  # noqa: F401
 from clustergym.cli import main
-from clustergym.learning.training import check_pipeline, make_train_env, make_train_vec, normalizer, train
+from clustergym.learning.train_envs import check_pipeline, make_train_env, normalizer
+from clustergym.learning.training import make_train_vec, train
 
 P1, P2, P3, P4 = (f"clustergym/{n}-v0" for n in ("MultiServerChannel", "MultiServerAllocation",
                                                   "RingAllReduce", "ApproxJobs"))

@@ -272,7 +272,7 @@ def test_editing_the_hyperparameter_file_retrains_its_cells(quick, tmp_path, mon
 # -- 7. train names held-out instances; the run table marks runs on training instances ----------------------
 
 def test_train_hint_and_table_mark_training_instances(trained, earlier_results, capsys):
-    from clustergym.cli import _held_out
+    from clustergym.cli_commands import _held_out
 
     assert _held_out(range(0, 5)) == "5-9" and _held_out([1000, 1001]) == "0-4" and _held_out([2]) == "0,1,3,4,5"
     model, before = trained
