@@ -15,8 +15,7 @@ __all__ = ["STATS_KEYS", "Stats", "legacy_keys", "sb3_mask"]
 
 class Stats:
     """The statistics the env's observation carries (``machine_rate``, ``machine_share``; ``approxjobs/stats.py``),
-    computed outside the env from feedback: the wrapper-side implementation of earlier versions, kept for
-    :class:`clustergym.pipeline.EmpiricalStats`.
+    computed outside the env from feedback, for :class:`clustergym.pipeline.EmpiricalStats`.
 
     Per machine: the mean work per used slot (the hidden service rate θ_i, §III) and the share of slots
     it was used."""

@@ -109,7 +109,6 @@ def test_wrapper_and_agent_see_the_same_observations(env_id, kwargs):
             lo, hi = np.zeros_like(u.problem.edge_demand, dtype=float), u.problem.edge_demand.astype(float)
             pa = lo + (np.clip(a.astype(np.float64), -1, 1) + 1.0) * 0.5 * (hi - lo)
         po, pr, _, pt, info = plain.step(pa)
-        pipe.update(public_info(info))
         np.testing.assert_allclose(wo, pipe.observe(po), rtol=1e-6)
         assert wr == pytest.approx(pr, rel=1e-6)
         if wt:
