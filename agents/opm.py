@@ -43,7 +43,7 @@ import numpy as np
 
 from clustergym.agent import BaseAgent
 from clustergym.core import check_choice, check_real
-from clustergym.envs.approxjobs.dynamics import budget_prefix, project_capped_simplex, round_rows, ucb_rates
+from clustergym.envs.approxjobs.kernels import budget_prefix, project_capped_simplex, round_rows, ucb_rates
 
 __all__ = ["OPM", "OPMNoEstimation", "theorem3_parameters"]
 

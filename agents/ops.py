@@ -20,7 +20,7 @@ import numpy as np
 
 from clustergym.agent import BaseAgent
 from clustergym.core import check_real
-from clustergym.envs.approxjobs.dynamics import budget_prefix, ucb_rates
+from clustergym.envs.approxjobs.kernels import budget_prefix, ucb_rates
 
 __all__ = ["OPS"]
 

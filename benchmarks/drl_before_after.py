@@ -32,7 +32,7 @@ import numpy as np
 from clustergym.cli_commands import _parse_seeds
 from clustergym.experiments.drl_plan import PLAN
 from clustergym.learning.training import train
-from clustergym.runner import evaluate
+from clustergym.evaluation import evaluate
 from clustergym.stats import fmt_ci, paired_comparison
 
 

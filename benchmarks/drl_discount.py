@@ -41,7 +41,7 @@ def main(argv=None) -> int:
     args = ap.parse_args(argv)
 
     import clustergym
-    from clustergym.cli import _parse_set
+    from clustergym.cli_commands import _parse_set
     from clustergym.learning.training import train
     from clustergym.stats import mean_ci
 

@@ -29,7 +29,7 @@ import numpy as np
 from clustergym.cli_commands import _parse_seeds
 from clustergym.experiments.drl_plan import PLAN
 from clustergym.family import env_family, family_spec
-from clustergym.runner import evaluate
+from clustergym.evaluation import evaluate
 from clustergym.stats import fmt_ci, mean_ci
 
 WITH_ORACLE = ("p1", "p2")  # the envs whose runs record a per-slot oracle (regret per slot)

@@ -1,11 +1,11 @@
 """clustergym: Gymnasium environments and agents for learning-based online cluster scheduling."""
 
 from clustergym import envs as _envs  # noqa: E402,F401  (registers the shipped families' env ids)
-from clustergym.agent import Agent, BaseAgent, list_agents, register_agent  # noqa: E402
+from clustergym.agent import Agent, BaseAgent, list_agents  # noqa: E402
 from clustergym.envs import ENV_IDS  # noqa: E402
-from clustergym.family import EnvEntry, FamilySpec, env_ids, family_specs, register_family  # noqa: E402
+from clustergym.family import EnvEntry, FamilySpec, env_ids, family_specs, register_agent, register_family  # noqa: E402
 from clustergym.family import load_plugins as _load_plugins  # noqa: E402
-from clustergym.runner import evaluate  # noqa: E402
+from clustergym.evaluation import evaluate  # noqa: E402
 from clustergym.version import __version__  # noqa: E402
 
 try:  # user families named in $CLUSTERGYM_PLUGINS (entry points: read by the CLI and the runner's workers)

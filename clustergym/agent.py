@@ -29,11 +29,10 @@ from typing import Any, Protocol, Sequence, runtime_checkable
 
 import numpy as np
 
-from clustergym.family import (BUILTIN_AGENT_MODULES, _AGENTS, agent_entry_points, agent_names, env_family,
-                               register_agent)
+from clustergym.family import BUILTIN_AGENT_MODULES, agent_entry_points, agent_names, env_family
 
-__all__ = ["Agent", "BaseAgent", "AgentSpec", "EvaluationHooks", "AGENT_LOADERS", "register_agent", "make",
-           "list_agents", "env_family", "public_info", "parse_agent_spec", "evaluation_hooks"]
+__all__ = ["Agent", "BaseAgent", "AgentSpec", "EvaluationHooks", "AGENT_LOADERS", "make", "list_agents",
+           "public_info", "parse_agent_spec", "evaluation_hooks"]
 
 
 @runtime_checkable
@@ -74,7 +73,7 @@ class BaseAgent:
 class EvaluationHooks(Protocol):
     """Optional methods of an agent trained on instances (a saved model, :class:`clustergym.learning.agent.SB3Agent`).
 
-    The runner (:func:`clustergym.runner.evaluate`) calls them before any work and when it labels the runs.
+    The runner (:func:`clustergym.evaluation.evaluate`) calls them before any work and when it labels the runs.
     An agent may also define ``bind_env_kwargs(env_kwargs)``: each run calls it with the kwargs of the env
     the agent acts in (those of :meth:`eval_env_kwargs` included) before the episode starts.
     """
@@ -103,7 +102,6 @@ SB3_PREFIX = "sb3:"
 # options (``loader(path, **opts)``, ``agent.families`` then checked), imported on first use.
 AGENT_LOADERS: dict[str, str] = {SB3_PREFIX: "clustergym.learning.agent:SB3Agent"}
 
-_REGISTRY = _AGENTS  # the registry (clustergym.family), under its earlier name
 _BUILTINS_LOADED = False
 
 

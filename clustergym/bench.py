@@ -12,15 +12,17 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 
-from clustergym.agent import env_family, make
+from clustergym.agent import make
 from clustergym.experiments import list_papers as _list_papers
 from clustergym.experiments import load
-from clustergym.family import env_ids
+from clustergym.family import env_family, env_ids
+from clustergym.learning.algos import algo_class, algo_gamma
 from clustergym.learning.hyperparams import load_hyperparams, split_run_keys
-from clustergym.learning.training import (algo_class, algo_gamma, make_train_env, make_train_vec, normalizer,
-                                          policy_class, resolve_vec, training_envs)
+from clustergym.learning.policies import policy_class
+from clustergym.learning.train_envs import make_train_env, normalizer, training_envs
+from clustergym.learning.training import make_train_vec, resolve_vec
 from clustergym.pipeline import TIME_CAP
-from clustergym.runner import time_decisions
+from clustergym.episode import time_decisions
 
 __all__ = ["run_bench", "Row", "decision_times", "ppo_rate", "training_rates", "cartpole_rate", "bench_hyperparams",
            "sampled_action_rate", "vector_sampled_rate", "numba_threads", "memory_rows", "throughput_rows",
@@ -54,7 +56,7 @@ def _vector_rate(env, batches: list, steps: int) -> float:
 
 def decision_times(env_id: str, agent: str, slots: int, seed: int = 0, on_step=None, **env_kw) -> tuple[np.ndarray, object]:
     """Seconds per decision of ``agent`` over ``slots`` slots of ``gym.make(env_id, oracle=False,
-    horizon=slots, **env_kw)`` (:func:`clustergym.runner.time_decisions`: the runner's own episode
+    horizon=slots, **env_kw)`` (:func:`clustergym.episode.time_decisions`: the runner's own episode
     loop, public info only); returns the times and the public problem. Every paper's decision-timing
     row uses it."""
     import gymnasium as gym

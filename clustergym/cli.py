@@ -10,13 +10,11 @@ from __future__ import annotations
 import argparse
 import sys
 
-from clustergym.cli_commands import (MAX_SEEDS, UsageError, _check_out, _held_out, _parse_seeds,  # noqa: F401
-                                     _parse_set, _split_agents, cmd_bench, cmd_drl, cmd_import_model, cmd_list,
-                                     cmd_replay, cmd_reproduce, cmd_run, cmd_train, cmd_tune)
+from clustergym.cli_commands import (UsageError, cmd_bench, cmd_drl, cmd_import_model, cmd_list, cmd_replay,
+                                     cmd_reproduce, cmd_run, cmd_train, cmd_tune)
 from clustergym.experiments import list_papers
 from clustergym.family import load_plugins
-from clustergym.outdir import MANIFEST  # noqa: F401  (what a command wrote into its --out)
-from clustergym.runner import WorkerDied, was_interrupted
+from clustergym.workers import WorkerDied, was_interrupted
 from clustergym.version import __version__
 
 __all__ = ["main"]

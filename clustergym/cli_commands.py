@@ -12,8 +12,9 @@ import os
 import shutil
 import sys
 
-from clustergym import bench, experiments, runner
+from clustergym import bench, evaluation, experiments
 from clustergym.agent import list_agents
+from clustergym.episode import make_env
 from clustergym.experiments import drl, drl_export, drl_plan, list_papers
 from clustergym.family import env_family, env_ids
 from clustergym.learning import training
@@ -133,7 +134,7 @@ def _run_sizes(n_runs: int, horizon: int, plots: bool) -> tuple[float, float]:
 def _env_horizon(env_id: str, env_kwargs: dict) -> int:
     """The episode length ``env_id`` has with ``env_kwargs`` (its ``horizon``), read from one env built for it."""
     env_family(env_id)  # an unknown id: the error that names the known ones
-    env = runner.make_env(env_id, **env_kwargs)
+    env = make_env(env_id, **env_kwargs)
     try:
         return int(env.unwrapped.horizon)
     finally:
@@ -160,9 +161,9 @@ def cmd_run(args) -> int:
     total, largest = _run_sizes(n_runs * (len(agents) + 1), max(int(horizon), 1), not args.no_plots)
     with OutputFolder(args.out, overwrite=args.overwrite, marks=RUN_FILES, need_total=total,
                       need_file=largest) as stage:
-        res = runner.evaluate(args.env_id, agents, seeds, horizon, env_kwargs=env_kwargs,  # looked up per call
-                              workers=args.workers, backend=args.backend, progress=not args.no_progress,
-                              instances=instances, score=not args.no_score)
+        res = evaluation.evaluate(args.env_id, agents, seeds, horizon, env_kwargs=env_kwargs,  # looked up per call
+                                  workers=args.workers, backend=args.backend, progress=not args.no_progress,
+                                  instances=instances, score=not args.no_score)
         print(res.table())
         res.write(stage.path, plots=not args.no_plots)
     print("wrote " + ", ".join(os.path.join(args.out, n) for n in stage.written))

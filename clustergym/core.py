@@ -57,8 +57,8 @@ class UnknownParameterError(TypeError, ValueError):
     """An unknown keyword argument of an env or scenario factory.
 
     A ``TypeError``, as Python and Gymnasium raise for an unexpected keyword (clients such as
-    TorchRL's ``GymEnv`` probe optional kwargs and retry on ``TypeError`` only), and a ``ValueError``,
-    what clustergym raised before, so existing ``except ValueError`` code keeps working.
+    TorchRL's ``GymEnv`` probe optional kwargs and retry on ``TypeError`` only), and a ``ValueError``, as
+    every other invalid argument of clustergym, so ``except ValueError`` catches it too.
 
     ``gym.make`` re-raises a ``TypeError`` of the env's constructor as ``type(e)(f"{e} was raised from the
     environment creator for ID with kwargs (...)")``: that tail is replaced by the env id in front, so the

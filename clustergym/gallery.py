@@ -21,7 +21,7 @@ import numpy as np
 
 from clustergym.plots import agent_colors, figure, mean_band, plot_comparisons, save, style
 from clustergym.replay import record_episode
-from clustergym.runner import evaluate
+from clustergym.evaluation import evaluate
 
 __all__ = ["PAPERS", "INSTANCES", "viewer_frame", "paper_figure", "main"]
 

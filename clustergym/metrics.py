@@ -2,7 +2,7 @@
 
 Every env declares the keys its ``step`` may put in ``info["metrics"]`` as a class attribute
 ``metrics_spec: dict[str, Metric]`` (the native vector envs reuse their single env's). The runner
-(:class:`MetricsAccumulator`, used by :func:`clustergym.runner.run_episode`) reads the declaration to
+(:class:`MetricsAccumulator`, used by :func:`clustergym.episode.run_episode`) reads the declaration to
 decide how a key enters a run's ``metrics`` in results.json, instead of guessing from the key's name:
 
 ==============  =====================================================  ===================================

@@ -44,13 +44,11 @@ A saved model must see at evaluation exactly the observations it was trained on,
 Gymnasium wrapper around it (training, and the public :class:`clustergym.wrappers.FlattenWithStats`);
 :class:`clustergym.learning.agent.SB3Agent` uses the same pipeline when it acts in ``clustergym run``
 (evaluation). :func:`flatten_batch` flattens a native vector env's batched Dict observation, row by
-row equal to ``gymnasium.spaces.flatten``. :class:`EmpiricalStats` is the wrapper-side computation of
-the statistics of earlier versions (from observations and ``info["feedback"]``), kept for old code;
-the env's own statistics equal it (tested).
+row equal to ``gymnasium.spaces.flatten``. :class:`EmpiricalStats` computes the same statistics outside the
+env, from observations and ``info["feedback"]`` only; the tests check that the env's own statistics equal it.
 
-No torch or SB3 here: importing this module is cheap. It belongs to the core (the public wrappers of
-:mod:`clustergym.wrappers` are built on it); :mod:`clustergym.learning.pipeline` re-exports it for the learning
-stack.
+No torch or SB3 here: importing this module is cheap. It belongs to the core: the public wrappers of
+:mod:`clustergym.wrappers` are built on it, and the learning stack imports it from here.
 """
 
 from __future__ import annotations
@@ -179,8 +177,8 @@ def flatten_batch(obs_space: gym.spaces.Space, obs: Any, keys: tuple[str, ...] |
 
 
 class EmpiricalStats:
-    """Running statistics from observations and feedback only, computed outside the env (earlier versions'
-    wrapper-side statistics; the env's observation now carries the same values, module docstring).
+    """Running statistics from observations and feedback only, computed outside the env (the env's
+    observation carries the same values, module docstring).
 
     The family's ``drl_hooks.Stats`` holds and updates them; a family without it appends nothing.
     """
@@ -218,7 +216,7 @@ class ObsPipeline:
     """Dict observation -> flat float32 vector of the keys of a layout (module docstring).
 
     The statistics are in the observation, so the pipeline keeps no state: ``reset`` and ``observe`` only
-    flatten, ``update`` does nothing (kept so that callers of earlier versions run unchanged).
+    flatten.
     """
 
     def __init__(self, family: str, problem: Any, obs_space: gym.spaces.Space, stats: bool = True,
@@ -235,9 +233,6 @@ class ObsPipeline:
 
     def reset(self, obs) -> np.ndarray:
         return self.observe(obs)
-
-    def update(self, info: dict) -> None:
-        """Nothing to do: the env's observation carries the statistics."""
 
     def observe(self, obs) -> np.ndarray:
         return flatten_keys(self.obs_space, obs, self.keys, self._plain, self.columns, self.caps)

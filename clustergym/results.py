@@ -5,7 +5,7 @@ writes ``results.json`` (the schema of docs/results-schema.md: fields are added,
 ``curves.csv`` and the plots. The file names are :data:`RESULTS_FILE`, :data:`CURVES_FILE` and
 :data:`RUN_FILES`; :func:`write_json` writes the ``results.json`` of an experiment whose runs span several
 configurations (:func:`clustergym.experiments.write_summary`). The normalised score is defined in
-:mod:`clustergym.runner` (:data:`SCORE_DEFINITION`).
+:mod:`clustergym.evaluation`; :data:`SCORE_DEFINITION` is its one-line statement in ``results.json``.
 """
 
 from __future__ import annotations
@@ -280,7 +280,3 @@ def write_json(path: str, doc: dict, **dump_kwargs) -> str:
     with ``json.dump(doc, f, **dump_kwargs)``; returns ``path``."""
     atomic_write(path, lambda f: json.dump(doc, f, **dump_kwargs))
     return path
-
-
-# the names these helpers had in clustergym.runner
-_atomic_write, _strict_json = atomic_write, strict_json

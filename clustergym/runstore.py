@@ -42,7 +42,7 @@ from typing import Any, Callable, Iterator
 
 import numpy as np
 
-from clustergym.results import RunResult, atomic_write
+from clustergym.results import atomic_write
 
 __all__ = ["RunStore", "StoredTask", "TaskInfo", "active_store", "code_fingerprint", "describe", "fingerprint_files",
            "config_key", "placeholder", "register_task", "suspended", "use_store"]
@@ -51,8 +51,7 @@ __all__ = ["RunStore", "StoredTask", "TaskInfo", "active_store", "code_fingerpri
 # agent does in a run, so they are left out of the code fingerprint (a report fix does not re-run the papers).
 # The learning modules only training uses are listed too: no evaluation run imports them (a test checks).
 TRAINING_ONLY = tuple(os.path.join("learning", f) for f in (
-    "training.py", "checkpoints.py", "curves.py", "imitation.py", "importing.py", "pipeline.py", "pools.py", "vec.py",
-    "benchmark.py", "tuning.py"))
+    "training.py", "checkpoints.py", "curves.py", "imitation.py", "importing.py", "pools.py", "vec.py", "tuning.py"))
 NOT_IN_RUNS = ("experiments", "cli.py", "cli_commands.py", "viewer.py", "gallery.py", "plots.py", "bench.py",
                "progress.py", "runstore.py", "workers.py", "outdir.py", "replay.py", *TRAINING_ONLY)
 

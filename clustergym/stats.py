@@ -47,7 +47,6 @@ __all__ = [
     "DIRECTION_ONLY",
     "NOT_REPRODUCED",
     "INCONCLUSIVE",
-    "DEPENDS",
     "TOO_FEW",
     "VERDICTS",
     "MAGNITUDE_FRACTION",
@@ -69,7 +68,6 @@ REPRODUCED = "reproduced"
 DIRECTION_ONLY = "direction only"
 NOT_REPRODUCED = "not reproduced"
 INCONCLUSIVE = "inconclusive"
-DEPENDS = INCONCLUSIVE  # earlier name of the inconclusive verdict (kept for imports)
 TOO_FEW = "too few instances"
 VERDICTS = (REPRODUCED, DIRECTION_ONLY, NOT_REPRODUCED, INCONCLUSIVE, TOO_FEW)
 # "direction only": on the paper's side, but the effect is below this fraction of the paper's number.

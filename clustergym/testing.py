@@ -38,7 +38,7 @@ from clustergym.envs.ringallreduce.topology import Topology
 
 __all__ = ["check_env", "check_agent", "check_gymnasium_api", "check_sb3_api", "check_determinism",
            "check_copy_continues", "check_truncation", "check_invalid_actions", "check_info_keys",
-           "check_render", "check_bad_kwargs", "check_agent_feasible", "check_agent_no_metrics",
+           "check_render", "check_bad_kwargs", "check_agent_feasible",
            "check_agent_deterministic", "deep_equal", "rollout", "valid_random_action", "GuardedInfo", "random_ring_slot"]
 
 # -- helpers -------------------------------------------------------------------------------------

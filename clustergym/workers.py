@@ -395,7 +395,7 @@ def _run_stored(store, fn: Callable, tasks: list, workers: int, *, report, on_st
     return out
 
 
-def _run_local(tasks: list[tuple], workers: int, bar) -> list[RunResult]:
+def run_local(tasks: list[tuple], workers: int, bar) -> list[RunResult]:
     """The runs in this process or the worker pool, round-robin over the agents (so the progress bar measures
     every agent's cost early: :mod:`clustergym.progress`); results in the order of ``tasks``."""
     order = interleaved(tasks)
@@ -455,7 +455,7 @@ def _progress_queue(bar):
         manager.shutdown()
 
 
-def _import_ray():
+def import_ray():
     try:
         import ray
     except ImportError:  # a ValueError like every missing optional extra (see clustergym.learning.algos.algo_class)
@@ -484,7 +484,7 @@ def ray_session(workers: int):
     (``ray.init(address=...)``), else to ``$RAY_ADDRESS`` when set, else to a private local instance with
     ``workers`` CPUs started here. Shuts down only what it started (a connection to ``$RAY_ADDRESS`` is
     closed, the cluster lives on)."""
-    ray = _import_ray()
+    ray = import_ray()
     started = False
     if not ray.is_initialized():
         if address := os.environ.get("RAY_ADDRESS"):
@@ -552,7 +552,7 @@ def run_tasks_ray(fn: Callable, tasks: list, workers: int, *, on_done: Callable 
         return out
 
 
-def _run_ray(tasks: list[tuple], workers: int, bar) -> list[RunResult]:
+def run_ray(tasks: list[tuple], workers: int, bar) -> list[RunResult]:
     """Each task is one Ray task; results go back to task order, so they equal the local backend's
     (the Ray instance of :func:`ray_session`). Runs are pure functions of their arguments, so Ray may
     retry one whose worker died."""
@@ -575,7 +575,3 @@ def _run_ray(tasks: list[tuple], workers: int, bar) -> list[RunResult]:
                 ray.cancel(ref, force=True)
             raise
         return runs  # type: ignore[return-value]
-
-
-# public names of the runner's backends (clustergym.evaluation)
-run_local, run_ray, import_ray = _run_local, _run_ray, _import_ray

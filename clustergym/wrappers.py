@@ -36,10 +36,10 @@ import numpy as np
 from gymnasium import spaces
 from pettingzoo.utils.env import ParallelEnv
 
-from clustergym.pipeline import DRLObservation, EmpiricalStats
+from clustergym.pipeline import DRLObservation
 
 __all__ = ["FlattenWithStats", "RescaleBox", "FlattenAction", "MultiBinaryAsMultiDiscrete", "HomogeneousAgents",
-           "EmpiricalStats", "action_bounds"]
+           "action_bounds"]
 
 
 class FlattenWithStats(DRLObservation):
@@ -49,8 +49,7 @@ class FlattenWithStats(DRLObservation):
     The env's observation carries the statistics (per family: empirical mean realised utility and
     usage share per channel on P1, arrival share and mean reward per port on P2, mean work per used
     slot on P4, none on P3), updated by the env after each step from public feedback only — what a
-    real scheduler sees, never ``info["metrics"]``; earlier versions computed them here and appended
-    them to the flattened observation. ``stats=False`` leaves the statistics keys out.
+    real scheduler sees, never ``info["metrics"]``. ``stats=False`` leaves the statistics keys out.
     ``layout="legacy"`` gives the vector of earlier versions (``clustergym.pipeline``: the
     observation keys of then, then the statistics), what models trained then expect.
     ``time_cap``: the slot index is flattened as ``min(t, time_cap)`` (``clustergym.pipeline.TIME_CAP`` for the

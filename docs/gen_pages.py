@@ -423,8 +423,8 @@ def agents_index(names) -> str:
     from clustergym.family import agent_entry_points
 
     out = ["# Agents", "",
-           "Every agent name registered with `clustergym.agent.register_agent` "
-           "(`clustergym.agent.list_agents()`), with the problem families it can act in. A name may "
+           "Every agent name registered with `clustergym.register_agent` "
+           "(`clustergym.list_agents()`), with the problem families it can act in. A name may "
            "have one implementation per family (`drf`, `random`). Your own agents: "
            "[Adding an agent](../extending.md).", "", "| agent | families |", "|---|---|"]
     for n in names:

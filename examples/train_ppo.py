@@ -21,8 +21,10 @@ from stable_baselines3 import PPO
 from stable_baselines3.common.vec_env import DummyVecEnv, VecNormalize
 
 import clustergym  # noqa: F401  (registers the envs)
-from clustergym.agent import env_family
-from clustergym.learning.training import SIDE_CAR, make_train_env, policy_class, save_normalization
+from clustergym.family import env_family
+from clustergym.learning.algos import SIDE_CAR
+from clustergym.learning.policies import policy_class
+from clustergym.learning.train_envs import make_train_env, save_normalization
 
 
 @dataclass

@@ -19,7 +19,7 @@ import time
 
 from clustergym.envs import FAMILIES as _FAMILIES
 from clustergym.results import RESULTS_FILE, atomic_write, write_json
-from clustergym.runner import worker_pool
+from clustergym.workers import worker_pool
 from clustergym.runstore import RunStore, config_key, use_store
 from clustergym.workers import ray_tasks
 from clustergym.stats import claims_rows_json

@@ -25,7 +25,6 @@ other agent; the per-seed scores are listed beside it.
 from __future__ import annotations
 
 import hashlib
-import importlib.util
 import json
 import math
 import os
@@ -38,23 +37,24 @@ from typing import Sequence
 
 import numpy as np
 
-from clustergym.agent import env_family, list_agents
-from clustergym.family import family_spec
+from clustergym.agent import list_agents
+from clustergym.family import env_family, family_spec
 from clustergym.experiments.drl_plan import FULL_OUT, HORIZON, PLAN, QUICK, TRAIN_SEED_OFFSET, EnvPlan, Learner
 from clustergym.experiments.drl_report import _Agents, _env_table, _plot_curves, ablation_table
 from clustergym.learning.agent import check_norm_file, read_side_car
 from clustergym.learning.hyperparams import load_hyperparams
 from clustergym.learning.instances import DEFAULT_TRAIN_INSTANCES
-from clustergym.learning.training import NORM_FILE, SIDE_CAR, train
+from clustergym.learning.algos import NORM_FILE, SIDE_CAR
+from clustergym.learning.training import train
 from clustergym.outdir import FolderLock, check_path
 from clustergym.results import RESULTS_FILE, Results, RunResult, strict_json, write_json
-from clustergym.runner import evaluate, run_tasks, was_interrupted
+from clustergym.evaluation import evaluate
+from clustergym.workers import run_tasks, was_interrupted
 from clustergym.runstore import code_fingerprint
 from clustergym.stats import fmt_ci, paired_comparison
 from clustergym.workers import run_tasks_ray
 
-__all__ = ["Learner", "EnvPlan", "PLAN", "HORIZON", "QUICK", "FULL_OUT", "TRAIN_SEED_OFFSET", "run_benchmark", "plan_for",
-           "plan_cells", "cell_config", "cell_state", "check_cell_files", "CellError"]
+__all__ = ["run_benchmark", "plan_for", "plan_cells", "cell_config", "cell_state", "check_cell_files", "CellError"]
 
 
 # Names the benchmark gives its own temporary entries (a cell being trained, a cell being replaced, a table being

@@ -9,7 +9,8 @@ import os
 import shutil
 from typing import Sequence
 
-from clustergym.experiments.drl import HORIZON, PLAN, _staged_replace, cell_config, cell_state
+from clustergym.experiments.drl import _staged_replace, cell_config, cell_state
+from clustergym.experiments.drl_plan import HORIZON, PLAN
 from clustergym.learning.agent import PRETRAINED_DIR, read_side_car, safe_load
 from clustergym.learning.algos import SIDE_CAR
 
@@ -144,6 +145,3 @@ def _write_export(dest: str, src: str, summ: dict, best: dict, seed: int, safe_l
                                       + "; its lowest training seed"}
     with open(os.path.join(dest, "clustergym.json"), "w") as f:
         json.dump(meta, f, indent=1)
-
-
-_prepare_export = prepare_export  # its earlier name

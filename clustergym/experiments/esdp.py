@@ -39,7 +39,8 @@ from clustergym.envs.multiserver.channel.scenario import make_channel_scenario
 from clustergym.experiments import describe_instances, instances_for, mode_name
 from clustergym.experiments.esdp_bench import bench_rows  # noqa: F401  (the P1 rows of clustergym bench)
 from clustergym.plots import agent_color, figure, figure_legend, mean_band, plot_comparisons, save, style
-from clustergym.runner import Results, evaluate
+from clustergym.evaluation import evaluate
+from clustergym.results import Results
 from clustergym.stats import (INCONCLUSIVE, NOT_REPRODUCED, REPRODUCED, claims_table, fmt_ci, mean_ci,
                               paired_comparison, proportion_ci)
 from clustergym.experiments.extra import esdp_more  # the sweeps of §4.2–4.3 and regret against T

@@ -22,7 +22,8 @@ from clustergym.envs.ringallreduce.env import RingAllReduceEnv
 from clustergym.experiments import describe_instances, instances_for, mode_name, write_summary
 from clustergym.experiments.gadget_bench import bench_rows  # noqa: F401  (the P3 rows of clustergym bench)
 from clustergym.plots import _plt, agent_color, agent_colors, figure, figure_legend, legend_outside, plot_claims, save
-from clustergym.runner import evaluate, run_episode
+from clustergym.episode import run_episode
+from clustergym.evaluation import evaluate
 from clustergym.stats import claims_table, fmt_ci, mean_ci, paired_comparison, range_verdict
 from clustergym.experiments.extra import gadget_more  # Fig. 4 with the Philly trace's arrivals
 

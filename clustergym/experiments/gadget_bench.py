@@ -9,7 +9,7 @@ import numpy as np
 
 from clustergym.agent import make, public_info
 from clustergym.bench import Row, sampled_action_rate, training_rates
-from clustergym.runner import time_decisions
+from clustergym.episode import time_decisions
 
 __all__ = ["agent_act", "bench_rows"]
 

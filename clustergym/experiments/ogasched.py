@@ -13,15 +13,16 @@ from clustergym.bench import (Row, _vector_rate, decision_times, numba_threads, 
                               vector_sampled_rate)
 from clustergym.envs.multiserver.allocation.scenario import FIG2_HORIZON
 from clustergym.experiments import describe_instances, instances_for, mode_name, write_summary
-from clustergym.experiments.ogasched_runs import ENV_ID, best_static_values, hindsight  # noqa: F401  (eq. 6's comparator)
+from clustergym.experiments.ogasched_runs import ENV_ID, best_static_values, hindsight
 from clustergym.plots import _plt, agent_colors, figure_legend, legend_outside, plot_claims, save
-from clustergym.runner import evaluate, make_env, run_episode, run_one
+from clustergym.episode import make_env, run_episode, run_one
+from clustergym.evaluation import evaluate
 from clustergym.stats import (INCONCLUSIVE, NOT_REPRODUCED, REPRODUCED, TOO_FEW, claims_table, fmt_ci, mean_ci,
                               paired_comparison, verdict)
 from clustergym.experiments.extra import ogasched_more  # Fig. 4 (η0, decay) and Table 2 (T, ρ, density)
 
-__all__ = ["reproduce", "sweep", "analyse", "tables", "figures", "report", "bench_rows", "PAPER_GAPS", "units_claims",
-           "setting_claims", "eq26_steps", "best_static_values", "SETTINGS_RUN", "AGENTS"]
+__all__ = ["reproduce", "sweep", "analyse", "tables", "figures", "report", "bench_rows", "PAPER_GAPS",
+           "setting_claims", "eq26_steps", "SETTINGS_RUN", "AGENTS"]
 
 BASELINES = ["drf", "fairness", "binpacking", "spreading"]
 # §4.1 / abstract: OGASched beats DRF, FAIRNESS, BINPACKING, SPREADING by these (Fig. 2).
@@ -42,7 +43,6 @@ AGENTS = [*OGA, *FAIR, *OTHER, "random"]
 # the earlier default mixture so its numbers can be compared with the earlier docs.
 SETTINGS_RUN = ("paper", "authors-code")
 SETTINGS_FULL = (*SETTINGS_RUN, "table1-in-code-units")
-UNIT_SYSTEMS = SETTINGS_RUN  # earlier name of the reported configurations (kept for imports)
 DEFAULT = "paper"
 BASIS = "hindsight optimum Q(y*) of the instance (eq. 6, mean over seeds)"
 _LABEL = {"fairness": "FAIRNESS (share of all L_r)", "fairness[active_share=true]": "FAIRNESS (active ports, authors')",
@@ -102,15 +102,10 @@ def setting_claims(res, scale=None) -> tuple[list[dict], dict]:
     return rows, comps
 
 
-def units_claims(res, scale=None) -> tuple[list[dict], dict]:
-    """Earlier name of :func:`setting_claims`."""
-    return setting_claims(res, scale)
-
-
-def eq26_steps(units: str, instance: int, horizon: int, slots: int, seed: int = 0) -> np.ndarray:
-    """``units``: the P2 setting (scenario.py SETTINGS; the earlier name of the argument is kept)."""
-    """η_t of eq. 26 over the first ``slots`` slots of an ``ogasched[lr=eq26]`` run (T = horizon)."""
-    env = make_env(ENV_ID, horizon=horizon, oracle=False, setting=units, scenario_seed=instance).unwrapped
+def eq26_steps(setting: str, instance: int, horizon: int, slots: int, seed: int = 0) -> np.ndarray:
+    """η_t of eq. 26 over the first ``slots`` slots of an ``ogasched[lr=eq26]`` run (T = horizon) in the P2
+    ``setting`` (scenario.py SETTINGS)."""
+    env = make_env(ENV_ID, horizon=horizon, oracle=False, setting=setting, scenario_seed=instance).unwrapped
     ag = make("ogasched[lr=eq26]", family="multiserver-allocation")
     obs, _ = env.reset(seed=seed)
     ag.reset(env.problem, seed=seed)

@@ -6,7 +6,8 @@ from __future__ import annotations
 import numpy as np
 
 from clustergym.envs.multiserver.allocation.oracle import best_static_allocation
-from clustergym.runner import make_env, run_tasks
+from clustergym.episode import make_env
+from clustergym.workers import run_tasks
 from clustergym.runstore import TaskInfo, register_task
 
 __all__ = ["ENV_ID", "best_static_values", "hindsight"]

@@ -26,13 +26,12 @@ import numpy as np
 from clustergym import stats
 from clustergym.experiments import describe_instances, instances_for, mode_name
 from clustergym.experiments.opm_bench import bench_rows  # noqa: F401  (the P4 rows of clustergym bench)
-from clustergym.experiments.opm_runs import ENV, _run_all, _task, episode  # noqa: F401  (the runs)
+from clustergym.experiments.opm_runs import ENV, _run_all
 from clustergym.results import RESULTS_FILE, write_json
 from clustergym.plots import _plt, agent_colors, figure, figure_legend, plot_claims, save
 from clustergym.experiments.extra import opm_more  # Fig. 1a, Fig. 3 per tenfold step, the price-rule ablation
 
-__all__ = ["reproduce", "sweep", "claims", "tables", "figures", "report", "bench_rows", "episode", "plan",
-           "PAPER_TABLE1"]
+__all__ = ["reproduce", "sweep", "claims", "tables", "figures", "report", "bench_rows", "plan", "PAPER_TABLE1"]
 
 # Table I (overall utility). The paper prints 1.29 × 10^5 for Fair at β = 0.7; its text ("OPM
 # increases the overall utility by 30% and 34%") implies 1.29 × 10^6, which we use.

@@ -10,7 +10,7 @@ import numpy as np
 from clustergym.agent import make
 from clustergym.bench import Row, sampled_action_rate, training_rates
 from clustergym.experiments.opm_runs import ENV, episode
-from clustergym.runner import time_decisions
+from clustergym.episode import time_decisions
 
 __all__ = ["bench_rows"]
 

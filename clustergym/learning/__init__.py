@@ -22,13 +22,11 @@
 =========================================  ==========================================================
 
 The observation pipeline shared by training and evaluation (flatten + empirical statistics, masks, Box
-bounds; no torch) is :mod:`clustergym.pipeline` in the core (``clustergym.learning.pipeline`` names it too);
-the learned-scheduler benchmark (``clustergym drl``) is an experiment, :mod:`clustergym.experiments.drl`
-(``clustergym.learning.benchmark`` names it too). The learning layer imports only the core, the envs and the
-runner, never the experiments or the command line (docs/architecture.md, "Layers").
+bounds; no torch) is :mod:`clustergym.pipeline` in the core; the learned-scheduler benchmark
+(``clustergym drl``) is an experiment, :mod:`clustergym.experiments.drl`. The learning layer imports only the
+core, the envs and the runner, never the experiments or the command line (docs/architecture.md, "Layers").
 
 Importing this package imports no torch and no SB3; the submodules that need them import them.
-``clustergym.baselines.drl`` re-exports the names it used to hold.
 
 With SB3 directly, the fast action heads are one argument::
 

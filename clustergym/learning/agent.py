@@ -1,6 +1,6 @@
 """Saved models as agents: ``make("sb3:runs/ppo-p1/model.zip")`` (:class:`SB3Agent`) and the no-pickle loader.
 
-The agent applies the observation pipeline (:class:`clustergym.learning.pipeline.ObsPipeline`) and the
+The agent applies the observation pipeline (:class:`clustergym.pipeline.ObsPipeline`) and the
 ``VecNormalize`` statistics the model was trained with, so it sees at evaluation exactly what it saw
 in training.
 

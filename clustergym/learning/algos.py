@@ -57,7 +57,7 @@ def check_algo(algo: str, family: str) -> None:
 
 
 def obs_layout(meta: dict) -> str:
-    """The flat observation layout of a run's side-car (``clustergym.learning.pipeline``): ``"full"`` for runs
+    """The flat observation layout of a run's side-car (``clustergym.pipeline``): ``"full"`` for runs
     that record it, ``"legacy"`` for runs of earlier versions (which did not)."""
     return meta.get("obs_layout", "legacy")
 

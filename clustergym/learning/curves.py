@@ -13,7 +13,7 @@ from clustergym.agent import list_agents
 from clustergym.family import env_family, family_spec
 from clustergym.learning.algos import SIDE_CAR
 from clustergym.plots import figure, legend_outside, save, training_curve
-from clustergym.runner import evaluate
+from clustergym.evaluation import evaluate
 
 __all__ = ["monitor_curve", "plot_training_curve", "reference_returns", "REFERENCE_INSTANCES", "REFERENCE_BUDGET_S"]
 
@@ -139,6 +139,3 @@ def plot_training_curve(run_dir: str, path: str | None = None, reference: dict[s
     path = path or os.path.join(run_dir, "training_curve.png")
     save(fig, path)
     return path
-
-
-_monitor_curve = monitor_curve  # its earlier name

@@ -64,8 +64,8 @@ try:
 except ImportError:  # pragma: no cover - exercised only without the [contrib] extra
     MaskableActorCriticPolicy = FastMaskableActorCriticPolicy = None
 
-__all__ = ["NETS", "ENTITY_FAMILIES", "ENTITY_ALGOS", "p1_layout", "entity_layout", "check_net", "entity_policy",
-           "EntityNet", "EntityActorCriticPolicy", "EntityMaskableActorCriticPolicy"]
+__all__ = ["ENTITY_FAMILIES", "ENTITY_ALGOS", "p1_layout", "entity_layout", "check_net", "entity_policy", "EntityNet",
+           "EntityActorCriticPolicy", "EntityMaskableActorCriticPolicy"]
 
 # families with a per-entity layout: P1 (channels), P2 in the "port" action mode (ports), P4 in the "job" mode (jobs)
 ENTITY_FAMILIES = ("multiserver-channel", "multiserver-allocation", "approxjobs")

@@ -58,8 +58,9 @@ from dataclasses import dataclass, field
 import gymnasium as gym
 import numpy as np
 
-from clustergym.agent import env_family, list_agents, make, parse_agent_spec, public_info
+from clustergym.agent import list_agents, make, parse_agent_spec, public_info
 from clustergym.env import env_padding
+from clustergym.family import env_family
 from clustergym.learning.instances import pad_kwargs_of
 from clustergym.learning.train_envs import make_train_env
 from clustergym.pipeline import sb3_mask

@@ -36,7 +36,7 @@ import zipfile
 
 import numpy as np
 
-from clustergym.agent import env_family
+from clustergym.family import env_family
 from clustergym.family import env_ids
 from clustergym.learning.agent import check_norm_file, check_side_car, model_spaces, safe_load
 from clustergym.learning.algos import ALGOS, NORM_FILE, SIDE_CAR

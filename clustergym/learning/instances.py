@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
-from clustergym.agent import env_family
+from clustergym.family import env_family
 from clustergym.family import family_spec
 
 __all__ = ["DEFAULT_TRAIN_INSTANCES", "DEFAULT_EVAL_INSTANCES", "DEFAULT_VALIDATION_INSTANCES", "pad_kwargs_of", "instance_problems", "padding_for",

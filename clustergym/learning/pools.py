@@ -23,9 +23,7 @@ import numpy as np
 
 from clustergym.family import env_family
 from clustergym.learning.instances import pad_kwargs_of, padding_for
-from clustergym.learning.train_envs import ParamPool
-
-__all__ = ["PARAM_RANGES", "SETTINGS_SEED", "ParamPool", "param_settings", "pool_padding"]
+__all__ = ["PARAM_RANGES", "SETTINGS_SEED", "param_settings", "pool_padding"]
 
 # The generator parameters a parameter pool draws, per family: (low, high), drawn uniformly. Each range holds
 # the default (in brackets) and varies the load or the value law around it:

@@ -36,25 +36,18 @@ import numpy as np
 from clustergym.core import check_memory
 from clustergym.family import env_family
 from clustergym.learning import imitation
-from clustergym.learning.algos import (ALGOS, HEADS, NETS, NORM_FILE, SIDE_CAR, algo_class, algo_gamma, check_algo,
-                                       obs_layout)
+from clustergym.learning.algos import SIDE_CAR, algo_class, algo_gamma, check_algo
 from clustergym.learning.checkpoints import Checkpoints
-from clustergym.learning.curves import _monitor_curve, plot_training_curve, reference_returns  # noqa: F401
+from clustergym.learning.curves import plot_training_curve, reference_returns
 from clustergym.learning.hyperparams import load_hyperparams, split_run_keys
 from clustergym.learning.instances import DEFAULT_EVAL_INSTANCES, DEFAULT_VALIDATION_INSTANCES
 from clustergym.learning.pools import PARAM_RANGES, SETTINGS_SEED, param_settings, pool_padding
 from clustergym.learning.policies import policy_class
-from clustergym.learning.train_envs import (SlimInfo, check_pipeline, int_arg, make_train_env, normalizer,
-                                            save_normalization, training_envs)
+from clustergym.learning.train_envs import (check_pipeline, int_arg, make_train_env, normalizer, save_normalization,
+                                            training_envs)
 from clustergym.pipeline import LAYOUTS, TIME_CAP
 
-__all__ = ["ALGOS", "HEADS", "NETS", "SIDE_CAR", "NORM_FILE", "algo_class", "algo_gamma", "check_algo",
-           "check_pipeline", "make_train_env", "normalizer", "obs_layout", "train", "save_normalization",
-           "plot_training_curve", "policy_class", "resolve_vec", "make_train_vec", "training_envs", "TrainSetup",
-           "SlimInfo"]
-
-_int = int_arg  # its earlier name
-_Checkpoints = Checkpoints  # its earlier name
+__all__ = ["TrainSetup", "make_train_vec", "resolve_vec", "train"]
 
 
 VECS = ("auto", "native", "dummy", "subproc")

@@ -60,7 +60,7 @@ import numpy as np
 from clustergym.core import check_memory
 from clustergym.learning.instances import DEFAULT_EVAL_INSTANCES, DEFAULT_TRAIN_INSTANCES
 from clustergym.learning.training import train
-from clustergym.runner import evaluate
+from clustergym.evaluation import evaluate
 
 __all__ = ["SEARCH_SPACE", "REFERENCE", "VALIDATION", "TuneConfig", "sample_params", "normalised_value", "tune",
            "record_of", "study_name_of", "check_storage", "sampler_seed", "default_runs", "INSTANCE_IS_SEED", "stored_values"]
@@ -337,7 +337,7 @@ def tune(cfg: TuneConfig, out: str, *, storage: str | None = None, study_name: s
     if cfg.horizon < 1:
         raise ValueError(f"horizon={cfg.horizon} is invalid: expected an integer >= 1")
     runs = len(cfg.seeds) * (1 if cfg.instances is None else len(cfg.instances))
-    # a validation evaluation keeps 2 float64 curves of length horizon per run (4 while it runs), as runner.evaluate
+    # a validation evaluation keeps 2 float64 curves of length horizon per run (4 while it runs), as evaluate counts
     check_memory(8.0 * cfg.horizon * (6 * runs + 4 * (cfg.n_envs or 4)), f"horizon={cfg.horizon}",
                  f"the per-slot curves of {runs} validation runs")
     if storage is not None:

@@ -7,7 +7,7 @@ batched kernel, where SB3's ``DummyVecEnv`` calls N single envs and N wrapper ch
 The adapter gives SB3 exactly what ``DummyVecEnv`` over ``make_train_env`` gives:
 
 * observations: the Dict observation of every sub-env flattened as ``gymnasium.spaces.flatten`` does
-  (:func:`clustergym.learning.pipeline.flatten_batch`, one array operation per key), i.e. what
+  (:func:`clustergym.pipeline.flatten_batch`, one array operation per key), i.e. what
   :class:`clustergym.wrappers.FlattenWithStats` gives the single env (with ``stats=False``, without the
   statistics keys);
 * actions: Box actions in [-1, 1] are mapped to the env's exact bounds per sub-env, as

@@ -22,7 +22,7 @@ from clustergym.envs.approxjobs.service import ServiceProcess
 from clustergym.envs.approxjobs.oracle import fluid_bound
 from clustergym.envs.approxjobs.types import ApproxFeedback, ApproxObservation
 
-__all__ = ["ApproxJobsEnv", "JOB_FEATURES", "JOB_LEVELS", "episode_summary", "job_records"]
+__all__ = ["ApproxJobsEnv", "episode_summary", "job_records"]
 
 
 class ApproxJobsEnv(ClusterEnv[ApproxObservation, np.ndarray]):
@@ -128,7 +128,7 @@ class ApproxJobsEnv(ClusterEnv[ApproxObservation, np.ndarray]):
     ``horizon`` (default: the scenario's, 2000; 50,000 with ``scale="paper"``), ``oracle`` (default
     False; True adds ``episode_bound`` to the last step's metrics: an upper bound on the expected
     episode utility, ``bound.py``; there is no per-slot oracle; ``clustergym run`` and
-    ``runner.evaluate`` turn it on whenever they compute a score, unless ``oracle`` is given), ``infeasible``, ``render_mode``, and
+    ``clustergym.evaluate`` turn it on whenever they compute a score, unless ``oracle`` is given), ``infeasible``, ``render_mode``, and
     scenario parameters (``scenario.py``):
     ``num_machines``, ``max_jobs``, ``beta``, ``load``, ``scale``, ``arrival_rate``, ``life_min``,
     ``life_max``, ``budget_low``, ``budget_high``, ``value_low``, ``value_high``, ``speed_low``,
@@ -146,7 +146,7 @@ class ApproxJobsEnv(ClusterEnv[ApproxObservation, np.ndarray]):
       raise. Later: ``step`` after the end raises until ``reset``.
     * v0, later: ``action_mode="job"`` (per-job levels dealt to machines by the env).
     * v0, later: the observation carries the per-machine statistics and the last slot's feedback. The
-      flat vector of earlier versions is ``clustergym.learning.pipeline``'s ``"legacy"``
+      flat vector of earlier versions is ``clustergym.pipeline``'s ``"legacy"``
       layout (same values).
     * v0, later: the slot runs in one compiled step (``dynamics.SlotState``) shared with the native vector
       env; the same trajectories, except that f_j(X) = v_j X^β_j now comes from the C library's ``pow``

@@ -8,7 +8,8 @@ import numpy as np
 from gymnasium import spaces
 
 from clustergym.parallel import ClusterParallelEnv
-from clustergym.envs.approxjobs.env import JOB_FEATURES, ApproxJobsEnv
+from clustergym.envs.approxjobs.dynamics import JOB_FEATURES
+from clustergym.envs.approxjobs.env import ApproxJobsEnv
 
 __all__ = ["ApproxJobsParallelEnv", "parallel_env"]
 

@@ -48,7 +48,7 @@ class ApproxJobsVectorEnv(ClusterVectorEnv[ApproxObservation, np.ndarray]):
     | job_mask, last_executed                | (N, J_max), (N, M) | int8 | as the single env            |
     | t                                      | (N, 1)       | float32 | slots elapsed in each episode    |
     | machine_rate, machine_share, last_work | (N, M)       | float32 | as the single env                |
-    ``clustergym.learning.pipeline.flatten_batch`` flattens a batch to (N, flatdim), row i equal to
+    ``clustergym.pipeline.flatten_batch`` flattens a batch to (N, flatdim), row i equal to
     ``gymnasium.spaces.flatten`` of sub-env i's observation.
 
     ## Rewards

@@ -47,9 +47,8 @@ Modelling choices where the paper is ambiguous:
 from __future__ import annotations
 
 import json
-import math
 import os
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 

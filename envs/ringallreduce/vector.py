@@ -68,7 +68,7 @@ class RingAllReduceVectorEnv(ClusterVectorEnv[RingObservation, np.ndarray]):
     The single env's keys with a leading N axis (``single_observation_space`` = the single env's), same
     values: ``jobs`` (N, J_max, 10) float32, ``job_mask`` (N, J_max) int8, ``servers`` (N, S, 3) float32,
     ``links`` (N, S + R, 4) float32, ``t`` (N, 1) float32 and, with ``max_racks``, ``link_present``
-    (N, S + R_max) int8. ``clustergym.learning.pipeline.flatten_batch`` flattens a batch to (N, flatdim),
+    (N, S + R_max) int8. ``clustergym.pipeline.flatten_batch`` flattens a batch to (N, flatdim),
     row i equal to ``gymnasium.spaces.flatten`` of sub-env i's observation.
 
     ## Rewards

@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 import clustergym  # noqa: F401
 from clustergym.agent import list_agents, make, public_info
-from clustergym.envs.approxjobs.dynamics import budget_prefix, project_capped_simplex, round_rows, ucb_rates
+from clustergym.envs.approxjobs.kernels import budget_prefix, project_capped_simplex, round_rows, ucb_rates
 from clustergym.envs.approxjobs.scenario import offline_single_optimum
 
 ENV = "clustergym/ApproxJobs-v0"
@@ -290,7 +290,7 @@ def test_ucb_is_eq_66():
 
 def test_experiment_module_is_discovered_and_episode_is_consistent():
     from clustergym.experiments import list_papers
-    from clustergym.experiments.opm import episode as exp_episode
+    from clustergym.experiments.opm_runs import episode as exp_episode
 
     assert "opm" in list_papers()
     r = exp_episode(dict(SMALL, horizon=150), "fair", 0, records=True)

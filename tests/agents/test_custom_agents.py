@@ -9,7 +9,7 @@ import sys
 import pytest
 
 from clustergym.cli import main
-from clustergym.runner import evaluate
+from clustergym.evaluation import evaluate
 from tests.helpers import ROOT as REPO_ROOT
 
 P1 = "clustergym/MultiServerChannel-v0"

@@ -66,7 +66,7 @@ def test_authors_readings_stay_feasible_on_the_paper_settings():
     import gymnasium as gym
 
     import clustergym  # noqa: F401
-    from clustergym.runner import run_episode
+    from clustergym.episode import run_episode
 
     for setting in ("paper", "authors-code"):
         for name in ("drf[total_cap=true]", "binpacking[single_node=true]", "spreading[single_node=true]"):

@@ -58,6 +58,8 @@ def stub_heavy(monkeypatch):
     import clustergym.bench as bench
     import clustergym.experiments as experiments
     import clustergym.learning.training as training
+    from clustergym.family import env_family
+    from clustergym.learning.algos import check_algo
 
     def fake_reproduce(paper, quick=False, out="runs/reproduce", workers=2, progress=True, **kw):
         experiments.load(paper) if paper != "all" else None
@@ -71,7 +73,7 @@ def stub_heavy(monkeypatch):
             open(out, "w").close()
 
     def fake_train(env_id, algo, timesteps, out, **kw):
-        training.check_algo(algo, __import__("clustergym.agent", fromlist=["env_family"]).env_family(env_id))
+        check_algo(algo, env_family(env_id))
         os.makedirs(out, exist_ok=True)
         open(os.path.join(out, "model.zip"), "w").close()
         return {"algo": algo, "env_id": env_id, "timesteps": 1 if timesteps is None else timesteps, "train_wall_s": 0.0}
@@ -318,7 +320,7 @@ def test_preset_parameters_that_would_be_ignored_are_refused(env_id, kw, word):
 def test_memory_guard_names_the_parameter(monkeypatch):
     """Sizes whose arrays would not fit are one ValueError naming the parameter, before any allocation."""
     import clustergym.core as core
-    from clustergym.runner import evaluate
+    from clustergym.evaluation import evaluate
 
     monkeypatch.setattr(core, "available_memory", lambda: 2**30)  # pretend 1 GiB is available
     with pytest.raises(ValueError, match="horizon=100000000 would need"):
@@ -453,7 +455,7 @@ def test_concurrent_writers_one_wins_the_rest_get_one_line(tmp_path_factory, cap
     import threading
     import time
 
-    import clustergym.runner as runner
+    from clustergym import evaluation
 
     out = tmp_path_factory.mktemp("cw") / "out"
     if earlier:
@@ -466,7 +468,7 @@ def test_concurrent_writers_one_wins_the_rest_get_one_line(tmp_path_factory, cap
         time.sleep(pause)
         return _FakeResults(agents[0], fail, pause)
 
-    monkeypatch.setattr(runner, "evaluate", fake_evaluate)
+    monkeypatch.setattr(evaluation, "evaluate", fake_evaluate)
     codes = [None] * len(writers)
 
     def go(i):

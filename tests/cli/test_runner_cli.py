@@ -10,7 +10,8 @@ import clustergym
 from clustergym import family as family_mod
 from clustergym.agent import BaseAgent
 from clustergym.cli import main
-from clustergym.runner import evaluate, run_one
+from clustergym.episode import run_one
+from clustergym.evaluation import evaluate
 
 ID = "clustergym/MultiServerChannel-v0"
 SMALL = {"num_servers": 12}
@@ -145,7 +146,7 @@ def test_combined_reproduce_report(tmp_path):
 
 def test_shared_worker_pool_gives_same_results():
     """evaluate() calls inside one worker_pool reuse its processes; results equal the in-process runs."""
-    from clustergym.runner import _SHARED_POOL, worker_pool
+    from clustergym.workers import _SHARED_POOL, worker_pool
 
     env_id, agents = "clustergym/ApproxJobs-v0", ["fair", "random"]
     ref = clustergym.evaluate(env_id, agents, [0, 1], 60, workers=1, progress=False)
@@ -165,7 +166,7 @@ def test_shared_worker_pool_gives_same_results():
                                      ({"horizon": "5"}, "horizon"), ({"workers": 1.9}, "workers"),
                                      ({"instances": [0.5]}, "instances"), ({"seeds": [True]}, "seeds")])
 def test_evaluate_rejects_coerced_arguments(kw, word):
-    from clustergym.runner import evaluate
+    from clustergym.evaluation import evaluate
 
     args = dict(env_id="clustergym/MultiServerChannel-v0", agents=["hauf"], seeds=[0], horizon=5, progress=False)
     args.update(kw)
@@ -174,7 +175,7 @@ def test_evaluate_rejects_coerced_arguments(kw, word):
 
 
 def test_evaluate_takes_a_single_agent_name_as_one_agent():
-    from clustergym.runner import evaluate
+    from clustergym.evaluation import evaluate
 
     res = evaluate("clustergym/MultiServerChannel-v0", "hauf", seeds=[0], horizon=5, progress=False, score=False)
     assert [r.agent for r in res.runs] == ["hauf"]
@@ -183,7 +184,7 @@ def test_evaluate_takes_a_single_agent_name_as_one_agent():
 def test_curves_csv_round_trips_bracketed_agent_names(tmp_path):
     import csv
 
-    from clustergym.runner import evaluate
+    from clustergym.evaluation import evaluate
 
     name = "esdp[alpha=0.4,only_active=true]"
     res = evaluate("clustergym/MultiServerChannel-v0", [name, "hauf"], seeds=[0], horizon=4, progress=False,
@@ -301,7 +302,7 @@ def test_core_use_never_imports_torch_or_sb3():
 
 
 def test_progress_moves_during_parallel_runs_not_only_at_their_end():
-    from clustergym import runner
+    from clustergym.workers import run_local
 
     class Bar:
         def __init__(self):
@@ -312,7 +313,7 @@ def test_progress_moves_during_parallel_runs_not_only_at_their_end():
 
     bar = Bar()
     tasks = [("clustergym/MultiServerChannel-v0", a, 0, 1000, {"scenario_seed": 0}) for a in ("hauf", "lcf")]
-    runner._run_local(tasks, 2, bar)
+    run_local(tasks, 2, bar)
     assert sum(bar.updates) == 2000 and len(bar.updates) >= 10  # every 200 slots of each run
 
 
@@ -322,13 +323,13 @@ def test_run_without_horizon_uses_the_envs_own(tmp_path, monkeypatch):
     from clustergym import cli_commands
 
     seen = []
-    real = cli_commands.runner.evaluate
+    real = cli_commands.evaluation.evaluate
 
     def spy(env_id, agents, seeds, horizon, **kw):
         seen.append(horizon)
         return real(env_id, agents, seeds, 3, **kw)  # the run itself kept short
 
-    monkeypatch.setattr(cli_commands.runner, "evaluate", spy)
+    monkeypatch.setattr(cli_commands.evaluation, "evaluate", spy)
     for args, want in ((["clustergym/RingAllReduce-v0"], 200), ([ID, "--set", "num_servers=12"], 2000),
                        ([ID, "--set", "num_servers=12", "--horizon", "7"], 7)):
         out = tmp_path / f"o{len(seen)}"

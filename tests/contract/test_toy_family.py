@@ -122,12 +122,12 @@ def toy_pkg(tmp_path, monkeypatch):
     # registry marked as loaded (every later test in this process would see no agents)
     agent_mod._load_builtins()
     families = dict(family_mod._FAMILIES)
-    agents = copy.deepcopy(agent_mod._REGISTRY)
+    agents = copy.deepcopy(family_mod._AGENTS)
     yield tmp_path
     family_mod._FAMILIES.clear()
     family_mod._FAMILIES.update(families)
-    agent_mod._REGISTRY.clear()
-    agent_mod._REGISTRY.update(agents)
+    family_mod._AGENTS.clear()
+    family_mod._AGENTS.update(agents)
     gym.registry.pop(TOY_ID, None)
     sys.modules.pop("toyfam", None)
 

@@ -14,7 +14,7 @@ from matplotlib.colors import to_hex  # noqa: E402
 from clustergym import plots  # noqa: E402
 from clustergym.agent import list_agents  # noqa: E402
 from clustergym.family import family_specs  # noqa: E402
-from clustergym.runner import evaluate  # noqa: E402
+from clustergym.evaluation import evaluate  # noqa: E402
 from clustergym.stats import t_quantile  # noqa: E402
 
 P1 = "clustergym/MultiServerChannel-v0"

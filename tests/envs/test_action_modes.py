@@ -15,7 +15,7 @@ import clustergym  # noqa: F401
 from clustergym.agent import make
 from clustergym.envs.multiserver.allocation.actions import PortFill, drf_order
 from clustergym.envs.multiserver.allocation.dynamics import AllocationDynamics
-from clustergym.learning.pipeline import box_bounds
+from clustergym.pipeline import box_bounds
 from clustergym.wrappers import RescaleBox, action_bounds
 from tests.helpers import deep_equal
 
@@ -364,7 +364,7 @@ def test_p4_job_mode_follows_the_stated_rule(budget):
 def test_p4_compiled_deal_equals_the_numpy_deal():
     """The env's compiled deal (``deal_kernel``) gives the action of ``deal_machines`` with caps, on random
     cases with ties (rounded prices and budgets), random machine orders and caps from 0 to above M."""
-    from clustergym.envs.approxjobs.dynamics import deal_kernel, deal_machines
+    from clustergym.envs.approxjobs.kernels import deal_kernel, deal_machines
 
     rng = np.random.default_rng(0)
     served = 0
@@ -391,7 +391,7 @@ def test_p4_job_mode_rejects_bad_levels_and_masks_for_maskable_ppo():
     assert env.action_space.shape == (env.problem.max_jobs,)
     assert info["action_mask"].shape == (env.problem.max_jobs * (S + 1),)
     assert np.array_equal(env.action_masks(), info["action_mask"])
-    from clustergym.learning.pipeline import sb3_mask
+    from clustergym.pipeline import sb3_mask
 
     assert np.array_equal(sb3_mask(env.family, info), info["action_mask"])
     for bad in (np.full(env.action_space.shape, S + 1), np.full(env.action_space.shape, -1), np.zeros(3, int)):

@@ -358,7 +358,7 @@ def test_flattened_observation_with_stats_has_one_size_across_instances(env_id):
     pad = env_padding(env)
     assert pad == pads(env_id)
     if env_id == P1:  # the per-channel statistics are zero on padding
-        from clustergym.baselines.drl import EmpiricalStats
+        from clustergym.pipeline import EmpiricalStats
 
         st = EmpiricalStats("multiserver-channel", env.unwrapped.problem, pad)
         assert st.size == 2 * pad["max_edges"] + env.unwrapped.problem.num_ports

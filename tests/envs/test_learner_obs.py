@@ -14,7 +14,7 @@ import clustergym  # noqa: F401
 from clustergym.agent import public_info
 from clustergym.envs import ENV_IDS
 from clustergym.family import env_entry
-from clustergym.learning.pipeline import EmpiricalStats, ObsPipeline, flatten_batch, layout_keys
+from clustergym.pipeline import EmpiricalStats, ObsPipeline, flatten_batch, layout_keys
 from clustergym.testing import valid_random_action
 from clustergym.wrappers import FlattenWithStats
 
@@ -74,7 +74,7 @@ def test_vector_env_default_computes_no_oracle(env_id):
 @pytest.mark.parametrize("env_id", [P1, P2, P4])
 def test_evaluate_turns_the_oracle_on_for_a_score(env_id):
     """clustergym.evaluate (clustergym run) adds the env's score kwargs: scores (and P1/P2 regrets) come back."""
-    from clustergym.runner import evaluate
+    from clustergym.evaluation import evaluate
 
     agents = {P1: ["hauf", "random"], P2: ["drf", "random"], P4: ["fair", "random"]}[env_id]
     res = evaluate(env_id, agents, [0], 60 if env_id == P4 else 12, env_kwargs=small(env_id), progress=False)

@@ -13,10 +13,10 @@ import pytest
 pytest.importorskip("stable_baselines3")
 
 from clustergym.cli import main  # noqa: E402
-from clustergym.learning import benchmark  # noqa: E402
+from clustergym.experiments import drl, drl_plan  # noqa: E402
 
-QUICK_LEARNERS = [lr.name for lr in benchmark.plan_for("p4", quick=True).learners]
-MAIN = [lr.name for lr in benchmark.PLAN["p4"].main_rows()]
+QUICK_LEARNERS = [lr.name for lr in drl.plan_for("p4", quick=True).learners]
+MAIN = [lr.name for lr in drl_plan.PLAN["p4"].main_rows()]
 ABLATIONS = [n for n in QUICK_LEARNERS if n not in MAIN]
 
 
@@ -24,7 +24,7 @@ ABLATIONS = [n for n in QUICK_LEARNERS if n not in MAIN]
 def quick_run(tmp_path_factory):
     out = tmp_path_factory.mktemp("drl") / "bench"
     lines: list[str] = []
-    summ = benchmark.run_benchmark(str(out), quick=True, progress=False, log=lines.append)
+    summ = drl.run_benchmark(str(out), quick=True, progress=False, log=lines.append)
     return out, summ, lines
 
 
@@ -71,7 +71,7 @@ def test_quick_benchmark_trains_evaluates_held_out_and_writes_the_table(quick_ru
             c = paired_comparison(per_instance(cells(name)), per_instance({agent}))
             assert rows[name][ref]["mean"] == pytest.approx(c.mean) and rows[name][ref]["wins"] == c.wins
     # an ablation row is its paired difference to its base row on the same runs
-    plan = {lr.name: lr for lr in benchmark.PLAN["p4"].learners}
+    plan = {lr.name: lr for lr in drl_plan.PLAN["p4"].learners}
     for r in env["ablation"]:
         assert r["base"] == plan[r["learner"]].base and r["ablation"] == plan[r["learner"]].ablation
         c = paired_comparison(per_instance(cells(r["learner"])), per_instance(cells(r["base"])))
@@ -80,19 +80,19 @@ def test_quick_benchmark_trains_evaluates_held_out_and_writes_the_table(quick_ru
                                            "no difference resolved")
     # the main rows again at the env's default horizon (here the quick one), beside the same references
     dh = env["default_horizon"]
-    assert dh["horizon"] == benchmark.QUICK["default_horizon"]
+    assert dh["horizon"] == drl_plan.QUICK["default_horizon"]
     dres = json.loads((out / "p4" / f"eval-h{dh['horizon']}" / "results.json").read_text())
     assert dres["horizon"] == dh["horizon"]
     assert {r["learner"] for r in dh["rows"]} == {*MAIN, "opm", rows_best(env), "random"}
     assert f"default horizon, {dh['horizon']} slots" in table
     # learning curves: a point before training and one at the end, per training seed, on validation instances
-    budget = {lr.name: lr.config(True)["budget"] for lr in benchmark.plan_for("p4", quick=True).learners}
+    budget = {lr.name: lr.config(True)["budget"] for lr in drl.plan_for("p4", quick=True).learners}
     for name in QUICK_LEARNERS:
         for s in (0, 1):
             curve = json.loads((out / "p4" / name / f"seed{s}" / "curve.json").read_text())
             steps = [p["steps"] for p in curve["points"]]
             assert steps == [0, budget[name]]
-            assert set(curve["points"][0]["per_instance"]) == {str(k) for k in benchmark.PLAN["p4"].curve_instances}
+            assert set(curve["points"][0]["per_instance"]) == {str(k) for k in drl_plan.PLAN["p4"].curve_instances}
             assert curve["points"][1]["wall_s"] > curve["points"][0]["wall_s"]
 
 
@@ -107,7 +107,7 @@ def test_quick_benchmark_resumes_without_retraining(quick_run):
     done = out / "p4" / "ppo" / "seed0" / "done.json"
     before = done.read_text()
     lines: list[str] = []
-    again = benchmark.run_benchmark(str(out), quick=True, progress=False, learners=["ppo"], log=lines.append)
+    again = drl.run_benchmark(str(out), quick=True, progress=False, learners=["ppo"], log=lines.append)
     assert "0 to train" in lines[0] and done.read_text() == before
     # nothing changed: every agent's evaluation runs come from the cache
     assert reuse_counts(lines, "eval") == [(n, n) for n, _ in reuse_counts(lines, "eval")] != []
@@ -119,7 +119,7 @@ def test_quick_benchmark_resumes_without_retraining(quick_run):
     stale = out / "p4" / "ppo" / "seed7.tmp-12345"
     stale.mkdir()
     lines.clear()
-    benchmark.run_benchmark(str(out), quick=True, progress=False, learners=["ppo"], seeds=[0, 2], log=lines.append)
+    drl.run_benchmark(str(out), quick=True, progress=False, learners=["ppo"], seeds=[0, 2], log=lines.append)
     assert "1 to train" in lines[0] and not stale.exists() and (out / "p4" / "ppo" / "seed2" / "done.json").exists()
     # the new cell (seed 2) is evaluated; every other agent's runs are reused
     assert [(k + 1, n) for k, n in reuse_counts(lines, "eval")] == [(n, n) for _, n in reuse_counts(lines, "eval")] != []
@@ -261,8 +261,8 @@ def test_evaluation_cache_fingerprint_covers_the_run_code_and_not_the_reports():
 
     pkg = os.path.dirname(os.path.realpath(clustergym.__file__))
     left_out = [os.path.join(pkg, *f.split("/")) for f in ("experiments/drl.py", "experiments/drl_report.py",
-                                                          "cli.py", "viewer.py", "learning/benchmark.py",
-                                                          "learning/training.py", "learning/pools.py")]
+                                                          "cli.py", "viewer.py", "learning/training.py",
+                                                          "learning/pools.py")]
     assert all(os.path.exists(f) for f in left_out) and not set(left_out) & set(files)
 
 
@@ -320,9 +320,9 @@ def test_pretrained_model_is_at_or_above_the_best_non_learned_policy_at_the_defa
 
 
 def test_the_default_horizon_table_names_the_rows_trained_on_other_episodes():
-    from clustergym.experiments.drl import PLAN, _trained_at
+    from clustergym.experiments.drl import _trained_at
 
-    p4 = PLAN["p4"]
+    p4 = drl_plan.PLAN["p4"]
     assert _trained_at(p4, {"ppo", "ppo-entity-1m"}, 200) == "the models trained at 200"
     text = _trained_at(p4, {"ppo", "ppo-entity-1m", "ppo-entity-1m-h2000"}, 200)
     assert text == "the models trained at 200 (ppo-entity-1m-h2000 at 2000)"

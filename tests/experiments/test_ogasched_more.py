@@ -10,7 +10,7 @@ import pytest
 from clustergym import stats
 from clustergym.agent import make
 from clustergym.experiments.extra import ogasched_more as om
-from clustergym.runner import evaluate
+from clustergym.evaluation import evaluate
 
 INSTANCES = [0, 1]
 T = 20

@@ -14,7 +14,7 @@ import torch as th
 import clustergym  # noqa: F401
 from clustergym.cli import main
 from clustergym.learning.entity import EntityActorCriticPolicy, EntityMaskableActorCriticPolicy, entity_layout
-from clustergym.learning.training import make_train_env
+from clustergym.learning.train_envs import make_train_env
 
 P2 = "clustergym/MultiServerAllocation-v0"
 P4 = "clustergym/ApproxJobs-v0"

@@ -16,7 +16,8 @@ from clustergym.agent import make, public_info  # noqa: E402
 from clustergym.cli import main  # noqa: E402
 from clustergym.learning.imitation import BC_BOX_STD, FINETUNE_HP, to_train_action  # noqa: E402
 from clustergym.learning.instances import padding_for  # noqa: E402
-from clustergym.learning.training import make_train_env, train  # noqa: E402
+from clustergym.learning.train_envs import make_train_env  # noqa: E402
+from clustergym.learning.training import train  # noqa: E402
 
 P1 = "clustergym/MultiServerChannel-v0"
 P2 = "clustergym/MultiServerAllocation-v0"

@@ -9,7 +9,8 @@ import numpy as np
 import pytest
 
 import clustergym  # noqa: F401  (registers the envs)
-from clustergym.learning.pools import PARAM_RANGES, ParamPool, param_settings, pool_padding
+from clustergym.learning.pools import PARAM_RANGES, param_settings, pool_padding
+from clustergym.learning.train_envs import ParamPool
 
 P1, P2, P3, P4 = ("clustergym/MultiServerChannel-v0", "clustergym/MultiServerAllocation-v0",
                   "clustergym/RingAllReduce-v0", "clustergym/ApproxJobs-v0")

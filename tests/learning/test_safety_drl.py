@@ -28,7 +28,7 @@ pytest.importorskip("stable_baselines3")
 import clustergym  # noqa: E402
 from tests.helpers import one_line_exit_2, snapshot  # noqa: E402
 from clustergym.cli import main  # noqa: E402
-from clustergym.learning import benchmark  # noqa: E402
+from clustergym.experiments import drl, drl_export, drl_plan  # noqa: E402
 from clustergym.learning.agent import PRETRAINED_DIR  # noqa: E402
 
 P1, P2, P3, P4 = clustergym.ENV_IDS
@@ -41,8 +41,8 @@ LINUX = os.path.isdir("/proc")
 def quick_template(tmp_path_factory):
     """A finished quick benchmark folder: P4, learner ppo, training seed 1 (one cell)."""
     out = tmp_path_factory.mktemp("drlq") / "bench"
-    benchmark.run_benchmark(str(out), quick=True, learners=["ppo"], seeds=[1], workers=1, progress=False,
-                            log=lambda *_: None)
+    drl.run_benchmark(str(out), quick=True, learners=["ppo"], seeds=[1], workers=1, progress=False,
+                      log=lambda *_: None)
     assert (out / "p4" / "ppo" / "seed1" / "done.json").exists()
     return out
 
@@ -57,14 +57,14 @@ def quick(quick_template, tmp_path):
 def _as_full(out) -> None:
     """Turn the quick folder into what the full benchmark records (its cell configuration, every learner of P4
     in the table, horizon 200): the export's checks see a complete cell of the full configuration."""
-    plan = benchmark.PLAN["p4"]
+    plan = drl_plan.PLAN["p4"]
     ppo = next(lr for lr in plan.learners if lr.name == "ppo")
     done_p = out / "p4" / "ppo" / "seed1" / "done.json"
     done = json.loads(done_p.read_text())
-    done["config"] = benchmark.cell_config(plan, ppo, 1, benchmark.HORIZON, False)
+    done["config"] = drl.cell_config(plan, ppo, 1, drl_plan.HORIZON, False)
     done_p.write_text(json.dumps(done))
     summ = json.loads((out / "summary.json").read_text())
-    summ.update(quick=False, horizon=benchmark.HORIZON, training_seeds=[1])
+    summ.update(quick=False, horizon=drl_plan.HORIZON, training_seeds=[1])
     rows = summ["envs"]["p4"]["rows"]
     row = next(r for r in rows if r["learner"] == "ppo")
     row["per_seed_score"] = [0.625]
@@ -138,7 +138,7 @@ def test_export_without_its_source_cell_leaves_the_shipped_model(quick, shipped,
     _as_full(out)
     shutil.rmtree(out / "p4" / "ppo" / "seed1")  # the chosen learner's cell is gone
     with pytest.raises(ValueError, match="seed1"):
-        benchmark.export_pretrained(str(out), "p4")
+        drl_export.export_pretrained(str(out), "p4")
     assert snapshot(dest) == before
     # the command: refused before any training, the shipped models untouched
     line = one_line_exit_2(capsys, ["drl", "--learners", "ppo-100k", "--seeds", "1", "--export-pretrained", "--out",
@@ -156,16 +156,16 @@ def test_sweep_spares_user_folders_and_other_benchmarks(quick, capsys):
     for u in user:
         u.mkdir(parents=True)
         (u / "chapter.txt").write_text("mine")
-    nested = out / "sub" / "p4" / "ppo" / f"{benchmark.STAGE}seed0-424242"  # another drl's live cell
+    nested = out / "sub" / "p4" / "ppo" / f"{drl.STAGE}seed0-424242"  # another drl's live cell
     nested.mkdir(parents=True)
     (nested / "model.zip").write_text("x")
-    ours = [out / "p4" / "ppo" / f"{benchmark.STAGE}seed3-99", out / "p4" / "ppo" / f"{benchmark.OLD}seed3-99",
+    ours = [out / "p4" / "ppo" / f"{drl.STAGE}seed3-99", out / "p4" / "ppo" / f"{drl.OLD}seed3-99",
             out / "p4" / "ppo" / "seed7.tmp-12345"]  # the last: an older version's leftover
     for o in ours:
         o.mkdir()
     before = snapshot(out)
-    benchmark.run_benchmark(str(out), quick=True, learners=["ppo"], seeds=[1], workers=1, progress=False,
-                            log=lambda *_: None)
+    drl.run_benchmark(str(out), quick=True, learners=["ppo"], seeds=[1], workers=1, progress=False,
+                      log=lambda *_: None)
     assert all(u.is_dir() for u in user) and nested.is_dir() and not any(o.exists() for o in ours)
     after = snapshot(out)
     assert {k: v for k, v in after.items() if k in before and "eval" not in k and not k.startswith(
@@ -179,7 +179,7 @@ def test_quick_and_full_runs_keep_to_their_own_folders(quick, capsys, tmp_path):
     out, before = quick
     line = one_line_exit_2(capsys, ["drl", "--envs", "p4", "--learners", "ppo", "--seeds", "1", "--out", str(out),
                                      "--no-progress"])
-    assert "quick" in line and benchmark.QUICK["out"] in line
+    assert "quick" in line and drl_plan.QUICK["out"] in line
     assert snapshot(out) == before
     full = tmp_path / "full"
     shutil.copytree(out, full)
@@ -187,7 +187,7 @@ def test_quick_and_full_runs_keep_to_their_own_folders(quick, capsys, tmp_path):
     snap = snapshot(full)
     line = one_line_exit_2(capsys, ["drl", "--quick", "--learners", "ppo", "--seeds", "1", "--out", str(full)])
     assert "full benchmark" in line and snapshot(full) == snap
-    assert benchmark.QUICK["out"] != benchmark.FULL_OUT  # and their default folders differ
+    assert drl_plan.QUICK["out"] != drl_plan.FULL_OUT  # and their default folders differ
 
 
 # -- 4. only a complete cell of the full configuration replaces a shipped model ------------------------------
@@ -202,7 +202,7 @@ def test_export_refuses_quick_runs_and_learner_subsets(quick, shipped, capsys, a
     assert "--export-pretrained" in line
     assert snapshot(dest) == before and snapshot(out) == before_out
     with pytest.raises(ValueError, match="not the full benchmark"):  # the API on the quick folder too
-        benchmark.export_pretrained(str(out), "p4", dest_root=str(dest))
+        drl_export.export_pretrained(str(out), "p4", dest_root=str(dest))
     assert snapshot(dest) == before
 
 
@@ -214,7 +214,7 @@ def test_export_ships_the_lowest_training_seed_with_its_own_score(quick, tmp_pat
     dest_root = tmp_path / "ship"
     shutil.copytree(PRETRAINED_DIR, dest_root)
     other = {k: v for k, v in snapshot(dest_root).items() if not k.startswith("ApproxJobs-v0")}
-    dest = benchmark.export_pretrained(str(out), "p4", dest_root=str(dest_root), log=lambda *_: None)
+    dest = drl_export.export_pretrained(str(out), "p4", dest_root=str(dest_root), log=lambda *_: None)
     meta = json.loads(open(os.path.join(dest, "clustergym.json")).read())
     assert meta["pretrained"]["training_seed"] == 1  # --seeds 1: seed 1, not a seed0 cell
     assert meta["pretrained"]["held_out_score_of_this_seed"] == 0.625
@@ -237,11 +237,11 @@ def test_export_chooses_on_validation_runs_at_the_default_horizon_when_recorded(
         r["validation_total"] = -100.0 if r["learner"] == "ppo" else 9.0
     env["default_horizon"] = {"horizon": 2000, "rows": [],
                               "validation_totals": {lr.name: (100.0 if lr.name == "ppo" else -9.0)
-                                                    for lr in benchmark.PLAN["p4"].main_rows()}}
+                                                    for lr in drl_plan.PLAN["p4"].main_rows()}}
     (out / "summary.json").write_text(json.dumps(summ))
     dest_root = tmp_path / "ship"
     shutil.copytree(PRETRAINED_DIR, dest_root)
-    dest = benchmark.export_pretrained(str(out), "p4", dest_root=str(dest_root), log=lambda *_: None)
+    dest = drl_export.export_pretrained(str(out), "p4", dest_root=str(dest_root), log=lambda *_: None)
     meta = json.loads(open(os.path.join(dest, "clustergym.json")).read())
     assert meta["pretrained"]["learner"] == "ppo"
     assert "at the env's default horizon (2000 slots)" in meta["pretrained"]["selected"]
@@ -256,15 +256,15 @@ def test_editing_the_hyperparameter_file_retrains_its_cells(quick, tmp_path, mon
     hp_dir = tmp_path / "hp"
     shutil.copytree(hp_mod.HERE, hp_dir, ignore=shutil.ignore_patterns("*.py", "__pycache__"))
     monkeypatch.setattr(hp_mod, "HERE", str(hp_dir))
-    plan = benchmark.plan_cells(str(out), quick=True, learners=["ppo"], seeds=[1])
+    plan = drl.plan_cells(str(out), quick=True, learners=["ppo"], seeds=[1])
     assert plan["todo"] == []
     with open(hp_dir / "ppo.yml", "a") as f:  # another env's entry: P4's cell stays
         f.write("\nclustergym/MultiServerChannel-v0-unused:\n  gamma: 0.5\n")
-    assert benchmark.plan_cells(str(out), quick=True, learners=["ppo"], seeds=[1])["todo"] == []
+    assert drl.plan_cells(str(out), quick=True, learners=["ppo"], seeds=[1])["todo"] == []
     text = (hp_dir / "ppo.yml").read_text()
     assert "clustergym/ApproxJobs-v0:" in text
     (hp_dir / "ppo.yml").write_text(text.replace("clustergym/ApproxJobs-v0:", "clustergym/ApproxJobs-v0:\n  max_grad_norm: 0.4", 1))
-    plan = benchmark.plan_cells(str(out), quick=True, learners=["ppo"], seeds=[1])
+    plan = drl.plan_cells(str(out), quick=True, learners=["ppo"], seeds=[1])
     assert plan["todo"] == [("p4", "ppo", 1)] and plan["stale"] == [("p4", "ppo", 1)]
     assert snapshot(out) == before  # planning writes nothing
 
@@ -272,7 +272,7 @@ def test_editing_the_hyperparameter_file_retrains_its_cells(quick, tmp_path, mon
 # -- 7. train names held-out instances; the run table marks runs on training instances ----------------------
 
 def test_train_hint_and_table_mark_training_instances(trained, earlier_results, capsys):
-    from clustergym.cli import _held_out
+    from clustergym.cli_commands import _held_out
 
     assert _held_out(range(0, 5)) == "5-9" and _held_out([1000, 1001]) == "0-4" and _held_out([2]) == "0,1,3,4,5"
     model, before = trained
@@ -473,7 +473,7 @@ def test_ctrl_c_during_drl_keeps_finished_cells_in_one_line(quick):
                    "--out", str(out)], out)
     cells = out / "p4" / "ppo"
     try:
-        _wait(lambda: [n for n in os.listdir(cells) if n.startswith(benchmark.STAGE)], proc, "a cell's training")
+        _wait(lambda: [n for n in os.listdir(cells) if n.startswith(drl.STAGE)], proc, "a cell's training")
         time.sleep(1.0)
         proc.send_signal(signal.SIGINT)
         _, err = proc.communicate(timeout=60)
@@ -484,7 +484,7 @@ def test_ctrl_c_during_drl_keeps_finished_cells_in_one_line(quick):
     assert proc.returncode == 130 and len(lines) == 1, err
     assert lines[0].startswith("clustergym: interrupted after 0 of 1 cells") and "finished cells are kept" in lines[0]
     assert snapshot(out) == before  # the finished cell (seed 1) and everything else as it was; seed 4 discarded
-    assert not [n for n in os.listdir(cells) if n.startswith(benchmark.STAGE)]
+    assert not [n for n in os.listdir(cells) if n.startswith(drl.STAGE)]
 
 
 # -- guards ------------------------------------------------------------------------------------------------
@@ -535,11 +535,11 @@ def test_bc_steps_without_warm_start_is_one_line(trained, capsys):
 
 def test_drl_quick_clones_briefly():
     """--quick keeps every code path with short behaviour cloning (not the full run's 20,000 teacher slots)."""
-    for p in benchmark.PLAN.values():
+    for p in drl_plan.PLAN.values():
         for lr in p.learners:
             if "warm_start" in lr.options:
                 o = lr.config(True)["options"]
-                assert o["bc_steps"] == benchmark.QUICK["bc_steps"] <= 1000 and o["bc_epochs"] <= 10
+                assert o["bc_steps"] == drl_plan.QUICK["bc_steps"] <= 1000 and o["bc_epochs"] <= 10
                 assert "bc_steps" not in lr.config(False)["options"] or lr.config(False)["options"]["bc_steps"] > 1000
 
 

@@ -12,7 +12,7 @@ pytest.importorskip("stable_baselines3")
 
 import clustergym  # noqa: E402
 from clustergym.cli import main  # noqa: E402
-from clustergym.runner import evaluate  # noqa: E402
+from clustergym.evaluation import evaluate  # noqa: E402
 
 P1 = clustergym.ENV_IDS[0]
 

@@ -10,9 +10,11 @@ import numpy as np
 import pytest
 
 import clustergym
-from clustergym.agent import BaseAgent, register_agent
+from clustergym.agent import BaseAgent
 from clustergym.cli import main
-from clustergym.runner import Results, RunResult, _scenario_fingerprint, attach_scores, evaluate
+from clustergym.episode import scenario_fingerprint
+from clustergym.evaluation import evaluate
+from clustergym.results import Results, RunResult, attach_scores
 from clustergym.stats import INCONCLUSIVE, NOT_REPRODUCED, REPRODUCED, mean_ci, paired_comparison, verdict
 
 ENVS = {  # env id -> (agents, horizon)
@@ -29,7 +31,7 @@ def test_each_seed_gets_its_own_instance_and_scenario_seed_pins_one(env_id):
     res = evaluate(env_id, agents, seeds=[0, 1, 2], horizon=horizon, progress=False, score=False)
     assert [(r.agent, r.instance, r.seed) for r in res.runs] == [(a, s, s) for a in agents for s in (0, 1, 2)]
     # the three instances are three different scenarios
-    fps = {_scenario_fingerprint(env_id, horizon, {"scenario_seed": i}) for i in (0, 1, 2)}
+    fps = {scenario_fingerprint(env_id, horizon, {"scenario_seed": i}) for i in (0, 1, 2)}
     assert len(fps) == 3 and None not in fps
     pinned = evaluate(env_id, agents, seeds=[0, 1, 3], horizon=horizon, progress=False, score=False,
                       env_kwargs={"scenario_seed": 3})
@@ -65,7 +67,7 @@ def test_cli_run_five_instances_then_pinned(tmp_path):
 def test_preset_that_ignores_scenario_seed_is_reported_not_multiplied():
     env_id = "clustergym/MultiServerChannel-v0"
     kw = {"scenario": "toy"}
-    if _scenario_fingerprint(env_id, 10, {**kw, "scenario_seed": 0}) != _scenario_fingerprint(
+    if scenario_fingerprint(env_id, 10, {**kw, "scenario_seed": 0}) != scenario_fingerprint(
             env_id, 10, {**kw, "scenario_seed": 1}):
         pytest.fail("the toy scenario was expected to be fixed (hand-made); pick another fixed preset")
     res = evaluate(env_id, ["hauf"], seeds=[0, 1], horizon=10, env_kwargs=kw, progress=False, score=False)
@@ -180,7 +182,7 @@ class _P1Oracle(BaseAgent):
 
 
 def test_p1_oracle_actions_score_one():
-    from clustergym.agent import env_family
+    from clustergym.family import env_family, register_agent
 
     family = env_family("clustergym/MultiServerChannel-v0")
     _P1Oracle.families = (family,)

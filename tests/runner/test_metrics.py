@@ -8,7 +8,7 @@ import pytest
 import clustergym  # noqa: F401
 from clustergym.agent import make
 from clustergym.metrics import CUMULATIVE, EPISODE, SLOT, Metric, MetricsAccumulator, check_spec, metrics_spec_of
-from clustergym.runner import run_episode, run_one
+from clustergym.episode import run_episode, run_one
 
 IDS = [i for i in gym.registry if i.startswith("clustergym/")]
 # Small instances where the oracle is expensive (P3's MILP); every other id runs its defaults.

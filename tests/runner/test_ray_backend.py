@@ -1,7 +1,7 @@
 """Ray backend: the same results.json as the local backend; one clear error without Ray.
 
 Compared: every byte of curves.csv and every field of results.json except the timing fields
-``clustergym.runner.TIMING_FIELDS`` (wall_s, decision_ms_median, decision_ms_p95, per run and the
+``clustergym.results.TIMING_FIELDS`` (wall_s, decision_ms_median, decision_ms_p95, per run and the
 summary's median): they measure the clock of the machine that ran them and differ between any two
 runs, two local ones included. Everything else must be equal, in the same order.
 """
@@ -12,7 +12,8 @@ import sys
 import pytest
 
 from clustergym.cli import main
-from clustergym.runner import TIMING_FIELDS, evaluate
+from clustergym.evaluation import evaluate
+from clustergym.results import TIMING_FIELDS
 from tests.helpers import ROOT as REPO_ROOT
 
 P1 = "clustergym/MultiServerChannel-v0"

@@ -17,7 +17,7 @@ import pytest
 
 from clustergym.experiments import reproduce
 from clustergym.results import TIMING_FIELDS
-from clustergym.runner import evaluate
+from clustergym.evaluation import evaluate
 from clustergym.runstore import RunStore, StoredTask, TaskInfo, code_fingerprint, register_task, use_store
 from clustergym.workers import run_tasks
 

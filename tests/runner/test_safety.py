@@ -261,7 +261,7 @@ def _dies(task, report=None):
 
 
 def test_a_run_whose_worker_dies_twice_is_one_line_naming_it():
-    from clustergym.runner import WorkerDied, run_tasks
+    from clustergym.workers import WorkerDied, run_tasks
 
     with pytest.raises(WorkerDied, match=r"run 'die' failed twice: its worker process was killed by SIGKILL"):
         run_tasks(_dies, ["a", "die", "b"], 2)
@@ -289,7 +289,7 @@ def test_extreme_floats_are_refused_with_the_range_checked(earlier_run, capsys, 
 
 def test_results_json_is_strict_json(tmp_path):
     """No NaN/Infinity literals: a non-finite value is null, and the note names where."""
-    from clustergym.runner import Results, RunResult
+    from clustergym.results import Results, RunResult
 
     r = RunResult(agent="a", seed=0, total_reward=float("nan"), mean_reward=float("inf"), regret=None,
                   oracle_total=None, steps=1, wall_s=0.0, decision_ms_median=0.0, decision_ms_p95=0.0,
@@ -315,9 +315,9 @@ def test_size_parameters_are_refused_before_allocating(earlier_run, capsys, kv):
 # -- row 8: --out that cannot work, refused before the work ------------------------------------------
 
 def test_symlink_loop_and_long_names_are_one_line_before_the_work(tmp_path, capsys, monkeypatch):
-    import clustergym.runner as runner
+    from clustergym import evaluation
 
-    monkeypatch.setattr(runner, "evaluate", lambda *a, **k: pytest.fail("the work started"))
+    monkeypatch.setattr(evaluation, "evaluate", lambda *a, **k: pytest.fail("the work started"))
     os.symlink(tmp_path / "b", tmp_path / "a")
     os.symlink(tmp_path / "a", tmp_path / "b")
     assert "symlink loop" in one_line_exit_2(capsys, _run_argv(tmp_path / "a"))
@@ -496,7 +496,7 @@ def test_p2_oracle_with_idle_ports_warns_nothing():
     later, but a RuntimeWarning: fatal under -W error)."""
     import warnings
 
-    from clustergym.runner import run_one
+    from clustergym.episode import run_one
 
     with warnings.catch_warnings():
         warnings.simplefilter("error", RuntimeWarning)

@@ -21,7 +21,8 @@ from clustergym import stats
 from clustergym.experiments.esdp import MAIN_AGENTS
 from clustergym.experiments.extra import esdp_more, gadget_more, ogasched_more, opm_more
 from clustergym.experiments.gadget import CONFIG
-from clustergym.runner import evaluate, worker_pool
+from clustergym.evaluation import evaluate
+from clustergym.workers import worker_pool
 
 __all__ = ["main"]
 

@@ -48,11 +48,11 @@ import numpy as np
 from clustergym import stats
 from clustergym.envs.multiserver.channel.scenario import make_channel_scenario
 from clustergym.experiments import instances_for, write_summary
-from clustergym.runner import evaluate
+from clustergym.evaluation import evaluate
 from clustergym.agents.esdp import DELTAS, GS
 
 __all__ = ["sequence_study", "sequence_rows", "sequence_table", "servers_study", "servers_rows", "servers_table",
-           "regret_at", "regret_vs_horizon", "overhead_direction", "run", "section", "write", "main"]
+           "regret_at", "regret_vs_horizon", "overhead_direction", "run", "section", "write"]
 
 ENV_ID = "clustergym/MultiServerChannel-v0"
 BASELINES = ("hauf", "lcf", "lwtf")

@@ -33,9 +33,9 @@ import numpy as np
 from clustergym import stats
 from clustergym.envs.ringallreduce.scenario import make_ring_scenario
 from clustergym.experiments import write_summary
-from clustergym.runner import evaluate
+from clustergym.evaluation import evaluate
 
-__all__ = ["trace_jobs", "trace_window", "trace_sweep", "trace_rows", "trace_table", "run", "section", "write", "main"]
+__all__ = ["trace_jobs", "trace_window", "trace_sweep", "trace_rows", "trace_table", "run", "section", "write"]
 
 ENV_ID = "clustergym/RingAllReduce-v0"
 BASELINES = ("fifo", "drf", "las")

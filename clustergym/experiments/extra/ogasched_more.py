@@ -42,11 +42,11 @@ import numpy as np
 
 from clustergym import stats
 from clustergym.experiments import write_summary
-from clustergym.experiments.ogasched_runs import best_static_values, hindsight
-from clustergym.runner import evaluate
+from clustergym.experiments.ogasched_runs import hindsight
+from clustergym.evaluation import evaluate
 
 __all__ = ["PAPER_TABLE2", "ETA0S", "DECAYS", "fig4_runs", "fig4_rows", "fig4_table", "table2_sweep", "table2_rows",
-           "table2_table", "run", "section", "write", "main"]
+           "table2_table", "run", "section", "write"]
 
 ENV_ID = "clustergym/MultiServerAllocation-v0"
 SETTING = "paper"

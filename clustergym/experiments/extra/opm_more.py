@@ -32,7 +32,7 @@ job lists (instances, ``scenario_seed``).
 Quick mode: Fig. 1a (free) and the price ablation at the default scale (M = 100, speed factors
 U[0.3, 1]; 600 slots, a few seconds); full mode adds the paper scale (M = 1000, identical machines and
 speed factors, 2000 slots, 2 seeds) and the Fig. 3 steps. ``python -m
-clustergym.experiments.extra.opm_more`` runs the ablation alone at any size.
+clustergym.experiments.extra.cli opm`` runs the ablation alone at any size.
 """
 
 from __future__ import annotations
@@ -46,11 +46,11 @@ import numpy as np
 from clustergym import stats
 from clustergym.experiments import instances_for, write_summary
 from clustergym.experiments.opm_runs import describe_episode, episode, placeholder_episode
-from clustergym.runner import run_tasks
+from clustergym.workers import run_tasks
 from clustergym.runstore import register_task
 
 __all__ = ["fig1a_rows", "fig3_step_rows", "price_plan", "price_sweep", "price_rows", "price_table", "run", "section",
-           "write", "main"]
+           "write"]
 
 ENV = "clustergym/ApproxJobs-v0"
 BASIS = "fluid bound B on the expected utility of the job list (bound.py)"

@@ -16,8 +16,8 @@ __all__ = ["STATS_KEYS", "Stats", "box_bounds", "compact_keys", "legacy_keys"]
 
 class Stats:
     """The statistics the env's observation carries (``arrival_share``, ``port_reward_mean``;
-    ``allocation/stats.py``), computed outside the env from observations and feedback: the wrapper-side
-    implementation of earlier versions, kept for :class:`clustergym.pipeline.EmpiricalStats`.
+    ``allocation/stats.py``), computed outside the env from observations and feedback, for
+    :class:`clustergym.pipeline.EmpiricalStats`.
 
     Per port: the share of slots with a job (the hidden ρ_l, eq. 1) and the mean realised reward
     x_l q_l when it had a job."""

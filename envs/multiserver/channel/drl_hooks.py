@@ -15,8 +15,8 @@ __all__ = ["STATS_KEYS", "Stats", "legacy_keys", "sb3_mask"]
 
 class Stats:
     """The statistics the env's observation carries (``utility_mean``, ``channel_share``, ``arrival_share``;
-    ``channel/stats.py``), computed outside the env from observations and feedback: the wrapper-side
-    implementation of earlier versions, kept for :class:`clustergym.pipeline.EmpiricalStats`.
+    ``channel/stats.py``), computed outside the env from observations and feedback, for
+    :class:`clustergym.pipeline.EmpiricalStats`.
 
     Per channel: mean realised utility v̂_e (0 if untried) and the share of slots it was used n_e / t
     (eqs. 8–9's statistics); per port: the share of slots with a job (the hidden ρ_l).

@@ -14,7 +14,7 @@ from clustergym.metrics import CUMULATIVE, SLOT, Metric
 from clustergym.envs.multiserver.channel.dynamics import BLOCK, OK, channel_slot, draw_block, infeasible_message
 from clustergym.envs.multiserver.channel.scenario import CHANNEL_SCENARIOS, make_channel_scenario
 from clustergym.envs.multiserver.channel.oracle import knapsack_value
-from clustergym.envs.multiserver.channel.stats import ChannelStats, STATS_KEYS, stats_spaces
+from clustergym.envs.multiserver.channel.stats import ChannelStats, stats_spaces
 from clustergym.envs.multiserver.channel.types import ChannelFeedback, ChannelObservation
 
 __all__ = ["MultiServerChannelEnv", "instance_sizes"]

@@ -161,7 +161,7 @@ def test_reproduce_plan_compares_over_enough_job_lists():
 def test_runner_scores_p4_against_the_bound():
     """The normalised score (docs/evaluation.md) on P4: random scores 0, every run's B is the env's episode_bound,
     and the scores of the baselines lie in (0, 1] on these job lists."""
-    from clustergym.runner import evaluate
+    from clustergym.evaluation import evaluate
 
     kw = dict(SMALL, oracle=True)
     kw.pop("horizon")

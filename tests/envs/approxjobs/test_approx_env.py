@@ -8,7 +8,7 @@ from hypothesis import strategies as st
 
 import clustergym  # noqa: F401
 from clustergym.agent import make, public_info
-from clustergym.envs.approxjobs.env import JOB_FEATURES
+from clustergym.envs.approxjobs.dynamics import JOB_FEATURES
 from clustergym.envs.approxjobs.scenario import make_approx_scenario, offline_single_optimum
 from clustergym.envs.approxjobs.service import ServiceModel, ServiceProcess
 

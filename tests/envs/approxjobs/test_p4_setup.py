@@ -27,7 +27,7 @@ def test_speed_factors_are_a_named_option():
 
 def test_evaluate_scores_p4_without_oracle_kwarg():
     """A score is asked for: the runner turns the env's bound on (score_env_kwargs); no oracle=true needed."""
-    from clustergym.runner import evaluate
+    from clustergym.evaluation import evaluate
 
     res = evaluate(ENV, ["fair", "random"], seeds=[0, 1], horizon=200, env_kwargs=SMALL, progress=False)
     for r in res.runs:

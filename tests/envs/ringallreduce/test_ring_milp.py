@@ -129,7 +129,7 @@ def test_lam1_total_bounds_every_agents_total_utility():
     """``lam1_total``: Σλ1 over the jobs that arrive, an upper bound on any agent's total
     utility on the same (instance, seed); a window too small to list every job is an error."""
     from clustergym.experiments.gadget import lam1_total
-    from clustergym.runner import evaluate
+    from clustergym.evaluation import evaluate
 
     kw = dict(num_servers=6, arrival_rate=2.0, max_jobs=40, budget_mode="worker_slots", gpu_scale=0.25)
     lam = lam1_total(kw, [0, 1], 12)
