@@ -8,7 +8,6 @@ import numpy as np
 from gymnasium import spaces
 
 from clustergym.parallel import ClusterParallelEnv
-from clustergym.envs.approxjobs.dynamics import JOB_FEATURES
 from clustergym.envs.approxjobs.env import ApproxJobsEnv
 
 __all__ = ["ApproxJobsParallelEnv", "parallel_env"]
@@ -82,7 +81,8 @@ class ApproxJobsParallelEnv(ClusterParallelEnv):
                              "job, the \"machine\" action (the \"job\" mode is a single-env action)")
         env = ApproxJobsEnv(scenario, **kwargs)
         pb = env.problem
-        M, J, F, T = pb.num_machines, pb.max_jobs, len(JOB_FEATURES), float(env.horizon)
+        M, J, T = pb.num_machines, pb.max_jobs, float(env.horizon)
+        F = env.observation_space["jobs"].shape[1]  # the single env's job features
         agents = [f"machine_{i}" for i in range(M)]
         obs_spaces = {a: spaces.Dict({
             "jobs": spaces.Box(0.0, np.inf, shape=(J, F), dtype=np.float64),
