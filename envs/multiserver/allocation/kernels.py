@@ -126,8 +126,32 @@ def slot_step(y, x, box_hi, dead_mask, live, live_srv, live_k, live_a, live_ia, 
     in the same order, so an infeasible one returns without evaluating eq. 5 (reward parts 0,
     ``port_reward`` and ``used`` zeroed); the counts and ``sums`` are those of the full pass.
     """
-    K = per_type.shape[1]
-    L = x.shape[0]
+    nonfinite, bad, stray = _check_entries(y, box_hi, dead_mask, tol)
+    if nonfinite:
+        return nonfinite, bad, 0, 0.0, 0.0, 0.0
+    if stray or bad:  # not built to be feasible (e.g. sampled): check eq. 4 before evaluating eq. 5
+        _server_sums(y, live, live_srv, dead, dead_srv, sums)
+        over = _count_over(sums, cap_tol)
+        if bad or over:  # infeasible: the reward parts are not needed (callers repair or raise)
+            port_reward[:] = 0.0
+            used[:] = 0.0
+            return nonfinite, bad, over, 0.0, 0.0, 0.0
+    sums[:] = 0.0
+    per_type[:, :] = 0.0
+    port_reward[:] = 0.0
+    used[:] = 0.0
+    _live_pass(y, x, live, live_srv, live_k, live_a, live_ia, ptr, sums, gain, per_type)
+    if stray:  # rare: values within tol (or beyond) on dead entries
+        _dead_pass(y, x, dead, dead_srv, dead_port, dead_k, dead_a, dead_code, sums, gain, per_type)
+    over = _count_over(sums, cap_tol)
+    g_sum, o_sum, util = _reward_parts(x, beta, util_w, gain, per_type, port_reward, used)
+    return nonfinite, bad, over, g_sum, o_sum, util
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _check_entries(y, box_hi, dead_mask, tol):  # pragma: no cover - compiled
+    """The branch-free pass of :func:`slot_step` over the contiguous y: (non-finite entries, finite entries
+    outside [0, a] beyond ``tol`` (eq. 3), non-zero dead entries)."""
     nonfinite = 0
     bad = 0
     stray = 0
@@ -137,29 +161,37 @@ def slot_step(y, x, box_hi, dead_mask, live, live_srv, live_k, live_a, live_ia, 
         nonfinite += not finite
         bad += finite & ((v < -tol) | (v > box_hi[j]))
         stray += dead_mask[j] & (v != 0.0)
-    if nonfinite:
-        return nonfinite, bad, 0, 0.0, 0.0, 0.0
-    if stray or bad:  # not built to be feasible (e.g. sampled): check eq. 4 before evaluating eq. 5
-        sums[:] = 0.0
-        for j in range(live.shape[0]):  # the order of the main pass below: live entries, then dead
-            sums[live_srv[j]] += np.float64(y[live[j]])
-        for j in range(dead.shape[0]):
-            v = np.float64(y[dead[j]])
-            if v != 0.0:
-                sums[dead_srv[j]] += v
-        over = 0
-        for s in range(sums.shape[0]):
-            if sums[s] > cap_tol[s]:
-                over += 1
-        if bad or over:  # infeasible: the reward parts are not needed (callers repair or raise)
-            port_reward[:] = 0.0
-            used[:] = 0.0
-            return nonfinite, bad, over, 0.0, 0.0, 0.0
+    return nonfinite, bad, stray
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _server_sums(y, live, live_srv, dead, dead_srv, sums):  # pragma: no cover - compiled
+    """Σ_{l∈L_r} y alone into ``sums`` (R·K,), in the order of the main pass of :func:`slot_step`: the live
+    entries, then the dead ones that are non-zero."""
     sums[:] = 0.0
-    per_type[:, :] = 0.0
-    port_reward[:] = 0.0
-    used[:] = 0.0
-    for l in range(L):
+    for j in range(live.shape[0]):
+        sums[live_srv[j]] += np.float64(y[live[j]])
+    for j in range(dead.shape[0]):
+        v = np.float64(y[dead[j]])
+        if v != 0.0:
+            sums[dead_srv[j]] += v
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _count_over(sums, cap_tol):  # pragma: no cover - compiled
+    """The (r, k) pairs with Σ_{l∈L_r} y > c_r^k + tol (eq. 4)."""
+    over = 0
+    for s in range(sums.shape[0]):
+        if sums[s] > cap_tol[s]:
+            over += 1
+    return over
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _live_pass(y, x, live, live_srv, live_k, live_a, live_ia, ptr, sums, gain, per_type):  # pragma: no cover
+    """The main pass of :func:`slot_step` over the live entries, port by port: server sums only for a port
+    without a job (gain 0); for a port with a job its family blocks (:func:`_family_block`) in plan order."""
+    for l in range(x.shape[0]):
         if not x[l]:  # idle port: server sums only
             for j in range(ptr[l, 0], ptr[l, 4]):
                 sums[live_srv[j]] += np.float64(y[live[j]])
@@ -170,22 +202,31 @@ def slot_step(y, x, box_hi, dead_mask, live, live_srv, live_k, live_a, live_ia, 
             g += _family_block(y, live, live_srv, live_k, live_a, live_ia, ptr[l, c], ptr[l, c + 1], l, c,
                                sums, per_type)
         gain[l] = g
-    if stray:  # rare: values within tol (or beyond) on dead entries
-        for j in range(dead.shape[0]):
-            v = np.float64(y[dead[j]])
-            if v != 0.0:
-                sums[dead_srv[j]] += v
-                l = dead_port[j]
-                if x[l]:
-                    per_type[l, dead_k[j]] += v
-                    gain[l] += utility(v, dead_a[j], dead_code[j])
-    over = 0
-    for s in range(sums.shape[0]):
-        if sums[s] > cap_tol[s]:
-            over += 1
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _dead_pass(y, x, dead, dead_srv, dead_port, dead_k, dead_a, dead_code, sums, gain,
+               per_type):  # pragma: no cover - compiled
+    """The dead entries that are non-zero, in edge/device order, added to the server sums and, for a port with a
+    job, to its per-type sums and gain (eq. 27)."""
+    for j in range(dead.shape[0]):
+        v = np.float64(y[dead[j]])
+        if v != 0.0:
+            sums[dead_srv[j]] += v
+            l = dead_port[j]
+            if x[l]:
+                per_type[l, dead_k[j]] += v
+                gain[l] += utility(v, dead_a[j], dead_code[j])
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _reward_parts(x, beta, util_w, gain, per_type, port_reward, used):  # pragma: no cover - compiled
+    """Eq. 5 with eq. 7 from the per-port sums: x_l q_l into ``port_reward`` (L,), the devices of ports with a
+    job into ``used`` (K,); returns (Σ_l x_l gain_l, Σ_l x_l overhead_l, utilisation Σ_k used_k w_k)."""
+    K = per_type.shape[1]
     g_sum = 0.0
     o_sum = 0.0
-    for l in range(L):
+    for l in range(x.shape[0]):
         if not x[l]:
             continue
         o = -np.inf
@@ -198,7 +239,8 @@ def slot_step(y, x, box_hi, dead_mask, live, live_srv, live_k, live_a, live_ia, 
     util = 0.0
     for k in range(K):
         util += used[k] * util_w[k]
-    return nonfinite, bad, over, g_sum, o_sum, util
+    return g_sum, o_sum, util
+
 
 @numba.njit(cache=True, parallel=True)
 def step_batch(y, x, stepping, box_hi, dead_mask, live, live_srv, live_k, live_a, live_ia, ptr, dead, dead_srv,
