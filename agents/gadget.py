@@ -76,10 +76,11 @@ import highspy
 from scipy.sparse import coo_matrix, csc_matrix
 
 from clustergym.agent import BaseAgent
+from clustergym.agents.gadget_repair import reoffer_support, repair_overfill
 from clustergym.envs.ringallreduce.dynamics import place_one
 from clustergym.envs.ringallreduce.topology import placement_loads
 
-__all__ = ["GADGET", "gadget_slot", "log_increments", "repair_overfill", "reoffer_support"]
+__all__ = ["GADGET", "gadget_slot", "log_increments"]
 
 _TOL = 1e-9
 _HIGHS: highspy.Highs | None = None  # one solver object per process, reused (not part of agent state)
@@ -400,60 +401,6 @@ def _rounding(phi, job_of, dense, limit, jval, prio, rng, u_b, alpha, lp_value, 
         if best_pick is not None and best_key[0] >= alpha * lp_value - 1e-12:
             break
     return best_key, best_pick, it + 1
-
-
-def repair_overfill(loads: np.ndarray, limit: np.ndarray, weight: np.ndarray, log_pi: np.ndarray) -> np.ndarray:
-    """Make one rounded try capacity-respecting by removing jobs that use an overfilled resource.
-
-    Args:
-        loads: (D, n) resource loads (GPUs per server, Gbps per server / rack uplink) of the
-            mapping each of n chosen jobs drew.
-        limit: (D,) capacity left on each resource.
-        weight: (n,) the increment each job brings in the objective Algorithm 2 maximises
-            (π_iκi, or its floored rescaling in the last lexicographic round).
-        log_pi: (n,) the true log π_iκi, which breaks ties of ``weight`` (the floored round gives
-            many jobs the same weight).
-    Returns:
-        keep: (n,) bool.
-
-    While some resource is overfilled, the job with the smallest (weight, log π) among the jobs
-    whose mapping puts load on an overfilled resource is removed (exact ties: the newest, i.e. the
-    highest index). A job that uses no overfilled resource is never removed; each removal lowers
-    the load of some overfilled resource, so at most n removals.
-    """
-    n = loads.shape[1]
-    keep = np.ones(n, dtype=bool)
-    total = loads.sum(axis=1)
-    rank = np.empty(n, dtype=np.int64)
-    rank[np.lexsort((-np.arange(n), log_pi, weight))] = np.arange(n)  # 0 = removed first
-    while True:
-        over = total > limit
-        if not over.any():
-            return keep
-        users = keep & (loads[over] > 0).any(axis=0)
-        cand = np.flatnonzero(users)
-        if cand.size == 0:  # an "overfilled" resource nobody in the try uses (limit < 0 by rounding)
-            return keep
-        j = cand[np.argmin(rank[cand])]
-        keep[j] = False
-        total = total - loads[:, j]
-
-
-def reoffer_support(pick: np.ndarray, dropped: np.ndarray, support: list, loads: np.ndarray, load: np.ndarray,
-                    limit: np.ndarray, log_pi: np.ndarray) -> None:
-    """Re-offer jobs removed by :func:`repair_overfill` the capacity left (in place on ``pick``).
-
-    Dropped jobs, in decreasing true increment log π, take the first mapping of their own M_i (the
-    mappings with φ_i^k > 0, in decreasing φ) that fits what is left. The result is still one
-    mapping of M_i or none per job, i.e. an outcome Algorithm 2's rounding (line 8) can draw;
-    mappings outside M_i (φ = 0) are never offered.
-    """
-    for t in dropped[np.argsort(-log_pi[dropped], kind="stable")]:
-        for col in support[t]:
-            if (load + loads[:, col] <= limit).all():
-                pick[t] = col
-                load += loads[:, col]
-                break
 
 
 def _fill(y, window, topo, jobs, rank, cap) -> None:
