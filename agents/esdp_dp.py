@@ -240,13 +240,13 @@ def solve_p4_all(upsilon: np.ndarray, sigma2: np.ndarray, demand: np.ndarray, ca
     componentwise: this is what lines 13–16 of Algorithm 2 enforce after eq. 27's max{c − A, 0}.
     An edge is recorded as taken only where it strictly improves V (line 10).
 
-    ``backend="numpy"`` updates the whole (c', s) grid per edge with array slices (the reference);
-    ``"numba"`` runs the same recursion in one fused compiled pass over every cell (about 5x faster);
-    ``"pruned"`` (what ``"auto"`` picks) skips the cells that cannot matter and packs the decisions into
-    bits (:func:`_solve_pruned`: a reach bound per cell and, per layer, only the cells reachable from the full
-    capacity; both exact). All three return identical values and identical decisions (tested). With a ``workspace`` dict, the pruned
-    kernel records ``workspace["cells"]``, the number of cells (s, c', i) it evaluated: the decision's
-    cost, the same on every machine.
+    ``backend="numpy"`` updates the whole (c', s) grid per edge with array slices (the reference,
+    :func:`_p4_numpy`); ``"numba"`` runs the same recursion in one fused compiled pass over every cell (about 5x
+    faster, :func:`_p4_dense`); ``"pruned"`` (what ``"auto"`` picks, :func:`_p4_pruned`) skips the cells that
+    cannot matter and packs the decisions into bits (:func:`_solve_pruned`: a reach bound per cell and, per layer,
+    only the cells reachable from the full capacity; both exact). All three return identical values and identical
+    decisions (tested). With a ``workspace`` dict, the pruned kernel records ``workspace["cells"]``, the number of
+    cells (s, c', i) it evaluated: the decision's cost, the same on every machine.
 
     Args:
         upsilon: (n,) int >= 0, Υ̂ (eq. 16).
@@ -263,7 +263,6 @@ def solve_p4_all(upsilon: np.ndarray, sigma2: np.ndarray, demand: np.ndarray, ca
     sigma2 = np.asarray(sigma2, dtype=np.int64)
     demand = np.asarray(demand, dtype=np.int64)
     capacity = np.asarray(capacity, dtype=np.int64)
-    n = upsilon.shape[0]
     S = int(s_max) + 1
     total = int(sigma2.sum())
     dtype = np.int32 if total < 2**29 else np.int64
@@ -271,64 +270,92 @@ def solve_p4_all(upsilon: np.ndarray, sigma2: np.ndarray, demand: np.ndarray, ca
     if backend == "auto":
         backend = "pruned"
     if backend == "pruned":
-        grid, strides, coords = _grid(capacity, workspace)
-        offsets = demand @ strides
-        Vflat, taken = _solve_pruned(upsilon, sigma2, demand, capacity, S, dtype, neg, grid, strides, coords,
-                                     offsets, workspace)
-        values = Vflat[int(capacity @ strides)].astype(np.int64)
-        values[values < 0] = -1
-
-        def solution_pruned(s: int) -> np.ndarray:
-            x = np.zeros(n, dtype=bool)
-            c = capacity.copy()
-            for i in range(n):
-                if np.all(c >= demand[i]) and taken(i, int(c @ strides), s):
-                    x[i] = True
-                    c -= demand[i]
-                    s = max(s - int(upsilon[i]), 0)
-            return x
-
-        return values, solution_pruned
+        return _p4_pruned(upsilon, sigma2, demand, capacity, S, dtype, neg, workspace)
     grid, strides, coords = _grid_steps(capacity)
-    G = int(np.prod(grid))
     if backend == "numba":
-        V = np.full((G, S), neg, dtype=dtype)
-        V[:, 0] = 0  # base case i = |E|: s = 0 feasible with value 0
-        need = n * G * S  # decision bits; reused across calls through ``workspace`` (no 10s of MB per slot)
-        buf = None if workspace is None else workspace.get("take")
-        if buf is None or buf.size < need:
-            buf = np.empty(need, dtype=np.bool_)
-            if workspace is not None:
-                workspace["take"] = buf
-        take = buf[:need].reshape(n, G, S)
-        valid = np.all(coords[None, :, :] >= demand[:, None, :], axis=2) & np.all(demand <= capacity, axis=1)[:, None]
-        offsets = demand @ strides
-        _dp_numba(upsilon, sigma2.astype(dtype), offsets, valid, V, take)
-        take = take.reshape(n, *grid, S)
-        V = V.reshape(*grid, S)
+        V, take = _p4_dense(upsilon, sigma2, demand, capacity, S, dtype, neg, grid, strides, coords, workspace)
     elif backend == "numpy":
-        shape = tuple(int(g) for g in grid)
-        V = np.full((*shape, S), neg, dtype=dtype)
-        V[..., 0] = 0
-        take = np.zeros((n, *shape, S), dtype=bool)
-        for i in range(n - 1, -1, -1):
-            a = demand[i]
-            if np.any(a > capacity):
-                continue
-            tgt = tuple(slice(int(ak), None) for ak in a)
-            src = tuple(slice(0, g - int(ak)) for g, ak in zip(shape, a))
-            u = min(int(upsilon[i]), S)
-            vs = V[src]
-            cand = np.empty(vs.shape, dtype=dtype)
-            cand[..., u:] = vs[..., : S - u]  # s >= Υ̂_i: V(s − Υ̂_i, ...)
-            cand[..., :u] = vs[..., :1]  # s < Υ̂_i: V(0, ...)
-            cand += dtype(sigma2[i])
-            cur = V[tgt]
-            better = cand > cur
-            take[(i, *tgt)] = better
-            np.maximum(cur, cand, out=cur)
+        V, take = _p4_numpy(upsilon, sigma2, demand, capacity, S, dtype, neg, grid)
     else:
         raise ValueError(f"backend={backend!r} is invalid: expected 'auto', 'pruned', 'numba' or 'numpy'")
+    return _dense_answer(V, take, upsilon, demand, capacity)
+
+
+def _p4_pruned(upsilon, sigma2, demand, capacity, S: int, dtype, neg: int, workspace):
+    """``backend="pruned"``: :func:`_solve_pruned`, then V*(s) at the full capacity (−1 where infeasible) and
+    x*(s, t, c, 0) (line 21 of Algorithm 2) rebuilt from its bit-packed decisions (lines 11–12)."""
+    n = upsilon.shape[0]
+    grid, strides, coords = _grid(capacity, workspace)
+    offsets = demand @ strides
+    Vflat, taken = _solve_pruned(upsilon, sigma2, demand, capacity, S, dtype, neg, grid, strides, coords,
+                                 offsets, workspace)
+    values = Vflat[int(capacity @ strides)].astype(np.int64)
+    values[values < 0] = -1
+
+    def solution_pruned(s: int) -> np.ndarray:
+        x = np.zeros(n, dtype=bool)
+        c = capacity.copy()
+        for i in range(n):
+            if np.all(c >= demand[i]) and taken(i, int(c @ strides), s):
+                x[i] = True
+                c -= demand[i]
+                s = max(s - int(upsilon[i]), 0)
+        return x
+
+    return values, solution_pruned
+
+
+def _p4_dense(upsilon, sigma2, demand, capacity, S: int, dtype, neg: int, grid, strides, coords, workspace):
+    """``backend="numba"``: eq. 27 over every cell (s, c', i) in one compiled pass (:func:`_dp_numba`). Returns
+    V (*grid, S) and the decisions ``take`` (n, *grid, S) (a buffer reused through ``workspace``)."""
+    n = upsilon.shape[0]
+    G = int(np.prod(grid))
+    V = np.full((G, S), neg, dtype=dtype)
+    V[:, 0] = 0  # base case i = |E|: s = 0 feasible with value 0
+    need = n * G * S  # decision bits; reused across calls through ``workspace`` (no 10s of MB per slot)
+    buf = None if workspace is None else workspace.get("take")
+    if buf is None or buf.size < need:
+        buf = np.empty(need, dtype=np.bool_)
+        if workspace is not None:
+            workspace["take"] = buf
+    take = buf[:need].reshape(n, G, S)
+    valid = np.all(coords[None, :, :] >= demand[:, None, :], axis=2) & np.all(demand <= capacity, axis=1)[:, None]
+    offsets = demand @ strides
+    _dp_numba(upsilon, sigma2.astype(dtype), offsets, valid, V, take)
+    return V.reshape(*grid, S), take.reshape(n, *grid, S)
+
+
+def _p4_numpy(upsilon, sigma2, demand, capacity, S: int, dtype, neg: int, grid):
+    """``backend="numpy"``, the reference: eq. 27 edge by edge on the whole (c', s) grid with array slices. Returns
+    V (*grid, S) and the decisions ``take`` (n, *grid, S)."""
+    n = upsilon.shape[0]
+    shape = tuple(int(g) for g in grid)
+    V = np.full((*shape, S), neg, dtype=dtype)
+    V[..., 0] = 0
+    take = np.zeros((n, *shape, S), dtype=bool)
+    for i in range(n - 1, -1, -1):
+        a = demand[i]
+        if np.any(a > capacity):
+            continue
+        tgt = tuple(slice(int(ak), None) for ak in a)
+        src = tuple(slice(0, g - int(ak)) for g, ak in zip(shape, a))
+        u = min(int(upsilon[i]), S)
+        vs = V[src]
+        cand = np.empty(vs.shape, dtype=dtype)
+        cand[..., u:] = vs[..., : S - u]  # s >= Υ̂_i: V(s − Υ̂_i, ...)
+        cand[..., :u] = vs[..., :1]  # s < Υ̂_i: V(0, ...)
+        cand += dtype(sigma2[i])
+        cur = V[tgt]
+        better = cand > cur
+        take[(i, *tgt)] = better
+        np.maximum(cur, cand, out=cur)
+    return V, take
+
+
+def _dense_answer(V, take, upsilon, demand, capacity):
+    """V*(s) at the full capacity (−1 where infeasible) and x*(s, t, c, 0) (line 21 of Algorithm 2) rebuilt from
+    the dense decisions ``take`` (n, *grid, S) (lines 11–12)."""
+    n = upsilon.shape[0]
     full = tuple(int(c) for c in capacity)
     values = V[full].astype(np.int64)
     values[values < 0] = -1
