@@ -76,10 +76,11 @@ import highspy
 from scipy.sparse import coo_matrix, csc_matrix
 
 from clustergym.agent import BaseAgent
+from clustergym.agents.gadget_repair import reoffer_support, repair_overfill
 from clustergym.envs.ringallreduce.dynamics import place_one
 from clustergym.envs.ringallreduce.topology import placement_loads
 
-__all__ = ["GADGET", "gadget_slot", "log_increments", "repair_overfill", "reoffer_support"]
+__all__ = ["GADGET", "gadget_slot", "log_increments"]
 
 _TOL = 1e-9
 _HIGHS: highspy.Highs | None = None  # one solver object per process, reused (not part of agent state)
@@ -253,15 +254,51 @@ def gadget_slot(window: dict, topo, rng: np.random.Generator, *, u_b: int = 20, 
 def _alg2(w, q, bw, free_gpu, free_srv, free_rack, topo, rng, u_b, alpha, rounding_repair, reoffer, cache, info,
           scale_log, true_log, fixed_sizes=False):
     """Algorithm 2 lines 3–9 for n jobs with increments w (n, K+1) on the capacity left; returns y (n, S)."""
-    n, K = w.shape[0], w.shape[1] - 1
-    S, R = free_gpu.shape[0], topo.num_racks
-    rack_of = np.asarray(topo.rack_of)
+    n, S = w.shape[0], free_gpu.shape[0]
     y = np.zeros((n, S), dtype=np.int64)
-    G = float(free_gpu.sum())
-    # line 3: LP relaxation of (12) and the LP-based ring selection
+    kappa = _ring_sizes(w, q, float(free_gpu.sum()), fixed_sizes)  # line 3
+    sel = np.flatnonzero(kappa > 0)
+    if sel.size == 0:
+        return y
+    # line 4: embedding LP over candidate mappings (= the mapping/probability pairs of line 6)
+    cand_all = _candidate_mappings(sel, kappa, bw, free_gpu, free_srv, free_rack, topo, cache)
+    m = len(cand_all)
+    if m == 0:
+        return y
+    A2, value, job_of, cap_vec = _embedding_lp(cand_all, sel, kappa, w, bw, free_gpu, free_srv, free_rack,
+                                               topo.num_racks)
+    phi = lp_max(value, A2, cap_vec)
+    phi = np.zeros(m) if phi is None else phi
+    lp_value = float(value @ phi)
+    # lines 7–9: randomized rounding, u_b tries, keep the best capacity-respecting outcome
+    ns = sel.size
+    jval = w[sel, kappa[sel]]
+    prio = true_log[sel, kappa[sel]]  # true log π_iκi: removal priority and tie-break of tries
+    best_key, best_pick, tries = _rounding(phi, job_of, A2[ns:].toarray(), cap_vec[ns:] + 1e-9, jval, prio, rng, u_b,
+                                           alpha, lp_value, rounding_repair, reoffer)
+    scale = float(np.exp(scale_log))
+    info["lp_value"] += lp_value * scale
+    info["value"] += best_key[0] * scale
+    info["tries"] += tries
+    info["mappings"] += m
+    if best_pick is not None:
+        for t, col in enumerate(best_pick):
+            if col >= 0:
+                _, srv, cnt, _ = cand_all[col]
+                y[sel[t], srv] = cnt
+    return y
+
+
+def _ring_sizes(w, q, G: float, fixed_sizes: bool) -> np.ndarray:
+    """Alg. 2 line 3: the LP relaxation of (12) and the LP-based ring selection; κ (n,), 0 for a job with none.
+
+    κ_i = argmax_{κ: χ̄_iκ > 0} π̄_iκ χ̄_iκ (first maximiser) over the LP max Σ π̄_iκ χ_iκ s.t. Σ_κ χ_iκ ≤ 1 and
+    Σ_iκ κ χ_iκ ≤ G (the GPUs left), κ ≤ q_i. ``fixed_sizes``: the aggregate row is slack, κ_i = q_i."""
+    n, K = w.shape[0], w.shape[1] - 1
+    kappa = np.zeros(n, dtype=np.int64)
     ii, kk = np.nonzero((np.arange(1, K + 1)[None, :] <= q[:, None]) & (w[:, 1:] > 0))
     if ii.size == 0:
-        return y
+        return kappa
     kk = kk + 1
     c = -w[ii, kk]
     A = coo_matrix((np.concatenate([np.ones(ii.size), kk.astype(float)]),
@@ -273,29 +310,36 @@ def _alg2(w, q, bw, free_gpu, free_srv, free_rack, topo, rng, u_b, alpha, roundi
         chi = lp_max(-c, A, np.concatenate([np.ones(n), [G]]))
         chi = np.zeros(ii.size) if chi is None else chi
     score = np.where(chi > _TOL, w[ii, kk] * chi, -np.inf)
-    kappa = np.zeros(n, dtype=np.int64)
     best = np.full(n, -np.inf)
     for col in range(ii.size):  # κ_i = argmax_{κ: χ̄ > 0} π̄ χ̄ (first maximiser)
         if score[col] > best[ii[col]]:
             best[ii[col]], kappa[ii[col]] = score[col], kk[col]
-    sel = np.flatnonzero(kappa > 0)
-    if sel.size == 0:
-        return y
-    # line 4: embedding LP over candidate mappings (= the mapping/probability pairs of line 6)
+    return kappa
+
+
+def _candidate_mappings(sel, kappa, bw, free_gpu, free_srv, free_rack, topo, cache) -> list:
+    """The candidate mappings (job, servers, counts, racks if multi-rack) of the κ_i-ring of every selected job
+    (:func:`_candidates`), kept in ``cache`` by ring size and the links that have b_i left."""
+    rack_of = np.asarray(topo.rack_of)
     cand_all = []
     for a in sel:
         k, b = int(kappa[a]), float(bw[a])
         key = (k, (free_srv + _TOL >= b).tobytes(), (free_rack + _TOL >= b).tobytes())
         cands = None if cache is None else cache.get(key)
         if cands is None:
-            cands = _candidates(k, b, free_gpu, rack_of, free_srv, free_rack, R)
+            cands = _candidates(k, b, free_gpu, rack_of, free_srv, free_rack, topo.num_racks)
             if cache is not None:
                 cache[key] = cands
         cand_all.extend((a, srv, cnt, racks) for srv, cnt, racks in cands)
-    m = len(cand_all)
-    if m == 0:
-        return y
-    ns = sel.size
+    return cand_all
+
+
+def _embedding_lp(cand_all, sel, kappa, w, bw, free_gpu, free_srv, free_rack, R: int):
+    """The embedding LP of Alg. 2 line 4 over the candidate mappings: (A, value, job_of, cap) of
+    max Σ value φ s.t. A φ ≤ cap, rows: one per selected job (eq. 13), then the GPUs per server (eqs. 16, 18), the
+    server uplinks and the rack uplinks (eqs. 17, 19); job_of: the selected job (index into ``sel``) of each
+    mapping."""
+    S, ns, m = free_gpu.shape[0], sel.size, len(cand_all)
     a_index = {int(a): t for t, a in enumerate(sel)}
     rows, colidx, vals = [], [], []
     value = np.empty(m)
@@ -312,10 +356,17 @@ def _alg2(w, q, bw, free_gpu, free_srv, free_rack, topo, rng, u_b, alpha, roundi
             rows.extend((ns + 2 * S + racks).tolist()); colidx.extend([col] * racks.size); vals.extend([b] * racks.size)
     A2 = coo_matrix((vals, (rows, colidx)), shape=(ns + 2 * S + R, m)).tocsr()
     cap_vec = np.concatenate([np.ones(ns), free_gpu.astype(float), free_srv, free_rack])
-    phi = lp_max(value, A2, cap_vec)
-    phi = np.zeros(m) if phi is None else phi
-    lp_value = float(value @ phi)
-    # lines 7–9: randomized rounding, u_b tries, keep the best capacity-respecting outcome
+    return A2, value, job_of, cap_vec
+
+
+def _rounding(phi, job_of, dense, limit, jval, prio, rng, u_b, alpha, lp_value, rounding_repair, reoffer):
+    """Alg. 2 lines 7–9: u_b tries of the randomized rounding, each drawn (line 8), repaired or discarded if it
+    overfills a resource, kept if it beats the best so far; stop early once a try reaches α times the LP value.
+
+    ``dense`` (D, m) loads of each mapping on every resource, ``limit`` (D,) the capacity left (+1e-9), ``jval``
+    and ``prio`` (ns,) each job's weight and true log π_iκi. Returns (best (value, log Σ π), best pick (ns,) of
+    mapping columns or -1, or None if no try was kept; tries made)."""
+    ns = jval.size
     cols_by_job = [np.flatnonzero((job_of == t) & (phi > _TOL)) for t in range(ns)]  # M_i: φ_i^k > 0
     # M_i in decreasing φ (ties: column order) for the re-offer of dropped jobs
     support = [cs[np.argsort(-phi[cs], kind="stable")] for cs in cols_by_job]
@@ -323,10 +374,6 @@ def _alg2(w, q, bw, free_gpu, free_srv, free_rack, topo, rng, u_b, alpha, roundi
         support = [np.concatenate([sp, np.flatnonzero((job_of == t) & (phi <= _TOL))])
                    for t, sp in enumerate(support)]
     cums = [np.cumsum(phi[cs]) for cs in cols_by_job]
-    dense = A2[ns:].toarray()  # (2S+R, m) loads of each mapping
-    limit = cap_vec[ns:] + 1e-9
-    jval = w[sel, kappa[sel]]
-    prio = true_log[sel, kappa[sel]]  # true log π_iκi: removal priority and tie-break of tries
     best_key, best_pick = (0.0, -np.inf), None
     U = rng.random((u_b, ns))
     it = 0
@@ -353,72 +400,7 @@ def _alg2(w, q, bw, free_gpu, free_srv, free_rack, topo, rng, u_b, alpha, roundi
             best_key, best_pick = key, pick.copy()
         if best_pick is not None and best_key[0] >= alpha * lp_value - 1e-12:
             break
-    best_val = best_key[0]
-    scale = float(np.exp(scale_log))
-    info["lp_value"] += lp_value * scale
-    info["value"] += best_val * scale
-    info["tries"] += it + 1
-    info["mappings"] += m
-    if best_pick is not None:
-        for t, col in enumerate(best_pick):
-            if col >= 0:
-                _, srv, cnt, _ = cand_all[col]
-                y[sel[t], srv] = cnt
-    return y
-
-
-def repair_overfill(loads: np.ndarray, limit: np.ndarray, weight: np.ndarray, log_pi: np.ndarray) -> np.ndarray:
-    """Make one rounded try capacity-respecting by removing jobs that use an overfilled resource.
-
-    Args:
-        loads: (D, n) resource loads (GPUs per server, Gbps per server / rack uplink) of the
-            mapping each of n chosen jobs drew.
-        limit: (D,) capacity left on each resource.
-        weight: (n,) the increment each job brings in the objective Algorithm 2 maximises
-            (π_iκi, or its floored rescaling in the last lexicographic round).
-        log_pi: (n,) the true log π_iκi, which breaks ties of ``weight`` (the floored round gives
-            many jobs the same weight).
-    Returns:
-        keep: (n,) bool.
-
-    While some resource is overfilled, the job with the smallest (weight, log π) among the jobs
-    whose mapping puts load on an overfilled resource is removed (exact ties: the newest, i.e. the
-    highest index). A job that uses no overfilled resource is never removed; each removal lowers
-    the load of some overfilled resource, so at most n removals.
-    """
-    n = loads.shape[1]
-    keep = np.ones(n, dtype=bool)
-    total = loads.sum(axis=1)
-    rank = np.empty(n, dtype=np.int64)
-    rank[np.lexsort((-np.arange(n), log_pi, weight))] = np.arange(n)  # 0 = removed first
-    while True:
-        over = total > limit
-        if not over.any():
-            return keep
-        users = keep & (loads[over] > 0).any(axis=0)
-        cand = np.flatnonzero(users)
-        if cand.size == 0:  # an "overfilled" resource nobody in the try uses (limit < 0 by rounding)
-            return keep
-        j = cand[np.argmin(rank[cand])]
-        keep[j] = False
-        total = total - loads[:, j]
-
-
-def reoffer_support(pick: np.ndarray, dropped: np.ndarray, support: list, loads: np.ndarray, load: np.ndarray,
-                    limit: np.ndarray, log_pi: np.ndarray) -> None:
-    """Re-offer jobs removed by :func:`repair_overfill` the capacity left (in place on ``pick``).
-
-    Dropped jobs, in decreasing true increment log π, take the first mapping of their own M_i (the
-    mappings with φ_i^k > 0, in decreasing φ) that fits what is left. The result is still one
-    mapping of M_i or none per job, i.e. an outcome Algorithm 2's rounding (line 8) can draw;
-    mappings outside M_i (φ = 0) are never offered.
-    """
-    for t in dropped[np.argsort(-log_pi[dropped], kind="stable")]:
-        for col in support[t]:
-            if (load + loads[:, col] <= limit).all():
-                pick[t] = col
-                load += loads[:, col]
-                break
+    return best_key, best_pick, it + 1
 
 
 def _fill(y, window, topo, jobs, rank, cap) -> None:

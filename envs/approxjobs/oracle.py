@@ -63,6 +63,8 @@ How it is computed (certified)
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numpy as np
 
 __all__ = ["fluid_bound", "epochs"]
@@ -90,28 +92,27 @@ def _best_response(v, beta, cap, m):
     return X, v * np.power(X, beta) - m * X
 
 
-def fluid_bound(scenario, horizon: int | None = None, *, tangents: int = 16, rounds: int = 12, tol: float = 1e-4,
-                details: bool = False):
-    """F̄ ≥ F*, the fluid program's optimum (module docstring), for the first ``horizon`` slots."""
-    from scipy import sparse
-    from scipy.optimize import linprog
+class _FluidLP(NamedTuple):
+    """The LP of step 1 (module docstring) before its tangent rows: variables x (P) | X (n) | u (n)."""
 
-    pb, tr = scenario.problem, scenario.truth
-    T = int(pb.horizon if horizon is None else horizon)
-    jb = tr.jobs
-    theta = np.asarray(tr.mean_rate, dtype=float)
-    price = np.asarray(pb.price, dtype=float)
-    Theta = float(theta.sum())  # mean work per slot of the whole cluster
-    rho = float(np.max(theta / price))  # most expected work per unit of budget
-    start = np.asarray(jb.arrival, dtype=np.int64) + 1  # first runnable slot a_j + 1 (eq. 2)
-    end = np.minimum(np.asarray(jb.deadline, dtype=np.int64), T)
-    ok = start <= end
-    out = {"bound": 0.0, "primal": 0.0, "lp": 0.0, "jobs": int(ok.sum()), "epochs": 0, "Theta": Theta, "rho": rho}
-    if not ok.any():
-        return out if details else 0.0
-    v, beta = np.asarray(jb.value, float)[ok], np.asarray(jb.beta, float)[ok]
-    cap = rho * np.asarray(jb.budget, float)[ok]  # X_j <= ρ B_j
-    bp, first, last = epochs(start[ok], end[ok])
+    v: np.ndarray  # (n,) value v_j of f_j
+    beta: np.ndarray  # (n,) exponent β_j of f_j
+    xmax: np.ndarray  # (n,) the most work job j can get: min(ρB_j, capacity of its window)
+    C: np.ndarray  # (E,) work capacity L_e Θ of each epoch
+    pe: np.ndarray  # (P,) epoch of each (job, epoch) pair
+    seg: np.ndarray  # (n,) first pair of each job
+    P: int  # number of (job, epoch) pairs
+    c: np.ndarray  # (P + 2n,) costs: minimise −Σ u
+    A_cap: object  # (E, P + 2n) sparse capacity rows Σ_{j active in e} x_je
+    A_eq: object  # (n, P + 2n) sparse rows X_j − Σ_e x_je = 0
+    bounds: np.ndarray  # (P + 2n, 2)
+
+
+def _fluid_lp(v, beta, cap, start, end, Theta: float) -> _FluidLP:
+    """The capacity, work and bound rows of the fluid program for jobs runnable in slots [start_j, end_j]."""
+    from scipy import sparse
+
+    bp, first, last = epochs(start, end)
     E = bp.size - 1
     C = np.diff(bp).astype(float) * Theta  # (E,) work capacity of each epoch
     n = v.size
@@ -133,41 +134,77 @@ def fluid_bound(scenario, horizon: int | None = None, *, tangents: int = 16, rou
     bounds[:P, 1] = np.inf
     bounds[P:P + n, 1] = xmax
     bounds[P + n:, 0], bounds[P + n:, 1] = -np.inf, np.inf
+    seg = np.r_[0, np.cumsum(span)[:-1]]
+    return _FluidLP(v, beta, xmax, C, pe, seg, P, c, A_cap, A_eq, bounds)
+
+
+def _tangent_rows(lp: _FluidLP, z: np.ndarray):
+    """u_j − f'(z) X_j <= f(z) − f'(z) z, one row per (job, point) of z (n, K)."""
+    from scipy import sparse
+
+    n, nv, P = lp.v.size, lp.c.size, lp.P
+    jj = np.repeat(np.arange(n), z.shape[1])
+    zz = z.reshape(-1)
+    vv, bb = lp.v[jj], lp.beta[jj]
+    fz = vv * zz ** bb
+    fp = vv * bb * zz ** (bb - 1.0)
+    rows = np.arange(jj.size)
+    A = sparse.csr_matrix((np.r_[np.ones(jj.size), -fp], (np.r_[rows, rows], np.r_[P + n + jj, P + jj])),
+                          shape=(jj.size, nv))
+    return A, fz - fp * zz
+
+
+def _cutting_planes(lp: _FluidLP, tangents: int, rounds: int, tol: float) -> tuple[float, float, float]:
+    """Steps 1–2 of the module docstring: (smallest D(μ), largest primal value, last LP value) over the rounds."""
+    from scipy import sparse
+    from scipy.optimize import linprog
+
+    v, beta, xmax, C = lp.v, lp.beta, lp.xmax, lp.C
+    n, E, P = v.size, C.size, lp.P
     frac = np.geomspace(1e-4, 1.0, tangents)
     pts = xmax[:, None] * frac[None, :]  # (n, K) tangent points
     pts = np.where(pts > 0, pts, 1e-12)
-
-    def tangent_rows(z):  # u_j − f'(z) X_j <= f(z) − f'(z) z, one row per (job, point)
-        jj = np.repeat(np.arange(n), z.shape[1])
-        zz = z.reshape(-1)
-        vv, bb = v[jj], beta[jj]
-        fz = vv * zz ** bb
-        fp = vv * bb * zz ** (bb - 1.0)
-        rows = np.arange(jj.size)
-        A = sparse.csr_matrix((np.r_[np.ones(jj.size), -fp], (np.r_[rows, rows], np.r_[P + n + jj, P + jj])),
-                              shape=(jj.size, nv))
-        return A, fz - fp * zz
-
-    A_t, b_t = tangent_rows(pts)
-    seg = np.r_[0, np.cumsum(span)[:-1]]
+    A_t, b_t = _tangent_rows(lp, pts)
     best = (np.inf, 0.0, 0.0)  # (D, primal, lp)
     for _ in range(max(1, rounds)):
-        A_ub = sparse.vstack([A_cap, A_t]).tocsr()
+        A_ub = sparse.vstack([lp.A_cap, A_t]).tocsr()
         b_ub = np.r_[C, b_t]
-        res = linprog(c, A_ub=A_ub, b_ub=b_ub, A_eq=A_eq, b_eq=np.zeros(n), bounds=bounds, method="highs")
+        res = linprog(lp.c, A_ub=A_ub, b_ub=b_ub, A_eq=lp.A_eq, b_eq=np.zeros(n), bounds=lp.bounds, method="highs")
         if res.status != 0:
             raise RuntimeError(f"fluid bound LP failed: {res.message}")
         X = np.clip(res.x[P:P + n], 0.0, xmax)
         mu = np.maximum(-np.asarray(res.ineqlin.marginals[:E]), 0.0)  # capacity prices (>= 0)
-        m = np.minimum.reduceat(mu[pe], seg)  # cheapest epoch of each job's window
+        m = np.minimum.reduceat(mu[lp.pe], lp.seg)  # cheapest epoch of each job's window
         _, val = _best_response(v, beta, xmax, m)  # X <= xmax is implied by the capacity rows: kept inside
         D = float(np.dot(mu, C) + val.sum())  # D(μ): weak-duality bound, closed form
         primal = float(np.sum(v * np.power(X, beta)))  # the LP allocation's true utility (feasible)
         best = (min(best[0], D), max(best[1], primal), float(-res.fun))
         if best[0] - best[1] <= tol * best[0]:
             break
-        A2, b2 = tangent_rows(np.where(X > 0, X, 1e-12)[:, None])  # cutting plane at the LP's X_j
+        A2, b2 = _tangent_rows(lp, np.where(X > 0, X, 1e-12)[:, None])  # cutting plane at the LP's X_j
         A_t, b_t = sparse.vstack([A_t, A2]).tocsr(), np.r_[b_t, b2]
-    D, primal, lp = best
-    out.update(bound=D, primal=primal, lp=lp, epochs=int(E))
+    return best
+
+
+def fluid_bound(scenario, horizon: int | None = None, *, tangents: int = 16, rounds: int = 12, tol: float = 1e-4,
+                details: bool = False):
+    """F̄ ≥ F*, the fluid program's optimum (module docstring), for the first ``horizon`` slots."""
+    pb, tr = scenario.problem, scenario.truth
+    T = int(pb.horizon if horizon is None else horizon)
+    jb = tr.jobs
+    theta = np.asarray(tr.mean_rate, dtype=float)
+    price = np.asarray(pb.price, dtype=float)
+    Theta = float(theta.sum())  # mean work per slot of the whole cluster
+    rho = float(np.max(theta / price))  # most expected work per unit of budget
+    start = np.asarray(jb.arrival, dtype=np.int64) + 1  # first runnable slot a_j + 1 (eq. 2)
+    end = np.minimum(np.asarray(jb.deadline, dtype=np.int64), T)
+    ok = start <= end
+    out = {"bound": 0.0, "primal": 0.0, "lp": 0.0, "jobs": int(ok.sum()), "epochs": 0, "Theta": Theta, "rho": rho}
+    if not ok.any():
+        return out if details else 0.0
+    v, beta = np.asarray(jb.value, float)[ok], np.asarray(jb.beta, float)[ok]
+    cap = rho * np.asarray(jb.budget, float)[ok]  # X_j <= ρ B_j
+    lp = _fluid_lp(v, beta, cap, start[ok], end[ok], Theta)
+    D, primal, lp_value = _cutting_planes(lp, tangents, rounds, tol)
+    out.update(bound=D, primal=primal, lp=lp_value, epochs=int(lp.C.size))
     return out if details else D

@@ -22,7 +22,7 @@ different sampled actions with branches, 1 thread), reads B¹, B³ off the brack
 (the result of Algorithm 1's sort-and-repeat, lines 7–31, without the loop). Cost O(D²) per binding
 group of D ports (O(D) for a group where eq. 4 does not bind), compiled with numba. The same
 compiled function serves OGASched (eq. 11), the single env's repair and, inlined into
-``allocation.dynamics.step_batch``, the vector env's repair batched over sub-envs, so every caller
+``allocation.kernels.step_batch``, the vector env's repair batched over sub-envs, so every caller
 gets the same bits.
 
 The kernel reads the allocation in its own flat (E·K,) order (entry (e, k) at e·K + k) and walks

@@ -337,24 +337,53 @@ def check_placement(y0, present, cap, gpus, bw, rack_of, num_racks, link_cap, st
     status (``PLACE_*``) and ``where``: the window row (phases 1, 2), the server (3), or 2 * link +
     direction (4), with ``load`` filled for phase 4."""
     J, S = y0.shape
-    L = S + num_racks
-    for j in range(J):  # phase 1 (eq. 6)
-        for s in range(S):
-            v = y0[j, s]
-            if not present[j] and v > 0:
-                if strict:
-                    return PLACE_EMPTY_ROW, j, 0
-                v = 0
-            y[j, s] = v
+    j = _drop_empty_rows(y0, present, strict, y)  # phase 1 (eq. 6)
+    if j >= 0:
+        return PLACE_EMPTY_ROW, j, 0
     for j in range(J):  # phase 2 (eqs. 2, 11): the workers on lower-index servers come first
         if _keep_in_order(y[j, :], cap[j], strict):
             return PLACE_OVER_CAP, j, 0
     for s in range(S):  # phase 3 (eq. 4): the workers of earlier window rows come first
         if _keep_in_order(y[:, s], gpus[s], strict):
             return PLACE_OVER_GPUS, s, 0
-    for li in range(L):  # phase 4 (eq. 19): the cheapest rings' loads, the same both directions
-        load[li] = 0.0
     on_rack = np.zeros(num_racks, dtype=np.bool_)
+    _ring_loads(y, bw, rack_of, num_racks, on_rack, load)  # phase 4 (eq. 19)
+    over = -1
+    for li in range(S + num_racks):
+        for d in range(2):
+            if over < 0 and load[li] > link_cap[li, d] + _EPS:
+                over = 2 * li + d
+    if over >= 0:
+        if strict:
+            return PLACE_OVER_LINK, over, 0
+        _admit_rings(y, bw, rack_of, num_racks, link_cap, on_rack)
+    return PLACE_OK, -1, _rows_changed(y, y0)
+
+
+@numba.njit(cache=True, nogil=True)
+def _drop_empty_rows(y0, present, strict, y):  # pragma: no cover - compiled
+    """Phase 1 of :func:`check_placement` (eq. 6): ``y`` = ``y0`` without the workers of window rows that hold no
+    job. Returns the first such row with workers under ``strict`` (``y`` then written up to it), else -1."""
+    J, S = y0.shape
+    for j in range(J):
+        for s in range(S):
+            v = y0[j, s]
+            if not present[j] and v > 0:
+                if strict:
+                    return j
+                v = 0
+            y[j, s] = v
+    return -1
+
+
+@numba.njit(cache=True, nogil=True)
+def _ring_loads(y, bw, rack_of, num_racks, on_rack, load):  # pragma: no cover - compiled
+    """The per-link loads of placement ``y`` into ``load`` (S + R,), the same both directions: each job's cheapest
+    ring puts b_i on every server uplink it uses when it spans servers, and on every rack uplink it uses when it
+    spans racks (``on_rack`` (R,) scratch)."""
+    J, S = y.shape
+    for li in range(S + num_racks):
+        load[li] = 0.0
     for j in range(J):
         if _ring_racks(y[j], rack_of, on_rack) == 0:
             continue
@@ -365,44 +394,50 @@ def check_placement(y0, present, cap, gpus, bw, rack_of, num_racks, link_cap, st
             for r in range(num_racks):
                 if on_rack[r]:
                     load[S + r] += bw[j]
-    over = -1
-    for li in range(L):
-        for d in range(2):
-            if over < 0 and load[li] > link_cap[li, d] + _EPS:
-                over = 2 * li + d
-    if over >= 0:
-        if strict:
-            return PLACE_OVER_LINK, over, 0
-        free = np.empty(L)
-        for li in range(L):
-            free[li] = min(link_cap[li, 0], link_cap[li, 1])
-        for j in range(J):
-            if _ring_racks(y[j], rack_of, on_rack) == 0:
-                continue
-            multirack = _count(on_rack) > 1
-            fits = True
+
+
+@numba.njit(cache=True, nogil=True)
+def _admit_rings(y, bw, rack_of, num_racks, link_cap, on_rack):  # pragma: no cover - compiled
+    """The repair of phase 4 (eq. 19), in place on ``y``: the rings are admitted in window order against the
+    bandwidth left (the smaller direction of each link); a multi-server job whose ring needs more than is left on
+    one of its links gets no workers."""
+    J, S = y.shape
+    free = np.empty(S + num_racks)
+    for li in range(S + num_racks):
+        free[li] = min(link_cap[li, 0], link_cap[li, 1])
+    for j in range(J):
+        if _ring_racks(y[j], rack_of, on_rack) == 0:
+            continue
+        multirack = _count(on_rack) > 1
+        fits = True
+        for s in range(S):
+            if y[j, s] > 0 and free[s] + _EPS < bw[j]:
+                fits = False
+        for r in range(num_racks):
+            if multirack and on_rack[r] and free[S + r] + _EPS < bw[j]:
+                fits = False
+        if fits:
             for s in range(S):
-                if y[j, s] > 0 and free[s] + _EPS < bw[j]:
-                    fits = False
+                if y[j, s] > 0:
+                    free[s] -= bw[j]
             for r in range(num_racks):
-                if multirack and on_rack[r] and free[S + r] + _EPS < bw[j]:
-                    fits = False
-            if fits:
-                for s in range(S):
-                    if y[j, s] > 0:
-                        free[s] -= bw[j]
-                for r in range(num_racks):
-                    if multirack and on_rack[r]:
-                        free[S + r] -= bw[j]
-            else:
-                y[j, :] = 0
+                if multirack and on_rack[r]:
+                    free[S + r] -= bw[j]
+        else:
+            y[j, :] = 0
+
+
+@numba.njit(cache=True, nogil=True)
+def _rows_changed(y, y0):  # pragma: no cover - compiled
+    """The number of rows of ``y`` that differ from ``y0`` (the repaired rows)."""
+    J, S = y.shape
     repaired = 0
     for j in range(J):
         for s in range(S):
             if y[j, s] != y0[j, s]:
                 repaired += 1
                 break
-    return PLACE_OK, -1, repaired
+    return repaired
 
 
 @numba.njit(cache=True, nogil=True)

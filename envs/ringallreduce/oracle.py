@@ -55,7 +55,29 @@ def solve_slot(topo, cap, zeta, z, lam1, lam2, lam3, bw, *, time_limit: float = 
     gpus = np.asarray(topo.gpus if free_gpu is None else free_gpu, dtype=np.int64)
     rack_of = np.asarray(topo.rack_of)
     bw = np.asarray(bw, dtype=np.float64)
-    # variable layout per job: y (S), x (S), l (S), v (R), lr (R), m, M, chi (cap)
+    off, c, lo, hi, integ = _columns(jobs, cap, pi, gpus, S, R)
+    rows = _Rows()
+    for j in jobs:
+        _job_rows(rows, off[j], int(cap[j]), np.minimum(int(cap[j]), gpus), rack_of, S, R)
+    _capacity_rows(rows, jobs, off, bw, gpus, topo)
+    x = _solve_milp(c, rows.matrix(c.size), rows.lo, rows.hi, integ, lo, hi, time_limit)
+    for j in jobs:
+        y_out[j] = np.rint(x[off[j]:off[j] + S]).astype(np.int64)
+    value = float(sum(pi[j, y_out[j].sum()] for j in jobs))
+    return value, y_out
+
+
+def _blocks(o: int, S: int, R: int) -> tuple[int, ...]:
+    """The first column of each variable block of the job whose columns start at ``o``: y (S), x (S), ℓ (S),
+    v (R), ℓ' (R), m, M, χ (cap_i)."""
+    return (o, o + S, o + 2 * S, o + 3 * S, o + 3 * S + R, o + 3 * S + 2 * R, o + 3 * S + 2 * R + 1,
+            o + 3 * S + 2 * R + 2)
+
+
+def _columns(jobs, cap, pi, gpus, S: int, R: int):
+    """The columns of the MILP, job after job (:func:`_blocks`): each job's first column, the objective (−π_iκ on
+    χ_iκ), the bounds (y_is ≤ min(cap_i, C_s), every other column in [0, 1]) and the integrality (ℓ, ℓ'
+    continuous)."""
     off, cols = {}, 0
     for j in jobs:
         off[j] = cols
@@ -63,51 +85,66 @@ def solve_slot(topo, cap, zeta, z, lam1, lam2, lam3, bw, *, time_limit: float = 
     c = np.zeros(cols)
     lo, hi = np.zeros(cols), np.ones(cols)
     integ = np.ones(cols, dtype=np.int8)
-    rows, cidx, vals, rlo, rhi = [], [], [], [], []
-    r = 0
-
-    def add(cs, vs, lo_, hi_):
-        nonlocal r
-        rows.extend([r] * len(cs))
-        cidx.extend(cs)
-        vals.extend(vs)
-        rlo.append(lo_)
-        rhi.append(hi_)
-        r += 1
-
-    gpu_rows = [([], []) for _ in range(S)]
-    srv_rows = [([], []) for _ in range(S)]
-    rack_rows = [([], []) for _ in range(R)]
     for j in jobs:
-        o = off[j]
-        Y, X, L, V, LR = o, o + S, o + 2 * S, o + 3 * S, o + 3 * S + R
-        m, M, CH = o + 3 * S + 2 * R, o + 3 * S + 2 * R + 1, o + 3 * S + 2 * R + 2
+        Y, _, L, _, LR, _, _, CH = _blocks(off[j], S, R)
         K = int(cap[j])
-        ub = np.minimum(K, gpus)
-        hi[Y:Y + S] = ub
+        hi[Y:Y + S] = np.minimum(K, gpus)
         integ[L:L + S] = 0
         integ[LR:LR + R] = 0
         c[CH:CH + K] = -pi[j, 1:K + 1]
-        add(list(range(Y, Y + S)) + list(range(CH, CH + K)), [1.0] * S + [-float(k) for k in range(1, K + 1)], 0, 0)
-        add(list(range(CH, CH + K)), [1.0] * K, -np.inf, 1)
-        for s in range(S):
-            add([Y + s, X + s], [1.0, -float(ub[s])], -np.inf, 0)
-            add([X + s, Y + s], [1.0, -1.0], -np.inf, 0)
-            add([L + s, X + s, m], [1.0, -1.0, -1.0], -1, np.inf)
-            add([X + s, V + int(rack_of[s])], [1.0, -1.0], -np.inf, 0)
-            gpu_rows[s][0].append(Y + s), gpu_rows[s][1].append(1.0)
-            srv_rows[s][0].append(L + s), srv_rows[s][1].append(bw[j])
-        add(list(range(X, X + S)) + [m], [1.0] * S + [-(S - 1.0)], -np.inf, 1)
-        add(list(range(V, V + R)) + [M], [1.0] * R + [-(R - 1.0)], -np.inf, 1)
-        for q in range(R):
-            add([LR + q, V + q, M], [1.0, -1.0, -1.0], -1, np.inf)
-            rack_rows[q][0].append(LR + q), rack_rows[q][1].append(bw[j])
+    return off, c, lo, hi, integ
+
+
+class _Rows:
+    """The constraint rows lo ≤ A z ≤ hi of the MILP, in the order they are added."""
+
+    def __init__(self):
+        self.rows, self.cols, self.vals, self.lo, self.hi = [], [], [], [], []
+
+    def add(self, cs, vs, lo, hi) -> None:
+        self.rows.extend([len(self.lo)] * len(cs))
+        self.cols.extend(cs)
+        self.vals.extend(vs)
+        self.lo.append(lo)
+        self.hi.append(hi)
+
+    def matrix(self, cols: int):
+        return coo_matrix((self.vals, (self.rows, self.cols)), shape=(len(self.lo), cols)).tocsr()
+
+
+def _job_rows(rows: _Rows, o: int, K: int, ub, rack_of, S: int, R: int) -> None:
+    """One job's rows (module docstring): its ring size Σ_s y_is = Σ_κ κ χ_iκ with Σ_κ χ_iκ ≤ 1 (eqs. 2, 11 via
+    κ ≤ cap_i = K), eq. 5 with ``ub`` = min(cap_i, C_s), and the indicators m_i, v_ir, M_i with the link-use
+    variables ℓ_is, ℓ'_ir."""
+    Y, X, L, V, LR, m, M, CH = _blocks(o, S, R)
+    rows.add(list(range(Y, Y + S)) + list(range(CH, CH + K)), [1.0] * S + [-float(k) for k in range(1, K + 1)],
+             0, 0)
+    rows.add(list(range(CH, CH + K)), [1.0] * K, -np.inf, 1)
     for s in range(S):
-        add(*gpu_rows[s], -np.inf, float(gpus[s]))
-        add(*srv_rows[s], -np.inf, float(np.min(topo.server_bw[s])))
+        rows.add([Y + s, X + s], [1.0, -float(ub[s])], -np.inf, 0)
+        rows.add([X + s, Y + s], [1.0, -1.0], -np.inf, 0)
+        rows.add([L + s, X + s, m], [1.0, -1.0, -1.0], -1, np.inf)
+        rows.add([X + s, V + int(rack_of[s])], [1.0, -1.0], -np.inf, 0)
+    rows.add(list(range(X, X + S)) + [m], [1.0] * S + [-(S - 1.0)], -np.inf, 1)
+    rows.add(list(range(V, V + R)) + [M], [1.0] * R + [-(R - 1.0)], -np.inf, 1)
     for q in range(R):
-        add(*rack_rows[q], -np.inf, float(np.min(topo.rack_bw[q])))
-    A = coo_matrix((vals, (rows, cidx)), shape=(r, cols)).tocsr()
+        rows.add([LR + q, V + q, M], [1.0, -1.0, -1.0], -1, np.inf)
+
+
+def _capacity_rows(rows: _Rows, jobs, off: dict, bw, gpus, topo) -> None:
+    """The shared rows, summed over the jobs: eq. 4 and eq. 19 on each server uplink, then eq. 19 on each rack uplink
+    (the smaller direction of each link)."""
+    S, R = topo.num_servers, topo.num_racks
+    blocks = [_blocks(off[j], S, R) for j in jobs]  # (y, x, ℓ, v, ℓ', m, M, χ) of each job
+    for s in range(S):
+        rows.add([b[0] + s for b in blocks], [1.0] * len(jobs), -np.inf, float(gpus[s]))
+        rows.add([b[2] + s for b in blocks], [bw[j] for j in jobs], -np.inf, float(np.min(topo.server_bw[s])))
+    for q in range(R):
+        rows.add([b[4] + q for b in blocks], [bw[j] for j in jobs], -np.inf, float(np.min(topo.rack_bw[q])))
+
+
+def _solve_milp(c, A, rlo, rhi, integ, lo, hi, time_limit: float) -> np.ndarray:
+    """The MILP's optimal columns by HiGHS, the objective rescaled; RuntimeError unless solved to optimality."""
     # at least 1e-290: increments all below it (a slot of jobs far from λ3) would make 1e3 / scale overflow
     scale = max(float(np.max(np.abs(c))), 1e-290) if np.any(c) else 1.0
     # objective of size 1e3: HiGHS' absolute MIP gap (1e-6, not settable through scipy) is then
@@ -119,10 +156,7 @@ def solve_slot(topo, cap, zeta, z, lam1, lam2, lam3, bw, *, time_limit: float = 
         raise RuntimeError(f"MILP of problem (10) failed: {res.message}")
     if res.status != 0:
         raise RuntimeError(f"MILP of problem (10) not solved to optimality within {time_limit}s: {res.message}")
-    for j in jobs:
-        y_out[j] = np.rint(res.x[off[j]:off[j] + S]).astype(np.int64)
-    value = float(sum(pi[j, y_out[j].sum()] for j in jobs))
-    return value, y_out
+    return res.x
 
 
 _C = {k: i for i, k in enumerate(JOB_FIELDS)}

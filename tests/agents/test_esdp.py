@@ -8,7 +8,8 @@ import numpy as np
 import pytest
 
 from clustergym.agent import make, public_info
-from clustergym.agents.esdp import DELTAS, ESDP, GS, solve_p4_all
+from clustergym.agents.esdp import DELTAS, ESDP, GS
+from clustergym.agents.esdp_dp import solve_p4_all
 
 ID = "clustergym/MultiServerChannel-v0"
 BACKENDS = ["numpy", "numba", "pruned"]

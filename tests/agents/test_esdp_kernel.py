@@ -6,7 +6,8 @@ import numpy as np
 import pytest
 
 from clustergym.agent import public_info
-from clustergym.agents.esdp import ESDP, solve_p4_all
+from clustergym.agents.esdp import ESDP
+from clustergym.agents.esdp_dp import solve_p4_all
 
 ID = "clustergym/MultiServerChannel-v0"
 

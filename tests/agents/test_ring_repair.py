@@ -1,4 +1,4 @@
-"""P3 GADGET rounding repair (agents/gadget.py): only jobs on overfilled resources are removed, ties by
+"""P3 GADGET rounding repair (agents/gadget_repair.py): only jobs on overfilled resources are removed, ties by
 the true increment, dropped jobs re-offered the capacity left; GADGET embeds every visible job when the
 cluster is uncontended."""
 
@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from clustergym.agent import make, public_info
-from clustergym.agents.gadget import reoffer_support, repair_overfill
+from clustergym.agents.gadget_repair import reoffer_support, repair_overfill
 from clustergym.envs.ringallreduce.env import RingAllReduceEnv
 
 

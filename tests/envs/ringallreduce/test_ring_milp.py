@@ -1,4 +1,5 @@
-"""P3 per-slot optimum: the MILP of problem (10) equals brute force; GADGET reaches >= 50% of it."""
+"""P3 per-slot optimum: the MILP of problem (10) equals brute force; GADGET reaches >= 50% of it and its
+placements fit rings that share a server uplink."""
 
 import itertools
 
@@ -111,6 +112,26 @@ def test_gadget_reaches_half_of_optimum_on_small_instances():
         ratios.append(val / opt)
     assert len(ratios) >= 20
     assert np.mean(ratios) >= 0.5, ratios
+
+
+def test_gadget_fits_rings_that_share_a_server_uplink():
+    """Servers of 2-4 GPUs on tight uplinks (1-3 Gbps; rack uplinks unlimited): the rings of several jobs cross
+    one server uplink, and GADGET's placement still fits its bandwidth (eqs. 17, 19: the embedding LP's
+    uplink rows, which the repair of a rounded try also reads)."""
+    for seed in range(160):
+        rng = np.random.default_rng(seed)
+        S, n, R = int(rng.integers(2, 7)), int(rng.integers(2, 7)), int(rng.integers(1, 3))
+        rack_of = np.sort(np.concatenate([np.arange(R), rng.integers(0, R, S - R)]))
+        sbw = rng.uniform(1.0, 3.0, S)
+        topo = Topology(rack_of=rack_of, gpus=rng.integers(2, 5, S), server_bw=np.repeat(sbw[:, None], 2, 1),
+                        rack_bw=np.full((R, 2), 100.0))
+        cap = rng.integers(2, 6, n)
+        zeta, z = rng.integers(50, 500, n).astype(float), rng.integers(0, 10, n).astype(float)
+        window = dict(present=np.ones(n, bool), cap=cap, zeta=zeta, attained=z, lam1=rng.uniform(1, 100, n),
+                      lam2=rng.uniform(0.002, 0.05, n), lam3=zeta * (z + rng.uniform(0.5, cap + 0.5)),
+                      bw=rng.uniform(0.8, 2.0, n))
+        y = gadget_slot(window, topo, np.random.default_rng(seed))
+        assert _feasible(y, topo, window["bw"]) and (y.sum(axis=1) <= cap).all(), seed
 
 
 def test_fig7_slot_ratios_same_slots_and_bounded_by_the_optimum():
