@@ -347,7 +347,8 @@ def _p4_numpy(upsilon, sigma2, demand, capacity, S: int, dtype, neg: int, grid):
         cand += dtype(sigma2[i])
         cur = V[tgt]
         better = cand > cur
-        take[(i, *tgt)] = better
+        key: tuple[int | slice, ...] = (i, *tgt)
+        take[key] = better
         np.maximum(cur, cand, out=cur)
     return V, take
 

@@ -321,7 +321,7 @@ def _candidate_mappings(sel, kappa, bw, free_gpu, free_srv, free_rack, topo, cac
     """The candidate mappings (job, servers, counts, racks if multi-rack) of the κ_i-ring of every selected job
     (:func:`_candidates`), kept in ``cache`` by ring size and the links that have b_i left."""
     rack_of = np.asarray(topo.rack_of)
-    cand_all = []
+    cand_all: list = []
     for a in sel:
         k, b = int(kappa[a]), float(bw[a])
         key = (k, (free_srv + _TOL >= b).tobytes(), (free_rack + _TOL >= b).tobytes())

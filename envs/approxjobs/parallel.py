@@ -82,7 +82,8 @@ class ApproxJobsParallelEnv(ClusterParallelEnv):
         env = ApproxJobsEnv(scenario, **kwargs)
         pb = env.problem
         M, J, T = pb.num_machines, pb.max_jobs, float(env.horizon)
-        F = env.observation_space["jobs"].shape[1]  # the single env's job features
+        jobs_space = env.observation_space["jobs"]  # type: ignore[index]  # a Dict space
+        F = jobs_space.shape[1]  # the single env's job features
         agents = [f"machine_{i}" for i in range(M)]
         obs_spaces = {a: spaces.Dict({
             "jobs": spaces.Box(0.0, np.inf, shape=(J, F), dtype=np.float64),

@@ -227,8 +227,8 @@ class MultiServerAllocationParallelEnv(ClusterParallelEnv):
             info["metrics"]["repaired"] += self._pad_dropped
         assert self._obs is not None  # set by reset
         x = self._obs["arrivals"].astype(bool)  # x(t) of the slot just played (the obs is not yet updated)
-        self._edge_reward = server_reward_split(self.reward_model, y, x)  # (E,)
-        self._y = y
+        self._edge_reward: np.ndarray = server_reward_split(self.reward_model, y, x)  # (E,)
+        self._y: np.ndarray = y
         per_server = np.bincount(self._edge_server, weights=self._edge_reward, minlength=self.problem.num_servers)
         return {a: float(per_server[r]) for a, r in zip(self.possible_agents, self.agent_servers)}
 
