@@ -136,7 +136,7 @@ def _checked_inputs(agents, seeds, horizon, env_kwargs, workers, backend, instan
     return agents, seeds, horizon, env_kwargs, workers, instances
 
 
-def _checked_agents(env_id: str, agents: list[str], horizon: int, env_kwargs: dict, score: bool) -> tuple:
+def _checked_agents(env_id: str, agents: Sequence[str], horizon: int, env_kwargs: dict, score: bool) -> tuple:
     """Fail fast on an unknown env or agent, bad env kwargs and bad agent options, before any long run starts.
 
     Returns ``(known, models, env_kwargs)``: the agents of the env's family, the evaluation hooks of the agents
@@ -177,8 +177,8 @@ class _Plan:
         return env_kwargs if inst is None or "scenario_seed" in env_kwargs else {**env_kwargs, "scenario_seed": inst}
 
 
-def _plan_runs(env_id: str, agents: list[str], seeds: list[int], horizon: int, workers: int, env_kwargs: dict,
-               instances: list[int] | None, models: dict) -> _Plan:
+def _plan_runs(env_id: str, agents: Sequence[str], seeds: Sequence[int], horizon: int, workers: int, env_kwargs: dict,
+               instances: Sequence[int] | None, models: dict) -> _Plan:
     """Every run of the comparison: the instance of each seed, each agent's env kwargs (a pool-trained
     model's padding), and a check that the per-slot curves fit in memory."""
     instances, pinned_by_model = _pin_to_model(models, env_kwargs, instances)
@@ -191,7 +191,8 @@ def _plan_runs(env_id: str, agents: list[str], seeds: list[int], horizon: int, w
     return plan
 
 
-def _pin_to_model(models: dict, env_kwargs: dict, instances: list[int] | None) -> tuple[list[int] | None, bool]:
+def _pin_to_model(models: dict, env_kwargs: dict,
+                  instances: Sequence[int] | None) -> tuple[Sequence[int] | None, bool]:
     """Pin the comparison to the instance an agent was trained on, if one was (it sets
     ``env_kwargs["scenario_seed"]``); returns ``(instances, pinned_by_model)``.
 
@@ -208,7 +209,7 @@ def _pin_to_model(models: dict, env_kwargs: dict, instances: list[int] | None) -
     return instances, False
 
 
-def _instance_pairs(env_id: str, horizon: int, env_kwargs: dict, seeds: list[int], instances: list[int] | None,
+def _instance_pairs(env_id: str, horizon: int, env_kwargs: dict, seeds: Sequence[int], instances: Sequence[int] | None,
                     pinned_by_model: bool) -> tuple[list, list, str]:
     """The (instance, seed) of each agent's runs: pinned, explicit (instance × seed) or one per seed; the
     instance is None where the scenario does not depend on ``scenario_seed``. Returns ``(pairs, distinct,
@@ -236,7 +237,7 @@ def _instance_pairs(env_id: str, horizon: int, env_kwargs: dict, seeds: list[int
     return pairs, distinct, axis
 
 
-def _tasks(plan: _Plan, agents: list[str], models: dict, distinct: list) -> list[tuple]:
+def _tasks(plan: _Plan, agents: Sequence[str], models: dict, distinct: list) -> list[tuple]:
     """One task per (agent, instance, seed). A pool-trained model's env gets its own padding kwargs (they never
     change the dynamics); the other agents run unpadded."""
     env_id, env_kwargs = plan.env_id, plan.env_kwargs
