@@ -266,26 +266,37 @@ def run_tasks(fn: Callable, tasks: list, workers: int, *, report=None, on_start:
                            on_reused=on_reused)
     if workers > 1 and _RAY_TASKS:  # inside ray_tasks(): the tasks go to the connected Ray instance
         return run_tasks_ray(fn, tasks, workers, on_done=on_done)
-    out: list = [None] * len(tasks)
     if workers == 1:
-        i = 0
-        try:
-            for i, task in enumerate(tasks):
-                if on_start is not None:
-                    on_start(task)
-                out[i] = fn(task, report)
-                if on_done is not None:
-                    on_done(out[i])
-        except BaseException as exc:  # Ctrl-C, also when compiled code (numba) wrapped it in a SystemError
-            if not isinstance(exc, Interrupted) and was_interrupted(exc):
-                raise Interrupted(f"interrupted after {i} of {len(tasks)} runs; these runs were discarded (no "
-                                  "results of this sweep were written)") from None
-            raise
-        return out
-    import sys
+        return _run_here(fn, tasks, report, on_start, on_done)
+    return _run_in_pool(fn, tasks, workers, report, on_done)
+
+
+def _run_here(fn: Callable, tasks: list, report, on_start: Callable | None, on_done: Callable | None) -> list:
+    """:func:`run_tasks` in this process, one task after the other; Ctrl-C is :class:`Interrupted`."""
+    out: list = [None] * len(tasks)
+    i = 0
+    try:
+        for i, task in enumerate(tasks):
+            if on_start is not None:
+                on_start(task)
+            out[i] = fn(task, report)
+            if on_done is not None:
+                on_done(out[i])
+    except BaseException as exc:  # Ctrl-C, also when compiled code (numba) wrapped it in a SystemError
+        if not isinstance(exc, Interrupted) and was_interrupted(exc):
+            raise Interrupted(f"interrupted after {i} of {len(tasks)} runs; these runs were discarded (no "
+                              "results of this sweep were written)") from None
+        raise
+    return out
+
+
+def _run_in_pool(fn: Callable, tasks: list, workers: int, report, on_done: Callable | None) -> list:
+    """:func:`run_tasks` in the shared pool of ``workers`` processes: the tasks a dead worker cost run again in a
+    new pool (:func:`_charge_dead_workers`); Ctrl-C stops the workers and is :class:`Interrupted`."""
     import uuid
     from concurrent.futures.process import BrokenProcessPool
 
+    out: list = [None] * len(tasks)
     token = uuid.uuid4().hex
     pending = list(range(len(tasks)))
     lost: dict[int, int] = {}
@@ -312,40 +323,7 @@ def run_tasks(fn: Callable, tasks: list, workers: int, *, report=None, on_start:
                         if on_done is not None:
                             on_done(out[i])
                 _drain_started(ex, token, started)
-                procs = ex._cg_procs  # type: ignore[attr-defined]
-                # The pool's manager thread reaps the workers as the pool breaks; an exit code read while it
-                # waits on the same process can come back empty (both wait, one gets it), so it ends first.
-                manager = getattr(ex, "_executor_manager_thread", None)
-                if manager is not None and manager.is_alive():
-                    manager.join(5.0)
-                for p in procs.values():
-                    p.join(2.0)  # reap: the exit code tells the dead from the ones the pool stopped
-                dead = {pid: p.exitcode for pid, p in procs.items()
-                        if p.exitcode is not None and p.exitcode != -15}  # -SIGTERM: stopped by the pool
-                hit = [i for i in pending if started.get(i) in dead]
-                if not hit:
-                    blind += 1
-                    hit = [i for i in pending if i in started]
-                    if blind >= 2:
-                        raise WorkerDied(f"worker processes died twice during this sweep (last during "
-                                         f"{_describe_task(tasks[hit[0]]) if hit else 'start-up'}); "
-                                         "nothing of this sweep was written") from None
-                else:
-                    blind = 0
-                for i in hit:
-                    lost[i] = lost.get(i, 0) + 1
-                    if lost[i] >= 2:
-                        code = dead.get(started.get(i))
-                        if code is None and len(dead) == 1:  # its start notice was lost with the process: the
-                            code = next(iter(dead.values()))  # one worker that died is its worker
-                        raise WorkerDied(f"run {_describe_task(tasks[i])} failed twice: its worker process "
-                                         f"{_exit_note(code)} (out of memory?); nothing of this "
-                                         "sweep was written") from None
-                names = ", ".join(_describe_task(tasks[i]) for i in hit[:3]) or "a run"
-                codes = ", ".join(f"pid {pid} {_exit_note(c)}" for pid, c in dead.items()) or "a worker died"
-                print(f"clustergym: a worker process died ({codes}) during {names}; retrying the "
-                      f"{len(pending)} unfinished run(s) in new workers ({len(tasks) - len(pending)} finished kept)",
-                      file=sys.stderr)
+                blind = _charge_dead_workers(ex, tasks, pending, started, lost, blind)
                 terminate_pool(ex)
                 _SHARED_POOL[workers] = _new_pool(workers)
                 started.clear()
@@ -360,6 +338,54 @@ def run_tasks(fn: Callable, tasks: list, workers: int, *, report=None, on_start:
                     f.cancel()
                 raise
     return out
+
+
+def _dead_workers(ex) -> dict[int, int]:
+    """The exit codes of the broken pool ``ex``'s workers that died, by pid (not the ones the pool stopped)."""
+    procs = ex._cg_procs
+    # The pool's manager thread reaps the workers as the pool breaks; an exit code read while it
+    # waits on the same process can come back empty (both wait, one gets it), so it ends first.
+    manager = getattr(ex, "_executor_manager_thread", None)
+    if manager is not None and manager.is_alive():
+        manager.join(5.0)
+    for p in procs.values():
+        p.join(2.0)  # reap: the exit code tells the dead from the ones the pool stopped
+    return {pid: p.exitcode for pid, p in procs.items()
+            if p.exitcode is not None and p.exitcode != -15}  # -SIGTERM: stopped by the pool
+
+
+def _charge_dead_workers(ex, tasks: list, pending: list[int], started: dict, lost: dict, blind: int) -> int:
+    """After the pool ``ex`` broke: charge each unfinished task whose worker died with a loss (``lost``), raise
+    :class:`WorkerDied` for a task lost twice (or a second death no task can be blamed for), else say on stderr
+    that the unfinished tasks run again. Returns the new count of such blind deaths in a row."""
+    import sys
+
+    dead = _dead_workers(ex)
+    hit = [i for i in pending if started.get(i) in dead]
+    if not hit:
+        blind += 1
+        hit = [i for i in pending if i in started]
+        if blind >= 2:
+            raise WorkerDied(f"worker processes died twice during this sweep (last during "
+                             f"{_describe_task(tasks[hit[0]]) if hit else 'start-up'}); "
+                             "nothing of this sweep was written") from None
+    else:
+        blind = 0
+    for i in hit:
+        lost[i] = lost.get(i, 0) + 1
+        if lost[i] >= 2:
+            code = dead.get(started.get(i))
+            if code is None and len(dead) == 1:  # its start notice was lost with the process: the
+                code = next(iter(dead.values()))  # one worker that died is its worker
+            raise WorkerDied(f"run {_describe_task(tasks[i])} failed twice: its worker process "
+                             f"{_exit_note(code)} (out of memory?); nothing of this "
+                             "sweep was written") from None
+    names = ", ".join(_describe_task(tasks[i]) for i in hit[:3]) or "a run"
+    codes = ", ".join(f"pid {pid} {_exit_note(c)}" for pid, c in dead.items()) or "a worker died"
+    print(f"clustergym: a worker process died ({codes}) during {names}; retrying the "
+          f"{len(pending)} unfinished run(s) in new workers ({len(tasks) - len(pending)} finished kept)",
+          file=sys.stderr)
+    return blind
 
 
 def _run_stored(store, fn: Callable, tasks: list, workers: int, *, report, on_start, on_done, on_reused) -> list:
