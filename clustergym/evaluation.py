@@ -32,9 +32,10 @@ from clustergym.core import check_memory
 from clustergym.episode import make_env, scenario_fingerprint
 from clustergym.family import env_family
 from clustergym.progress import CostBar
+from clustergym.ray_backend import import_ray, run_ray
 from clustergym.results import Results, RunResult, attach_scores
 from clustergym.version import __version__
-from clustergym.workers import import_ray, run_local, run_ray
+from clustergym.workers import run_local
 
 __all__ = ["BACKENDS", "MAX_VALUES", "check_count", "check_size", "evaluate"]
 

@@ -1,17 +1,16 @@
-"""Where the runs run: in this process, in a pool of spawned worker processes, or on Ray.
+"""Where the runs run: in this process or in a pool of spawned worker processes (Ray: :mod:`clustergym.ray_backend`).
 
 :func:`run_tasks` maps a picklable function over tasks in the shared pool of :func:`worker_pool`: workers die
 with their parent and ignore SIGINT, a worker that dies costs its task (retried once in a new pool, else
-:class:`WorkerDied`), Ctrl-C / SIGTERM stop the workers (:class:`Interrupted`). :func:`run_local` and
-:func:`run_ray` run the runner's tasks ``(env_id, agent, seed, horizon, env_kwargs)`` through
-:func:`clustergym.episode.run_one`, with the same results in the same order.
+:class:`WorkerDied`), Ctrl-C / SIGTERM stop the workers (:class:`Interrupted`). :func:`run_local` runs the
+runner's tasks ``(env_id, agent, seed, horizon, env_kwargs)`` through :func:`clustergym.episode.run_one`, with
+the results :func:`clustergym.ray_backend.run_ray` gives, in the same order.
 """
 
 from __future__ import annotations
 
 import contextlib
 import functools
-import logging
 import os
 import time
 from concurrent.futures import ProcessPoolExecutor, as_completed
@@ -22,11 +21,12 @@ import numpy as np
 from clustergym.episode import run_one
 from clustergym.family import load_plugins
 from clustergym.progress import interleaved
+from clustergym.ray_backend import _RAY_TASKS, run_tasks_ray
 from clustergym.results import RunResult
 from clustergym.runstore import StoredTask, TaskInfo, active_store, describe, placeholder, register_task, suspended
 
-__all__ = ["Interrupted", "WorkerDied", "import_ray", "ray_session", "run_local", "run_ray", "run_tasks",
-           "run_tasks_ray", "terminate_pool", "was_interrupted", "worker_pool"]
+__all__ = ["Interrupted", "WorkerDied", "run_local", "run_tasks", "terminate_pool", "was_interrupted",
+           "worker_pool"]
 
 
 def _run_task(args, report=None):
@@ -481,127 +481,5 @@ def _progress_queue(bar):
         manager.shutdown()
 
 
-def _import_ray():
-    try:
-        import ray
-    except ImportError:  # a ValueError like every missing optional extra (see clustergym.learning.algos.algo_class)
-        raise ValueError("backend='ray' needs Ray: pip install 'clustergym[ray]'") from None
-    return ray
-
-
-def _probe_ray_address(address: str, timeout: float = 10.0) -> None:
-    """One TCP connection to ``host:port`` of ``$RAY_ADDRESS`` (``ray://`` or plain), within ``timeout`` s."""
-    import socket
-
-    hostport = address.split("://", 1)[-1].rstrip("/")
-    if hostport in ("auto", "local") or ":" not in hostport:
-        return
-    host, _, port = hostport.rpartition(":")
-    try:
-        socket.create_connection((host.strip("[]"), int(port)), timeout=timeout).close()
-    except (OSError, ValueError) as exc:
-        raise ValueError(f"backend='ray': nothing answers at RAY_ADDRESS={address!r} within {timeout:g} s ({exc}); "
-                         "start the cluster or unset RAY_ADDRESS to run a local Ray") from None
-
-
-@contextlib.contextmanager
-def ray_session(workers: int):
-    """Yield the ``ray`` module, connected: to the Ray instance this process is already connected to
-    (``ray.init(address=...)``), else to ``$RAY_ADDRESS`` when set, else to a private local instance with
-    ``workers`` CPUs started here. Shuts down only what it started (a connection to ``$RAY_ADDRESS`` is
-    closed, the cluster lives on)."""
-    ray = _import_ray()
-    started = False
-    if not ray.is_initialized():
-        if address := os.environ.get("RAY_ADDRESS"):
-            _probe_ray_address(address)  # ray.init would wait minutes for an address where nothing listens
-            try:
-                ray.init(log_to_driver=False)
-            except ConnectionError as exc:  # a user error: one line on the command line, not a traceback
-                raise ValueError(f"backend='ray' cannot connect to RAY_ADDRESS={address!r} ({exc}); if the "
-                                 "cluster uses token authentication, set RAY_AUTH_MODE=token") from exc
-        else:
-            ray.init(address="local", num_cpus=workers, include_dashboard=False, log_to_driver=False,
-                     ignore_reinit_error=True, logging_level=logging.WARNING)
-        started = True
-    try:
-        yield ray
-    finally:
-        if started:
-            ray.shutdown()
-
-
-_RAY_TASKS: list = []  # non-empty inside ray_tasks()
-
-
-@contextlib.contextmanager
-def ray_tasks(workers: int):
-    """Inside the block, :func:`run_tasks` with ``workers > 1`` (and so every local ``evaluate`` and every sweep
-    of ``reproduce``) runs its tasks as Ray tasks on one Ray session (:func:`ray_session`: the instance this
-    process is connected to, else ``$RAY_ADDRESS``, else a local one with ``workers`` CPUs), opened once for
-    the block. Tasks are pure functions of their arguments, so the results are the local pool's; progress
-    bars move per finished task only."""
-    with ray_session(workers):
-        _RAY_TASKS.append(workers)
-        try:
-            yield
-        finally:
-            _RAY_TASKS.pop()
-
-
-def _apply(fn: Callable, task):
-    return fn(task, None)
-
-
-def run_tasks_ray(fn: Callable, tasks: list, workers: int, *, on_done: Callable | None = None) -> list:
-    """``[fn(task, None) for task in tasks]`` as Ray tasks (one CPU each; :func:`ray_session`), results in task
-    order; ``on_done(result)`` in this process as each finishes. ``fn`` must be a module-level function whose
-    effects are the same wherever it runs (e.g. files on a file system every node sees). A failed task cancels
-    the others and re-raises; Ctrl-C cancels them too."""
-    with ray_session(workers) as ray:
-        remote = ray.remote(num_cpus=1)(_apply)  # ``fn`` may be a callable object (a stored task)
-        refs = [remote.remote(fn, task) for task in tasks]
-        index = {ref: i for i, ref in enumerate(refs)}
-        out: list = [None] * len(tasks)
-        pending = list(refs)
-        try:
-            while pending:
-                done, pending = ray.wait(pending, num_returns=1)
-                for ref in done:
-                    out[index[ref]] = ray.get(ref)
-                    if on_done is not None:
-                        on_done(out[index[ref]])
-        except BaseException:
-            for ref in pending:
-                ray.cancel(ref, force=True)
-            raise
-        return out
-
-
-def _run_ray(tasks: list[tuple], workers: int, bar) -> list[RunResult]:
-    """Each task is one Ray task; results go back to task order, so they equal the local backend's
-    (the Ray instance of :func:`ray_session`). Runs are pure functions of their arguments, so Ray may
-    retry one whose worker died."""
-    with ray_session(workers) as ray:
-        remote_run = ray.remote(num_cpus=1)(run_one)
-        refs = [remote_run.remote(*task) for task in tasks]
-        index = {ref: i for i, ref in enumerate(refs)}
-        runs: list[RunResult | None] = [None] * len(tasks)
-        pending = list(refs)
-        try:
-            while pending:
-                done, pending = ray.wait(pending, num_returns=1)
-                for ref in done:
-                    i = index[ref]
-                    runs[i] = ray.get(ref)
-                    if bar is not None:
-                        bar.update(runs[i].steps)
-        except BaseException:
-            for ref in pending:
-                ray.cancel(ref, force=True)
-            raise
-        return runs  # type: ignore[return-value]
-
-
-# public names of the runner's backends (clustergym.evaluation)
-run_local, run_ray, import_ray = _run_local, _run_ray, _import_ray
+# public name of the local backend (clustergym.evaluation)
+run_local = _run_local
