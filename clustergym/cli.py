@@ -30,17 +30,39 @@ class _Parser(argparse.ArgumentParser):
 
 
 def build_parser() -> argparse.ArgumentParser:
+    """The ``clustergym`` parser: the global options, then one subparser per command."""
     p = _Parser(prog="clustergym", description="Online cluster scheduling environments and agents.")
     p.add_argument("--debug", action="store_true", help="show full tracebacks on errors")
     p.add_argument("--version", action="version", version=f"clustergym {_version()}",
                    help="print the installed clustergym version and exit")
     sub = p.add_subparsers(dest="command", required=True)
-    # --debug also after the subcommand (SUPPRESS: a subcommand without it keeps the top-level value)
+    debug = _debug_parent()
+    for add in (_add_list_parser, _add_run_parser, _add_reproduce_parser, _add_train_parser, _add_tune_parser,
+                _add_drl_parser, _add_replay_parser, _add_bench_parser, _add_import_model_parser):
+        add(sub, debug)
+    return p
+
+
+def _debug_parent() -> argparse.ArgumentParser:
+    """The parent parser of every command: ``--debug`` also after the command name (SUPPRESS: a command line
+    without it there keeps the top-level value)."""
     debug = _Parser(add_help=False)
     debug.add_argument("--debug", action="store_true", default=argparse.SUPPRESS, help="show full tracebacks on errors")
+    return debug
 
+
+def _add_set(parser: argparse.ArgumentParser) -> None:
+    """``--set KEY=VALUE`` (repeatable): an env kwarg with a JSON value."""
+    parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="env kwarg (JSON value)")
+
+
+def _add_list_parser(sub, debug: argparse.ArgumentParser) -> None:
+    """``clustergym list``: the registered envs and their agents."""
     sub.add_parser("list", parents=[debug], help="registered envs and the agents that can act in each").set_defaults(func=cmd_list)
 
+
+def _add_run_parser(sub, debug: argparse.ArgumentParser) -> None:
+    """``clustergym run``: agents on one env over instances and seeds."""
     r = sub.add_parser("run", parents=[debug], help="evaluate agents on an env over instances and seeds")
     r.add_argument("env_id", help="a registered env id, e.g. clustergym/MultiServerChannel-v0 (clustergym list)")
     r.add_argument("--agents", required=True, help="comma-separated, options in brackets: esdp[only_active=true],hauf")
@@ -51,7 +73,7 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--no-score", action="store_true",
                    help="skip the normalised score (saves the random reference runs)")
     r.add_argument("--horizon", type=int, default=None, help="slots per run (default: the env's own horizon)")
-    r.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="env kwarg (JSON value)")
+    _add_set(r)
     r.add_argument("--workers", type=int, default=1, help="parallel worker processes (default 1: in this process)")
     r.add_argument("--backend", default="local", choices=["local", "ray"],
                    help="ray: one Ray task per run on $RAY_ADDRESS or a local Ray with --workers CPUs "
@@ -62,6 +84,9 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--no-progress", action="store_true", help="no progress bar")
     r.set_defaults(func=cmd_run)
 
+
+def _add_reproduce_parser(sub, debug: argparse.ArgumentParser) -> None:
+    """``clustergym reproduce``: a paper's comparisons, or its plan (``--plan``)."""
     rp = sub.add_parser("reproduce", parents=[debug], help="the papers' comparisons with tables, plots and a report")
     rp.add_argument("paper", help=f"one of {', '.join([*list_papers(), 'all'])}")
     rp.add_argument("--quick", action="store_true", help="shorter horizons and fewer seeds")
@@ -88,6 +113,9 @@ def build_parser() -> argparse.ArgumentParser:
                     help="with --plan: write the unit costs it used to FILE (JSON, small enough to commit)")
     rp.set_defaults(func=cmd_reproduce)
 
+
+def _add_train_parser(sub, debug: argparse.ArgumentParser) -> None:
+    """``clustergym train``: train a Stable-Baselines3 agent on one env."""
     t = sub.add_parser("train", parents=[debug], help="train a Stable-Baselines3 agent (saved model = agent sb3:DIR/model.zip)")
     t.add_argument("env_id", help="a registered env id, e.g. clustergym/ApproxJobs-v0 (clustergym list)")
     t.add_argument("--algo", default=None, choices=["ppo", "a2c", "sac", "maskable_ppo", "recurrent_ppo"],
@@ -97,7 +125,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="env steps of training (default: n_timesteps of the hyperparameter file's entry)")
     t.add_argument("--out", default=None,
                    help="run directory (model.zip, tb/, training_curve.png, ...; default runs/train/ENV-ALGO-sSEED)")
-    t.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="env kwarg (JSON value)")
+    _add_set(t)
     t.add_argument("--horizon", type=int, default=None, help="episode length (default: the env's)")
     t.add_argument("--hp", action="append", default=[], metavar="KEY=VALUE",
                    help="algorithm hyperparameter (JSON value) on top of the hyperparameter file's entry, "
@@ -144,6 +172,9 @@ def build_parser() -> argparse.ArgumentParser:
     t.add_argument("--verbose", type=int, default=0, help="SB3's verbosity: 0 (default), 1 or 2")
     t.set_defaults(func=cmd_train)
 
+
+def _add_tune_parser(sub, debug: argparse.ArgumentParser) -> None:
+    """``clustergym tune``: an Optuna study of an algorithm's hyperparameters."""
     tu = sub.add_parser("tune", parents=[debug], help="tune an algorithm's hyperparameters on validation instances "
                         "(Optuna; resumable, shareable storage)")
     tu.add_argument("env_id", help="a registered env id")
@@ -161,7 +192,7 @@ def build_parser() -> argparse.ArgumentParser:
                     "(default 200)")
     tu.add_argument("--reference", default=None, metavar="AGENT",
                     help="the baseline that scores 1 (default: lcf, drf, greedy, fair for P1-P4)")
-    tu.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="env kwarg (JSON value)")
+    _add_set(tu)
     tu.add_argument("--n-envs", type=int, default=None, help="training envs per trial (default 4)")
     tu.add_argument("--train-seeds", type=int, default=2, help="training seeds per trial; the trial is scored on "
                     "their mean per validation run (default 2)")
@@ -178,6 +209,9 @@ def build_parser() -> argparse.ArgumentParser:
     tu.add_argument("--no-progress", action="store_true", help="no line per trial")
     tu.set_defaults(func=cmd_tune)
 
+
+def _add_drl_parser(sub, debug: argparse.ArgumentParser) -> None:
+    """``clustergym drl``: the learned-scheduler benchmark."""
     d = sub.add_parser("drl", parents=[debug], help="the learned-scheduler benchmark: train on an instance pool, "
                        "evaluate on held-out instances beside the paper policies (resumable)")
     d.add_argument("--out", default=None, help="benchmark folder; finished cells in it are reused (default runs/drl; "
@@ -200,6 +234,9 @@ def build_parser() -> argparse.ArgumentParser:
     d.add_argument("--no-progress", action="store_true", help="no progress bars")
     d.set_defaults(func=cmd_drl)
 
+
+def _add_replay_parser(sub, debug: argparse.ArgumentParser) -> None:
+    """``clustergym replay``: one or two agents' episode as an animation."""
     v = sub.add_parser("replay", parents=[debug], help="an agent's episode as an animation (GIF/MP4), or two agents "
                        "side by side on the same instance and seed")
     v.add_argument("env_id", help="a registered env id, e.g. clustergym/MultiServerChannel-v0 (clustergym list)")
@@ -209,12 +246,15 @@ def build_parser() -> argparse.ArgumentParser:
     v.add_argument("--every", type=int, default=None,
                    help="slots between frames (default: about 100 frames per episode)")
     v.add_argument("--fps", type=float, default=8.0, help="frames per second of the animation")
-    v.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="env kwarg (JSON value)")
+    _add_set(v)
     v.add_argument("--out", required=True, help="the animation file: .gif, or .mp4 (needs imageio-ffmpeg: pip install 'clustergym[video]')")
     v.add_argument("--overwrite", action="store_true", help="replace an existing --out file (only once the new "
                    "animation is complete)")
     v.set_defaults(func=cmd_replay)
 
+
+def _add_bench_parser(sub, debug: argparse.ArgumentParser) -> None:
+    """``clustergym bench``: the performance table."""
     b = sub.add_parser("bench", parents=[debug], help="performance table")
     b.add_argument("--only", default=None, metavar="PAPER", help=f"one of {', '.join(list_papers())}, or training (the "
                    "PPO training-throughput rows beside CartPole)")
@@ -222,6 +262,9 @@ def build_parser() -> argparse.ArgumentParser:
     b.add_argument("--out", default=None, help="also write the table as JSON here")
     b.set_defaults(func=cmd_bench)
 
+
+def _add_import_model_parser(sub, debug: argparse.ArgumentParser) -> None:
+    """``clustergym import-model``: a plain SB3 model made an ``sb3:`` agent."""
     im = sub.add_parser("import-model", parents=[debug], help="make a model trained with plain Stable-Baselines3 "
                         "(MultiInputPolicy on gym.make(ENV), or MlpPolicy on FlattenObservation(gym.make(ENV))) an "
                         "sb3: agent: checks its spaces, writes the side-car")
@@ -236,7 +279,6 @@ def build_parser() -> argparse.ArgumentParser:
     im.add_argument("--vecnormalize", default=None, metavar="FILE",
                     help="the VecNormalize statistics it was trained with (the file VecNormalize.save wrote)")
     im.set_defaults(func=cmd_import_model)
-    return p
 
 
 def _version() -> str:

@@ -22,6 +22,7 @@ So ``random`` scores 0 and a policy that plays the oracle's actions scores 1.
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from typing import Sequence
 
 import numpy as np
@@ -31,9 +32,10 @@ from clustergym.core import check_memory
 from clustergym.episode import make_env, scenario_fingerprint
 from clustergym.family import env_family
 from clustergym.progress import CostBar
+from clustergym.ray_backend import import_ray, run_ray
 from clustergym.results import Results, RunResult, attach_scores
 from clustergym.version import __version__
-from clustergym.workers import import_ray, run_local, run_ray
+from clustergym.workers import run_local
 
 __all__ = ["BACKENDS", "MAX_VALUES", "check_count", "check_size", "evaluate"]
 
@@ -87,6 +89,22 @@ def evaluate(env_id: str, agents: Sequence[str], seeds: Sequence[int], horizon: 
         score: compute the normalised score (module docstring) where the env reports a bound; runs
             the ``random`` agent on every (instance, seed) when it is not among ``agents``.
     """
+    agents, seeds, horizon, env_kwargs, workers, instances = _checked_inputs(agents, seeds, horizon, env_kwargs,
+                                                                            workers, backend, instances)
+    known, models, env_kwargs = _checked_agents(env_id, agents, horizon, env_kwargs, score)
+    plan = _plan_runs(env_id, agents, seeds, horizon, workers, env_kwargs, instances, models)
+    runs, reference = _run_and_score(plan, workers, backend, progress, score and "random" in known)
+    for r in runs:  # was this run's instance among the model's training instances?
+        hooks = models.get(r.agent)
+        if hooks is not None:
+            r.trained_on = hooks.trained_on(r.instance, plan.pinned_by_model)
+    return Results(env_id=env_id, env_kwargs=plan.env_kwargs, horizon=int(horizon), runs=list(runs),
+                   version=__version__, reference_runs=reference, instance_axis=plan.axis)
+
+
+def _checked_inputs(agents, seeds, horizon, env_kwargs, workers, backend, instances) -> tuple:
+    """The arguments of :func:`evaluate` checked and normalised before any work: ``(agents, seeds, horizon,
+    env_kwargs, workers, instances)`` (one agent name becomes a list, instances lose repeats)."""
     env_kwargs = dict(env_kwargs or {})
     if backend not in BACKENDS:
         raise ValueError(f"backend={backend!r} is invalid: expected one of {', '.join(map(repr, BACKENDS))}")
@@ -116,13 +134,21 @@ def evaluate(env_id: str, agents: Sequence[str], seeds: Sequence[int], horizon: 
         instances = list(dict.fromkeys(check_count("instances", i, lo=0) for i in instances))
     if backend == "ray":
         import_ray()  # fail before any work when Ray is missing
+    return agents, seeds, horizon, env_kwargs, workers, instances
+
+
+def _checked_agents(env_id: str, agents: Sequence[str], horizon: int, env_kwargs: dict, score: bool) -> tuple:
+    """Fail fast on an unknown env or agent, bad env kwargs and bad agent options, before any long run starts.
+
+    Returns ``(known, models, env_kwargs)``: the agents of the env's family, the evaluation hooks of the agents
+    trained on instances (by agent name) and the env kwargs, with the kwargs that turn the bound on when
+    ``score``."""
     family = env_family(env_id)  # validates env_id
     known = list_agents(family=family)
     specs = [AgentSpec.parse(a) for a in agents]
     for spec in specs:
         if spec.is_registered_form and spec.name not in known:
             raise ValueError(f"unknown agent {spec.name!r} for {env_id}; available: {', '.join(known)}")
-    # Fail fast on bad env kwargs and agent options, before any long run starts.
     probe = make_env(env_id, horizon=int(horizon), **env_kwargs)
     # A score needs a bound: an env whose bound is off by default (to spare training runs) names the
     # kwargs that turn it on (``score_env_kwargs``, e.g. P4's fluid bound); the user's own value wins.
@@ -130,21 +156,65 @@ def evaluate(env_id: str, agents: Sequence[str], seeds: Sequence[int], horizon: 
         env_kwargs = {**getattr(probe.unwrapped, "score_env_kwargs", {}), **env_kwargs}
     probe.close()
     made = [make(spec, family=family) for spec in specs]
-    # Agents trained on instances (clustergym.agent.EvaluationHooks, e.g. sb3: models): one trained on a pool
-    # of instances acts on any instance its padding fits (checked below, before any work); one trained on a
-    # single instance acts only there (its spaces depend on the graph, the job window, ...): such a
-    # comparison is pinned to it.
     models = {a: h for a, h in ((a, evaluation_hooks(m)) for a, m in zip(agents, made)) if h is not None}
+    return known, models, env_kwargs
+
+
+@dataclass
+class _Plan:
+    """The runs of one :func:`evaluate` call and how their instances were chosen."""
+
+    env_id: str
+    horizon: int
+    env_kwargs: dict  # the comparison's env kwargs (with the scenario_seed a model pinned)
+    pairs: list  # (instance or None, seed) of each agent's runs
+    axis: str  # Results.instance_axis
+    pinned_by_model: bool
+    tasks: list = field(default_factory=list)  # (env_id, agent, seed, horizon, env kwargs) of every run
+
+    def kwargs_of(self, inst) -> dict:
+        """The env kwargs of a run on instance ``inst``."""
+        env_kwargs = self.env_kwargs
+        return env_kwargs if inst is None or "scenario_seed" in env_kwargs else {**env_kwargs, "scenario_seed": inst}
+
+
+def _plan_runs(env_id: str, agents: Sequence[str], seeds: Sequence[int], horizon: int, workers: int, env_kwargs: dict,
+               instances: Sequence[int] | None, models: dict) -> _Plan:
+    """Every run of the comparison: the instance of each seed, each agent's env kwargs (a pool-trained
+    model's padding), and a check that the per-slot curves fit in memory."""
+    instances, pinned_by_model = _pin_to_model(models, env_kwargs, instances)
+    pairs, distinct, axis = _instance_pairs(env_id, horizon, env_kwargs, seeds, instances, pinned_by_model)
+    plan = _Plan(env_id, int(horizon), env_kwargs, pairs, axis, pinned_by_model)
+    plan.tasks = _tasks(plan, agents, models, distinct)
+    # per running run: 4 float64 arrays of length horizon; kept for every run: 2 (reward, cumulative regret)
+    check_memory(8.0 * horizon * (4 * min(workers, len(plan.tasks)) + 2 * len(plan.tasks)), f"horizon={horizon}",
+                 f"the per-slot curves of {len(plan.tasks)} runs")
+    return plan
+
+
+def _pin_to_model(models: dict, env_kwargs: dict,
+                  instances: Sequence[int] | None) -> tuple[Sequence[int] | None, bool]:
+    """Pin the comparison to the instance an agent was trained on, if one was (it sets
+    ``env_kwargs["scenario_seed"]``); returns ``(instances, pinned_by_model)``.
+
+    Agents trained on instances (clustergym.agent.EvaluationHooks, e.g. sb3: models): one trained on a pool
+    of instances acts on any instance its padding fits (checked before any work); one trained on a single
+    instance acts only there (its spaces depend on the graph, the job window, ...)."""
     trained_on = {k for k in (m.pinned_instance() for m in models.values()) if k is not None}
-    pinned_by_model = False
     if trained_on and "scenario_seed" not in env_kwargs:
         if len(trained_on) > 1 or (instances is not None and set(instances) != trained_on):
             raise ValueError(f"the sb3: models were trained on instance(s) {sorted(trained_on)} (scenario_seed) and "
                              "act only there: pass those instances, or --set scenario_seed=K, not others")
         env_kwargs["scenario_seed"] = trained_on.pop()
-        instances, pinned_by_model = None, True
+        return None, True
+    return instances, False
 
-    # The instance of each seed: pinned, explicit (instance × seed) or one per seed.
+
+def _instance_pairs(env_id: str, horizon: int, env_kwargs: dict, seeds: Sequence[int], instances: Sequence[int] | None,
+                    pinned_by_model: bool) -> tuple[list, list, str]:
+    """The (instance, seed) of each agent's runs: pinned, explicit (instance × seed) or one per seed; the
+    instance is None where the scenario does not depend on ``scenario_seed``. Returns ``(pairs, distinct,
+    axis)``: the pairs, the distinct instances asked for and ``Results.instance_axis``."""
     axis = "scenario_seed"
     if "scenario_seed" in env_kwargs:
         pairs = [(env_kwargs["scenario_seed"], int(s)) for s in seeds]
@@ -165,53 +235,58 @@ def evaluate(env_id: str, agents: Sequence[str], seeds: Sequence[int], horizon: 
                                  "would repeat one instance; vary the seeds instead")
             axis = f"none: scenario {scen!r} does not depend on scenario_seed (one instance)"
             pairs = [(None, s) for _, s in pairs]
+    return pairs, distinct, axis
 
-    def kwargs_of(inst):
-        return env_kwargs if inst is None or "scenario_seed" in env_kwargs else {**env_kwargs, "scenario_seed": inst}
 
-    # A pool-trained model's env gets its own padding kwargs (they never change the dynamics); the other
-    # agents run unpadded.
+def _tasks(plan: _Plan, agents: Sequence[str], models: dict, distinct: list) -> list[tuple]:
+    """One task per (agent, instance, seed). A pool-trained model's env gets its own padding kwargs (they never
+    change the dynamics); the other agents run unpadded."""
+    env_id, env_kwargs = plan.env_id, plan.env_kwargs
     agent_kwargs: dict[str, dict] = {}
     for a, m in models.items():
         if m.pinned_instance() is None:
             agent_kwargs[a] = m.eval_env_kwargs(  # padding and action kwargs (P3's action_mode)
                 a, env_id, env_kwargs, [i for i in distinct if i is not None] or [env_kwargs.get("scenario_seed", 0)])
-    tasks = [(env_id, a, s, int(horizon), {**kwargs_of(i), **agent_kwargs.get(a, {})}) for a in agents for i, s in pairs]
-    # per running run: 4 float64 arrays of length horizon; kept for every run: 2 (reward, cumulative regret)
-    check_memory(8.0 * horizon * (4 * min(workers, len(tasks)) + 2 * len(tasks)), f"horizon={horizon}",
-                 f"the per-slot curves of {len(tasks)} runs")
-    total = len(tasks) * int(horizon)
+    return [(env_id, a, s, plan.horizon, {**plan.kwargs_of(i), **agent_kwargs.get(a, {})})
+            for a in agents for i, s in plan.pairs]
+
+
+def _run_and_score(plan: _Plan, workers: int, backend: str, progress: bool,
+                   score: bool) -> tuple[list[RunResult], list[RunResult]]:
+    """Run the plan's tasks on the backend (behind a progress bar over every slot) and score them where the env
+    reports a bound; returns ``(runs, reference_runs)``."""
+    run = run_ray if backend == "ray" else run_local
     bar = None
     if progress:
         from tqdm.auto import tqdm
 
-        bar = CostBar(tqdm(total=total, unit="slot", desc=env_id.split("/")[-1], leave=False, dynamic_ncols=True),
-                      tasks, 1 if backend == "ray" else workers)  # ETA weighted by each agent's measured cost
-    run = run_ray if backend == "ray" else run_local
+        bar = CostBar(tqdm(total=len(plan.tasks) * plan.horizon, unit="slot", desc=plan.env_id.split("/")[-1],
+                           leave=False, dynamic_ncols=True),
+                      plan.tasks, 1 if backend == "ray" else workers)  # ETA weighted by each agent's measured cost
     reference: list[RunResult] = []
     try:
-        runs = run(tasks, int(workers), bar)
-        if score and any(r.bound_total is not None for r in runs) and "random" in known:
-            reference = [r for r in runs if r.agent == "random"]
-            if not reference:
-                ref_tasks = [(env_id, "random", s, int(horizon), kwargs_of(i)) for i, s in pairs]
-                if bar is not None:
-                    bar.total += len(ref_tasks) * int(horizon)
-                    bar.add_tasks(ref_tasks)
-                    bar.set_description_str("random (score reference)")
-                reference = run(ref_tasks, int(workers), bar)
-                runs_ref = reference
-            else:
-                runs_ref = []
-            attach_scores(runs, reference)
-            attach_scores(runs_ref, reference)
-            reference = runs_ref
+        runs = run(plan.tasks, int(workers), bar)
+        if score and any(r.bound_total is not None for r in runs):
+            reference = _score(plan, runs, run, workers, bar)
     finally:
         if bar is not None:
             bar.close()
-    for r in runs:  # was this run's instance among the model's training instances?
-        hooks = models.get(r.agent)
-        if hooks is not None:
-            r.trained_on = hooks.trained_on(r.instance, pinned_by_model)
-    return Results(env_id=env_id, env_kwargs=env_kwargs, horizon=int(horizon), runs=list(runs),
-                   version=__version__, reference_runs=reference, instance_axis=axis)
+    return runs, reference
+
+
+def _score(plan: _Plan, runs: list[RunResult], run, workers: int, bar) -> list[RunResult]:
+    """Attach the normalised score to ``runs``, against the ``random`` agent's runs on the same (instance,
+    seed): its own when it is among the agents, else reference runs made here (scored too and returned;
+    ``[]`` otherwise)."""
+    reference = [r for r in runs if r.agent == "random"]
+    runs_ref: list[RunResult] = []
+    if not reference:
+        ref_tasks = [(plan.env_id, "random", s, plan.horizon, plan.kwargs_of(i)) for i, s in plan.pairs]
+        if bar is not None:
+            bar.total += len(ref_tasks) * plan.horizon
+            bar.add_tasks(ref_tasks)
+            bar.set_description_str("random (score reference)")
+        reference = runs_ref = run(ref_tasks, int(workers), bar)
+    attach_scores(runs, reference)
+    attach_scores(runs_ref, reference)
+    return runs_ref

@@ -1,17 +1,16 @@
-"""Where the runs run: in this process, in a pool of spawned worker processes, or on Ray.
+"""Where the runs run: in this process or in a pool of spawned worker processes (Ray: :mod:`clustergym.ray_backend`).
 
 :func:`run_tasks` maps a picklable function over tasks in the shared pool of :func:`worker_pool`: workers die
 with their parent and ignore SIGINT, a worker that dies costs its task (retried once in a new pool, else
-:class:`WorkerDied`), Ctrl-C / SIGTERM stop the workers (:class:`Interrupted`). :func:`run_local` and
-:func:`run_ray` run the runner's tasks ``(env_id, agent, seed, horizon, env_kwargs)`` through
-:func:`clustergym.episode.run_one`, with the same results in the same order.
+:class:`WorkerDied`), Ctrl-C / SIGTERM stop the workers (:class:`Interrupted`). :func:`run_local` runs the
+runner's tasks ``(env_id, agent, seed, horizon, env_kwargs)`` through :func:`clustergym.episode.run_one`, with
+the results :func:`clustergym.ray_backend.run_ray` gives, in the same order.
 """
 
 from __future__ import annotations
 
 import contextlib
 import functools
-import logging
 import os
 import time
 from concurrent.futures import ProcessPoolExecutor, as_completed
@@ -22,11 +21,12 @@ import numpy as np
 from clustergym.episode import run_one
 from clustergym.family import load_plugins
 from clustergym.progress import interleaved
+from clustergym.ray_backend import _RAY_TASKS, run_tasks_ray
 from clustergym.results import RunResult
 from clustergym.runstore import StoredTask, TaskInfo, active_store, describe, placeholder, register_task, suspended
 
-__all__ = ["Interrupted", "WorkerDied", "import_ray", "ray_session", "run_local", "run_ray", "run_tasks",
-           "run_tasks_ray", "terminate_pool", "was_interrupted", "worker_pool"]
+__all__ = ["Interrupted", "WorkerDied", "run_local", "run_tasks", "terminate_pool", "was_interrupted",
+           "worker_pool"]
 
 
 def _run_task(args, report=None):
@@ -266,26 +266,37 @@ def run_tasks(fn: Callable, tasks: list, workers: int, *, report=None, on_start:
                            on_reused=on_reused)
     if workers > 1 and _RAY_TASKS:  # inside ray_tasks(): the tasks go to the connected Ray instance
         return run_tasks_ray(fn, tasks, workers, on_done=on_done)
-    out: list = [None] * len(tasks)
     if workers == 1:
-        i = 0
-        try:
-            for i, task in enumerate(tasks):
-                if on_start is not None:
-                    on_start(task)
-                out[i] = fn(task, report)
-                if on_done is not None:
-                    on_done(out[i])
-        except BaseException as exc:  # Ctrl-C, also when compiled code (numba) wrapped it in a SystemError
-            if not isinstance(exc, Interrupted) and was_interrupted(exc):
-                raise Interrupted(f"interrupted after {i} of {len(tasks)} runs; these runs were discarded (no "
-                                  "results of this sweep were written)") from None
-            raise
-        return out
-    import sys
+        return _run_here(fn, tasks, report, on_start, on_done)
+    return _run_in_pool(fn, tasks, workers, report, on_done)
+
+
+def _run_here(fn: Callable, tasks: list, report, on_start: Callable | None, on_done: Callable | None) -> list:
+    """:func:`run_tasks` in this process, one task after the other; Ctrl-C is :class:`Interrupted`."""
+    out: list = [None] * len(tasks)
+    i = 0
+    try:
+        for i, task in enumerate(tasks):
+            if on_start is not None:
+                on_start(task)
+            out[i] = fn(task, report)
+            if on_done is not None:
+                on_done(out[i])
+    except BaseException as exc:  # Ctrl-C, also when compiled code (numba) wrapped it in a SystemError
+        if not isinstance(exc, Interrupted) and was_interrupted(exc):
+            raise Interrupted(f"interrupted after {i} of {len(tasks)} runs; these runs were discarded (no "
+                              "results of this sweep were written)") from None
+        raise
+    return out
+
+
+def _run_in_pool(fn: Callable, tasks: list, workers: int, report, on_done: Callable | None) -> list:
+    """:func:`run_tasks` in the shared pool of ``workers`` processes: the tasks a dead worker cost run again in a
+    new pool (:func:`_charge_dead_workers`); Ctrl-C stops the workers and is :class:`Interrupted`."""
     import uuid
     from concurrent.futures.process import BrokenProcessPool
 
+    out: list = [None] * len(tasks)
     token = uuid.uuid4().hex
     pending = list(range(len(tasks)))
     lost: dict[int, int] = {}
@@ -312,40 +323,7 @@ def run_tasks(fn: Callable, tasks: list, workers: int, *, report=None, on_start:
                         if on_done is not None:
                             on_done(out[i])
                 _drain_started(ex, token, started)
-                procs = ex._cg_procs  # type: ignore[attr-defined]
-                # The pool's manager thread reaps the workers as the pool breaks; an exit code read while it
-                # waits on the same process can come back empty (both wait, one gets it), so it ends first.
-                manager = getattr(ex, "_executor_manager_thread", None)
-                if manager is not None and manager.is_alive():
-                    manager.join(5.0)
-                for p in procs.values():
-                    p.join(2.0)  # reap: the exit code tells the dead from the ones the pool stopped
-                dead = {pid: p.exitcode for pid, p in procs.items()
-                        if p.exitcode is not None and p.exitcode != -15}  # -SIGTERM: stopped by the pool
-                hit = [i for i in pending if started.get(i) in dead]
-                if not hit:
-                    blind += 1
-                    hit = [i for i in pending if i in started]
-                    if blind >= 2:
-                        raise WorkerDied(f"worker processes died twice during this sweep (last during "
-                                         f"{_describe_task(tasks[hit[0]]) if hit else 'start-up'}); "
-                                         "nothing of this sweep was written") from None
-                else:
-                    blind = 0
-                for i in hit:
-                    lost[i] = lost.get(i, 0) + 1
-                    if lost[i] >= 2:
-                        code = dead.get(started.get(i))
-                        if code is None and len(dead) == 1:  # its start notice was lost with the process: the
-                            code = next(iter(dead.values()))  # one worker that died is its worker
-                        raise WorkerDied(f"run {_describe_task(tasks[i])} failed twice: its worker process "
-                                         f"{_exit_note(code)} (out of memory?); nothing of this "
-                                         "sweep was written") from None
-                names = ", ".join(_describe_task(tasks[i]) for i in hit[:3]) or "a run"
-                codes = ", ".join(f"pid {pid} {_exit_note(c)}" for pid, c in dead.items()) or "a worker died"
-                print(f"clustergym: a worker process died ({codes}) during {names}; retrying the "
-                      f"{len(pending)} unfinished run(s) in new workers ({len(tasks) - len(pending)} finished kept)",
-                      file=sys.stderr)
+                blind = _charge_dead_workers(ex, tasks, pending, started, lost, blind)
                 terminate_pool(ex)
                 _SHARED_POOL[workers] = _new_pool(workers)
                 started.clear()
@@ -360,6 +338,54 @@ def run_tasks(fn: Callable, tasks: list, workers: int, *, report=None, on_start:
                     f.cancel()
                 raise
     return out
+
+
+def _dead_workers(ex) -> dict[int, int]:
+    """The exit codes of the broken pool ``ex``'s workers that died, by pid (not the ones the pool stopped)."""
+    procs = ex._cg_procs
+    # The pool's manager thread reaps the workers as the pool breaks; an exit code read while it
+    # waits on the same process can come back empty (both wait, one gets it), so it ends first.
+    manager = getattr(ex, "_executor_manager_thread", None)
+    if manager is not None and manager.is_alive():
+        manager.join(5.0)
+    for p in procs.values():
+        p.join(2.0)  # reap: the exit code tells the dead from the ones the pool stopped
+    return {pid: p.exitcode for pid, p in procs.items()
+            if p.exitcode is not None and p.exitcode != -15}  # -SIGTERM: stopped by the pool
+
+
+def _charge_dead_workers(ex, tasks: list, pending: list[int], started: dict, lost: dict, blind: int) -> int:
+    """After the pool ``ex`` broke: charge each unfinished task whose worker died with a loss (``lost``), raise
+    :class:`WorkerDied` for a task lost twice (or a second death no task can be blamed for), else say on stderr
+    that the unfinished tasks run again. Returns the new count of such blind deaths in a row."""
+    import sys
+
+    dead = _dead_workers(ex)
+    hit = [i for i in pending if started.get(i) in dead]
+    if not hit:
+        blind += 1
+        hit = [i for i in pending if i in started]
+        if blind >= 2:
+            raise WorkerDied(f"worker processes died twice during this sweep (last during "
+                             f"{_describe_task(tasks[hit[0]]) if hit else 'start-up'}); "
+                             "nothing of this sweep was written") from None
+    else:
+        blind = 0
+    for i in hit:
+        lost[i] = lost.get(i, 0) + 1
+        if lost[i] >= 2:
+            code = dead.get(started.get(i))
+            if code is None and len(dead) == 1:  # its start notice was lost with the process: the
+                code = next(iter(dead.values()))  # one worker that died is its worker
+            raise WorkerDied(f"run {_describe_task(tasks[i])} failed twice: its worker process "
+                             f"{_exit_note(code)} (out of memory?); nothing of this "
+                             "sweep was written") from None
+    names = ", ".join(_describe_task(tasks[i]) for i in hit[:3]) or "a run"
+    codes = ", ".join(f"pid {pid} {_exit_note(c)}" for pid, c in dead.items()) or "a worker died"
+    print(f"clustergym: a worker process died ({codes}) during {names}; retrying the "
+          f"{len(pending)} unfinished run(s) in new workers ({len(tasks) - len(pending)} finished kept)",
+          file=sys.stderr)
+    return blind
 
 
 def _run_stored(store, fn: Callable, tasks: list, workers: int, *, report, on_start, on_done, on_reused) -> list:
@@ -453,125 +479,3 @@ def _progress_queue(bar):
         stop.set()
         th.join(timeout=5)
         manager.shutdown()
-
-
-def import_ray():
-    try:
-        import ray
-    except ImportError:  # a ValueError like every missing optional extra (see clustergym.learning.algos.algo_class)
-        raise ValueError("backend='ray' needs Ray: pip install 'clustergym[ray]'") from None
-    return ray
-
-
-def _probe_ray_address(address: str, timeout: float = 10.0) -> None:
-    """One TCP connection to ``host:port`` of ``$RAY_ADDRESS`` (``ray://`` or plain), within ``timeout`` s."""
-    import socket
-
-    hostport = address.split("://", 1)[-1].rstrip("/")
-    if hostport in ("auto", "local") or ":" not in hostport:
-        return
-    host, _, port = hostport.rpartition(":")
-    try:
-        socket.create_connection((host.strip("[]"), int(port)), timeout=timeout).close()
-    except (OSError, ValueError) as exc:
-        raise ValueError(f"backend='ray': nothing answers at RAY_ADDRESS={address!r} within {timeout:g} s ({exc}); "
-                         "start the cluster or unset RAY_ADDRESS to run a local Ray") from None
-
-
-@contextlib.contextmanager
-def ray_session(workers: int):
-    """Yield the ``ray`` module, connected: to the Ray instance this process is already connected to
-    (``ray.init(address=...)``), else to ``$RAY_ADDRESS`` when set, else to a private local instance with
-    ``workers`` CPUs started here. Shuts down only what it started (a connection to ``$RAY_ADDRESS`` is
-    closed, the cluster lives on)."""
-    ray = import_ray()
-    started = False
-    if not ray.is_initialized():
-        if address := os.environ.get("RAY_ADDRESS"):
-            _probe_ray_address(address)  # ray.init would wait minutes for an address where nothing listens
-            try:
-                ray.init(log_to_driver=False)
-            except ConnectionError as exc:  # a user error: one line on the command line, not a traceback
-                raise ValueError(f"backend='ray' cannot connect to RAY_ADDRESS={address!r} ({exc}); if the "
-                                 "cluster uses token authentication, set RAY_AUTH_MODE=token") from exc
-        else:
-            ray.init(address="local", num_cpus=workers, include_dashboard=False, log_to_driver=False,
-                     ignore_reinit_error=True, logging_level=logging.WARNING)
-        started = True
-    try:
-        yield ray
-    finally:
-        if started:
-            ray.shutdown()
-
-
-_RAY_TASKS: list = []  # non-empty inside ray_tasks()
-
-
-@contextlib.contextmanager
-def ray_tasks(workers: int):
-    """Inside the block, :func:`run_tasks` with ``workers > 1`` (and so every local ``evaluate`` and every sweep
-    of ``reproduce``) runs its tasks as Ray tasks on one Ray session (:func:`ray_session`: the instance this
-    process is connected to, else ``$RAY_ADDRESS``, else a local one with ``workers`` CPUs), opened once for
-    the block. Tasks are pure functions of their arguments, so the results are the local pool's; progress
-    bars move per finished task only."""
-    with ray_session(workers):
-        _RAY_TASKS.append(workers)
-        try:
-            yield
-        finally:
-            _RAY_TASKS.pop()
-
-
-def _apply(fn: Callable, task):
-    return fn(task, None)
-
-
-def run_tasks_ray(fn: Callable, tasks: list, workers: int, *, on_done: Callable | None = None) -> list:
-    """``[fn(task, None) for task in tasks]`` as Ray tasks (one CPU each; :func:`ray_session`), results in task
-    order; ``on_done(result)`` in this process as each finishes. ``fn`` must be a module-level function whose
-    effects are the same wherever it runs (e.g. files on a file system every node sees). A failed task cancels
-    the others and re-raises; Ctrl-C cancels them too."""
-    with ray_session(workers) as ray:
-        remote = ray.remote(num_cpus=1)(_apply)  # ``fn`` may be a callable object (a stored task)
-        refs = [remote.remote(fn, task) for task in tasks]
-        index = {ref: i for i, ref in enumerate(refs)}
-        out: list = [None] * len(tasks)
-        pending = list(refs)
-        try:
-            while pending:
-                done, pending = ray.wait(pending, num_returns=1)
-                for ref in done:
-                    out[index[ref]] = ray.get(ref)
-                    if on_done is not None:
-                        on_done(out[index[ref]])
-        except BaseException:
-            for ref in pending:
-                ray.cancel(ref, force=True)
-            raise
-        return out
-
-
-def run_ray(tasks: list[tuple], workers: int, bar) -> list[RunResult]:
-    """Each task is one Ray task; results go back to task order, so they equal the local backend's
-    (the Ray instance of :func:`ray_session`). Runs are pure functions of their arguments, so Ray may
-    retry one whose worker died."""
-    with ray_session(workers) as ray:
-        remote_run = ray.remote(num_cpus=1)(run_one)
-        refs = [remote_run.remote(*task) for task in tasks]
-        index = {ref: i for i, ref in enumerate(refs)}
-        runs: list[RunResult | None] = [None] * len(tasks)
-        pending = list(refs)
-        try:
-            while pending:
-                done, pending = ray.wait(pending, num_returns=1)
-                for ref in done:
-                    i = index[ref]
-                    runs[i] = ray.get(ref)
-                    if bar is not None:
-                        bar.update(runs[i].steps)
-        except BaseException:
-            for ref in pending:
-                ray.cancel(ref, force=True)
-            raise
-        return runs  # type: ignore[return-value]

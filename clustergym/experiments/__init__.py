@@ -21,7 +21,7 @@ from clustergym.envs import FAMILIES as _FAMILIES
 from clustergym.results import RESULTS_FILE, atomic_write, write_json
 from clustergym.workers import worker_pool
 from clustergym.runstore import RunStore, config_key, use_store
-from clustergym.workers import ray_tasks
+from clustergym.ray_backend import ray_tasks
 from clustergym.stats import claims_rows_json
 from clustergym.version import __version__
 
@@ -97,7 +97,7 @@ def reproduce(paper: str, quick: bool = False, out: str = "runs/reproduce", work
     ``instances``: the scenario seeds every experiment of every paper compares over (default
     :func:`instances_for`). ``tiny``: for tests of the machinery only — horizons of a few slots, so
     the numbers mean nothing; the reports say so. ``backend="ray"``: every sweep's runs are Ray tasks
-    (:func:`clustergym.workers.ray_tasks`: a cluster through ``$RAY_ADDRESS``, else a local Ray instance with
+    (:func:`clustergym.ray_backend.ray_tasks`: a cluster through ``$RAY_ADDRESS``, else a local Ray instance with
     ``workers`` CPUs); the results are the local backend's. ``store``: a run store folder
     (:mod:`clustergym.runstore`): every finished run is written there as it ends and reused by the next call, so
     an interrupted reproduction continues where it stopped, with the same results.

@@ -52,7 +52,7 @@ from clustergym.evaluation import evaluate
 from clustergym.workers import run_tasks, was_interrupted
 from clustergym.runstore import code_fingerprint
 from clustergym.stats import fmt_ci, paired_comparison
-from clustergym.workers import run_tasks_ray
+from clustergym.ray_backend import run_tasks_ray
 
 __all__ = ["run_benchmark", "plan_for", "plan_cells", "cell_config", "cell_state", "check_cell_files", "CellError"]
 
@@ -368,7 +368,7 @@ def run_benchmark(out: str, envs: Sequence[str] | None = None, *, quick: bool = 
         figures: also copy the learning-curve figures there (``docs/figures``).
         lock: take ``out``'s lock (False: the caller holds it).
         backend: where the cells train: ``"local"`` (``workers`` processes on this machine) or ``"ray"`` (one Ray
-            task per cell, :func:`clustergym.workers.run_tasks_ray`: the Ray instance this process is connected
+            task per cell, :func:`clustergym.ray_backend.run_tasks_ray`: the Ray instance this process is connected
             to, else ``$RAY_ADDRESS``, else a local one with ``workers`` CPUs). The cells are the same resumable
             folders either way; on a cluster, ``out`` must be on a file system every node sees.
     """
