@@ -9,7 +9,8 @@ import os
 import shutil
 from typing import Sequence
 
-from clustergym.experiments.drl import HORIZON, PLAN, _staged_replace, cell_config, cell_state
+from clustergym.experiments.drl_cells import _staged_replace, cell_config, cell_state
+from clustergym.experiments.drl_plan import HORIZON, PLAN
 from clustergym.learning.agent import PRETRAINED_DIR, read_side_car, safe_load
 from clustergym.learning.algos import SIDE_CAR
 
