@@ -32,7 +32,7 @@ def __getattr__(name: str):
 
         return algo_class
     if name == "_check_side_car":
-        from clustergym.learning.agent import check_side_car
+        from clustergym.learning.sidecar import check_side_car
 
         return check_side_car
     if name in _AGENT:

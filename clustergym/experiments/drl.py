@@ -47,8 +47,8 @@ from clustergym.experiments.drl_cache import _evaluate_cached, _write_results
 from clustergym.experiments.drl_cells import _atomic_json_or_text, _staged_replace, _sweep, cell_config, cell_state
 from clustergym.experiments.drl_plan import FULL_OUT, HORIZON, PLAN, QUICK, EnvPlan
 from clustergym.experiments.drl_report import _Agents, _env_table, _plot_curves, ablation_table
-from clustergym.learning.agent import read_side_car
 from clustergym.learning.algos import SIDE_CAR
+from clustergym.learning.sidecar import read_side_car
 from clustergym.learning.training import train
 from clustergym.outdir import FolderLock, check_path
 from clustergym.results import Results

@@ -17,10 +17,10 @@ import shutil
 from typing import Sequence
 
 from clustergym.experiments.drl_plan import PLAN, TRAIN_SEED_OFFSET, EnvPlan, Learner
-from clustergym.learning.agent import check_norm_file, read_side_car
 from clustergym.learning.algos import NORM_FILE, SIDE_CAR
 from clustergym.learning.hyperparams import load_hyperparams
 from clustergym.learning.instances import DEFAULT_TRAIN_INSTANCES
+from clustergym.learning.sidecar import check_norm_file, read_side_car
 
 __all__ = ["STAGE", "OLD", "CellError", "hyperparams_entry", "cell_config", "check_cell_files", "cell_state"]
 

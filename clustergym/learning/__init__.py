@@ -18,6 +18,8 @@
 :mod:`clustergym.learning.entity`          the per-channel policy network of P1 (``--net entity``)
 :mod:`clustergym.learning.imitation`       warm start by behaviour cloning (``--warm-start``)
 :mod:`clustergym.learning.agent`           saved models as ``sb3:`` agents, loaded without unpickling
+:mod:`clustergym.learning.sidecar`         a model's side-car and normalisation statistics, read as checked
+                                           data
 :mod:`clustergym.learning.importing`       plain SB3 models made ``sb3:`` agents (``clustergym import-model``)
 =========================================  ==========================================================
 

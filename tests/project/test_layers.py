@@ -37,7 +37,7 @@ ALLOWED = {
         "compatibility names loaded on first access: baselines sit below the learning layer",
     ("clustergym.baselines.drl", "clustergym.learning.training"):
         "compatibility names loaded on first access: baselines sit below the learning layer",
-    ("clustergym.baselines.drl", "clustergym.learning.agent"):
+    ("clustergym.baselines.drl", "clustergym.learning.sidecar"):
         "compatibility names loaded on first access: baselines sit below the learning layer",
     ("clustergym.envs.approxjobs.scenario", "clustergym.envs.traces.philly"):
         "the Philly loader, read only by the trace scenario; hoist with the family's next change",
