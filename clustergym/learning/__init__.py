@@ -6,6 +6,8 @@
 :mod:`clustergym.learning.policies`        the policy class of an algorithm, action head and network
 :mod:`clustergym.learning.heads`           fast action heads: MultiDiscrete/MultiBinary distributions as
                                            one batched tensor op, and the policies that use them
+:mod:`clustergym.learning.grouped`         the heads' maths: independent categoricals as one tensor per
+                                           choice count
 :mod:`clustergym.learning.training`        ``clustergym train`` (:func:`~clustergym.learning.training.train`)
 :mod:`clustergym.learning.train_envs`      the training env's wrapper chain, the instance pool, the
                                            normaliser
