@@ -9,10 +9,11 @@ import os
 import shutil
 from typing import Sequence
 
-from clustergym.experiments.drl import _staged_replace, cell_config, cell_state
+from clustergym.experiments.drl_cells import _staged_replace, cell_config, cell_state
 from clustergym.experiments.drl_plan import HORIZON, PLAN
-from clustergym.learning.agent import PRETRAINED_DIR, read_side_car, safe_load
+from clustergym.learning.agent import PRETRAINED_DIR, safe_load
 from clustergym.learning.algos import SIDE_CAR
+from clustergym.learning.sidecar import read_side_car
 
 __all__ = ["check_export", "export_pretrained", "prepare_export"]
 

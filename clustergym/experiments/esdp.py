@@ -12,8 +12,8 @@ runner's default pairing), and prints
   average reward overtakes HAUF's for good, per instance) and "regret grows like ln T" (growth
   exponent of the cumulative regret, faithful and ``only_active``);
 - both HAUF claims (ESDP beats HAUF; Fig. 2's early lead and overtake) under every HAUF reading
-  (:data:`HAUF_READINGS`: ports or channels ranked, untried channels at 0 or first, stop or first
-  fit), saying which reading the headline uses (:func:`hauf_reading_rows`);
+  (:data:`~clustergym.experiments.esdp_sweep.HAUF_READINGS`: ports or channels ranked, untried channels at 0
+  or first, stop or first fit), saying which reading the headline uses (:func:`hauf_reading_rows`);
 - the baseline-reading sensitivity table (stop at the first unfit channel vs first fit; LCF ranking
   channels vs jobs; HAUF ranking ports vs channels);
 - HAUF's rule given the TRUE means: its share of the oracle, per reading, over instances (what
@@ -23,7 +23,8 @@ Quick mode: 10 instances × 300 slots; full mode: 20 instances × 8000 slots (th
 (``clustergym reproduce esdp --instances A-B``) sets the instances of both.
 ``python -m clustergym.experiments.esdp --horizon H --instances N --figures docs/figures`` writes the
 figures ``docs/esdp.md`` shows (the ``figures`` target of the Makefile); ``--hauf-readings`` runs only
-ESDP and the HAUF readings, ``--rho 0.5`` only the ρ study (:func:`rho_study`), as docs/esdp.md quotes.
+ESDP and the HAUF readings, ``--rho 0.5`` only the ρ study (:func:`~clustergym.experiments.esdp_sweep.rho_study`),
+as docs/esdp.md quotes. The runs and the agents they compare are in :mod:`clustergym.experiments.esdp_sweep`.
 """
 
 from __future__ import annotations
@@ -33,11 +34,10 @@ import os
 
 import numpy as np
 
-from clustergym.agent import make, public_info
-from clustergym.envs.multiserver.channel.oracle import knapsack_max
-from clustergym.envs.multiserver.channel.scenario import make_channel_scenario
-from clustergym.experiments import describe_instances, instances_for, mode_name
+from clustergym.experiments import describe_instances, mode_name
 from clustergym.experiments.esdp_bench import bench_rows  # noqa: F401  (the P1 rows of clustergym bench)
+from clustergym.experiments.esdp_sweep import (BASELINES, ENV_ID, HAUF_READINGS, MAIN_AGENTS, RHO_AGENTS, SENSITIVITY,
+                                               phi_limit_regret, rho_study, run_study, sweep, true_mean_share)
 from clustergym.plots import agent_color, figure, figure_legend, mean_band, plot_comparisons, save, style
 from clustergym.evaluation import evaluate
 from clustergym.results import Results
@@ -45,19 +45,8 @@ from clustergym.stats import (INCONCLUSIVE, NOT_REPRODUCED, REPRODUCED, claims_t
                               paired_comparison, proportion_ci)
 from clustergym.experiments.extra import esdp_more  # the sweeps of §4.2–4.3 and regret against T
 
-__all__ = ["reproduce", "sweep", "tables", "figures", "report", "bench_rows", "run_study", "overtake_slot", "regret_exponent", "true_mean_share",
-           "phi_limit_regret"]
+__all__ = ["reproduce", "tables", "figures", "report", "bench_rows", "overtake_slot", "regret_exponent"]
 
-ENV_ID = "clustergym/MultiServerChannel-v0"
-BASELINES = ("hauf", "lcf", "lwtf")
-MAIN_AGENTS = ("esdp", "esdp[only_active=true]", *BASELINES, "random")
-# The other readings of the baselines (baselines/channel.py): each beside its default.
-# HAUF's readings of esdp.md §4 (baselines/channel.py, class HAUF), the default first. The
-# headline claims use the default: it reads the sentence literally ("ranks each port", "until (2)
-# can not be satisfied", no word on untried channels). Every reading gets its own Fig. 2 and
-# ESDP-vs-HAUF claim (:func:`hauf_reading_rows`).
-HAUF_READINGS = ("hauf", "hauf[skip_unfit=true]", 'hauf[rank="channels",skip_unfit=true]',
-                 'hauf[rank="channels",untried="first",skip_unfit=true]')
 HAUF_READING_LABEL = {
     "hauf": "ports by Σ v̂, untried = 0, stop at first unfit (default: the sentence as written)",
     "hauf[skip_unfit=true]": "ports by Σ v̂, untried = 0, first fit",
@@ -67,11 +56,6 @@ HAUF_READING_LABEL = {
 HEADLINE_NOTE = ("The two HAUF claims under every reading of HAUF (the claims table above uses the default "
                  "`hauf`, the sentence of esdp.md §4 as written: ports ranked, untried channels at 0, stop at the "
                  "first channel that does not fit; the other readings are our choices where the sentence is silent):")
-SENSITIVITY = {
-    "hauf": HAUF_READINGS[1:],
-    "lcf": ("lcf[skip_unfit=true]", 'lcf[rank="jobs"]', 'lcf[rank="jobs",skip_unfit=true]'),
-    "lwtf": ("lwtf[skip_unfit=true]",),
-}
 PAPER_IMPROVEMENT = {"hauf": 73, "lcf": 36, "lwtf": 28}  # §4.1 "up to", 8000 slots, paired in order
 # "In the beginning, HSWF performs better" (§4.1, of a figure spanning T slots): the running averages
 # are compared at slot max(10, T/50), 2% of the horizon (160 slots at T = 8000, 40 at 2000).
@@ -113,66 +97,6 @@ def log_exponent(T: int) -> float:
 def regret_threshold(T: int) -> float:
     """Midpoint between the exponent of c·ln T (:func:`log_exponent`) and of √T (0.5) at horizon T."""
     return 0.5 * (log_exponent(T) + SQRT_EXPONENT)
-
-
-def true_mean_share(instances, horizon: int, seed_of=lambda i: i, readings=HAUF_READINGS) -> dict:
-    """HAUF's rule given the TRUE means ṽ instead of its estimates: Σ_t ṽᵀx(t) / Σ_t oracle(t), per
-    reading and instance (a diagnostic, not an agent: it reads the hidden truth)."""
-    import gymnasium as gym
-
-    out = {r: {} for r in readings}
-    for spec in readings:
-        for inst in instances:
-            env = gym.make(ENV_ID, horizon=horizon, scenario_seed=int(inst), oracle=True)
-            agent = make(spec, env_id=ENV_ID)
-            obs, info = env.reset(seed=int(seed_of(inst)))
-            agent.reset(env.unwrapped.problem, seed=int(seed_of(inst)))
-            agent.n[:] = 1  # v̂ = ṽ exactly (every channel counts as tried), and never updated
-            agent.sum_z[:] = env.unwrapped.scenario.truth.mean_utility
-            got = best = 0.0
-            for _ in range(horizon):
-                obs, _, _, _, info = env.step(agent.act(obs, public_info(info)))
-                got += info["metrics"]["expected_reward"]
-                best += info["metrics"]["oracle_reward"]
-            out[spec][int(inst)] = got / best
-    return out
-
-
-def phi_limit_regret(instances, samples: int = 1000, seed: int = 0, **params) -> dict:
-    """Per-slot regret of Algorithm 1's Φ(t)-then-drop rule with EXACT means, per instance.
-
-    With exact means (and no exploration bonus), faithful ESDP's P4 solution is the best set over
-    Φ(t), x_Φ = argmax_{Ax<=c} ṽᵀx, the same every slot; Algorithm 1 (lines 10–16) then drops the
-    channels of ports without a job. Its per-slot regret E[max_{x∈Ω(t)} ṽᵀx − ṽᵀ(x_Φ ∧ active)] does
-    not depend on t, so the regret of the rule grows linearly whenever it is > 0 (ρ < 1). Estimated
-    over ``samples`` arrival draws Bernoulli(ρ_l) (a diagnostic: it reads the hidden truth);
-    ``params`` override the paper scenario's parameters.
-    """
-    out = {}
-    for inst in instances:
-        sc = make_channel_scenario("paper", seed=int(inst), **params)
-        pb, v = sc.problem, sc.truth.mean_utility
-        _, x_phi = knapsack_max(v, pb.demand, pb.capacity)
-        rng = np.random.default_rng(seed)
-        gap = np.empty(samples)
-        for k in range(samples):
-            active_port = rng.random(pb.num_ports) < sc.truth.rho
-            act = active_port[pb.edge_port]
-            idx = np.flatnonzero(act)
-            opt, _ = knapsack_max(v[idx], pb.demand[idx], pb.capacity)
-            gap[k] = opt - v[x_phi & act].sum()
-        out[int(inst)] = float(gap.mean())
-    return out
-
-
-def run_study(horizon: int, instances, workers: int, progress: bool, sensitivity: bool = True):
-    """All agents on ``instances`` (a list of scenario seeds, or n for 0..n−1; seed = instance), one
-    evaluate call; returns Results."""
-    agents = list(MAIN_AGENTS)
-    if sensitivity:
-        agents += [a for v in SENSITIVITY.values() for a in v]
-    insts = list(range(instances)) if isinstance(instances, int) else [int(i) for i in instances]
-    return evaluate(ENV_ID, agents, insts, horizon, workers=workers, progress=progress)
 
 
 def _subset(res, agents):
@@ -347,19 +271,6 @@ def analyse(res, share: dict | None = None, limit: dict | None = None) -> dict:
                 share_runs=share_esdp)
 
 
-RHO_AGENTS = ("esdp", "esdp[only_active=true]", *BASELINES)
-
-
-def rho_study(rhos, horizon: int, n_instances: int, workers: int = 1, progress: bool = False) -> dict:
-    """Faithful ESDP, ``only_active`` and the baselines at each job probability ρ_l = ρ (every port),
-    instances 0..n−1, seed = instance: ``{ρ: Results}``. The paper's proof bounds the slots where some
-    port has no job (eq. 35: the event that every port yields a job, probability Π_l ρ_l), so its claims
-    are for ρ near 1; this measures where faithful ESDP stops beating the baselines."""
-    return {float(r): evaluate(ENV_ID, list(RHO_AGENTS), list(range(n_instances)), horizon,
-                               env_kwargs={"rho": float(r)}, workers=workers, progress=progress)
-            for r in rhos}
-
-
 def rho_table(studies: dict) -> str:
     """Per ρ: each agent's share of the oracle's expected reward and faithful / ``only_active`` ESDP vs
     each baseline (mean relative gain [95% CI] over instances, W / L)."""
@@ -389,7 +300,7 @@ def sensitivity_table(an: dict) -> str:
 
 def regret_table(an: dict) -> str:
     """Per-slot regret of both variants over instances, beside the Φ(t)-then-drop rule's regret with
-    exact means (:func:`phi_limit_regret`)."""
+    exact means (:func:`~clustergym.experiments.esdp_sweep.phi_limit_regret`)."""
     def ci(d, digits=3):
         return fmt_ci(mean_ci(list(d.values())), unit="", digits=digits, signed=False)
 
@@ -415,25 +326,8 @@ def share_table(an: dict) -> str:
     return "\n".join(lines)
 
 
-QUICK_HORIZON, FULL_HORIZON, TINY_HORIZON = 300, 8000, 40
-
-
-def sweep(quick: bool, workers: int, progress: bool, instances=None, tiny: bool = False) -> dict:
-    """Every run and diagnostic the report needs: the study (:func:`run_study`), the faithful rule's
-    regret with exact means (:func:`phi_limit_regret`) and HAUF given the true means (:func:`true_mean_share`).
-    ``instances``: the scenario seeds (default ``experiments.instances_for(quick)``); ``tiny``: a few
-    slots, for tests of the machinery."""
-    insts = instances_for(quick, instances)
-    horizon = TINY_HORIZON if tiny else QUICK_HORIZON if quick else FULL_HORIZON
-    res = run_study(horizon, insts, workers, progress)
-    limit = phi_limit_regret(insts, 20 if tiny else 300 if quick else 1000)
-    share = true_mean_share(insts, min(horizon, 2000))
-    return {"quick": quick, "tiny": tiny, "horizon": horizon, "n_inst": len(insts), "instances": insts, "res": res,
-            "limit": limit, "share": share}
-
-
 def tables(sw: dict) -> dict:
-    """The report's tables (plain text / markdown) from a :func:`sweep`."""
+    """The report's tables (plain text / markdown) from a :func:`~clustergym.experiments.esdp_sweep.sweep`."""
     an = analyse(sw["res"], sw["share"], sw["limit"])
     return {"results": _subset(sw["res"], MAIN_AGENTS).table(), "claims": claims_table(an["rows"]),
             "hauf_readings": claims_table(hauf_reading_rows(sw["res"])),
@@ -499,7 +393,7 @@ def report(sw: dict, tb: dict) -> str:
 
 def reproduce(quick: bool, out: str, workers: int, progress: bool, instances=None, tiny: bool = False) -> str:
     """ESDP vs HAUF, LCF, LWTF, their other readings and random over instances of the paper scenario:
-    :func:`sweep`, then the results files and :func:`figures`, :func:`tables` and :func:`report`."""
+    :func:`~clustergym.experiments.esdp_sweep.sweep`, then the results files and :func:`figures`, :func:`tables` and :func:`report`."""
     sw = sweep(quick, workers, progress, instances, tiny)
     more = esdp_more.run(sw["res"], quick, workers, progress, instances, tiny)
     d = os.path.join(out, "esdp")
@@ -517,8 +411,6 @@ def reproduce(quick: bool, out: str, workers: int, progress: bool, instances=Non
     print(esdp_more.section(more))
     print("wrote " + ", ".join(paths + [path]))
     return path
-
-
 
 
 def main(argv=None) -> None:

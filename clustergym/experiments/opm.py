@@ -19,19 +19,19 @@ from __future__ import annotations
 
 import math
 import os
-import time
 
 import numpy as np
 
 from clustergym import stats
 from clustergym.experiments import describe_instances, instances_for, mode_name
 from clustergym.experiments.opm_bench import bench_rows  # noqa: F401  (the P4 rows of clustergym bench)
-from clustergym.experiments.opm_runs import ENV, _run_all
+from clustergym.experiments.opm_runs import ENV, _run_all, _task, episode  # noqa: F401  (the runs)
+from clustergym.experiments.opm_sweep import AGENTS, COUPLED, ROUNDING_CONFIG, SPEED_EXT, _bounds, _key, _views, sweep
 from clustergym.results import RESULTS_FILE, write_json
 from clustergym.plots import _plt, agent_colors, figure, figure_legend, plot_claims, save
 from clustergym.experiments.extra import opm_more  # Fig. 1a, Fig. 3 per tenfold step, the price-rule ablation
 
-__all__ = ["reproduce", "sweep", "claims", "tables", "figures", "report", "bench_rows", "plan", "PAPER_TABLE1"]
+__all__ = ["reproduce", "claims", "tables", "figures", "report", "bench_rows", "episode", "PAPER_TABLE1"]
 
 # Table I (overall utility). The paper prints 1.29 × 10^5 for Fair at β = 0.7; its text ("OPM
 # increases the overall utility by 30% and 34%") implies 1.29 × 10^6, which we use.
@@ -44,145 +44,17 @@ BASE = ["opm", "opm-noest", "fair", "edf"]
 LABEL = {"opm": "OPM", "opm-noest": "OPM without estimation", "fair": "Fair", "edf": "Deadline-aware (EDF)"}
 
 
-# -- reproduction over instances (job lists) ----------------------------------------------------
-
-AGENTS = ["opm", "opm-noest", "fair", "edf", "random"]
-SCALE_KW = {"default": {}, "paper": {"scale": "paper"}}  # scale="paper": identical machines (the paper's setup)
-SPEED_EXT = 0.3  # the speed-factor extension: scale="paper" with speed_low=0.3
 BASIS = "fluid bound B on the expected utility of the job list (bound.py)"
 # What scale="paper" is (opm.md §VI): every machine has the same rate law (U[0.7, 1] in available
 # periods, U[0, 0.1] in unavailable ones); machines differ only through their own, independent
 # Gamma-distributed available / unavailable periods. The arrival rate 0.15/slot is ours.
 PAPER_SETUP = "M=1000, one rate law, machines differ only by their independent available/unavailable periods"
-# eq. 72's rounding coupled across slots (agents/opm.py ``rounding``), run beside the default per-slot one
-COUPLED = "opm[rounding=coupled]"
-ROUNDING_CONFIG = ("paper", "heavy", 0.7)
-# Arrival rates of the density sweep (jobs/slot at scale="paper"; 0.15 is the default, our choice).
-RATE_SWEEP = (0.05, 0.45)
 # Shares of B and scores are bounded below (0) and, in expectation, above (1); a mean over seeds may pass
 # 1 by the luck of the machine rates, so their intervals are bootstrap intervals inside the values' range.
 SHARE_BOUNDS = (0.0, math.inf)
 SCORE_BOUNDS = (-math.inf, math.inf)
 PAPER_VS = {"fair": {0.5: 10.4, 0.6: 21.4, 0.7: 32.6}, "edf": {0.5: 11.5, 0.6: 21.7, 0.7: 33.6},
             "opm-noest": {0.5: 8.3, 0.6: 9.0, 0.7: 11.0}}  # Table I, OPM's relative gain (%)
-
-
-def _key(kw: dict) -> tuple:
-    return tuple(sorted((k, v) for k, v in kw.items() if k not in ("scenario_seed", "oracle")))
-
-
-QUICK_H = 600  # quick mode's horizon at both scales
-TINY_H = 30  # tests of the machinery only
-
-
-def plan(quick: bool, instances=None, tiny: bool = False) -> dict:
-    """The configurations, instances and seeds of ``reproduce`` (one place, so tests can read it).
-
-    Quick: 10 job lists (``experiments.instances_for``), one seed, horizon 600 at both scales, β ∈
-    {0.5, 0.7, 0.9} heavy, β = 0.9 light, the speed-factor extension at β ∈ {0.5, 0.7}. Full: 20 job
-    lists × 2 seeds, horizon 2000, Table I's three β and β = 0.9, light load at β ∈ {0.5, 0.7, 0.9},
-    the extension at Table I's three β, the Fig. 3 α sweep and a horizon sweep (600 / 2000 / 5000 /
-    50,000 slots, the last the paper's T) at the paper's scale. ``instances`` replaces the job lists; ``tiny`` the horizons (a few
-    slots, for tests of the machinery).
-    """
-    h = TINY_H if tiny else QUICK_H if quick else 2000
-    H = {"default": h, "paper": h}
-    heavy = (0.5, 0.7, 0.9) if quick else (0.5, 0.6, 0.7, 0.9)
-    light = (0.9,) if quick else (0.5, 0.7, 0.9)
-    ext = (0.5, 0.7) if quick else (0.5, 0.6, 0.7)
-    cfgs = {}
-    for scale, skw in SCALE_KW.items():
-        for b in heavy:
-            cfgs[(scale, "heavy", b)] = dict(skw, horizon=H[scale], beta=b, load=1.0)
-        for b in light:
-            cfgs[(scale, "light", b)] = dict(skw, horizon=H[scale], beta=b, load=0.5)
-    for b in ext:  # the extension: machines with speed factors U[0.3, 1] (not in the paper)
-        cfgs[("paper", "speed", b)] = dict(scale="paper", horizon=H["paper"], beta=b, load=1.0, speed_low=SPEED_EXT)
-    for r in RATE_SWEEP:  # the arrival rate is ours: the claim at other densities (β = 0.7, heavy)
-        cfgs[("paper", f"rate={r:g}", 0.7)] = dict(scale="paper", horizon=H["paper"], beta=0.7, load=1.0,
-                                                   arrival_rate=r)
-    instances = instances_for(quick, instances)
-    seeds = [0] if quick else [0, 1]
-    alphas = [] if quick else [None, 0.06, 0.6, 6.0]  # Fig. 3 sweep (full mode), None = Theorem 3
-    if alphas:
-        cfgs[("paper", "alpha", 0.8)] = dict(scale="paper", horizon=H["paper"], beta=0.8, load=1.0)
-    horizons = [] if quick else [600, 5000, 50_000]  # with H["paper"]: OPM's gain against the horizon, to the
-    # paper's T = 50,000 (§VI)
-    for T in horizons:
-        cfgs[("paper", f"T={T}", 0.7)] = dict(scale="paper", horizon=T, beta=0.7, load=1.0)
-    return {"configs": cfgs, "instances": instances, "seeds": seeds, "horizons": H, "alphas": alphas,
-            "horizon_sweep": horizons}
-
-
-def _tasks(pl: dict) -> list:
-    tasks = []
-    for (scale, group, b), kw in pl["configs"].items():
-        agents = list(AGENTS)
-        if group == "alpha":
-            agents = ["fair", "random"] + [("opm" if a is None else f"opm[alpha={a:g}]") for a in pl["alphas"]]
-        elif group.startswith("T=") or group.startswith("rate="):
-            agents = ["opm", "fair", "edf", "random"]
-        elif (scale, group, b) == ROUNDING_CONFIG:
-            agents = [*agents, COUPLED]
-        for inst in pl["instances"]:
-            for sd in pl.get("seeds", [0]):
-                for a in agents:
-                    rec = group == "heavy" and b == 0.5 and sd == 0
-                    tasks.append((dict(kw, scenario_seed=inst, oracle=a == "random"), a, 100 * inst + sd, rec))
-    return tasks
-
-
-def _per_instance(runs, kw, agent, field="total_reward") -> dict:
-    """``{job list: mean over its seeds}`` of a run field for one agent and configuration."""
-    k, groups = _key(kw), {}
-    for r in runs:
-        if r["agent"] == agent and _key(r["env_kwargs"]) == k:
-            groups.setdefault(r["env_kwargs"]["scenario_seed"], []).append(r[field])
-    return {i: float(np.mean(v)) for i, v in groups.items()}
-
-
-def _bounds(runs, kw) -> dict:
-    return _per_instance(runs, kw, "random", "bound")
-
-
-def sweep(quick: bool, workers: int, progress: bool, instances=None, tiny: bool = False) -> dict:
-    """Every episode of :func:`plan` (:func:`episode` per task, through the runner's worker pool)."""
-    pl = plan(quick, instances, tiny)
-    tasks = _tasks(pl)
-    t0 = time.perf_counter()
-    runs = _run_all(tasks, workers, progress)
-    return {"quick": quick, "tiny": tiny, "pl": pl, "runs": runs, "wall": time.perf_counter() - t0}
-
-
-def _views(sw: dict):
-    """Per-instance views of a sweep's runs: ``vals(config, agent, field)``, ``best_base``, ``share`` of
-    the bound, ``score``, ``eff`` (work / spend) and ``ci`` (mean [95% interval] as text)."""
-    runs, cfg = sw["runs"], sw["pl"]["configs"]
-
-    def vals(c, agent, field="total_reward"):
-        return _per_instance(runs, cfg[c], agent, field)
-
-    def best_base(c):
-        f, e = vals(c, "fair"), vals(c, "edf")
-        return {i: max(f[i], e[i]) for i in f}
-
-    def share(c, agent):  # mean utility over seeds / the bound on the expected utility, per job list
-        b, v = _bounds(runs, cfg[c]), vals(c, agent)
-        return {i: v[i] / b[i] if b[i] > 0 else float("nan") for i in v}
-
-    def score(c, agent):  # on means over seeds per job list
-        b, v, r = _bounds(runs, cfg[c]), vals(c, agent), vals(c, "random")
-        return {i: (v[i] - r[i]) / (b[i] - r[i]) if b[i] - r[i] > 0 else float("nan") for i in v}
-
-    def eff(c, agent):
-        w, s = vals(c, agent, "work"), vals(c, agent, "budget_spent")
-        return {i: w[i] / s[i] if s[i] > 0 else float("nan") for i in w}  # nothing spent (a few slots): no ratio
-
-    def ci(x, unit="", digits=3, signed=False, bounds=None):
-        """mean [95% interval]; ``bounds``: a share or score, seeded bootstrap interval (stats.mean_ci)."""
-        return stats.fmt_ci(stats.mean_ci(list(x.values()), bounds=bounds), unit, digits, signed)
-
-    return vals, best_base, share, score, eff, ci
 
 
 def claims(sw: dict) -> list[dict]:
@@ -302,42 +174,61 @@ def _fig3(sw: dict):
 
 
 def tables(sw: dict) -> dict:
-    """Every table of the report: ``sections`` (title -> lines: Table I, Fig. 2, the ablation),
-    ``eff``, ``use`` (Fig. 1b), ``horizon`` and ``fig3`` lines, and the largest share of the bound."""
-    runs, pl = sw["runs"], sw["pl"]
-    cfg, H = pl["configs"], pl["horizons"]
-    vals, best_base, share, score, eff, ci = _views(sw)
+    """Every table of the report: ``sections`` (title -> lines: Table I, Fig. 2, the extension), ``side`` (the
+    paper's setup beside the extension), ``rounding``, ``eff``, ``use`` (Fig. 1b), ``horizon`` and ``fig3`` lines,
+    and the largest share of the bound."""
+    max_share, worst, max_mean_share = _largest_shares(sw)
+    return {"sections": _agent_tables(sw), "side": _side_by_side(sw), "rounding": _rounding_lines(sw),
+            "eff": _efficiency_lines(sw), "use": _budget_use_lines(sw), "horizon": _horizon_lines(sw),
+            "fig3": _fig3(sw)[2], "max_share": max_share, "worst": worst, "max_mean_share": max_mean_share}
+
+
+def _agent_tables(sw: dict) -> dict:
+    """Table I and Fig. 2 at both scales and the speed-factor extension, each as :func:`_agent_table` lines
+    (title -> lines)."""
+    H = sw["pl"]["horizons"]
     desc = {"default": f"default scale (M=100, J_max=20, arrival 0.015/slot), horizon {H['default']}",
             "paper": f'scale="paper", the paper\'s setup ({PAPER_SETUP}; J_max=100, arrival 0.15/slot, ours), '
                      f'horizon {H["paper"]}'}
-
-    def table(scale, group, betas):
-        betas = [b for b in betas if (scale, group, b) in cfg]
-        lines = [f"| agent | " + " | ".join(f"β={b}: utility | share of bound | score" for b in betas) + " |",
-                 "|---|" + "---|---|---|" * len(betas)]
-        for a in AGENTS:
-            cells = []
-            for b in betas:
-                c = (scale, group, b)
-                m = stats.mean_ci(list(vals(c, a).values()))
-                bnd = stats.mean_ci(list(_bounds(runs, cfg[c]).values())).mean
-                gap = bnd - stats.mean_ci(list(vals(c, "random").values())).mean
-                sc = ci(score(c, a), digits=2, bounds=SCORE_BOUNDS) if gap > 0.05 * bnd else "–"  # random within 5% of the bound: no scale
-                cells.append(f"{m.mean:,.0f} | {ci(share(c, a), bounds=SHARE_BOUNDS)} | {sc}")
-            lines.append(f"| {a} | " + " | ".join(cells) + " |")
-        bl = [stats.mean_ci(list(_bounds(runs, cfg[(scale, group, b)]).values())).mean for b in betas]
-        lines.append("| upper bound (fluid, bound.py) | " + " | ".join(f"{x:,.0f} | 1 | 1" for x in bl) + " |")
-        return lines
-
     tables = {}
     for scale in ("paper", "default"):
-        tables[f"Table I, {desc[scale]}, heavy load"] = table(scale, "heavy", (0.5, 0.6, 0.7))
+        tables[f"Table I, {desc[scale]}, heavy load"] = _agent_table(sw, scale, "heavy", (0.5, 0.6, 0.7))
         tables[f"Fig. 2, {desc[scale]}, heavy load β=0.9 and light load (half the jobs)"] = (
-            table(scale, "heavy", (0.9,)) + [""] + table(scale, "light", (0.5, 0.7, 0.9)))
+            _agent_table(sw, scale, "heavy", (0.9,)) + [""] + _agent_table(sw, scale, "light", (0.5, 0.7, 0.9)))
     tables[f'Extension: scale="paper" with speed factors U[{SPEED_EXT}, 1] (speed_low={SPEED_EXT}; not in the paper), '
-           f'horizon {H["paper"]}, heavy load'] = table("paper", "speed", (0.5, 0.6, 0.7))
+           f'horizon {H["paper"]}, heavy load'] = _agent_table(sw, "paper", "speed", (0.5, 0.6, 0.7))
+    return tables
 
-    # -- the paper's setup and the speed-factor extension side by side (claims statistic, % of B) ---------
+
+def _agent_table(sw: dict, scale: str, group: str, betas) -> list[str]:
+    """Per agent and β of the group that ran: mean utility, share of the bound and score ("–" where random comes
+    within 5% of the bound: no scale), then the bound itself."""
+    runs, cfg = sw["runs"], sw["pl"]["configs"]
+    vals, _, share, score, _, ci = _views(sw)
+    betas = [b for b in betas if (scale, group, b) in cfg]
+    lines = [f"| agent | " + " | ".join(f"β={b}: utility | share of bound | score" for b in betas) + " |",
+             "|---|" + "---|---|---|" * len(betas)]
+    for a in AGENTS:
+        cells = []
+        for b in betas:
+            c = (scale, group, b)
+            m = stats.mean_ci(list(vals(c, a).values()))
+            bnd = stats.mean_ci(list(_bounds(runs, cfg[c]).values())).mean
+            gap = bnd - stats.mean_ci(list(vals(c, "random").values())).mean
+            sc = ci(score(c, a), digits=2, bounds=SCORE_BOUNDS) if gap > 0.05 * bnd else "–"
+            cells.append(f"{m.mean:,.0f} | {ci(share(c, a), bounds=SHARE_BOUNDS)} | {sc}")
+        lines.append(f"| {a} | " + " | ".join(cells) + " |")
+    bl = [stats.mean_ci(list(_bounds(runs, cfg[(scale, group, b)]).values())).mean for b in betas]
+    lines.append("| upper bound (fluid, bound.py) | " + " | ".join(f"{x:,.0f} | 1 | 1" for x in bl) + " |")
+    return lines
+
+
+def _side_by_side(sw: dict) -> list[str]:
+    """The paper's setup and the speed-factor extension side by side, heavy load: OPM vs Fair, EDF and the best of
+    both per job list (claims statistic, % of B), wins/losses, (ratio of totals)."""
+    runs, cfg = sw["runs"], sw["pl"]["configs"]
+    vals, best_base, *_ = _views(sw)
+
     def cell(c, ref_vals):
         k = stats.paired_comparison(vals(c, "opm"), ref_vals, scale=_bounds(runs, cfg[c]), basis=BASIS)
         return f"{stats.fmt_ci(k)} {k.wins}/{k.losses} ({k.ratio:+.1f}%)"
@@ -352,53 +243,84 @@ def tables(sw: dict) -> dict:
             cells += ([cell(c, vals(c, "fair")), cell(c, vals(c, "edf")), cell(c, best_base(c))] if c in cfg
                       else ["–"] * 3)
         side.append(f"| {b} | " + " | ".join(cells) + " |")
+    return side
 
-    # -- efficiency and Fig. 1 budget use ------------------------------------------------------
-    eff_lines = ["| setting | " + " | ".join(AGENTS) + " |", "|---|" + "---|" * len(AGENTS)]
+
+def _efficiency_lines(sw: dict) -> list[str]:
+    """Work per unit of budget (work / spend) per agent, heavy load, β = 0.5, in each setting that ran."""
+    cfg = sw["pl"]["configs"]
+    *_, eff, ci = _views(sw)
+    lines = ["| setting | " + " | ".join(AGENTS) + " |", "|---|" + "---|" * len(AGENTS)]
     for c in [c for c in (("paper", "heavy", 0.5), ("default", "heavy", 0.5), ("paper", "speed", 0.5)) if c in cfg]:
-        eff_lines.append(f"| {c[0]} scale, {c[1]}, β={c[2]} | " + " | ".join(ci(eff(c, a), digits=4) for a in AGENTS) + " |")
-    use_lines = ["| setting | " + " | ".join(f"{a}: jobs < 90% of budget / median budget used" for a in AGENTS) + " |",
-                 "|---|" + "---|" * len(AGENTS)]
+        lines.append(f"| {c[0]} scale, {c[1]}, β={c[2]} | " + " | ".join(ci(eff(c, a), digits=4) for a in AGENTS) + " |")
+    return lines
+
+
+def _budget_use_lines(sw: dict) -> list[str]:
+    """Fig. 1b's budget use per agent at both scales, heavy load, β = 0.5: the jobs under 90% of their budget and
+    the median budget used."""
+    vals, *_, ci = _views(sw)
+    lines = ["| setting | " + " | ".join(f"{a}: jobs < 90% of budget / median budget used" for a in AGENTS) + " |",
+             "|---|" + "---|" * len(AGENTS)]
     for c in (("paper", "heavy", 0.5), ("default", "heavy", 0.5)):
-        use_lines.append(f"| {c[0]} scale, β=0.5 | " + " | ".join(
+        lines.append(f"| {c[0]} scale, β=0.5 | " + " | ".join(
             f"{ci({i: 100 * x for i, x in vals(c, a, 'jobs_under_90').items()}, '%', 0, bounds=(0.0, 100.0))} / "
             f"{stats.mean_ci(list(vals(c, a, 'budget_used_median').values())).mean:.2f}" for a in AGENTS) + " |")
-    # Per-run ratios to the bound on the EXPECTED utility (one run may exceed 1 by lucky machine rates) and
-    # the per-job-list shares on means over seeds (the ones a bound on an expectation speaks about).
+    return lines
+
+
+def _largest_shares(sw: dict) -> tuple[float, dict, float]:
+    """The largest per-run ratio of utility to the bound on the EXPECTED utility (one run may exceed 1 by lucky
+    machine rates), the run that has it, and the largest per-job-list share on means over seeds (the one a bound
+    on an expectation speaks about)."""
+    runs, cfg = sw["runs"], sw["pl"]["configs"]
+    share = _views(sw)[2]
+
     def run_ratio(r):
         b = _bounds(runs, r["env_kwargs"])[r["env_kwargs"]["scenario_seed"]]
         return r["total_reward"] / b if b > 0 else -math.inf
 
-    max_share = max(run_ratio(r) for r in runs)
-    worst = max(runs, key=run_ratio)
     max_mean_share = max(v for c in cfg for a in {r["agent"] for r in runs if _key(r["env_kwargs"]) == _key(cfg[c])}
                          for v in share(c, a).values() if not math.isnan(v))
+    return max(run_ratio(r) for r in runs), max(runs, key=run_ratio), max_mean_share
 
-    hor_lines = []
-    if pl["horizon_sweep"]:
-        hor_lines = ["| horizon (slots) | OPM vs Fair | wins / losses | OPM vs EDF | wins / losses | OPM share of bound | Fair share |",
-                     "|---|---|---|---|---|---|---|"]
-        for T in sorted(pl["horizon_sweep"] + [H["paper"]]):
-            c = ("paper", "heavy", 0.7) if T == H["paper"] else ("paper", f"T={T}", 0.7)
-            cf = stats.paired_comparison(vals(c, "opm"), vals(c, "fair"), scale=_bounds(runs, cfg[c]), basis=BASIS)
-            ce = stats.paired_comparison(vals(c, "opm"), vals(c, "edf"), scale=_bounds(runs, cfg[c]), basis=BASIS)
-            hor_lines.append(f"| {T} | {stats.fmt_ci(cf)} | {cf.wins} / {cf.losses} | {stats.fmt_ci(ce)} | "
-                             f"{ce.wins} / {ce.losses} | {ci(share(c, 'opm'), bounds=SHARE_BOUNDS)} | "
-                             f"{ci(share(c, 'fair'), bounds=SHARE_BOUNDS)} |")
 
-    rnd = []
+def _horizon_lines(sw: dict) -> list[str]:
+    """OPM against Fair and EDF, and both shares of the bound, over full mode's horizon sweep (paper scale, β = 0.7,
+    heavy load); empty without the sweep."""
+    runs, pl = sw["runs"], sw["pl"]
+    cfg, H = pl["configs"], pl["horizons"]
+    vals, _, share, *_, ci = _views(sw)
+    if not pl["horizon_sweep"]:
+        return []
+    lines = ["| horizon (slots) | OPM vs Fair | wins / losses | OPM vs EDF | wins / losses | OPM share of bound | Fair share |",
+             "|---|---|---|---|---|---|---|"]
+    for T in sorted(pl["horizon_sweep"] + [H["paper"]]):
+        c = ("paper", "heavy", 0.7) if T == H["paper"] else ("paper", f"T={T}", 0.7)
+        cf = stats.paired_comparison(vals(c, "opm"), vals(c, "fair"), scale=_bounds(runs, cfg[c]), basis=BASIS)
+        ce = stats.paired_comparison(vals(c, "opm"), vals(c, "edf"), scale=_bounds(runs, cfg[c]), basis=BASIS)
+        lines.append(f"| {T} | {stats.fmt_ci(cf)} | {cf.wins} / {cf.losses} | {stats.fmt_ci(ce)} | "
+                     f"{ce.wins} / {ce.losses} | {ci(share(c, 'opm'), bounds=SHARE_BOUNDS)} | "
+                     f"{ci(share(c, 'fair'), bounds=SHARE_BOUNDS)} |")
+    return lines
+
+
+def _rounding_lines(sw: dict) -> list[str]:
+    """Eq. 72's rounding drawn every slot vs coupled across slots (:data:`ROUNDING_CONFIG`): migrations, OPM vs the
+    best of Fair/EDF (% of B), wins/losses and share of B; empty when the coupled rounding did not run."""
+    runs, cfg = sw["runs"], sw["pl"]["configs"]
+    vals, best_base, share, *_, ci = _views(sw)
     c = ROUNDING_CONFIG
-    if c in cfg and vals(c, COUPLED):
-        rnd = ["| eq. 72 rounding | machines migrating per slot, % [95% bootstrap interval] | vs best of Fair/EDF, % of B "
-               "| W / L | share of B |", "|---|---|---|---|---|"]
-        for name, lab in (("opm", "per slot (default, the paper's text)"), (COUPLED, "coupled across slots")):
-            k = stats.paired_comparison(vals(c, name), best_base(c), scale=_bounds(runs, cfg[c]), basis=BASIS)
-            mg = ci({i: 100 * x for i, x in vals(c, name, "migration_rate").items()}, digits=1,
-                    bounds=(0.0, 100.0))
-            rnd.append(f"| {lab} (`{name}`) | {mg} | {stats.fmt_ci(k)} | {k.wins} / {k.losses} | "
-                       f"{ci(share(c, name), bounds=SHARE_BOUNDS)} |")
-    return {"sections": tables, "side": side, "rounding": rnd, "eff": eff_lines, "use": use_lines, "horizon": hor_lines,
-            "fig3": _fig3(sw)[2], "max_share": max_share, "worst": worst, "max_mean_share": max_mean_share}
+    if c not in cfg or not vals(c, COUPLED):
+        return []
+    lines = ["| eq. 72 rounding | machines migrating per slot, % [95% bootstrap interval] | vs best of Fair/EDF, % of B "
+             "| W / L | share of B |", "|---|---|---|---|---|"]
+    for name, lab in (("opm", "per slot (default, the paper's text)"), (COUPLED, "coupled across slots")):
+        k = stats.paired_comparison(vals(c, name), best_base(c), scale=_bounds(runs, cfg[c]), basis=BASIS)
+        mg = ci({i: 100 * x for i, x in vals(c, name, "migration_rate").items()}, digits=1, bounds=(0.0, 100.0))
+        lines.append(f"| {lab} (`{name}`) | {mg} | {stats.fmt_ci(k)} | {k.wins} / {k.losses} | "
+                     f"{ci(share(c, name), bounds=SHARE_BOUNDS)} |")
+    return lines
 
 
 def figures(sw: dict, d: str) -> list[str]:
@@ -547,7 +469,6 @@ def reproduce(quick: bool, out: str, workers: int, progress: bool, instances=Non
     print(text)
     print(f"wrote {path}, " + ", ".join(pngs) + f" ({total_wall:.0f} s)")
     return path
-
 
 
 # -- which ingredient decides the claims (docs/opm.md, "What holds and what does not") ------------

@@ -6,6 +6,8 @@
 :mod:`clustergym.learning.policies`        the policy class of an algorithm, action head and network
 :mod:`clustergym.learning.heads`           fast action heads: MultiDiscrete/MultiBinary distributions as
                                            one batched tensor op, and the policies that use them
+:mod:`clustergym.learning.grouped`         the heads' maths: independent categoricals as one tensor per
+                                           choice count
 :mod:`clustergym.learning.training`        ``clustergym train`` (:func:`~clustergym.learning.training.train`)
 :mod:`clustergym.learning.train_envs`      the training env's wrapper chain, the instance pool, the
                                            normaliser
@@ -18,6 +20,8 @@
 :mod:`clustergym.learning.entity`          the per-channel policy network of P1 (``--net entity``)
 :mod:`clustergym.learning.imitation`       warm start by behaviour cloning (``--warm-start``)
 :mod:`clustergym.learning.agent`           saved models as ``sb3:`` agents, loaded without unpickling
+:mod:`clustergym.learning.sidecar`         a model's side-car and normalisation statistics, read as checked
+                                           data
 :mod:`clustergym.learning.importing`       plain SB3 models made ``sb3:`` agents (``clustergym import-model``)
 =========================================  ==========================================================
 

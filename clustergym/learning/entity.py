@@ -54,7 +54,8 @@ import torch as th
 from torch import nn
 
 from clustergym.learning.algos import NETS
-from clustergym.learning.heads import FastActorCriticPolicy, PAD_LOGIT
+from clustergym.learning.grouped import PAD_LOGIT
+from clustergym.learning.heads import FastActorCriticPolicy
 from clustergym.pipeline import TIME_CAP, layout_keys
 
 try:

@@ -255,7 +255,7 @@ def test_only_active_differs_from_faithful_only_through_idle_ports():
 
 
 def test_phi_then_drop_rule_has_a_constant_per_slot_regret_iff_ports_go_idle():
-    from clustergym.experiments.esdp import phi_limit_regret
+    from clustergym.experiments.esdp_sweep import phi_limit_regret
 
     assert phi_limit_regret([0], samples=200)[0] > 0.2  # ρ = 0.9: linear regret even with exact means
     assert phi_limit_regret([0], samples=50, rho=1.0)[0] == pytest.approx(0.0, abs=1e-12)

@@ -11,7 +11,7 @@ import pytest
 
 from clustergym import stats
 from clustergym.agents.esdp import ESDP
-from clustergym.experiments import esdp
+from clustergym.experiments import esdp_sweep
 from clustergym.experiments.extra import esdp_more
 
 INSTANCES = [0, 1]
@@ -20,7 +20,7 @@ VERDICT_WORDS = (stats.REPRODUCED, stats.DIRECTION_ONLY, stats.NOT_REPRODUCED, s
 
 @pytest.fixture(scope="module")
 def study():
-    return esdp.run_study(24, INSTANCES, 1, False, sensitivity=False)
+    return esdp_sweep.run_study(24, INSTANCES, 1, False, sensitivity=False)
 
 
 @pytest.fixture(scope="module")

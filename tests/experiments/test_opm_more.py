@@ -8,7 +8,7 @@ import math
 import pytest
 
 from clustergym import stats
-from clustergym.experiments import opm
+from clustergym.experiments import opm_sweep
 from clustergym.experiments.extra import opm_more
 
 INSTANCES = [0, 1, 2]
@@ -16,7 +16,7 @@ INSTANCES = [0, 1, 2]
 
 @pytest.fixture(scope="module")
 def main_sweep():
-    return opm.sweep(True, 1, False, INSTANCES, tiny=True)  # a job list without jobs is left out of Fig. 1a
+    return opm_sweep.sweep(True, 1, False, INSTANCES, tiny=True)  # a job list without jobs is left out of Fig. 1a
 
 
 def test_ratio_share_counts_jobs_below_the_threshold_and_jobs_without_utility_as_above():

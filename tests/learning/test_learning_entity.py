@@ -19,7 +19,7 @@ import clustergym  # noqa: F401
 from clustergym.cli import main
 from clustergym.learning.entity import (CHANNEL_FEATURES, EntityActorCriticPolicy, EntityMaskableActorCriticPolicy,
                                         check_net, entity_layout, entity_policy)
-from clustergym.learning.heads import PAD_LOGIT
+from clustergym.learning.grouped import PAD_LOGIT
 from clustergym.learning.train_envs import make_train_env
 from clustergym.learning.training import train
 from clustergym.pipeline import TIME_CAP

@@ -84,7 +84,7 @@ def test_sample_and_mode_take_the_first_maximal_index_as_argmax(rows):
     same index as ``th.argmax(..., dim=1)``, ties included (a row of equal logits, masked-out and padding
     choices); ``sample`` is the argmax of the log-probabilities plus the Gumbel noise of one uniform draw, laid
     out as (B, K, D) for a few unmasked rows (``PADDED_BATCH``) and group after group otherwise."""
-    from clustergym.learning.heads import PADDED_BATCH
+    from clustergym.learning.grouped import PADDED_BATCH
 
     nvec = NVECS["unequal"]
     logits, _, masks = _case(nvec)
@@ -216,7 +216,7 @@ def test_padded_and_grouped_layouts_give_the_same_distribution(kind):
     """A few rows without gradient use one padded (B, K, D) tensor, larger batches one tensor per group: the
     same log-probabilities, entropies, modes and probabilities for the same logits, in SB3's and in the
     grouped column order."""
-    from clustergym.learning.heads import PADDED_BATCH
+    from clustergym.learning.grouped import PADDED_BATCH
 
     nvec = NVECS[kind]
     logits, actions, _ = _case(nvec, seed=13)

@@ -714,7 +714,7 @@ def test_a_bad_side_car_is_one_line_naming_the_file_field_and_valid_values(train
 def test_the_benchmark_reads_side_cars_with_the_same_limits(tmp_path):
     """`clustergym drl` checks a finished cell's side-car with the sb3: agent's validated reader: a file nested
     100,000 levels deep is a cell error naming the depth, not a RecursionError."""
-    from clustergym.experiments.drl import CellError, check_cell_files
+    from clustergym.experiments.drl_cells import CellError, check_cell_files
 
     (tmp_path / "clustergym.json").write_text("[" * 100_000 + "]" * 100_000)
     with pytest.raises(CellError, match="nested"):

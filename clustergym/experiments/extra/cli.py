@@ -18,7 +18,7 @@ import time
 import numpy as np
 
 from clustergym import stats
-from clustergym.experiments.esdp import MAIN_AGENTS
+from clustergym.experiments.esdp_sweep import MAIN_AGENTS
 from clustergym.experiments.extra import esdp_more, gadget_more, ogasched_more, opm_more
 from clustergym.experiments.gadget import CONFIG
 from clustergym.evaluation import evaluate

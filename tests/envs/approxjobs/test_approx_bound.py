@@ -144,7 +144,7 @@ def test_fair_hands_machines_a_job_cannot_pay_for_to_the_other_jobs():
 
 
 def test_reproduce_plan_compares_over_enough_job_lists():
-    from clustergym.experiments.opm import plan
+    from clustergym.experiments.opm_sweep import plan
 
     q, f = plan(True), plan(False)
     assert len(q["instances"]) >= 10 and len(f["instances"]) >= 20  # quick >= 10 job lists, full >= 20

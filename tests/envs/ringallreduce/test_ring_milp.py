@@ -135,7 +135,8 @@ def test_gadget_fits_rings_that_share_a_server_uplink():
 
 
 def test_fig7_slot_ratios_same_slots_and_bounded_by_the_optimum():
-    from clustergym.experiments.gadget import FIG7_SMALL, slot_ratios
+    from clustergym.experiments.gadget import FIG7_SMALL
+    from clustergym.experiments.gadget_diagnostics import slot_ratios
 
     r = slot_ratios([0], 8, **FIG7_SMALL)
     n = {a: len(v[0]) for a, v in r.items()}
@@ -149,7 +150,7 @@ def test_fig7_slot_ratios_same_slots_and_bounded_by_the_optimum():
 def test_lam1_total_bounds_every_agents_total_utility():
     """``lam1_total``: Σλ1 over the jobs that arrive, an upper bound on any agent's total
     utility on the same (instance, seed); a window too small to list every job is an error."""
-    from clustergym.experiments.gadget import lam1_total
+    from clustergym.experiments.gadget_diagnostics import lam1_total
     from clustergym.evaluation import evaluate
 
     kw = dict(num_servers=6, arrival_rate=2.0, max_jobs=40, budget_mode="worker_slots", gpu_scale=0.25)
