@@ -28,7 +28,7 @@ pytest.importorskip("stable_baselines3")
 import clustergym  # noqa: E402
 from tests.helpers import one_line_exit_2, snapshot  # noqa: E402
 from clustergym.cli import main  # noqa: E402
-from clustergym.experiments import drl, drl_export, drl_plan  # noqa: E402
+from clustergym.experiments import drl, drl_cells, drl_export, drl_plan  # noqa: E402
 from clustergym.learning.agent import PRETRAINED_DIR  # noqa: E402
 
 P1, P2, P3, P4 = clustergym.ENV_IDS
@@ -61,7 +61,7 @@ def _as_full(out) -> None:
     ppo = next(lr for lr in plan.learners if lr.name == "ppo")
     done_p = out / "p4" / "ppo" / "seed1" / "done.json"
     done = json.loads(done_p.read_text())
-    done["config"] = drl.cell_config(plan, ppo, 1, drl_plan.HORIZON, False)
+    done["config"] = drl_cells.cell_config(plan, ppo, 1, drl_plan.HORIZON, False)
     done_p.write_text(json.dumps(done))
     summ = json.loads((out / "summary.json").read_text())
     summ.update(quick=False, horizon=drl_plan.HORIZON, training_seeds=[1])
@@ -156,10 +156,10 @@ def test_sweep_spares_user_folders_and_other_benchmarks(quick, capsys):
     for u in user:
         u.mkdir(parents=True)
         (u / "chapter.txt").write_text("mine")
-    nested = out / "sub" / "p4" / "ppo" / f"{drl.STAGE}seed0-424242"  # another drl's live cell
+    nested = out / "sub" / "p4" / "ppo" / f"{drl_cells.STAGE}seed0-424242"  # another drl's live cell
     nested.mkdir(parents=True)
     (nested / "model.zip").write_text("x")
-    ours = [out / "p4" / "ppo" / f"{drl.STAGE}seed3-99", out / "p4" / "ppo" / f"{drl.OLD}seed3-99",
+    ours = [out / "p4" / "ppo" / f"{drl_cells.STAGE}seed3-99", out / "p4" / "ppo" / f"{drl_cells.OLD}seed3-99",
             out / "p4" / "ppo" / "seed7.tmp-12345"]  # the last: an older version's leftover
     for o in ours:
         o.mkdir()
@@ -473,7 +473,7 @@ def test_ctrl_c_during_drl_keeps_finished_cells_in_one_line(quick):
                    "--out", str(out)], out)
     cells = out / "p4" / "ppo"
     try:
-        _wait(lambda: [n for n in os.listdir(cells) if n.startswith(drl.STAGE)], proc, "a cell's training")
+        _wait(lambda: [n for n in os.listdir(cells) if n.startswith(drl_cells.STAGE)], proc, "a cell's training")
         time.sleep(1.0)
         proc.send_signal(signal.SIGINT)
         _, err = proc.communicate(timeout=60)
@@ -484,7 +484,7 @@ def test_ctrl_c_during_drl_keeps_finished_cells_in_one_line(quick):
     assert proc.returncode == 130 and len(lines) == 1, err
     assert lines[0].startswith("clustergym: interrupted after 0 of 1 cells") and "finished cells are kept" in lines[0]
     assert snapshot(out) == before  # the finished cell (seed 1) and everything else as it was; seed 4 discarded
-    assert not [n for n in os.listdir(cells) if n.startswith(drl.STAGE)]
+    assert not [n for n in os.listdir(cells) if n.startswith(drl_cells.STAGE)]
 
 
 # -- guards ------------------------------------------------------------------------------------------------
