@@ -57,7 +57,7 @@ drl: $(STAMP)
 # (the paper's policy and its family's baselines on 5 instances, short horizons) into docs/figures/gallery.
 # About 10 minutes on 2 shared cores.
 gallery: $(STAMP)
-	$(BIN)/python -m clustergym.gallery --out docs/figures/gallery
+	$(BIN)/python -m clustergym.experiments.gallery --out docs/figures/gallery
 
 # The docs site, offline, into site/ (open site/index.html): regenerate the reference pages from the
 # code (docs/gen_pages.py), then build in strict mode (any warning, e.g. a broken link, fails).

@@ -1,7 +1,7 @@
 """The four paper policies as agents. ``make`` builds any registered agent (paper or baseline)."""
 
-from clustergym.agent import list_agents, make
-from clustergym.family import register_agent
+from clustergym.core.agent import list_agents, make
+from clustergym.core.family import register_agent
 
 register_agent("esdp", "multiserver-channel", "clustergym.agents.esdp:ESDP")
 register_agent("gadget", "ringallreduce", "clustergym.agents.gadget:GADGET")

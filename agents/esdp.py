@@ -11,7 +11,7 @@ import math
 
 import numpy as np
 
-from clustergym.agent import BaseAgent
+from clustergym.core.agent import BaseAgent
 from clustergym.agents.esdp_dp import solve_p4_all
 
 __all__ = ["ESDP", "DELTAS", "GS"]

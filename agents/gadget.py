@@ -75,7 +75,7 @@ import numpy as np
 import highspy
 from scipy.sparse import coo_matrix, csc_matrix
 
-from clustergym.agent import BaseAgent
+from clustergym.core.agent import BaseAgent
 from clustergym.agents.gadget_repair import reoffer_support, repair_overfill
 from clustergym.envs.ringallreduce.dynamics import place_one
 from clustergym.envs.ringallreduce.topology import placement_loads

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from clustergym.agent import BaseAgent
-from clustergym.core import check_choice, check_int, check_real
+from clustergym.core.agent import BaseAgent
+from clustergym.core.scenario import check_choice, check_int, check_real
 from clustergym.envs.multiserver.allocation.scenario import utility_derivative
 from clustergym.envs.multiserver.projection import AllocationLayout, SegmentSum
 

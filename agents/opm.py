@@ -41,8 +41,8 @@ import math
 
 import numpy as np
 
-from clustergym.agent import BaseAgent
-from clustergym.core import check_choice, check_real
+from clustergym.core.agent import BaseAgent
+from clustergym.core.scenario import check_choice, check_real
 from clustergym.envs.approxjobs.kernels import budget_prefix, project_capped_simplex, round_rows, ucb_rates
 
 __all__ = ["OPM", "OPMNoEstimation", "theorem3_parameters"]

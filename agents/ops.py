@@ -18,8 +18,8 @@ import math
 
 import numpy as np
 
-from clustergym.agent import BaseAgent
-from clustergym.core import check_real
+from clustergym.core.agent import BaseAgent
+from clustergym.core.scenario import check_real
 from clustergym.envs.approxjobs.kernels import budget_prefix, ucb_rates
 
 __all__ = ["OPS"]

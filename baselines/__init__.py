@@ -1,6 +1,6 @@
 """Classic heuristics the papers compare against, plus feasible random agents."""
 
-from clustergym.family import register_agent
+from clustergym.core.family import register_agent
 
 register_agent("hauf", "multiserver-channel", "clustergym.baselines.channel:HAUF")
 register_agent("lcf", "multiserver-channel", "clustergym.baselines.channel:LCF")

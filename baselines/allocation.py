@@ -38,7 +38,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from clustergym.agent import BaseAgent
+from clustergym.core.agent import BaseAgent
 from clustergym.envs.multiserver.allocation.actions import dominant_share, drf_order
 from clustergym.envs.multiserver.projection import AllocationLayout
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from clustergym.agent import BaseAgent
+from clustergym.core.agent import BaseAgent
 from clustergym.envs.approxjobs.kernels import budget_prefix, deal_machines
 
 __all__ = ["Fair", "EDF", "RandomApprox"]

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from clustergym.agent import BaseAgent
+from clustergym.core.agent import BaseAgent
 
 __all__ = ["HAUF", "LCF", "LWTF", "RandomChannel", "greedy_fill"]
 

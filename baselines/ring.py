@@ -53,7 +53,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from clustergym.agent import BaseAgent
+from clustergym.core.agent import BaseAgent
 from clustergym.envs.ringallreduce.dynamics import place_jobs
 from clustergym.envs.ringallreduce.scenario import sigmoid_utility
 

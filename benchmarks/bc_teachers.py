@@ -5,7 +5,7 @@ Per cell: train on the pool 100-199 (horizon 200, ``--bc-steps`` demonstration s
 passes, training seed 0), then ``clustergym.evaluate`` the clone and the teacher on instances 0-4, seed 0,
 horizon 200. Prints one Markdown row per cell: totals, the clone's difference from its teacher in % of the
 teacher's total (mean over instances, 95% t-interval, wins/losses/ties:
-:func:`clustergym.stats.paired_comparison`; marked * where a total is <= 0 and the % is of the pair's mean
+:func:`clustergym.core.stats.paired_comparison`; marked * where a total is <= 0 and the % is of the pair's mean
 |total| instead), the ratio of totals, the accuracy on the demonstrations and the
 wall times. Each finished cell is kept as JSON in ``--out`` (rerunning skips it).
 
@@ -24,7 +24,7 @@ import numpy as np
 
 import clustergym
 from clustergym.learning.training import train
-from clustergym.stats import paired_comparison
+from clustergym.core.stats import paired_comparison
 
 ENVS = {"P1": ("clustergym/MultiServerChannel-v0", "maskable_ppo"), "P2": ("clustergym/MultiServerAllocation-v0", "ppo"),
         "P3": ("clustergym/RingAllReduce-v0", "ppo"), "P4": ("clustergym/ApproxJobs-v0", "maskable_ppo")}

@@ -29,11 +29,11 @@ import tempfile
 
 import numpy as np
 
-from clustergym.cli_commands import _parse_seeds
+from clustergym.cli.commands import _parse_seeds
 from clustergym.experiments.drl_plan import PLAN
 from clustergym.learning.training import train
-from clustergym.evaluation import evaluate
-from clustergym.stats import fmt_ci, paired_comparison
+from clustergym.runner.evaluation import evaluate
+from clustergym.core.stats import fmt_ci, paired_comparison
 
 
 def initial_policy(cell: str, tmp: str) -> str:

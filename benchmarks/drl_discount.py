@@ -41,9 +41,9 @@ def main(argv=None) -> int:
     args = ap.parse_args(argv)
 
     import clustergym
-    from clustergym.cli_commands import _parse_set
+    from clustergym.cli.commands import _parse_set
     from clustergym.learning.training import train
-    from clustergym.stats import mean_ci
+    from clustergym.core.stats import mean_ci
 
     kw = _parse_set(args.set)  # the CLI's --set rule (JSON values, else strings)
     kw["horizon"] = args.horizon

@@ -37,14 +37,14 @@ ENVS = {  # key: env id, compact mode, best baseline, paper policy, constants, i
 
 
 def _family(env_id: str) -> str:
-    from clustergym.family import env_family
+    from clustergym.core.family import env_family
 
     return env_family(env_id)
 
 
 def _total(env, agent, seed: int, on_step=None) -> float:
-    """One episode through the runner's loop (:func:`clustergym.episode.run_episode`: agents see public info only)."""
-    from clustergym.episode import run_episode
+    """One episode through the runner's loop (:func:`clustergym.runner.episode.run_episode`: agents see public info only)."""
+    from clustergym.runner.episode import run_episode
 
     return float(run_episode(env, agent, seed, on_step=on_step).rewards.sum())
 
@@ -100,7 +100,7 @@ def main(argv=None) -> int:
     ap.add_argument("--cells", action="append", default=[], help="a clustergym drl row folder (repeatable)")
     ap.add_argument("--out", default=None)
     a = ap.parse_args(argv)
-    from clustergym.agent import make
+    from clustergym.core.agent import make
     from clustergym.learning.agent import SB3Agent
     from clustergym.learning.instances import model_env_kwargs
 

@@ -26,11 +26,11 @@ import os
 
 import numpy as np
 
-from clustergym.cli_commands import _parse_seeds
+from clustergym.cli.commands import _parse_seeds
 from clustergym.experiments.drl_plan import PLAN
-from clustergym.family import env_family, family_spec
-from clustergym.evaluation import evaluate
-from clustergym.stats import fmt_ci, mean_ci
+from clustergym.core.family import env_family, family_spec
+from clustergym.runner.evaluation import evaluate
+from clustergym.core.stats import fmt_ci, mean_ci
 
 WITH_ORACLE = ("p1", "p2")  # the envs whose runs record a per-slot oracle (regret per slot)
 

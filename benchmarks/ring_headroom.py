@@ -36,10 +36,10 @@ import os
 import gymnasium as gym
 import numpy as np
 
-from clustergym.cli_commands import UsageError, _parse_seeds, _parse_set
-from clustergym.evaluation import evaluate
+from clustergym.cli.commands import UsageError, _parse_seeds, _parse_set
+from clustergym.runner.evaluation import evaluate
 from clustergym.envs.ringallreduce.oracle import run_upper_bound
-from clustergym.stats import fmt_ci, mean_ci
+from clustergym.core.stats import fmt_ci, mean_ci
 
 ENV_ID = "clustergym/RingAllReduce-v0"
 

@@ -17,7 +17,7 @@ import os
 
 import numpy as np
 
-from clustergym.evaluation import evaluate
+from clustergym.runner.evaluation import evaluate
 from clustergym.learning.tuning import normalised_value, stored_values
 
 

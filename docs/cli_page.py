@@ -14,13 +14,13 @@ def _cell(s: str) -> str:
 
 
 def cli_page() -> str:
-    from clustergym.cli import build_parser
+    from clustergym.cli.main import build_parser
 
     os.environ["COLUMNS"] = "100"  # argparse wraps usage to the terminal width: fix it, so the page is stable
     parser = build_parser()
     out = ["# Command line", "",
            "`clustergym` (also `python -m clustergym`). Generated from the argparse parser "
-           "(`clustergym.cli.build_parser`). Errors are one line on stderr with exit code 2; "
+           "(`clustergym.cli.main.build_parser`). Errors are one line on stderr with exit code 2; "
            "`--debug` (before or after the subcommand) shows the traceback.", "",
            "```text", parser.format_usage().strip(), "```", ""]
     sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
@@ -52,7 +52,7 @@ def cli_page() -> str:
 OUTPUT_FOLDERS = """
 ## Output folders: nothing lost
 
-`run`, `train`, `reproduce` and `import-model` write a folder (`--out`) the same way (`clustergym/outdir.py`);
+`run`, `train`, `reproduce` and `import-model` write a folder (`--out`) the same way (`clustergym/core/outdir.py`);
 `drl` keeps its cells in its folder and follows the same rules (docs/drl.md):
 
 1. **Everything is checked before the disk is touched**: arguments, agents, env kwargs and the folder

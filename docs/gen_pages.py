@@ -12,11 +12,11 @@ Every fact on these pages comes from the code at generation time, never typed by
   checked against (the message of the ``ValueError`` the env raises for an invalid value), then the
   class docstring (Description, spaces, Rewards, Info, Arguments, Version History), rendered by
   mkdocstrings;
-* one page per registered agent name (``clustergym.agent.list_agents()``, one section per family
+* one page per registered agent name (``clustergym.core.agent.list_agents()``, one section per family
   when a name has several implementations): its equations (``EQUATIONS`` in ``docs/agent_equations.py``, with the
   paper's equation numbers), its options (``__init__`` signature, following ``**kwargs`` into the
   base classes the way ``make`` does), and its docstrings;
-* the command-line reference from the argparse parser (``clustergym.cli.build_parser``).
+* the command-line reference from the argparse parser (``clustergym.cli.main.build_parser``).
 
 ``tests/project/test_docs.py`` runs ``--check``, so a page that drifts from the code fails the test suite.
 """
@@ -48,7 +48,7 @@ EQUATIONS = _sibling("agent_equations").EQUATIONS  # each agent's equations, wit
 
 def _paper_page(family: str) -> tuple[str, str, str]:
     """(paper, paper page, experiment) of a family, from its FamilySpec (the pages are written by hand)."""
-    from clustergym.family import FAMILIES
+    from clustergym.core.family import FAMILIES
 
     f = FAMILIES.get(family)
     return ("", "", "") if f is None else (f.paper, f.paper_file or "", f.experiment or "")
@@ -230,7 +230,7 @@ def _env_table(env_id: str, spec, cls) -> list[str]:
     """The table of facts at the top of an env page."""
     import gymnasium as gym
 
-    from clustergym.agent import list_agents
+    from clustergym.core.agent import list_agents
     from clustergym.envs.multiagent import PARALLEL_ENVS
 
     fam = cls.family
@@ -289,7 +289,7 @@ def _info_section(env_id: str) -> list[str]:
     out = ["## Info keys", "",
            "Observed in a seeded 4-slot rollout with random actions at the default arguments "
            "(first slot; `episode_*` keys appear at the last slot). Agents get `info` without "
-           "`metrics` (`clustergym.agent.public_info`); the runner reads `metrics` for evaluation "
+           "`metrics` (`clustergym.core.agent.public_info`); the runner reads `metrics` for evaluation "
            "(see [Evaluation](../evaluation.md) and the docstring below for their meaning).", "",
            "| key | type (shape as seen in that rollout) |", "|---|---|"]
     first, last = _rollout_info(env_id, {})
@@ -307,11 +307,11 @@ def _info_section(env_id: str) -> list[str]:
 
 def _metrics_section(cls) -> list[str]:
     """The metrics the env declares (``metrics_spec``) and how results.json reports them."""
-    from clustergym.metrics import reported_as
+    from clustergym.core.metrics import reported_as
 
     out = ["## Metrics (declared)", "",
            "The keys `step` may put in `info[\"metrics\"]`, as the class attribute `metrics_spec` declares them "
-           "(`clustergym/metrics.py`): *slot* = a value of that slot, *cumulative* = a running total since "
+           "(`clustergym/core/metrics.py`): *slot* = a value of that slot, *cumulative* = a running total since "
            "`reset`, *episode* = present at the last slot only. The runner aggregates each key by its kind "
            "([results.json schema](../results-schema.md)).", "",
            "| key | kind | meaning | in results.json `runs[]` |", "|---|---|---|---|"]
@@ -365,8 +365,8 @@ def envs_index(env_ids) -> str:
 def agent_page(name: str) -> str:
     import gymnasium as gym
 
-    from clustergym.agent import _option_params
-    from clustergym.family import agent_entry_points
+    from clustergym.core.agent import _option_params
+    from clustergym.core.family import agent_entry_points
     from clustergym.envs import ENV_IDS
 
     fam_env = {}
@@ -385,7 +385,7 @@ def agent_page(name: str) -> str:
         env_id = fam_env.get(fam, "")
         out.append(f"| `{fam}` | [`{env_id}`](../envs/{_short(env_id)}.md) | `{ep}` |")
     some_env = fam_env.get(next(iter(fams)), "")
-    out += ["", "Use it by name: `clustergym.agent.make(\"%s\", env_id=\"%s\")`, "
+    out += ["", "Use it by name: `clustergym.core.agent.make(\"%s\", env_id=\"%s\")`, "
             "`clustergym run %s --agents %s`; options go in brackets, "
             "`%s[key=value,...]` (values parsed as JSON, checked against the types of the defaults)."
             % (name, some_env, some_env, name, name), ""]
@@ -420,7 +420,7 @@ def agent_page(name: str) -> str:
 
 
 def agents_index(names) -> str:
-    from clustergym.family import agent_entry_points
+    from clustergym.core.family import agent_entry_points
 
     out = ["# Agents", "",
            "Every agent name registered with `clustergym.register_agent` "
@@ -437,7 +437,7 @@ def pages() -> dict[str, str]:
     """Relative path under docs/ -> content of every generated page."""
     _quiet()
     import clustergym  # noqa: F401  (registers the ids)
-    from clustergym.agent import list_agents
+    from clustergym.core.agent import list_agents
     from clustergym.envs import ENV_IDS
 
     out = {"envs/index.md": envs_index(ENV_IDS)}

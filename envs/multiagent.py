@@ -13,7 +13,7 @@ import importlib
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-from clustergym.family import family_specs
+from clustergym.core.family import family_specs
 
 __all__ = ["PARALLEL_ENVS", "parallel_env", "parallel_env_ids"]
 

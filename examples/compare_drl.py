@@ -15,8 +15,8 @@ import os
 from dataclasses import dataclass
 
 import clustergym
-from clustergym.agent import list_agents
-from clustergym.family import family_spec
+from clustergym.core.agent import list_agents
+from clustergym.core.family import family_spec
 
 
 @dataclass

@@ -10,7 +10,7 @@
 
 import numpy as np
 
-from clustergym.agent import BaseAgent
+from clustergym.core.agent import BaseAgent
 
 
 class MyAgent(BaseAgent):

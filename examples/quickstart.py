@@ -12,7 +12,7 @@ import gymnasium as gym
 import numpy as np
 
 import clustergym  # noqa: F401  (registers the clustergym/... ids)
-from clustergym.agent import make, public_info
+from clustergym.core.agent import make, public_info
 
 
 @dataclass

@@ -21,7 +21,7 @@ from stable_baselines3 import PPO
 from stable_baselines3.common.vec_env import DummyVecEnv, VecNormalize
 
 import clustergym  # noqa: F401  (registers the envs)
-from clustergym.family import env_family
+from clustergym.core.family import env_family
 from clustergym.learning.algos import SIDE_CAR
 from clustergym.learning.policies import policy_class
 from clustergym.learning.train_envs import make_train_env, save_normalization

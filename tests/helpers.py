@@ -1,5 +1,5 @@
 """Shared test helpers: rollouts and deep equality of observations/infos (they live in
-``clustergym.testing``, which users' own envs and agents can run too)."""
+``clustergym.runner.testing``, which users' own envs and agents can run too)."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ import shutil
 
 import numpy as np
 
-from clustergym.testing import deep_equal, rollout, valid_random_action
+from clustergym.runner.testing import deep_equal, rollout, valid_random_action
 
 __all__ = ["ROOT", "WINGS", "assemble", "deep_equal", "rollout", "valid_random_action", "batch_row",
            "assert_vector_runs_repeat", "snapshot", "one_line_exit_2"]
@@ -98,7 +98,7 @@ def snapshot(folder) -> dict:
 
 def one_line_exit_2(capsys, argv) -> str:
     """Run the CLI in-process: it must exit 2 with one ``clustergym: error:`` line; return the line."""
-    from clustergym.cli import main
+    from clustergym.cli.main import main
 
     rc = main(argv)
     err = capsys.readouterr().err

@@ -18,17 +18,17 @@ import tempfile
 import time
 
 from clustergym.envs import FAMILIES as _FAMILIES
-from clustergym.results import RESULTS_FILE, atomic_write, write_json
-from clustergym.workers import worker_pool
-from clustergym.runstore import RunStore, config_key, use_store
-from clustergym.ray_backend import ray_tasks
-from clustergym.stats import claims_rows_json
-from clustergym.version import __version__
+from clustergym.runner.results import RESULTS_FILE, atomic_write, write_json
+from clustergym.runner.workers import worker_pool
+from clustergym.runner.runstore import RunStore, config_key, use_store
+from clustergym.runner.ray_backend import ray_tasks
+from clustergym.core.stats import claims_rows_json
+from clustergym.core.version import __version__
 
 __all__ = ["KNOWN", "MIN_INSTANCES", "QUICK_INSTANCES", "FULL_INSTANCES", "instances_for", "describe_instances", "mode_name", "write_summary",
            "list_papers", "load", "plan", "plan_table", "reproduce", "write_combined_report", "STORE_DIR"]
 
-STORE_DIR = "store"  # the run store inside a reproduction's --out (clustergym.runstore)
+STORE_DIR = "store"  # the run store inside a reproduction's --out (clustergym.runner.runstore)
 
 # Instances (scenario seeds) of every claims comparison (docs/evaluation.md "How many instances"):
 # five instances sit at the edge of what a 95% interval resolves (verdicts changed on five fresh
@@ -97,9 +97,9 @@ def reproduce(paper: str, quick: bool = False, out: str = "runs/reproduce", work
     ``instances``: the scenario seeds every experiment of every paper compares over (default
     :func:`instances_for`). ``tiny``: for tests of the machinery only — horizons of a few slots, so
     the numbers mean nothing; the reports say so. ``backend="ray"``: every sweep's runs are Ray tasks
-    (:func:`clustergym.ray_backend.ray_tasks`: a cluster through ``$RAY_ADDRESS``, else a local Ray instance with
+    (:func:`clustergym.runner.ray_backend.ray_tasks`: a cluster through ``$RAY_ADDRESS``, else a local Ray instance with
     ``workers`` CPUs); the results are the local backend's. ``store``: a run store folder
-    (:mod:`clustergym.runstore`): every finished run is written there as it ends and reused by the next call, so
+    (:mod:`clustergym.runner.runstore`): every finished run is written there as it ends and reused by the next call, so
     an interrupted reproduction continues where it stopped, with the same results.
     """
     if backend not in ("local", "ray"):
@@ -185,7 +185,7 @@ def plan(paper: str, quick: bool = False, store: str = "runs/reproduce/store", i
     seconds per slot of the same agent and configuration) measured on the runs the store holds, then on those of
     ``cost_stores`` (stores or costs files, :func:`read_costs`); ``save_costs``: write the costs used there.
 
-    The reproduction's code runs with a store in plan mode (:class:`clustergym.runstore.RunStore`): finished runs
+    The reproduction's code runs with a store in plan mode (:class:`clustergym.runner.runstore.RunStore`): finished runs
     are read, missing ones are listed and stand-in values take their place, so the experiments' own code decides
     what runs (no second list to keep in step). The diagnostics computed outside the worker pool (exact-mean
     regret limits, shares given the true means) run for real, as they would in the reproduction.

@@ -16,8 +16,8 @@ Rows of the table, per env and learner (all training seeds together): the step b
 training wall time (mean per seed; behaviour cloning included), the normalised score (``results.json``'s
 ``score``; P3 has no bound, see :data:`PLAN`) with a 95% t-interval over instances, the relative
 difference to the paper policy, to the best non-learned baseline and to random (paired over instances:
-mean, 95% interval, wins/losses over instances, :func:`clustergym.stats.paired_comparison`), and the
-verdict the intervals support (:func:`clustergym.stats.verdict`). The per-instance value of a learner is
+mean, 95% interval, wins/losses over instances, :func:`clustergym.core.stats.paired_comparison`), and the
+verdict the intervals support (:func:`clustergym.core.stats.verdict`). The per-instance value of a learner is
 the mean over its training seeds and the evaluation seeds, so the interval is over instances as for every
 other agent; the per-seed scores are listed beside it.
 
@@ -40,9 +40,9 @@ from typing import Sequence
 
 import numpy as np
 
-from clustergym.agent import list_agents
-from clustergym.family import env_family, family_spec
-from clustergym.evaluation import evaluate
+from clustergym.core.agent import list_agents
+from clustergym.core.family import env_family, family_spec
+from clustergym.runner.evaluation import evaluate
 from clustergym.experiments.drl_cache import _evaluate_cached, _write_results
 from clustergym.experiments.drl_cells import _atomic_json_or_text, _staged_replace, _sweep, cell_config, cell_state
 from clustergym.experiments.drl_plan import FULL_OUT, HORIZON, PLAN, QUICK, EnvPlan
@@ -50,11 +50,11 @@ from clustergym.experiments.drl_report import _Agents, _env_table, _plot_curves,
 from clustergym.learning.algos import SIDE_CAR
 from clustergym.learning.sidecar import read_side_car
 from clustergym.learning.training import train
-from clustergym.outdir import FolderLock, check_path
-from clustergym.results import Results
-from clustergym.stats import fmt_ci, paired_comparison
-from clustergym.ray_backend import run_tasks_ray
-from clustergym.workers import run_tasks, was_interrupted
+from clustergym.core.outdir import FolderLock, check_path
+from clustergym.runner.results import Results
+from clustergym.core.stats import fmt_ci, paired_comparison
+from clustergym.runner.ray_backend import run_tasks_ray
+from clustergym.runner.workers import run_tasks, was_interrupted
 
 __all__ = ["run_benchmark", "plan_for", "plan_cells"]
 
@@ -215,7 +215,7 @@ def run_benchmark(out: str, envs: Sequence[str] | None = None, *, quick: bool = 
     """Train what is not trained yet, evaluate, write ``out/table.md``, ``out/summary.json`` and the figures.
 
     Everything is validated first (:func:`plan_cells`); the benchmark holds ``out``'s lock (the one
-    ``clustergym run`` and ``train`` take: :class:`clustergym.outdir.FolderLock`) and writes only its cell
+    ``clustergym run`` and ``train`` take: :class:`clustergym.core.outdir.FolderLock`) and writes only its cell
     folders ``out/<env>/<learner>/seed<k>``, ``out/<env>/eval``, the table, the summary and the figures.
 
     Args:
@@ -225,7 +225,7 @@ def run_benchmark(out: str, envs: Sequence[str] | None = None, *, quick: bool = 
         figures: also copy the learning-curve figures there (``docs/figures``).
         lock: take ``out``'s lock (False: the caller holds it).
         backend: where the cells train: ``"local"`` (``workers`` processes on this machine) or ``"ray"`` (one Ray
-            task per cell, :func:`clustergym.ray_backend.run_tasks_ray`: the Ray instance this process is connected
+            task per cell, :func:`clustergym.runner.ray_backend.run_tasks_ray`: the Ray instance this process is connected
             to, else ``$RAY_ADDRESS``, else a local one with ``workers`` CPUs). The cells are the same resumable
             folders either way; on a cluster, ``out`` must be on a file system every node sees.
     """

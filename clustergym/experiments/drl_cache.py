@@ -9,15 +9,15 @@ import hashlib
 import json
 import os
 
-from clustergym.evaluation import evaluate
+from clustergym.runner.evaluation import evaluate
 from clustergym.experiments.drl_cells import _atomic_json_or_text
-from clustergym.results import RESULTS_FILE, Results, RunResult, strict_json, write_json
-from clustergym.runstore import code_fingerprint
+from clustergym.runner.results import RESULTS_FILE, Results, RunResult, strict_json, write_json
+from clustergym.runner.runstore import code_fingerprint
 
 
 def _code_fingerprint() -> str:
     """The non-learned agents' runs in the evaluation cache are reused only while the sources they depend on are
-    unchanged (:func:`clustergym.runstore.code_fingerprint`)."""
+    unchanged (:func:`clustergym.runner.runstore.code_fingerprint`)."""
     return code_fingerprint()
 
 

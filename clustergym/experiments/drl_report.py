@@ -9,8 +9,8 @@ from typing import Sequence
 import numpy as np
 
 from clustergym.experiments.drl_plan import EnvPlan
-from clustergym.plots import agent_color, figure, figure_legend, mean_band, reference_color, save
-from clustergym.stats import fmt_ci, mean_ci, paired_comparison, verdict
+from clustergym.core.plots import agent_color, figure, figure_legend, mean_band, reference_color, save
+from clustergym.core.stats import fmt_ci, mean_ci, paired_comparison, verdict
 
 __all__ = ["env_table", "plot_curves", "ablation_table"]
 

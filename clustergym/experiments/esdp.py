@@ -6,7 +6,7 @@ scenario (``scenario_seed`` = graph, demands, hidden means; one dynamics seed pe
 runner's default pairing), and prints
 
 - the comparison table (runner), with 95% t-intervals over instances;
-- a claims table (:func:`clustergym.stats.claims_table`): the paper's number, our mean [95% interval]
+- a claims table (:func:`clustergym.core.stats.claims_table`): the paper's number, our mean [95% interval]
   over instances, wins/losses, and a verdict, for: ESDP beats HAUF / LCF / LWTF ("up to"
   73 / 36 / 28% at 8000 slots), "HAUF leads early, ESDP overtakes" (the slot at which ESDP's running
   average reward overtakes HAUF's for good, per instance) and "regret grows like ln T" (growth
@@ -38,10 +38,10 @@ from clustergym.experiments import describe_instances, mode_name
 from clustergym.experiments.esdp_bench import bench_rows  # noqa: F401  (the P1 rows of clustergym bench)
 from clustergym.experiments.esdp_sweep import (BASELINES, ENV_ID, HAUF_READINGS, MAIN_AGENTS, RHO_AGENTS, SENSITIVITY,
                                                phi_limit_regret, rho_study, run_study, sweep, true_mean_share)
-from clustergym.plots import agent_color, figure, figure_legend, mean_band, plot_comparisons, save, style
-from clustergym.evaluation import evaluate
-from clustergym.results import Results
-from clustergym.stats import (INCONCLUSIVE, NOT_REPRODUCED, REPRODUCED, claims_table, fmt_ci, mean_ci,
+from clustergym.core.plots import agent_color, figure, figure_legend, mean_band, plot_comparisons, save, style
+from clustergym.runner.evaluation import evaluate
+from clustergym.runner.results import Results
+from clustergym.core.stats import (INCONCLUSIVE, NOT_REPRODUCED, REPRODUCED, claims_table, fmt_ci, mean_ci,
                               paired_comparison, proportion_ci)
 from clustergym.experiments.extra import esdp_more  # the sweeps of §4.2–4.3 and regret against T
 

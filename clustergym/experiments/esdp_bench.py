@@ -10,7 +10,8 @@ import numpy as np
 
 from clustergym.agents.esdp import ESDP
 from clustergym.baselines.channel import greedy_fill
-from clustergym.bench import Row, _vector_rate, decision_times, sampled_action_rate, training_rates
+from clustergym.bench.rates import Row, decision_times, sampled_action_rate, vector_rate
+from clustergym.bench.training import training_rates
 from clustergym.envs.multiserver.channel.oracle import knapsack_max
 
 __all__ = ["bench_rows", "esdp_large_rows", "esdp_rows", "late_decision", "p1_env_steps", "p1_oracle", "p1_vector_steps"]
@@ -51,7 +52,7 @@ def p1_vector_steps(quick: bool, num_envs: int = 1024) -> Row:
     # extra cost, so we pre-generate capacity-feasible batches over all channels.
     batches = [np.stack([greedy_fill(rng.permutation(pb.num_edges), pb.demand, pb.capacity, True, pb.num_edges)
                          for _ in range(num_envs)]).astype(np.int8) for _ in range(4)]
-    rate = _vector_rate(env, batches, 50 if quick else 300)
+    rate = vector_rate(env, batches, 50 if quick else 300)
     return Row(f"P1 native vector env, {num_envs} envs", rate, "env-steps/s", ">= 300,000 (goal 1M)",
                rate >= 300_000)
 

@@ -7,10 +7,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from clustergym.agent import make, public_info
+from clustergym.core.agent import make, public_info
 from clustergym.envs.multiserver.channel.oracle import knapsack_max
 from clustergym.envs.multiserver.channel.scenario import make_channel_scenario
-from clustergym.evaluation import evaluate
+from clustergym.runner.evaluation import evaluate
 from clustergym.experiments import instances_for
 
 __all__ = ["ENV_ID", "BASELINES", "MAIN_AGENTS", "HAUF_READINGS", "SENSITIVITY", "RHO_AGENTS", "run_study", "sweep",

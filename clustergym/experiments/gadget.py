@@ -17,12 +17,12 @@ import time
 
 import numpy as np
 
-from clustergym.evaluation import evaluate
+from clustergym.runner.evaluation import evaluate
 from clustergym.experiments import describe_instances, instances_for, mode_name, write_summary
 from clustergym.experiments.gadget_bench import bench_rows  # noqa: F401  (the P3 rows of clustergym bench)
 from clustergym.experiments.gadget_diagnostics import lam1_total, slot_ratios
-from clustergym.plots import _plt, agent_color, agent_colors, figure, figure_legend, legend_outside, plot_claims, save
-from clustergym.stats import claims_table, fmt_ci, mean_ci, paired_comparison, range_verdict
+from clustergym.core.plots import _plt, agent_color, agent_colors, figure, figure_legend, legend_outside, plot_claims, save
+from clustergym.core.stats import claims_table, fmt_ci, mean_ci, paired_comparison, range_verdict
 from clustergym.experiments.extra import gadget_more  # Fig. 4 with the Philly trace's arrivals
 
 __all__ = ["reproduce", "bench_rows", "scarce_sweep", "fig7_sweep", "CONFIG"]

@@ -7,9 +7,10 @@ import time
 import gymnasium as gym
 import numpy as np
 
-from clustergym.agent import make, public_info
-from clustergym.bench import Row, sampled_action_rate, training_rates
-from clustergym.episode import time_decisions
+from clustergym.core.agent import make, public_info
+from clustergym.bench.rates import Row, sampled_action_rate
+from clustergym.bench.training import training_rates
+from clustergym.runner.episode import time_decisions
 
 __all__ = ["agent_act", "bench_rows"]
 

@@ -7,9 +7,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from clustergym.agent import make, public_info
+from clustergym.core.agent import make, public_info
 from clustergym.envs.ringallreduce.env import RingAllReduceEnv
-from clustergym.episode import run_episode
+from clustergym.runner.episode import run_episode
 
 __all__ = ["slot_ratios", "unserved_idle", "lam1_total"]
 

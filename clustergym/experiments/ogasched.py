@@ -7,15 +7,15 @@ import time
 
 import numpy as np
 
-from clustergym.agent import make
+from clustergym.core.agent import make
 from clustergym.envs.multiserver.allocation.scenario import FIG2_HORIZON
 from clustergym.experiments import describe_instances, instances_for, mode_name, write_summary
 from clustergym.experiments.ogasched_bench import bench_rows  # noqa: F401  (the P2 rows of clustergym bench)
 from clustergym.experiments.ogasched_runs import ENV_ID, best_static_values, hindsight  # noqa: F401  (eq. 6's comparator)
-from clustergym.plots import _plt, agent_colors, figure_legend, legend_outside, plot_claims, save
-from clustergym.episode import make_env, run_episode
-from clustergym.evaluation import evaluate
-from clustergym.stats import (INCONCLUSIVE, NOT_REPRODUCED, REPRODUCED, TOO_FEW, claims_table, fmt_ci, mean_ci,
+from clustergym.core.plots import _plt, agent_colors, figure_legend, legend_outside, plot_claims, save
+from clustergym.runner.episode import make_env, run_episode
+from clustergym.runner.evaluation import evaluate
+from clustergym.core.stats import (INCONCLUSIVE, NOT_REPRODUCED, REPRODUCED, TOO_FEW, claims_table, fmt_ci, mean_ci,
                               paired_comparison, verdict)
 from clustergym.experiments.extra import ogasched_more  # Fig. 4 (η0, decay) and Table 2 (T, ρ, density)
 
@@ -72,7 +72,7 @@ def setting_claims(res, scale=None) -> tuple[list[dict], dict]:
     """Claim rows for one setting: each OGASched variant vs each baseline reading (paper: Fig. 2 gaps)
     and "FAIRNESS is the best baseline" (each FAIRNESS reading vs the best of DRF, BINPACKING,
     SPREADING per instance, in our readings and in the authors'). ``scale``: instance -> Q(y*), the
-    common positive quantity of the claims statistic (``clustergym.stats``); None: the statistic's
+    common positive quantity of the claims statistic (``clustergym.core.stats``); None: the statistic's
     fallback."""
     per = {a: res.per_instance(a) for a in res.agents}
     kw = {"scale": scale, "basis": BASIS} if scale is not None else {}
@@ -328,9 +328,9 @@ def report(sw: dict, an: dict) -> str:
              f"setting (scenario.py: `paper` = Table 1 in device units, `authors-code` = the authors' code's units, "
              f"β ∈ [0.01, 0.1], reciprocal 1/(3α) − 1/(y+3α), contention 4 = their 0.4), horizon {T}, instances "
              f"(scenario_seed) {describe_instances(instances)} ({len(instances)}), seeds {seeds}; common random numbers across agents. Claims statistic "
-             "(`clustergym.stats`): per instance 100·(OGASched − baseline) / Q(y*), the hindsight optimum of the "
+             "(`clustergym.core.stats`): per instance 100·(OGASched − baseline) / Q(y*), the hindsight optimum of the "
              "instance (common to every agent, positive); 95% t-interval over instances; the ratio of totals beside "
-             "it is the number to compare with the paper's %. Verdicts by `clustergym.stats.verdict` (rule under "
+             "it is the number to compare with the paper's %. Verdicts by `clustergym.core.stats.verdict` (rule under "
              "each claims table).", ""]
     for st in sw["settings"]:
         lines += [f"## setting = {st}", "", "```", sw["res"][st].table(), "```", "",

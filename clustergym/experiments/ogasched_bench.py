@@ -8,9 +8,9 @@ import time
 import numpy as np
 
 from clustergym.agents.ogasched import proportional_share
-from clustergym.bench import (Row, _vector_rate, decision_times, numba_threads, sampled_action_rate, training_rates,
-                              vector_sampled_rate)
-from clustergym.episode import run_one
+from clustergym.bench.rates import Row, decision_times, numba_threads, sampled_action_rate, vector_rate, vector_sampled_rate
+from clustergym.bench.training import training_rates
+from clustergym.runner.episode import run_one
 from clustergym.experiments.ogasched_runs import ENV_ID
 
 __all__ = ["bench_rows", "large_run", "p2_env_steps", "p2_vector_steps"]
@@ -47,7 +47,7 @@ def p2_vector_steps(quick: bool, num_envs: int = 1024):
     # Feasible float32 batches (inside Y; the factor 0.99 keeps float32 rounding inside the tolerance).
     batches = [(base * rng.uniform(0.0, 0.99, size=(num_envs, *base.shape))).astype(np.float32) for _ in range(4)]
     env.reset(seed=0)
-    rate = _vector_rate(env, batches, 30 if quick else 200)
+    rate = vector_rate(env, batches, 30 if quick else 200)
     threads = numba_threads()  # the kernel is parallel over sub-envs: report per core, no target
     return Row(f"P2 native vector env, {num_envs} envs (|E|={pb.num_edges}, K={pb.num_device_types}, float32), per core "
                f"({threads} numba threads)", rate / threads, "/s/core", "", None)

@@ -6,9 +6,9 @@ from __future__ import annotations
 import numpy as np
 
 from clustergym.envs.multiserver.allocation.oracle import best_static_allocation
-from clustergym.episode import make_env
-from clustergym.workers import run_tasks
-from clustergym.runstore import TaskInfo, register_task
+from clustergym.runner.episode import make_env
+from clustergym.runner.workers import run_tasks
+from clustergym.runner.runstore import TaskInfo, register_task
 
 __all__ = ["ENV_ID", "best_static_values", "hindsight"]
 

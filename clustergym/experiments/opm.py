@@ -7,7 +7,7 @@ with speed factors (``speed_low=0.3``); over several job lists (instances, ``sce
 common random numbers: for an instance and seed, every agent sees the same jobs and the same machine
 service-rate realisation.
 
-Each claim is a paired comparison over job lists with the claims statistic of ``clustergym.stats``:
+Each claim is a paired comparison over job lists with the claims statistic of ``clustergym.core.stats``:
 per job list 100·(OPM − baseline) / B, B the fluid bound on the **expected** utility
 (``envs/approxjobs/oracle.py``), common to every agent and positive; 95% t-interval over job lists,
 wins/losses, and the ratio of totals beside it (the number to set beside the paper's %). Share of
@@ -22,13 +22,13 @@ import os
 
 import numpy as np
 
-from clustergym import stats
+from clustergym.core import stats
 from clustergym.experiments import describe_instances, instances_for, mode_name
 from clustergym.experiments.opm_bench import bench_rows  # noqa: F401  (the P4 rows of clustergym bench)
 from clustergym.experiments.opm_runs import ENV, _run_all, _task, episode  # noqa: F401  (the runs)
 from clustergym.experiments.opm_sweep import AGENTS, COUPLED, ROUNDING_CONFIG, SPEED_EXT, _bounds, _key, _views, sweep
-from clustergym.results import RESULTS_FILE, write_json
-from clustergym.plots import _plt, agent_colors, figure, figure_legend, plot_claims, save
+from clustergym.runner.results import RESULTS_FILE, write_json
+from clustergym.core.plots import _plt, agent_colors, figure, figure_legend, plot_claims, save
 from clustergym.experiments.extra import opm_more  # Fig. 1a, Fig. 3 per tenfold step, the price-rule ablation
 
 __all__ = ["reproduce", "claims", "tables", "figures", "report", "bench_rows", "episode", "PAPER_TABLE1"]

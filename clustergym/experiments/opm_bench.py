@@ -7,10 +7,11 @@ import time
 import gymnasium as gym
 import numpy as np
 
-from clustergym.agent import make
-from clustergym.bench import Row, sampled_action_rate, training_rates
+from clustergym.core.agent import make
+from clustergym.bench.rates import Row, sampled_action_rate
+from clustergym.bench.training import training_rates
 from clustergym.experiments.opm_runs import ENV, episode
-from clustergym.episode import time_decisions
+from clustergym.runner.episode import time_decisions
 
 __all__ = ["bench_rows"]
 

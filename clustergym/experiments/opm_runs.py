@@ -5,10 +5,10 @@ from __future__ import annotations
 import gymnasium as gym
 import numpy as np
 
-from clustergym.agent import make
-from clustergym.episode import run_episode
-from clustergym.workers import run_tasks
-from clustergym.runstore import TaskInfo, register_task
+from clustergym.core.agent import make
+from clustergym.runner.episode import run_episode
+from clustergym.runner.workers import run_tasks
+from clustergym.runner.runstore import TaskInfo, register_task
 
 __all__ = ["ENV", "episode"]
 
@@ -16,7 +16,7 @@ ENV = "clustergym/ApproxJobs-v0"
 
 
 def episode(env_kw: dict, agent: str, seed: int, records: bool = False) -> dict:
-    """One episode (:func:`clustergym.episode.run_episode`); returns utility, spending, migrations,
+    """One episode (:func:`clustergym.runner.episode.run_episode`); returns utility, spending, migrations,
     timings (and per-job records)."""
     env = gym.make(ENV, **env_kw).unwrapped
     ep = run_episode(env, make(agent, family=env.family), seed)
@@ -66,7 +66,7 @@ register_task(_task, describe=describe_episode, placeholder=placeholder_episode)
 
 
 def _run_all(tasks: list, workers: int, progress: bool) -> list[dict]:
-    """Every task through the runner's worker pool (:func:`clustergym.workers.run_tasks`)."""
+    """Every task through the runner's worker pool (:func:`clustergym.runner.workers.run_tasks`)."""
     from tqdm.auto import tqdm
 
     bar = tqdm(total=len(tasks), desc="opm runs", leave=False, disable=not progress)

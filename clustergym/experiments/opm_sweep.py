@@ -8,7 +8,7 @@ import time
 
 import numpy as np
 
-from clustergym import stats
+from clustergym.core import stats
 from clustergym.experiments import instances_for
 from clustergym.experiments.opm_runs import _run_all
 

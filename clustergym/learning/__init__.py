@@ -26,7 +26,7 @@
 =========================================  ==========================================================
 
 The observation pipeline shared by training and evaluation (flatten + empirical statistics, masks, Box
-bounds; no torch) is :mod:`clustergym.pipeline` in the core; the learned-scheduler benchmark
+bounds; no torch) is :mod:`clustergym.learning.pipeline` in the core; the learned-scheduler benchmark
 (``clustergym drl``) is an experiment, :mod:`clustergym.experiments.drl`. The learning layer imports only the
 core, the envs and the runner, never the experiments or the command line (docs/architecture.md, "Layers").
 

@@ -1,6 +1,6 @@
 """Saved models as agents: ``make("sb3:runs/ppo-p1/model.zip")`` (:class:`SB3Agent`) and the no-pickle loader.
 
-The agent applies the observation pipeline (:class:`clustergym.pipeline.ObsPipeline`) and the
+The agent applies the observation pipeline (:class:`clustergym.learning.pipeline.ObsPipeline`) and the
 ``VecNormalize`` statistics the model was trained with, so it sees at evaluation exactly what it saw
 in training.
 
@@ -25,13 +25,13 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 
-from clustergym.agent import BaseAgent
+from clustergym.core.agent import BaseAgent
 from clustergym.learning.algos import HEADS, NORM_FILE, RECURRENT, SIDE_CAR, algo_class, obs_layout
 from clustergym.learning.instances import check_model_fits, grown_padding, model_env_kwargs, model_padding, pad_kwargs_of
 from clustergym.learning.policies import policy_class
 from clustergym.learning.sidecar import check_norm_file, read_side_car
 from clustergym.learning.train_envs import make_train_env
-from clustergym.pipeline import ObsPipeline, box_bounds, sb3_mask, unscale_action
+from clustergym.learning.pipeline import ObsPipeline, box_bounds, sb3_mask, unscale_action
 
 __all__ = ["SB3Agent", "safe_load", "resolve_model_path", "PRETRAINED_DIR", "pretrained_models"]
 
@@ -120,7 +120,7 @@ class SB3Agent(BaseAgent):
             raise ValueError(f"{side} says normalize: false, but {NORM_FILE} lies beside it: the model was trained on "
                              "normalised observations? set normalize to true, or remove the statistics file")
 
-    # clustergym.agent.EvaluationHooks: what the runner asks a trained model (clustergym.learning.instances)
+    # clustergym.core.agent.EvaluationHooks: what the runner asks a trained model (clustergym.learning.instances)
     def pinned_instance(self) -> int | None:
         """The instance a single-instance model trained on (its spaces depend on it), None for a pool-trained one."""
         if self.meta.get("instances") is not None:

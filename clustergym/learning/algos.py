@@ -10,8 +10,8 @@ from __future__ import annotations
 import importlib
 import inspect
 
-from clustergym.family import family_specs
-from clustergym.pipeline import hook
+from clustergym.core.family import family_specs
+from clustergym.learning.pipeline import hook
 
 __all__ = ["ALGOS", "RECURRENT", "HEADS", "NETS", "SIDE_CAR", "NORM_FILE", "algo_class", "algo_gamma", "check_algo",
            "obs_layout"]
@@ -57,7 +57,7 @@ def check_algo(algo: str, family: str) -> None:
 
 
 def obs_layout(meta: dict) -> str:
-    """The flat observation layout of a run's side-car (``clustergym.pipeline``): ``"full"`` for runs
+    """The flat observation layout of a run's side-car (``clustergym.learning.pipeline``): ``"full"`` for runs
     that record it, ``"legacy"`` for runs of earlier versions (which did not)."""
     return meta.get("obs_layout", "legacy")
 

@@ -9,11 +9,11 @@ import time
 import gymnasium as gym
 import numpy as np
 
-from clustergym.agent import list_agents
-from clustergym.family import env_family, family_spec
+from clustergym.core.agent import list_agents
+from clustergym.core.family import env_family, family_spec
 from clustergym.learning.algos import SIDE_CAR
-from clustergym.plots import figure, legend_outside, save, training_curve
-from clustergym.evaluation import evaluate
+from clustergym.core.plots import figure, legend_outside, save, training_curve
+from clustergym.runner.evaluation import evaluate
 
 __all__ = ["monitor_curve", "plot_training_curve", "reference_returns", "REFERENCE_INSTANCES", "REFERENCE_BUDGET_S"]
 

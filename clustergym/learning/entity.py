@@ -8,7 +8,7 @@ channel e alone. This network uses **one set of weights for every channel** (a D
 style network, pooling over channels):
 
 * **Per-channel features** x_e (gathered from the same flat observation the MLP sees, the flattened
-  Dict observation + the empirical statistics of :class:`clustergym.pipeline.ObsPipeline`,
+  Dict observation + the empirical statistics of :class:`clustergym.learning.pipeline.ObsPipeline`,
   with integer index arrays): ``[present_e, arrival_e, v̂_e, n_e/t, a_1^e/c_1, …, a_K^e/c_K]`` —
   ``edge_present``, ``edge_arrival`` (its port has a job: the action mask), the statistics' mean
   realised utility and share of slots used, and ``edge_demand``. All lie in [0, 1], so the network
@@ -56,7 +56,7 @@ from torch import nn
 from clustergym.learning.algos import NETS
 from clustergym.learning.grouped import PAD_LOGIT
 from clustergym.learning.heads import FastActorCriticPolicy
-from clustergym.pipeline import TIME_CAP, layout_keys
+from clustergym.learning.pipeline import TIME_CAP, layout_keys
 
 try:
     from sb3_contrib.common.maskable.policies import MaskableActorCriticPolicy
@@ -92,7 +92,7 @@ def check_net(net: str, family: str, algo: str, stats: bool = True) -> None:
 
 def p1_layout(obs_space: gym.spaces.Dict, num_ports: int, keys: tuple[str, ...] | None = None) -> dict:
     """The index layout of P1's flat observation: the observation keys ``keys`` flattened one after the other
-    (``clustergym.pipeline.ObsPipeline.keys``; default: the ``"legacy"`` layout of earlier versions,
+    (``clustergym.learning.pipeline.ObsPipeline.keys``; default: the ``"legacy"`` layout of earlier versions,
     [flatten(arrivals, edge_*, t), v̂ (P), n/t (P), jobs/t (L)]).
 
     ``obs_space``: the padded env's Dict observation space (``edge_present``, ``edge_arrival``,
@@ -233,12 +233,12 @@ def _slog(x: th.Tensor) -> th.Tensor:
 
 def time_feature(t: th.Tensor) -> th.Tensor:
     """P1's time feature min(t, TIME_CAP) / (TIME_CAP + 1) in [0, 0.995]: it grows over the first 200 slots and
-    then stays, so a run of any length reads values the network met in training (``clustergym.pipeline``)."""
+    then stays, so a run of any length reads values the network met in training (``clustergym.learning.pipeline``)."""
     return t.clamp(0.0, float(TIME_CAP)) / float(TIME_CAP + 1)
 
 
 def log_time_feature(t: th.Tensor) -> th.Tensor:
-    """P2's and P4's time feature log(1 + min(t, TIME_CAP)) / 10, in [0, 0.54] (``clustergym.pipeline``)."""
+    """P2's and P4's time feature log(1 + min(t, TIME_CAP)) / 10, in [0, 0.54] (``clustergym.learning.pipeline``)."""
     return th.log1p(t.clamp(0.0, float(TIME_CAP))) / 10.0
 
 

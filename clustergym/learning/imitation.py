@@ -8,7 +8,7 @@ warm_start=...)``) does, before any PPO update:
    Monitor + ``FlattenWithStats`` (+ ``RescaleBox``), the same padding kwargs, an instance drawn from the
    training pool at each seeded reset). The teacher acts as in ``clustergym run``: on an *unpadded* env of
    the same instance reset with the same seed (the pool env's dynamics are those of ``scenario_seed=k``
-   with the same reset seed: :func:`clustergym.env.instance_generator`), seeing the public problem, the
+   with the same reset seed: :func:`clustergym.core.env.instance_generator`), seeing the public problem, the
    observation and ``public_info`` (no metrics), and getting ``update`` with the feedback as the runner
    gives it. Both envs are stepped in lockstep; what is recorded is the training env's flat observation
    and the teacher's action mapped into the training env's action space (:func:`to_train_action`):
@@ -58,12 +58,12 @@ from dataclasses import dataclass, field
 import gymnasium as gym
 import numpy as np
 
-from clustergym.agent import list_agents, make, parse_agent_spec, public_info
-from clustergym.env import env_padding
-from clustergym.family import env_family
+from clustergym.core.agent import list_agents, make, parse_agent_spec, public_info
+from clustergym.core.env import env_padding
+from clustergym.core.family import env_family
 from clustergym.learning.instances import pad_kwargs_of
 from clustergym.learning.train_envs import make_train_env
-from clustergym.pipeline import sb3_mask
+from clustergym.learning.pipeline import sb3_mask
 
 __all__ = ["Demonstrations", "collect_demonstrations", "to_train_action", "behaviour_clone", "warm_start",
            "FINETUNE_HP", "BC_BOX_STD", "WARM_ALGOS"]

@@ -36,13 +36,13 @@ import zipfile
 
 import numpy as np
 
-from clustergym.family import env_family
-from clustergym.family import env_ids
+from clustergym.core.family import env_family
+from clustergym.core.family import env_ids
 from clustergym.learning.agent import model_spaces, safe_load
 from clustergym.learning.algos import ALGOS, NORM_FILE, SIDE_CAR
 from clustergym.learning.policies import policy_class
 from clustergym.learning.sidecar import check_norm_file, check_side_car
-from clustergym.outdir import OutputFolder
+from clustergym.core.outdir import OutputFolder
 
 __all__ = ["import_model", "model_fields", "read_vecnormalize"]
 

@@ -20,8 +20,8 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
-from clustergym.family import env_family
-from clustergym.family import family_spec
+from clustergym.core.family import env_family
+from clustergym.core.family import family_spec
 
 __all__ = ["DEFAULT_TRAIN_INSTANCES", "DEFAULT_EVAL_INSTANCES", "DEFAULT_VALIDATION_INSTANCES", "pad_kwargs_of", "instance_problems", "padding_for",
            "check_model_fits", "model_padding", "model_env_kwargs", "action_kwargs_of", "model_instances"]
@@ -48,7 +48,7 @@ def instance_problems(env_id: str, env_kwargs: dict, instances: Sequence[int]):
     first = int(instances[0])
     env = gym.make(env_id, **kw, scenario_seed=first)
     u = env.unwrapped
-    src = getattr(u, "instance_source", None)  # clustergym.env.InstanceSource (None: cannot switch)
+    src = getattr(u, "instance_source", None)  # clustergym.core.env.InstanceSource (None: cannot switch)
     yield first, u.problem
     for k in instances[1:]:
         if src is not None and not getattr(src, "fixed", True):

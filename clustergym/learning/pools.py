@@ -21,7 +21,7 @@ from typing import Sequence
 
 import numpy as np
 
-from clustergym.family import env_family
+from clustergym.core.family import env_family
 from clustergym.learning.instances import pad_kwargs_of, padding_for
 __all__ = ["PARAM_RANGES", "SETTINGS_SEED", "param_settings", "pool_padding"]
 

@@ -11,9 +11,9 @@ import os
 
 import numpy as np
 
-from clustergym.family import env_family, env_ids
+from clustergym.core.family import env_family, env_ids
 from clustergym.learning.algos import ALGOS, HEADS, NETS, NORM_FILE, check_algo
-from clustergym.pipeline import LAYOUTS
+from clustergym.learning.pipeline import LAYOUTS
 
 __all__ = ["OBS_MODES", "check_side_car", "read_side_car", "check_norm_file"]
 

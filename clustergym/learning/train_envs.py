@@ -1,7 +1,7 @@
 """The training envs of ``clustergym train``: one env's wrapper chain, the instance pool, the normaliser.
 
-The training env is ``gym.make`` + Monitor + :class:`clustergym.wrappers.FlattenWithStats` (+
-:class:`clustergym.wrappers.RescaleBox` to [-1, 1] for Box actions): the public wrappers, so a user's own
+The training env is ``gym.make`` + Monitor + :class:`clustergym.learning.wrappers.FlattenWithStats` (+
+:class:`clustergym.learning.wrappers.RescaleBox` to [-1, 1] for Box actions): the public wrappers, so a user's own
 chain can match training exactly. :func:`training_envs` resolves the instance pool and the padding that makes
 one model fit every instance (:mod:`clustergym.learning.instances`); :func:`normalizer` is SB3's
 ``VecNormalize`` as training uses it, :func:`save_normalization` its statistics as plain arrays.
@@ -15,9 +15,9 @@ from typing import Any, Sequence
 import gymnasium as gym
 import numpy as np
 
-from clustergym.episode import scenario_fingerprint
-from clustergym.evaluation import check_size
-from clustergym.family import env_family, family_spec
+from clustergym.runner.episode import scenario_fingerprint
+from clustergym.runner.evaluation import check_size
+from clustergym.core.family import env_family, family_spec
 from clustergym.learning.algos import NORM_FILE
 from clustergym.learning.instances import (DEFAULT_EVAL_INSTANCES, DEFAULT_TRAIN_INSTANCES,
                                            DEFAULT_VALIDATION_INSTANCES, padding_for)
@@ -88,14 +88,14 @@ class ParamPool(gym.Wrapper):
 def make_train_env(env_id: str, env_kwargs: dict | None = None, *, algo: str = "ppo", stats: bool = True,
                    monitor_dir: str | None = None, rank: int = 0, layout: str = "full", slim_info: bool = False,
                    settings: list[dict] | None = None, time_cap: float | None = None) -> gym.Env:
-    """``gym.make`` + Monitor + ``clustergym.wrappers.FlattenWithStats`` (+ ``clustergym.wrappers.RescaleBox``
+    """``gym.make`` + Monitor + ``clustergym.learning.wrappers.FlattenWithStats`` (+ ``clustergym.learning.wrappers.RescaleBox``
     to [-1, 1] for Box actions): the public wrappers, so a user's own chain can match training exactly.
-    ``layout``: the flat observation layout (``clustergym.pipeline``; ``"legacy"`` for a model
-    trained by an earlier version); ``time_cap``: the slot index's bound (``clustergym.pipeline``). ``settings``: generator parameters, one env each, behind one
+    ``layout``: the flat observation layout (``clustergym.learning.pipeline``; ``"legacy"`` for a model
+    trained by an earlier version); ``time_cap``: the slot index's bound (``clustergym.learning.pipeline``). ``settings``: generator parameters, one env each, behind one
     :class:`clustergym.learning.pools.ParamPool` (a training pool with randomised parameters)."""
     from stable_baselines3.common.monitor import Monitor
 
-    from clustergym.wrappers import FlattenWithStats, RescaleBox
+    from clustergym.learning.wrappers import FlattenWithStats, RescaleBox
 
     kw = {"oracle": False, **(env_kwargs or {})}
     if settings:

@@ -1,8 +1,8 @@
 """``clustergym train``: PPO / A2C on every env, SAC on Box actions (P2), MaskablePPO (sb3-contrib) on
 P1 and P4 with the env's ``action_masks()``.
 
-The training env is ``gym.make`` + Monitor + :class:`clustergym.wrappers.FlattenWithStats` (+
-:class:`clustergym.wrappers.RescaleBox` to [-1, 1] for Box actions): the public wrappers, so a user's
+The training env is ``gym.make`` + Monitor + :class:`clustergym.learning.wrappers.FlattenWithStats` (+
+:class:`clustergym.learning.wrappers.RescaleBox` to [-1, 1] for Box actions): the public wrappers, so a user's
 own chain can match training exactly. Observations (and, for training only, rewards) are normalised by
 SB3's ``VecNormalize``; its statistics are saved beside the model (plain arrays) and applied at
 evaluation. PPO, A2C and MaskablePPO use the fast action heads of :mod:`clustergym.learning.heads`
@@ -33,8 +33,8 @@ from typing import Any, Sequence
 import gymnasium as gym
 import numpy as np
 
-from clustergym.core import check_memory
-from clustergym.family import env_family
+from clustergym.core.scenario import check_memory
+from clustergym.core.family import env_family
 from clustergym.learning import imitation
 from clustergym.learning.algos import SIDE_CAR, algo_class, algo_gamma, check_algo
 from clustergym.learning.checkpoints import Checkpoints
@@ -45,7 +45,7 @@ from clustergym.learning.pools import PARAM_RANGES, SETTINGS_SEED, param_setting
 from clustergym.learning.policies import policy_class
 from clustergym.learning.train_envs import (check_pipeline, int_arg, make_train_env, normalizer, save_normalization,
                                             training_envs)
-from clustergym.pipeline import LAYOUTS, TIME_CAP
+from clustergym.learning.pipeline import LAYOUTS, TIME_CAP
 
 __all__ = ["TrainSetup", "make_train_vec", "resolve_vec", "train"]
 
@@ -117,7 +117,7 @@ class TrainSetup:
     n_envs: int
     vec: str  # as asked ("auto" resolved when the envs are built)
     layout: str  # the flat observation layout
-    time_cap: float | None  # the flat MLP's bound on the slot index (clustergym.pipeline.TIME_CAP); None: entity net
+    time_cap: float | None  # the flat MLP's bound on the slot index (clustergym.learning.pipeline.TIME_CAP); None: entity net
     env_kwargs: dict  # the model's env kwargs, as recorded (padding included)
     train_kwargs: dict  # the training sub-envs' kwargs (+ the pool)
     pool: list | None
@@ -291,7 +291,7 @@ def _save(s: TrainSetup, model, venv, cb, bc, saver, wall: float, vec: str, out:
     pool, hyperparams_file = s.pool, s.options["hyperparams_file"]
     meta = {"env_id": s.env_id, "family": s.family, "env_kwargs": s.env_kwargs, "algo": s.algo,
             "stats": bool(s.options["stats"]),
-            "obs_layout": s.layout,  # the observation keys of the flat vector (clustergym.pipeline)
+            "obs_layout": s.layout,  # the observation keys of the flat vector (clustergym.learning.pipeline)
             "time_cap": s.time_cap,  # the flat vector's bound on the slot index t (None: t as it is)
             "instances": None if pool is None else [int(k) for k in pool], "instances_note": s.pool_note,
             "param_pool": None if s.settings is None else _param_pool_record(s),

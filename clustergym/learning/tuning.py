@@ -57,10 +57,10 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from clustergym.core import check_memory
+from clustergym.core.scenario import check_memory
 from clustergym.learning.instances import DEFAULT_EVAL_INSTANCES, DEFAULT_TRAIN_INSTANCES
 from clustergym.learning.training import train
-from clustergym.evaluation import evaluate
+from clustergym.runner.evaluation import evaluate
 
 __all__ = ["SEARCH_SPACE", "REFERENCE", "VALIDATION", "TuneConfig", "sample_params", "normalised_value", "tune",
            "record_of", "study_name_of", "check_storage", "sampler_seed", "default_runs", "INSTANCE_IS_SEED", "stored_values"]

@@ -7,11 +7,11 @@ batched kernel, where SB3's ``DummyVecEnv`` calls N single envs and N wrapper ch
 The adapter gives SB3 exactly what ``DummyVecEnv`` over ``make_train_env`` gives:
 
 * observations: the Dict observation of every sub-env flattened as ``gymnasium.spaces.flatten`` does
-  (:func:`clustergym.pipeline.flatten_batch`, one array operation per key), i.e. what
-  :class:`clustergym.wrappers.FlattenWithStats` gives the single env (with ``stats=False``, without the
+  (:func:`clustergym.learning.pipeline.flatten_batch`, one array operation per key), i.e. what
+  :class:`clustergym.learning.wrappers.FlattenWithStats` gives the single env (with ``stats=False``, without the
   statistics keys);
 * actions: Box actions in [-1, 1] are mapped to the env's exact bounds per sub-env, as
-  :class:`clustergym.wrappers.RescaleBox` does; discrete actions are passed as they come;
+  :class:`clustergym.learning.wrappers.RescaleBox` does; discrete actions are passed as they come;
 * episode ends: SB3 resets a finished sub-env within the same step and puts the last observation in
   ``info["terminal_observation"]`` (``"TimeLimit.truncated"`` on a horizon end, so PPO bootstraps),
   while Gymnasium's native vector envs reset at the next step. The adapter resets the finished
@@ -35,8 +35,8 @@ from gymnasium import spaces
 from gymnasium.envs.registration import load_env_creator
 from stable_baselines3.common.vec_env.base_vec_env import VecEnv
 
-from clustergym.env import env_padding
-from clustergym.pipeline import box_bounds, flat_size, flatten_batch, layout_columns, layout_keys, time_caps
+from clustergym.core.env import env_padding
+from clustergym.learning.pipeline import box_bounds, flat_size, flatten_batch, layout_columns, layout_keys, time_caps
 
 __all__ = ["NativeVecEnv", "has_native_vector", "native_vector_gap"]
 

@@ -1,6 +1,6 @@
 """P4: ApproxJobs (OPM paper, opm.md §III–VI)."""
 
-from clustergym.family import EnvEntry, FamilySpec
+from clustergym.core.family import EnvEntry, FamilySpec
 from clustergym.envs.approxjobs.types import ApproxFeedback, ApproxObservation
 
 __all__ = ["FAMILY", "ApproxObservation", "ApproxFeedback"]

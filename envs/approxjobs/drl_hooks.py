@@ -1,5 +1,5 @@
 """DRL hooks of P4, read through the family's ``FamilySpec.drl_hooks`` by the observation pipeline
-(``clustergym.pipeline``) and by ``clustergym train``.
+(``clustergym.learning.pipeline``) and by ``clustergym train``.
 
 Only public quantities: ``info["feedback"]``; never metrics.
 """
@@ -15,7 +15,7 @@ __all__ = ["STATS_KEYS", "Stats", "legacy_keys", "sb3_mask"]
 
 class Stats:
     """The statistics the env's observation carries (``machine_rate``, ``machine_share``; ``approxjobs/stats.py``),
-    computed outside the env from feedback, for :class:`clustergym.pipeline.EmpiricalStats`.
+    computed outside the env from feedback, for :class:`clustergym.learning.pipeline.EmpiricalStats`.
 
     Per machine: the mean work per used slot (the hidden service rate θ_i, §III) and the share of slots
     it was used."""
@@ -42,7 +42,7 @@ class Stats:
 
 def legacy_keys(space) -> tuple[str, ...]:
     """The keys of the observation of earlier versions (before the statistics, feedback and prices joined it).
-    A model trained then saw [flatten(these keys), the statistics ``STATS_KEYS``] (``clustergym.pipeline``)."""
+    A model trained then saw [flatten(these keys), the statistics ``STATS_KEYS``] (``clustergym.learning.pipeline``)."""
     return ("jobs", "job_mask", "t")
 
 

@@ -11,9 +11,9 @@ import numpy as np
 import numpy.typing as npt
 from gymnasium import spaces
 
-from clustergym.core import Scenario, check_choice, child_generators
-from clustergym.env import ClusterEnv, InstanceSource, StepReturn
-from clustergym.metrics import CUMULATIVE, EPISODE, SLOT, Metric
+from clustergym.core.scenario import Scenario, check_choice, child_generators
+from clustergym.core.env import ClusterEnv, InstanceSource, StepReturn
+from clustergym.core.metrics import CUMULATIVE, EPISODE, SLOT, Metric
 from clustergym.envs.approxjobs.dynamics import (JOB_FEATURES, JOB_LEVELS, RATE_BLOCK, SlotState,
                                                  infeasible_message)
 from clustergym.envs.approxjobs.stats import learner_spaces
@@ -75,7 +75,7 @@ class ApproxJobsEnv(ClusterEnv[ApproxObservation, np.ndarray]):
     required): the last slot's feedback and its per-machine statistics (updated from the feedback alone,
     ``approxjobs/stats.py``, shared with the PettingZoo env; 0 at t = 0). The prices p_i stay in
     ``problem.price`` (an instance fingerprint in the observation: see ``approxjobs/stats.py``).
-    ``gymnasium.wrappers.FlattenObservation`` (or ``clustergym.wrappers.FlattenWithStats``) gives the flat
+    ``gymnasium.wrappers.FlattenObservation`` (or ``clustergym.learning.wrappers.FlattenWithStats``) gives the flat
     vector a standard learner takes.
 
     ## Rewards
@@ -146,7 +146,7 @@ class ApproxJobsEnv(ClusterEnv[ApproxObservation, np.ndarray]):
       raise. Later: ``step`` after the end raises until ``reset``.
     * v0, later: ``action_mode="job"`` (per-job levels dealt to machines by the env).
     * v0, later: the observation carries the per-machine statistics and the last slot's feedback. The
-      flat vector of earlier versions is ``clustergym.pipeline``'s ``"legacy"``
+      flat vector of earlier versions is ``clustergym.learning.pipeline``'s ``"legacy"``
       layout (same values).
     * v0, later: the slot runs in one compiled step (``dynamics.SlotState``) shared with the native vector
       env; the same trajectories, except that f_j(X) = v_j X^β_j now comes from the C library's ``pow``
@@ -156,7 +156,7 @@ class ApproxJobsEnv(ClusterEnv[ApproxObservation, np.ndarray]):
 
     family = "approxjobs"
     _last: tuple[np.ndarray, np.ndarray] | None  # (window slot, work) per machine of the last slot, None at t = 0
-    # info["metrics"] keys and their kind (clustergym/metrics.py).
+    # info["metrics"] keys and their kind (clustergym/core/metrics.py).
     metrics_spec = {
         "utility": Metric(CUMULATIVE, "Σ_j f_j(X_j) so far (the running total of the reward)"),
         "budget_spent": Metric(SLOT, "price paid this slot"),

@@ -7,7 +7,7 @@ from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
 from matplotlib.ticker import MaxNLocator
 
-from clustergym.viewer import EpisodeViewer, legend_outside, timeline_image
+from clustergym.core.viewer import EpisodeViewer, legend_outside, timeline_image
 
 
 def render_ansi(problem, t, slot_job, jobs, spent, work, last) -> str:

@@ -48,7 +48,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from clustergym.core import Scenario, check_known, as_generator, check_choice, check_int, check_real, freeze
+from clustergym.core.scenario import Scenario, check_known, as_generator, check_choice, check_int, check_real, freeze
 from clustergym.envs.approxjobs.service import ServiceModel, mean_rate
 
 __all__ = ["ApproxProblem", "ApproxTruth", "JobList", "make_approx_scenario", "APPROX_SCENARIOS",

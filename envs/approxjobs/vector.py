@@ -9,13 +9,13 @@ import numpy as np
 import numpy.typing as npt
 from gymnasium.vector.utils import batch_space
 
-from clustergym.core import Scenario
+from clustergym.core.scenario import Scenario
 from clustergym.envs.approxjobs.dynamics import RATE_BLOCK, SlotState, infeasible_message
 from clustergym.envs.approxjobs.env import ApproxJobsEnv, episode_summary, job_records
 from clustergym.envs.approxjobs.service import ServiceProcess
 from clustergym.envs.approxjobs.oracle import fluid_bound
 from clustergym.envs.approxjobs.types import ApproxObservation
-from clustergym.vector_env import ClusterVectorEnv, VectorStepReturn, with_masks
+from clustergym.core.vector_env import ClusterVectorEnv, VectorStepReturn, with_masks
 
 __all__ = ["ApproxJobsVectorEnv"]
 
@@ -31,7 +31,7 @@ class ApproxJobsVectorEnv(ClusterVectorEnv[ApproxObservation, np.ndarray]):
     mode's deal, the budget check and repair of eq. 4, eqs. 1–2, the statistics of ``stats.py``, the
     window and queue). Each sub-env draws its hidden rates from its own ``service.ServiceProcess``, a block
     of 256 slots at a time. Sub-env i seeded with s_i gives exactly the trajectory of a single env with
-    ``reset(seed=s_i)`` (``clustergym.vector_env``). Create it with ``gym.make_vec(
+    ``reset(seed=s_i)`` (``clustergym.core.vector_env``). Create it with ``gym.make_vec(
     "clustergym/ApproxJobs-v0", num_envs=N, vectorization_mode="vector_entry_point", **kwargs)``.
 
     ## Action Space
@@ -48,7 +48,7 @@ class ApproxJobsVectorEnv(ClusterVectorEnv[ApproxObservation, np.ndarray]):
     | job_mask, last_executed                | (N, J_max), (N, M) | int8 | as the single env            |
     | t                                      | (N, 1)       | float32 | slots elapsed in each episode    |
     | machine_rate, machine_share, last_work | (N, M)       | float32 | as the single env                |
-    ``clustergym.pipeline.flatten_batch`` flattens a batch to (N, flatdim), row i equal to
+    ``clustergym.learning.pipeline.flatten_batch`` flattens a batch to (N, flatdim), row i equal to
     ``gymnasium.spaces.flatten`` of sub-env i's observation.
 
     ## Rewards
@@ -72,7 +72,7 @@ class ApproxJobsVectorEnv(ClusterVectorEnv[ApproxObservation, np.ndarray]):
 
     ## Starting State / Episode End
     Each sub-env truncates after ``horizon`` slots, terminates when every job of its instance has left, and
-    autoresets at the next step (``AutoresetMode.NEXT_STEP``); randomness as in ``clustergym.vector_env``.
+    autoresets at the next step (``AutoresetMode.NEXT_STEP``); randomness as in ``clustergym.core.vector_env``.
 
     ## Arguments
     ``num_envs`` (N, default 1) and the single env's arguments: ``scenario``, ``scenario_seed``, ``horizon``,
@@ -93,7 +93,7 @@ class ApproxJobsVectorEnv(ClusterVectorEnv[ApproxObservation, np.ndarray]):
     """
 
     family = "approxjobs"
-    metrics_spec = ApproxJobsEnv.metrics_spec  # the single env's declaration (clustergym/metrics.py)
+    metrics_spec = ApproxJobsEnv.metrics_spec  # the single env's declaration (clustergym/core/metrics.py)
     _rng_names = ("service", "unused")  # the single env's child generators
 
     def __init__(self, num_envs: int = 1, scenario: str | Scenario = "paper", *, scenario_seed: int = 0,

@@ -1,6 +1,6 @@
 """P3: RingAllReduce-v0 (GADGET paper, gadget.md §IV–VI): fat-tree substrate, ring placement, MILP."""
 
-from clustergym.family import EnvEntry, FamilySpec
+from clustergym.core.family import EnvEntry, FamilySpec
 from clustergym.envs.ringallreduce.types import RingFeedback, RingObservation
 
 __all__ = ["FAMILY", "RingObservation", "RingFeedback"]

@@ -42,7 +42,7 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-from clustergym.core import child_generators
+from clustergym.core.scenario import child_generators
 from clustergym.envs.ringallreduce.scenario import draw_jobs
 from clustergym.envs.ringallreduce.topology import ring_stats_into
 

@@ -9,9 +9,9 @@ import numpy as np
 import numpy.typing as npt
 from gymnasium import spaces
 
-from clustergym.core import Scenario, check_choice, check_int, check_real
-from clustergym.env import ClusterEnv, InstanceSource, StepReturn, check_maxima
-from clustergym.metrics import SLOT, Metric
+from clustergym.core.scenario import Scenario, check_choice, check_int, check_real
+from clustergym.core.env import ClusterEnv, InstanceSource, StepReturn, check_maxima
+from clustergym.core.metrics import SLOT, Metric
 from clustergym.envs.ringallreduce.dynamics import (BLOCK, JOB_FIELDS, PLACE_EMPTY_ROW, PLACE_OVER_CAP, PLACE_OVER_GPUS,
                                                     PLACE_OVER_LINK, SIZE_OK, arrival_block, check_placement,
                                                     job_generators, settle, size_infeasible_message, size_slot_batch)
@@ -153,7 +153,7 @@ class RingAllReduceEnv(ClusterEnv[RingObservation, np.ndarray]):
     action_space: spaces.MultiDiscrete
     _A: np.ndarray  # (n_active, fields) active jobs in arrival order (set by reset)
     pad_kwargs = ("max_racks",)
-    # info["metrics"] keys and their kind (clustergym/metrics.py).
+    # info["metrics"] keys and their kind (clustergym/core/metrics.py).
     metrics_spec = {
         "utility": Metric(SLOT, "this slot's utility gain Σ_i [μ_i(ζ_i z_i,t) − μ_i(ζ_i z_i,t−1)], the reward"),
         "embedded_ratio": Metric(SLOT, "embedded / active jobs, 1 when none is active (Figs. 5–6)"),

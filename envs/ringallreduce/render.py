@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 from matplotlib.patches import Patch
 
-from clustergym.viewer import EpisodeViewer, group_ticks, legend_outside, timeline_image
+from clustergym.core.viewer import EpisodeViewer, group_ticks, legend_outside, timeline_image
 
 
 def render_ansi(problem, t, last_y, last_ids, last_load, active) -> str:

@@ -52,7 +52,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from clustergym.core import Scenario, check_known, as_generator, check_choice, check_int, check_real, freeze
+from clustergym.core.scenario import Scenario, check_known, as_generator, check_choice, check_int, check_real, freeze
 from clustergym.envs.ringallreduce.topology import Topology
 
 __all__ = ["RingProblem", "RingTruth", "JobBatch", "make_ring_scenario", "draw_jobs", "sigmoid_utility",

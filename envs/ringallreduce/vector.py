@@ -9,13 +9,13 @@ import numpy as np
 import numpy.typing as npt
 from gymnasium.vector.utils import batch_space
 
-from clustergym.core import Scenario
+from clustergym.core.scenario import Scenario
 from clustergym.envs.ringallreduce.dynamics import (BLOCK, JOB_FIELDS, SIZE_OK, arrival_block, job_generators,
                                                     settle_batch, size_infeasible_message, size_slot_batch)
 from clustergym.envs.ringallreduce.env import JOB_FEATURES, RingAllReduceEnv
 from clustergym.envs.ringallreduce.scenario import sigmoid_utility
 from clustergym.envs.ringallreduce.types import RingObservation
-from clustergym.vector_env import ClusterVectorEnv, VectorStepReturn, with_masks
+from clustergym.core.vector_env import ClusterVectorEnv, VectorStepReturn, with_masks
 
 __all__ = ["RingAllReduceVectorEnv"]
 
@@ -52,7 +52,7 @@ class RingAllReduceVectorEnv(ClusterVectorEnv[RingObservation, np.ndarray]):
     slot's arrivals), and ``dynamics.arrival_block`` draws each sub-env's arrivals from its instance's
     job-stream generators (``dynamics.job_generators``) in blocks of 256 slots; the single env calls the same functions. Sub-env i seeded with s_i
     gives exactly the trajectory of a single env built with the same kwargs and reset with ``seed=s_i``
-    (``clustergym.vector_env``). Create it with ``gym.make_vec("clustergym/RingAllReduce-v0", num_envs=N,
+    (``clustergym.core.vector_env``). Create it with ``gym.make_vec("clustergym/RingAllReduce-v0", num_envs=N,
     vectorization_mode="vector_entry_point", action_mode="ring_size", **kwargs)``.
 
     Each sub-env keeps its active jobs in arrival order in a fixed-capacity array (N, A, 11) (the capacity
@@ -68,7 +68,7 @@ class RingAllReduceVectorEnv(ClusterVectorEnv[RingObservation, np.ndarray]):
     The single env's keys with a leading N axis (``single_observation_space`` = the single env's), same
     values: ``jobs`` (N, J_max, 10) float32, ``job_mask`` (N, J_max) int8, ``servers`` (N, S, 3) float32,
     ``links`` (N, S + R, 4) float32, ``t`` (N, 1) float32 and, with ``max_racks``, ``link_present``
-    (N, S + R_max) int8. ``clustergym.pipeline.flatten_batch`` flattens a batch to (N, flatdim),
+    (N, S + R_max) int8. ``clustergym.learning.pipeline.flatten_batch`` flattens a batch to (N, flatdim),
     row i equal to ``gymnasium.spaces.flatten`` of sub-env i's observation.
 
     ## Rewards
@@ -94,7 +94,7 @@ class RingAllReduceVectorEnv(ClusterVectorEnv[RingObservation, np.ndarray]):
 
     ## Starting State / Episode End
     Each sub-env truncates after ``horizon`` slots and autoresets at the next step
-    (``AutoresetMode.NEXT_STEP``); randomness as in ``clustergym.vector_env``.
+    (``AutoresetMode.NEXT_STEP``); randomness as in ``clustergym.core.vector_env``.
 
     ## Arguments
     ``num_envs`` (N, default 1) and the single env's arguments: ``scenario``, ``scenario_seed``,
@@ -115,7 +115,7 @@ class RingAllReduceVectorEnv(ClusterVectorEnv[RingObservation, np.ndarray]):
     """
 
     family = "ringallreduce"
-    metrics_spec = RingAllReduceEnv.metrics_spec  # the single env's declaration (clustergym/metrics.py)
+    metrics_spec = RingAllReduceEnv.metrics_spec  # the single env's declaration (clustergym/core/metrics.py)
     pad_kwargs = RingAllReduceEnv.pad_kwargs
     action_modes = ("ring_size",)  # the single env's action modes this env steps
     _rng_names = ("arrivals", "jobs")

@@ -26,7 +26,7 @@ from importlib import resources
 
 import numpy as np
 
-from clustergym.core import Scenario, as_generator, check_int, check_known, check_real, freeze
+from clustergym.core.scenario import Scenario, as_generator, check_int, check_known, check_real, freeze
 from clustergym.envs.multiserver.allocation.scenario import (AllocationProblem, AllocationTruth, check_demand_params,
                                                              draw_utilities)
 from clustergym.envs.multiserver.channel.scenario import ChannelProblem, channel_truth, check_grid_memory

@@ -6,9 +6,9 @@ import pickle
 
 import pytest
 
-from clustergym.agent import _load, _load_builtins, _option_params, make
-from clustergym.cli import main
-from clustergym.family import _AGENTS
+from clustergym.core.agent import _load, _load_builtins, _option_params, make
+from clustergym.cli.main import main
+from clustergym.core.family import _AGENTS
 
 
 def _bool_options():
@@ -48,7 +48,7 @@ def test_every_boolean_option_parses_false_and_true_and_rejects_the_rest(name, f
 
 
 def test_esdp_only_active_false_equals_default_run_exactly():
-    from clustergym.evaluation import evaluate
+    from clustergym.runner.evaluation import evaluate
 
     res = evaluate("clustergym/MultiServerChannel-v0", ["esdp", "esdp[only_active=False]", "esdp[only_active=true]"],
                    seeds=[0], horizon=60, progress=False, score=False)

@@ -4,9 +4,9 @@ import gymnasium as gym
 import numpy as np
 import pytest
 
-from clustergym.agent import make, public_info
+from clustergym.core.agent import make, public_info
 from clustergym.agents.ogasched import proportional_share
-from clustergym.core import Scenario, freeze
+from clustergym.core.scenario import Scenario, freeze
 from clustergym.envs.multiserver.allocation.dynamics import AllocationDynamics as RewardModel
 from clustergym.envs.multiserver.allocation.scenario import AllocationProblem, AllocationTruth, make_allocation_scenario
 from clustergym.envs.multiserver.projection import AllocationLayout

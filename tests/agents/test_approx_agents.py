@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import clustergym  # noqa: F401
-from clustergym.agent import list_agents, make, public_info
+from clustergym.core.agent import list_agents, make, public_info
 from clustergym.envs.approxjobs.kernels import budget_prefix, project_capped_simplex, round_rows, ucb_rates
 from clustergym.envs.approxjobs.scenario import offline_single_optimum
 

@@ -8,8 +8,8 @@ import sys
 
 import pytest
 
-from clustergym.cli import main
-from clustergym.evaluation import evaluate
+from clustergym.cli.main import main
+from clustergym.runner.evaluation import evaluate
 from tests.helpers import ROOT as REPO_ROOT
 
 P1 = "clustergym/MultiServerChannel-v0"

@@ -7,7 +7,7 @@ import gymnasium as gym
 import numpy as np
 import pytest
 
-from clustergym.agent import make, public_info
+from clustergym.core.agent import make, public_info
 from clustergym.agents.esdp import DELTAS, ESDP, GS
 from clustergym.agents.esdp_dp import solve_p4_all
 

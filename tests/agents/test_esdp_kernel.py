@@ -5,7 +5,7 @@ import gymnasium as gym
 import numpy as np
 import pytest
 
-from clustergym.agent import public_info
+from clustergym.core.agent import public_info
 from clustergym.agents.esdp import ESDP
 from clustergym.agents.esdp_dp import solve_p4_all
 
@@ -100,7 +100,7 @@ def test_pruned_kernel_reuses_its_buffers_without_reading_stale_values():
 def test_dp_cells_reach_the_run_metrics_and_are_the_same_on_every_run():
     """The computation measure of a run is a count: equal in two runs of the same (instance, seed), and larger
     for the δ(t) = (ln(t+1)+1)⁻¹ of Fig. 7 (smaller δ, larger ξ(t) and S(t): eqs. 18–19) than for the default."""
-    from clustergym.episode import run_one
+    from clustergym.runner.episode import run_one
 
     a = run_one(ID, "esdp", 3, 60, {"num_servers": 20, "scenario_seed": 3})
     b = run_one(ID, "esdp", 3, 60, {"num_servers": 20, "scenario_seed": 3})

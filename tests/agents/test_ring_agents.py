@@ -6,7 +6,7 @@ import pickle
 import numpy as np
 import pytest
 
-from clustergym.agent import list_agents, make, public_info
+from clustergym.core.agent import list_agents, make, public_info
 from clustergym.envs.ringallreduce.env import RingAllReduceEnv
 
 SMALL = dict(num_servers=10, num_racks=2, max_jobs=8, arrival_rate=2.0)

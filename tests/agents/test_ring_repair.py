@@ -5,7 +5,7 @@ cluster is uncontended."""
 import numpy as np
 import pytest
 
-from clustergym.agent import make, public_info
+from clustergym.core.agent import make, public_info
 from clustergym.agents.gadget_repair import reoffer_support, repair_overfill
 from clustergym.envs.ringallreduce.env import RingAllReduceEnv
 

@@ -4,8 +4,8 @@ and the P2 settings named after their source (scenario.py)."""
 import numpy as np
 import pytest
 
-from clustergym.agent import make
-from clustergym.core import freeze
+from clustergym.core.agent import make
+from clustergym.core.scenario import freeze
 from clustergym.envs.multiserver.allocation.scenario import AllocationProblem, make_allocation_scenario
 
 BOTH = {"arrivals": np.array([1, 1])}
@@ -66,7 +66,7 @@ def test_authors_readings_stay_feasible_on_the_paper_settings():
     import gymnasium as gym
 
     import clustergym  # noqa: F401
-    from clustergym.episode import run_episode
+    from clustergym.runner.episode import run_episode
 
     for setting in ("paper", "authors-code"):
         for name in ("drf[total_cap=true]", "binpacking[single_node=true]", "spreading[single_node=true]"):

@@ -3,7 +3,7 @@
 import gymnasium as gym
 import numpy as np
 
-from clustergym.agent import make, public_info
+from clustergym.core.agent import make, public_info
 from clustergym.baselines.channel import greedy_fill
 
 ID = "clustergym/MultiServerChannel-v0"

@@ -23,7 +23,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import clustergym
-from clustergym.cli import main
+from clustergym.cli.main import main
 
 N = int(os.environ.get("CLUSTERGYM_FUZZ_EXAMPLES", "0"))
 FAST = settings(max_examples=N or 25, deadline=None, derandomize=not N,
@@ -55,10 +55,10 @@ def _assert_one_line_or_success(argv, rc, err) -> None:
 def stub_heavy(monkeypatch):
     """The CLI layer is fuzzed; the long jobs behind ``reproduce``, ``bench`` and ``train`` are stubbed
     (they write one file into --out, as the real ones do, so a write outside --out would show)."""
-    import clustergym.bench as bench
+    import clustergym.cli.bench as bench
     import clustergym.experiments as experiments
     import clustergym.learning.training as training
-    from clustergym.family import env_family
+    from clustergym.core.family import env_family
     from clustergym.learning.algos import check_algo
 
     def fake_reproduce(paper, quick=False, out="runs/reproduce", workers=2, progress=True, **kw):
@@ -319,8 +319,8 @@ def test_preset_parameters_that_would_be_ignored_are_refused(env_id, kw, word):
 
 def test_memory_guard_names_the_parameter(monkeypatch):
     """Sizes whose arrays would not fit are one ValueError naming the parameter, before any allocation."""
-    import clustergym.core as core
-    from clustergym.evaluation import evaluate
+    import clustergym.core.scenario as core
+    from clustergym.runner.evaluation import evaluate
 
     monkeypatch.setattr(core, "available_memory", lambda: 2**30)  # pretend 1 GiB is available
     with pytest.raises(ValueError, match="horizon=100000000 would need"):
@@ -402,7 +402,7 @@ SIZES = st.sampled_from([1, 2, 3, 7, 64, 1000, 10**4, 10**5, 10**6, 10**9, 10**1
 def test_size_parameters_build_or_refuse_in_one_line(env_id, data, monkeypatch):
     """Integer size parameters (counts, demands, capacities) at any magnitude: the env builds, or one
     ValueError names a parameter: never a MemoryError, never an allocation that swaps."""
-    import clustergym.core as core
+    import clustergym.core.scenario as core
 
     monkeypatch.setattr(core, "available_memory", lambda: 2 * 2**30)  # pretend 2 GiB: the guard must act
     names = [n for n in _numeric_names(env_id) if isinstance(gym.make(env_id, horizon=3, oracle=False)
@@ -455,7 +455,7 @@ def test_concurrent_writers_one_wins_the_rest_get_one_line(tmp_path_factory, cap
     import threading
     import time
 
-    from clustergym import evaluation
+    from clustergym.runner import evaluation
 
     out = tmp_path_factory.mktemp("cw") / "out"
     if earlier:
@@ -543,8 +543,8 @@ def _run_in(root, argv):
 @FAST
 @given(st.data())
 def test_replay_random_arguments_exit_0_or_2_and_keep_an_existing_file(tmp_path_factory, capsys, monkeypatch, data):
-    import clustergym.replay as rp
-    from clustergym.agent import make as make_agent
+    import clustergym.runner.replay as rp
+    from clustergym.core.agent import make as make_agent
 
     def frames(env_id, agent, seed=0, **kw):  # the episode is stubbed: the arguments are fuzzed
         gym.spec(env_id)

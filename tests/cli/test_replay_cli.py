@@ -7,7 +7,7 @@ import os
 
 import pytest
 
-from clustergym.cli import main
+from clustergym.cli.main import main
 
 P1 = "clustergym/MultiServerChannel-v0"
 BASE = ["replay", P1, "--agents", "esdp", "--horizon", "3"]
@@ -43,7 +43,7 @@ def test_overwrite_replaces_with_a_complete_animation(tmp_path, capsys):
 
 @pytest.mark.parametrize("fps", ["nan", "inf", "0", "-1"])
 def test_bad_fps_leaves_the_old_file(fps, tmp_path, capsys, monkeypatch):
-    import clustergym.replay as rp
+    import clustergym.runner.replay as rp
 
     monkeypatch.setattr(rp, "record_episode", lambda *a, **k: pytest.fail("the episode ran"))
     out = _old(tmp_path)
@@ -53,7 +53,7 @@ def test_bad_fps_leaves_the_old_file(fps, tmp_path, capsys, monkeypatch):
 
 
 def test_error_mid_episode_leaves_the_old_file(tmp_path, capsys, monkeypatch):
-    import clustergym.replay as rp
+    import clustergym.runner.replay as rp
 
     def boom(*a, **k):
         raise ValueError("the agent failed")
@@ -66,7 +66,7 @@ def test_error_mid_episode_leaves_the_old_file(tmp_path, capsys, monkeypatch):
 
 
 def test_interrupt_leaves_the_old_file(tmp_path, capsys, monkeypatch):
-    import clustergym.replay as rp
+    import clustergym.runner.replay as rp
 
     def stop(*a, **k):
         raise KeyboardInterrupt
@@ -79,7 +79,7 @@ def test_interrupt_leaves_the_old_file(tmp_path, capsys, monkeypatch):
 
 @pytest.mark.parametrize("existed", [True, False])
 def test_full_disk_part_way_leaves_the_old_file(existed, tmp_path, capsys, monkeypatch):
-    import clustergym.replay as rp
+    import clustergym.runner.replay as rp
 
     def full(path, frames, ext, fps):
         with open(path, "wb") as f:
@@ -99,7 +99,7 @@ def test_full_disk_part_way_leaves_the_old_file(existed, tmp_path, capsys, monke
 
 
 def test_unwritable_folder_fails_before_the_episode(tmp_path, capsys, monkeypatch):
-    import clustergym.replay as rp
+    import clustergym.runner.replay as rp
 
     monkeypatch.setattr(rp, "record_episode", lambda *a, **k: pytest.fail("the episode ran"))
     assert main([*BASE, "--out", "/proc/x.gif"]) == 2
@@ -115,7 +115,7 @@ def test_absurd_horizon_is_one_line(tmp_path, capsys):
 def test_missing_mp4_writer_names_the_package(tmp_path, capsys, monkeypatch):
     import builtins
 
-    import clustergym.replay as rp
+    import clustergym.runner.replay as rp
 
     real = builtins.__import__
 
@@ -133,7 +133,7 @@ def test_missing_mp4_writer_names_the_package(tmp_path, capsys, monkeypatch):
 def test_mp4_is_playable_with_every_rendered_frame(tmp_path, capsys):
     import imageio.v3 as iio
 
-    from clustergym.replay import record_episode
+    from clustergym.runner.replay import record_episode
 
     out = tmp_path / "x.mp4"
     assert main([*BASE, "--every", "1", "--out", str(out)]) == 0
@@ -150,7 +150,7 @@ def _has(mod):
 
 
 def test_side_by_side_panels_share_one_colour_scale_and_one_end_slot(tmp_path, capsys, monkeypatch):
-    from clustergym.viewer import EpisodeViewer
+    from clustergym.core.viewer import EpisodeViewer
 
     P2 = "clustergym/MultiServerAllocation-v0"
     drawn = []  # (panel, natural scale, drawn scale, x-axis end) of every frame
@@ -173,7 +173,7 @@ def test_side_by_side_panels_share_one_colour_scale_and_one_end_slot(tmp_path, c
 
 
 def test_shared_view_covers_both_scales_and_ends_at_the_later_slot():
-    from clustergym.replay import shared_view
+    from clustergym.runner.replay import shared_view
 
     assert shared_view([((0.0, 40.0), 561), ((0.0, 100.0), 574)]) == ((0.0, 100.0), 574)
     assert shared_view([(None, 5), ((0.0, 1.0), 3)]) == (None, 5)
@@ -184,7 +184,7 @@ def test_a_replay_file_gets_the_usual_permissions(tmp_path):
     file the user creates gets (0666 less the umask), not the temporary file's 0600."""
     import stat
 
-    from clustergym.cli import main
+    from clustergym.cli.main import main
 
     out = tmp_path / "a.gif"
     old = os.umask(0o022)

@@ -7,11 +7,11 @@ import numpy as np
 import pytest
 
 import clustergym
-from clustergym import family as family_mod
-from clustergym.agent import BaseAgent
-from clustergym.cli import main
-from clustergym.episode import run_one
-from clustergym.evaluation import evaluate
+from clustergym.core import family as family_mod
+from clustergym.core.agent import BaseAgent
+from clustergym.cli.main import main
+from clustergym.runner.episode import run_one
+from clustergym.runner.evaluation import evaluate
 
 ID = "clustergym/MultiServerChannel-v0"
 SMALL = {"num_servers": 12}
@@ -146,7 +146,7 @@ def test_combined_reproduce_report(tmp_path):
 
 def test_shared_worker_pool_gives_same_results():
     """evaluate() calls inside one worker_pool reuse its processes; results equal the in-process runs."""
-    from clustergym.workers import _SHARED_POOL, worker_pool
+    from clustergym.runner.workers import _SHARED_POOL, worker_pool
 
     env_id, agents = "clustergym/ApproxJobs-v0", ["fair", "random"]
     ref = clustergym.evaluate(env_id, agents, [0, 1], 60, workers=1, progress=False)
@@ -166,7 +166,7 @@ def test_shared_worker_pool_gives_same_results():
                                      ({"horizon": "5"}, "horizon"), ({"workers": 1.9}, "workers"),
                                      ({"instances": [0.5]}, "instances"), ({"seeds": [True]}, "seeds")])
 def test_evaluate_rejects_coerced_arguments(kw, word):
-    from clustergym.evaluation import evaluate
+    from clustergym.runner.evaluation import evaluate
 
     args = dict(env_id="clustergym/MultiServerChannel-v0", agents=["hauf"], seeds=[0], horizon=5, progress=False)
     args.update(kw)
@@ -175,7 +175,7 @@ def test_evaluate_rejects_coerced_arguments(kw, word):
 
 
 def test_evaluate_takes_a_single_agent_name_as_one_agent():
-    from clustergym.evaluation import evaluate
+    from clustergym.runner.evaluation import evaluate
 
     res = evaluate("clustergym/MultiServerChannel-v0", "hauf", seeds=[0], horizon=5, progress=False, score=False)
     assert [r.agent for r in res.runs] == ["hauf"]
@@ -184,7 +184,7 @@ def test_evaluate_takes_a_single_agent_name_as_one_agent():
 def test_curves_csv_round_trips_bracketed_agent_names(tmp_path):
     import csv
 
-    from clustergym.evaluation import evaluate
+    from clustergym.runner.evaluation import evaluate
 
     name = "esdp[alpha=0.4,only_active=true]"
     res = evaluate("clustergym/MultiServerChannel-v0", [name, "hauf"], seeds=[0], horizon=4, progress=False,
@@ -254,7 +254,7 @@ def test_debug_is_accepted_after_the_subcommand(tmp_path):
 def test_sb3_side_car_is_checked_before_use(tmp_path, patch, word):
     import json as _json
 
-    from clustergym.agent import make
+    from clustergym.core.agent import make
 
     side = {"env_id": _E, "family": "multiserver-channel", "algo": "ppo", "stats": True, "env_kwargs": {},
             "normalize": False}
@@ -291,7 +291,7 @@ def test_core_use_never_imports_torch_or_sb3():
     import sys
 
     code = ("import sys, gymnasium as gym, clustergym\n"
-            "from clustergym.agent import list_agents, make\n"
+            "from clustergym.core.agent import list_agents, make\n"
             "for e in clustergym.ENV_IDS:\n"
             "    gym.make(e)\n"
             "    [make(a, env_id=e) for a in list_agents(e)]\n"
@@ -302,7 +302,7 @@ def test_core_use_never_imports_torch_or_sb3():
 
 
 def test_progress_moves_during_parallel_runs_not_only_at_their_end():
-    from clustergym.workers import run_local
+    from clustergym.runner.workers import run_local
 
     class Bar:
         def __init__(self):
@@ -320,7 +320,7 @@ def test_progress_moves_during_parallel_runs_not_only_at_their_end():
 def test_run_without_horizon_uses_the_envs_own(tmp_path, monkeypatch):
     """``clustergym run`` without ``--horizon`` runs each env's own episode length (RingAllReduce-v0: 200
     slots, not another env's 2,000), and ``--set`` kwargs that change it are honoured."""
-    from clustergym import cli_commands
+    from clustergym.cli import commands as cli_commands
 
     seen = []
     real = cli_commands.evaluation.evaluate

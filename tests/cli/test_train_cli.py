@@ -5,7 +5,7 @@ import os
 
 import pytest
 
-from clustergym.cli import main
+from clustergym.cli.main import main
 
 P1 = "clustergym/MultiServerChannel-v0"
 

@@ -6,7 +6,7 @@ import os
 
 import pytest
 
-from clustergym.cli import main
+from clustergym.cli.main import main
 from clustergym.learning import tuning
 
 P4 = "clustergym/ApproxJobs-v0"

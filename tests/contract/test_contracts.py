@@ -1,5 +1,5 @@
 """Contract tests over the registries: every env id of every registered family and every
-registered agent, with ``clustergym.testing`` on each env's small ``check_kwargs`` instance. A new env or
+registered agent, with ``clustergym.runner.testing`` on each env's small ``check_kwargs`` instance. A new env or
 agent is tested here without editing this file."""
 
 from __future__ import annotations
@@ -8,9 +8,9 @@ import pytest
 from gymnasium.envs.registration import load_env_creator
 
 import clustergym
-from clustergym import testing
-from clustergym.agent import list_agents
-from clustergym.family import env_entry
+from clustergym.runner import testing
+from clustergym.core.agent import list_agents
+from clustergym.core.family import env_entry
 
 ENVS = [(f, e) for f in clustergym.family_specs() for e in f.envs]
 PAIRS = [(e.id, name) for _, e in ENVS for name in list_agents(e.id)]
@@ -60,7 +60,7 @@ def test_family_spec_references_resolve(spec):
     """Every lazy "module:attr" of a FamilySpec imports, and names what it says it names."""
     import importlib
 
-    from clustergym.core import Scenario
+    from clustergym.core.scenario import Scenario
     from clustergym.experiments import list_papers
 
     def load(ep):

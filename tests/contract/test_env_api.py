@@ -1,6 +1,6 @@
 """API contract of every registered env: checkers, determinism, pickling, rendering.
 
-The checks live in ``clustergym.testing`` (shipped, so a user's family runs the same ones); this file
+The checks live in ``clustergym.runner.testing`` (shipped, so a user's family runs the same ones); this file
 runs them over every env id of every registered family, with the paper-default instances.
 """
 
@@ -11,7 +11,7 @@ import pytest
 from gymnasium.envs.registration import load_env_creator
 
 import clustergym
-from clustergym import testing
+from clustergym.runner import testing
 
 IDS = list(clustergym.env_ids())
 # (id, kwargs) of every action mode besides the default one (the env class's ``action_modes``)
@@ -105,7 +105,7 @@ def test_unknown_kwarg_error_is_one_line_in_our_words_listing_each_valid_key_onc
 def test_unknown_kwarg_is_a_type_error_naming_every_valid_kwarg(env_id):
     """Gymnasium's convention (TorchRL's GymEnv retries without a kwarg on TypeError only); still a
     ValueError for code written against earlier releases."""
-    from clustergym.core import ENV_KWARGS, UnknownParameterError
+    from clustergym.core.scenario import ENV_KWARGS, UnknownParameterError
 
     with pytest.raises(TypeError, match="frameskip") as err:
         gym.make(env_id, frameskip=4)

@@ -2,7 +2,7 @@
 
 The test writes a tiny family package (a 2-machine env, its FamilySpec and a random agent) into
 ``tmp_path``, registers it with ``clustergym.register_family`` (in-process) or ``CLUSTERGYM_PLUGINS``
-(the command line), and shows it listed, checked by ``clustergym.testing``, trained with PPO for a few
+(the command line), and shows it listed, checked by ``clustergym.runner.testing``, trained with PPO for a few
 steps and evaluated through ``clustergym run`` — with no edit to clustergym.
 """
 
@@ -19,9 +19,9 @@ import gymnasium as gym
 import pytest
 
 import clustergym
-from clustergym import agent as agent_mod
-from clustergym import family as family_mod
-from clustergym import testing
+from clustergym.core import agent as agent_mod
+from clustergym.core import family as family_mod
+from clustergym.runner import testing
 from tests.helpers import ROOT as REPO_ROOT
 
 ROOT = str(REPO_ROOT)
@@ -33,10 +33,10 @@ TOY_FAMILY = textwrap.dedent('''
     import numpy as np
     from gymnasium import spaces
 
-    from clustergym.agent import BaseAgent
-    from clustergym.core import Scenario, check_real
-    from clustergym.env import ClusterEnv
-    from clustergym.family import EnvEntry, FamilySpec
+    from clustergym.core.agent import BaseAgent
+    from clustergym.core.scenario import Scenario, check_real
+    from clustergym.core.env import ClusterEnv
+    from clustergym.core.family import EnvEntry, FamilySpec
 
 
     def make_scenario(name="paper", seed=0, fast=0.8):

@@ -1,10 +1,10 @@
-"""The claims statistic (clustergym.stats, docs/evaluation.md "The claims statistic")."""
+"""The claims statistic (clustergym.core.stats, docs/evaluation.md "The claims statistic")."""
 
 import math
 
 import pytest
 
-from clustergym.stats import (BASIS_PAIR, BASIS_REF, INCONCLUSIVE, claims_table, paired_comparison, ratio_of_totals,
+from clustergym.core.stats import (BASIS_PAIR, BASIS_REF, INCONCLUSIVE, claims_table, paired_comparison, ratio_of_totals,
                               t_quantile, verdict)
 
 # A baseline whose totals are near zero or negative on some instances (P2's reciprocal/log utilities

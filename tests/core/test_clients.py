@@ -13,7 +13,7 @@ from pettingzoo.utils.conversions import parallel_to_aec
 import clustergym  # noqa: F401
 from clustergym.envs import ENV_IDS
 from clustergym.envs.multiagent import parallel_env, parallel_env_ids
-from clustergym.wrappers import (FlattenAction, FlattenWithStats, HomogeneousAgents, MultiBinaryAsMultiDiscrete,
+from clustergym.learning.wrappers import (FlattenAction, FlattenWithStats, HomogeneousAgents, MultiBinaryAsMultiDiscrete,
                                  RescaleBox)
 
 P1, P2, P4 = "clustergym/MultiServerChannel-v0", "clustergym/MultiServerAllocation-v0", "clustergym/ApproxJobs-v0"

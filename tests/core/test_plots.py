@@ -1,4 +1,4 @@
-"""The figure style (clustergym/plots.py): one colour per agent name in every figure, 95% intervals of the
+"""The figure style (clustergym/core/plots.py): one colour per agent name in every figure, 95% intervals of the
 mean, paired differences, rolling means, aligned tables."""
 
 import re
@@ -11,11 +11,11 @@ matplotlib.use("Agg")
 
 from matplotlib.colors import to_hex  # noqa: E402
 
-from clustergym import plots  # noqa: E402
-from clustergym.agent import list_agents  # noqa: E402
-from clustergym.family import family_specs  # noqa: E402
-from clustergym.evaluation import evaluate  # noqa: E402
-from clustergym.stats import t_quantile  # noqa: E402
+from clustergym.core import plots  # noqa: E402
+from clustergym.core.agent import list_agents  # noqa: E402
+from clustergym.core.family import family_specs  # noqa: E402
+from clustergym.runner.evaluation import evaluate  # noqa: E402
+from clustergym.core.stats import t_quantile  # noqa: E402
 
 P1 = "clustergym/MultiServerChannel-v0"
 
@@ -135,7 +135,7 @@ def test_results_table_aligns_long_agent_names():
 
 
 def test_claims_figure_draws_each_relative_claim_with_its_table_interval(tmp_path, monkeypatch):
-    from clustergym.stats import paired_comparison
+    from clustergym.core.stats import paired_comparison
 
     a = {0: 11.0, 1: 12.0, 2: 10.5}
     ref = {0: 10.0, 1: 10.0, 2: 10.0}

@@ -1,4 +1,4 @@
-"""The verdict rule with magnitude and the intervals of bounded quantities (clustergym.stats,
+"""The verdict rule with magnitude and the intervals of bounded quantities (clustergym.core.stats,
 docs/evaluation.md "Verdicts on paper claims"), on hand-made data."""
 
 import math
@@ -6,7 +6,7 @@ import math
 import numpy as np
 import pytest
 
-from clustergym.stats import (DIRECTION_ONLY, INCONCLUSIVE, MAGNITUDE_FRACTION, NOT_REPRODUCED, REPRODUCED, VERDICTS,
+from clustergym.core.stats import (DIRECTION_ONLY, INCONCLUSIVE, MAGNITUDE_FRACTION, NOT_REPRODUCED, REPRODUCED, VERDICTS,
                               claims_table, mean_ci, paired_comparison, proportion_ci, range_verdict, verdict)
 
 REF = {i: 100.0 for i in range(10)}

@@ -12,11 +12,11 @@ import pytest
 from gymnasium.utils.env_checker import check_env
 
 import clustergym  # noqa: F401
-from clustergym.agent import make
+from clustergym.core.agent import make
 from clustergym.envs.multiserver.allocation.actions import PortFill, drf_order
 from clustergym.envs.multiserver.allocation.dynamics import AllocationDynamics
-from clustergym.pipeline import box_bounds
-from clustergym.wrappers import RescaleBox, action_bounds
+from clustergym.learning.pipeline import box_bounds
+from clustergym.learning.wrappers import RescaleBox, action_bounds
 from tests.helpers import deep_equal
 
 P2 = "clustergym/MultiServerAllocation-v0"
@@ -391,7 +391,7 @@ def test_p4_job_mode_rejects_bad_levels_and_masks_for_maskable_ppo():
     assert env.action_space.shape == (env.problem.max_jobs,)
     assert info["action_mask"].shape == (env.problem.max_jobs * (S + 1),)
     assert np.array_equal(env.action_masks(), info["action_mask"])
-    from clustergym.pipeline import sb3_mask
+    from clustergym.learning.pipeline import sb3_mask
 
     assert np.array_equal(sb3_mask(env.family, info), info["action_mask"])
     for bad in (np.full(env.action_space.shape, S + 1), np.full(env.action_space.shape, -1), np.zeros(3, int)):
@@ -419,7 +419,7 @@ def test_model_trained_in_a_compact_mode_acts_in_it_beside_agents_that_keep_thei
     pytest.importorskip("stable_baselines3")
     if algo == "maskable_ppo":
         pytest.importorskip("sb3_contrib")
-    from clustergym.cli import main
+    from clustergym.cli.main import main
 
     small = {P2: ["--set", "num_servers=16"], P4: ["--set", "num_machines=10", "--set", "max_jobs=5"]}[env_id]
     kw = {P2: {"num_servers": 16}, P4: {"num_machines": 10, "max_jobs": 5}}[env_id]

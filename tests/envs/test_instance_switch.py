@@ -16,9 +16,9 @@ import numpy as np
 import pytest
 
 import clustergym
-from clustergym import testing
-from clustergym.core import Scenario
-from clustergym.env import ResetNeeded, env_padding
+from clustergym.runner import testing
+from clustergym.core.scenario import Scenario
+from clustergym.core.env import ResetNeeded, env_padding
 from clustergym.envs.multiagent import parallel_env
 
 SHIPPED = [f for f in clustergym.family_specs() if f.number in ("P1", "P2", "P3", "P4")]
@@ -342,7 +342,7 @@ def test_padded_envs_pass_the_env_contract_checks(env_id):
 # -- DRL statistics on padded envs and after a switch --------------------------------------------------------
 @pytest.mark.parametrize("env_id", [P1, P2, P4])
 def test_flattened_observation_with_stats_has_one_size_across_instances(env_id):
-    from clustergym.wrappers import FlattenWithStats
+    from clustergym.learning.wrappers import FlattenWithStats
 
     env = FlattenWithStats(gym.make(env_id, instances=range(8), **kwargs(env_id, oracle=False, horizon=6)))
     size = env.observation_space.shape[0]
@@ -358,7 +358,7 @@ def test_flattened_observation_with_stats_has_one_size_across_instances(env_id):
     pad = env_padding(env)
     assert pad == pads(env_id)
     if env_id == P1:  # the per-channel statistics are zero on padding
-        from clustergym.pipeline import EmpiricalStats
+        from clustergym.learning.pipeline import EmpiricalStats
 
         st = EmpiricalStats("multiserver-channel", env.unwrapped.problem, pad)
         assert st.size == 2 * pad["max_edges"] + env.unwrapped.problem.num_ports

@@ -11,12 +11,12 @@ import numpy as np
 import pytest
 
 import clustergym  # noqa: F401
-from clustergym.agent import public_info
+from clustergym.core.agent import public_info
 from clustergym.envs import ENV_IDS
-from clustergym.family import env_entry
-from clustergym.pipeline import EmpiricalStats, ObsPipeline, flatten_batch, layout_keys
-from clustergym.testing import valid_random_action
-from clustergym.wrappers import FlattenWithStats
+from clustergym.core.family import env_entry
+from clustergym.learning.pipeline import EmpiricalStats, ObsPipeline, flatten_batch, layout_keys
+from clustergym.runner.testing import valid_random_action
+from clustergym.learning.wrappers import FlattenWithStats
 
 P1, P2, P3, P4 = ENV_IDS
 
@@ -74,7 +74,7 @@ def test_vector_env_default_computes_no_oracle(env_id):
 @pytest.mark.parametrize("env_id", [P1, P2, P4])
 def test_evaluate_turns_the_oracle_on_for_a_score(env_id):
     """clustergym.evaluate (clustergym run) adds the env's score kwargs: scores (and P1/P2 regrets) come back."""
-    from clustergym.evaluation import evaluate
+    from clustergym.runner.evaluation import evaluate
 
     agents = {P1: ["hauf", "random"], P2: ["drf", "random"], P4: ["fair", "random"]}[env_id]
     res = evaluate(env_id, agents, [0], 60 if env_id == P4 else 12, env_kwargs=small(env_id), progress=False)
@@ -88,7 +88,7 @@ def test_evaluate_turns_the_oracle_on_for_a_score(env_id):
 def test_cli_run_reports_scores_and_regret(env_id, tmp_path, capsys):
     import json
 
-    from clustergym.cli import main
+    from clustergym.cli.main import main
 
     kw = ",".join(f"{k}={v}" for k, v in small(env_id).items())
     agents = "hauf,random" if env_id == P1 else "drf,random"
@@ -109,7 +109,7 @@ def old_vector(env, obs_seq) -> list[np.ndarray]:
     u = env.unwrapped
     space = env.observation_space
     old_space = gym.spaces.Dict({k: space[k] for k in layout_keys(u.family, space, "legacy", stats=False)})
-    from clustergym.env import env_padding
+    from clustergym.core.env import env_padding
 
     st = EmpiricalStats(u.family, u.problem, env_padding(u) or None)
     out, prev = [], None

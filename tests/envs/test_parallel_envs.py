@@ -18,7 +18,7 @@ from clustergym.envs.multiagent import PARALLEL_ENVS, parallel_env, parallel_env
 from clustergym.envs.multiserver.allocation.env import MultiServerAllocationEnv
 from clustergym.envs.multiserver.channel.env import MultiServerChannelEnv
 from clustergym.envs.approxjobs.env import ApproxJobsEnv
-from clustergym.parallel import ClusterParallelEnv
+from clustergym.core.parallel import ClusterParallelEnv
 from tests.helpers import deep_equal
 
 SINGLE = {"clustergym/MultiServerChannel-v0": MultiServerChannelEnv,
@@ -440,7 +440,7 @@ def test_parallel_modules_hold_no_dynamics():
     import clustergym.envs.multiserver.allocation.parallel as p2
     import clustergym.envs.multiserver.channel.parallel as p1
 
-    allowed = {"__future__", "typing", "numpy", "gymnasium", "clustergym.parallel",
+    allowed = {"__future__", "typing", "numpy", "gymnasium", "clustergym.core.parallel",
                "clustergym.envs.multiserver.channel.env", "clustergym.envs.multiserver.allocation.env",
                "clustergym.envs.approxjobs.env"}
     for mod in (p1, p2, p4):

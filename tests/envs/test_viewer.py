@@ -1,4 +1,4 @@
-"""The episode viewer of every env (clustergym/viewer.py and each family's render.py): a timeline of the
+"""The episode viewer of every env (clustergym/core/viewer.py and each family's render.py): a timeline of the
 episode so far, the same frame size at every slot, a history kept only under a picture render mode."""
 
 import pickle
@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import clustergym
-from clustergym.viewer import History
+from clustergym.core.viewer import History
 
 IDS = list(clustergym.ENV_IDS)
 
@@ -157,8 +157,8 @@ P1 = "clustergym/MultiServerChannel-v0"
 def test_replay_writes_two_agents_side_by_side_on_the_same_episode(tmp_path, capsys):
     import imageio.v3 as iio
 
-    from clustergym.cli import main
-    from clustergym.replay import record_episode
+    from clustergym.cli.main import main
+    from clustergym.runner.replay import record_episode
 
     out = tmp_path / "x.gif"
     rc = main(["replay", P1, "--agents", "esdp,lcf", "--seed", "0", "--horizon", "6", "--every", "2",
@@ -179,7 +179,7 @@ def test_replay_writes_two_agents_side_by_side_on_the_same_episode(tmp_path, cap
 
 
 def test_side_by_side_is_exact_and_holds_the_shorter_episode():
-    from clustergym.replay import side_by_side
+    from clustergym.runner.replay import side_by_side
 
     rng = np.random.default_rng(0)
     a = [rng.integers(0, 255, (4, 5, 3), dtype=np.uint8) for _ in range(3)]
@@ -198,7 +198,7 @@ def test_side_by_side_is_exact_and_holds_the_shorter_episode():
     (["--agents", "esdp", "--set", "render_mode=ansi"], "render_mode"),
 ])
 def test_replay_bad_input_is_one_line(argv, needle, tmp_path, capsys):
-    from clustergym.cli import main
+    from clustergym.cli.main import main
 
     if "--out" not in argv:
         argv = [*argv, "--out", str(tmp_path / "x.gif")]
@@ -210,7 +210,7 @@ def test_replay_bad_input_is_one_line(argv, needle, tmp_path, capsys):
 def test_gallery_command_writes_a_viewer_frame_and_a_comparison_figure(tmp_path, monkeypatch):
     import imageio.v3 as iio
 
-    from clustergym import gallery
+    from clustergym.experiments import gallery
 
     paper, ref, bases, _, _ = gallery.PAPERS[P1]
     monkeypatch.setitem(gallery.PAPERS, P1, (paper, ref, bases[:1], 6, 4))  # short runs
@@ -230,7 +230,7 @@ def test_p3_frame_labels_every_rack_and_keys_every_ring_of_the_last_slot():
     import matplotlib.pyplot as plt
     from matplotlib.colors import to_hex
 
-    from clustergym.agent import make
+    from clustergym.core.agent import make
 
     env = gym.make("clustergym/RingAllReduce-v0", render_mode="rgb_array", horizon=80)
     obs, info = env.reset(seed=0)

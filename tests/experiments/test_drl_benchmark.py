@@ -12,7 +12,7 @@ import pytest
 
 pytest.importorskip("stable_baselines3")
 
-from clustergym.cli import main  # noqa: E402
+from clustergym.cli.main import main  # noqa: E402
 from clustergym.experiments import drl, drl_plan  # noqa: E402
 
 QUICK_LEARNERS = [lr.name for lr in drl.plan_for("p4", quick=True).learners]
@@ -54,7 +54,7 @@ def test_quick_benchmark_trains_evaluates_held_out_and_writes_the_table(quick_ru
     assert {r["instance"] for r in sb3} == {0, 1, 2, 3, 4} and not any(r["trained_on"] for r in sb3)
     # the table's statistic is the runner's paired comparison of the learner's per-instance means (over its
     # training seeds and the evaluation seeds) with the reference's, recomputed here from results.json
-    from clustergym.stats import paired_comparison
+    from clustergym.core.stats import paired_comparison
 
     def per_instance(agents):
         vals: dict = {}
@@ -172,9 +172,9 @@ def test_pretrained_model_runs_beside_the_paper_policy(env_id, tmp_path):
 def test_pretrained_model_fits_100_consecutive_instances_of_the_default_generator(env_id):
     """Outside every pool (instances 2000-2099 of the env's default scenario): the runner's check before any run
     passes for all 100 (the per-entity P1 model by growing its padding), and the model runs on the largest."""
-    from clustergym.agent import make
-    from clustergym.evaluation import evaluate
-    from clustergym.family import env_family, family_spec
+    from clustergym.core.agent import make
+    from clustergym.runner.evaluation import evaluate
+    from clustergym.core.family import env_family, family_spec
     from clustergym.learning.instances import instance_problems
 
     name = env_id.split("/")[1]
@@ -251,17 +251,18 @@ def test_pretrained_model_beats_random_at_the_default_horizon_on_unseen_instance
 def test_evaluation_cache_fingerprint_covers_the_run_code_and_not_the_reports():
     """The non-learned agents' cached runs are keyed by the sources that can change a run: the envs, agents and
     baselines and the core; a change to the benchmark's report modules must not re-run the paper policies."""
-    from clustergym.runstore import fingerprint_files
+    from clustergym.runner.runstore import fingerprint_files
 
     files = fingerprint_files()
     base = {os.path.basename(p) for p in files}
-    assert {"evaluation.py", "core.py", "pipeline.py", "agent.py", "entity.py"} <= base  # runner, core, sb3 agent
+    assert {"evaluation.py", "scenario.py", "pipeline.py", "agent.py", "entity.py"} <= base  # runner, core, sb3 agent
     assert any(os.sep + "envs" + os.sep in p for p in files) and any(os.sep + "agents" + os.sep in p for p in files)
     import clustergym
 
     pkg = os.path.dirname(os.path.realpath(clustergym.__file__))
     left_out = [os.path.join(pkg, *f.split("/")) for f in ("experiments/drl.py", "experiments/drl_report.py",
-                                                          "cli.py", "viewer.py", "learning/training.py",
+                                                          "cli/main.py", "core/viewer.py", "bench/rates.py",
+                                                          "learning/training.py",
                                                           "learning/pools.py")]
     assert all(os.path.exists(f) for f in left_out) and not set(left_out) & set(files)
 
@@ -269,11 +270,11 @@ def test_evaluation_cache_fingerprint_covers_the_run_code_and_not_the_reports():
 def test_no_evaluation_run_imports_a_training_only_module():
     """The fingerprint leaves out the training-only learning modules because no run imports them: the paper
     policies, the baselines, random and trained models (the MLP and the per-entity network) run without them."""
-    from clustergym.runstore import TRAINING_ONLY
+    from clustergym.runner.runstore import TRAINING_ONLY
 
     code = textwrap.dedent("""
         import sys
-        from clustergym.evaluation import evaluate
+        from clustergym.runner.evaluation import evaluate
         for env, agents in [("clustergym/ApproxJobs-v0", ["random", "opm", "fair", "sb3:pretrained/ApproxJobs-v0"]),
                             ("clustergym/MultiServerChannel-v0", ["esdp", "lcf", "sb3:pretrained/MultiServerChannel-v0"]),
                             ("clustergym/RingAllReduce-v0", ["gadget", "sb3:pretrained/RingAllReduce-v0"]),
@@ -302,9 +303,9 @@ def test_pretrained_model_is_at_or_above_the_best_non_learned_policy_at_the_defa
     """Instances 2000-2004 (outside every pool, the validation and the held-out sets) at dynamics seed 0 and the
     env's default horizon: the shipped model's paired 95% interval against the best non-learned policy reaches 0
     or above ("at or above", as the benchmark's verdicts read it)."""
-    from clustergym.episode import make_env
-    from clustergym.evaluation import evaluate
-    from clustergym.stats import paired_comparison
+    from clustergym.runner.episode import make_env
+    from clustergym.runner.evaluation import evaluate
+    from clustergym.core.stats import paired_comparison
 
     spec = f"sb3:pretrained/{env_id.split('/')[1]}"
     best = BEST_NON_LEARNED[env_id]

@@ -9,7 +9,7 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
-from clustergym import stats
+from clustergym.core import stats
 from clustergym.agents.esdp import ESDP
 from clustergym.experiments import esdp_sweep
 from clustergym.experiments.extra import esdp_more
@@ -81,7 +81,7 @@ def test_tie_rows_use_the_oracle_total_and_the_stated_tolerance(full_tiny):
 def test_a_short_run_is_the_start_of_a_longer_one():
     """R(T) of a T-slot run equals the first T slots of a longer run with the same seed (the regret
     table reads R(T) off the study's runs)."""
-    from clustergym.evaluation import evaluate
+    from clustergym.runner.evaluation import evaluate
 
     short, long = (evaluate(esdp_more.ENV_ID, ["esdp", "hauf"], [3], H, env_kwargs={"oracle": True}, score=False,
                             progress=False) for H in (15, 30))

@@ -7,7 +7,7 @@ import json
 import numpy as np
 import pytest
 
-from clustergym import stats
+from clustergym.core import stats
 from clustergym.envs.ringallreduce.scenario import make_ring_scenario
 from clustergym.experiments.extra import gadget_more as gm
 

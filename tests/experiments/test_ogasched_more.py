@@ -7,10 +7,10 @@ import json
 import numpy as np
 import pytest
 
-from clustergym import stats
-from clustergym.agent import make
+from clustergym.core import stats
+from clustergym.core.agent import make
 from clustergym.experiments.extra import ogasched_more as om
-from clustergym.evaluation import evaluate
+from clustergym.runner.evaluation import evaluate
 
 INSTANCES = [0, 1]
 T = 20

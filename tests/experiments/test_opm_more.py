@@ -7,7 +7,7 @@ import math
 
 import pytest
 
-from clustergym import stats
+from clustergym.core import stats
 from clustergym.experiments import opm_sweep
 from clustergym.experiments.extra import opm_more
 

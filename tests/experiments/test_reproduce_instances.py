@@ -7,7 +7,7 @@ import os
 
 import pytest
 
-from clustergym.cli import main
+from clustergym.cli.main import main
 from clustergym.experiments import describe_instances, instances_for, list_papers
 from tests.helpers import ROOT as REPO_ROOT
 
@@ -95,7 +95,7 @@ def test_update_claims_copies_every_claims_table_between_the_markers():
     report = "\n".join(["# ESDP reproduction (quick mode)", "", "`env`, 10 instances (scenario_seed 0–9).", "",
                         "## The paper's claims", "", "| claim | paper | ours | verdict |", "|---|---|---|---|",
                         "| a > b | +5% | +1% [+0.5, +1.5] | **direction only** |", "",
-                        "Statistic (clustergym.stats): per instance ...", "", "Verdicts (docs/evaluation.md): ...", "",
+                        "Statistic (clustergym.core.stats): per instance ...", "", "Verdicts (docs/evaluation.md): ...", "",
                         "## Other", "", "| agent | x |", "|---|---|", "| a | 1 |", "",
                         "## More claims", "", "| claim | paper | ours | verdict |", "|---|---|---|---|",
                         "| c > d | +2% | -1% [-2, -0.5] | **not reproduced** |", ""])

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import torch
 
-from clustergym.evaluation import evaluate
+from clustergym.runner.evaluation import evaluate
 from clustergym.learning import agent as sb3_agent
 
 

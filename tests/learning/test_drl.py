@@ -7,11 +7,11 @@ import gymnasium as gym
 import numpy as np
 import pytest
 
-from clustergym.agent import make, public_info
-from clustergym.cli import main
+from clustergym.core.agent import make, public_info
+from clustergym.cli.main import main
 from clustergym.learning.algos import check_algo
 from clustergym.learning.train_envs import make_train_env
-from clustergym.pipeline import EmpiricalStats, ObsPipeline, sb3_mask
+from clustergym.learning.pipeline import EmpiricalStats, ObsPipeline, sb3_mask
 
 P1, P2, P3, P4 = (f"clustergym/{n}-v0" for n in ("MultiServerChannel", "MultiServerAllocation",
                                                   "RingAllReduce", "ApproxJobs"))
@@ -187,7 +187,7 @@ def _craft(zip_in, zip_out, marker, extra_key=None):
 
 
 def test_crafted_model_zip_and_statistics_do_not_run_code(tmp_path):
-    from clustergym.agent import make
+    from clustergym.core.agent import make
 
     run = tmp_path / "run"
     assert main(["train", P1, "--algo", "ppo", "--timesteps", "64", "--horizon", "24", "--n-envs", "2", "--hp",

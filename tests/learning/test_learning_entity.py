@@ -16,13 +16,13 @@ import pytest
 import torch as th
 
 import clustergym  # noqa: F401
-from clustergym.cli import main
+from clustergym.cli.main import main
 from clustergym.learning.entity import (CHANNEL_FEATURES, EntityActorCriticPolicy, EntityMaskableActorCriticPolicy,
                                         check_net, entity_layout, entity_policy)
 from clustergym.learning.grouped import PAD_LOGIT
 from clustergym.learning.train_envs import make_train_env
 from clustergym.learning.training import train
-from clustergym.pipeline import TIME_CAP
+from clustergym.learning.pipeline import TIME_CAP
 
 P1 = "clustergym/MultiServerChannel-v0"
 SMALL = {"num_servers": 12, "horizon": 30}
@@ -181,7 +181,7 @@ def test_train_then_evaluate_through_the_runner(tmp_path, algo, capsys):
     res = json.loads((out / "results.json").read_text())
     runs = [r for r in res["runs"] if r["agent"].startswith("sb3:")]
     assert len(runs) == 2 and all(r["steps"] == 20 and np.isfinite(r["total_reward"]) for r in runs)
-    from clustergym.agent import make
+    from clustergym.core.agent import make
 
     agent = make(f"sb3:{run}/model.zip")
     assert isinstance(agent.model.policy, entity_policy(algo)), "the loader supplies the entity policy"
@@ -242,8 +242,8 @@ def test_a_per_entity_model_acts_on_instances_larger_than_its_padding(tmp_path):
     an instance with more channels: the runner pads the env to the largest instance and the agent rebuilds the
     layout for it. On an instance that fits P it acts exactly as at its own padding (the same run, to the bit);
     a flat MLP model still refuses such an instance before any run."""
-    from clustergym.evaluation import evaluate
-    from clustergym.family import env_family, family_spec
+    from clustergym.runner.evaluation import evaluate
+    from clustergym.core.family import env_family, family_spec
     from clustergym.learning.instances import instance_problems
 
     run = tmp_path / "run"

@@ -12,7 +12,7 @@ import pytest
 import torch as th
 
 import clustergym  # noqa: F401
-from clustergym.cli import main
+from clustergym.cli.main import main
 from clustergym.learning.entity import EntityActorCriticPolicy, EntityMaskableActorCriticPolicy, entity_layout
 from clustergym.learning.train_envs import make_train_env
 

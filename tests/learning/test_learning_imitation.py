@@ -12,8 +12,8 @@ pytest.importorskip("stable_baselines3")
 pytest.importorskip("sb3_contrib")
 
 import clustergym  # noqa: E402
-from clustergym.agent import make, public_info  # noqa: E402
-from clustergym.cli import main  # noqa: E402
+from clustergym.core.agent import make, public_info  # noqa: E402
+from clustergym.cli.main import main  # noqa: E402
 from clustergym.learning.imitation import BC_BOX_STD, FINETUNE_HP, to_train_action  # noqa: E402
 from clustergym.learning.instances import padding_for  # noqa: E402
 from clustergym.learning.train_envs import make_train_env  # noqa: E402

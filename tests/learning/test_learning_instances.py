@@ -8,8 +8,8 @@ import pytest
 
 pytest.importorskip("stable_baselines3")
 
-from clustergym.cli import main  # noqa: E402
-from clustergym.family import family_spec  # noqa: E402
+from clustergym.cli.main import main  # noqa: E402
+from clustergym.core.family import family_spec  # noqa: E402
 from clustergym.learning.instances import instance_problems  # noqa: E402
 
 P1 = "clustergym/MultiServerChannel-v0"
@@ -117,7 +117,7 @@ def test_loader_supplies_the_policy_class_the_side_car_names(pool_model, tmp_pat
 
     from stable_baselines3.common.policies import ActorCriticPolicy
 
-    from clustergym.agent import make
+    from clustergym.core.agent import make
     from clustergym.learning.heads import FastActorCriticPolicy
 
     assert type(make(f"sb3:{pool_model}/model.zip").model.policy) is FastActorCriticPolicy

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import clustergym  # noqa: F401
-from clustergym.cli import main
+from clustergym.cli.main import main
 from clustergym.learning.train_envs import check_pipeline, make_train_env, normalizer
 from clustergym.learning.training import make_train_vec, train
 
@@ -174,7 +174,7 @@ def test_native_and_dummy_vec_envs_cap_the_slot_index_alike(layout):
 def test_flatten_batch_equals_gymnasium_flatten():
     from gymnasium import spaces
 
-    from clustergym.pipeline import flatten_batch
+    from clustergym.learning.pipeline import flatten_batch
 
     space = spaces.Dict({"a": spaces.Box(0, 1, (2, 3)), "b": spaces.MultiBinary(4), "c": spaces.Discrete(3, start=1),
                          "d": spaces.MultiDiscrete([2, 3, 4])})
@@ -228,7 +228,7 @@ def test_native_vec_env_without_statistics_matches_the_wrapper():
 
 
 def test_bench_throughput_rows_name_cartpole_and_the_ratio():
-    from clustergym.bench import throughput_rows
+    from clustergym.bench.training import throughput_rows
 
     envs = (("P1", P1, {"num_servers": 12}, "auto"), ("P3", P3, {"horizon": 16}, "auto"))
     rows = throughput_rows(quick=True, n_envs_list=(2,), envs=envs, rollout=64)
@@ -261,7 +261,7 @@ def test_training_vec_env_passes_sb3_only_the_info_keys_it_reads():
 def test_p2_compact_layout_keeps_the_per_port_keys_only(tmp_path):
     """P2's shipped entry trains on the per-port observation keys; the side-car records the layout and the sb3:
     agent rebuilds the same vector."""
-    from clustergym.pipeline import layout_keys
+    from clustergym.learning.pipeline import layout_keys
 
     env = gym.make(P2, action_mode="port")
     keys = layout_keys("multiserver-allocation", env.observation_space, "compact")
@@ -278,7 +278,7 @@ def test_p2_compact_layout_keeps_the_per_port_keys_only(tmp_path):
 def test_p3_compact_layout_leaves_out_only_entries_that_repeat_others(tmp_path):
     """P3's compact vector is the full one without job_mask, link_present and the download columns of links;
     along episodes on padded pool instances those entries always equal what the kept ones say."""
-    from clustergym.pipeline import layout_columns, layout_keys
+    from clustergym.learning.pipeline import layout_columns, layout_keys
 
     kw = {"action_mode": "ring_size", "horizon": 30, "instances": (3, 4, 5), "max_racks": 5, "arrival_rate": 3.0}
     env = gym.make(P3, **kw)

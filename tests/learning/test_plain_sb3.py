@@ -17,7 +17,7 @@ import gymnasium as gym  # noqa: E402
 import torch  # noqa: E402
 
 import clustergym  # noqa: E402
-from clustergym.cli import main  # noqa: E402
+from clustergym.cli.main import main  # noqa: E402
 from tests.helpers import one_line_exit_2  # noqa: E402
 
 torch.set_num_threads(1)
@@ -73,7 +73,7 @@ def _rollout_actions(model, env_id, seed, steps, normalize=None):
 
 
 def _agent_actions(folder, env_id, seed, steps):
-    from clustergym.agent import make
+    from clustergym.core.agent import make
 
     agent = make(f"sb3:{folder}", env_id=env_id)
     env = gym.make(env_id, horizon=steps + 1, scenario_seed=0)
@@ -220,7 +220,7 @@ def test_two_sb3_agents_get_different_colours_in_every_figure_of_run(tmp_path, m
     from matplotlib.colors import to_hex
     from stable_baselines3 import PPO
 
-    from clustergym import plots
+    from clustergym.core import plots
 
     model = PPO("MultiInputPolicy", gym.make(P4, horizon=10), n_steps=16, batch_size=16, seed=0, device="cpu")
     model.save(tmp_path / "m.zip")
@@ -255,7 +255,7 @@ def test_two_sb3_agents_get_different_colours_in_every_figure_of_run(tmp_path, m
 
 
 def test_bench_plain_sb3_rows_beside_cartpole():
-    from clustergym.bench import PLAIN_TARGET, plain_sb3_rows
+    from clustergym.bench.training import PLAIN_TARGET, plain_sb3_rows
 
     import torch
 

@@ -18,7 +18,7 @@ P1, P2, P3, P4 = ("clustergym/MultiServerChannel-v0", "clustergym/MultiServerAll
 
 @pytest.mark.parametrize("env_id", [P1, P2, P3, P4])
 def test_settings_are_drawn_in_the_ranges_the_same_for_every_call_and_hold_the_default(env_id):
-    from clustergym.family import env_family
+    from clustergym.core.family import env_family
 
     ranges = PARAM_RANGES[env_family(env_id)]
     s = param_settings(env_id, 16)
@@ -86,7 +86,7 @@ def test_padding_fits_every_setting_and_spaces_that_differ_are_refused():
 
 def test_training_on_a_parameter_pool_records_it_and_evaluates_on_the_default_generator(tmp_path):
     pytest.importorskip("stable_baselines3")
-    from clustergym.evaluation import evaluate
+    from clustergym.runner.evaluation import evaluate
     from clustergym.learning.algos import SIDE_CAR
     from clustergym.learning.training import train
 

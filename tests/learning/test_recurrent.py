@@ -8,8 +8,8 @@ import pytest
 
 pytest.importorskip("sb3_contrib")
 
-from clustergym.agent import make  # noqa: E402
-from clustergym.cli import main  # noqa: E402
+from clustergym.core.agent import make  # noqa: E402
+from clustergym.cli.main import main  # noqa: E402
 from clustergym.learning.training import train  # noqa: E402
 
 P2 = "clustergym/MultiServerAllocation-v0"

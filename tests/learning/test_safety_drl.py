@@ -27,7 +27,7 @@ pytest.importorskip("stable_baselines3")
 
 import clustergym  # noqa: E402
 from tests.helpers import one_line_exit_2, snapshot  # noqa: E402
-from clustergym.cli import main  # noqa: E402
+from clustergym.cli.main import main  # noqa: E402
 from clustergym.experiments import drl, drl_cells, drl_export, drl_plan  # noqa: E402
 from clustergym.learning.agent import PRETRAINED_DIR  # noqa: E402
 
@@ -272,7 +272,7 @@ def test_editing_the_hyperparameter_file_retrains_its_cells(quick, tmp_path, mon
 # -- 7. train names held-out instances; the run table marks runs on training instances ----------------------
 
 def test_train_hint_and_table_mark_training_instances(trained, earlier_results, capsys):
-    from clustergym.cli_commands import _held_out
+    from clustergym.cli.commands import _held_out
 
     assert _held_out(range(0, 5)) == "5-9" and _held_out([1000, 1001]) == "0-4" and _held_out([2]) == "0,1,3,4,5"
     model, before = trained
@@ -490,7 +490,7 @@ def test_ctrl_c_during_drl_keeps_finished_cells_in_one_line(quick):
 # -- guards ------------------------------------------------------------------------------------------------
 
 def test_drl_shares_the_lock_of_run_and_train(quick, capsys, tmp_path):
-    from clustergym.outdir import FolderLock, OutputFolder
+    from clustergym.core.outdir import FolderLock, OutputFolder
 
     out, before = quick
     with FolderLock(str(out)):  # drl holds the folder: run and train are refused
@@ -596,7 +596,7 @@ def test_a_plain_sb3_model_evaluates_through_import_model(plain_sb3, tmp_path, c
     runs = json.loads((res / "results.json").read_text())["runs"]
     assert len([r for r in runs if r["agent"] == f"sb3:{imp}"]) == 2
     # the agent acts as the model does on FlattenObservation: same actions on the same rollout
-    from clustergym.agent import make
+    from clustergym.core.agent import make
 
     import gymnasium as gym
 
@@ -633,7 +633,7 @@ def test_version_flag(capsys):
 def test_every_cli_flag_has_help():
     import argparse
 
-    from clustergym.cli import build_parser
+    from clustergym.cli.main import build_parser
 
     p = build_parser()
     missing = [f"{name} {a.option_strings or a.dest}" for name, sp in p._subparsers._group_actions[0].choices.items()
@@ -644,7 +644,7 @@ def test_every_cli_flag_has_help():
 
 
 def test_the_eta_is_weighted_by_each_agents_measured_cost():
-    from clustergym.progress import CostBar, interleaved
+    from clustergym.core.progress import CostBar, interleaved
 
     class Bar:
         total, n, postfix = 0, 0, ""

@@ -11,14 +11,14 @@ import pytest
 pytest.importorskip("stable_baselines3")
 
 import clustergym  # noqa: E402
-from clustergym.cli import main  # noqa: E402
-from clustergym.evaluation import evaluate  # noqa: E402
+from clustergym.cli.main import main  # noqa: E402
+from clustergym.runner.evaluation import evaluate  # noqa: E402
 
 P1 = clustergym.ENV_IDS[0]
 
 
 def test_training_curve_has_the_reference_lines_of_the_training_instances(tmp_path, monkeypatch):
-    from clustergym import plots
+    from clustergym.core import plots
 
     drawn = {}
     real = plots.training_curve

@@ -11,7 +11,7 @@ pytest.importorskip("stable_baselines3")
 
 import optuna  # noqa: E402
 
-from clustergym.cli import main  # noqa: E402
+from clustergym.cli.main import main  # noqa: E402
 from clustergym.learning.tuning import (SEARCH_SPACE, TuneConfig, normalised_value, sample_params,  # noqa: E402
                                         tune)
 
@@ -174,7 +174,7 @@ def test_every_shipped_record_is_used_with_its_best_values_and_was_scored_on_val
 def test_a_trial_over_several_training_seeds_scores_their_mean_per_run(tmp_path, monkeypatch):
     """With train_seeds=2, trial n trains seeds seed + n and seed + n + 1000, and each validation run's value is
     the mean over the two models (seed k = 0 is the one-seed study's)."""
-    from clustergym.evaluation import evaluate
+    from clustergym.runner.evaluation import evaluate
     from clustergym.learning import tuning
 
     seeds_seen, real_train = [], tuning.train

@@ -28,7 +28,7 @@ def _module(name: str, path: str):
 def _registered():
     """Env ids and agent names that clustergym itself registers, read in a fresh interpreter: other
     test modules register agents of their own (e.g. a spy) in this process's registry."""
-    code = ("import json, clustergym; from clustergym.agent import list_agents; "
+    code = ("import json, clustergym; from clustergym.core.agent import list_agents; "
             "from clustergym.envs import ENV_IDS; print(json.dumps([list(ENV_IDS), list_agents()]))")
     r = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert r.returncode == 0, r.stderr
@@ -54,12 +54,12 @@ def test_generated_pages_are_up_to_date():
 def test_a_newly_registered_agent_gets_a_page_and_the_check_fails_until_written(monkeypatch):
     """The generator follows the registry: a new agent name is a new page, so ``--check`` (and the
     test above) fails until the page is written."""
-    from clustergym import agent as agent_mod
-    from clustergym import family as family_mod
+    from clustergym.core import agent as agent_mod
+    from clustergym.core import family as family_mod
 
     gen = _module("gen_pages_under_test", os.path.join(DOCS, "gen_pages.py"))
     agent_mod._load_builtins()
-    # the agent registry's data lives in clustergym.family; the probe entry is removed afterwards
+    # the agent registry's data lives in clustergym.core.family; the probe entry is removed afterwards
     monkeypatch.setitem(family_mod._AGENTS, "zz-docs-probe", {"multiserver-channel": "clustergym.baselines.channel:HAUF"})
     pages = gen.pages()
     assert "agents/zz-docs-probe.md" in pages

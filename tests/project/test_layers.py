@@ -98,8 +98,8 @@ def tree(tmp_path_factory):
 def planted(tmp_path):
     """A copy where the core imports the evaluation: an upward import that closes a cycle."""
     t = assemble(tmp_path)
-    core = t / "clustergym" / "core.py"
-    core.write_text(core.read_text() + "\n\nfrom clustergym.evaluation import evaluate  # noqa: E402,F401\n")
+    core = t / "clustergym" / "core" / "scenario.py"
+    core.write_text(core.read_text() + "\n\nfrom clustergym.runner.evaluation import evaluate  # noqa: E402,F401\n")
     return t
 
 
@@ -119,9 +119,9 @@ def test_no_import_cycle_among_the_modules(tree):
 
 def test_both_checks_fail_on_a_planted_upward_import(planted):
     r = lint(planted)
-    assert r.returncode != 0 and "clustergym.core -> clustergym.evaluation" in r.stdout, r.stdout[-3000:]
+    assert r.returncode != 0 and "clustergym.core.scenario -> clustergym.runner.evaluation" in r.stdout, r.stdout[-3000:]
     found = cycles(planted)
-    assert any("clustergym.core" in c and "clustergym.evaluation" in c for c in found["cycles"]), found["cycles"]
+    assert any("clustergym.core.scenario" in c and "clustergym.runner.evaluation" in c for c in found["cycles"]), found["cycles"]
 
 
 # -- internal imports at module top ------------------------------------------------------------------------
@@ -181,11 +181,11 @@ def heavy_modules(modules: dict) -> set[str]:
 
 
 @pytest.mark.parametrize("source, expected", [
-    ("def f():\n    from clustergym.evaluation import evaluate\n", [(2, "clustergym.evaluation")]),
+    ("def f():\n    from clustergym.runner.evaluation import evaluate\n", [(2, "clustergym.runner.evaluation")]),
     ("def f():\n    from .oracle import x\n", [(2, "clustergym.envs.demo.oracle")]),
     ("def f():\n    import numpy as np\n", []),
-    ("from clustergym.evaluation import evaluate\n", []),
-    ("class A:\n    def f(self):\n        import clustergym.family\n", [(3, "clustergym.family")]),
+    ("from clustergym.runner.evaluation import evaluate\n", []),
+    ("class A:\n    def f(self):\n        import clustergym.core.family\n", [(3, "clustergym.core.family")]),
 ])
 def test_the_scan_finds_function_local_internal_imports(source, expected):
     assert local_imports(source, "clustergym.envs.demo.env") == expected
@@ -195,7 +195,7 @@ def test_internal_imports_sit_at_module_top():
     modules = _modules()
     assert {"clustergym.envs", "clustergym.agents", "clustergym.baselines", "clustergym.learning"} <= set(modules)
     heavy = heavy_modules(modules)
-    assert "clustergym.learning.heads" in heavy and "clustergym.evaluation" not in heavy
+    assert "clustergym.learning.heads" in heavy and "clustergym.runner.evaluation" not in heavy
     bad = []
     for name, (path, init) in modules.items():
         for line, target in local_imports(path.read_text(), name, init):

@@ -84,7 +84,7 @@ def problems(source: str) -> list[str]:
 
 
 @pytest.mark.parametrize("source, expected", [
-    ('"""Names that live elsewhere."""\nfrom clustergym.evaluation import evaluate\n__all__ = ["evaluate"]\n', 1),
+    ('"""Names that live elsewhere."""\nfrom clustergym.runner.evaluation import evaluate\n__all__ = ["evaluate"]\n', 1),
     ("from __future__ import annotations\nfrom a import b as _b\nb, c = _b, _b\n__all__ = ['b']\n__all__ += ['c']\n",
      1),
     ("try:\n    from a import b\nexcept ImportError:\n    b = None\n", 0),  # a fallback value is code
@@ -101,7 +101,7 @@ def test_the_check_tells_a_forwarder_from_a_module(source, expected):
 
 def test_no_module_only_forwards_names():
     modules = installed_modules()
-    assert {"clustergym.evaluation", "clustergym.envs.ringallreduce.env", "clustergym.agents.esdp",
+    assert {"clustergym.runner.evaluation", "clustergym.envs.ringallreduce.env", "clustergym.agents.esdp",
             "clustergym.baselines.ring"} <= set(modules)  # the wings are walked too
     bad = []
     for name, path in sorted(modules.items()):

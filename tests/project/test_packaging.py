@@ -25,7 +25,7 @@ warnings.filterwarnings("ignore")
 target = sys.argv[1]
 import clustergym
 import gymnasium as gym
-from clustergym.agent import list_agents
+from clustergym.core.agent import list_agents
 from clustergym.envs import ENV_IDS
 assert os.path.realpath(clustergym.__file__).startswith(os.path.realpath(target)), clustergym.__file__
 import clustergym.envs, clustergym.agents, clustergym.baselines

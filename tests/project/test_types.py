@@ -98,7 +98,7 @@ def test_typed_keys_of_the_native_vector_env(env_id):
     vec.close()
 
 
-PUBLIC_API = ("clustergym.envs", "clustergym.agents", "clustergym.baselines", "clustergym.agent", "clustergym.wrappers",
+PUBLIC_API = ("clustergym.envs", "clustergym.agents", "clustergym.baselines", "clustergym.core.agent", "clustergym.learning.wrappers",
               "clustergym.learning.policies")
 
 

@@ -10,12 +10,12 @@ import numpy as np
 import pytest
 
 import clustergym
-from clustergym.agent import BaseAgent
-from clustergym.cli import main
-from clustergym.episode import scenario_fingerprint
-from clustergym.evaluation import evaluate
-from clustergym.results import Results, RunResult, attach_scores
-from clustergym.stats import INCONCLUSIVE, NOT_REPRODUCED, REPRODUCED, mean_ci, paired_comparison, verdict
+from clustergym.core.agent import BaseAgent
+from clustergym.cli.main import main
+from clustergym.runner.episode import scenario_fingerprint
+from clustergym.runner.evaluation import evaluate
+from clustergym.runner.results import Results, RunResult, attach_scores
+from clustergym.core.stats import INCONCLUSIVE, NOT_REPRODUCED, REPRODUCED, mean_ci, paired_comparison, verdict
 
 ENVS = {  # env id -> (agents, horizon)
     "clustergym/MultiServerChannel-v0": (["hauf", "random"], 20),
@@ -182,7 +182,7 @@ class _P1Oracle(BaseAgent):
 
 
 def test_p1_oracle_actions_score_one():
-    from clustergym.family import env_family, register_agent
+    from clustergym.core.family import env_family, register_agent
 
     family = env_family("clustergym/MultiServerChannel-v0")
     _P1Oracle.families = (family,)

@@ -1,4 +1,4 @@
-"""The metrics contract (clustergym/metrics.py): every env declares the keys of info["metrics"] and
+"""The metrics contract (clustergym/core/metrics.py): every env declares the keys of info["metrics"] and
 their kind, and the runner aggregates them by the declaration."""
 
 import gymnasium as gym
@@ -6,9 +6,9 @@ import numpy as np
 import pytest
 
 import clustergym  # noqa: F401
-from clustergym.agent import make
-from clustergym.metrics import CUMULATIVE, EPISODE, SLOT, Metric, MetricsAccumulator, check_spec, metrics_spec_of
-from clustergym.episode import run_episode, run_one
+from clustergym.core.agent import make
+from clustergym.core.metrics import CUMULATIVE, EPISODE, SLOT, Metric, MetricsAccumulator, check_spec, metrics_spec_of
+from clustergym.runner.episode import run_episode, run_one
 
 IDS = [i for i in gym.registry if i.startswith("clustergym/")]
 # Small instances where the oracle is expensive (P3's MILP); every other id runs its defaults.

@@ -1,7 +1,7 @@
 """Ray backend: the same results.json as the local backend; one clear error without Ray.
 
 Compared: every byte of curves.csv and every field of results.json except the timing fields
-``clustergym.results.TIMING_FIELDS`` (wall_s, decision_ms_median, decision_ms_p95, per run and the
+``clustergym.runner.results.TIMING_FIELDS`` (wall_s, decision_ms_median, decision_ms_p95, per run and the
 summary's median): they measure the clock of the machine that ran them and differ between any two
 runs, two local ones included. Everything else must be equal, in the same order.
 """
@@ -11,9 +11,9 @@ import sys
 
 import pytest
 
-from clustergym.cli import main
-from clustergym.evaluation import evaluate
-from clustergym.results import TIMING_FIELDS
+from clustergym.cli.main import main
+from clustergym.runner.evaluation import evaluate
+from clustergym.runner.results import TIMING_FIELDS
 from tests.helpers import ROOT as REPO_ROOT
 
 P1 = "clustergym/MultiServerChannel-v0"
@@ -156,7 +156,7 @@ def test_drl_cells_train_on_ray_into_the_same_resumable_folders_as_locally(ray_c
 def test_reproduce_on_ray_gives_the_local_results(ray_cluster, tmp_path):
     """``reproduce --backend ray``: every sweep's runs are Ray tasks on the connected instance (one session for the
     whole paper) and the paper's results equal the local worker pool's, run for run."""
-    import clustergym.workers as workers_mod
+    import clustergym.runner.workers as workers_mod
 
     calls = []
     real = workers_mod.run_tasks_ray

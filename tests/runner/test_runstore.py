@@ -1,4 +1,4 @@
-"""The per-run result store (clustergym.runstore): runs written as they end, reused by the next sweep, keyed by
+"""The per-run result store (clustergym.runner.runstore): runs written as they end, reused by the next sweep, keyed by
 the code that produced them; a reproduction killed part-way finishes from the store with the results of an
 uninterrupted one."""
 
@@ -16,10 +16,10 @@ import numpy as np
 import pytest
 
 from clustergym.experiments import reproduce
-from clustergym.results import TIMING_FIELDS
-from clustergym.evaluation import evaluate
-from clustergym.runstore import RunStore, StoredTask, TaskInfo, code_fingerprint, register_task, use_store
-from clustergym.workers import run_tasks
+from clustergym.runner.results import TIMING_FIELDS
+from clustergym.runner.evaluation import evaluate
+from clustergym.runner.runstore import RunStore, StoredTask, TaskInfo, code_fingerprint, register_task, use_store
+from clustergym.runner.workers import run_tasks
 
 ENV = "clustergym/MultiServerChannel-v0"
 CALLS: list = []
@@ -163,7 +163,7 @@ def test_a_reproduction_killed_part_way_finishes_from_the_store_with_the_same_re
 
 
 def test_plan_lists_the_runs_and_what_the_store_holds(tmp_path, capsys):
-    from clustergym.cli import main
+    from clustergym.cli.main import main
 
     out = str(tmp_path / "r")
     assert main(["reproduce", PAPER, "--quick", "--tiny", "--instances", "0-1", "--plan", "--out", out]) == 0
@@ -184,7 +184,7 @@ def test_saved_costs_estimate_a_plan_elsewhere(tmp_path, capsys):
     """``--plan --save-costs FILE`` writes the unit costs measured on a store; a plan of an empty folder on
     ``--costs-from FILE`` estimates every run from them (the same CPU-hours as a plan given the store itself),
     and without them counts every run as unmeasured. A file that is not a costs file is one line, exit 2."""
-    from clustergym.cli import main
+    from clustergym.cli.main import main
 
     base = ["reproduce", PAPER, "--quick", "--tiny", "--instances", "0-1"]
     out, costs = str(tmp_path / "r"), str(tmp_path / "costs.json")
@@ -206,7 +206,7 @@ def test_saved_costs_estimate_a_plan_elsewhere(tmp_path, capsys):
 
 
 def test_fresh_empties_the_store(tmp_path):
-    from clustergym.cli import main
+    from clustergym.cli.main import main
 
     out = str(tmp_path / "r")
     args = ["reproduce", PAPER, "--quick", "--tiny", "--instances", "0", "--workers", "1", "--no-progress", "--out", out]
@@ -234,8 +234,8 @@ def test_stored_task_writes_atomically(tmp_path, monkeypatch):
 def test_the_learning_modules_key_only_a_trained_models_runs(monkeypatch):
     """Every run but a trained model's is keyed without clustergym/learning (no such run imports it: see
     tests/experiments/test_drl_benchmark.py); an sb3: run's key changes with the learning modules."""
-    import clustergym.runstore as rs
-    from clustergym.workers import _run_task
+    import clustergym.runner.runstore as rs
+    from clustergym.runner.workers import _run_task
 
     base, learning = rs.fingerprint_files(False), rs.fingerprint_files(True)
     sep = os.sep + "learning" + os.sep

@@ -23,7 +23,7 @@ import pytest
 from tests.helpers import alive as _alive, children as _children
 
 import clustergym
-from clustergym.cli import main
+from clustergym.cli.main import main
 from tests.helpers import ROOT as REPO_ROOT, one_line_exit_2, snapshot
 
 P1, P2, P3, P4 = clustergym.ENV_IDS
@@ -261,7 +261,7 @@ def _dies(task, report=None):
 
 
 def test_a_run_whose_worker_dies_twice_is_one_line_naming_it():
-    from clustergym.workers import WorkerDied, run_tasks
+    from clustergym.runner.workers import WorkerDied, run_tasks
 
     with pytest.raises(WorkerDied, match=r"run 'die' failed twice: its worker process was killed by SIGKILL"):
         run_tasks(_dies, ["a", "die", "b"], 2)
@@ -289,7 +289,7 @@ def test_extreme_floats_are_refused_with_the_range_checked(earlier_run, capsys, 
 
 def test_results_json_is_strict_json(tmp_path):
     """No NaN/Infinity literals: a non-finite value is null, and the note names where."""
-    from clustergym.results import Results, RunResult
+    from clustergym.runner.results import Results, RunResult
 
     r = RunResult(agent="a", seed=0, total_reward=float("nan"), mean_reward=float("inf"), regret=None,
                   oracle_total=None, steps=1, wall_s=0.0, decision_ms_median=0.0, decision_ms_p95=0.0,
@@ -315,7 +315,7 @@ def test_size_parameters_are_refused_before_allocating(earlier_run, capsys, kv):
 # -- row 8: --out that cannot work, refused before the work ------------------------------------------
 
 def test_symlink_loop_and_long_names_are_one_line_before_the_work(tmp_path, capsys, monkeypatch):
-    from clustergym import evaluation
+    from clustergym.runner import evaluation
 
     monkeypatch.setattr(evaluation, "evaluate", lambda *a, **k: pytest.fail("the work started"))
     os.symlink(tmp_path / "b", tmp_path / "a")
@@ -349,7 +349,7 @@ def test_a_file_size_limit_is_refused_before_the_work(earlier_run):
 def test_a_write_that_fails_midway_keeps_the_earlier_run(earlier_run):
     """The size estimate is skipped, so the write itself hits the limit (EFBIG): one line, earlier run intact."""
     out, before = earlier_run
-    code = ("import sys, clustergym.outdir as o; o._free_checks = lambda *a: None; from clustergym.cli import main; "
+    code = ("import sys, clustergym.core.outdir as o; o._free_checks = lambda *a: None; from clustergym.cli.main import main; "
             f"sys.exit(main({_run_argv(out, '--overwrite', seeds='0-3', horizon='400')!r}))")
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300,
                        preexec_fn=_fsize_limit(20 * 1024))
@@ -496,7 +496,7 @@ def test_p2_oracle_with_idle_ports_warns_nothing():
     later, but a RuntimeWarning: fatal under -W error)."""
     import warnings
 
-    from clustergym.episode import run_one
+    from clustergym.runner.episode import run_one
 
     with warnings.catch_warnings():
         warnings.simplefilter("error", RuntimeWarning)

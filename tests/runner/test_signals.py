@@ -55,7 +55,7 @@ def test_a_sigterm_during_an_import_stops_the_command_once_the_import_has_finish
     (tmp_path / "slowmod.py").write_text(
         "import os, signal, time\nos.kill(os.getpid(), signal.SIGTERM)\nt = time.time()\n"
         "while time.time() - t < 0.3:\n    pass\nDONE = True\n")
-    script = (f"import signal, sys, time\nsys.path.insert(0, {str(tmp_path)!r})\nfrom clustergym import cli\n"
+    script = (f"import signal, sys, time\nsys.path.insert(0, {str(tmp_path)!r})\nimport clustergym.cli.main as cli\n"
               "signal.signal(signal.SIGTERM, cli._on_stop)\ntry:\n    import slowmod\n    time.sleep(5)\n"
               "    print('not stopped')\nexcept KeyboardInterrupt:\n    print('stopped', 'slowmod' in sys.modules)\n")
     out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60)
@@ -66,7 +66,7 @@ def test_a_sigterm_during_an_import_stops_the_command_once_the_import_has_finish
 def test_a_stop_that_compiled_code_swallowed_is_raised_again(sig):
     """Compiled code may lose the KeyboardInterrupt a Ctrl-C or SIGTERM raised: it comes again a second
     later, so the command still stops."""
-    script = ("import os, signal, sys, time\nfrom clustergym import cli\n"
+    script = ("import os, signal, sys, time\nimport clustergym.cli.main as cli\n"
               f"signal.signal(signal.{sig}, cli._on_stop)\ntry:\n    os.kill(os.getpid(), signal.{sig})\n"
               "    time.sleep(0.5)\nexcept KeyboardInterrupt:\n    pass  # swallowed\nt = time.time()\ntry:\n"
               "    while time.time() - t < 10:\n        pass\n    print('ran on')\nexcept KeyboardInterrupt:\n"
@@ -78,7 +78,7 @@ def test_a_stop_that_compiled_code_swallowed_is_raised_again(sig):
 def test_a_ctrl_c_lost_in_a_ctypes_callback_still_stops_quietly():
     """numba compiles through llvmlite, whose ctypes callbacks print "Exception ignored" and drop a
     KeyboardInterrupt raised inside them: the command stops anyway, and nothing is printed about the lost one."""
-    script = ("import ctypes, os, signal, sys, time\nfrom clustergym import cli\n"
+    script = ("import ctypes, os, signal, sys, time\nimport clustergym.cli.main as cli\n"
               "signal.signal(signal.SIGINT, cli._on_stop)\nsys.unraisablehook = cli._drop_lost_stops(sys.unraisablehook)\n"
               "def compiling():\n    os.kill(os.getpid(), signal.SIGINT)\n    t = time.time()\n"
               "    while time.time() - t < 0.3:\n        pass\n"
@@ -91,7 +91,7 @@ def test_a_ctrl_c_lost_in_a_ctypes_callback_still_stops_quietly():
 def test_the_cleanup_of_a_stop_is_not_interrupted_by_its_repeat():
     """The repeat comes only when the stop was lost: a cleanup in an ``except`` or ``finally`` block that
     takes longer than the repeat's delay runs to its end."""
-    script = ("import os, signal, sys, time\nfrom clustergym import cli\n"
+    script = ("import os, signal, sys, time\nimport clustergym.cli.main as cli\n"
               "signal.signal(signal.SIGINT, cli._on_stop)\nsteps = []\n"
               "def slow_cleanup(name):\n    t = time.time()\n    while time.time() - t < 2.5 * cli._REPEAT_S:\n"
               "        pass\n    steps.append(name)\n"

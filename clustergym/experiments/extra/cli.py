@@ -17,12 +17,12 @@ import time
 
 import numpy as np
 
-from clustergym import stats
+from clustergym.core import stats
 from clustergym.experiments.esdp_sweep import MAIN_AGENTS
 from clustergym.experiments.extra import esdp_more, gadget_more, ogasched_more, opm_more
 from clustergym.experiments.gadget import CONFIG
-from clustergym.evaluation import evaluate
-from clustergym.workers import worker_pool
+from clustergym.runner.evaluation import evaluate
+from clustergym.runner.workers import worker_pool
 
 __all__ = ["main"]
 

@@ -45,10 +45,10 @@ import os
 
 import numpy as np
 
-from clustergym import stats
+from clustergym.core import stats
 from clustergym.envs.multiserver.channel.scenario import make_channel_scenario
 from clustergym.experiments import instances_for, write_summary
-from clustergym.evaluation import evaluate
+from clustergym.runner.evaluation import evaluate
 from clustergym.agents.esdp import DELTAS, GS
 
 __all__ = ["sequence_study", "sequence_rows", "sequence_table", "servers_study", "servers_rows", "servers_table",

@@ -30,10 +30,10 @@ import time
 
 import numpy as np
 
-from clustergym import stats
+from clustergym.core import stats
 from clustergym.envs.ringallreduce.scenario import make_ring_scenario
 from clustergym.experiments import write_summary
-from clustergym.evaluation import evaluate
+from clustergym.runner.evaluation import evaluate
 
 __all__ = ["trace_jobs", "trace_window", "trace_sweep", "trace_rows", "trace_table", "run", "section", "write"]
 

@@ -40,10 +40,10 @@ import time
 
 import numpy as np
 
-from clustergym import stats
+from clustergym.core import stats
 from clustergym.experiments import write_summary
 from clustergym.experiments.ogasched_runs import hindsight
-from clustergym.evaluation import evaluate
+from clustergym.runner.evaluation import evaluate
 
 __all__ = ["PAPER_TABLE2", "ETA0S", "DECAYS", "fig4_runs", "fig4_rows", "fig4_table", "table2_sweep", "table2_rows",
            "table2_table", "run", "section", "write"]

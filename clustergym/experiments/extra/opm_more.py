@@ -43,11 +43,11 @@ import time
 
 import numpy as np
 
-from clustergym import stats
+from clustergym.core import stats
 from clustergym.experiments import instances_for, write_summary
 from clustergym.experiments.opm_runs import describe_episode, episode, placeholder_episode
-from clustergym.workers import run_tasks
-from clustergym.runstore import register_task
+from clustergym.runner.workers import run_tasks
+from clustergym.runner.runstore import register_task
 
 __all__ = ["fig1a_rows", "fig3_step_rows", "price_plan", "price_sweep", "price_rows", "price_table", "run", "section",
            "write"]

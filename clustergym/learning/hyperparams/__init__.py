@@ -17,7 +17,7 @@ __all__ = ["RUN_KEYS", "default_algo", "hyperparams_path", "load_hyperparams", "
 
 # run settings, not algorithm keyword arguments: env_kwargs (the env's kwargs, e.g. the action mode, as rl-zoo3's
 # env_kwargs; the caller's kwargs go on top and the side-car records the result), vec (how envs are stepped) and
-# obs_layout (which observation keys the flat vector holds: clustergym.pipeline's layouts) and tuned
+# obs_layout (which observation keys the flat vector holds: clustergym.learning.pipeline's layouts) and tuned
 # (documentation only: the keys whose values come from a tuning study, with its record's file name)
 RUN_KEYS = ("n_envs", "n_timesteps", "normalize", "env_kwargs", "vec", "obs_layout", "tuned")
 HERE = os.path.dirname(os.path.abspath(__file__))  # the shipped <algo>.yml files sit beside this module

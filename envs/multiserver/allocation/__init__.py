@@ -1,6 +1,6 @@
 """P2 MultiServerAllocation (OGASched paper)."""
 
-from clustergym.family import EnvEntry, FamilySpec
+from clustergym.core.family import EnvEntry, FamilySpec
 from clustergym.envs.multiserver.allocation.types import AllocationFeedback, AllocationObservation
 
 __all__ = ["FAMILY", "AllocationObservation", "AllocationFeedback"]

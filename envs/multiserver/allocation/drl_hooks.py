@@ -1,5 +1,5 @@
 """DRL hooks of P2, read through the family's ``FamilySpec.drl_hooks`` by the observation pipeline
-(``clustergym.pipeline``) and by ``clustergym train``.
+(``clustergym.learning.pipeline``) and by ``clustergym train``.
 
 Only public quantities: the observation, ``info["feedback"]`` and the public problem; never metrics.
 """
@@ -17,7 +17,7 @@ __all__ = ["STATS_KEYS", "Stats", "box_bounds", "compact_keys", "legacy_keys"]
 class Stats:
     """The statistics the env's observation carries (``arrival_share``, ``port_reward_mean``;
     ``allocation/stats.py``), computed outside the env from observations and feedback, for
-    :class:`clustergym.pipeline.EmpiricalStats`.
+    :class:`clustergym.learning.pipeline.EmpiricalStats`.
 
     Per port: the share of slots with a job (the hidden ρ_l, eq. 1) and the mean realised reward
     x_l q_l when it had a job."""
@@ -44,7 +44,7 @@ class Stats:
 def legacy_keys(space) -> tuple[str, ...]:
     """The keys of the observation of earlier versions (before the statistics, feedback and public problem
     data joined it): ``arrivals``, ``t`` and, on a padded env (``edge_present``), the padded keys. A model
-    trained then saw [flatten(these keys), the statistics ``STATS_KEYS``] (``clustergym.pipeline``)."""
+    trained then saw [flatten(these keys), the statistics ``STATS_KEYS``] (``clustergym.learning.pipeline``)."""
     padded = ("edge_present", "edge_arrival", "edge_demand") if "edge_present" in space.spaces else ()
     return ("arrivals", "t", *padded)
 
@@ -67,7 +67,7 @@ def box_bounds(problem, pad: dict | None = None) -> tuple[np.ndarray, np.ndarray
 
 
 def compact_keys(obs_space) -> tuple[str, ...]:
-    """The observation keys of the ``"compact"`` flat layout (``clustergym.pipeline``): the per-port
+    """The observation keys of the ``"compact"`` flat layout (``clustergym.learning.pipeline``): the per-port
     ones and the scalars, without the per-channel parts (α, utility family, demands, last allocation: most
     of the 13,549 numbers at paper size), which the per-port action modes leave to the env's fill rule."""
     keep = ("arrivals", "t", "beta", "arrival_share", "port_reward_mean", "last_port_reward")

@@ -9,9 +9,9 @@ import numpy as np
 import numpy.typing as npt
 from gymnasium import spaces
 
-from clustergym.core import Scenario, check_choice, check_int, child_generators
-from clustergym.env import ClusterEnv, InstanceSource, StepReturn, check_maxima
-from clustergym.metrics import EPISODE, SLOT, Metric
+from clustergym.core.scenario import Scenario, check_choice, check_int, child_generators
+from clustergym.core.env import ClusterEnv, InstanceSource, StepReturn, check_maxima
+from clustergym.core.metrics import EPISODE, SLOT, Metric
 from clustergym.envs.multiserver.allocation.actions import ACTION_MODES, PortFill, channel_high, zero_ignored
 from clustergym.envs.multiserver.allocation.dynamics import AllocationDynamics
 from clustergym.envs.multiserver.allocation.scenario import ALLOCATION_SCENARIOS, make_allocation_scenario
@@ -47,7 +47,7 @@ class MultiServerAllocationEnv(ClusterEnv[AllocationObservation, np.ndarray]):
     nothing to decide: its bound is [0, 1] instead of a zero-width [0, 0], and the env ignores its
     value (executed as 0, never counted as repaired; NaN/inf still raise); the mask of decided
     entries is ``problem.edge_demand > 0``. So ``gymnasium.wrappers.RescaleAction`` (or
-    ``clustergym.wrappers.RescaleBox``) rescales the action to [-1, 1].
+    ``clustergym.learning.wrappers.RescaleBox``) rescales the action to [-1, 1].
     With ``max_edges=P`` (padding, below): ``Box(0, 1, shape=(P, K), float32)``, the allocation as a
     **fraction of the cap**: y_e^k = u_e^k a_l^k for the instance's channels e < |E| (the bounds then
     do not depend on the instance); rows |E|..P−1 are padding, never executed nor rewarded (0 is
@@ -92,7 +92,7 @@ class MultiServerAllocationEnv(ClusterEnv[AllocationObservation, np.ndarray]):
     (``scenario_seed``), L, R and K do not, and the unpadded action bounds a_l^k differ in every
     instance: without padding an env cannot switch to another instance; with ``max_edges`` the spaces
     depend on P alone. ``gymnasium.wrappers.FlattenObservation`` (or
-    ``clustergym.wrappers.FlattenWithStats``) gives the flat vector a standard learner takes.
+    ``clustergym.learning.wrappers.FlattenWithStats``) gives the flat vector a standard learner takes.
 
     ## Instances
     ``reset(seed=s, options={"scenario_seed": k})`` switches to instance k: the episode equals that
@@ -161,7 +161,7 @@ class MultiServerAllocationEnv(ClusterEnv[AllocationObservation, np.ndarray]):
       earlier action gives the same rewards.
     * v0, later: the observation carries the statistics, the last slot's feedback, ``edge_arrival``,
       ``edge_demand`` (padded or not), ``edge_alpha``, ``edge_utility`` and ``beta``; ``oracle``
-      defaults to False. The flat vector of earlier versions is ``clustergym.pipeline``'s
+      defaults to False. The flat vector of earlier versions is ``clustergym.learning.pipeline``'s
       ``"legacy"`` layout (same values).
     """
 
@@ -169,7 +169,7 @@ class MultiServerAllocationEnv(ClusterEnv[AllocationObservation, np.ndarray]):
     action_space: spaces.Box
     _block_start: int  # the slot the current arrival block starts at (set by reset)
     _arr_block: np.ndarray  # (B, L) the arrival block (set by reset)
-    # info["metrics"] keys and their kind (clustergym/metrics.py); the vector env reuses it.
+    # info["metrics"] keys and their kind (clustergym/core/metrics.py); the vector env reuses it.
     metrics_spec = {
         "expected_reward": Metric(SLOT, "q(x(t), y(t)), equal to the reward (eq. 5 with eq. 7)"),
         "gain": Metric(SLOT, "Σ_l x_l Σ_k Σ_r f_r^k(y), the gain part of eq. 5 (Fig. 6)"),

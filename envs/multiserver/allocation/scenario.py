@@ -83,7 +83,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from clustergym.core import (Scenario, as_generator, check_choice, check_int, check_known, check_memory, check_real,
+from clustergym.core.scenario import (Scenario, as_generator, check_choice, check_int, check_known, check_memory, check_real,
                              freeze, load_entry_point)
 
 __all__ = ["AllocationProblem", "AllocationTruth", "make_allocation_scenario", "ALLOCATION_SCENARIOS",

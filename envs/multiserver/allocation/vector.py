@@ -9,13 +9,13 @@ import numpy as np
 import numpy.typing as npt
 from gymnasium.vector.utils import batch_space
 
-from clustergym.core import Scenario, freeze
+from clustergym.core.scenario import Scenario, freeze
 from clustergym.envs.multiserver.allocation.actions import PortFill, zero_ignored
 from clustergym.envs.multiserver.allocation.dynamics import ARRIVAL_BLOCK, AllocationDynamics
 from clustergym.envs.multiserver.allocation.env import MultiServerAllocationEnv
 from clustergym.envs.multiserver.allocation.stats import AllocationStats, static_parts
 from clustergym.envs.multiserver.allocation.types import AllocationObservation
-from clustergym.vector_env import ClusterVectorEnv, VectorStepReturn, with_masks
+from clustergym.core.vector_env import ClusterVectorEnv, VectorStepReturn, with_masks
 
 __all__ = ["MultiServerAllocationVectorEnv"]
 
@@ -37,7 +37,7 @@ class MultiServerAllocationVectorEnv(ClusterVectorEnv[AllocationObservation, np.
     (a = 0 or c_r^k = 0; non-zero values there are checked and, if within the tolerance, counted).
     Arrivals come from each sub-env's own child generator in blocks of 256 slots
     (``AllocationDynamics.draw_arrivals``, as in the single env), so sub-env i seeded with s_i
-    replays a single env reset with ``seed=s_i`` (``clustergym.vector_env``). Create it with ``gym.make_vec("clustergym/MultiServerAllocation-v0",
+    replays a single env reset with ``seed=s_i`` (``clustergym.core.vector_env``). Create it with ``gym.make_vec("clustergym/MultiServerAllocation-v0",
     num_envs=N, vectorization_mode="vector_entry_point", **kwargs)``.
 
     ## Action Space
@@ -62,7 +62,7 @@ class MultiServerAllocationVectorEnv(ClusterVectorEnv[AllocationObservation, np.
     | arrival_share, port_reward_mean, last_port_reward | (N, L)  | float32 | as the single env        |
     The public problem data (``edge_demand``, ``edge_alpha``, ``edge_utility``, ``beta``,
     ``edge_present``) are read-only arrays shared by the observations until a sub-env switches instance
-    (then replaced, never written): copy them to modify. ``clustergym.pipeline.flatten_batch``
+    (then replaced, never written): copy them to modify. ``clustergym.learning.pipeline.flatten_batch``
     flattens a batch to (N, flatdim), row i equal to ``gymnasium.spaces.flatten`` of sub-env i's
     observation.
 
@@ -111,7 +111,7 @@ class MultiServerAllocationVectorEnv(ClusterVectorEnv[AllocationObservation, np.
     """
 
     family = "multiserver-allocation"
-    metrics_spec = MultiServerAllocationEnv.metrics_spec  # the single env's declaration (clustergym/metrics.py)
+    metrics_spec = MultiServerAllocationEnv.metrics_spec  # the single env's declaration (clustergym/core/metrics.py)
     _rng_names = ("arrivals",)
 
     def __init__(self, num_envs: int = 1, scenario: str | Scenario = "paper", *, scenario_seed: int = 0,

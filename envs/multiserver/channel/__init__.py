@@ -1,6 +1,6 @@
 """P1 MultiServerChannel (ESDP paper)."""
 
-from clustergym.family import EnvEntry, FamilySpec
+from clustergym.core.family import EnvEntry, FamilySpec
 from clustergym.envs.multiserver.channel.types import ChannelFeedback, ChannelObservation
 
 __all__ = ["FAMILY", "ChannelObservation", "ChannelFeedback"]

@@ -1,5 +1,5 @@
 """DRL hooks of P1, read through the family's ``FamilySpec.drl_hooks`` by the observation pipeline
-(``clustergym.pipeline``) and by ``clustergym train``.
+(``clustergym.learning.pipeline``) and by ``clustergym train``.
 
 Only public quantities: the observation and ``info["feedback"]``; never metrics.
 """
@@ -16,7 +16,7 @@ __all__ = ["STATS_KEYS", "Stats", "legacy_keys", "sb3_mask"]
 class Stats:
     """The statistics the env's observation carries (``utility_mean``, ``channel_share``, ``arrival_share``;
     ``channel/stats.py``), computed outside the env from observations and feedback, for
-    :class:`clustergym.pipeline.EmpiricalStats`.
+    :class:`clustergym.learning.pipeline.EmpiricalStats`.
 
     Per channel: mean realised utility v̂_e (0 if untried) and the share of slots it was used n_e / t
     (eqs. 8–9's statistics); per port: the share of slots with a job (the hidden ρ_l).
@@ -50,7 +50,7 @@ class Stats:
 def legacy_keys(space) -> tuple[str, ...]:
     """The keys of the observation of earlier versions (before the statistics, feedback and public problem
     data joined it): ``arrivals``, ``t`` and, on a padded env (``edge_present``), the padded keys. A model
-    trained then saw [flatten(these keys), the statistics ``STATS_KEYS``] (``clustergym.pipeline``)."""
+    trained then saw [flatten(these keys), the statistics ``STATS_KEYS``] (``clustergym.learning.pipeline``)."""
     padded = ("edge_present", "edge_arrival", "edge_demand") if "edge_present" in space.spaces else ()
     return ("arrivals", "t", *padded)
 

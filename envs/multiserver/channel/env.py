@@ -8,9 +8,9 @@ import numpy as np
 import numpy.typing as npt
 from gymnasium import spaces
 
-from clustergym.core import Scenario, check_int, child_generators, freeze
-from clustergym.env import ClusterEnv, InstanceSource, StepReturn, check_maxima
-from clustergym.metrics import CUMULATIVE, SLOT, Metric
+from clustergym.core.scenario import Scenario, check_int, child_generators, freeze
+from clustergym.core.env import ClusterEnv, InstanceSource, StepReturn, check_maxima
+from clustergym.core.metrics import CUMULATIVE, SLOT, Metric
 from clustergym.envs.multiserver.channel.dynamics import BLOCK, OK, channel_slot, draw_block, infeasible_message
 from clustergym.envs.multiserver.channel.scenario import CHANNEL_SCENARIOS, make_channel_scenario
 from clustergym.envs.multiserver.channel.oracle import knapsack_value
@@ -70,7 +70,7 @@ class MultiServerChannelEnv(ClusterEnv[ChannelObservation, np.ndarray]):
     (``scenario_seed``), L, R and K do not. Without padding the spaces are those of the instance the env
     was built with; with ``max_edges`` they depend on P alone, so one policy fits every instance with
     |E| <= P, and the problem data tell instances apart. ``gymnasium.wrappers.FlattenObservation`` (or
-    ``clustergym.wrappers.FlattenWithStats``) gives the flat vector a standard learner takes.
+    ``clustergym.learning.wrappers.FlattenWithStats``) gives the flat vector a standard learner takes.
 
     ## Instances
     ``reset(seed=s, options={"scenario_seed": k})`` switches to instance k (the scenario regenerated
@@ -106,7 +106,7 @@ class MultiServerChannelEnv(ClusterEnv[ChannelObservation, np.ndarray]):
     ``reset(seed)`` seeds separate child generators for arrivals and utilities, so every agent
     sees the same arrivals and the same realised Z̃ for the same seed (common random numbers).
     The episode is truncated after ``horizon`` slots; ``step`` then raises ``ResetNeeded``
-    (``clustergym.env.ResetNeeded``, a ``RuntimeError``) until ``reset``.
+    (``clustergym.core.env.ResetNeeded``, a ``RuntimeError``) until ``reset``.
 
     ## Arguments
     ``scenario`` ("paper", "toy" or a Scenario object), ``scenario_seed`` (seed of the instance:
@@ -129,12 +129,12 @@ class MultiServerChannelEnv(ClusterEnv[ChannelObservation, np.ndarray]):
       unknown reset options raise. Later: ``step`` after the episode's end raises until ``reset``.
     * v0, later: the observation carries the statistics, the last slot's feedback and ``edge_arrival``,
       ``edge_demand`` (padded or not); ``oracle`` defaults to False. The flat vector of earlier versions
-      is ``clustergym.pipeline``'s ``"legacy"`` layout (same values).
+      is ``clustergym.learning.pipeline``'s ``"legacy"`` layout (same values).
     """
 
     family = "multiserver-channel"
     _stats_update: tuple[np.ndarray, ...] | None  # the statistics' pending update (applied by _obs)
-    # info["metrics"] keys and their kind (clustergym/metrics.py); the vector env reuses it.
+    # info["metrics"] keys and their kind (clustergym/core/metrics.py); the vector env reuses it.
     metrics_spec = {
         "expected_reward": Metric(SLOT, "ṽᵀx, the expected reward of the executed channels (eq. 5 in expectation)"),
         "repaired": Metric(SLOT, "channels dropped by the repair (eq. 2)", total=True),

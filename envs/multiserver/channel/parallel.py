@@ -7,7 +7,7 @@ from typing import Any
 import numpy as np
 from gymnasium import spaces
 
-from clustergym.parallel import ClusterParallelEnv
+from clustergym.core.parallel import ClusterParallelEnv
 from clustergym.envs.multiserver.channel.env import MultiServerChannelEnv
 
 __all__ = ["MultiServerChannelParallelEnv", "parallel_env"]

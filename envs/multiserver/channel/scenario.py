@@ -39,7 +39,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from clustergym.core import (Scenario, as_generator, check_int, check_known, check_memory, check_real, freeze,
+from clustergym.core.scenario import (Scenario, as_generator, check_int, check_known, check_memory, check_real, freeze,
                              load_entry_point)
 
 __all__ = ["ChannelProblem", "ChannelTruth", "channel_truth", "make_channel_scenario", "CHANNEL_SCENARIOS", "PAPER_DEFAULTS"]
@@ -154,7 +154,7 @@ def check_grid_memory(capacity: np.ndarray, num_edges: int, p: dict) -> None:
     """Refuse a capacity grid the exact knapsack oracle (env, ``oracle=True``) and ESDP's DP (eq. 27) cannot
     handle, before any allocation: both work on Π_k (c_k + 1) cells with a decision bit per channel,
     about (|E| + 8) bytes per cell, and |E| cell updates per cell and slot. A ValueError naming the size
-    parameters when the memory does not fit (:func:`clustergym.core.check_memory`) or the work per slot
+    parameters when the memory does not fit (:func:`clustergym.core.scenario.check_memory`) or the work per slot
     exceeds :data:`MAX_GRID_WORK` (``demand_max=150`` gave a 6.8 GiB MemoryError after a long wait)."""
     cells = float(np.prod(np.asarray(capacity, dtype=float) + 1.0))
     names = ", ".join(f"{k}={p[k]}" for k in ("num_device_types", "demand_min", "demand_max", "capacity_ratio",

@@ -8,13 +8,13 @@ import numpy as np
 import numpy.typing as npt
 from gymnasium.vector.utils import batch_space
 
-from clustergym.core import Scenario, freeze
+from clustergym.core.scenario import Scenario, freeze
 from clustergym.envs.multiserver.channel.dynamics import BLOCK, channel_slot_batch, draw_block, infeasible_message
 from clustergym.envs.multiserver.channel.env import MultiServerChannelEnv
 from clustergym.envs.multiserver.channel.oracle import knapsack_value
 from clustergym.envs.multiserver.channel.stats import ChannelStats
 from clustergym.envs.multiserver.channel.types import ChannelObservation
-from clustergym.vector_env import ClusterVectorEnv, VectorStepReturn, with_masks
+from clustergym.core.vector_env import ClusterVectorEnv, VectorStepReturn, with_masks
 
 __all__ = ["MultiServerChannelVectorEnv"]
 
@@ -28,7 +28,7 @@ class MultiServerChannelVectorEnv(ClusterVectorEnv[ChannelObservation, np.ndarra
     code: ``channel.dynamics.channel_slot`` (eq. 4, eq. 2 with the repair, eq. 5, ṽᵀx) runs for every
     sub-env inside one parallel numba kernel, and ``channel.dynamics.draw_block`` draws each sub-env's
     arrivals and utilities from its own child generators. Sub-env i seeded with s_i gives exactly
-    the trajectory of a single env with ``reset(seed=s_i)`` (``clustergym.vector_env``).
+    the trajectory of a single env with ``reset(seed=s_i)`` (``clustergym.core.vector_env``).
     Create it with ``gym.make_vec("clustergym/MultiServerChannel-v0", num_envs=N,
     vectorization_mode="vector_entry_point", **kwargs)``.
 
@@ -50,7 +50,7 @@ class MultiServerChannelVectorEnv(ClusterVectorEnv[ChannelObservation, np.ndarra
     | edge_demand                               | (N, P, K)   | float32 | as the single env                |
     The public problem data (``edge_demand``, ``edge_present``) are read-only arrays shared by the
     observations until a sub-env switches instance (then replaced, never written): copy them to modify.
-    ``clustergym.pipeline.flatten_batch`` flattens a batch to (N, flatdim), row i equal to
+    ``clustergym.learning.pipeline.flatten_batch`` flattens a batch to (N, flatdim), row i equal to
     ``gymnasium.spaces.flatten`` of sub-env i's observation.
 
     ## Rewards
@@ -74,7 +74,7 @@ class MultiServerChannelVectorEnv(ClusterVectorEnv[ChannelObservation, np.ndarra
 
     ## Starting State / Episode End
     Each sub-env truncates after ``horizon`` slots and autoresets at the next step
-    (``AutoresetMode.NEXT_STEP``); randomness as in ``clustergym.vector_env``.
+    (``AutoresetMode.NEXT_STEP``); randomness as in ``clustergym.core.vector_env``.
 
     ## Arguments
     ``num_envs`` (N, default 1) and the single env's arguments: ``scenario``, ``scenario_seed``,
@@ -97,7 +97,7 @@ class MultiServerChannelVectorEnv(ClusterVectorEnv[ChannelObservation, np.ndarra
     """
 
     family = "multiserver-channel"
-    metrics_spec = MultiServerChannelEnv.metrics_spec  # the single env's declaration (clustergym/metrics.py)
+    metrics_spec = MultiServerChannelEnv.metrics_spec  # the single env's declaration (clustergym/core/metrics.py)
     _rng_names = ("arrivals", "utilities")
 
     def __init__(self, num_envs: int = 1, scenario: str | Scenario = "paper", *, scenario_seed: int = 0,

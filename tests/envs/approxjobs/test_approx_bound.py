@@ -7,8 +7,8 @@ import numpy as np
 import pytest
 
 import clustergym  # noqa: F401
-from clustergym.agent import make, public_info
-from clustergym.core import Scenario, freeze
+from clustergym.core.agent import make, public_info
+from clustergym.core.scenario import Scenario, freeze
 from clustergym.envs.approxjobs.oracle import epochs, fluid_bound
 from clustergym.envs.approxjobs.scenario import ApproxProblem, ApproxTruth, JobList, make_approx_scenario
 from clustergym.envs.approxjobs.service import ServiceModel
@@ -161,7 +161,7 @@ def test_reproduce_plan_compares_over_enough_job_lists():
 def test_runner_scores_p4_against_the_bound():
     """The normalised score (docs/evaluation.md) on P4: random scores 0, every run's B is the env's episode_bound,
     and the scores of the baselines lie in (0, 1] on these job lists."""
-    from clustergym.evaluation import evaluate
+    from clustergym.runner.evaluation import evaluate
 
     kw = dict(SMALL, oracle=True)
     kw.pop("horizon")
@@ -179,7 +179,7 @@ def test_fig3_claim_rows_compare_the_smallest_and_largest_alpha():
     """Fig. 3 as claims (full mode): the gain over Fair and the migrations at the smallest α minus at
     the largest, per job list, on hand-made runs."""
     from clustergym.experiments.opm import _fig3_rows
-    from clustergym.stats import REPRODUCED, verdict
+    from clustergym.core.stats import REPRODUCED, verdict
 
     kw = dict(scale="paper", horizon=100, beta=0.8, load=1.0)
     pl = {"configs": {("paper", "alpha", 0.8): kw}, "alphas": [None, 0.06, 6.0], "horizons": {"paper": 100}}

@@ -7,7 +7,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import clustergym  # noqa: F401
-from clustergym.agent import make, public_info
+from clustergym.core.agent import make, public_info
 from clustergym.envs.approxjobs.dynamics import JOB_FEATURES
 from clustergym.envs.approxjobs.scenario import make_approx_scenario, offline_single_optimum
 from clustergym.envs.approxjobs.service import ServiceModel, ServiceProcess
@@ -266,7 +266,7 @@ def test_window_and_queue_rules_at_the_deadline_and_budget_boundaries():
     """One window slot, two jobs arriving at a_j = 0: job 0 takes the slot; after slot 1 it cannot pay the
     cheapest price and leaves; job 1 (d_1 = 2) waited in the queue and still runs in its last slot 2; after
     slot 2 it leaves at its deadline and the episode terminates (every job has left)."""
-    from clustergym.core import Scenario
+    from clustergym.core.scenario import Scenario
     from clustergym.envs.approxjobs.scenario import ApproxProblem, ApproxTruth, JobList
 
     one = np.ones(2)

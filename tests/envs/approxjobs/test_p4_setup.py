@@ -27,7 +27,7 @@ def test_speed_factors_are_a_named_option():
 
 def test_evaluate_scores_p4_without_oracle_kwarg():
     """A score is asked for: the runner turns the env's bound on (score_env_kwargs); no oracle=true needed."""
-    from clustergym.evaluation import evaluate
+    from clustergym.runner.evaluation import evaluate
 
     res = evaluate(ENV, ["fair", "random"], seeds=[0, 1], horizon=200, env_kwargs=SMALL, progress=False)
     for r in res.runs:
@@ -42,7 +42,7 @@ def test_evaluate_scores_p4_without_oracle_kwarg():
 
 
 def test_cli_run_reports_a_p4_score(tmp_path, capsys):
-    from clustergym.cli import main
+    from clustergym.cli.main import main
 
     assert main(["run", ENV, "--agents", "fair,random", "--seeds", "0-1", "--horizon", "200", "--no-progress",
                  "--out", str(tmp_path / "r")]) == 0

@@ -55,7 +55,7 @@ def _jobs_seen(env, seed, steps=30):
 def test_instances_differ_in_their_jobs_and_totals_at_the_default_load():
     """The job stream is part of the instance: two scenario seeds at the default kwargs give two
     workloads and, for some agent, two totals; the reset seed alone does not change the jobs."""
-    from clustergym.evaluation import evaluate
+    from clustergym.runner.evaluation import evaluate
 
     env0, env1 = (gym.make(ID, horizon=40, scenario_seed=k).unwrapped for k in (0, 1))
     j0, j1 = _jobs_seen(env0, 0), _jobs_seen(env1, 0)
@@ -67,8 +67,8 @@ def test_instances_differ_in_their_jobs_and_totals_at_the_default_load():
 
 
 def test_same_instance_and_seed_give_the_same_run():
-    from clustergym.agent import make
-    from clustergym.episode import run_episode
+    from clustergym.core.agent import make
+    from clustergym.runner.episode import run_episode
 
     def run():
         env = gym.make(ID, horizon=30, scenario_seed=3)

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 import clustergym  # noqa: F401  (registers the envs)
-from clustergym.evaluation import evaluate
+from clustergym.runner.evaluation import evaluate
 from clustergym.envs.ringallreduce.oracle import run_upper_bound
 
 ENV = "clustergym/RingAllReduce-v0"

@@ -9,7 +9,7 @@ import pytest
 from clustergym.agents.gadget import gadget_slot, log_increments
 from clustergym.envs.ringallreduce.oracle import ring_increments, solve_slot
 from clustergym.envs.ringallreduce.topology import Topology, placement_loads
-from clustergym.testing import random_ring_slot as _instance
+from clustergym.runner.testing import random_ring_slot as _instance
 
 
 def _feasible(y, topo, bw):
@@ -151,7 +151,7 @@ def test_lam1_total_bounds_every_agents_total_utility():
     """``lam1_total``: Σλ1 over the jobs that arrive, an upper bound on any agent's total
     utility on the same (instance, seed); a window too small to list every job is an error."""
     from clustergym.experiments.gadget_diagnostics import lam1_total
-    from clustergym.evaluation import evaluate
+    from clustergym.runner.evaluation import evaluate
 
     kw = dict(num_servers=6, arrival_rate=2.0, max_jobs=40, budget_mode="worker_slots", gpu_scale=0.25)
     lam = lam1_total(kw, [0, 1], 12)

@@ -7,7 +7,7 @@ import gymnasium as gym
 import numpy as np
 import pytest
 
-from clustergym.agent import make, public_info
+from clustergym.core.agent import make, public_info
 from clustergym.envs.traces.alibaba import derive_preset, load_nodes, load_pods, load_preset
 from clustergym.envs.traces.csvread import TraceFormatError
 from tests.helpers import ROOT as REPO_ROOT

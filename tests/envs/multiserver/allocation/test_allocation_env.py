@@ -4,7 +4,7 @@ import gymnasium as gym
 import numpy as np
 import pytest
 
-from clustergym.agent import make, public_info
+from clustergym.core.agent import make, public_info
 from clustergym.envs.multiserver.allocation.scenario import (
     UTILITY_FAMILIES, make_allocation_scenario, utility_derivative, utility_value)
 from clustergym.envs.multiserver.allocation.oracle import best_static_allocation, static_value

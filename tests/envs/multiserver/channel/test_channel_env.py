@@ -4,7 +4,7 @@ import gymnasium as gym
 import numpy as np
 import pytest
 
-from clustergym.agent import list_agents, make, public_info
+from clustergym.core.agent import list_agents, make, public_info
 from clustergym.envs.multiserver.channel.scenario import make_channel_scenario
 from clustergym.envs.multiserver.channel.oracle import brute_force_knapsack, knapsack_max
 
@@ -84,7 +84,7 @@ def test_deterministic_channel_yields_its_mean():
     tr = channel_truth(np.ones(1), np.array([0.3, 0.0, 0.6]), np.array([0.0, 0.2, 0.1]))
     assert tr.beta_a[0] == 0 and tr.beta_a[1] == 0 and tr.beta_a[2] > 0
     from clustergym.envs.multiserver.channel.dynamics import draw_block
-    from clustergym.core import child_generators
+    from clustergym.core.scenario import child_generators
 
     _, z = draw_block(child_generators(np.random.default_rng(0), ("arrivals", "utilities")), tr, 64)
     assert np.all(z[:, 0] == 0.3) and np.all(z[:, 1] == 0.0) and z[:, 2].std() > 0.05

@@ -1,7 +1,7 @@
 """Contract checkers for environments and agents, shipped in the package (as PettingZoo ships
 ``pettingzoo.test``), so the test suite, a new family and a user's own env or agent run the same checks.
 
-    from clustergym.testing import check_env, check_agent
+    from clustergym.runner.testing import check_env, check_agent
     check_env("clustergym/MultiServerChannel-v0", env_kwargs={"num_servers": 12})
     check_agent("esdp", "clustergym/MultiServerChannel-v0", env_kwargs={"num_servers": 12})
 
@@ -33,7 +33,7 @@ from typing import Any, Callable
 import gymnasium as gym
 import numpy as np
 
-from clustergym.agent import make, public_info
+from clustergym.core.agent import make, public_info
 from clustergym.envs.ringallreduce.topology import Topology
 
 __all__ = ["check_env", "check_agent", "check_gymnasium_api", "check_sb3_api", "check_determinism",

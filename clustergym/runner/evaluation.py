@@ -2,7 +2,7 @@
 
 A run is (agent, instance, seed). The **instance** is the scenario seed (env kwarg ``scenario_seed``:
 graph, demands, hidden means, topology, job list); the **seed** drives the dynamics (arrivals, realised
-utilities, service rates; on P3, whose job stream is the instance's, only what the agents draw). Comparisons are made over instances (:mod:`clustergym.stats`): a result that
+utilities, service rates; on P3, whose job stream is the instance's, only what the agents draw). Comparisons are made over instances (:mod:`clustergym.core.stats`): a result that
 holds on one instance may flip on the next.
 
 **Normalised score.** Where the env reports a bound, every run gets
@@ -27,15 +27,15 @@ from typing import Sequence
 
 import numpy as np
 
-from clustergym.agent import AgentSpec, evaluation_hooks, list_agents, make
-from clustergym.core import check_memory
-from clustergym.episode import make_env, scenario_fingerprint
-from clustergym.family import env_family
-from clustergym.progress import CostBar
-from clustergym.ray_backend import import_ray, run_ray
-from clustergym.results import Results, RunResult, attach_scores
-from clustergym.version import __version__
-from clustergym.workers import run_local
+from clustergym.core.agent import AgentSpec, evaluation_hooks, list_agents, make
+from clustergym.core.scenario import check_memory
+from clustergym.runner.episode import make_env, scenario_fingerprint
+from clustergym.core.family import env_family
+from clustergym.core.progress import CostBar
+from clustergym.runner.ray_backend import import_ray, run_ray
+from clustergym.runner.results import Results, RunResult, attach_scores
+from clustergym.core.version import __version__
+from clustergym.runner.workers import run_local
 
 __all__ = ["BACKENDS", "MAX_VALUES", "check_count", "check_size", "evaluate"]
 
@@ -197,7 +197,7 @@ def _pin_to_model(models: dict, env_kwargs: dict,
     """Pin the comparison to the instance an agent was trained on, if one was (it sets
     ``env_kwargs["scenario_seed"]``); returns ``(instances, pinned_by_model)``.
 
-    Agents trained on instances (clustergym.agent.EvaluationHooks, e.g. sb3: models): one trained on a pool
+    Agents trained on instances (clustergym.core.agent.EvaluationHooks, e.g. sb3: models): one trained on a pool
     of instances acts on any instance its padding fits (checked before any work); one trained on a single
     instance acts only there (its spaces depend on the graph, the job window, ...)."""
     trained_on = {k for k in (m.pinned_instance() for m in models.values()) if k is not None}

@@ -1,7 +1,7 @@
 """What each ``clustergym`` command does: ``cmd_<command>(args) -> exit code``, and the checks of the
 command-line values they share (``--set``, ``--seeds``, ``--out``, ``--agents``).
 
-The parser and the entry point are in :mod:`clustergym.cli`; a value the user got wrong is a
+The parser and the entry point are in :mod:`clustergym.cli.main`; a value the user got wrong is a
 :class:`UsageError` (one line on stderr, exit code 2).
 """
 
@@ -12,19 +12,21 @@ import os
 import shutil
 import sys
 
-from clustergym import bench, evaluation, experiments
-from clustergym.agent import list_agents
-from clustergym.episode import make_env
+from clustergym import experiments
+from clustergym.cli import bench
+from clustergym.runner import evaluation
+from clustergym.core.agent import list_agents
+from clustergym.runner.episode import make_env
 from clustergym.experiments import drl, drl_export, drl_plan, list_papers
-from clustergym.family import env_family, env_ids
+from clustergym.core.family import env_family, env_ids
 from clustergym.learning import training
 from clustergym.learning.hyperparams import default_algo
 from clustergym.learning.importing import import_model
 from clustergym.learning.instances import describe_pool
 from clustergym.learning.tuning import INSTANCE_IS_SEED, VALIDATION, TuneConfig, default_runs, study_name_of, tune
-from clustergym.outdir import FolderLock, OutputFolder, check_path
-from clustergym.replay import replay
-from clustergym.results import RUN_FILES
+from clustergym.core.outdir import FolderLock, OutputFolder, check_path
+from clustergym.runner.replay import replay
+from clustergym.runner.results import RUN_FILES
 
 __all__ = ["UsageError", "cmd_list", "cmd_run", "cmd_reproduce", "cmd_train", "cmd_tune", "cmd_drl", "cmd_import_model",
            "cmd_replay", "cmd_bench"]
@@ -81,7 +83,7 @@ def _parse_seeds(text: str, flag: str = "--seeds") -> list[int]:
 def _check_out(path: str, *, is_file: bool = False) -> None:
     """Check an output location before any work starts (a long run must not die at the end on a bad --out).
 
-    A folder (``is_file=False``): :func:`clustergym.outdir.check_path` (resolvable, names the file system
+    A folder (``is_file=False``): :func:`clustergym.core.outdir.check_path` (resolvable, names the file system
     takes, writable). A file must not be a folder, and its folder must pass the same checks.
     """
     import os

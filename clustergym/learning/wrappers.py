@@ -36,7 +36,7 @@ import numpy as np
 from gymnasium import spaces
 from pettingzoo.utils.env import ParallelEnv
 
-from clustergym.pipeline import DRLObservation
+from clustergym.learning.pipeline import DRLObservation
 
 __all__ = ["FlattenWithStats", "RescaleBox", "FlattenAction", "MultiBinaryAsMultiDiscrete", "HomogeneousAgents",
            "action_bounds"]
@@ -50,9 +50,9 @@ class FlattenWithStats(DRLObservation):
     usage share per channel on P1, arrival share and mean reward per port on P2, mean work per used
     slot on P4, none on P3), updated by the env after each step from public feedback only — what a
     real scheduler sees, never ``info["metrics"]``. ``stats=False`` leaves the statistics keys out.
-    ``layout="legacy"`` gives the vector of earlier versions (``clustergym.pipeline``: the
+    ``layout="legacy"`` gives the vector of earlier versions (``clustergym.learning.pipeline``: the
     observation keys of then, then the statistics), what models trained then expect.
-    ``time_cap``: the slot index is flattened as ``min(t, time_cap)`` (``clustergym.pipeline.TIME_CAP`` for the
+    ``time_cap``: the slot index is flattened as ``min(t, time_cap)`` (``clustergym.learning.pipeline.TIME_CAP`` for the
     flat MLPs ``clustergym train`` writes). This is the observation ``clustergym train`` and ``sb3:`` agents use.
     """
 

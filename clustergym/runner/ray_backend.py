@@ -2,8 +2,8 @@
 
 :func:`ray_session` connects to the Ray instance this process is connected to, else ``$RAY_ADDRESS``, else a
 local one it starts. :func:`run_ray` runs the runner's tasks ``(env_id, agent, seed, horizon, env_kwargs)``
-through :func:`clustergym.episode.run_one`, one Ray task each; :func:`run_tasks_ray` maps a picklable function
-over tasks; inside :func:`ray_tasks`, :func:`clustergym.workers.run_tasks` sends its tasks to Ray.
+through :func:`clustergym.runner.episode.run_one`, one Ray task each; :func:`run_tasks_ray` maps a picklable function
+over tasks; inside :func:`ray_tasks`, :func:`clustergym.runner.workers.run_tasks` sends its tasks to Ray.
 """
 
 from __future__ import annotations
@@ -13,8 +13,8 @@ import logging
 import os
 from typing import Callable
 
-from clustergym.episode import run_one
-from clustergym.results import RunResult
+from clustergym.runner.episode import run_one
+from clustergym.runner.results import RunResult
 
 __all__ = ["import_ray", "ray_session", "ray_tasks", "run_ray", "run_tasks_ray"]
 
@@ -75,7 +75,7 @@ _RAY_TASKS: list = []  # non-empty inside ray_tasks()
 
 @contextlib.contextmanager
 def ray_tasks(workers: int):
-    """Inside the block, :func:`clustergym.workers.run_tasks` with ``workers > 1`` (and so every local
+    """Inside the block, :func:`clustergym.runner.workers.run_tasks` with ``workers > 1`` (and so every local
     ``evaluate`` and every sweep of ``reproduce``) runs its tasks as Ray tasks on one Ray session
     (:func:`ray_session`: the instance this process is connected to, else ``$RAY_ADDRESS``, else a local one
     with ``workers`` CPUs), opened once for the block. Tasks are pure functions of their arguments, so the

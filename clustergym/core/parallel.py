@@ -40,7 +40,7 @@ import gymnasium
 import numpy as np
 from pettingzoo import ParallelEnv
 
-from clustergym.env import ClusterEnv
+from clustergym.core.env import ClusterEnv
 
 __all__ = ["ClusterParallelEnv"]
 

@@ -3,7 +3,7 @@
 An agent sees only what a real scheduler sees: the public problem at ``reset``, observations,
 rewards and ``info`` *without* ``"metrics"`` (the runner strips it; see :func:`public_info`).
 One name may have one implementation per problem family (``drf`` exists for P2 and P3); the registry
-itself is data of :mod:`clustergym.family` (``register_agent``), read here.
+itself is data of :mod:`clustergym.core.family` (``register_agent``), read here.
 
 An agent spec names an agent in one of four forms, parsed once into an :class:`AgentSpec`:
 a registered name (``"esdp"``), with options (``"esdp[only_active=true,alpha=0.3]"``), your own class
@@ -29,7 +29,7 @@ from typing import Any, Protocol, Sequence, runtime_checkable
 
 import numpy as np
 
-from clustergym.family import BUILTIN_AGENT_MODULES, agent_entry_points, agent_names, env_family
+from clustergym.core.family import BUILTIN_AGENT_MODULES, agent_entry_points, agent_names, env_family
 
 __all__ = ["Agent", "BaseAgent", "AgentSpec", "EvaluationHooks", "AGENT_LOADERS", "make", "list_agents",
            "public_info", "parse_agent_spec", "evaluation_hooks"]
@@ -73,7 +73,7 @@ class BaseAgent:
 class EvaluationHooks(Protocol):
     """Optional methods of an agent trained on instances (a saved model, :class:`clustergym.learning.agent.SB3Agent`).
 
-    The runner (:func:`clustergym.evaluation.evaluate`) calls them before any work and when it labels the runs.
+    The runner (:func:`clustergym.runner.evaluation.evaluate`) calls them before any work and when it labels the runs.
     An agent may also define ``bind_env_kwargs(env_kwargs)``: each run calls it with the kwargs of the env
     the agent acts in (those of :meth:`eval_env_kwargs` included) before the episode starts.
     """
@@ -319,7 +319,7 @@ def load_custom_agent(spec: str):
     missing = [m for m in ("reset", "act", "update") if not callable(getattr(cls, m, None))]
     if not isinstance(cls, type) or missing:
         raise ValueError(f"agent {spec!r} is not an agent: it lacks {', '.join(missing) or 'a class'} "
-                         "(see clustergym.agent.Agent)")
+                         "(see clustergym.core.agent.Agent)")
     return cls
 
 

@@ -5,7 +5,7 @@ writes ``results.json`` (the schema of docs/results-schema.md: fields are added,
 ``curves.csv`` and the plots. The file names are :data:`RESULTS_FILE`, :data:`CURVES_FILE` and
 :data:`RUN_FILES`; :func:`write_json` writes the ``results.json`` of an experiment whose runs span several
 configurations (:func:`clustergym.experiments.write_summary`). The normalised score is defined in
-:mod:`clustergym.evaluation`; :data:`SCORE_DEFINITION` is its one-line statement in ``results.json``.
+:mod:`clustergym.runner.evaluation`; :data:`SCORE_DEFINITION` is its one-line statement in ``results.json``.
 """
 
 from __future__ import annotations
@@ -17,8 +17,8 @@ import os
 from dataclasses import asdict, dataclass, field
 import numpy as np
 
-from clustergym.plots import plot_results
-from clustergym.stats import fmt_ci, paired_comparison
+from clustergym.core.plots import plot_results
+from clustergym.core.stats import fmt_ci, paired_comparison
 
 __all__ = ["TIMING_FIELDS", "RESULTS_FILE", "CURVES_FILE", "RUN_FILES", "SCORE_DEFINITION", "RunResult", "Results",
            "aligned_table", "atomic_write", "attach_scores", "strict_json", "write_json"]
@@ -101,7 +101,7 @@ class Results:
     def comparisons(self, reference: str | None = None, key: str = "total_reward") -> list:
         """Every other agent vs ``reference`` (default: the first agent), paired over instances:
         mean relative improvement (%) with a 95% t-interval over instances, wins/losses/ties
-        (:func:`clustergym.stats.paired_comparison`)."""
+        (:func:`clustergym.core.stats.paired_comparison`)."""
         agents = self.agents
         reference = agents[0] if reference is None else reference
         if reference not in agents:

@@ -1,12 +1,12 @@
 """The per-run result store: every finished run written to disk as it ends, reused by the next sweep.
 
-A run of the worker pool (:func:`clustergym.workers.run_tasks`) is a pure function of its arguments: the same
+A run of the worker pool (:func:`clustergym.runner.workers.run_tasks`) is a pure function of its arguments: the same
 task function, the same task (env id, agent, seed, horizon, env kwargs, ...) and the same code give the same
 result. Inside ``with use_store(RunStore(folder)):`` every such run is first looked up in ``folder``; a finished
 run is reused, a missing one is run and written atomically (a temporary file renamed into place) by the process
 that ran it, as soon as it ends. So a sweep that is killed (Ctrl-C, SIGTERM, ``kill -9``, a reboot) loses only the
 runs in flight, and running it again finishes from the store with the results an uninterrupted sweep gives (the
-timing fields aside: :data:`clustergym.results.TIMING_FIELDS`).
+timing fields aside: :data:`clustergym.runner.results.TIMING_FIELDS`).
 
 **Keys.** A run's file is named by a hash of the task function's name, the task (canonical JSON, arrays and
 other objects by the hash of their bytes) and the **code fingerprint** (:func:`code_fingerprint`, plus the
@@ -23,7 +23,7 @@ costs measured on stored runs (CPU seconds per slot of the same agent at the sam
 :func:`clustergym.experiments.plan` prints it.
 
 The files are pickles read back by a restricted unpickler (:class:`_SafeUnpickler`: numpy arrays, plain
-containers and :class:`~clustergym.results.RunResult` only), so a crafted file cannot run code.
+containers and :class:`~clustergym.runner.results.RunResult` only), so a crafted file cannot run code.
 """
 
 from __future__ import annotations
@@ -42,7 +42,7 @@ from typing import Any, Callable, Iterator
 
 import numpy as np
 
-from clustergym.results import atomic_write
+from clustergym.runner.results import atomic_write
 
 __all__ = ["RunStore", "StoredTask", "TaskInfo", "active_store", "code_fingerprint", "describe", "fingerprint_files",
            "config_key", "placeholder", "register_task", "suspended", "use_store"]
@@ -52,8 +52,9 @@ __all__ = ["RunStore", "StoredTask", "TaskInfo", "active_store", "code_fingerpri
 # The learning modules only training uses are listed too: no evaluation run imports them (a test checks).
 TRAINING_ONLY = tuple(os.path.join("learning", f) for f in (
     "training.py", "checkpoints.py", "curves.py", "imitation.py", "importing.py", "pools.py", "vec.py", "tuning.py"))
-NOT_IN_RUNS = ("experiments", "cli.py", "cli_commands.py", "viewer.py", "gallery.py", "plots.py", "bench.py",
-               "progress.py", "runstore.py", "workers.py", "outdir.py", "replay.py", *TRAINING_ONLY)
+NOT_IN_RUNS = ("experiments", "cli", "bench", *(os.path.join("core", f) for f in ("viewer.py", "plots.py", "progress.py",
+                                                                                 "outdir.py")),
+               *(os.path.join("runner", f) for f in ("runstore.py", "workers.py", "replay.py")), *TRAINING_ONLY)
 
 
 NO_RUN_BASENAMES = ("render.py",)  # a family's renderer draws frames of an episode and cannot change it
@@ -64,7 +65,7 @@ def fingerprint_files(learning: bool | None = None) -> list[str]:
     wherever they are installed from, except the modules of :data:`NOT_IN_RUNS` and the renderers.
     ``learning=False``: without ``clustergym/learning`` (what every agent but a trained model runs: no such run
     imports it, tested); ``True``: only its files (what a trained model's run adds); ``None``: both."""
-    pkg = os.path.dirname(os.path.abspath(__file__))  # the clustergym package
+    pkg = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # the clustergym package (this file: runner/)
     roots = {pkg}
     for name in ("clustergym.envs", "clustergym.agents", "clustergym.baselines"):
         spec = importlib.util.find_spec(name)
@@ -181,7 +182,7 @@ class _SafeUnpickler(pickle.Unpickler):
         ("builtins", n) for n in ("dict", "list", "tuple", "set", "frozenset", "float", "int", "str", "bool",
                                   "complex", "bytes", "bytearray", "slice")
     } | {
-        ("collections", "OrderedDict"), ("clustergym.results", "RunResult"),
+        ("collections", "OrderedDict"), ("clustergym.runner.results", "RunResult"),
         ("numpy", "ndarray"), ("numpy", "dtype"), ("numpy.core.multiarray", "_reconstruct"),
         ("numpy.core.multiarray", "scalar"), ("numpy._core.multiarray", "_reconstruct"),
         ("numpy._core.multiarray", "scalar"), ("numpy", "float64"), ("numpy", "int64"), ("numpy", "bool_"),
@@ -293,7 +294,7 @@ def placeholder(fn: Callable, task) -> Any:
     kind = _KINDS.get(_fn_name(fn))
     if kind is None:
         raise ValueError(f"a plan cannot stand in for the tasks of {_fn_name(fn)}: register it with "
-                         "clustergym.runstore.register_task")
+                         "clustergym.runner.runstore.register_task")
     return kind.placeholder(task)
 
 
@@ -328,7 +329,7 @@ def active_store() -> RunStore | None:
 
 @contextlib.contextmanager
 def use_store(store: RunStore | None):
-    """Every :func:`clustergym.workers.run_tasks` inside the block reads and writes ``store`` (``None``: no
+    """Every :func:`clustergym.runner.workers.run_tasks` inside the block reads and writes ``store`` (``None``: no
     store)."""
     if store is None:
         yield None

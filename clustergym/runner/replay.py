@@ -1,7 +1,7 @@
 """Episode animations: one agent's episode, or two side by side on the same instance and seed.
 
 ``clustergym replay ENV_ID --agents esdp,lcf --seed 0 --out episode.gif`` runs each agent with
-:func:`clustergym.episode.run_episode` on an env built with ``render_mode="rgb_array"`` and keeps the episode
+:func:`clustergym.runner.episode.run_episode` on an env built with ``render_mode="rgb_array"`` and keeps the episode
 viewer's frame every ``every`` slots (and at the last slot). With two agents, both runs use the same
 instance and the same dynamics seed (common random numbers: the same arrivals and the same realised
 randomness), so the frames differ only where the agents' decisions differ; they are put side by side,
@@ -18,10 +18,10 @@ import tempfile
 
 import numpy as np
 
-from clustergym.agent import make as make_agent
-from clustergym.core import check_memory
-from clustergym.episode import make_env, run_episode
-from clustergym.viewer import _plt
+from clustergym.core.agent import make as make_agent
+from clustergym.core.scenario import check_memory
+from clustergym.runner.episode import make_env, run_episode
+from clustergym.core.viewer import _plt
 
 __all__ = ["record_episode", "episode_extent", "shared_view", "side_by_side", "replay", "check_writer", "MAX_FRAMES"]
 

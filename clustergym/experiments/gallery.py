@@ -1,6 +1,6 @@
 """The docs gallery (docs/gallery.md): one episode-viewer frame per env and one comparison figure per paper.
 
-``python -m clustergym.gallery --out docs/figures/gallery`` (``make gallery``) writes
+``python -m clustergym.experiments.gallery --out docs/figures/gallery`` (``make gallery``) writes
 
 * ``viewer_<EnvName>.png``: the viewer frame (``render_mode="rgb_array"``) after ``VIEWER_SLOTS[env]`` slots of
   the paper's policy, instance 0, seed 0;
@@ -19,9 +19,9 @@ import os
 
 import numpy as np
 
-from clustergym.plots import agent_colors, figure, mean_band, plot_comparisons, save, style
-from clustergym.replay import record_episode
-from clustergym.evaluation import evaluate
+from clustergym.core.plots import agent_colors, figure, mean_band, plot_comparisons, save, style
+from clustergym.runner.replay import record_episode
+from clustergym.runner.evaluation import evaluate
 
 __all__ = ["PAPERS", "INSTANCES", "viewer_frame", "paper_figure", "main"]
 
@@ -70,7 +70,7 @@ def paper_figure(env_id: str, path: str, progress: bool = False) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m clustergym.gallery", description=__doc__.splitlines()[0])
+    p = argparse.ArgumentParser(prog="python -m clustergym.experiments.gallery", description=__doc__.splitlines()[0])
     p.add_argument("--out", default="docs/figures/gallery")
     p.add_argument("--only", default=None, help="comma-separated env names, e.g. MultiServerChannel-v0")
     args = p.parse_args(argv)

@@ -2,7 +2,7 @@
 
 Every env declares the keys its ``step`` may put in ``info["metrics"]`` as a class attribute
 ``metrics_spec: dict[str, Metric]`` (the native vector envs reuse their single env's). The runner
-(:class:`MetricsAccumulator`, used by :func:`clustergym.episode.run_episode`) reads the declaration to
+(:class:`MetricsAccumulator`, used by :func:`clustergym.runner.episode.run_episode`) reads the declaration to
 decide how a key enters a run's ``metrics`` in results.json, instead of guessing from the key's name:
 
 ==============  =====================================================  ===================================
@@ -87,7 +87,7 @@ def check_spec(spec: Mapping[str, Metric]) -> None:
     """ValueError if a declaration contradicts the contract (EPISODE keys are ``episode_*`` and vice versa)."""
     for k, m in spec.items():
         if not isinstance(m, Metric):
-            raise ValueError(f"metrics_spec[{k!r}] is {m!r}, expected a clustergym.metrics.Metric")
+            raise ValueError(f"metrics_spec[{k!r}] is {m!r}, expected a clustergym.core.metrics.Metric")
         if (m.kind == EPISODE) != k.startswith("episode_"):
             raise ValueError(f"metrics_spec[{k!r}]: episode_* keys and only they are of kind EPISODE")
 

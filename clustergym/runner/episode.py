@@ -1,7 +1,7 @@
 """One episode: the evaluation loop every runner, experiment and benchmark shares, and one run of it.
 
 :func:`run_episode` plays an agent on an env (the agent sees ``info`` without ``"metrics"``), :func:`run_one`
-turns one (agent, instance, seed) into a :class:`clustergym.results.RunResult`. :func:`make_env` is the
+turns one (agent, instance, seed) into a :class:`clustergym.runner.results.RunResult`. :func:`make_env` is the
 runner's ``gym.make``; :func:`scenario_fingerprint` tells whether two env kwargs build the same scenario.
 """
 
@@ -17,9 +17,9 @@ from typing import Any, Callable, NamedTuple
 import gymnasium as gym
 import numpy as np
 
-from clustergym.agent import make as make_agent, public_info
-from clustergym.metrics import MetricsAccumulator, _scalar, metrics_spec_of
-from clustergym.results import RunResult
+from clustergym.core.agent import make as make_agent, public_info
+from clustergym.core.metrics import MetricsAccumulator, _scalar, metrics_spec_of
+from clustergym.runner.results import RunResult
 
 __all__ = ["Episode", "Transition", "agent_statistics", "make_env", "run_episode", "run_one", "scenario_fingerprint", "time_decisions"]
 
@@ -85,13 +85,13 @@ def run_episode(env, agent, seed: int | None, max_steps: int | None = None, *,
 
     ``env.reset(seed)``, ``agent.reset(problem, seed)``, then per slot: ``agent.act(obs, info)`` (timed),
     ``env.step``, ``agent.update(...)``, with ``info`` always passed through
-    :func:`clustergym.agent.public_info` (no ``"metrics"``: agents never see evaluation quantities), and
-    the metrics accumulated as the env declares them (:mod:`clustergym.metrics`). Stops at the end of the
+    :func:`clustergym.core.agent.public_info` (no ``"metrics"``: agents never see evaluation quantities), and
+    the metrics accumulated as the env declares them (:mod:`clustergym.core.metrics`). Stops at the end of the
     episode or after ``max_steps`` slots (default: the env's ``horizon``).
 
     Args:
         env: a single env (``gym.make(...)`` or its ``.unwrapped``).
-        agent: an agent (:class:`clustergym.agent.Agent`).
+        agent: an agent (:class:`clustergym.core.agent.Agent`).
         seed: the dynamics seed for ``env.reset`` and ``agent.reset``.
         max_steps: at most this many slots.
         progress: called with the number of slots done, every 200 slots and at the end.
@@ -147,7 +147,7 @@ def time_decisions(env, agent, slots: int, seed: int = 0, on_step: Callable[[Tra
 
 
 def agent_statistics(agent) -> dict[str, float]:
-    """The agent's :meth:`~clustergym.agent.BaseAgent.run_statistics` as ``agent_<name>`` metrics (none for an agent
+    """The agent's :meth:`~clustergym.core.agent.BaseAgent.run_statistics` as ``agent_<name>`` metrics (none for an agent
     without the method)."""
     fn = getattr(agent, "run_statistics", None)
     return {f"agent_{k}": float(v) for k, v in (fn() if callable(fn) else {}).items()}

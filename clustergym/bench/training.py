@@ -1,129 +1,23 @@
-"""``clustergym bench``: the performance table (docs/architecture.md, Performance targets), measured on this machine.
-
-Each row prints the measured value beside its target. Timings are medians; they depend on the
-machine and on what else runs on it (run it on an idle machine).
-"""
+"""Training-throughput rows of ``clustergym bench``: SB3 training as ``clustergym train`` runs it, beside
+CartPole-v1 with the same PPO settings, and the memory row (flat memory over 10^6 steps)."""
 
 from __future__ import annotations
 
-import json
 import time
-from dataclasses import asdict, dataclass
 
 import numpy as np
 
-from clustergym.agent import make
-from clustergym.experiments import list_papers as _list_papers
-from clustergym.experiments import load
-from clustergym.family import env_family, env_ids
+from clustergym.bench.rates import Row
+from clustergym.core.family import env_ids
 from clustergym.learning.algos import algo_class, algo_gamma
 from clustergym.learning.hyperparams import load_hyperparams, split_run_keys
 from clustergym.learning.policies import policy_class
 from clustergym.learning.train_envs import make_train_env, normalizer, training_envs
 from clustergym.learning.training import make_train_vec, resolve_vec
-from clustergym.pipeline import TIME_CAP
-from clustergym.episode import time_decisions
+from clustergym.learning.pipeline import TIME_CAP
 
-__all__ = ["run_bench", "Row", "decision_times", "ppo_rate", "training_rates", "cartpole_rate", "bench_hyperparams",
-           "sampled_action_rate", "vector_sampled_rate", "numba_threads", "memory_rows", "throughput_rows",
-           "plain_sb3_rows"]
-
-
-@dataclass
-class Row:
-    what: str
-    measured: float
-    unit: str
-    target: str
-    ok: bool | None  # None: informative row without a target
-
-    def line(self) -> str:
-        flag = {True: "ok", False: "MISS", None: ""}[self.ok]
-        return f"{self.what:<62} {self.measured:>12,.2f} {self.unit:<10} {self.target:<14} {flag}"
-
-
-def _vector_rate(env, batches: list, steps: int) -> float:
-    """Median env-steps/s over 3 timed runs of ``steps`` calls to ``env.step`` (only the call is timed)."""
-    env.step(batches[0])  # warm (compiled kernels are cached on disk, but not yet loaded)
-    rates = []
-    for _ in range(3):
-        t0 = time.perf_counter()
-        for i in range(steps):
-            env.step(batches[i % len(batches)])
-        rates.append(steps * env.num_envs / (time.perf_counter() - t0))
-    return float(np.median(rates))
-
-
-def decision_times(env_id: str, agent: str, slots: int, seed: int = 0, on_step=None, **env_kw) -> tuple[np.ndarray, object]:
-    """Seconds per decision of ``agent`` over ``slots`` slots of ``gym.make(env_id, oracle=False,
-    horizon=slots, **env_kw)`` (:func:`clustergym.episode.time_decisions`: the runner's own episode
-    loop, public info only); returns the times and the public problem. Every paper's decision-timing
-    row uses it."""
-    import gymnasium as gym
-
-    env = gym.make(env_id, oracle=False, horizon=slots, **env_kw)
-    times = time_decisions(env, make(agent, family=env_family(env_id)), slots, seed=seed, on_step=on_step)
-    return times, env.unwrapped.problem
-
-
-def sampled_action_rate(env_id: str, label: str, n: int, target: float | None = None, **env_kw) -> Row:
-    """Steps/s of ``gym.make(env_id)`` on ``env.action_space.sample()`` actions: what a random policy
-    (or an untrained learner) sends, nearly always outside the feasible set, so the env's default
-    ``infeasible="repair"`` path runs. 64 pre-drawn actions (space seeded 0) are cycled; only
-    ``env.step`` is timed; an episode end resets untimed."""
-    import gymnasium as gym
-
-    env = gym.make(env_id, oracle=False, horizon=10**9, **env_kw)
-    env.reset(seed=0)
-    env.action_space.seed(0)
-    actions = [env.action_space.sample() for _ in range(64)]
-    repaired = 0
-    for i in range(20):  # warm-up, untimed: loads the compiled kernels
-        env.step(actions[i])
-    spent = 0.0
-    for i in range(n):
-        t0 = time.perf_counter()
-        obs, r, term, trunc, info = env.step(actions[i & 63])
-        spent += time.perf_counter() - t0
-        repaired += bool(info.get("metrics", {}).get("repaired", 0))
-        if term or trunc:
-            env.reset()
-    rate = n / spent
-    what = f"{label} env step, action_space.sample() ({100 * repaired / n:.0f}% repaired)"
-    return Row(what, rate, "steps/s", f">= {target:,.0f}" if target else "", rate >= target if target else None)
-
-
-def numba_threads() -> int:
-    """Threads the numba kernels run on (a native vector env's parallel kernel uses them all)."""
-    try:
-        import numba
-
-        return int(numba.get_num_threads())
-    except ImportError:  # pragma: no cover - numba is a core dependency
-        return 1
-
-
-def vector_sampled_rate(env_id: str, label: str, steps: int, num_envs: int = 1024, target: float | None = None,
-                        per_core: bool = False, **env_kw) -> Row:
-    """Env-steps/s of the native vector env on ``action_space.sample()`` batches (the repair path).
-
-    ``per_core``: divide by :func:`numba_threads` (the kernel is parallel over sub-envs, so the total
-    depends on the core count; ``target`` is then per core)."""
-    import gymnasium as gym
-
-    env = gym.make_vec(env_id, num_envs=num_envs, vectorization_mode="vector_entry_point", oracle=False,
-                       horizon=10**9, **env_kw)
-    env.reset(seed=0)
-    env.action_space.seed(0)
-    batches = [env.action_space.sample() for _ in range(4)]
-    rate = _vector_rate(env, batches, steps)
-    unit = "env-steps/s"
-    what = f"{label} native vector env, {num_envs} envs, action_space.sample()"
-    if per_core:
-        threads = numba_threads()
-        rate, unit = rate / threads, "/s/core"
-        what += f", per core ({threads} numba threads)"
-    return Row(what, rate, unit, f">= {target:,.0f}" if target else "", rate >= target if target else None)
+__all__ = ["ppo_rate", "training_rates", "cartpole_rate", "bench_hyperparams", "memory_rows", "throughput_rows", "plain_sb3_rows",
+           "clear_anchor"]
 
 
 # -- DRL training throughput (target: "PPO training, every env, end to end") --------------------------
@@ -231,6 +125,11 @@ def training_rates(env_id: str, label: str, quick: bool, algo: str = "ppo", head
 
 
 _ANCHOR_ROWS: list[Row] = []
+
+
+def clear_anchor() -> None:
+    """Forget the CartPole-v1 anchor row: the next training row prints it again (once per bench)."""
+    _ANCHOR_ROWS.clear()
 
 # -- "PPO training, env-steps/s": what `clustergym train ENV_ID` runs, at 4 and at 256 envs --------------------
 # (label, env id, extra env kwargs beside the shipped ones, vec): each env in the action mode its shipped
@@ -440,43 +339,3 @@ def memory_rows(quick: bool) -> list[Row]:
                         ok))
         env.close()
     return rows
-
-
-def run_bench(only: str | None = None, quick: bool = False, out: str | None = None) -> list[Row]:
-    """Measure and print every paper's rows (or only one paper's); optionally write JSON to ``out``."""
-    import platform
-
-    from tqdm.auto import tqdm
-
-    if only is not None and only not in (*list_papers(), "training"):
-        raise ValueError(f"unknown paper {only!r} for --only; expected one of {', '.join(list_papers())}, training")
-    names = list_papers() if only is None else [] if only == "training" else [only]
-    rows: list[Row] = []
-    _ANCHOR_ROWS.clear()  # the CartPole-v1 anchor row is printed once per bench, beside the first training row
-    for name in tqdm(names, desc="bench", leave=False):
-        rows.extend(load(name).bench_rows(quick))
-    if only is None:
-        rows.extend(memory_rows(quick))
-    if only in (None, "training"):
-        rows.extend(throughput_rows(quick))
-        rows.extend(plain_sb3_rows(quick))
-    print(f"clustergym bench on {platform.node()} ({platform.machine()}, {_cores()} cores), "
-          f"{'quick' if quick else 'full'} mode")
-    print(f"{'what':<62} {'measured':>12} {'unit':<10} {'target':<14}")
-    print("-" * 104)
-    for r in rows:
-        print(r.line())
-    if out:
-        with open(out, "w") as f:
-            json.dump([asdict(r) for r in rows], f, indent=1)
-    return rows
-
-
-def _cores() -> int:
-    import os
-
-    return os.cpu_count() or 1
-
-
-def list_papers() -> list[str]:
-    return _list_papers()

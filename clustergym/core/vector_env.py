@@ -38,8 +38,8 @@ import numpy as np
 from gymnasium.utils import seeding
 from gymnasium.vector import AutoresetMode, VectorEnv
 
-from clustergym.core import INFEASIBLE_MODES, check_choice, check_int, child_generators
-from clustergym.env import RESET_OPTIONS, ActType, ClusterEnv, InstanceSource, ObsType, check_reset_options
+from clustergym.core.scenario import INFEASIBLE_MODES, check_choice, check_int, child_generators
+from clustergym.core.env import RESET_OPTIONS, ActType, ClusterEnv, InstanceSource, ObsType, check_reset_options
 
 VECTOR_RESET_OPTIONS = (*RESET_OPTIONS, "reset_mask")
 

@@ -41,14 +41,14 @@ A saved model must see at evaluation exactly the observations it was trained on,
 ``clustergym train`` writes for a flat MLP: :data:`TIME_CAP`) flattens the slot index ``t`` as
 ``min(t, time_cap)``: a flat network's input then stays in the range it trained on at any horizon (docs/drl.md,
 "Time features"). The per-entity networks read ``t`` as it is and bound their own time features. :class:`DRLObservation` is the
-Gymnasium wrapper around it (training, and the public :class:`clustergym.wrappers.FlattenWithStats`);
+Gymnasium wrapper around it (training, and the public :class:`clustergym.learning.wrappers.FlattenWithStats`);
 :class:`clustergym.learning.agent.SB3Agent` uses the same pipeline when it acts in ``clustergym run``
 (evaluation). :func:`flatten_batch` flattens a native vector env's batched Dict observation, row by
 row equal to ``gymnasium.spaces.flatten``. :class:`EmpiricalStats` computes the same statistics outside the
 env, from observations and ``info["feedback"]`` only; the tests check that the env's own statistics equal it.
 
 No torch or SB3 here: importing this module is cheap. It belongs to the core: the public wrappers of
-:mod:`clustergym.wrappers` are built on it, and the learning stack imports it from here.
+:mod:`clustergym.learning.wrappers` are built on it, and the learning stack imports it from here.
 """
 
 from __future__ import annotations
@@ -58,7 +58,7 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 
-from clustergym.family import FAMILIES
+from clustergym.core.family import FAMILIES
 
 __all__ = ["TIME_CAP", "EmpiricalStats", "ObsPipeline", "DRLObservation", "LAYOUTS", "layout_keys", "layout_columns", "flatten_keys", "time_caps",
            "flat_size", "flatten_batch", "sb3_mask", "unscale_action", "box_bounds", "hook"]
@@ -187,7 +187,7 @@ class EmpiricalStats:
         self.family = family
         self.problem = problem
         cls = hook(family, "Stats")
-        # pad: the env's padding kwargs (clustergym.env.env_padding), for fixed-size statistics across instances
+        # pad: the env's padding kwargs (clustergym.core.env.env_padding), for fixed-size statistics across instances
         self._impl = None if cls is None else (cls(problem, pad=pad) if pad else cls(problem))
         self.size = 0 if self._impl is None else int(self._impl.size)
         self.reset()
@@ -257,7 +257,7 @@ class DRLObservation(gym.ObservationWrapper):
 
 
 def unscale_action(a: np.ndarray, low: np.ndarray, high: np.ndarray) -> np.ndarray:
-    """[-1, 1] -> [low, high] per entry (entries with low == high map to low; see ``clustergym.wrappers.RescaleBox``)."""
+    """[-1, 1] -> [low, high] per entry (entries with low == high map to low; see ``clustergym.learning.wrappers.RescaleBox``)."""
     a = np.clip(np.asarray(a, dtype=np.float64), -1.0, 1.0)
     return low + (a + 1.0) * 0.5 * (high - low)
 

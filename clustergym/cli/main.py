@@ -1,7 +1,7 @@
 """Command line: ``clustergym list|run|reproduce|train|tune|drl|import-model|replay|bench``.
 
 The argparse parser (:func:`build_parser`) and the entry point (:func:`main`); what each command does is in
-:mod:`clustergym.cli_commands`. Errors are one clear line on stderr and exit code 2; ``--debug`` shows the
+:mod:`clustergym.cli.commands`. Errors are one clear line on stderr and exit code 2; ``--debug`` shows the
 traceback.
 """
 
@@ -10,12 +10,12 @@ from __future__ import annotations
 import argparse
 import sys
 
-from clustergym.cli_commands import (UsageError, cmd_bench, cmd_drl, cmd_import_model, cmd_list, cmd_replay,
+from clustergym.cli.commands import (UsageError, cmd_bench, cmd_drl, cmd_import_model, cmd_list, cmd_replay,
                                      cmd_reproduce, cmd_run, cmd_train, cmd_tune)
 from clustergym.experiments import list_papers
-from clustergym.family import load_plugins
-from clustergym.workers import WorkerDied, was_interrupted
-from clustergym.version import __version__
+from clustergym.core.family import load_plugins
+from clustergym.runner.workers import WorkerDied, was_interrupted
+from clustergym.core.version import __version__
 
 __all__ = ["main"]
 

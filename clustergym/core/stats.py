@@ -372,7 +372,7 @@ def claims_table(rows: Sequence[Mapping]) -> str:
             ours, rt, wl, v = r.get("ours", ""), r.get("ratio", "–"), r.get("wins", "–"), r.get("verdict", "")
         lines.append(f"| {r['claim']} | {r['paper']} | {ours} | {rt} | {wl} | **{v}** |")
     if bases:
-        lines += ["", "Statistic (clustergym.stats): per instance 100·(agent − reference)/S, mean and 95% t-interval "
+        lines += ["", "Statistic (clustergym.core.stats): per instance 100·(agent − reference)/S, mean and 95% t-interval "
                   "over instances; S = " + "; ".join(f"^{i + 1} {b}" for i, b in enumerate(bases)) + "."]
     lines += ["", VERDICT_RULE]
     return "\n".join(lines)

@@ -7,8 +7,8 @@ from typing import Any, SupportsFloat, TypeVar
 import gymnasium as gym
 import numpy as np
 
-from clustergym.core import INFEASIBLE_MODES, Scenario, check_choice, check_int, resolve_scenario
-from clustergym.viewer import VISUAL_MODES, require_pygame
+from clustergym.core.scenario import INFEASIBLE_MODES, Scenario, check_choice, check_int, resolve_scenario
+from clustergym.core.viewer import VISUAL_MODES, require_pygame
 
 
 class ResetNeeded(gym.error.ResetNeeded, RuntimeError):
@@ -39,7 +39,7 @@ class ClusterEnv(gym.Env[ObsType, ActType]):
     family: str = ""
     scenario: Scenario  # the current instance: public problem + hidden truth (set by each env)
     problem: Any  # the public problem handed to agents, ``scenario.problem`` (the family's frozen dataclass)
-    # The keys of info["metrics"] and their kind (clustergym/metrics.py); every env declares its own.
+    # The keys of info["metrics"] and their kind (clustergym/core/metrics.py); every env declares its own.
     metrics_spec: dict = {}
     # Evaluation-only oracles and bounds are off by default (``oracle=False``: a training env pays nothing for
     # them); the env kwargs that turn on the bound a score needs, which ``clustergym.evaluate`` (and so
@@ -138,20 +138,20 @@ class ClusterEnv(gym.Env[ObsType, ActType]):
             raise self._source.mismatch(k, "observation space", self.observation_space, observation_space, sizes)
 
     def action_bounds(self) -> tuple[np.ndarray, np.ndarray]:
-        """Exact float64 (low, high) of a Box action space (used by ``clustergym.wrappers.RescaleBox``);
+        """Exact float64 (low, high) of a Box action space (used by ``clustergym.learning.wrappers.RescaleBox``);
         envs whose float32 space bounds are rounded override it."""
         if not isinstance(self.action_space, gym.spaces.Box):
             raise ValueError(f"action_bounds: the action space is {self.action_space}, not a Box")
         return self.action_space.low.astype(np.float64), self.action_space.high.astype(np.float64)
 
-    # -- rendering (clustergym/viewer.py) ----------------------------------------------------------
+    # -- rendering (clustergym/core/viewer.py) ----------------------------------------------------------
     # Under "rgb_array" / "human" the env owns its family's EpisodeViewer: reset hands it the static data
     # (_viewer_reset), step its slot's arrays (``if self._viewer is not None: self._viewer.record(...)``).
     # Without a picture mode there is no viewer and nothing is recorded.
     _viewer = None
 
     def _make_viewer(self):
-        """The family's :class:`clustergym.viewer.EpisodeViewer` (each env defines it)."""
+        """The family's :class:`clustergym.core.viewer.EpisodeViewer` (each env defines it)."""
         raise NotImplementedError  # pragma: no cover - abstract: every family's env overrides it
 
     def _render_ansi(self) -> str:

@@ -1,10 +1,10 @@
-"""Where the runs run: in this process or in a pool of spawned worker processes (Ray: :mod:`clustergym.ray_backend`).
+"""Where the runs run: in this process or in a pool of spawned worker processes (Ray: :mod:`clustergym.runner.ray_backend`).
 
 :func:`run_tasks` maps a picklable function over tasks in the shared pool of :func:`worker_pool`: workers die
 with their parent and ignore SIGINT, a worker that dies costs its task (retried once in a new pool, else
 :class:`WorkerDied`), Ctrl-C / SIGTERM stop the workers (:class:`Interrupted`). :func:`run_local` runs the
-runner's tasks ``(env_id, agent, seed, horizon, env_kwargs)`` through :func:`clustergym.episode.run_one`, with
-the results :func:`clustergym.ray_backend.run_ray` gives, in the same order.
+runner's tasks ``(env_id, agent, seed, horizon, env_kwargs)`` through :func:`clustergym.runner.episode.run_one`, with
+the results :func:`clustergym.runner.ray_backend.run_ray` gives, in the same order.
 """
 
 from __future__ import annotations
@@ -18,12 +18,12 @@ from typing import Callable
 
 import numpy as np
 
-from clustergym.episode import run_one
-from clustergym.family import load_plugins
-from clustergym.progress import interleaved
-from clustergym.ray_backend import _RAY_TASKS, run_tasks_ray
-from clustergym.results import RunResult
-from clustergym.runstore import StoredTask, TaskInfo, active_store, describe, placeholder, register_task, suspended
+from clustergym.runner.episode import run_one
+from clustergym.core.family import load_plugins
+from clustergym.core.progress import interleaved
+from clustergym.runner.ray_backend import _RAY_TASKS, run_tasks_ray
+from clustergym.runner.results import RunResult
+from clustergym.runner.runstore import StoredTask, TaskInfo, active_store, describe, placeholder, register_task, suspended
 
 __all__ = ["Interrupted", "WorkerDied", "run_local", "run_tasks", "terminate_pool", "was_interrupted",
            "worker_pool"]
@@ -257,7 +257,7 @@ def run_tasks(fn: Callable, tasks: list, workers: int, *, report=None, on_start:
     functions of their arguments, so a retried task gives the result it would have given (as Ray's
     retries do).
 
-    Inside :func:`clustergym.runstore.use_store`, finished tasks are read from the store (``on_reused(result)``
+    Inside :func:`clustergym.runner.runstore.use_store`, finished tasks are read from the store (``on_reused(result)``
     instead of ``on_done`` for each) and each task that runs is written to it as soon as it ends.
     """
     store = active_store()
@@ -423,7 +423,7 @@ def _run_stored(store, fn: Callable, tasks: list, workers: int, *, report, on_st
 
 def run_local(tasks: list[tuple], workers: int, bar) -> list[RunResult]:
     """The runs in this process or the worker pool, round-robin over the agents (so the progress bar measures
-    every agent's cost early: :mod:`clustergym.progress`); results in the order of ``tasks``."""
+    every agent's cost early: :mod:`clustergym.core.progress`); results in the order of ``tasks``."""
     order = interleaved(tasks)
     mine = [tasks[i] for i in order]
     reused = None if bar is None else (lambda r: bar.update(r.steps))  # the bar counts reused runs as done

@@ -24,7 +24,7 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 
-from clustergym.stats import t_quantile
+from clustergym.core.stats import t_quantile
 
 __all__ = ["AGENT_COLORS", "agent_color", "agent_colors", "reference_color", "figure", "save", "style", "legend_outside", "figure_legend", "mean_ci", "mean_band",
            "paired_difference", "plot_comparisons", "plot_claims", "rolling_mean", "training_curve", "plot_results"]
@@ -222,7 +222,7 @@ def paired_difference(ax, diffs: Mapping[str, Sequence[float]], reference: str, 
 
 # -- training curves ---------------------------------------------------------------------------------
 def plot_comparisons(ax, comparisons, colors: Mapping[str, str] | None = None) -> None:
-    """:func:`paired_difference` of :class:`clustergym.stats.Comparison` objects (one reference): the
+    """:func:`paired_difference` of :class:`clustergym.core.stats.Comparison` objects (one reference): the
     per-instance differences and the very interval a comparison table prints. ``colors``: the figure's
     agent colours (default :func:`agent_colors` of the rows)."""
     comps = list(comparisons)
@@ -241,7 +241,7 @@ def _claim_color(c) -> str:
 
 
 def plot_claims(rows: Sequence[Mapping], path: str, title: str, wrap: int = 60) -> str | None:
-    """The picture of a claims table (:func:`clustergym.stats.claims_table`): one row per claim whose
+    """The picture of a claims table (:func:`clustergym.core.stats.claims_table`): one row per claim whose
     comparison is relative (% of S), its per-instance differences as points and the table's interval,
     coloured by the baseline (a paper policy's claim) or the agent; the paper's number, where it is a single percentage, as a black bar.
     Returns ``path``, or None when no row has a relative comparison."""

@@ -64,7 +64,7 @@ class EnvEntry:
     kwargs: Mapping[str, Any] = field(default_factory=dict)
     """Default kwargs passed to the entry point."""
     check_kwargs: Mapping[str, Any] = field(default_factory=dict)
-    """Kwargs of a small instance for quick contract checks (``tests/contract/test_contracts.py``, ``clustergym.testing``)."""
+    """Kwargs of a small instance for quick contract checks (``tests/contract/test_contracts.py``, ``clustergym.runner.testing``)."""
 
     def register_kwargs(self) -> dict:
         """The keyword arguments of ``gymnasium.register`` for this id."""
@@ -92,12 +92,12 @@ class FamilySpec:
     drl_hooks: str | None = None
     """Module with the DRL hooks (all optional): ``Stats`` (empirical statistics appended to observations:
     ``Stats(problem, pad=None)`` with ``size``, ``reset()``, ``update(obs, feedback)``, ``parts(t)``; ``pad``
-    is the env's padding kwargs, ``clustergym.env.env_padding(env)``, for the same size on every instance),
+    is the env's padding kwargs, ``clustergym.core.env.env_padding(env)``, for the same size on every instance),
     ``sb3_mask(mask)``
     (MaskablePPO's flat mask from ``info["action_mask"]``; its presence enables ``maskable_ppo``),
     ``box_bounds(problem, pad=None)`` (exact float64 bounds of a Box action; its presence enables ``sac``) and
     ``compact_keys(space)`` / ``compact_columns(space)`` (what the ``"compact"`` observation layout keeps:
-    :mod:`clustergym.pipeline`)."""
+    :mod:`clustergym.learning.pipeline`)."""
     experiment: str | None = None
     """Module name under ``clustergym.experiments`` that reproduces the paper (``clustergym reproduce NAME``)."""
     paper_file: str | None = None
@@ -156,7 +156,7 @@ _FAMILIES: dict[str, FamilySpec] = {}
 FAMILIES = MappingProxyType(_FAMILIES)
 
 # The agent registry: agent name -> family -> "module:Class". The shipped agents register themselves when
-# their packages are imported (BUILTIN_AGENT_MODULES, loaded on first use by clustergym.agent); a family's
+# their packages are imported (BUILTIN_AGENT_MODULES, loaded on first use by clustergym.core.agent); a family's
 # own agents (FamilySpec.agents) when the family is registered.
 _AGENTS: dict[str, dict[str, str]] = {}
 BUILTIN_AGENT_MODULES = ("clustergym.agents", "clustergym.baselines")
@@ -184,7 +184,7 @@ def register_family(spec: FamilySpec) -> FamilySpec:
     that another family owns, is a ValueError.
     """
     if not isinstance(spec, FamilySpec):
-        raise ValueError(f"register_family expects a clustergym.family.FamilySpec, got {type(spec).__name__}")
+        raise ValueError(f"register_family expects a clustergym.core.family.FamilySpec, got {type(spec).__name__}")
     old = _FAMILIES.get(spec.name)
     if old is not None:
         if old == spec:
