@@ -3,7 +3,7 @@ import numpy as np
 
 from clustergym.agents.gadget import gadget_slot
 from clustergym.envs.ringallreduce.oracle import ring_increments, solve_slot
-from clustergym.runner.testing import random_ring_slot
+from clustergym.envs.ringallreduce.slots import random_ring_slot
 
 out = {"default": [], "alpha=1/3,rounds=1": []}
 for seed in range(200):

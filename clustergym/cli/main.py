@@ -64,7 +64,7 @@ def _add_list_parser(sub, debug: argparse.ArgumentParser) -> None:
 def _add_run_parser(sub, debug: argparse.ArgumentParser) -> None:
     """``clustergym run``: agents on one env over instances and seeds."""
     r = sub.add_parser("run", parents=[debug], help="evaluate agents on an env over instances and seeds")
-    r.add_argument("env_id", help="a registered env id, e.g. clustergym/MultiServerChannel-v0 (clustergym list)")
+    r.add_argument("env_id", help="a registered env id (clustergym list shows them)")
     r.add_argument("--agents", required=True, help="comma-separated, options in brackets: esdp[only_active=true],hauf")
     r.add_argument("--seeds", default="0", help="dynamics seeds, e.g. 0,1,2 or 0-4; by default the run with "
                                                 "seed s uses instance (scenario_seed) s")
@@ -117,7 +117,7 @@ def _add_reproduce_parser(sub, debug: argparse.ArgumentParser) -> None:
 def _add_train_parser(sub, debug: argparse.ArgumentParser) -> None:
     """``clustergym train``: train a Stable-Baselines3 agent on one env."""
     t = sub.add_parser("train", parents=[debug], help="train a Stable-Baselines3 agent (saved model = agent sb3:DIR/model.zip)")
-    t.add_argument("env_id", help="a registered env id, e.g. clustergym/ApproxJobs-v0 (clustergym list)")
+    t.add_argument("env_id", help="a registered env id (clustergym list shows them)")
     t.add_argument("--algo", default=None, choices=["ppo", "a2c", "sac", "maskable_ppo", "recurrent_ppo"],
                    help="the algorithm (sac: Box actions, P2; maskable_ppo: action masks, P1 and P4; default: the "
                         "env's entry in clustergym/learning/hyperparams/defaults.yml)")
@@ -185,7 +185,7 @@ def _add_tune_parser(sub, debug: argparse.ArgumentParser) -> None:
     tu.add_argument("--instances", default=None,
                     help="validation instances the trials are scored on (default 900-909; never the training pool "
                          "1000-1099 nor the evaluation instances 0-99); 'seed': instance = seed over --seeds (the "
-                         "default on RingAllReduce-v0: one run per instance, each with its own seed)")
+                         "default of a family whose instances pair with seeds: one run per instance, each with its own seed)")
     tu.add_argument("--seeds", default=None, help="dynamics seeds of the validation runs (default 0; 900-909 "
                     "where instance = seed)")
     tu.add_argument("--horizon", type=int, default=200, help="slots per training episode and validation run "
@@ -239,7 +239,7 @@ def _add_replay_parser(sub, debug: argparse.ArgumentParser) -> None:
     """``clustergym replay``: one or two agents' episode as an animation."""
     v = sub.add_parser("replay", parents=[debug], help="an agent's episode as an animation (GIF/MP4), or two agents "
                        "side by side on the same instance and seed")
-    v.add_argument("env_id", help="a registered env id, e.g. clustergym/MultiServerChannel-v0 (clustergym list)")
+    v.add_argument("env_id", help="a registered env id (clustergym list shows them)")
     v.add_argument("--agents", required=True, help="one agent, or two comma-separated (side by side), e.g. esdp,lcf")
     v.add_argument("--seed", type=int, default=0, help="dynamics seed (and instance, unless --set scenario_seed=K)")
     v.add_argument("--horizon", type=int, default=None, help="episode length (default: the env's)")
@@ -269,7 +269,7 @@ def _add_import_model_parser(sub, debug: argparse.ArgumentParser) -> None:
                         "(MultiInputPolicy on gym.make(ENV), or MlpPolicy on FlattenObservation(gym.make(ENV))) an "
                         "sb3: agent: checks its spaces, writes the side-car")
     im.add_argument("model", help="the model.zip SB3 saved")
-    im.add_argument("--env", dest="env_id", required=True, help="the env id it was trained on, e.g. clustergym/ApproxJobs-v0")
+    im.add_argument("--env", dest="env_id", required=True, help="the env id it was trained on (clustergym list shows them)")
     im.add_argument("--algo", default="ppo", choices=["ppo", "a2c", "sac", "maskable_ppo"],
                     help="the SB3 algorithm it was trained with (default ppo)")
     im.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",

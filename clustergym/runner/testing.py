@@ -34,12 +34,11 @@ import gymnasium as gym
 import numpy as np
 
 from clustergym.core.agent import make, public_info
-from clustergym.envs.ringallreduce.topology import Topology
 
 __all__ = ["check_env", "check_agent", "check_gymnasium_api", "check_sb3_api", "check_determinism",
            "check_copy_continues", "check_truncation", "check_invalid_actions", "check_info_keys",
            "check_render", "check_bad_kwargs", "check_agent_feasible",
-           "check_agent_deterministic", "deep_equal", "rollout", "valid_random_action", "GuardedInfo", "random_ring_slot"]
+           "check_agent_deterministic", "deep_equal", "rollout", "valid_random_action", "GuardedInfo"]
 
 # -- helpers -------------------------------------------------------------------------------------
 def deep_equal(a, b) -> bool:
@@ -348,24 +347,3 @@ def check_agent(agent: Any, env_id: str, env_kwargs: dict | None = None, *, step
     """
     check_agent_deterministic(agent, env_id, env_kwargs, steps=steps, seed=seed)
 
-
-def random_ring_slot(rng: np.random.Generator, S: int, n: int, cap_max: int = 3, tight: bool = True):
-    """A random per-slot instance of the ring problem (P3's per-slot MILP, gadget.md §V): a topology of ``S``
-    servers on 1-3 racks and ``n`` jobs with caps up to ``cap_max``; ``tight`` bandwidths make placement bind.
-    Returns ``(topology, jobs)`` with ``jobs`` the arrays ``cap, zeta, z, lam1, lam2, lam3, bw`` (each ``(n,)``):
-    the inputs of ``clustergym.envs.ringallreduce.oracle.solve_slot`` and of GADGET's per-slot step."""
-    R = int(rng.integers(1, min(3, S) + 1))
-    rack_of = np.sort(np.concatenate([np.arange(R), rng.integers(0, R, S - R)]))
-    gpus = rng.integers(1, 3, S)
-    sbw = rng.uniform(1.0, 4.0, S) if tight else rng.uniform(10, 100, S)
-    rbw = rng.uniform(1.0, 5.0, R) if tight else rng.uniform(200, 3200, R)
-    topo = Topology(rack_of=rack_of, gpus=gpus, server_bw=np.repeat(sbw[:, None], 2, 1),
-                    rack_bw=np.repeat(rbw[:, None], 2, 1))
-    cap = rng.integers(1, cap_max + 1, n)
-    zeta = rng.integers(50, 500, n).astype(float)
-    z = rng.integers(0, 10, n).astype(float)
-    # λ3 inside reach so that the increments are not negligible
-    lam3 = zeta * (z + rng.uniform(0.5, cap + 0.5))
-    jobs = dict(cap=cap, zeta=zeta, z=z, lam1=rng.uniform(1, 100, n), lam2=rng.uniform(0.002, 0.05, n), lam3=lam3,
-                bw=rng.uniform(0.5, 3.0, n) if tight else rng.uniform(0.1, 5.0, n))
-    return topo, jobs

@@ -9,7 +9,7 @@ import pytest
 from clustergym.agents.gadget import gadget_slot, log_increments
 from clustergym.envs.ringallreduce.oracle import ring_increments, solve_slot
 from clustergym.envs.ringallreduce.topology import Topology, placement_loads
-from clustergym.runner.testing import random_ring_slot as _instance
+from clustergym.envs.ringallreduce.slots import random_ring_slot as _instance
 
 
 def _feasible(y, topo, bw):
