@@ -23,7 +23,7 @@ import time
 import numpy as np
 
 import clustergym
-from clustergym.learning.training import train
+from clustergym.learning.training import TrainConfig, train
 from clustergym.core.stats import paired_comparison
 
 ENVS = {"P1": ("clustergym/MultiServerChannel-v0", "maskable_ppo"), "P2": ("clustergym/MultiServerAllocation-v0", "ppo"),
@@ -39,8 +39,9 @@ def cell(key: str, out: str, steps: int, epochs: int, horizon: int) -> dict:
         return json.load(open(path))
     run = os.path.join(out, f"{p}-{teacher}")
     t0 = time.perf_counter()
-    meta = train(env, algo, 0, run, env_kwargs={"horizon": horizon}, instances=range(100, 200), warm_start=teacher,
-                 bc_steps=steps, bc_epochs=epochs, progress=False)
+    config = TrainConfig(env, algo, 0, env_kwargs={"horizon": horizon}, instances=range(100, 200), warm_start=teacher,
+                         bc_steps=steps, bc_epochs=epochs)
+    meta = train(config, run, progress=False)
     ws = meta["warm_start"]
     agent = f"sb3:{run}/model.zip"
     res = clustergym.evaluate(env, [agent, teacher], seeds=[0], horizon=horizon, instances=range(5), progress=False,

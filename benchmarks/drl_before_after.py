@@ -31,7 +31,7 @@ import numpy as np
 
 from clustergym.cli.commands import _parse_seeds
 from clustergym.experiments.drl_plan import PLAN
-from clustergym.learning.training import train
+from clustergym.learning.training import TrainConfig, train
 from clustergym.runner.evaluation import evaluate
 from clustergym.core.stats import fmt_ci, paired_comparison
 
@@ -45,8 +45,8 @@ def initial_policy(cell: str, tmp: str) -> str:
         raise SystemExit(f"{cell}: a warm-started row's first checkpoint is the cloned policy, not an untrained one")
     env_kwargs = {"horizon": cfg["horizon"], **opts.pop("env_kwargs", {})}
     # the shortest training call: one rollout and one update; the checkpoint at 0 is saved before the update
-    train(cfg["env_id"], lrn["algo"], 1, tmp, env_kwargs=env_kwargs, seed=cfg["sb3_seed"], progress=False,
-          checkpoints=[0], **opts)
+    train(TrainConfig(cfg["env_id"], lrn["algo"], 1, env_kwargs=env_kwargs, seed=cfg["sb3_seed"], checkpoints=[0],
+                      **opts), tmp, progress=False)
     return os.path.join(tmp, "checkpoints", "0", "model.zip")
 
 

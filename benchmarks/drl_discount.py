@@ -42,7 +42,7 @@ def main(argv=None) -> int:
 
     import clustergym
     from clustergym.cli.commands import _parse_set
-    from clustergym.learning.training import train
+    from clustergym.learning.training import TrainConfig, train
     from clustergym.core.stats import mean_ci
 
     kw = _parse_set(args.set)  # the CLI's --set rule (JSON values, else strings)
@@ -59,8 +59,9 @@ def main(argv=None) -> int:
             if os.path.exists(os.path.join(run, "clustergym.json")):  # resumable: a finished cell is kept
                 meta = json.load(open(os.path.join(run, "clustergym.json")))
             else:
-                meta = train(args.env_id, "ppo", args.timesteps, run, env_kwargs=kw, seed=s,
-                             hyperparams={"gamma": g}, progress=False)
+                config = TrainConfig(args.env_id, "ppo", args.timesteps, env_kwargs=kw, seed=s,
+                                     hyperparams={"gamma": g})
+                meta = train(config, run, progress=False)
             models[(g, s)] = f"sb3:{run}/model.zip"
             walls[(g, s)] = meta["train_wall_s"]
             print(f"gamma {g:g} seed {s}: {meta['timesteps_trained']:,} steps in {meta['train_wall_s']:.0f} s "

@@ -252,23 +252,21 @@ def cmd_train(args) -> int:
     hp = _parse_set(args.hp)
     instances = None if args.instances is None else _parse_seeds(args.instances, "--instances")
     _check_warm_flags(args)
-    kw = dict(env_kwargs=env_kwargs, n_envs=args.n_envs, eval_freq=args.eval_freq, eval_episodes=args.eval_episodes,
-              stats=not args.no_stats, normalize=False if args.no_normalize else None, hyperparams=hp,
-              hyperparams_file=args.hp_file, head=args.action_head, instances=instances, net=args.net, vec=args.vec,
-              param_draws=args.param_draws,
-              **({} if args.warm_start is None else {
-                  "warm_start": args.warm_start,
-                  "bc_steps": 20_000 if args.bc_steps is None else args.bc_steps,
-                  "bc_epochs": 30 if args.bc_epochs is None else args.bc_epochs}))
-    training.check(args.env_id, args.algo, args.timesteps, **kw)  # every bad value before any folder or log line
+    warm = {k: v for k, v in (("bc_steps", args.bc_steps), ("bc_epochs", args.bc_epochs)) if v is not None}
+    config = training.TrainConfig(
+        args.env_id, args.algo, args.timesteps, env_kwargs=env_kwargs, instances=instances,
+        param_draws=args.param_draws, seed=args.seed, hyperparams=hp, hyperparams_file=args.hp_file,
+        head=args.action_head, net=args.net, n_envs=args.n_envs, vec=args.vec, stats=not args.no_stats,
+        normalize=False if args.no_normalize else None, warm_start=args.warm_start, **warm,
+        eval_freq=args.eval_freq, eval_episodes=args.eval_episodes)
+    training.check(config)  # every bad value before any folder or log line
     # Trained into a staging folder inside --out; the earlier run is replaced only when this one finished.
     with OutputFolder(args.out, overwrite=args.overwrite, marks=TRAIN_FILES, need_total=20e6,
                       need_file=5e6) as stage:
         # the logs are written as training goes (into the staging folder): watchable before it ends
         print(f"TensorBoard logs, live: tensorboard --logdir {os.path.join(stage.path, 'tb')} (moved to "
               f"{os.path.join(args.out.rstrip('/'), 'tb')} when training ends)", flush=True)
-        meta = training.train(args.env_id, args.algo, args.timesteps, stage.path, seed=args.seed,
-                              progress=not args.no_progress, verbose=args.verbose, **kw)
+        meta = training.train(config, stage.path, progress=not args.no_progress, verbose=args.verbose)
     model = f"{args.out.rstrip('/')}/model.zip"
     done = meta.get("timesteps_trained", meta["timesteps"])
     note = "" if done == meta["timesteps"] else (f" (asked {meta['timesteps']:,}; {meta['algo']} trains whole "

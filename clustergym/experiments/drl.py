@@ -49,7 +49,7 @@ from clustergym.experiments.drl_plan import FULL_OUT, HORIZON, PLAN, QUICK, EnvP
 from clustergym.experiments.drl_report import _Agents, _env_table, _plot_curves, ablation_table
 from clustergym.learning.algos import SIDE_CAR
 from clustergym.learning.sidecar import read_side_car
-from clustergym.learning.training import train
+from clustergym.learning.training import TrainConfig, train
 from clustergym.core.outdir import FolderLock, check_path
 from clustergym.runner.results import Results
 from clustergym.core.stats import fmt_ci, paired_comparison
@@ -106,8 +106,9 @@ def _train_into(tmp: str, cfg: dict, commit: str, train) -> dict:
     t0 = time.perf_counter()
     opts = dict(lrn["options"])
     env_kwargs = {"horizon": cfg["horizon"], **opts.pop("env_kwargs", {})}  # e.g. P3's action_mode
-    meta = train(cfg["env_id"], lrn["algo"], lrn["budget"], tmp, env_kwargs=env_kwargs, seed=cfg["sb3_seed"],
-                 progress=False, checkpoints=cfg["checkpoints"], curve_references=False, **opts)  # its own references
+    config = TrainConfig(cfg["env_id"], lrn["algo"], lrn["budget"], env_kwargs=env_kwargs, seed=cfg["sb3_seed"],
+                         checkpoints=cfg["checkpoints"], curve_references=False, **opts)  # its own references
+    meta = train(config, tmp, progress=False)
     train_total = time.perf_counter() - t0
     # Learning curve: every checkpoint on the held-out curve instances (runner, one process).
     ck = {n: os.path.join(tmp, "checkpoints", str(n)) for n in cfg["checkpoints"]}

@@ -30,7 +30,7 @@ class Learner:
     name: str
     algo: str
     budget: int
-    options: dict = field(default_factory=dict)  # clustergym.learning.training.train keyword arguments
+    options: dict = field(default_factory=dict)  # clustergym.learning.training.TrainConfig fields
     quick_budget: int = 1024
     note: str = ""
     ablation: str = ""  # "" = a main row; else the factor this row changes relative to ``base``

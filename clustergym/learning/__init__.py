@@ -8,7 +8,8 @@
                                            one batched tensor op, and the policies that use them
 :mod:`clustergym.learning.grouped`         the heads' maths: independent categoricals as one tensor per
                                            choice count
-:mod:`clustergym.learning.training`        ``clustergym train`` (:func:`~clustergym.learning.training.train`)
+:mod:`clustergym.learning.training`        ``clustergym train``: :class:`~clustergym.learning.training.TrainConfig`
+                                           (what a run trains) and :func:`~clustergym.learning.training.train`
 :mod:`clustergym.learning.train_envs`      the training env's wrapper chain, the instance pool, the
                                            normaliser
 :mod:`clustergym.learning.checkpoints`     models saved at given step counts during training

@@ -1,6 +1,6 @@
 """Warm start by behaviour cloning (BC): imitate a teacher agent, then fine-tune with PPO.
 
-``clustergym train ENV --algo ppo|maskable_ppo --warm-start esdp --bc-steps N`` (``train(...,
+``clustergym train ENV --algo ppo|maskable_ppo --warm-start esdp --bc-steps N`` (``TrainConfig(...,
 warm_start=...)``) does, before any PPO update:
 
 1. **Demonstrations** (:func:`collect_demonstrations`). The teacher (any registered agent of the env's

@@ -59,7 +59,7 @@ import numpy as np
 
 from clustergym.core.scenario import check_memory
 from clustergym.learning.instances import DEFAULT_EVAL_INSTANCES, DEFAULT_TRAIN_INSTANCES
-from clustergym.learning.training import train
+from clustergym.learning.training import TrainConfig, train
 from clustergym.runner.evaluation import evaluate
 
 __all__ = ["SEARCH_SPACE", "REFERENCE", "VALIDATION", "TuneConfig", "sample_params", "normalised_value", "tune",
@@ -187,10 +187,11 @@ def _objective(cfg: TuneConfig, ref: dict, rnd: dict, progress: bool) -> Callabl
         for k in range(cfg.train_seeds):  # seed k of trial n trains with seed + n + k * TRIAL_SEED_STRIDE
             with tempfile.TemporaryDirectory(prefix="clustergym-tune-") as tmp:
                 t0 = time.perf_counter()
-                meta = train(cfg.env_id, cfg.algo, cfg.timesteps, tmp, env_kwargs={"horizon": cfg.horizon,
-                                                                                 **dict(cfg.env_kwargs)},
-                             seed=cfg.seed + trial.number + k * TRIAL_SEED_STRIDE, n_envs=n_envs, hyperparams=hp,
-                             net=cfg.net, progress=False)
+                config = TrainConfig(cfg.env_id, cfg.algo, cfg.timesteps,
+                                     env_kwargs={"horizon": cfg.horizon, **dict(cfg.env_kwargs)},
+                                     seed=cfg.seed + trial.number + k * TRIAL_SEED_STRIDE, n_envs=n_envs,
+                                     hyperparams=hp, net=cfg.net)
+                meta = train(config, tmp, progress=False)
                 train_s += time.perf_counter() - t0
                 steps += int(meta.get("timesteps_trained", meta["timesteps"]))
                 res = evaluate(cfg.env_id, [f"sb3:{tmp}"], seeds=list(cfg.seeds), horizon=cfg.horizon,

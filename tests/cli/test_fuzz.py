@@ -72,11 +72,12 @@ def stub_heavy(monkeypatch):
         if out:
             open(out, "w").close()
 
-    def fake_train(env_id, algo, timesteps, out, **kw):
-        check_algo(algo, env_family(env_id))
+    def fake_train(config, out, **kw):
+        check_algo(config.algo, env_family(config.env_id))
         os.makedirs(out, exist_ok=True)
         open(os.path.join(out, "model.zip"), "w").close()
-        return {"algo": algo, "env_id": env_id, "timesteps": 1 if timesteps is None else timesteps, "train_wall_s": 0.0}
+        return {"algo": config.algo, "env_id": config.env_id, "timesteps": 1 if config.timesteps is None else
+                config.timesteps, "train_wall_s": 0.0}
 
     monkeypatch.setattr(experiments, "reproduce", fake_reproduce)
     monkeypatch.setattr(bench, "run_bench", fake_bench)

@@ -31,3 +31,36 @@ def test_param_draws_help_states_its_range(capsys):
     with pytest.raises(SystemExit):
         main(["train", "--help"])
     assert ">= 0" in " ".join(capsys.readouterr().out.split())
+
+
+def test_the_commands_defaults_are_train_configs(tmp_path, monkeypatch):
+    """`clustergym train ENV --algo A --timesteps N` trains ``TrainConfig(ENV, A, N)``: the config's defaults are
+    the command's (empty env kwargs and hyperparameters aside, which mean the same as None)."""
+    from dataclasses import replace
+
+    import clustergym.learning.training as training
+    from clustergym.learning.training import TrainConfig
+
+    seen = []
+
+    def fake_train(config, out, **kw):
+        seen.append(config)
+        return {"algo": config.algo, "env_id": config.env_id, "timesteps": 64, "train_wall_s": 0.0}
+
+    monkeypatch.setattr(training, "train", fake_train)
+    assert main(["train", P1, "--algo", "ppo", "--timesteps", "64", "--no-progress", "--out", str(tmp_path / "r")]) == 0
+    (config,) = seen
+    assert config.env_kwargs == {} and config.hyperparams == {}
+    assert replace(config, env_kwargs=None, hyperparams=None) == TrainConfig(P1, "ppo", 64)
+
+
+def test_train_takes_a_train_config(tmp_path):
+    from dataclasses import FrozenInstanceError
+
+    from clustergym.learning.training import TrainConfig, train
+
+    with pytest.raises(FrozenInstanceError):
+        TrainConfig(P1, "ppo", 64).seed = 1
+    with pytest.raises(TypeError, match="expected a TrainConfig, got str"):
+        train(P1, str(tmp_path / "r"))
+    assert not (tmp_path / "r").exists()

@@ -21,7 +21,7 @@ from clustergym.learning.entity import (CHANNEL_FEATURES, EntityActorCriticPolic
                                         check_net, entity_layout, entity_policy)
 from clustergym.learning.grouped import PAD_LOGIT
 from clustergym.learning.train_envs import make_train_env
-from clustergym.learning.training import train
+from clustergym.learning.training import TrainConfig, train
 from clustergym.learning.pipeline import TIME_CAP
 
 P1 = "clustergym/MultiServerChannel-v0"
@@ -160,9 +160,10 @@ def test_parameter_count_independent_of_size_and_weights_act_on_other_instances(
 
 
 def _train(out, algo="maskable_ppo", seed=0, **kw):
-    return train(P1, algo, 128, str(out), env_kwargs={"num_servers": 12, "horizon": 24}, instances=range(100, 104),
-                 n_envs=2, seed=seed, hyperparams={"n_steps": 32, "batch_size": 32, "n_epochs": 2}, progress=False,
-                 net="entity", **kw)
+    config = TrainConfig(P1, algo, 128, env_kwargs={"num_servers": 12, "horizon": 24}, instances=range(100, 104),
+                         n_envs=2, seed=seed, hyperparams={"n_steps": 32, "batch_size": 32, "n_epochs": 2},
+                         net="entity", **kw)
+    return train(config, str(out), progress=False)
 
 
 @pytest.mark.parametrize("algo", ["maskable_ppo", "ppo"])
@@ -215,9 +216,9 @@ def test_other_families_and_settings_fail_clearly(tmp_path, capsys):
 
 
 def test_single_instance_training_is_padded_for_the_entity_net(tmp_path):
-    meta = train(P1, "ppo", 64, str(tmp_path / "r"), env_kwargs={"num_servers": 12, "horizon": 16,
-                                                                    "scenario_seed": 3},
-                 n_envs=2, hyperparams={"n_steps": 32, "batch_size": 32, "n_epochs": 1}, progress=False, net="entity")
+    config = TrainConfig(P1, "ppo", 64, env_kwargs={"num_servers": 12, "horizon": 16, "scenario_seed": 3}, n_envs=2,
+                         hyperparams={"n_steps": 32, "batch_size": 32, "n_epochs": 1}, net="entity")
+    meta = train(config, str(tmp_path / "r"), progress=False)
     assert meta["env_kwargs"]["max_edges"] == _num_edges(3, num_servers=12)
 
 
@@ -261,8 +262,8 @@ def test_a_per_entity_model_acts_on_instances_larger_than_its_padding(tmp_path):
     assert by[big].steps == 16 and np.isfinite(by[big].total_reward)
     assert by[fits].total_reward == alone.runs[0].total_reward  # grown padding: the same decisions
     mlp = tmp_path / "mlp"
-    train(P1, "ppo", 64, str(mlp), env_kwargs={"num_servers": 12, "horizon": 24}, instances=range(100, 104), n_envs=1,
-          hyperparams={"n_steps": 32, "batch_size": 32, "n_epochs": 1}, progress=False)
+    train(TrainConfig(P1, "ppo", 64, env_kwargs={"num_servers": 12, "horizon": 24}, instances=range(100, 104), n_envs=1,
+                      hyperparams={"n_steps": 32, "batch_size": 32, "n_epochs": 1}), str(mlp), progress=False)
     with pytest.raises(ValueError, match=f"does not fit instance {big}"):
         evaluate(P1, [f"sb3:{mlp}/model.zip"], [0], 16, env_kwargs=scen, instances=[fits, big], progress=False,
                  score=False)

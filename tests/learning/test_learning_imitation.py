@@ -17,7 +17,7 @@ from clustergym.cli.main import main  # noqa: E402
 from clustergym.learning.imitation import BC_BOX_STD, FINETUNE_HP, to_train_action  # noqa: E402
 from clustergym.learning.instances import padding_for  # noqa: E402
 from clustergym.learning.train_envs import make_train_env  # noqa: E402
-from clustergym.learning.training import train  # noqa: E402
+from clustergym.learning.training import TrainConfig, train  # noqa: E402
 
 P1 = "clustergym/MultiServerChannel-v0"
 P2 = "clustergym/MultiServerAllocation-v0"
@@ -81,9 +81,9 @@ def test_mapped_teacher_action_replays_the_teacher_in_the_training_env(env_id, a
 
 def _bc(out, **kw):
     args = dict(env_kwargs={"horizon": 200}, instances=range(100, 200), warm_start="fair", bc_steps=4000,
-                bc_epochs=30, progress=False)
+                bc_epochs=30)
     args.update(kw)
-    return train(P4, "maskable_ppo", 0, str(out), **args)
+    return train(TrainConfig(P4, "maskable_ppo", 0, **args), str(out), progress=False)
 
 
 @pytest.fixture(scope="module")
@@ -141,11 +141,12 @@ def test_box_clone_sets_a_small_std_and_fine_tuning_loads_without_pickle(tmp_pat
     with FINETUNE_HP under the caller's hyperparameters, and the sb3: loader (no unpickling) acts with it."""
     out = tmp_path / "p2"
     with pytest.raises(ValueError, match="action_mode=channel"):  # the shipped P2 entry trains in port mode
-        train(P2, "ppo", 64, str(tmp_path / "port"), env_kwargs={"horizon": 16}, instances=range(100, 103),
-              warm_start="drf", bc_steps=64, bc_epochs=2, n_envs=2, progress=False)
-    meta = train(P2, "ppo", 64, str(out), env_kwargs={"horizon": 16, "action_mode": "channel"}, instances=range(100, 103), warm_start="drf",
-                 bc_steps=64, bc_epochs=2, n_envs=2, hyperparams={"n_steps": 32, "batch_size": 32, "n_epochs": 1,
-                                                                  "clip_range": 0.15}, progress=False)
+        train(TrainConfig(P2, "ppo", 64, env_kwargs={"horizon": 16}, instances=range(100, 103), warm_start="drf",
+                          bc_steps=64, bc_epochs=2, n_envs=2), str(tmp_path / "port"), progress=False)
+    config = TrainConfig(P2, "ppo", 64, env_kwargs={"horizon": 16, "action_mode": "channel"},
+                         instances=range(100, 103), warm_start="drf", bc_steps=64, bc_epochs=2, n_envs=2,
+                         hyperparams={"n_steps": 32, "batch_size": 32, "n_epochs": 1, "clip_range": 0.15})
+    meta = train(config, str(out), progress=False)
     assert meta["hyperparams"]["learning_rate"] == FINETUNE_HP["learning_rate"]
     assert meta["hyperparams"]["clip_range"] == 0.15  # the caller's value wins
     ws = meta["warm_start"]
@@ -160,13 +161,13 @@ def test_box_clone_sets_a_small_std_and_fine_tuning_loads_without_pickle(tmp_pat
 
 def test_warm_start_bad_input_is_one_line(tmp_path, capsys):
     with pytest.raises(ValueError, match="warm_start needs algo"):
-        train(P2, "sac", 0, str(tmp_path / "a"), warm_start="drf", progress=False)
+        train(TrainConfig(P2, "sac", 0, warm_start="drf"), str(tmp_path / "a"), progress=False)
     with pytest.raises(ValueError, match="warm_start='nosuch' is invalid"):
-        train(P4, "ppo", 0, str(tmp_path / "b"), warm_start="nosuch", progress=False)
+        train(TrainConfig(P4, "ppo", 0, warm_start="nosuch"), str(tmp_path / "b"), progress=False)
     with pytest.raises(ValueError, match="timesteps=0 is invalid"):
-        train(P4, "ppo", 0, str(tmp_path / "c"), progress=False)
+        train(TrainConfig(P4, "ppo", 0), str(tmp_path / "c"), progress=False)
     with pytest.raises(ValueError, match="bc_steps=0 is invalid"):
-        train(P4, "ppo", 0, str(tmp_path / "d"), warm_start="fair", bc_steps=0, progress=False)
+        train(TrainConfig(P4, "ppo", 0, warm_start="fair", bc_steps=0), str(tmp_path / "d"), progress=False)
     capsys.readouterr()
     rc = main(["train", P4, "--algo", "ppo", "--timesteps", "0", "--warm-start", "esdp", "--out", str(tmp_path / "e"),
                "--no-progress"])

@@ -10,7 +10,7 @@ import pytest
 import clustergym  # noqa: F401
 from clustergym.cli.main import main
 from clustergym.learning.train_envs import check_pipeline, make_train_env, normalizer
-from clustergym.learning.training import make_train_vec, train
+from clustergym.learning.training import TrainConfig, make_train_vec, train
 
 P1, P2, P3, P4 = (f"clustergym/{n}-v0" for n in ("MultiServerChannel", "MultiServerAllocation",
                                                   "RingAllReduce", "ApproxJobs"))
@@ -19,8 +19,8 @@ TINY = {"n_steps": 32, "batch_size": 32, "n_epochs": 1}
 
 @pytest.mark.parametrize("gamma", [0.0, 0.3])
 def test_reward_normalisation_discounts_with_the_algorithms_gamma(tmp_path, gamma):
-    meta = train(P4, "ppo", 64, str(tmp_path / "run"), env_kwargs={"horizon": 24, "num_machines": 10, "max_jobs": 5},
-                 n_envs=2, hyperparams={**TINY, "gamma": gamma}, progress=False)
+    meta = train(TrainConfig(P4, "ppo", 64, env_kwargs={"horizon": 24, "num_machines": 10, "max_jobs": 5}, n_envs=2,
+                             hyperparams={**TINY, "gamma": gamma}), str(tmp_path / "run"), progress=False)
     assert meta["hyperparams"]["gamma"] == gamma
     assert meta["reward_normalization"] == {"gamma": gamma}  # read back from the VecNormalize that trained
 
@@ -61,19 +61,19 @@ def test_hyperparameter_file_carries_env_kwargs_and_vec(tmp_path):
     hp = tmp_path / "ppo.yml"
     hp.write_text(f"{P3}:\n  n_envs: 2\n  vec: dummy\n  env_kwargs:\n    action_mode: ring_size\n    horizon: 16\n"
                   "  n_steps: 16\n  batch_size: 32\n  n_epochs: 1\n  gamma: 0.5\n")
-    meta = train(P3, "ppo", 32, str(tmp_path / "run"), hyperparams_file=str(hp), progress=False)
+    meta = train(TrainConfig(P3, "ppo", 32, hyperparams_file=str(hp)), str(tmp_path / "run"), progress=False)
     assert meta["env_kwargs"]["action_mode"] == "ring_size" and meta["env_kwargs"]["horizon"] == 16
     assert meta["vec"] == "dummy" and meta["hyperparams"]["gamma"] == 0.5
     # the caller's kwargs go on top of the file's
-    meta = train(P3, "ppo", 32, str(tmp_path / "run2"), hyperparams_file=str(hp), progress=False,
-                 env_kwargs={"horizon": 8})
+    meta = train(TrainConfig(P3, "ppo", 32, hyperparams_file=str(hp), env_kwargs={"horizon": 8}),
+                 str(tmp_path / "run2"), progress=False)
     assert meta["env_kwargs"]["horizon"] == 8 and meta["env_kwargs"]["action_mode"] == "ring_size"
     bad = tmp_path / "bad.yml"
     bad.write_text(f"{P3}:\n  env_kwargs: 3\n")
     with pytest.raises(ValueError, match="env_kwargs"):
-        train(P3, "ppo", 32, str(tmp_path / "run3"), hyperparams_file=str(bad), progress=False)
+        train(TrainConfig(P3, "ppo", 32, hyperparams_file=str(bad)), str(tmp_path / "run3"), progress=False)
     with pytest.raises(ValueError, match="run setting"):
-        train(P3, "ppo", 32, str(tmp_path / "run4"), hyperparams={"vec": "dummy"}, progress=False)
+        train(TrainConfig(P3, "ppo", 32, hyperparams={"vec": "dummy"}), str(tmp_path / "run4"), progress=False)
 
 
 def test_vec_choices_and_errors(tmp_path):
@@ -267,8 +267,8 @@ def test_p2_compact_layout_keeps_the_per_port_keys_only(tmp_path):
     keys = layout_keys("multiserver-allocation", env.observation_space, "compact")
     assert set(keys) == {"arrivals", "t", "beta", "arrival_share", "port_reward_mean", "last_port_reward"}
     assert sum(gym.spaces.flatdim(env.observation_space[k]) for k in keys) == 47  # L = 10, K = 6
-    meta = train(P2, "ppo", 64, str(tmp_path / "run"), env_kwargs={"horizon": 16}, n_envs=2, hyperparams=TINY,
-                 progress=False)
+    meta = train(TrainConfig(P2, "ppo", 64, env_kwargs={"horizon": 16}, n_envs=2, hyperparams=TINY),
+                 str(tmp_path / "run"), progress=False)
     assert meta["obs_layout"] == "compact" and meta["env_kwargs"]["action_mode"] == "port"
     res = clustergym.evaluate(P2, [f"sb3:{tmp_path / 'run'}/model.zip"], seeds=[0], horizon=8, instances=[5],
                               progress=False, score=False)
@@ -327,8 +327,8 @@ def test_p3_compact_layout_leaves_out_only_entries_that_repeat_others(tmp_path):
         a = np.stack([dummy.action_space.sample() for _ in range(2)])
         assert np.array_equal(native.step(a)[0], dummy.step(a)[0]), t
     # the shipped entry trains P3 on it, natively; the sb3: agent rebuilds the same vector
-    meta = train(P3, "ppo", 64, str(tmp_path / "run"), env_kwargs={"horizon": 16}, n_envs=2, hyperparams=TINY,
-                 progress=False)
+    meta = train(TrainConfig(P3, "ppo", 64, env_kwargs={"horizon": 16}, n_envs=2, hyperparams=TINY),
+                 str(tmp_path / "run"), progress=False)
     assert meta["obs_layout"] == "compact" and meta["vec"] == "native"
     res = clustergym.evaluate(P3, [f"sb3:{tmp_path / 'run'}/model.zip"], seeds=[0], horizon=8, instances=[5],
                               progress=False, score=False)

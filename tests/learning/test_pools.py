@@ -86,13 +86,15 @@ def test_padding_fits_every_setting_and_spaces_that_differ_are_refused():
 
 def test_training_on_a_parameter_pool_records_it_and_evaluates_on_the_default_generator(tmp_path):
     pytest.importorskip("stable_baselines3")
+    from dataclasses import replace
+
     from clustergym.runner.evaluation import evaluate
     from clustergym.learning.algos import SIDE_CAR
-    from clustergym.learning.training import train
+    from clustergym.learning.training import TrainConfig, train
 
-    kw = dict(hyperparams={"n_steps": 64, "batch_size": 64}, n_envs=2, progress=False, param_draws=3)
-    train(P1, "ppo", 128, str(tmp_path / "a"), **kw)
-    train(P1, "ppo", 128, str(tmp_path / "b"), **kw)
+    config = TrainConfig(P1, "ppo", 128, hyperparams={"n_steps": 64, "batch_size": 64}, n_envs=2, param_draws=3)
+    train(config, str(tmp_path / "a"), progress=False)
+    train(config, str(tmp_path / "b"), progress=False)
     meta = json.loads((tmp_path / "a" / SIDE_CAR).read_text())
     assert meta["vec"] == "dummy" and meta["param_pool"]["settings"] == param_settings(P1, 3)
     assert set(meta["env_kwargs"]) == {"max_edges"}  # the model's env is the default generator, padded
@@ -103,8 +105,8 @@ def test_training_on_a_parameter_pool_records_it_and_evaluates_on_the_default_ge
     assert res[0].runs[0].total_reward == res[1].runs[0].total_reward  # same seed, same model
     # the same run without the settings (same padding, same vec, same seed) trains another model: the episodes
     # ran in the drawn settings, not in the default generator
-    train(P1, "ppo", 128, str(tmp_path / "d"), **{**kw, "param_draws": 0}, vec="dummy",
-          env_kwargs={"max_edges": meta["env_kwargs"]["max_edges"]})
+    train(replace(config, param_draws=0, vec="dummy", env_kwargs={"max_edges": meta["env_kwargs"]["max_edges"]}),
+          str(tmp_path / "d"), progress=False)
     from clustergym.learning.agent import safe_load
 
     w = [safe_load(str(tmp_path / d / "model.zip"), json.loads((tmp_path / d / SIDE_CAR).read_text())
@@ -112,5 +114,5 @@ def test_training_on_a_parameter_pool_records_it_and_evaluates_on_the_default_ge
     assert all(np.array_equal(w[0][k].numpy(), w[1][k].numpy()) for k in w[0])
     assert not all(np.array_equal(w[0][k].numpy(), w[2][k].numpy()) for k in w[0])
     with pytest.raises(ValueError, match="vec='native'"):
-        train(P1, "ppo", 128, str(tmp_path / "c"), **kw, vec="native")
+        train(replace(config, vec="native"), str(tmp_path / "c"), progress=False)
     assert not os.path.exists(tmp_path / "c" / "model.zip")

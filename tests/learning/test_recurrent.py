@@ -10,7 +10,7 @@ pytest.importorskip("sb3_contrib")
 
 from clustergym.core.agent import make  # noqa: E402
 from clustergym.cli.main import main  # noqa: E402
-from clustergym.learning.training import train  # noqa: E402
+from clustergym.learning.training import TrainConfig, train  # noqa: E402
 
 P2 = "clustergym/MultiServerAllocation-v0"
 
@@ -18,8 +18,8 @@ P2 = "clustergym/MultiServerAllocation-v0"
 @pytest.fixture(scope="module")
 def model(tmp_path_factory):
     out = tmp_path_factory.mktemp("rppo") / "run"
-    meta = train(P2, "recurrent_ppo", 256, str(out), env_kwargs={"horizon": 24}, n_envs=2,
-                 hyperparams={"n_steps": 64, "batch_size": 64, "n_epochs": 2}, progress=False)
+    meta = train(TrainConfig(P2, "recurrent_ppo", 256, env_kwargs={"horizon": 24}, n_envs=2,
+                             hyperparams={"n_steps": 64, "batch_size": 64, "n_epochs": 2}), str(out), progress=False)
     return out, meta
 
 

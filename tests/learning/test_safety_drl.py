@@ -384,13 +384,13 @@ def test_a_side_car_of_another_algorithm_is_one_line(trained, earlier_results, c
 
 
 def test_huge_instance_ranges_are_refused_at_once(tmp_path):
-    from clustergym.learning.training import train
+    from clustergym.learning.training import TrainConfig, train
 
     t0 = time.perf_counter()
     with pytest.raises(ValueError, match="instances has 1,000,000,000,000,000 values"):
         clustergym.evaluate(P4, ["random"], [0], 5, instances=range(0, 10**15), progress=False)
     with pytest.raises(ValueError, match="instances has"):
-        train(P4, "ppo", 64, str(tmp_path / "t"), instances=range(0, 10**15))
+        train(TrainConfig(P4, "ppo", 64, instances=range(0, 10**15)), str(tmp_path / "t"))
     with pytest.raises(ValueError, match="seeds has"):
         clustergym.evaluate(P4, ["random"], range(0, 10**12), 5, progress=False)
     assert time.perf_counter() - t0 < 30 and not (tmp_path / "t").exists()

@@ -12,6 +12,7 @@ pytest.importorskip("stable_baselines3")
 import optuna  # noqa: E402
 
 from clustergym.cli.main import main  # noqa: E402
+from clustergym.learning.training import TrainConfig  # noqa: E402
 from clustergym.learning.tuning import (SEARCH_SPACE, TuneConfig, normalised_value, sample_params,  # noqa: E402
                                         tune)
 
@@ -179,9 +180,9 @@ def test_a_trial_over_several_training_seeds_scores_their_mean_per_run(tmp_path,
 
     seeds_seen, real_train = [], tuning.train
 
-    def spy(*a, **kw):
-        seeds_seen.append(kw["seed"])
-        return real_train(*a, **kw)
+    def spy(config, out, **kw):
+        seeds_seen.append(config.seed)
+        return real_train(config, out, **kw)
 
     monkeypatch.setattr(tuning, "train", spy)
     one = tune(TuneConfig(P4, **{**TINY, "trials": 1}), str(tmp_path / "one"), progress=False)
@@ -190,8 +191,8 @@ def test_a_trial_over_several_training_seeds_scores_their_mean_per_run(tmp_path,
     params = two["trials"][0]["params"]
     assert params == one["trials"][0]["params"]
     # the second model by hand: the same values at seed 1000, scored on the study's runs
-    real_train(P4, "ppo", TINY["timesteps"], str(tmp_path / "m"), env_kwargs={"horizon": TINY["horizon"]},
-               seed=1000, n_envs=TINY["n_envs"], hyperparams=params, progress=False)
+    real_train(TrainConfig(P4, "ppo", TINY["timesteps"], env_kwargs={"horizon": TINY["horizon"]}, seed=1000,
+                           n_envs=TINY["n_envs"], hyperparams=params), str(tmp_path / "m"), progress=False)
     res = evaluate(P4, [f"sb3:{tmp_path / 'm'}"], seeds=[0], horizon=TINY["horizon"], instances=list(TINY["instances"]),
                    progress=False, score=False)
     study = optuna.load_study(study_name=two["study"], storage=f"sqlite:///{tmp_path / 'two' / 'study.db'}")

@@ -4,7 +4,7 @@
 keys are env ids, values the algorithm's keyword arguments plus a few run settings (:data:`RUN_KEYS`).
 ``clustergym train`` reads the entry of its (env, algorithm) and applies ``--hp KEY=VALUE`` on top;
 ``clustergym bench`` reads the same entries for its training-throughput rows. A user's own file can be
-passed as ``train(..., hyperparams_file=PATH)`` / ``clustergym train --hp-file PATH``.
+passed as ``TrainConfig(..., hyperparams_file=PATH)`` / ``clustergym train --hp-file PATH``.
 
 Values are plain YAML (read with ``yaml.safe_load``): nothing in the file is evaluated as Python.
 """
