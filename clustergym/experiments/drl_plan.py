@@ -110,7 +110,7 @@ def params_row(name: str, base: str, options: dict | None = None) -> Learner:
     return Learner(name, "ppo", ABLATION_BUDGET, {**(options or {}), "param_draws": PARAM_DRAWS},
                    ablation="pool parameters", base=base,
                    note=f"each episode's generator parameters drawn from {PARAM_DRAWS} settings of the family's ranges "
-                        "(load, value law; learning.pools.PARAM_RANGES) instead of the defaults")
+                        "(load, value law; PARAM_RANGES of the family's drl_hooks) instead of the defaults")
 
 
 def _rows(key: str, *, discount: float, action_mode: tuple[str, dict, str] | None, entity: bool,

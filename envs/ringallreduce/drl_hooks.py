@@ -4,7 +4,11 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["compact_columns", "compact_keys"]
+__all__ = ["PARAM_RANGES", "compact_columns", "compact_keys"]
+
+# The generator parameters a parameter pool draws (clustergym.learning.pools): (low, high), drawn uniformly, each
+# holding the default (in brackets): jobs per slot [2.0]; the bandwidth scale of every link [1.0]
+PARAM_RANGES: dict[str, tuple[float, float]] = {"arrival_rate": (1.0, 3.0), "bw_scale": (0.5, 2.0)}
 
 
 def compact_keys(space) -> tuple[str, ...]:
