@@ -36,7 +36,7 @@ import gymnasium as gym
 from gymnasium.envs.registration import register, registry
 
 __all__ = ["EnvEntry", "FamilySpec", "register_family", "family_specs", "family_spec", "env_ids", "env_entry",
-           "env_family", "register_agent", "agent_entry_points", "agent_names", "load_plugins", "PLUGINS_ENV_VAR",
+           "env_hook", "env_family", "register_agent", "agent_entry_points", "agent_names", "load_plugins", "PLUGINS_ENV_VAR",
            "ENTRY_POINT_GROUP", "BUILTIN_AGENT_MODULES"]
 
 PLUGINS_ENV_VAR = "CLUSTERGYM_PLUGINS"
@@ -228,6 +228,13 @@ def env_entry(env_id: str) -> tuple[FamilySpec, EnvEntry] | None:
             if e.id == env_id:
                 return f, e
     return None
+
+
+def env_hook(env_id: str, name: str) -> Any:
+    """The DRL hook ``name`` of the family that owns the registered env id ``env_id`` (:meth:`FamilySpec.hook`);
+    None for an id no family owns or a family without that hook."""
+    found = env_entry(env_id)
+    return None if found is None else found[0].hook(name)
 
 
 def env_family(env_id: str) -> str:

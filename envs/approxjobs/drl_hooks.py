@@ -10,13 +10,17 @@ import numpy as np
 
 from clustergym.envs.approxjobs.stats import STATS_KEYS
 
-__all__ = ["PARAM_RANGES", "STATS_KEYS", "Stats", "legacy_keys", "sb3_mask"]
+__all__ = ["PARAM_RANGES", "STATS_KEYS", "TUNING_REFERENCE", "Stats", "legacy_keys", "sb3_mask"]
 
 # The generator parameters a parameter pool draws (clustergym.learning.pools): (low, high), drawn uniformly, each
 # holding the default (in brackets): jobs per slot [0.015]; the approximation exponent beta [0.5]; the slowest
 # machine's speed factor [0.3]
 PARAM_RANGES: dict[str, tuple[float, float]] = {"arrival_rate": (0.0075, 0.03), "beta": (0.5, 0.7),
                                                "speed_low": (0.2, 0.5)}
+
+# The reference agent of `clustergym tune`'s objective (clustergym.learning.tuning): the best simple rule of the
+# family at the training horizon (docs/drl.md), the objective's "1"
+TUNING_REFERENCE = "fair"
 
 
 class Stats:

@@ -4,11 +4,18 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["PARAM_RANGES", "compact_columns", "compact_keys"]
+__all__ = ["INSTANCE_IS_SEED", "PARAM_RANGES", "TUNING_REFERENCE", "compact_columns", "compact_keys"]
 
 # The generator parameters a parameter pool draws (clustergym.learning.pools): (low, high), drawn uniformly, each
 # holding the default (in brackets): jobs per slot [2.0]; the bandwidth scale of every link [1.0]
 PARAM_RANGES: dict[str, tuple[float, float]] = {"arrival_rate": (1.0, 3.0), "bw_scale": (0.5, 2.0)}
+
+# The reference agent of `clustergym tune`'s objective (clustergym.learning.tuning): the best simple rule of the
+# family at the training horizon (docs/drl.md), the objective's "1"
+TUNING_REFERENCE = "greedy"
+# `clustergym tune`'s default validation runs pair instance and seed (instance = seed 900-909): an instance
+# draws its topology and its job stream and the env's reset seed changes neither, so one seed per instance
+INSTANCE_IS_SEED = True
 
 
 def compact_keys(space) -> tuple[str, ...]:

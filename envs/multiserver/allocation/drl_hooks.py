@@ -11,12 +11,16 @@ import numpy as np
 from clustergym.envs.multiserver.allocation.actions import channel_high
 from clustergym.envs.multiserver.allocation.stats import STATS_KEYS
 
-__all__ = ["PARAM_RANGES", "STATS_KEYS", "Stats", "box_bounds", "compact_keys", "legacy_keys"]
+__all__ = ["PARAM_RANGES", "STATS_KEYS", "TUNING_REFERENCE", "Stats", "box_bounds", "compact_keys", "legacy_keys"]
 
 # The generator parameters a parameter pool draws (clustergym.learning.pools): (low, high), drawn uniformly, each
 # holding the default (in brackets): arrival probability per port [0.7]; the contention level of the communication
 # overhead [10]; the graph density [2.5]
 PARAM_RANGES: dict[str, tuple[float, float]] = {"rho": (0.4, 1.0), "contention": (5.0, 15.0), "density": (2.0, 3.0)}
+
+# The reference agent of `clustergym tune`'s objective (clustergym.learning.tuning): the best simple rule of the
+# family at the training horizon (docs/drl.md), the objective's "1"
+TUNING_REFERENCE = "drf"
 
 
 class Stats:

@@ -10,13 +10,17 @@ import numpy as np
 
 from clustergym.envs.multiserver.channel.stats import STATS_KEYS
 
-__all__ = ["PARAM_RANGES", "STATS_KEYS", "Stats", "legacy_keys", "sb3_mask"]
+__all__ = ["PARAM_RANGES", "STATS_KEYS", "TUNING_REFERENCE", "Stats", "legacy_keys", "sb3_mask"]
 
 # The generator parameters a parameter pool draws (clustergym.learning.pools): (low, high), drawn uniformly, each
 # holding the default (in brackets): arrival probability per port [0.9]; the mean and spread of the per-unit cost
 # f_k, which sets how strongly a channel's demand lowers its value [0.5, 0.1]; the capacity share [0.25]
 PARAM_RANGES: dict[str, tuple[float, float]] = {"rho": (0.6, 1.0), "cost_mean": (0.25, 0.75), "cost_std": (0.05, 0.2),
                                                "capacity_ratio": (0.2, 0.3)}
+
+# The reference agent of `clustergym tune`'s objective (clustergym.learning.tuning): the best simple rule of the
+# family at the training horizon (docs/drl.md), the objective's "1"
+TUNING_REFERENCE = "lcf"
 
 
 class Stats:
