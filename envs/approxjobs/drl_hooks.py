@@ -10,7 +10,8 @@ import numpy as np
 
 from clustergym.envs.approxjobs.stats import STATS_KEYS
 
-__all__ = ["PARAM_RANGES", "STATS_KEYS", "TUNING_REFERENCE", "Stats", "legacy_keys", "sb3_mask"]
+__all__ = ["BENCH_PLAIN", "BENCH_THROUGHPUT", "PARAM_RANGES", "STATS_KEYS", "TUNING_REFERENCE", "Stats",
+           "legacy_keys", "sb3_mask"]
 
 # The generator parameters a parameter pool draws (clustergym.learning.pools): (low, high), drawn uniformly, each
 # holding the default (in brackets): jobs per slot [0.015]; the approximation exponent beta [0.5]; the slowest
@@ -21,6 +22,11 @@ PARAM_RANGES: dict[str, tuple[float, float]] = {"arrival_rate": (0.0075, 0.03), 
 # The reference agent of `clustergym tune`'s objective (clustergym.learning.tuning): the best simple rule of the
 # family at the training horizon (docs/drl.md), the objective's "1"
 TUNING_REFERENCE = "fair"
+
+# `clustergym bench` (clustergym.bench.training): the "PPO training, env-steps/s" rows of the family's first env
+# id, (extra env kwargs beside its ppo.yml entry's, vec mode) each
+BENCH_THROUGHPUT: tuple[tuple[dict, str], ...] = (({}, "auto"),)
+BENCH_PLAIN = True  # a "plain SB3 PPO" row: PPO(policy, gym.make(id)) on the default spaces
 
 
 class Stats:

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["INSTANCE_IS_SEED", "PARAM_RANGES", "TUNING_REFERENCE", "compact_columns", "compact_keys"]
+__all__ = ["BENCH_PLAIN", "BENCH_THROUGHPUT", "INSTANCE_IS_SEED", "PARAM_RANGES", "TUNING_REFERENCE",
+           "compact_columns", "compact_keys"]
 
 # The generator parameters a parameter pool draws (clustergym.learning.pools): (low, high), drawn uniformly, each
 # holding the default (in brackets): jobs per slot [2.0]; the bandwidth scale of every link [1.0]
@@ -16,6 +17,11 @@ TUNING_REFERENCE = "greedy"
 # `clustergym tune`'s default validation runs pair instance and seed (instance = seed 900-909): an instance
 # draws its topology and its job stream and the env's reset seed changes neither, so one seed per instance
 INSTANCE_IS_SEED = True
+
+# `clustergym bench` (clustergym.bench.training): the "PPO training, env-steps/s" rows of the family's first env
+# id, (extra env kwargs beside its ppo.yml entry's, vec mode) each
+BENCH_THROUGHPUT: tuple[tuple[dict, str], ...] = (({}, "auto"),)
+BENCH_PLAIN = True  # a "plain SB3 PPO" row: PPO(policy, gym.make(id)) on the default spaces
 
 
 def compact_keys(space) -> tuple[str, ...]:

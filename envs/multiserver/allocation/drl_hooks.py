@@ -11,7 +11,8 @@ import numpy as np
 from clustergym.envs.multiserver.allocation.actions import channel_high
 from clustergym.envs.multiserver.allocation.stats import STATS_KEYS
 
-__all__ = ["PARAM_RANGES", "STATS_KEYS", "TUNING_REFERENCE", "Stats", "box_bounds", "compact_keys", "legacy_keys"]
+__all__ = ["BENCH_MEMORY", "BENCH_THROUGHPUT", "PARAM_RANGES", "STATS_KEYS", "TUNING_REFERENCE", "Stats",
+           "box_bounds", "compact_keys", "legacy_keys"]
 
 # The generator parameters a parameter pool draws (clustergym.learning.pools): (low, high), drawn uniformly, each
 # holding the default (in brackets): arrival probability per port [0.7]; the contention level of the communication
@@ -21,6 +22,11 @@ PARAM_RANGES: dict[str, tuple[float, float]] = {"rho": (0.4, 1.0), "contention":
 # The reference agent of `clustergym tune`'s objective (clustergym.learning.tuning): the best simple rule of the
 # family at the training horizon (docs/drl.md), the objective's "1"
 TUNING_REFERENCE = "drf"
+
+# `clustergym bench` (clustergym.bench.training): the "PPO training, env-steps/s" rows of the family's first env
+# id, (extra env kwargs beside its ppo.yml entry's, vec mode) each
+BENCH_THROUGHPUT: tuple[tuple[dict, str], ...] = (({}, "auto"),)
+BENCH_MEMORY = True  # a memory row: 10^6 slots (10^5 quick), RSS and step rate flat
 
 
 class Stats:

@@ -10,7 +10,8 @@ import numpy as np
 
 from clustergym.envs.multiserver.channel.stats import STATS_KEYS
 
-__all__ = ["PARAM_RANGES", "STATS_KEYS", "TUNING_REFERENCE", "Stats", "legacy_keys", "sb3_mask"]
+__all__ = ["BENCH_MEMORY", "BENCH_THROUGHPUT", "PARAM_RANGES", "STATS_KEYS", "TUNING_REFERENCE", "Stats",
+           "legacy_keys", "sb3_mask"]
 
 # The generator parameters a parameter pool draws (clustergym.learning.pools): (low, high), drawn uniformly, each
 # holding the default (in brackets): arrival probability per port [0.9]; the mean and spread of the per-unit cost
@@ -21,6 +22,12 @@ PARAM_RANGES: dict[str, tuple[float, float]] = {"rho": (0.6, 1.0), "cost_mean": 
 # The reference agent of `clustergym tune`'s objective (clustergym.learning.tuning): the best simple rule of the
 # family at the training horizon (docs/drl.md), the objective's "1"
 TUNING_REFERENCE = "lcf"
+
+# `clustergym bench` (clustergym.bench.training): the "PPO training, env-steps/s" rows of the family's first env
+# id, (extra env kwargs beside its ppo.yml entry's, vec mode) each: the path `clustergym train` picks (auto) and
+# the DummyVecEnv beside it
+BENCH_THROUGHPUT: tuple[tuple[dict, str], ...] = (({}, "auto"), ({}, "dummy"))
+BENCH_MEMORY = True  # a memory row: 10^6 slots (10^5 quick), RSS and step rate flat
 
 
 class Stats:
