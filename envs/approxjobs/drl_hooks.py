@@ -10,7 +10,7 @@ import numpy as np
 
 from clustergym.envs.approxjobs.stats import STATS_KEYS
 
-__all__ = ["BENCH_PLAIN", "BENCH_THROUGHPUT", "PARAM_RANGES", "STATS_KEYS", "TUNING_REFERENCE", "Stats",
+__all__ = ["BENCH_PLAIN", "BENCH_THROUGHPUT", "GALLERY", "PARAM_RANGES", "STATS_KEYS", "TUNING_REFERENCE", "Stats",
            "legacy_keys", "sb3_mask"]
 
 # The generator parameters a parameter pool draws (clustergym.learning.pools): (low, high), drawn uniformly, each
@@ -27,6 +27,10 @@ TUNING_REFERENCE = "fair"
 # id, (extra env kwargs beside its ppo.yml entry's, vec mode) each
 BENCH_THROUGHPUT: tuple[tuple[dict, str], ...] = (({}, "auto"),)
 BENCH_PLAIN = True  # a "plain SB3 PPO" row: PPO(policy, gym.make(id)) on the default spaces
+
+# The docs gallery (clustergym.experiments.gallery): (the baselines beside the paper policy, the comparison's
+# horizon, the viewer frame's slot)
+GALLERY: tuple[tuple[str, ...], int, int] = (("fair", "edf", "ops", "random"), 600, 200)
 
 
 class Stats:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["BENCH_PLAIN", "BENCH_THROUGHPUT", "INSTANCE_IS_SEED", "PARAM_RANGES", "TUNING_REFERENCE",
+__all__ = ["BENCH_PLAIN", "BENCH_THROUGHPUT", "GALLERY", "INSTANCE_IS_SEED", "PARAM_RANGES", "TUNING_REFERENCE",
            "compact_columns", "compact_keys"]
 
 # The generator parameters a parameter pool draws (clustergym.learning.pools): (low, high), drawn uniformly, each
@@ -22,6 +22,10 @@ INSTANCE_IS_SEED = True
 # id, (extra env kwargs beside its ppo.yml entry's, vec mode) each
 BENCH_THROUGHPUT: tuple[tuple[dict, str], ...] = (({}, "auto"),)
 BENCH_PLAIN = True  # a "plain SB3 PPO" row: PPO(policy, gym.make(id)) on the default spaces
+
+# The docs gallery (clustergym.experiments.gallery): (the baselines beside the paper policy, the comparison's
+# horizon, the viewer frame's slot)
+GALLERY: tuple[tuple[str, ...], int, int] = (("fifo", "drf", "las", "greedy", "random"), 120, 60)
 
 
 def compact_keys(space) -> tuple[str, ...]:

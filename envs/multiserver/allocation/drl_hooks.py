@@ -11,7 +11,7 @@ import numpy as np
 from clustergym.envs.multiserver.allocation.actions import channel_high
 from clustergym.envs.multiserver.allocation.stats import STATS_KEYS
 
-__all__ = ["BENCH_MEMORY", "BENCH_THROUGHPUT", "PARAM_RANGES", "STATS_KEYS", "TUNING_REFERENCE", "Stats",
+__all__ = ["BENCH_MEMORY", "BENCH_THROUGHPUT", "GALLERY", "PARAM_RANGES", "STATS_KEYS", "TUNING_REFERENCE", "Stats",
            "box_bounds", "compact_keys", "legacy_keys"]
 
 # The generator parameters a parameter pool draws (clustergym.learning.pools): (low, high), drawn uniformly, each
@@ -27,6 +27,10 @@ TUNING_REFERENCE = "drf"
 # id, (extra env kwargs beside its ppo.yml entry's, vec mode) each
 BENCH_THROUGHPUT: tuple[tuple[dict, str], ...] = (({}, "auto"),)
 BENCH_MEMORY = True  # a memory row: 10^6 slots (10^5 quick), RSS and step rate flat
+
+# The docs gallery (clustergym.experiments.gallery): (the baselines beside the paper policy, the comparison's
+# horizon, the viewer frame's slot)
+GALLERY: tuple[tuple[str, ...], int, int] = (("fairness", "drf", "binpacking", "spreading", "random"), 300, 60)
 
 
 class Stats:

@@ -10,7 +10,7 @@ import numpy as np
 
 from clustergym.envs.multiserver.channel.stats import STATS_KEYS
 
-__all__ = ["BENCH_MEMORY", "BENCH_THROUGHPUT", "PARAM_RANGES", "STATS_KEYS", "TUNING_REFERENCE", "Stats",
+__all__ = ["BENCH_MEMORY", "BENCH_THROUGHPUT", "GALLERY", "PARAM_RANGES", "STATS_KEYS", "TUNING_REFERENCE", "Stats",
            "legacy_keys", "sb3_mask"]
 
 # The generator parameters a parameter pool draws (clustergym.learning.pools): (low, high), drawn uniformly, each
@@ -28,6 +28,10 @@ TUNING_REFERENCE = "lcf"
 # the DummyVecEnv beside it
 BENCH_THROUGHPUT: tuple[tuple[dict, str], ...] = (({}, "auto"), ({}, "dummy"))
 BENCH_MEMORY = True  # a memory row: 10^6 slots (10^5 quick), RSS and step rate flat
+
+# The docs gallery (clustergym.experiments.gallery): (the baselines beside the paper policy, the comparison's
+# horizon, the viewer frame's slot)
+GALLERY: tuple[tuple[str, ...], int, int] = (("hauf", "lcf", "lwtf", "random"), 300, 60)
 
 
 class Stats:
