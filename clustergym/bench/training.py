@@ -22,8 +22,8 @@ __all__ = ["ppo_rate", "training_rates", "cartpole_rate", "bench_hyperparams", "
 
 # -- DRL training throughput (target: "PPO training, every env, end to end") --------------------------
 def bench_hyperparams(algo: str, env_id: str, quick: bool) -> tuple[dict, dict]:
-    """(run settings, algorithm kwargs) of the bench's training rows: the entry of ``env_id`` in the shipped
-    ``clustergym/learning/hyperparams/<algo>.yml`` with ``n_steps`` cut to 16 (quick) / 64 per env, so one
+    """(run settings, algorithm kwargs) of the bench's training rows: the shipped entry of ``env_id``
+    (:func:`clustergym.learning.hyperparams.load_hyperparams`) with ``n_steps`` cut to 16 (quick) / 64 per env, so one
     rollout + update stays short even with SB3's own heads on P3 (about 6 env-steps/s), and
     ``batch_size`` at most one rollout. Every row (CartPole included) gets the same cut."""
     run, hp = split_run_keys(load_hyperparams(algo, env_id))

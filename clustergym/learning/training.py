@@ -6,9 +6,9 @@ The training env is ``gym.make`` + Monitor + :class:`clustergym.learning.wrapper
 own chain can match training exactly. Observations (and, for training only, rewards) are normalised by
 SB3's ``VecNormalize``; its statistics are saved beside the model (plain arrays) and applied at
 evaluation. PPO, A2C and MaskablePPO use the fast action heads of :mod:`clustergym.learning.heads`
-(``head="sb3"`` keeps SB3's own distribution). Hyperparameters come from
-``clustergym/learning/hyperparams/<algo>.yml`` (:mod:`clustergym.learning.hyperparams`), with the
-caller's values on top.
+(``head="sb3"`` keeps SB3's own distribution). Hyperparameters come from the family's
+``envs/<family>/hyperparams/<algo>.yml`` over the algorithm's ``default`` (:mod:`clustergym.learning.hyperparams`),
+with the caller's values on top.
 
 A run directory holds ``model.zip``, ``vecnormalize.npz``, ``clustergym.json`` (env id, kwargs,
 algorithm, hyperparameters, action head, wrapper settings), ``monitor/`` (episode returns), ``tb/``

@@ -28,9 +28,9 @@ much: the shipped one-seed studies' best trials scored lower on three seeds than
 
 The record (``tuning.json`` in ``--out``): the settings (env, algorithm, budget, validation instances,
 seeds, horizon, reference, search space), every trial (parameters, objective, per-instance values, state,
-wall time) and the best trial. Copy it next to the hyperparameter files
-(``clustergym/learning/hyperparams/tuning/``) when adopting its values; the yml entry then lists them under
-``tuned`` (a run key the algorithm never sees).
+wall time) and the best trial. Copy it next to the family's hyperparameter files (its ``tuning/`` folder,
+``envs/<family>/hyperparams/tuning/<EnvName>-<algo>[-entity].json``: :func:`clustergym.learning.hyperparams.tuning_dir`)
+when adopting its values; the yml entry then lists them under ``tuned`` (a run key the algorithm never sees).
 
 Several processes or machines can tune one study at once: give them the same ``--storage`` (an Optuna
 RDB URL, e.g. ``postgresql://...`` or a shared ``sqlite:///`` file) and ``--study``; each runs its own

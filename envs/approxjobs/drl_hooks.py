@@ -6,12 +6,14 @@ Only public quantities: ``info["feedback"]``; never metrics.
 
 from __future__ import annotations
 
+import os
+
 import numpy as np
 
 from clustergym.envs.approxjobs.stats import STATS_KEYS
 
-__all__ = ["BENCH_PLAIN", "BENCH_THROUGHPUT", "GALLERY", "PARAM_RANGES", "STATS_KEYS", "TUNING_REFERENCE", "Stats",
-           "legacy_keys", "sb3_mask"]
+__all__ = ["BENCH_PLAIN", "BENCH_THROUGHPUT", "GALLERY", "HYPERPARAMS_DIR", "PARAM_RANGES", "STATS_KEYS",
+           "TUNING_REFERENCE", "Stats", "legacy_keys", "sb3_mask"]
 
 # The generator parameters a parameter pool draws (clustergym.learning.pools): (low, high), drawn uniformly, each
 # holding the default (in brackets): jobs per slot [0.015]; the approximation exponent beta [0.5]; the slowest
@@ -31,6 +33,11 @@ BENCH_PLAIN = True  # a "plain SB3 PPO" row: PPO(policy, gym.make(id)) on the de
 # The docs gallery (clustergym.experiments.gallery): (the baselines beside the paper policy, the comparison's
 # horizon, the viewer frame's slot)
 GALLERY: tuple[tuple[str, ...], int, int] = (("fair", "edf", "ops", "random"), 600, 200)
+
+# The family's hyperparameter files (clustergym.learning.hyperparams): <algo>.yml with the entries of its env ids,
+# each read over the algorithm file's `default` entry; defaults.yml (the algorithm `clustergym train` uses);
+# tuning/ (the records of the tuning studies)
+HYPERPARAMS_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "hyperparams")
 
 
 class Stats:

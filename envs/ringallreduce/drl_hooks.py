@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import os
+
 import numpy as np
 
-__all__ = ["BENCH_PLAIN", "BENCH_THROUGHPUT", "GALLERY", "INSTANCE_IS_SEED", "PARAM_RANGES", "TUNING_REFERENCE",
-           "compact_columns", "compact_keys"]
+__all__ = ["BENCH_PLAIN", "BENCH_THROUGHPUT", "GALLERY", "HYPERPARAMS_DIR", "INSTANCE_IS_SEED", "PARAM_RANGES",
+           "TUNING_REFERENCE", "compact_columns", "compact_keys"]
 
 # The generator parameters a parameter pool draws (clustergym.learning.pools): (low, high), drawn uniformly, each
 # holding the default (in brackets): jobs per slot [2.0]; the bandwidth scale of every link [1.0]
@@ -26,6 +28,11 @@ BENCH_PLAIN = True  # a "plain SB3 PPO" row: PPO(policy, gym.make(id)) on the de
 # The docs gallery (clustergym.experiments.gallery): (the baselines beside the paper policy, the comparison's
 # horizon, the viewer frame's slot)
 GALLERY: tuple[tuple[str, ...], int, int] = (("fifo", "drf", "las", "greedy", "random"), 120, 60)
+
+# The family's hyperparameter files (clustergym.learning.hyperparams): <algo>.yml with the entries of its env ids,
+# each read over the algorithm file's `default` entry; defaults.yml (the algorithm `clustergym train` uses);
+# tuning/ (the records of the tuning studies)
+HYPERPARAMS_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "hyperparams")
 
 
 def compact_keys(space) -> tuple[str, ...]:

@@ -6,13 +6,15 @@ Only public quantities: the observation, ``info["feedback"]`` and the public pro
 
 from __future__ import annotations
 
+import os
+
 import numpy as np
 
 from clustergym.envs.multiserver.allocation.actions import channel_high
 from clustergym.envs.multiserver.allocation.stats import STATS_KEYS
 
-__all__ = ["BENCH_MEMORY", "BENCH_THROUGHPUT", "GALLERY", "PARAM_RANGES", "STATS_KEYS", "TUNING_REFERENCE", "Stats",
-           "box_bounds", "compact_keys", "legacy_keys"]
+__all__ = ["BENCH_MEMORY", "BENCH_THROUGHPUT", "GALLERY", "HYPERPARAMS_DIR", "PARAM_RANGES", "STATS_KEYS",
+           "TUNING_REFERENCE", "Stats", "box_bounds", "compact_keys", "legacy_keys"]
 
 # The generator parameters a parameter pool draws (clustergym.learning.pools): (low, high), drawn uniformly, each
 # holding the default (in brackets): arrival probability per port [0.7]; the contention level of the communication
@@ -31,6 +33,11 @@ BENCH_MEMORY = True  # a memory row: 10^6 slots (10^5 quick), RSS and step rate 
 # The docs gallery (clustergym.experiments.gallery): (the baselines beside the paper policy, the comparison's
 # horizon, the viewer frame's slot)
 GALLERY: tuple[tuple[str, ...], int, int] = (("fairness", "drf", "binpacking", "spreading", "random"), 300, 60)
+
+# The family's hyperparameter files (clustergym.learning.hyperparams): <algo>.yml with the entries of its env ids,
+# each read over the algorithm file's `default` entry; defaults.yml (the algorithm `clustergym train` uses);
+# tuning/ (the records of the tuning studies)
+HYPERPARAMS_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "hyperparams")
 
 
 class Stats:

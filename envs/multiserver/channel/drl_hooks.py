@@ -6,12 +6,14 @@ Only public quantities: the observation and ``info["feedback"]``; never metrics.
 
 from __future__ import annotations
 
+import os
+
 import numpy as np
 
 from clustergym.envs.multiserver.channel.stats import STATS_KEYS
 
-__all__ = ["BENCH_MEMORY", "BENCH_THROUGHPUT", "GALLERY", "PARAM_RANGES", "STATS_KEYS", "TUNING_REFERENCE", "Stats",
-           "legacy_keys", "sb3_mask"]
+__all__ = ["BENCH_MEMORY", "BENCH_THROUGHPUT", "GALLERY", "HYPERPARAMS_DIR", "PARAM_RANGES", "STATS_KEYS",
+           "TUNING_REFERENCE", "Stats", "legacy_keys", "sb3_mask"]
 
 # The generator parameters a parameter pool draws (clustergym.learning.pools): (low, high), drawn uniformly, each
 # holding the default (in brackets): arrival probability per port [0.9]; the mean and spread of the per-unit cost
@@ -32,6 +34,11 @@ BENCH_MEMORY = True  # a memory row: 10^6 slots (10^5 quick), RSS and step rate 
 # The docs gallery (clustergym.experiments.gallery): (the baselines beside the paper policy, the comparison's
 # horizon, the viewer frame's slot)
 GALLERY: tuple[tuple[str, ...], int, int] = (("hauf", "lcf", "lwtf", "random"), 300, 60)
+
+# The family's hyperparameter files (clustergym.learning.hyperparams): <algo>.yml with the entries of its env ids,
+# each read over the algorithm file's `default` entry; defaults.yml (the algorithm `clustergym train` uses);
+# tuning/ (the records of the tuning studies)
+HYPERPARAMS_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "hyperparams")
 
 
 class Stats:
