@@ -1,4 +1,8 @@
-"""DRL hooks of P3 (read through the family's ``FamilySpec.drl_hooks``): the compact observation layout."""
+"""DRL hooks of P3 (read through the family's ``FamilySpec.drl_hooks``): the compact observation layout.
+
+The constants are the family's data for the parameter pools, ``clustergym tune``, the hyperparameter files,
+``clustergym bench`` and the docs gallery (each one's meaning: ``FamilySpec.drl_hooks``).
+"""
 
 from __future__ import annotations
 

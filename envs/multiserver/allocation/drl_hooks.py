@@ -2,6 +2,9 @@
 (``clustergym.learning.pipeline``) and by ``clustergym train``.
 
 Only public quantities: the observation, ``info["feedback"]`` and the public problem; never metrics.
+
+The constants are the family's data for the parameter pools, ``clustergym tune``, the hyperparameter files,
+``clustergym bench`` and the docs gallery (each one's meaning: ``FamilySpec.drl_hooks``).
 """
 
 from __future__ import annotations
