@@ -8,7 +8,7 @@ import time
 import numpy as np
 
 from clustergym.bench.rates import Row
-from clustergym.core.family import env_ids
+from clustergym.core.family import env_ids, family_specs
 from clustergym.learning.algos import algo_class, algo_gamma
 from clustergym.learning.hyperparams import load_hyperparams, split_run_keys
 from clustergym.learning.policies import policy_class
@@ -17,13 +17,13 @@ from clustergym.learning.training import make_train_vec, resolve_vec
 from clustergym.learning.pipeline import TIME_CAP
 
 __all__ = ["ppo_rate", "training_rates", "cartpole_rate", "bench_hyperparams", "memory_rows", "throughput_rows", "plain_sb3_rows",
-           "clear_anchor"]
+           "clear_anchor", "throughput_envs", "plain_envs", "memory_envs"]
 
 
 # -- DRL training throughput (target: "PPO training, every env, end to end") --------------------------
 def bench_hyperparams(algo: str, env_id: str, quick: bool) -> tuple[dict, dict]:
-    """(run settings, algorithm kwargs) of the bench's training rows: the entry of ``env_id`` in the shipped
-    ``clustergym/learning/hyperparams/<algo>.yml`` with ``n_steps`` cut to 16 (quick) / 64 per env, so one
+    """(run settings, algorithm kwargs) of the bench's training rows: the shipped entry of ``env_id``
+    (:func:`clustergym.learning.hyperparams.load_hyperparams`) with ``n_steps`` cut to 16 (quick) / 64 per env, so one
     rollout + update stays short even with SB3's own heads on P3 (about 6 env-steps/s), and
     ``batch_size`` at most one rollout. Every row (CartPole included) gets the same cut."""
     run, hp = split_run_keys(load_hyperparams(algo, env_id))
@@ -131,14 +131,29 @@ def clear_anchor() -> None:
     """Forget the CartPole-v1 anchor row: the next training row prints it again (once per bench)."""
     _ANCHOR_ROWS.clear()
 
+# -- which families get which rows: their drl_hooks say (BENCH_THROUGHPUT, BENCH_PLAIN, BENCH_MEMORY) ----------------
+def throughput_envs() -> tuple[tuple[str, str, dict, str], ...]:
+    """The "PPO training, env-steps/s" rows: (label, env id, extra env kwargs beside the shipped ones, vec) for each
+    ``(extra env kwargs, vec)`` of every registered family's hook ``BENCH_THROUGHPUT``, in registry order, on the
+    family's first env id, labelled with its ``number``. Each env trains in the action mode of its shipped
+    hyperparameter entry (env_kwargs of ppo.yml); ``vec="auto"`` is the path ``train`` picks."""
+    return tuple((s.number, s.env_ids[0], dict(extra), vec) for s in family_specs()
+                 for extra, vec in (s.hook("BENCH_THROUGHPUT") or ()))
+
+
+def plain_envs() -> tuple[tuple[str, str], ...]:
+    """The "plain SB3 PPO" rows: (label, first env id) of every registered family whose hook ``BENCH_PLAIN`` is
+    true, in registry order."""
+    return tuple((s.number, s.env_ids[0]) for s in family_specs() if s.hook("BENCH_PLAIN"))
+
+
+def memory_envs() -> tuple[tuple[str, str], ...]:
+    """The memory rows: (label, first env id) of every registered family whose hook ``BENCH_MEMORY`` is true, in
+    registry order (the env is stepped 10^6 slots with all-zero actions: a fast env)."""
+    return tuple((s.number, s.env_ids[0]) for s in family_specs() if s.hook("BENCH_MEMORY"))
+
+
 # -- "PPO training, env-steps/s": what `clustergym train ENV_ID` runs, at 4 and at 256 envs --------------------
-# (label, env id, extra env kwargs beside the shipped ones, vec): each env in the action mode its shipped
-# hyperparameter entry trains in (env_kwargs of ppo.yml), on the path `train` picks (vec="auto")
-THROUGHPUT_ENVS = (("P1", "clustergym/MultiServerChannel-v0", {}, "auto"),
-                   ("P1", "clustergym/MultiServerChannel-v0", {}, "dummy"),
-                   ("P2", "clustergym/MultiServerAllocation-v0", {}, "auto"),
-                   ("P3", "clustergym/RingAllReduce-v0", {}, "auto"),
-                   ("P4", "clustergym/ApproxJobs-v0", {}, "auto"))
 THROUGHPUT_ROLLOUT = 2048  # env steps per rollout at every n_envs (n_steps = 2048 / n_envs), CartPole included
 
 
@@ -174,11 +189,13 @@ def _throughput_model(env_id: str, n_envs: int, extra: dict, vec: str, rollout: 
     return model, where, settings
 
 
-def throughput_rows(quick: bool = False, n_envs_list: tuple[int, ...] = (4, 256), envs=THROUGHPUT_ENVS,
+def throughput_rows(quick: bool = False, n_envs_list: tuple[int, ...] = (4, 256), envs=None,
                     rollout: int = THROUGHPUT_ROLLOUT) -> list[Row]:
-    """Rows "PPO training, env-steps/s" at each n_envs: CartPole-v1 and every env of ``envs`` with the same PPO
-    settings, measured in this run, interleaved (CartPole, then each env, repeated; medians), each env's
-    row with its ratio to CartPole (target >= 0.5x)."""
+    """Rows "PPO training, env-steps/s" at each n_envs: CartPole-v1 and every env of ``envs`` (label, env id,
+    extra env kwargs, vec; default :func:`throughput_envs`) with the same PPO settings, measured in this run,
+    interleaved (CartPole, then each env, repeated; medians), each env's row with its ratio to CartPole
+    (target >= 0.5x)."""
+    envs = throughput_envs() if envs is None else envs
     rows: list[Row] = []
     reps = 1 if quick else 3
     for n in n_envs_list:
@@ -204,7 +221,6 @@ def throughput_rows(quick: bool = False, n_envs_list: tuple[int, ...] = (4, 256)
 
 
 # -- "plain SB3": PPO(policy, gym.make(id)) as a user writes it, beside CartPole-v1 in the same run ---------------
-PLAIN_ENVS = (("P3", "clustergym/RingAllReduce-v0"), ("P4", "clustergym/ApproxJobs-v0"))
 PLAIN_TARGET = 0.3  # the public fast-head policy on the default spaces: >= 0.3x CartPole-v1's rate, same settings
 
 
@@ -247,9 +263,10 @@ def _plain_rates(models: dict, threads: int, reps: int, rollouts: int) -> dict:
     return rates
 
 
-def plain_sb3_rows(quick: bool = False, envs=PLAIN_ENVS, reps: int | None = None) -> list[Row]:
-    """Rows "plain SB3 PPO": ``PPO("MlpPolicy", gym.make("CartPole-v1"))``, then on each env's default spaces
-    ``PPO(FastMultiInputActorCriticPolicy, gym.make(id))`` (the public fast-head policy of
+def plain_sb3_rows(quick: bool = False, envs=None, reps: int | None = None) -> list[Row]:
+    """Rows "plain SB3 PPO": ``PPO("MlpPolicy", gym.make("CartPole-v1"))``, then on the default spaces of each env
+    of ``envs`` (label, env id; default :func:`plain_envs`) ``PPO(FastMultiInputActorCriticPolicy, gym.make(id))``
+    (the public fast-head policy of
     :mod:`clustergym.learning.heads`) and ``PPO("MultiInputPolicy", ...)`` (SB3's own head, for contrast: one
     rollout + update, timed once); the same settings (:func:`_plain_model`), measured interleaved after an
     untimed warm-up: ``reps`` windows of 4 rollouts and their updates each (1 in quick mode); medians.
@@ -259,6 +276,7 @@ def plain_sb3_rows(quick: bool = False, envs=PLAIN_ENVS, reps: int | None = None
     other training rows run at one thread)."""
     from clustergym.learning.heads import FastMultiInputActorCriticPolicy
 
+    envs = plain_envs() if envs is None else envs
     reps = reps if reps is not None else (1 if quick else 5)
     rollouts = 1 if quick else 4  # rollouts (each with its update) per timed window
     models = {("CartPole-v1", "MlpPolicy"): _plain_model("CartPole-v1", "MlpPolicy", quick)}
@@ -313,14 +331,15 @@ def _rss_mb() -> float:
 def memory_rows(quick: bool) -> list[Row]:
     """Target: memory stays flat (and per-step time does not grow) over 10^6 steps.
 
-    Steps every env for ``n`` slots (10^6 for P1 and P2, the fast envs; 10^5 in quick mode) with
-    one horizon covering them all, and compares RSS and step time between the first and last tenth.
+    Steps the env of every family of :func:`memory_envs` (P1 and P2, the fast envs) for ``n`` slots (10^6; 10^5
+    in quick mode) with one horizon covering them all, and compares RSS and step time between the first and last
+    tenth.
     """
     import gymnasium as gym
 
     rows = []
     n = 100_000 if quick else 1_000_000
-    for env_id, label in (("clustergym/MultiServerChannel-v0", "P1"), ("clustergym/MultiServerAllocation-v0", "P2")):
+    for label, env_id in memory_envs():
         env = gym.make(env_id, oracle=False, horizon=n + 1)
         obs, info = env.reset(seed=0)
         a = np.zeros(env.action_space.shape, dtype=env.action_space.dtype)

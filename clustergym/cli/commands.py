@@ -23,7 +23,7 @@ from clustergym.learning import training
 from clustergym.learning.hyperparams import default_algo
 from clustergym.learning.importing import import_model
 from clustergym.learning.instances import describe_pool
-from clustergym.learning.tuning import INSTANCE_IS_SEED, VALIDATION, TuneConfig, default_runs, study_name_of, tune
+from clustergym.learning.tuning import VALIDATION, TuneConfig, default_runs, instance_is_seed, study_name_of, tune
 from clustergym.core.outdir import FolderLock, OutputFolder, check_path
 from clustergym.runner.replay import replay
 from clustergym.runner.results import RUN_FILES
@@ -322,7 +322,7 @@ def cmd_tune(args) -> int:
     instances, seeds = default_runs(args.env_id)
     if args.instances is not None:
         instances = None if args.instances == "seed" else tuple(_parse_seeds(args.instances, "--instances"))
-        if instances is not None and args.env_id in INSTANCE_IS_SEED and args.seeds is None:
+        if instances is not None and instance_is_seed(args.env_id) and args.seeds is None:
             seeds = (0,)
     if args.seeds is not None:
         seeds = tuple(_parse_seeds(args.seeds, "--seeds"))

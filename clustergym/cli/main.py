@@ -120,7 +120,7 @@ def _add_train_parser(sub, debug: argparse.ArgumentParser) -> None:
     t.add_argument("env_id", help="a registered env id (clustergym list shows them)")
     t.add_argument("--algo", default=None, choices=["ppo", "a2c", "sac", "maskable_ppo", "recurrent_ppo"],
                    help="the algorithm (sac: Box actions, P2; maskable_ppo: action masks, P1 and P4; default: the "
-                        "env's entry in clustergym/learning/hyperparams/defaults.yml)")
+                        "env's entry in its family's hyperparams/defaults.yml)")
     t.add_argument("--timesteps", type=int, default=None,
                    help="env steps of training (default: n_timesteps of the hyperparameter file's entry)")
     t.add_argument("--out", default=None,
@@ -131,8 +131,8 @@ def _add_train_parser(sub, debug: argparse.ArgumentParser) -> None:
                    help="algorithm hyperparameter (JSON value) on top of the hyperparameter file's entry, "
                         "e.g. --hp n_steps=512 --hp learning_rate=1e-4")
     t.add_argument("--hp-file", default=None, metavar="YML",
-                   help="hyperparameters per env id, rl-zoo3 style (default: the shipped "
-                        "clustergym/learning/hyperparams/ALGO.yml)")
+                   help="hyperparameters per env id, rl-zoo3 style (default: the shipped files, the family's "
+                        "hyperparams/ALGO.yml entry over the default of clustergym/learning/hyperparams/ALGO.yml)")
     t.add_argument("--action-head", default="fast", choices=["fast", "sb3"],
                    help="MultiDiscrete/MultiBinary action distribution: fast (default: one batched tensor op) or "
                         "sb3 (SB3's own, one Categorical per dimension; same maths, slower)")
@@ -179,7 +179,7 @@ def _add_tune_parser(sub, debug: argparse.ArgumentParser) -> None:
                         "(Optuna; resumable, shareable storage)")
     tu.add_argument("env_id", help="a registered env id")
     tu.add_argument("--algo", default=None, choices=["ppo", "a2c", "maskable_ppo"],
-                    help="the algorithm (default: the env's entry in hyperparams/defaults.yml)")
+                    help="the algorithm (default: the env's entry in its family's hyperparams/defaults.yml)")
     tu.add_argument("--trials", type=int, default=20, help="trials this process runs (default 20)")
     tu.add_argument("--timesteps", type=int, default=100_000, help="env steps of training per trial (default 100000)")
     tu.add_argument("--instances", default=None,

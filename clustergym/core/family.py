@@ -12,7 +12,9 @@ Readers of the specs (nothing else dispatches on a family name):
 * ``clustergym.envs.multiagent.PARALLEL_ENVS`` indexes the ``parallel_entry_point`` of every env;
 * ``clustergym.experiments.KNOWN`` lists the ``experiment`` modules (P1..P4 order);
 * ``clustergym.learning`` takes the empirical statistics, the MaskablePPO mask and the Box
-  action bounds from the family's ``drl_hooks`` module.
+  action bounds from the family's ``drl_hooks`` module, and so do the parameter pools, ``clustergym tune``,
+  the hyperparameter files, ``clustergym bench``'s training rows and the docs gallery their per-family data
+  (the data hooks of :attr:`FamilySpec.drl_hooks`).
 
 A user's own family (a package outside clustergym) is registered with one line,
 ``clustergym.register_family(FAMILY)``; for the command line and the runner's worker processes, name
@@ -36,7 +38,7 @@ import gymnasium as gym
 from gymnasium.envs.registration import register, registry
 
 __all__ = ["EnvEntry", "FamilySpec", "register_family", "family_specs", "family_spec", "env_ids", "env_entry",
-           "env_family", "register_agent", "agent_entry_points", "agent_names", "load_plugins", "PLUGINS_ENV_VAR",
+           "env_hook", "env_family", "register_agent", "agent_entry_points", "agent_names", "load_plugins", "PLUGINS_ENV_VAR",
            "ENTRY_POINT_GROUP", "BUILTIN_AGENT_MODULES"]
 
 PLUGINS_ENV_VAR = "CLUSTERGYM_PLUGINS"
@@ -90,14 +92,33 @@ class FamilySpec:
     scenario: str
     """``"module:function"`` of the scenario factory ``make(name="paper", seed=0, **params) -> Scenario``."""
     drl_hooks: str | None = None
-    """Module with the DRL hooks (all optional): ``Stats`` (empirical statistics appended to observations:
+    """Module with the DRL hooks (all optional), read with :meth:`hook`. Functions and classes:
+    ``Stats`` (empirical statistics appended to observations:
     ``Stats(problem, pad=None)`` with ``size``, ``reset()``, ``update(obs, feedback)``, ``parts(t)``; ``pad``
     is the env's padding kwargs, ``clustergym.core.env.env_padding(env)``, for the same size on every instance),
     ``sb3_mask(mask)``
     (MaskablePPO's flat mask from ``info["action_mask"]``; its presence enables ``maskable_ppo``),
     ``box_bounds(problem, pad=None)`` (exact float64 bounds of a Box action; its presence enables ``sac``) and
     ``compact_keys(space)`` / ``compact_columns(space)`` (what the ``"compact"`` observation layout keeps:
-    :mod:`clustergym.learning.pipeline`)."""
+    :mod:`clustergym.learning.pipeline`). Data (plain constants):
+
+    * ``PARAM_RANGES: dict[str, tuple[float, float]]``: the generator parameters a parameter pool
+      (``clustergym train --param-draws N``, :mod:`clustergym.learning.pools`) draws, name -> (low, high), uniformly,
+      in this order; absent: the family has no parameter pool;
+    * ``TUNING_REFERENCE: str``: the agent that scores 1 in ``clustergym tune``'s objective
+      (:func:`clustergym.learning.tuning.reference_agent`); absent: ``--reference`` must be given;
+    * ``INSTANCE_IS_SEED: bool``: ``clustergym tune``'s default validation runs pair instance and seed
+      (instance = seed 900-909) instead of instances 900-909 at seed 0; absent: False;
+    * ``HYPERPARAMS_DIR: str``: the folder of the family's hyperparameter files (:mod:`clustergym.learning.hyperparams`):
+      ``<algo>.yml`` with the entries of its env ids, each read over the algorithm file's ``default`` entry,
+      ``defaults.yml`` and ``tuning/`` (the records of its tuning studies); absent: the algorithm files only;
+    * ``BENCH_THROUGHPUT: tuple[tuple[dict, str], ...]``: ``clustergym bench``'s "PPO training, env-steps/s" rows
+      of the family's first env id, one per (extra env kwargs, vec mode); ``BENCH_PLAIN: bool``: a "plain SB3
+      PPO" row; ``BENCH_MEMORY: bool``: a memory row (10^6 slots with all-zero actions); the rows are labelled
+      with :attr:`number`, in registry order (:mod:`clustergym.bench.training`); absent: no such rows;
+    * ``GALLERY: tuple[tuple[str, ...], int, int]``: the docs gallery's (baselines beside the paper policy,
+      comparison horizon, viewer frame slot) of the family's first env id (:mod:`clustergym.experiments.gallery`;
+      with :attr:`paper_agent`); absent: not in the gallery."""
     experiment: str | None = None
     """Module name under ``clustergym.experiments`` that reproduces the paper (``clustergym reproduce NAME``)."""
     paper_file: str | None = None
@@ -146,7 +167,8 @@ class FamilySpec:
         return dict(_load(self.sizes)(problem))
 
     def hook(self, name: str) -> Any:
-        """One DRL hook (``"Stats"``, ``"sb3_mask"``, ``"box_bounds"``) or None."""
+        """One DRL hook of :attr:`drl_hooks` (``"Stats"``, ``"sb3_mask"``, ``"PARAM_RANGES"``, ...) or None when
+        the family has no hooks module or the module does not define ``name``."""
         mod = self.hooks()
         return None if mod is None else getattr(mod, name, None)
 
@@ -228,6 +250,13 @@ def env_entry(env_id: str) -> tuple[FamilySpec, EnvEntry] | None:
             if e.id == env_id:
                 return f, e
     return None
+
+
+def env_hook(env_id: str, name: str) -> Any:
+    """The DRL hook ``name`` of the family that owns the registered env id ``env_id`` (:meth:`FamilySpec.hook`);
+    None for an id no family owns or a family without that hook."""
+    found = env_entry(env_id)
+    return None if found is None else found[0].hook(name)
 
 
 def env_family(env_id: str) -> str:

@@ -7,7 +7,7 @@ import json
 import os
 from dataclasses import dataclass, field
 
-from clustergym.learning.hyperparams import HERE as HYPERPARAMS_DIR
+from clustergym.learning.hyperparams import tuning_dir
 
 __all__ = ["Learner", "EnvPlan", "PLAN", "HORIZON", "QUICK", "FULL_OUT", "TRAIN_SEED_OFFSET", "MAIN_BUDGET",
            "ABLATION_BUDGET", "HELD_OUT", "EVAL_SEEDS", "UNTUNED_PPO"]
@@ -84,19 +84,22 @@ UPDATE_KL = 0.01  # the update-size row's target KL: SB3 ends an update's epochs
 # policy change passes 1.5 x this (CartPole's updates in the shared setting stay near it; benchmarks/drl_learning_stats.py)
 
 
-def study_best(stem: str) -> dict | None:
-    """The best trial's values of the shipped tuning record ``hyperparams/tuning/<stem>.json`` (None: not shipped)."""
-    path = os.path.join(HYPERPARAMS_DIR, "tuning", f"{stem}.json")
-    if not os.path.exists(path):
+def study_best(env_id: str, stem: str) -> dict | None:
+    """The best trial's values of the shipped tuning record ``<stem>.json`` of ``env_id``'s family (its
+    ``hyperparams/tuning/``, :func:`clustergym.learning.hyperparams.tuning_dir`; None: not shipped)."""
+    folder = tuning_dir(env_id)
+    path = None if folder is None else os.path.join(folder, f"{stem}.json")
+    if path is None or not os.path.exists(path):
         return None
     with open(path) as f:
         return dict(json.load(f)["best"]["params"])
 
 
-def tuned_row(name: str, stem: str, base: str, options: dict | None = None) -> tuple[Learner, ...]:
+def tuned_row(env_id: str, name: str, stem: str, base: str, options: dict | None = None) -> tuple[Learner, ...]:
     """The "tuning" ablation row of a learner whose entry is not tuned: ``base``'s options with the best trial of
-    the study ``stem`` (its record shipped in ``hyperparams/tuning/``); no row while the record is not shipped."""
-    best = study_best(stem)
+    the study ``stem`` (its record shipped in the family's ``hyperparams/tuning/``); no row while the record is not
+    shipped."""
+    best = study_best(env_id, stem)
     if best is None:
         return ()
     return (Learner(name, "ppo", ABLATION_BUDGET, {**(options or {}), "hyperparams": best}, ablation="tuning",
@@ -110,7 +113,7 @@ def params_row(name: str, base: str, options: dict | None = None) -> Learner:
     return Learner(name, "ppo", ABLATION_BUDGET, {**(options or {}), "param_draws": PARAM_DRAWS},
                    ablation="pool parameters", base=base,
                    note=f"each episode's generator parameters drawn from {PARAM_DRAWS} settings of the family's ranges "
-                        "(load, value law; learning.pools.PARAM_RANGES) instead of the defaults")
+                        "(load, value law; PARAM_RANGES of the family's drl_hooks) instead of the defaults")
 
 
 def _rows(key: str, *, discount: float, action_mode: tuple[str, dict, str] | None, entity: bool,
@@ -217,6 +220,7 @@ PLAN: dict[str, EnvPlan] = {
                                                                    tuned=False, update_size=True,
                                                                    extra_main=(P1_ENTITY,),
                                                                    extra_ablation=(P1_ENTITY_100K, *tuned_row(
+                                                                       "clustergym/MultiServerChannel-v0",
                                                                        "ppo-entity-tuned",
                                                                        "MultiServerChannel-v0-ppo-entity",
                                                                        "ppo-entity", {"net": "entity"}),
@@ -233,7 +237,7 @@ PLAN: dict[str, EnvPlan] = {
         HELD_OUT, EVAL_SEEDS, CURVE_INSTANCES, (0,), default_horizon=2000),
     "p3": EnvPlan("p3", "clustergym/RingAllReduce-v0", _rows(
         "p3", discount=0.99, entity=False, tuned=False, update_size=True,
-        extra_ablation=tuned_row("ppo-100k-tuned", "RingAllReduce-v0-ppo", "ppo-100k"),
+        extra_ablation=tuned_row("clustergym/RingAllReduce-v0", "ppo-100k-tuned", "RingAllReduce-v0-ppo", "ppo-100k"),
         action_mode=("placement", {"env_kwargs": {"action_mode": "placement"}},
                      "GADGET's placement action (GPUs per job and server, 1,600 dimensions)")),
         None, tuple(range(30)), None, tuple(range(900, 905)),
@@ -242,8 +246,8 @@ PLAN: dict[str, EnvPlan] = {
               "instance = seed 900-904. P3 has no per-entity network: no network row.")),
     "p4": EnvPlan("p4", "clustergym/ApproxJobs-v0", _rows(
         "p4", discount=0.99, entity=True, warm_start="fair", extra_main=(P4_ENTITY, P4_ENTITY_LONG),
-        extra_ablation=(P4_ENTITY_100K, *tuned_row("ppo-entity-tuned", "ApproxJobs-v0-ppo-entity", "ppo-entity",
-                                                     P4_ENTITY.options),
+        extra_ablation=(P4_ENTITY_100K, *tuned_row("clustergym/ApproxJobs-v0", "ppo-entity-tuned",
+                                                     "ApproxJobs-v0-ppo-entity", "ppo-entity", P4_ENTITY.options),
                         params_row(f"ppo-entity-params{PARAM_DRAWS}", "ppo-entity", P4_ENTITY.options)),
         action_mode=("machine", {"env_kwargs": {"action_mode": "machine"}},
                      "the paper's action: a job per machine (Algorithm 1's form) instead of a level per job")),

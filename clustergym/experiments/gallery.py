@@ -2,12 +2,15 @@
 
 ``python -m clustergym.experiments.gallery --out docs/figures/gallery`` (``make gallery``) writes
 
-* ``viewer_<EnvName>.png``: the viewer frame (``render_mode="rgb_array"``) after ``VIEWER_SLOTS[env]`` slots of
-  the paper's policy, instance 0, seed 0;
+* ``viewer_<EnvName>.png``: the viewer frame (``render_mode="rgb_array"``) after the viewer slots of
+  :func:`papers` of the paper's policy, instance 0, seed 0;
 * ``paper_<env key>.png``: the paper's policy and the baselines of its family over ``INSTANCES`` instances
   (seed = instance, a short horizon): the running average reward, divided on each instance by the paper
   policy's average over the run, with its 95% interval over instances; beside it every agent's total
   reward relative to the paper's policy, paired over instances.
+
+Every registered family with a paper policy (``FamilySpec.paper_agent``) and the hook ``GALLERY`` in its
+``drl_hooks`` gets both, on its first env id.
 
 These are pictures of the house style on short runs, not the papers' reproductions (``clustergym reproduce``).
 """
@@ -19,20 +22,28 @@ import os
 
 import numpy as np
 
+from clustergym.core.family import family_specs
 from clustergym.core.plots import agent_colors, figure, mean_band, plot_comparisons, save, style
 from clustergym.runner.replay import record_episode
 from clustergym.runner.evaluation import evaluate
 
-__all__ = ["PAPERS", "INSTANCES", "viewer_frame", "paper_figure", "main"]
+__all__ = ["papers", "INSTANCES", "viewer_frame", "paper_figure", "main"]
 
-# env id -> (paper, the paper's policy, baselines shown, horizon of the comparison, viewer slots)
-PAPERS = {
-    "clustergym/MultiServerChannel-v0": ("ESDP (P1)", "esdp", ["hauf", "lcf", "lwtf", "random"], 300, 60),
-    "clustergym/MultiServerAllocation-v0": ("OGASched (P2)", "ogasched", ["fairness", "drf", "binpacking",
-                                                                        "spreading", "random"], 300, 60),
-    "clustergym/RingAllReduce-v0": ("GADGET (P3)", "gadget", ["fifo", "drf", "las", "greedy", "random"], 120, 60),
-    "clustergym/ApproxJobs-v0": ("OPM (P4)", "opm", ["fair", "edf", "ops", "random"], 600, 200),
-}
+
+def papers() -> dict[str, tuple[str, str, list[str], int, int]]:
+    """env id -> (paper label, the paper's policy, baselines shown, horizon of the comparison, viewer slots) of every
+    registered family with a ``paper_agent`` and the hook ``GALLERY`` (baselines, horizon, viewer slots), in
+    registry order, on its first env id; the label is ``"<paper> (<number>)"``, e.g. ``"ESDP (P1)"``."""
+    out = {}
+    for spec in family_specs():
+        gallery = spec.hook("GALLERY") if spec.paper_agent and spec.envs else None
+        if gallery is not None:
+            bases, horizon, slots = gallery
+            out[spec.env_ids[0]] = (f"{spec.paper} ({spec.number})", spec.paper_agent, list(bases), int(horizon),
+                                    int(slots))
+    return out
+
+
 INSTANCES = (0, 1, 2, 3, 4)
 
 
@@ -43,7 +54,7 @@ def viewer_frame(env_id: str, slots: int, agent: str, seed: int = 0) -> np.ndarr
 
 def paper_figure(env_id: str, path: str, progress: bool = False) -> str:
     """Average reward vs t (95% interval over instances) and paired differences to the paper's policy."""
-    paper, ref, bases, horizon, _ = PAPERS[env_id]
+    paper, ref, bases, horizon, _ = papers()[env_id]
     agents = [ref, *bases]
     res = evaluate(env_id, agents, seeds=list(INSTANCES), horizon=horizon, progress=progress, score=False)
     fig, (ax, bx) = figure(1, 2, size=(13, 4.2), gridspec_kw={"width_ratios": [1.25, 1]})
@@ -78,7 +89,7 @@ def main(argv: list[str] | None = None) -> int:
 
     os.makedirs(args.out, exist_ok=True)
     only = None if args.only is None else set(args.only.split(","))
-    for env_id, (_, ref, _, _, slots) in PAPERS.items():
+    for env_id, (_, ref, _, _, slots) in papers().items():
         name = env_id.split("/")[-1]
         if only is not None and name not in only:
             continue

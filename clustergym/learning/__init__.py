@@ -15,7 +15,9 @@
 :mod:`clustergym.learning.checkpoints`     models saved at given step counts during training
 :mod:`clustergym.learning.curves`          the training curve (Monitor files, evaluations)
 :mod:`clustergym.learning.hyperparams`     one hyperparameter set per (env, algorithm):
-                                           ``clustergym/learning/hyperparams/<algo>.yml`` (rl-zoo3 style)
+                                           ``envs/<family>/hyperparams/<algo>.yml`` over the
+                                           algorithm's ``default`` in ``hyperparams/<algo>.yml``
+                                           (rl-zoo3 style)
 :mod:`clustergym.learning.vec`             an SB3 ``VecEnv`` over the native vector envs (``--vec native``)
 :mod:`clustergym.learning.instances`       training pools, validation and evaluation instances, padding
 :mod:`clustergym.learning.entity`          the per-channel policy network of P1 (``--net entity``)

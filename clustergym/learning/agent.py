@@ -26,6 +26,7 @@ import gymnasium as gym
 import numpy as np
 
 from clustergym.core.agent import BaseAgent
+from clustergym.core.family import family_specs
 from clustergym.learning.algos import HEADS, NORM_FILE, RECURRENT, SIDE_CAR, algo_class, obs_layout
 from clustergym.learning.instances import check_model_fits, grown_padding, model_env_kwargs, model_padding, pad_kwargs_of
 from clustergym.learning.policies import policy_class
@@ -38,8 +39,16 @@ __all__ = ["SB3Agent", "safe_load", "resolve_model_path", "PRETRAINED_DIR", "pre
 
 # Models shipped with clustergym (``clustergym drl --export-pretrained`` writes them): sb3:pretrained/<EnvName>
 PRETRAINED_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "pretrained")
-_SHORT = {"p1": "MultiServerChannel-v0", "p2": "MultiServerAllocation-v0", "p3": "RingAllReduce-v0",
-          "p4": "ApproxJobs-v0"}
+
+
+def _short_names() -> dict[str, str]:
+    """``pretrained/p1`` etc.: every registered family's ``number``, lower case -> the name of its first env id
+    (the shipped families first: a plugin's number never shadows theirs)."""
+    out: dict[str, str] = {}
+    for spec in family_specs():
+        if spec.envs:
+            out.setdefault(spec.number.lower(), spec.env_ids[0].split("/")[-1])
+    return out
 
 
 def pretrained_models() -> list[str]:
@@ -66,7 +75,7 @@ def resolve_model_path(path: str) -> str:
     if name.endswith("/model.zip"):
         name = name[: -len("/model.zip")]
     name = name.split("/")[-1]
-    name = _SHORT.get(name.lower(), name)
+    name = _short_names().get(name.lower(), name)
     if not name.endswith("-v0"):
         name += "-v0"
     model = os.path.join(PRETRAINED_DIR, name, "model.zip")

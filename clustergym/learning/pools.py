@@ -3,11 +3,12 @@
 The default training pool varies only the scenario seed: every instance comes from the generator's default
 parameters (arrival probability, cost law, load, ...). A learner may then fit what those defaults make likely
 (on P1, "low demand means high value") rather than what each episode shows. A *parameter pool* also varies the
-generator's parameters: ``clustergym train --param-draws N`` draws N settings of the parameters in
-:data:`PARAM_RANGES` (uniformly in each range, from a generator seeded with :data:`SETTINGS_SEED`, so every
-training run with the same N sees the same settings), and every episode runs in one setting drawn uniformly,
-on an instance drawn from the pool as usual. The parameters that fix the spaces' sizes (ports, servers, device
-types, machines, job slots) are never drawn; families padded to fixed maxima are padded over every setting.
+generator's parameters: ``clustergym train --param-draws N`` draws N settings of the parameters in the
+family's ranges (the hook ``PARAM_RANGES`` of its ``drl_hooks`` module: uniformly in each range, from a generator
+seeded with :data:`SETTINGS_SEED`, so every training run with the same N sees the same settings), and every
+episode runs in one setting drawn uniformly, on an instance drawn from the pool as usual. The parameters that
+fix the spaces' sizes (ports, servers, device types, machines, job slots) are never drawn; families padded to
+fixed maxima are padded over every setting.
 
 The model is still the default generator's: its side-car records the default env kwargs (evaluation runs the
 default generator) and, under ``param_pool``, the settings it trained on.
@@ -21,36 +22,32 @@ from typing import Sequence
 
 import numpy as np
 
-from clustergym.core.family import env_family
+from clustergym.core.family import env_family, family_specs
 from clustergym.learning.instances import pad_kwargs_of, padding_for
-__all__ = ["PARAM_RANGES", "SETTINGS_SEED", "param_settings", "pool_padding"]
 
-# The generator parameters a parameter pool draws, per family: (low, high), drawn uniformly. Each range holds
-# the default (in brackets) and varies the load or the value law around it:
-PARAM_RANGES: dict[str, dict[str, tuple[float, float]]] = {
-    # P1: arrival probability per port [0.9]; the mean and spread of the per-unit cost f_k, which sets how
-    # strongly a channel's demand lowers its value [0.5, 0.1]; the capacity share [0.25]
-    "multiserver-channel": {"rho": (0.6, 1.0), "cost_mean": (0.25, 0.75), "cost_std": (0.05, 0.2),
-                            "capacity_ratio": (0.2, 0.3)},
-    # P2: arrival probability per port [0.7]; the contention level of the communication overhead [10];
-    # the graph density [2.5]
-    "multiserver-allocation": {"rho": (0.4, 1.0), "contention": (5.0, 15.0), "density": (2.0, 3.0)},
-    # P3: jobs per slot [2.0]; the bandwidth scale of every link [1.0]
-    "ringallreduce": {"arrival_rate": (1.0, 3.0), "bw_scale": (0.5, 2.0)},
-    # P4: jobs per slot [0.015]; the approximation exponent beta [0.5]; the slowest machine's speed factor [0.3]
-    "approxjobs": {"arrival_rate": (0.0075, 0.03), "beta": (0.5, 0.7), "speed_low": (0.2, 0.5)},
-}
+__all__ = ["SETTINGS_SEED", "param_ranges", "param_settings", "pool_padding"]
+
 SETTINGS_SEED = 20_000  # the settings' generator: the same N settings for every training run and seed
 
 
-def param_settings(env_id: str, draws: int, env_kwargs: dict | None = None) -> list[dict]:
-    """``draws`` settings of the family's :data:`PARAM_RANGES` (a parameter the caller set in ``env_kwargs``
-    stays fixed and is not drawn); a ValueError for a family without ranges or when nothing is left to draw."""
+def param_ranges(env_id: str) -> dict[str, tuple[float, float]]:
+    """The generator parameters a parameter pool of ``env_id`` draws: its family's ``drl_hooks`` hook
+    ``PARAM_RANGES`` (name -> (low, high), drawn uniformly in that order); a ValueError for a family without one,
+    naming the families that have ranges."""
     family = env_family(env_id)
-    ranges = PARAM_RANGES.get(family)
+    specs = {s.name: s for s in family_specs()}
+    ranges = specs[family].hook("PARAM_RANGES") if family in specs else None
     if ranges is None:
         raise ValueError(f"param_draws: no parameter ranges for {env_id} (family {family!r}); families with "
-                         f"ranges: {', '.join(sorted(PARAM_RANGES))}")
+                         f"ranges: {', '.join(sorted(n for n, s in specs.items() if s.hook('PARAM_RANGES')))}")
+    return dict(ranges)
+
+
+def param_settings(env_id: str, draws: int, env_kwargs: dict | None = None) -> list[dict]:
+    """``draws`` settings of the family's ranges (:func:`param_ranges`; a parameter the caller set in
+    ``env_kwargs`` stays fixed and is not drawn); a ValueError for a family without ranges or when nothing is
+    left to draw."""
+    ranges = param_ranges(env_id)
     if isinstance(draws, bool) or not isinstance(draws, (int, np.integer)) or draws < 1:
         raise ValueError(f"param_draws={draws!r} is invalid: expected an integer >= 1")
     names = [n for n in ranges if n not in (env_kwargs or {})]

@@ -6,9 +6,9 @@ The training env is ``gym.make`` + Monitor + :class:`clustergym.learning.wrapper
 own chain can match training exactly. Observations (and, for training only, rewards) are normalised by
 SB3's ``VecNormalize``; its statistics are saved beside the model (plain arrays) and applied at
 evaluation. PPO, A2C and MaskablePPO use the fast action heads of :mod:`clustergym.learning.heads`
-(``head="sb3"`` keeps SB3's own distribution). Hyperparameters come from
-``clustergym/learning/hyperparams/<algo>.yml`` (:mod:`clustergym.learning.hyperparams`), with the
-caller's values on top.
+(``head="sb3"`` keeps SB3's own distribution). Hyperparameters come from the family's
+``envs/<family>/hyperparams/<algo>.yml`` over the algorithm's ``default`` (:mod:`clustergym.learning.hyperparams`),
+with the caller's values on top.
 
 A run directory holds ``model.zip``, ``vecnormalize.npz``, ``clustergym.json`` (env id, kwargs,
 algorithm, hyperparameters, action head, wrapper settings), ``monitor/`` (episode returns), ``tb/``
@@ -48,7 +48,7 @@ from clustergym.learning.checkpoints import Checkpoints
 from clustergym.learning.curves import plot_training_curve, reference_returns
 from clustergym.learning.hyperparams import load_hyperparams, split_run_keys
 from clustergym.learning.instances import DEFAULT_EVAL_INSTANCES, DEFAULT_VALIDATION_INSTANCES
-from clustergym.learning.pools import PARAM_RANGES, SETTINGS_SEED, param_settings, pool_padding
+from clustergym.learning.pools import SETTINGS_SEED, param_ranges, param_settings, pool_padding
 from clustergym.learning.policies import policy_class
 from clustergym.learning.train_envs import (check_pipeline, int_arg, make_train_env, normalizer, save_normalization,
                                             training_envs)
@@ -422,7 +422,7 @@ def _save(s: TrainSetup, model, venv, cb, bc, saver, wall: float, vec: str, out:
 def _param_pool_record(s: TrainSetup) -> dict:
     """The side-car's record of a parameter pool: the draws, the ranges they came from and the settings."""
     return {"draws": len(s.settings), "settings_seed": SETTINGS_SEED,
-            "ranges": {n: list(r) for n, r in PARAM_RANGES[s.family].items() if n in s.settings[0]},
+            "ranges": {n: list(r) for n, r in param_ranges(s.env_id).items() if n in s.settings[0]},
             "settings": s.settings}
 
 

@@ -7,17 +7,18 @@ training pool (:data:`~clustergym.learning.instances.DEFAULT_TRAIN_INSTANCES`, 1
 :data:`~clustergym.learning.instances.DEFAULT_VALIDATION_INSTANCES`): disjoint from the training pool and
 from every evaluation set (``clustergym run``'s and ``clustergym drl``'s instances are below 100). Tuning
 never sees an evaluation instance. On RingAllReduce the validation runs pair instance and seed
-(``instances=None``: instance = seed, seeds 900-909 by default, :data:`INSTANCE_IS_SEED`): an instance
-draws its topology and its job stream and the env's reset seed changes neither, so this is one run per
-instance, each with its own seed for whatever a policy or baseline draws (the baselines' static sizes).
+(``instances=None``: instance = seed, seeds 900-909 by default: :func:`instance_is_seed`, the family's hook
+``INSTANCE_IS_SEED``): an instance draws its topology and its job stream and the env's reset seed changes
+neither, so this is one run per instance, each with its own seed for whatever a policy or baseline draws (the
+baselines' static sizes).
 
 The objective is the **baseline-normalised value**, per (validation instance, dynamics seed)::
 
     (V_learner − V_random) / (V_reference − V_random)
 
 with V a run's evaluated total (``RunResult.value_total``: the expected reward where the env reports it,
-else the realised one), averaged over the runs: 0 = random, 1 = the reference baseline (:data:`REFERENCE`,
-the best simple rule of each env at the training horizon). The reference and random runs do not depend on
+else the realised one), averaged over the runs: 0 = random, 1 = the reference baseline (:func:`reference_agent`,
+the family's hook ``TUNING_REFERENCE``: the best simple rule of each env at the training horizon). The reference and random runs do not depend on
 the trial; they are run once per study and kept in the study's user attributes.
 
 Each trial trains ``train_seeds`` seeds (default 2) and is scored on the mean of their values per run. One
@@ -27,9 +28,9 @@ much: the shipped one-seed studies' best trials scored lower on three seeds than
 
 The record (``tuning.json`` in ``--out``): the settings (env, algorithm, budget, validation instances,
 seeds, horizon, reference, search space), every trial (parameters, objective, per-instance values, state,
-wall time) and the best trial. Copy it next to the hyperparameter files
-(``clustergym/learning/hyperparams/tuning/``) when adopting its values; the yml entry then lists them under
-``tuned`` (a run key the algorithm never sees).
+wall time) and the best trial. Copy it next to the family's hyperparameter files (its ``tuning/`` folder,
+``envs/<family>/hyperparams/tuning/<EnvName>-<algo>[-entity].json``: :func:`clustergym.learning.hyperparams.tuning_dir`)
+when adopting its values; the yml entry then lists them under ``tuned`` (a run key the algorithm never sees).
 
 Several processes or machines can tune one study at once: give them the same ``--storage`` (an Optuna
 RDB URL, e.g. ``postgresql://...`` or a shared ``sqlite:///`` file) and ``--study``; each runs its own
@@ -57,29 +58,37 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
+from clustergym.core.family import env_hook
 from clustergym.core.scenario import check_memory
 from clustergym.learning.instances import DEFAULT_EVAL_INSTANCES, DEFAULT_TRAIN_INSTANCES
 from clustergym.learning.training import TrainConfig, train
 from clustergym.runner.evaluation import evaluate
 
-__all__ = ["SEARCH_SPACE", "REFERENCE", "VALIDATION", "TuneConfig", "sample_params", "normalised_value", "tune",
-           "record_of", "study_name_of", "check_storage", "sampler_seed", "default_runs", "INSTANCE_IS_SEED", "stored_values"]
+__all__ = ["SEARCH_SPACE", "VALIDATION", "TuneConfig", "sample_params", "normalised_value", "tune", "record_of",
+           "study_name_of", "check_storage", "sampler_seed", "default_runs", "instance_is_seed", "reference_agent",
+           "stored_values"]
 
 VALIDATION = tuple(range(900, 910))  # the default validation instances (part of DEFAULT_VALIDATION_INSTANCES)
 
 TRIAL_SEED_STRIDE = 1000  # training seed k of a trial: seed + trial number + k * this (k = 0: the one-seed studies')
 
-# Envs whose validation runs are instance = seed by default (module docstring).
-INSTANCE_IS_SEED = frozenset({"clustergym/RingAllReduce-v0"})
+
+def instance_is_seed(env_id: str) -> bool:
+    """Whether the validation runs of ``env_id`` are instance = seed by default (module docstring): its family's
+    ``drl_hooks`` hook ``INSTANCE_IS_SEED`` (False without one)."""
+    return bool(env_hook(env_id, "INSTANCE_IS_SEED"))
 
 
 def default_runs(env_id: str) -> tuple[tuple[int, ...] | None, tuple[int, ...]]:
     """The default validation runs of ``env_id``: (instances, dynamics seeds); instances None = instance = seed."""
-    return (None, VALIDATION) if env_id in INSTANCE_IS_SEED else (VALIDATION, (0,))
+    return (None, VALIDATION) if instance_is_seed(env_id) else (VALIDATION, (0,))
 
-# The best simple rule of each env at the training horizon (docs/drl.md): the objective's "1".
-REFERENCE = {"clustergym/MultiServerChannel-v0": "lcf", "clustergym/MultiServerAllocation-v0": "drf",
-             "clustergym/RingAllReduce-v0": "greedy", "clustergym/ApproxJobs-v0": "fair"}
+
+def reference_agent(env_id: str) -> str | None:
+    """The default reference agent of the objective (the "1") on ``env_id``: its family's ``drl_hooks`` hook
+    ``TUNING_REFERENCE``, the best simple rule at the training horizon (docs/drl.md); None without one."""
+    return env_hook(env_id, "TUNING_REFERENCE")
+
 
 # Per algorithm: name -> ("log", low, high) | ("choice", values). The rollout length and batch size are
 # chosen per training env (``n_steps`` is per env, as SB3's).
@@ -128,7 +137,7 @@ class TuneConfig:
     instances: tuple[int, ...] | None = VALIDATION  # None: instance = seed over ``seeds``
     seeds: tuple[int, ...] = (0,)
     horizon: int = 200
-    reference: str | None = None  # None: REFERENCE[env_id]
+    reference: str | None = None  # None: reference_agent(env_id), the family's TUNING_REFERENCE
     seed: int = 0
     n_envs: int | None = None
     env_kwargs: tuple = ()  # (key, value) pairs on top of the hyperparameter file's env_kwargs
@@ -136,7 +145,7 @@ class TuneConfig:
     train_seeds: int = 2  # training seeds per trial: its value per run is the mean over them (TRIAL_SEED_STRIDE)
 
     def reference_agent(self) -> str:
-        ref = self.reference or REFERENCE.get(self.env_id)
+        ref = self.reference or reference_agent(self.env_id)
         if ref is None:
             raise ValueError(f"{self.env_id} has no default reference baseline: give reference=AGENT")
         return ref

@@ -2,15 +2,45 @@
 (``clustergym.learning.pipeline``) and by ``clustergym train``.
 
 Only public quantities: ``info["feedback"]``; never metrics.
+
+The constants are the family's data for the parameter pools, ``clustergym tune``, the hyperparameter files,
+``clustergym bench`` and the docs gallery (each one's meaning: ``FamilySpec.drl_hooks``).
 """
 
 from __future__ import annotations
+
+import os
 
 import numpy as np
 
 from clustergym.envs.approxjobs.stats import STATS_KEYS
 
-__all__ = ["STATS_KEYS", "Stats", "legacy_keys", "sb3_mask"]
+__all__ = ["BENCH_PLAIN", "BENCH_THROUGHPUT", "GALLERY", "HYPERPARAMS_DIR", "PARAM_RANGES", "STATS_KEYS",
+           "TUNING_REFERENCE", "Stats", "legacy_keys", "sb3_mask"]
+
+# The generator parameters a parameter pool draws (clustergym.learning.pools): (low, high), drawn uniformly, each
+# holding the default (in brackets): jobs per slot [0.015]; the approximation exponent beta [0.5]; the slowest
+# machine's speed factor [0.3]
+PARAM_RANGES: dict[str, tuple[float, float]] = {"arrival_rate": (0.0075, 0.03), "beta": (0.5, 0.7),
+                                               "speed_low": (0.2, 0.5)}
+
+# The reference agent of `clustergym tune`'s objective (clustergym.learning.tuning): the best simple rule of the
+# family at the training horizon (docs/drl.md), the objective's "1"
+TUNING_REFERENCE = "fair"
+
+# `clustergym bench` (clustergym.bench.training): the "PPO training, env-steps/s" rows of the family's first env
+# id, (extra env kwargs beside its ppo.yml entry's, vec mode) each
+BENCH_THROUGHPUT: tuple[tuple[dict, str], ...] = (({}, "auto"),)
+BENCH_PLAIN = True  # a "plain SB3 PPO" row: PPO(policy, gym.make(id)) on the default spaces
+
+# The docs gallery (clustergym.experiments.gallery): (the baselines beside the paper policy, the comparison's
+# horizon, the viewer frame's slot)
+GALLERY: tuple[tuple[str, ...], int, int] = (("fair", "edf", "ops", "random"), 600, 200)
+
+# The family's hyperparameter files (clustergym.learning.hyperparams): <algo>.yml with the entries of its env ids,
+# each read over the algorithm file's `default` entry; defaults.yml (the algorithm `clustergym train` uses);
+# tuning/ (the records of the tuning studies)
+HYPERPARAMS_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "hyperparams")
 
 
 class Stats:

@@ -1,10 +1,42 @@
-"""DRL hooks of P3 (read through the family's ``FamilySpec.drl_hooks``): the compact observation layout."""
+"""DRL hooks of P3 (read through the family's ``FamilySpec.drl_hooks``): the compact observation layout.
+
+The constants are the family's data for the parameter pools, ``clustergym tune``, the hyperparameter files,
+``clustergym bench`` and the docs gallery (each one's meaning: ``FamilySpec.drl_hooks``).
+"""
 
 from __future__ import annotations
 
+import os
+
 import numpy as np
 
-__all__ = ["compact_columns", "compact_keys"]
+__all__ = ["BENCH_PLAIN", "BENCH_THROUGHPUT", "GALLERY", "HYPERPARAMS_DIR", "INSTANCE_IS_SEED", "PARAM_RANGES",
+           "TUNING_REFERENCE", "compact_columns", "compact_keys"]
+
+# The generator parameters a parameter pool draws (clustergym.learning.pools): (low, high), drawn uniformly, each
+# holding the default (in brackets): jobs per slot [2.0]; the bandwidth scale of every link [1.0]
+PARAM_RANGES: dict[str, tuple[float, float]] = {"arrival_rate": (1.0, 3.0), "bw_scale": (0.5, 2.0)}
+
+# The reference agent of `clustergym tune`'s objective (clustergym.learning.tuning): the best simple rule of the
+# family at the training horizon (docs/drl.md), the objective's "1"
+TUNING_REFERENCE = "greedy"
+# `clustergym tune`'s default validation runs pair instance and seed (instance = seed 900-909): an instance
+# draws its topology and its job stream and the env's reset seed changes neither, so one seed per instance
+INSTANCE_IS_SEED = True
+
+# `clustergym bench` (clustergym.bench.training): the "PPO training, env-steps/s" rows of the family's first env
+# id, (extra env kwargs beside its ppo.yml entry's, vec mode) each
+BENCH_THROUGHPUT: tuple[tuple[dict, str], ...] = (({}, "auto"),)
+BENCH_PLAIN = True  # a "plain SB3 PPO" row: PPO(policy, gym.make(id)) on the default spaces
+
+# The docs gallery (clustergym.experiments.gallery): (the baselines beside the paper policy, the comparison's
+# horizon, the viewer frame's slot)
+GALLERY: tuple[tuple[str, ...], int, int] = (("fifo", "drf", "las", "greedy", "random"), 120, 60)
+
+# The family's hyperparameter files (clustergym.learning.hyperparams): <algo>.yml with the entries of its env ids,
+# each read over the algorithm file's `default` entry; defaults.yml (the algorithm `clustergym train` uses);
+# tuning/ (the records of the tuning studies)
+HYPERPARAMS_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "hyperparams")
 
 
 def compact_keys(space) -> tuple[str, ...]:

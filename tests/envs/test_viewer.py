@@ -210,10 +210,14 @@ def test_replay_bad_input_is_one_line(argv, needle, tmp_path, capsys):
 def test_gallery_command_writes_a_viewer_frame_and_a_comparison_figure(tmp_path, monkeypatch):
     import imageio.v3 as iio
 
+    from clustergym.core.family import env_entry
     from clustergym.experiments import gallery
 
-    paper, ref, bases, _, _ = gallery.PAPERS[P1]
-    monkeypatch.setitem(gallery.PAPERS, P1, (paper, ref, bases[:1], 6, 4))  # short runs
+    paper, ref, bases, _, _ = gallery.papers()[P1]
+    assert (paper, ref) == ("ESDP (P1)", "esdp")
+    hooks = env_entry(P1)[0].hooks()
+    monkeypatch.setattr(hooks, "GALLERY", (tuple(bases[:1]), 6, 4))  # short runs: the family's hook says so
+    assert gallery.papers()[P1] == (paper, ref, bases[:1], 6, 4)
     monkeypatch.setattr(gallery, "INSTANCES", (0, 1))
     assert gallery.main(["--out", str(tmp_path), "--only", "MultiServerChannel-v0"]) == 0
     frame = iio.imread(tmp_path / "viewer_MultiServerChannel-v0.png")

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import clustergym  # noqa: F401  (registers the envs)
-from clustergym.learning.pools import PARAM_RANGES, param_settings, pool_padding
+from clustergym.learning.pools import param_ranges, param_settings, pool_padding
 from clustergym.learning.train_envs import ParamPool
 
 P1, P2, P3, P4 = ("clustergym/MultiServerChannel-v0", "clustergym/MultiServerAllocation-v0",
@@ -18,9 +18,7 @@ P1, P2, P3, P4 = ("clustergym/MultiServerChannel-v0", "clustergym/MultiServerAll
 
 @pytest.mark.parametrize("env_id", [P1, P2, P3, P4])
 def test_settings_are_drawn_in_the_ranges_the_same_for_every_call_and_hold_the_default(env_id):
-    from clustergym.core.family import env_family
-
-    ranges = PARAM_RANGES[env_family(env_id)]
+    ranges = param_ranges(env_id)
     s = param_settings(env_id, 16)
     assert s == param_settings(env_id, 16) and param_settings(env_id, 4) == s[:4]  # one stream: N settings nest
     assert len({tuple(sorted(p.items())) for p in s}) == 16

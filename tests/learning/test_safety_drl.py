@@ -250,20 +250,31 @@ def test_export_chooses_on_validation_runs_at_the_default_horizon_when_recorded(
 # -- 6. editing a hyperparameter file retrains exactly the cells it changes ---------------------------------
 
 def test_editing_the_hyperparameter_file_retrains_its_cells(quick, tmp_path, monkeypatch):
+    """P4's cell follows its family's ppo.yml entry and the algorithm file's ``default`` it is read over."""
     import clustergym.learning.hyperparams as hp_mod
+    from clustergym.core.family import env_entry
 
     out, before = quick
-    hp_dir = tmp_path / "hp"
+    hp_dir, own_dir = tmp_path / "hp", tmp_path / "own"
     shutil.copytree(hp_mod.HERE, hp_dir, ignore=shutil.ignore_patterns("*.py", "__pycache__"))
+    hooks = env_entry("clustergym/ApproxJobs-v0")[0].hooks()
+    shutil.copytree(hooks.HYPERPARAMS_DIR, own_dir)
     monkeypatch.setattr(hp_mod, "HERE", str(hp_dir))
+    monkeypatch.setattr(hooks, "HYPERPARAMS_DIR", str(own_dir))
     plan = drl.plan_cells(str(out), quick=True, learners=["ppo"], seeds=[1])
     assert plan["todo"] == []
     with open(hp_dir / "ppo.yml", "a") as f:  # another env's entry: P4's cell stays
         f.write("\nclustergym/MultiServerChannel-v0-unused:\n  gamma: 0.5\n")
     assert drl.plan_cells(str(out), quick=True, learners=["ppo"], seeds=[1])["todo"] == []
-    text = (hp_dir / "ppo.yml").read_text()
+    text = (own_dir / "ppo.yml").read_text()
     assert "clustergym/ApproxJobs-v0:" in text
-    (hp_dir / "ppo.yml").write_text(text.replace("clustergym/ApproxJobs-v0:", "clustergym/ApproxJobs-v0:\n  max_grad_norm: 0.4", 1))
+    (own_dir / "ppo.yml").write_text(text.replace("clustergym/ApproxJobs-v0:", "clustergym/ApproxJobs-v0:\n  max_grad_norm: 0.4", 1))
+    plan = drl.plan_cells(str(out), quick=True, learners=["ppo"], seeds=[1])
+    assert plan["todo"] == [("p4", "ppo", 1)] and plan["stale"] == [("p4", "ppo", 1)]
+    (own_dir / "ppo.yml").write_text(text)  # as before, then the shared default changes under it
+    assert drl.plan_cells(str(out), quick=True, learners=["ppo"], seeds=[1])["todo"] == []
+    shared = (hp_dir / "ppo.yml").read_text()
+    (hp_dir / "ppo.yml").write_text(shared.replace("  normalize: true\n", "  normalize: false\n", 1))
     plan = drl.plan_cells(str(out), quick=True, learners=["ppo"], seeds=[1])
     assert plan["todo"] == [("p4", "ppo", 1)] and plan["stale"] == [("p4", "ppo", 1)]
     assert snapshot(out) == before  # planning writes nothing

@@ -84,23 +84,21 @@ def test_cli_tune_writes_the_record_and_names_the_best_trial(tmp_path, capsys):
 
 def test_every_tuned_entry_holds_its_shipped_records_best_trial():
     """An entry with a ``tuned`` key trains with exactly the best trial's values of its study's record
-    (``hyperparams/tuning/<EnvName>-<algo>.json``), and the record was scored on validation instances only."""
+    (``hyperparams/tuning/<EnvName>-<algo>.json`` of the family's folder), and the record was scored on validation
+    instances only."""
     import os
 
-    import yaml
-
-    from clustergym.learning.hyperparams import HERE, load_hyperparams
+    from clustergym.core.family import env_ids
+    from clustergym.learning.hyperparams import load_hyperparams, tuning_dir
     from clustergym.learning.instances import DEFAULT_EVAL_INSTANCES, DEFAULT_TRAIN_INSTANCES
 
     checked = 0
     for algo in ("ppo", "a2c", "maskable_ppo"):
-        with open(os.path.join(HERE, f"{algo}.yml")) as f:
-            ids = [k for k in yaml.safe_load(f) if "/" in k]
-        for env_id in ids:
+        for env_id in env_ids():
             entry = load_hyperparams(algo, env_id)
             if "tuned" not in entry:
                 continue
-            with open(os.path.join(HERE, "tuning", f"{env_id.split('/')[-1]}-{algo}.json")) as f:
+            with open(os.path.join(tuning_dir(env_id), f"{env_id.split('/')[-1]}-{algo}.json")) as f:
                 rec = json.load(f)
             assert rec["env_id"] == env_id and rec["algo"] == algo
             assert not set(rec["validation_instances"]) & (set(DEFAULT_TRAIN_INSTANCES) | set(DEFAULT_EVAL_INSTANCES))
@@ -146,20 +144,24 @@ def test_a_study_of_the_per_entity_network_trains_it_and_says_so(tmp_path):
 
 
 def test_every_shipped_record_is_used_with_its_best_values_and_was_scored_on_validation_runs_only():
-    """Each record in ``hyperparams/tuning/`` is either adopted by its yml entry (the ``tuned`` key) or carried
-    by a ``clustergym drl`` tuning row that trains the record's network with exactly the best trial's values."""
+    """Each record in a family's ``hyperparams/tuning/`` is either adopted by its yml entry (the ``tuned`` key) or
+    carried by a ``clustergym drl`` tuning row that trains the record's network with exactly the best trial's
+    values; it is a record of one of the family's env ids."""
     import glob
     import os
 
+    from clustergym.core.family import family_specs
     from clustergym.experiments.drl_plan import PLAN
-    from clustergym.learning.hyperparams import HERE, load_hyperparams
+    from clustergym.learning.hyperparams import load_hyperparams, tuning_dir
     from clustergym.learning.instances import DEFAULT_EVAL_INSTANCES, DEFAULT_TRAIN_INSTANCES
 
-    paths = sorted(glob.glob(os.path.join(HERE, "tuning", "*.json")))
+    folders = {tuning_dir(spec.env_ids[0]): spec for spec in family_specs()}
+    paths = sorted((p, spec) for d, spec in folders.items() if d for p in glob.glob(os.path.join(d, "*.json")))
     assert len(paths) >= 5
-    for path in paths:
+    for path, spec in paths:
         with open(path) as f:
             rec = json.load(f)
+        assert rec["env_id"] in spec.env_ids, path
         runs = rec["seeds"] if rec["validation_instances"] == "instance = seed" else rec["validation_instances"]
         assert not set(runs) & (set(DEFAULT_TRAIN_INSTANCES) | set(DEFAULT_EVAL_INSTANCES)), path
         best = max((t for t in rec["trials"] if t["value"] is not None), key=lambda t: t["value"])

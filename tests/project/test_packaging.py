@@ -53,6 +53,12 @@ for name, ids in scen.items():
         env = gym.make(env_id, scenario=name, horizon=3)
         env.reset(seed=0)
         built.append(f"{env_id}:{name}")
+# the hyperparameter files of a family folder and the records of its tuning studies, read from the wheel
+from clustergym.learning.hyperparams import family_hyperparams_dir, load_hyperparams, tuning_dir
+for env_id in ENV_IDS:
+    assert os.path.realpath(family_hyperparams_dir(env_id)).startswith(os.path.realpath(target)), env_id
+    assert load_hyperparams("ppo", env_id)["n_envs"] == 4, env_id  # the family's entry over ppo.yml's default
+assert os.listdir(tuning_dir("clustergym/ApproxJobs-v0"))
 print(json.dumps({"file": clustergym.__file__, "envs": made, "presets": shipped, "built": built,
                   "agents": list_agents()}))
 '''
@@ -97,6 +103,13 @@ def test_wheel_builds_passes_twine_and_runs_from_outside_the_repo(tmp_path):
                  "clustergym/envs/traces/presets/philly.json",
                  "clustergym/envs/traces/presets/tiresias-60.json"):
         assert need in names, need
+    # every family folder's hyperparameter files and tuning records, shipped by a package-data pattern
+    family_files = [p.relative_to(src / "envs").as_posix() for p in (src / "envs").rglob("*")
+                    if p.is_file() and "hyperparams" in p.parts and p.suffix in (".yml", ".json")]
+    assert len(family_files) >= 20, family_files
+    for rel in family_files:
+        assert f"clustergym/envs/{rel}" in names, rel
+    assert "clustergym/learning/hyperparams/ppo.yml" in names
     assert any(n.endswith(".dist-info/licenses/LICENSE") for n in names)
     assert not any(n.split("/")[0] in ("envs", "agents", "baselines", "tests") for n in names)  # no generic top-level
     meta = zipfile.ZipFile(whl).read(next(n for n in names if n.endswith(".dist-info/METADATA"))).decode()

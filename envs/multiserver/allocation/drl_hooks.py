@@ -2,16 +2,45 @@
 (``clustergym.learning.pipeline``) and by ``clustergym train``.
 
 Only public quantities: the observation, ``info["feedback"]`` and the public problem; never metrics.
+
+The constants are the family's data for the parameter pools, ``clustergym tune``, the hyperparameter files,
+``clustergym bench`` and the docs gallery (each one's meaning: ``FamilySpec.drl_hooks``).
 """
 
 from __future__ import annotations
+
+import os
 
 import numpy as np
 
 from clustergym.envs.multiserver.allocation.actions import channel_high
 from clustergym.envs.multiserver.allocation.stats import STATS_KEYS
 
-__all__ = ["STATS_KEYS", "Stats", "box_bounds", "compact_keys", "legacy_keys"]
+__all__ = ["BENCH_MEMORY", "BENCH_THROUGHPUT", "GALLERY", "HYPERPARAMS_DIR", "PARAM_RANGES", "STATS_KEYS",
+           "TUNING_REFERENCE", "Stats", "box_bounds", "compact_keys", "legacy_keys"]
+
+# The generator parameters a parameter pool draws (clustergym.learning.pools): (low, high), drawn uniformly, each
+# holding the default (in brackets): arrival probability per port [0.7]; the contention level of the communication
+# overhead [10]; the graph density [2.5]
+PARAM_RANGES: dict[str, tuple[float, float]] = {"rho": (0.4, 1.0), "contention": (5.0, 15.0), "density": (2.0, 3.0)}
+
+# The reference agent of `clustergym tune`'s objective (clustergym.learning.tuning): the best simple rule of the
+# family at the training horizon (docs/drl.md), the objective's "1"
+TUNING_REFERENCE = "drf"
+
+# `clustergym bench` (clustergym.bench.training): the "PPO training, env-steps/s" rows of the family's first env
+# id, (extra env kwargs beside its ppo.yml entry's, vec mode) each
+BENCH_THROUGHPUT: tuple[tuple[dict, str], ...] = (({}, "auto"),)
+BENCH_MEMORY = True  # a memory row: 10^6 slots (10^5 quick), RSS and step rate flat
+
+# The docs gallery (clustergym.experiments.gallery): (the baselines beside the paper policy, the comparison's
+# horizon, the viewer frame's slot)
+GALLERY: tuple[tuple[str, ...], int, int] = (("fairness", "drf", "binpacking", "spreading", "random"), 300, 60)
+
+# The family's hyperparameter files (clustergym.learning.hyperparams): <algo>.yml with the entries of its env ids,
+# each read over the algorithm file's `default` entry; defaults.yml (the algorithm `clustergym train` uses);
+# tuning/ (the records of the tuning studies)
+HYPERPARAMS_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "hyperparams")
 
 
 class Stats:

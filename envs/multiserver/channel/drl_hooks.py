@@ -2,15 +2,46 @@
 (``clustergym.learning.pipeline``) and by ``clustergym train``.
 
 Only public quantities: the observation and ``info["feedback"]``; never metrics.
+
+The constants are the family's data for the parameter pools, ``clustergym tune``, the hyperparameter files,
+``clustergym bench`` and the docs gallery (each one's meaning: ``FamilySpec.drl_hooks``).
 """
 
 from __future__ import annotations
+
+import os
 
 import numpy as np
 
 from clustergym.envs.multiserver.channel.stats import STATS_KEYS
 
-__all__ = ["STATS_KEYS", "Stats", "legacy_keys", "sb3_mask"]
+__all__ = ["BENCH_MEMORY", "BENCH_THROUGHPUT", "GALLERY", "HYPERPARAMS_DIR", "PARAM_RANGES", "STATS_KEYS",
+           "TUNING_REFERENCE", "Stats", "legacy_keys", "sb3_mask"]
+
+# The generator parameters a parameter pool draws (clustergym.learning.pools): (low, high), drawn uniformly, each
+# holding the default (in brackets): arrival probability per port [0.9]; the mean and spread of the per-unit cost
+# f_k, which sets how strongly a channel's demand lowers its value [0.5, 0.1]; the capacity share [0.25]
+PARAM_RANGES: dict[str, tuple[float, float]] = {"rho": (0.6, 1.0), "cost_mean": (0.25, 0.75), "cost_std": (0.05, 0.2),
+                                               "capacity_ratio": (0.2, 0.3)}
+
+# The reference agent of `clustergym tune`'s objective (clustergym.learning.tuning): the best simple rule of the
+# family at the training horizon (docs/drl.md), the objective's "1"
+TUNING_REFERENCE = "lcf"
+
+# `clustergym bench` (clustergym.bench.training): the "PPO training, env-steps/s" rows of the family's first env
+# id, (extra env kwargs beside its ppo.yml entry's, vec mode) each: the path `clustergym train` picks (auto) and
+# the DummyVecEnv beside it
+BENCH_THROUGHPUT: tuple[tuple[dict, str], ...] = (({}, "auto"), ({}, "dummy"))
+BENCH_MEMORY = True  # a memory row: 10^6 slots (10^5 quick), RSS and step rate flat
+
+# The docs gallery (clustergym.experiments.gallery): (the baselines beside the paper policy, the comparison's
+# horizon, the viewer frame's slot)
+GALLERY: tuple[tuple[str, ...], int, int] = (("hauf", "lcf", "lwtf", "random"), 300, 60)
+
+# The family's hyperparameter files (clustergym.learning.hyperparams): <algo>.yml with the entries of its env ids,
+# each read over the algorithm file's `default` entry; defaults.yml (the algorithm `clustergym train` uses);
+# tuning/ (the records of the tuning studies)
+HYPERPARAMS_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "hyperparams")
 
 
 class Stats:
