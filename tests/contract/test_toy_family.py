@@ -1,19 +1,23 @@
 """A new problem family is one folder and one registration line.
 
-The test writes a tiny family package (a 2-machine env, its FamilySpec and a random agent) into
-``tmp_path``, registers it with ``clustergym.register_family`` (in-process) or ``CLUSTERGYM_PLUGINS``
-(the command line), and shows it listed, checked by ``clustergym.runner.testing``, trained with PPO for a few
-steps and evaluated through ``clustergym run`` — with no edit to clustergym.
+The toy family of ``examples/toyfam/`` (a 2-machine env, its FamilySpec, two agents, its learning hooks and its
+hyperparameter file) is copied into ``tmp_path``, registered with ``clustergym.register_family`` (in-process) or
+``CLUSTERGYM_PLUGINS`` (the command line), and shown listed, checked by ``clustergym.runner.testing``, trained
+(with its own hyperparameters and a parameter pool from its ranges), tuned against its reference agent, benched
+and evaluated through ``clustergym run`` — with no edit to clustergym. docs/extending.md gives its size, which a
+test here counts.
 """
 
 from __future__ import annotations
 
 import copy
 import json
+import math
 import os
+import re
+import shutil
 import subprocess
 import sys
-import textwrap
 
 import gymnasium as gym
 import pytest
@@ -27,96 +31,14 @@ from tests.helpers import ROOT as REPO_ROOT
 ROOT = str(REPO_ROOT)
 TOY_ID = "toyfam/TwoMachine-v0"
 
-# The whole family: one folder (here one file, toyfam/__init__.py). Everything a family needs, nothing more.
-TOY_FAMILY = textwrap.dedent('''
-    """Toy family: two machines with hidden mean service rates; each slot the scheduler picks one."""
-    import numpy as np
-    from gymnasium import spaces
-
-    from clustergym.core.agent import BaseAgent
-    from clustergym.core.scenario import Scenario, check_real
-    from clustergym.core.env import ClusterEnv
-    from clustergym.core.family import EnvEntry, FamilySpec
-
-
-    def make_scenario(name="paper", seed=0, fast=0.8):
-        """Public problem: 2 machines; hidden truth: their mean service rates (one fast, one slow)."""
-        if name != "paper":
-            raise ValueError(f"scenario={name!r} is invalid: expected 'paper'")
-        fast = check_real("fast", fast, 0.0, 1.0)
-        rng = np.random.default_rng(seed)
-        rates = np.array([fast, fast / 2])[rng.permutation(2)]  # (2,) hidden
-        return Scenario(name=name, problem={"num_machines": 2}, truth={"rates": rates}, params={"fast": fast})
-
-
-    class TwoMachineEnv(ClusterEnv):
-        """Action Discrete(2): the machine to run; reward: its work, uniform in [0, 2 x rate]."""
-
-        family = "toy-two-machine"
-
-        def __init__(self, scenario="paper", scenario_seed=0, horizon=20, oracle=True, infeasible="repair",
-                     render_mode=None, fast=0.8):
-            super().__init__(horizon=horizon, infeasible=infeasible, render_mode=render_mode, oracle=oracle)
-            self.scenario = make_scenario(scenario, scenario_seed, fast=fast)
-            self.problem = self.scenario.problem
-            self.observation_space = spaces.Dict({"t": spaces.Box(0.0, 1.0, (1,), np.float32)})
-            self.action_space = spaces.Discrete(2)
-            self._t, self._last = 0, None
-
-        def _obs(self):
-            return {"t": np.array([self._t / self.horizon], dtype=np.float32)}
-
-        def reset(self, *, seed=None, options=None):
-            super().reset(seed=seed)
-            self._t, self._last = 0, None
-            return self._obs(), {"t": 0}
-
-        def step(self, action):
-            a = int(self._as_int_action(action, (), "Discrete(2)"))
-            if a not in (0, 1):
-                raise ValueError(f"action {a} is out of range, expected Discrete(2)")
-            rates = self.scenario.truth["rates"]
-            work = float(self.np_random.uniform(0.0, 2.0 * rates[a]))
-            self._t += 1
-            self._last = a
-            metrics = {"expected_reward": float(rates[a]), "repaired": 0}
-            if self.oracle:
-                metrics.update(oracle_reward=float(rates.max()), regret=float(rates.max() - rates[a]))
-            info = {"feedback": {"machine": a, "work": work}, "metrics": metrics, "t": self._t}
-            return self._obs(), work, False, self._t >= self.horizon, info
-
-        def render(self):
-            if self.render_mode == "ansi":
-                return f"slot {self._t}: machine {self._last}"
-            if self.render_mode == "rgb_array":
-                img = np.zeros((8, 16, 3), dtype=np.uint8)
-                img[:, 8 * (self._last or 0):8 * (self._last or 0) + 8] = 255
-                return img
-
-
-    class RandomToy(BaseAgent):
-        name = "random"
-        families = ("toy-two-machine",)
-
-        def act(self, obs, info):
-            return int(self.rng.integers(2))
-
-
-    FAMILY = FamilySpec(
-        name="toy-two-machine", number="T1", paper="toy",
-        envs=(EnvEntry(id="toyfam/TwoMachine-v0", entry_point="toyfam:TwoMachineEnv"),),
-        scenario="toyfam:make_scenario",
-        agents=(("random", "toyfam:RandomToy"),),
-    )
-''')
+# The whole family: one folder, examples/toyfam/ (a package outside clustergym and outside envs/).
+TOY_SOURCE = REPO_ROOT / "examples" / "toyfam"
 
 
 @pytest.fixture
 def toy_pkg(tmp_path, monkeypatch):
     """The toy family folder on sys.path; every registry is restored afterwards."""
-    pkg = tmp_path / "toyfam"
-    pkg.mkdir()
-    (pkg / "__init__.py").write_text(TOY_FAMILY)
+    shutil.copytree(TOY_SOURCE, tmp_path / "toyfam", ignore=shutil.ignore_patterns("__pycache__"))
     monkeypatch.syspath_prepend(str(tmp_path))
     # the built-in agents load lazily: load them before the copy, or the restore would leave an empty
     # registry marked as loaded (every later test in this process would see no agents)
@@ -129,7 +51,8 @@ def toy_pkg(tmp_path, monkeypatch):
     family_mod._AGENTS.clear()
     family_mod._AGENTS.update(agents)
     gym.registry.pop(TOY_ID, None)
-    sys.modules.pop("toyfam", None)
+    for name in [m for m in sys.modules if m == "toyfam" or m.startswith("toyfam.")]:
+        sys.modules.pop(name)
 
 
 def _cli(args: list[str], cwd, plugins: str | None = "toyfam") -> subprocess.CompletedProcess:
@@ -147,15 +70,15 @@ def test_one_line_registers_a_family_in_process(toy_pkg):
     assert TOY_ID not in clustergym.env_ids()
     clustergym.register_family(toyfam.FAMILY)  # the one line
     assert TOY_ID in clustergym.env_ids() and TOY_ID in gym.registry
-    assert clustergym.list_agents(TOY_ID) == ["random"]
+    assert clustergym.list_agents(TOY_ID) == ["greedy", "random"]
     assert agent_mod.env_family(TOY_ID) == "toy-two-machine"
     clustergym.register_family(toyfam.FAMILY)  # idempotent
     with pytest.raises(ValueError, match="already registered"):
         clustergym.register_family(family_mod.FamilySpec(name="toy-two-machine", number="T1", paper="x", envs=(),
-                                                         scenario="toyfam:make_scenario"))
+                                                         scenario="toyfam.env:make_scenario"))
     with pytest.raises(ValueError, match="already belongs"):
         clustergym.register_family(family_mod.FamilySpec(name="other", number="T2", paper="x",
-                                                         envs=toyfam.FAMILY.envs, scenario="toyfam:make_scenario"))
+                                                         envs=toyfam.FAMILY.envs, scenario="toyfam.env:make_scenario"))
     assert toyfam.FAMILY.scenario_factory()("paper", 0).truth["rates"].max() == pytest.approx(0.8)
     # the shipped checkers, unchanged, on the new family
     testing.check_env(TOY_ID, steps=60)
@@ -168,7 +91,7 @@ def test_cli_lists_trains_and_runs_a_plugin_family(toy_pkg):
     cwd = toy_pkg
     out = _cli(["list"], cwd)
     assert out.returncode == 0, out.stderr
-    assert f"{TOY_ID}\n    agents: random" in out.stdout and "clustergym/MultiServerChannel-v0" in out.stdout
+    assert f"{TOY_ID}\n    agents: greedy, random" in out.stdout and "clustergym/MultiServerChannel-v0" in out.stdout
     assert TOY_ID not in _cli(["list"], cwd, plugins=None).stdout  # registered only through the plugin variable
 
     pytest.importorskip("stable_baselines3")
@@ -204,7 +127,7 @@ def test_an_installed_family_registers_through_its_entry_point(toy_pkg):
     (info / "entry_points.txt").write_text("[clustergym.families]\ntoy = toyfam:FAMILY\n")
     out = _cli(["list"], toy_pkg, plugins=None)
     assert out.returncode == 0, out.stderr
-    assert f"{TOY_ID}\n    agents: random" in out.stdout
+    assert f"{TOY_ID}\n    agents: greedy, random" in out.stdout
 
 
 def test_checkers_take_env_objects_and_catch_a_broken_env(toy_pkg):
@@ -216,7 +139,7 @@ def test_checkers_take_env_objects_and_catch_a_broken_env(toy_pkg):
     clustergym.register_family(toyfam.FAMILY)
     testing.check_env(gym.make(TOY_ID, horizon=30), steps=40)
 
-    class GlobalRNG(toyfam.TwoMachineEnv):
+    class GlobalRNG(toyfam.env.TwoMachineEnv):
         def step(self, action):
             obs, r, term, trunc, info = super().step(action)
             return obs, r + float(np.random.random()), term, trunc, info
@@ -225,3 +148,53 @@ def test_checkers_take_env_objects_and_catch_a_broken_env(toy_pkg):
         testing.check_determinism(lambda: GlobalRNG(horizon=30), steps=20)
     with pytest.raises(AssertionError, match="same seed"):
         testing.check_env(GlobalRNG(horizon=30), steps=20)
+
+
+def test_cli_trains_with_the_family_hyperparameters_and_ranges_then_tunes(toy_pkg):
+    """``clustergym train`` reads the family's own hyperparameter file (no --hp) and draws a parameter pool from
+    its ``PARAM_RANGES``; ``clustergym tune`` scores against its ``TUNING_REFERENCE``."""
+    pytest.importorskip("stable_baselines3")
+    pytest.importorskip("optuna")
+    cwd = toy_pkg
+    tr = _cli(["train", TOY_ID, "--timesteps", "128", "--param-draws", "2", "--no-progress", "--out", "pool"], cwd)
+    assert tr.returncode == 0, tr.stderr
+    meta = json.loads((cwd / "pool" / "clustergym.json").read_text())
+    assert meta["n_envs"] == 2 and meta["hyperparams"]["n_steps"] == 32 and meta["hyperparams"]["gamma"] == 0.0
+    assert meta["param_pool"]["ranges"] == {"fast": [0.6, 0.9]}
+    assert all(0.6 <= s["fast"] <= 0.9 for s in meta["param_pool"]["settings"])
+
+    tu = _cli(["tune", TOY_ID, "--trials", "2", "--timesteps", "64", "--instances", "900-901", "--horizon", "10",
+               "--train-seeds", "1", "--n-envs", "2", "--no-progress", "--out", "tune"], cwd)
+    assert tu.returncode == 0, tu.stderr
+    rec = json.loads((cwd / "tune" / "tuning.json").read_text())
+    assert rec["reference"] == "greedy" and len(rec["trials"]) == 2
+    assert all(t["state"] == "COMPLETE" and math.isfinite(t["value"]) for t in rec["trials"])
+
+
+def test_the_bench_times_the_family_training(toy_pkg):
+    """The family's ``BENCH_THROUGHPUT`` hook gives it a "PPO training, env-steps/s" row, labelled by its number."""
+    pytest.importorskip("stable_baselines3")
+    import toyfam
+    from clustergym.bench.training import throughput_envs, throughput_rows
+
+    clustergym.register_family(toyfam.FAMILY)
+    mine = [r for r in throughput_envs() if r[1] == TOY_ID]
+    assert mine == [("T1", TOY_ID, {}, "auto")]
+    assert [r[0] for r in throughput_envs()][:4] == ["P1", "P1", "P2", "P3"]  # the shipped rows come first
+    rows = throughput_rows(quick=True, n_envs_list=(2,), envs=mine, rollout=64)
+    assert [r.what.split(":")[1].split()[0] for r in rows] == ["CartPole-v1", "T1"] and rows[1].measured > 0
+
+
+def _files(folder) -> dict[str, int]:
+    return {str(p.relative_to(folder)): len(p.read_text().splitlines()) for p in sorted(folder.rglob("*"))
+            if p.is_file() and "__pycache__" not in p.parts}
+
+
+def test_the_family_is_one_folder_of_the_size_the_docs_give():
+    """docs/extending.md states how many files and lines the toy family has; all of it is in its folder."""
+    files = _files(TOY_SOURCE)
+    assert set(files) == {"__init__.py", "env.py", "agents.py", "drl_hooks.py", "hyperparams/ppo.yml"}
+    text = (REPO_ROOT / "docs" / "extending.md").read_text()
+    stated = re.search(r"the toy family is (\d+) files and (\d+) lines", text)
+    assert stated, "docs/extending.md no longer states the toy family's size"
+    assert (int(stated[1]), int(stated[2])) == (len(files), sum(files.values())), files
