@@ -53,10 +53,11 @@ import numpy as np
 import torch as th
 from torch import nn
 
+from clustergym.core.env import TIME_CAP
 from clustergym.learning.algos import NETS
 from clustergym.learning.grouped import PAD_LOGIT
 from clustergym.learning.heads import FastActorCriticPolicy
-from clustergym.learning.pipeline import TIME_CAP, layout_keys
+from clustergym.learning.pipeline import layout_keys
 
 try:
     from sb3_contrib.common.maskable.policies import MaskableActorCriticPolicy

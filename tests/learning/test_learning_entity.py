@@ -22,7 +22,7 @@ from clustergym.learning.entity import (CHANNEL_FEATURES, EntityActorCriticPolic
 from clustergym.learning.grouped import PAD_LOGIT
 from clustergym.learning.train_envs import make_train_env
 from clustergym.learning.training import train
-from clustergym.learning.pipeline import TIME_CAP
+from clustergym.core.env import TIME_CAP
 
 P1 = "clustergym/MultiServerChannel-v0"
 SMALL = {"num_servers": 12, "horizon": 30}
