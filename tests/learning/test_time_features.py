@@ -19,10 +19,11 @@ import pytest
 import torch as th
 
 from clustergym.core.agent import make as make_agent
+from clustergym.core.entity import log_time_feature, time_feature
 from clustergym.core.env import TIME_CAP
 
 from clustergym.runner.episode import make_env, run_episode
-from clustergym.learning.entity import EntityNet, log_time_feature, time_feature
+from clustergym.learning.entity import EntityNet
 from clustergym.learning.pipeline import ObsPipeline
 
 MODELS = ["MultiServerChannel-v0", "MultiServerAllocation-v0", "RingAllReduce-v0", "ApproxJobs-v0"]
