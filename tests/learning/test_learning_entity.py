@@ -72,7 +72,7 @@ def test_features_are_the_observations_and_statistics_values():
     pol = _policy(env)
     rng = np.random.default_rng(1)
     obs, info = env.reset(seed=3)
-    for _ in range(12):
+    for _ in range(13):
         a = (rng.random(env.action_space.n) < 0.5) & info["action_mask"].astype(bool)
         obs, _, _, _, info = env.step(a.astype(np.int8))
     dict_obs = env.unwrapped._obs()  # the Dict observation behind the flat one
@@ -88,6 +88,7 @@ def test_features_are_the_observations_and_statistics_values():
     assert (mean[:E] > 0).any() and (use[:E] > 0).any(), "the statistics are exercised"
     assert present[0].numpy().sum() == E
     active = dict_obs["edge_present"].astype(bool) & dict_obs["edge_arrival"].astype(bool)
+    assert 0 < active.sum() < E, "some present channels are inactive: the active share and load are exercised"
     g = glob[0].numpy()
     np.testing.assert_allclose(g[0], min(dict_obs["t"][0], TIME_CAP) / (TIME_CAP + 1), rtol=1e-6)
     np.testing.assert_allclose(g[1], dict_obs["arrivals"].mean(), rtol=1e-6)
