@@ -85,7 +85,7 @@ def check_net(net: str, family: str, algo: str, stats: bool = True) -> None:
     if algo not in ENTITY_ALGOS:
         raise ValueError(f"net='entity' supports the algorithms {', '.join(ENTITY_ALGOS)}, not {algo!r}")
     if not stats:
-        raise ValueError("net='entity' needs the empirical statistics (its channel features): drop --no-stats")
+        raise ValueError("net='entity' needs the empirical statistics (its entity features): drop --no-stats")
 
 
 def entity_layout(env: gym.Env) -> dict:
@@ -125,7 +125,7 @@ def _mlp(sizes, out_act: bool = True) -> nn.Sequential:
 
 
 class _SetEncoder(nn.Module):
-    """φ over channels and ρ over the pooled context (one for the actor, one for the critic)."""
+    """φ over entities and ρ over the pooled context (one for the actor, one for the critic)."""
 
     def __init__(self, f: int, g: int, hidden: int):
         super().__init__()
@@ -140,7 +140,7 @@ class _SetEncoder(nn.Module):
         mean = (phi * w).sum(dim=1) / count
         neg = th.tensor(-1e9, dtype=phi.dtype, device=phi.device)
         mx = th.where(present.unsqueeze(-1), phi, neg).amax(dim=1)
-        mx = th.where(present.any(dim=1, keepdim=True), mx, th.zeros_like(mx))  # no present channel: 0
+        mx = th.where(present.any(dim=1, keepdim=True), mx, th.zeros_like(mx))  # no present entity: 0
         return phi, self.rho(th.cat([mean, mx, glob], dim=1))
 
 
@@ -244,18 +244,18 @@ class _EntityMixin:
 
 
 class EntityActorCriticPolicy(_EntityMixin, FastActorCriticPolicy):
-    """PPO / A2C on P1 (``MultiBinary``: SB3's ``BernoulliDistribution``, one logit per channel; the same
-    with ``head="sb3"``)."""
+    """PPO / A2C: with ``SELECT`` (P1's ``MultiBinary``) SB3's ``BernoulliDistribution``, one logit per entity (the
+    same with ``head="sb3"``); otherwise the layout's outputs per entity (P4's levels, P2's Gaussian means)."""
 
 
 if MaskableActorCriticPolicy is not None:
     class EntityMaskableActorCriticPolicy(_EntityMixin, FastMaskableActorCriticPolicy):
-        """MaskablePPO on P1 with the fast masked head: flat logits (B, 2P), ``[0, ψ_e]`` per channel."""
+        """MaskablePPO with the fast masked head: with ``SELECT`` flat logits (B, 2P), ``[0, ψ_e]`` per entity."""
 
         _logits_per_channel = 2
 
     class SB3EntityMaskableActorCriticPolicy(_EntityMixin, MaskableActorCriticPolicy):
-        """MaskablePPO on P1 with sb3-contrib's masked distribution (same logit layout)."""
+        """MaskablePPO with sb3-contrib's masked distribution (same logit layout)."""
 
         _logits_per_channel = 2
 else:  # pragma: no cover
