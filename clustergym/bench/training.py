@@ -8,13 +8,13 @@ import time
 import numpy as np
 
 from clustergym.bench.rates import Row
+from clustergym.core.env import TIME_CAP
 from clustergym.core.family import env_ids, family_specs
 from clustergym.learning.algos import algo_class, algo_gamma
 from clustergym.learning.hyperparams import load_hyperparams, split_run_keys
 from clustergym.learning.policies import policy_class
 from clustergym.learning.train_envs import make_train_env, normalizer, training_envs
 from clustergym.learning.training import make_train_vec, resolve_vec
-from clustergym.learning.pipeline import TIME_CAP
 
 __all__ = ["ppo_rate", "training_rates", "cartpole_rate", "bench_hyperparams", "memory_rows", "throughput_rows", "plain_sb3_rows",
            "clear_anchor", "throughput_envs", "plain_envs", "memory_envs"]

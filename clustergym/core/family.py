@@ -140,6 +140,20 @@ class FamilySpec:
     """``"module:function"`` of ``sizes(problem) -> dict[str, int]``: an instance's natural sizes keyed by
     the ``pad_kwargs`` names (the smallest values those kwargs may take for it), computed from the public
     problem without building an env (see :meth:`instance_sizes`). None when ``pad_kwargs`` is empty."""
+    entity: str | None = None
+    """Dotted name of the module with the family's per-entity network hooks (``clustergym train --net entity``),
+    e.g. ``"clustergym.envs.approxjobs.entity"``; None: the family trains the flat MLP only. The module has
+    ``layout(env) -> dict``, the index layout of a training env's flat observation (``env.unwrapped`` is the
+    family's env; plain JSON numbers, saved in the model as ``policy_kwargs["entity"]``; keys ``"family"``,
+    ``"num_inputs"``, ``"t_index"``, the index lists, and ``"logits_per_entity"`` unless ``SELECT``; a
+    ValueError for an action mode or observation it cannot read); ``BUFFERS``, ``{layout key: attribute
+    name}`` of the index lists the network registers as (non-persistent) buffers; ``features(net, obs) -> (x,
+    present, glob)``, from flat observations (B, N) the per-entity features (B, P, f), the presence mask
+    (B, P) and the global features (B, g), reading ``net.t_index`` and the buffers; optional ``SELECT = True``
+    (one binary "select" logit per entity, never chosen for an absent one; else ``layout["logits_per_entity"]``
+    outputs per entity) and ``check(layout)`` (a ValueError for a layout the network cannot read). Torch at
+    its top is fine: the learning stack loads it on first use (:mod:`clustergym.core.entity` has the helpers
+    the shipped families share)."""
 
     @property
     def env_ids(self) -> tuple[str, ...]:
@@ -152,6 +166,10 @@ class FamilySpec:
     def hooks(self) -> ModuleType | None:
         """The DRL hooks module, or None when the family has none."""
         return None if self.drl_hooks is None else importlib.import_module(self.drl_hooks)
+
+    def entity_hooks(self) -> ModuleType | None:
+        """The per-entity network hooks module (imports torch), or None when the family has none."""
+        return None if self.entity is None else importlib.import_module(self.entity)
 
     def instance_sizes(self, problem: Any) -> dict[str, int]:
         """An instance's natural sizes keyed by ``pad_kwargs`` (``{}`` for a family without padding).

@@ -181,7 +181,7 @@ P1_ENTITY = Learner("ppo-entity-1m", "ppo", MAIN_BUDGET, {"net": "entity"},
 
 
 # P1's per-entity main row trained where users run it: 2,000-slot episodes (the env's default horizon) instead
-# of 200. The time feature stops growing at slot 199 either way (clustergym.learning.pipeline.TIME_CAP); what changes is
+# of 200. The time feature stops growing at slot 199 either way (clustergym.core.env.TIME_CAP); what changes is
 # the share of training slots late in a run, where the empirical statistics have settled. With gamma 0 the episode
 # length changes nothing else of the update.
 P1_ENTITY_LONG = Learner("ppo-entity-1m-h2000", "ppo", MAIN_BUDGET,

@@ -20,7 +20,8 @@
                                            (rl-zoo3 style)
 :mod:`clustergym.learning.vec`             an SB3 ``VecEnv`` over the native vector envs (``--vec native``)
 :mod:`clustergym.learning.instances`       training pools, validation and evaluation instances, padding
-:mod:`clustergym.learning.entity`          the per-channel policy network of P1 (``--net entity``)
+:mod:`clustergym.learning.entity`          the per-entity policy network (``--net entity``; each family's
+                                           layout and features: ``FamilySpec.entity``)
 :mod:`clustergym.learning.imitation`       warm start by behaviour cloning (``--warm-start``)
 :mod:`clustergym.learning.agent`           saved models as ``sb3:`` agents, loaded without unpickling
 :mod:`clustergym.learning.sidecar`         a model's side-car and normalisation statistics, read as checked

@@ -28,7 +28,7 @@ ALGOS: dict[str, tuple[str, str, str | None]] = {
 RECURRENT = ("recurrent_ppo",)  # algorithms whose policy carries a state from slot to slot
 
 HEADS = ("fast", "sb3")  # the action distribution: clustergym.learning.heads, or SB3's own
-NETS = ("mlp", "entity")  # the policy network: SB3's flat MLP, or clustergym.learning.entity (P1)
+NETS = ("mlp", "entity")  # the policy network: SB3's flat MLP, or clustergym.learning.entity (FamilySpec.entity)
 SIDE_CAR = "clustergym.json"
 NORM_FILE = "vecnormalize.npz"
 

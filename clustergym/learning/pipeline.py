@@ -38,7 +38,7 @@ A saved model must see at evaluation exactly the observations it was trained on,
   in ``drl_hooks.STATS_KEYS`` order], read from today's observation, so the values are the same.
 
 ``stats=False`` leaves the statistics keys out of either layout. ``time_cap`` (side-car ``"time_cap"``, what
-``clustergym train`` writes for a flat MLP: :data:`TIME_CAP`) flattens the slot index ``t`` as
+``clustergym train`` writes for a flat MLP: :data:`clustergym.core.env.TIME_CAP`) flattens the slot index ``t`` as
 ``min(t, time_cap)``: a flat network's input then stays in the range it trained on at any horizon (docs/drl.md,
 "Time features"). The per-entity networks read ``t`` as it is and bound their own time features. :class:`DRLObservation` is the
 Gymnasium wrapper around it (training, and the public :class:`clustergym.learning.wrappers.FlattenWithStats`);
@@ -60,16 +60,10 @@ import numpy as np
 
 from clustergym.core.family import FAMILIES
 
-__all__ = ["TIME_CAP", "EmpiricalStats", "ObsPipeline", "DRLObservation", "LAYOUTS", "layout_keys", "layout_columns", "flatten_keys", "time_caps",
+__all__ = ["EmpiricalStats", "ObsPipeline", "DRLObservation", "LAYOUTS", "layout_keys", "layout_columns", "flatten_keys", "time_caps",
            "flat_size", "flatten_batch", "sb3_mask", "unscale_action", "box_bounds", "hook"]
 
 LAYOUTS = ("full", "compact", "legacy")  # the flat observation layouts (module docstring)
-# The largest slot index a learner's time feature tells apart: the last slot of a 200-slot episode, the training
-# horizon of every shipped model. The flat MLP reads min(t, TIME_CAP), the per-entity networks
-# min(t, TIME_CAP) / (TIME_CAP + 1) (P1) or log(1 + min(t, TIME_CAP)) / 10 (P2, P4). A model trained on episodes of
-# at most TIME_CAP + 1 slots sees exactly the inputs it saw without the cap, and a longer run never takes a time
-# feature outside them.
-TIME_CAP = 199
 
 
 def hook(family: str, name: str):

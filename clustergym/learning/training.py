@@ -40,6 +40,7 @@ from typing import Any, Mapping, Sequence
 import gymnasium as gym
 import numpy as np
 
+from clustergym.core.env import TIME_CAP
 from clustergym.core.scenario import check_memory
 from clustergym.core.family import env_family
 from clustergym.learning import imitation
@@ -52,7 +53,7 @@ from clustergym.learning.pools import SETTINGS_SEED, param_ranges, param_setting
 from clustergym.learning.policies import policy_class
 from clustergym.learning.train_envs import (check_pipeline, int_arg, make_train_env, normalizer, save_normalization,
                                             training_envs)
-from clustergym.learning.pipeline import LAYOUTS, TIME_CAP
+from clustergym.learning.pipeline import LAYOUTS
 
 __all__ = ["TrainConfig", "TrainSetup", "check", "make_train_vec", "resolve_vec", "train"]
 
@@ -214,7 +215,7 @@ class TrainSetup:
     n_envs: int
     vec: str  # as asked ("auto" resolved when the envs are built)
     layout: str  # the flat observation layout
-    time_cap: float | None  # the flat MLP's bound on the slot index (clustergym.learning.pipeline.TIME_CAP); None: entity net
+    time_cap: float | None  # the flat MLP's bound on the slot index (clustergym.core.env.TIME_CAP); None: entity net
     env_kwargs: dict  # the model's env kwargs, as recorded (padding included)
     train_kwargs: dict  # the training sub-envs' kwargs (+ the pool)
     pool: list | None

@@ -52,7 +52,7 @@ class FlattenWithStats(DRLObservation):
     real scheduler sees, never ``info["metrics"]``. ``stats=False`` leaves the statistics keys out.
     ``layout="legacy"`` gives the vector of earlier versions (``clustergym.learning.pipeline``: the
     observation keys of then, then the statistics), what models trained then expect.
-    ``time_cap``: the slot index is flattened as ``min(t, time_cap)`` (``clustergym.learning.pipeline.TIME_CAP`` for the
+    ``time_cap``: the slot index is flattened as ``min(t, time_cap)`` (``clustergym.core.env.TIME_CAP`` for the
     flat MLPs ``clustergym train`` writes). This is the observation ``clustergym train`` and ``sb3:`` agents use.
     """
 

@@ -20,6 +20,7 @@ FAMILY = FamilySpec(
     action_kwargs=("action_mode",),  # "job": per-job levels dealt to machines by the env (env.py): same dynamics
     scenario=f"{_PKG}.scenario:make_approx_scenario",
     drl_hooks=f"{_PKG}.drl_hooks",
+    entity=f"{_PKG}.entity",  # the per-entity network (clustergym train --net entity)
     experiment="opm",
     paper_file="opm.md",
     paper_agent="opm",

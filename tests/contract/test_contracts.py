@@ -78,5 +78,8 @@ def test_family_spec_references_resolve(spec):
         hooks = spec.hooks()
         assert any(hasattr(hooks, h) for h in ("Stats", "sb3_mask", "box_bounds", "compact_keys", "compact_columns")), \
             spec.drl_hooks
+    if spec.entity:  # the per-entity network's hooks (torch)
+        ent = spec.entity_hooks()
+        assert callable(ent.layout) and callable(ent.features) and isinstance(ent.BUFFERS, dict), spec.entity
     if spec.experiment:
         assert spec.experiment in list_papers(), spec.experiment

@@ -6,6 +6,7 @@ neither the real channels' logits nor the value; the parameter count does not de
 ``state_dict`` acts on instances of different sizes; training + evaluation through ``clustergym run``;
 same-seed training is bitwise identical; other families get a clear error."""
 
+import dataclasses
 import io
 import json
 import zipfile
@@ -17,12 +18,14 @@ import torch as th
 
 import clustergym  # noqa: F401
 from clustergym.cli.main import main
-from clustergym.learning.entity import (CHANNEL_FEATURES, EntityActorCriticPolicy, EntityMaskableActorCriticPolicy,
-                                        check_net, entity_layout, entity_policy)
+from clustergym.core import family as family_registry
+from clustergym.envs.multiserver.channel.entity import CHANNEL_FEATURES
+from clustergym.learning.entity import (EntityActorCriticPolicy, EntityMaskableActorCriticPolicy, check_net,
+                                        entity_families, entity_layout, entity_policy)
 from clustergym.learning.grouped import PAD_LOGIT
 from clustergym.learning.train_envs import make_train_env
 from clustergym.learning.training import TrainConfig, train
-from clustergym.learning.pipeline import TIME_CAP
+from clustergym.core.env import TIME_CAP
 
 P1 = "clustergym/MultiServerChannel-v0"
 SMALL = {"num_servers": 12, "horizon": 30}
@@ -69,7 +72,7 @@ def test_features_are_the_observations_and_statistics_values():
     pol = _policy(env)
     rng = np.random.default_rng(1)
     obs, info = env.reset(seed=3)
-    for _ in range(12):
+    for _ in range(13):
         a = (rng.random(env.action_space.n) < 0.5) & info["action_mask"].astype(bool)
         obs, _, _, _, info = env.step(a.astype(np.int8))
     dict_obs = env.unwrapped._obs()  # the Dict observation behind the flat one
@@ -85,6 +88,7 @@ def test_features_are_the_observations_and_statistics_values():
     assert (mean[:E] > 0).any() and (use[:E] > 0).any(), "the statistics are exercised"
     assert present[0].numpy().sum() == E
     active = dict_obs["edge_present"].astype(bool) & dict_obs["edge_arrival"].astype(bool)
+    assert 0 < active.sum() < E, "some present channels are inactive: the active share and load are exercised"
     g = glob[0].numpy()
     np.testing.assert_allclose(g[0], min(dict_obs["t"][0], TIME_CAP) / (TIME_CAP + 1), rtol=1e-6)
     np.testing.assert_allclose(g[1], dict_obs["arrivals"].mean(), rtol=1e-6)
@@ -213,6 +217,22 @@ def test_other_families_and_settings_fail_clearly(tmp_path, capsys):
     err = capsys.readouterr().err
     assert rc == 2 and "multiserver-channel" in err and len(err.strip().splitlines()) == 1
     assert not (tmp_path / "x").exists()
+
+
+def test_the_family_spec_says_whether_a_family_trains_the_entity_net(monkeypatch):
+    """check_net asks the registered specs: a family with an ``entity`` hooks module is accepted, one without it
+    is refused with a message naming the families that have one."""
+    assert entity_families() == ("multiserver-channel", "multiserver-allocation", "approxjobs")
+    base = family_registry.family_spec("approxjobs")
+    with_hooks = dataclasses.replace(base, name="toy-with-entity", number="T1", envs=())
+    without = dataclasses.replace(base, name="toy-without-entity", number="T2", envs=(), entity=None)
+    for spec in (with_hooks, without):  # registered for this test only (no env ids: nothing for Gymnasium)
+        monkeypatch.setitem(family_registry._FAMILIES, spec.name, spec)
+    check_net("entity", "toy-with-entity", "ppo")
+    check_net("mlp", "toy-without-entity", "ppo")  # the flat MLP needs no hooks
+    with pytest.raises(ValueError, match=r"supports the families multiserver-channel, multiserver-allocation, "
+                                         r"approxjobs, toy-with-entity \(P1, P2, P4, T1\), not 'toy-without-entity'"):
+        check_net("entity", "toy-without-entity", "ppo")
 
 
 def test_single_instance_training_is_padded_for_the_entity_net(tmp_path):

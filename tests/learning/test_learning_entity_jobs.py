@@ -1,9 +1,9 @@
 """The per-entity network on P4 (one set of weights per window slot, "job" mode) and P2 (per port, "port" mode).
 
-Behaviour checked: the gathered columns are the observation's own values; permuting the entities permutes the
-outputs (value unchanged); an empty window slot's features are zero whatever its row holds; the network has no
-horizon input (one state_dict, the same outputs at any horizon); training and evaluation through the runner;
-other action modes fail clearly."""
+Behaviour checked: the gathered columns are the observation's own values and the features the documented
+functions of them (docs/drl.md); permuting the entities permutes the outputs (value unchanged); an empty window
+slot's features are zero whatever its row holds; the network has no horizon input (one state_dict, the same
+outputs at any horizon); training and evaluation through the runner; other action modes fail clearly."""
 
 import json
 
@@ -13,6 +13,7 @@ import torch as th
 
 import clustergym  # noqa: F401
 from clustergym.cli.main import main
+from clustergym.core.env import TIME_CAP
 from clustergym.learning.entity import EntityActorCriticPolicy, EntityMaskableActorCriticPolicy, entity_layout
 from clustergym.learning.train_envs import make_train_env
 
@@ -67,6 +68,56 @@ def test_p4_gathers_the_window_rows_and_machine_statistics_of_the_observation():
         assert np.allclose(mach[:, c], d[k], rtol=1e-6)
     assert x[lay["t_index"]] == d["t"][0]
     assert lay["logits_per_entity"] == env.action_space.nvec[0]
+
+
+def _gathered(env, steps, seed, ready=lambda d: True):
+    """The Dict observation after at least ``steps`` random actions, once ``ready(it)``, and the entity net's
+    (x, present, glob) of its flat one."""
+    env.action_space.seed(seed)
+    obs, _ = env.reset(seed=seed)
+    for k in range(env.unwrapped.horizon - 1):
+        obs, *_ = env.step(env.action_space.sample())
+        if k + 1 >= steps and ready(env.unwrapped._obs()):
+            break
+    x, present, glob = _policy(env).mlp_extractor.gather(th.as_tensor(obs[None]))
+    return env.unwrapped._obs(), x[0].numpy(), present[0].numpy(), glob[0].numpy()
+
+
+def test_p4_features_are_the_documented_functions_of_the_observation():
+    """docs/drl.md's P4 row, computed here from the Dict observation: per slot [present, window left share,
+    log time left, budget left share, log budget, log value, β, log work, log age, spent share] (0 when empty);
+    global [mean, max over machines of rate, share, last executed, last work; occupied share; log time]."""
+    d, x, present, glob = _gathered(_env(P4, horizon=400), 30, 4, lambda d: d["job_mask"].sum() >= 2)
+    t = float(d["t"][0])
+    _, a, dl, bud, spent, v, beta, work = d["jobs"].T.astype(np.float64)
+    left, safe = np.maximum(dl - t, 0.0), np.maximum(bud, 1e-9)
+    want = np.stack([np.ones_like(a), left / np.maximum(dl - a, 1.0), np.log1p(left) / 5,
+                     np.clip((bud - spent) / safe, 0, 1), np.log1p(np.maximum(bud, 0)) / 5,
+                     np.log1p(np.maximum(v, 0)) / 5, beta, np.log1p(np.maximum(work, 0)) / 5,
+                     np.log1p(np.maximum(t - a, 0)) / 5, np.clip(spent / safe, 0, 1)], axis=1)
+    mask = d["job_mask"].astype(bool)
+    assert mask.sum() >= 2 and np.array_equal(present, mask)
+    np.testing.assert_allclose(x, want * mask[:, None], rtol=1e-5, atol=1e-6)
+    m = np.stack([d[k] for k in ("machine_rate", "machine_share", "last_executed", "last_work")], axis=1)
+    np.testing.assert_allclose(glob, [*m.mean(axis=0), *m.max(axis=0), mask.mean(), np.log1p(min(t, TIME_CAP)) / 10],
+                               rtol=1e-5, atol=1e-6)
+
+
+def test_p2_features_are_the_documented_functions_of_the_observation():
+    """docs/drl.md's P2 row: per port [job this slot, share of slots with a job, signed log mean reward, signed log
+    last reward]; global [signed log β, share of ports with a job, log time]; every port present."""
+    d, x, present, glob = _gathered(_env(P2), 30, 5)
+
+    def slog(z):
+        return np.sign(z) * np.log1p(np.abs(z))
+
+    arr = d["arrivals"].astype(np.float64)
+    want = np.stack([arr, d["arrival_share"], slog(d["port_reward_mean"]), slog(d["last_port_reward"])], axis=1)
+    assert present.all() and np.abs(want[:, 2:]).max() > 0
+    np.testing.assert_allclose(x, want, rtol=1e-5, atol=1e-6)
+    t = float(d["t"][0])
+    np.testing.assert_allclose(glob, [*slog(d["beta"]), arr.mean(), np.log1p(min(t, TIME_CAP)) / 10], rtol=1e-5,
+                               atol=1e-6)
 
 
 @pytest.mark.parametrize("env_id", [P4, P2])

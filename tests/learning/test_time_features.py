@@ -5,7 +5,7 @@ P1, P2 and P4). Two checks:
 
 * **The clock.** Moving every absolute time of an observation (the slot index, and P4's job arrivals and
   deadlines) ten horizons later changes no input of a network but its time feature, which reads its largest
-  training value (``clustergym.learning.pipeline.TIME_CAP``). Earlier versions' features grew with t.
+  training value (``clustergym.core.env.TIME_CAP``). Earlier versions' features grew with t.
 * **A ten times longer run**, the model itself acting on one instance of its training pool: every input's bulk
   (1st-99th percentile) over one 2,000-slot run stays in its range over ten 200-slot runs. P3's and P4's
   states drift over a long run (their queues and machines fill up beyond what 200 slots reach), which no
@@ -19,10 +19,12 @@ import pytest
 import torch as th
 
 from clustergym.core.agent import make as make_agent
+from clustergym.core.entity import log_time_feature, time_feature
+from clustergym.core.env import TIME_CAP
 
 from clustergym.runner.episode import make_env, run_episode
-from clustergym.learning.entity import EntityNet, log_time_feature, time_feature
-from clustergym.learning.pipeline import TIME_CAP, ObsPipeline
+from clustergym.learning.entity import EntityNet
+from clustergym.learning.pipeline import ObsPipeline
 
 MODELS = ["MultiServerChannel-v0", "MultiServerAllocation-v0", "RingAllReduce-v0", "ApproxJobs-v0"]
 TRAIN_HORIZON = 200

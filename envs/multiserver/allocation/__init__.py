@@ -22,6 +22,7 @@ FAMILY = FamilySpec(
     sizes=f"{_PKG}.env:instance_sizes",
     scenario=f"{_PKG}.scenario:make_allocation_scenario",
     drl_hooks=f"{_PKG}.drl_hooks",
+    entity=f"{_PKG}.entity",  # the per-entity network (clustergym train --net entity)
     experiment="ogasched",
     paper_file="ogasched.md",
     paper_agent="ogasched",

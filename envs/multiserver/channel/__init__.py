@@ -21,6 +21,7 @@ FAMILY = FamilySpec(
     sizes=f"{_PKG}.env:instance_sizes",
     scenario=f"{_PKG}.scenario:make_channel_scenario",
     drl_hooks=f"{_PKG}.drl_hooks",
+    entity=f"{_PKG}.entity",  # the per-entity network (clustergym train --net entity)
     experiment="esdp",
     paper_file="esdp.md",
     paper_agent="esdp",
