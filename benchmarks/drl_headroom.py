@@ -101,7 +101,7 @@ def main(argv=None) -> int:
     ap.add_argument("--out", default=None)
     a = ap.parse_args(argv)
     from clustergym.core.agent import make
-    from clustergym.learning.agent import SB3Agent
+    from clustergym.learning.sb3_agent import SB3Agent
     from clustergym.learning.instances import model_env_kwargs
 
     env_id, mode, best, paper, constants, inst_is_seed = ENVS[a.env]

@@ -1,7 +1,7 @@
 """``clustergym bench``: the performance table (docs/architecture.md, Performance targets), measured on this machine.
 
 Each row prints the measured value beside its target: every paper's rows (its experiment module's
-``bench_rows``), the memory row and the training-throughput rows of :mod:`clustergym.bench.training`.
+``bench_rows``), the memory row and the training-throughput rows of :mod:`clustergym.bench.throughput`.
 """
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import json
 from dataclasses import asdict
 
 from clustergym.bench.rates import Row
-from clustergym.bench.training import clear_anchor, memory_rows, plain_sb3_rows, throughput_rows
+from clustergym.bench.throughput import clear_anchor, memory_rows, plain_sb3_rows, throughput_rows
 from clustergym.experiments import list_papers, load
 
 __all__ = ["run_bench"]

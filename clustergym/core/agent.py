@@ -71,7 +71,7 @@ class BaseAgent:
 
 @runtime_checkable
 class EvaluationHooks(Protocol):
-    """Optional methods of an agent trained on instances (a saved model, :class:`clustergym.learning.agent.SB3Agent`).
+    """Optional methods of an agent trained on instances (a saved model, :class:`clustergym.learning.sb3_agent.SB3Agent`).
 
     The runner (:func:`clustergym.runner.evaluation.evaluate`) calls them before any work and when it labels the runs.
     An agent may also define ``bind_env_kwargs(env_kwargs)``: each run calls it with the kwargs of the env
@@ -100,7 +100,7 @@ def evaluation_hooks(agent: Any) -> EvaluationHooks | None:
 SB3_PREFIX = "sb3:"
 # Prefixed agent specs: prefix -> "module:function" building the agent from the rest of the spec and its
 # options (``loader(path, **opts)``, ``agent.families`` then checked), imported on first use.
-AGENT_LOADERS: dict[str, str] = {SB3_PREFIX: "clustergym.learning.agent:SB3Agent"}
+AGENT_LOADERS: dict[str, str] = {SB3_PREFIX: "clustergym.learning.sb3_agent:SB3Agent"}
 
 _BUILTINS_LOADED = False
 
@@ -183,7 +183,7 @@ def make(name: str | AgentSpec, family: str | None = None, *, env_id: str | None
 
     ``name`` may carry options: ``"esdp[only_active=true]"`` (or be an :class:`AgentSpec`).
     ``"sb3:PATH/model.zip"`` loads a model saved by ``clustergym train``
-    (:class:`clustergym.learning.agent.SB3Agent`, through :data:`AGENT_LOADERS`).
+    (:class:`clustergym.learning.sb3_agent.SB3Agent`, through :data:`AGENT_LOADERS`).
     """
     _load_builtins()
     spec = name if isinstance(name, AgentSpec) else AgentSpec.parse(name)

@@ -233,7 +233,7 @@ class ClusterEnv(gym.Env[ObsType, ActType]):
 
 # The largest slot index a learner's time feature tells apart: the last slot of a 200-slot episode, the training
 # horizon of every shipped model. The flat MLP reads min(t, TIME_CAP) (clustergym.learning.pipeline), the per-entity
-# networks min(t, TIME_CAP) / (TIME_CAP + 1) (P1) or log(1 + min(t, TIME_CAP)) / 10 (P2, P4; clustergym.core.entity).
+# networks min(t, TIME_CAP) / (TIME_CAP + 1) (P1) or log(1 + min(t, TIME_CAP)) / 10 (P2, P4; clustergym.core.entity_features).
 # A model trained on episodes of at most TIME_CAP + 1 slots sees exactly the inputs it saw without the cap, and a
 # longer run never takes a time feature outside them.
 TIME_CAP = 199

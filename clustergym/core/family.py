@@ -115,7 +115,7 @@ class FamilySpec:
     * ``BENCH_THROUGHPUT: tuple[tuple[dict, str], ...]``: ``clustergym bench``'s "PPO training, env-steps/s" rows
       of the family's first env id, one per (extra env kwargs, vec mode); ``BENCH_PLAIN: bool``: a "plain SB3
       PPO" row; ``BENCH_MEMORY: bool``: a memory row (10^6 slots with all-zero actions); the rows are labelled
-      with :attr:`number`, in registry order (:mod:`clustergym.bench.training`); absent: no such rows;
+      with :attr:`number`, in registry order (:mod:`clustergym.bench.throughput`); absent: no such rows;
     * ``GALLERY: tuple[tuple[str, ...], int, int]``: the docs gallery's (baselines beside the paper policy,
       comparison horizon, viewer frame slot) of the family's first env id (:mod:`clustergym.experiments.gallery`;
       with :attr:`paper_agent`); absent: not in the gallery."""
@@ -152,7 +152,7 @@ class FamilySpec:
     (B, P) and the global features (B, g), reading ``net.t_index`` and the buffers; optional ``SELECT = True``
     (one binary "select" logit per entity, never chosen for an absent one; else ``layout["logits_per_entity"]``
     outputs per entity) and ``check(layout)`` (a ValueError for a layout the network cannot read). Torch at
-    its top is fine: the learning stack loads it on first use (:mod:`clustergym.core.entity` has the helpers
+    its top is fine: the learning stack loads it on first use (:mod:`clustergym.core.entity_features` has the helpers
     the shipped families share)."""
 
     @property

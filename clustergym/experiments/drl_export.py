@@ -11,7 +11,7 @@ from typing import Sequence
 
 from clustergym.experiments.drl_cells import _staged_replace, cell_config, cell_state
 from clustergym.experiments.drl_plan import HORIZON, PLAN
-from clustergym.learning.agent import PRETRAINED_DIR, safe_load
+from clustergym.learning.sb3_agent import PRETRAINED_DIR, safe_load
 from clustergym.learning.algos import SIDE_CAR
 from clustergym.learning.sidecar import read_side_car
 

@@ -9,9 +9,9 @@ import gymnasium as gym
 import numpy as np
 
 from clustergym.agents.esdp import ESDP
-from clustergym.baselines.channel import greedy_fill
+from clustergym.baselines.multiserver_channel import greedy_fill
 from clustergym.bench.rates import Row, decision_times, sampled_action_rate, vector_rate
-from clustergym.bench.training import training_rates
+from clustergym.bench.throughput import training_rates
 from clustergym.envs.multiserver.channel.oracle import knapsack_max
 
 __all__ = ["bench_rows", "esdp_large_rows", "esdp_rows", "late_decision", "p1_env_steps", "p1_oracle", "p1_vector_steps"]

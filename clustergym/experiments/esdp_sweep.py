@@ -19,13 +19,13 @@ __all__ = ["ENV_ID", "BASELINES", "MAIN_AGENTS", "HAUF_READINGS", "SENSITIVITY",
 ENV_ID = "clustergym/MultiServerChannel-v0"
 BASELINES = ("hauf", "lcf", "lwtf")
 MAIN_AGENTS = ("esdp", "esdp[only_active=true]", *BASELINES, "random")
-# HAUF's readings of esdp.md §4 (baselines/channel.py, class HAUF), the default first. The
+# HAUF's readings of esdp.md §4 (baselines/multiserver_channel.py, class HAUF), the default first. The
 # headline claims use the default: it reads the sentence literally ("ranks each port", "until (2)
 # can not be satisfied", no word on untried channels). Every reading gets its own Fig. 2 and
 # ESDP-vs-HAUF claim (:func:`clustergym.experiments.esdp.hauf_reading_rows`).
 HAUF_READINGS = ("hauf", "hauf[skip_unfit=true]", 'hauf[rank="channels",skip_unfit=true]',
                  'hauf[rank="channels",untried="first",skip_unfit=true]')
-# The other readings of the baselines (baselines/channel.py): each beside its default.
+# The other readings of the baselines (baselines/multiserver_channel.py): each beside its default.
 SENSITIVITY = {
     "hauf": HAUF_READINGS[1:],
     "lcf": ("lcf[skip_unfit=true]", 'lcf[rank="jobs"]', 'lcf[rank="jobs",skip_unfit=true]'),

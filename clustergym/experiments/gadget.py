@@ -1,6 +1,6 @@
 """GADGET paper (gadget.md §VI): reproduction of Figs. 4–7 and P3 benchmark rows.
 
-Baseline readings (``baselines/ring.py``): every table uses the defaults — static sizes
+Baseline readings (``baselines/ringallreduce.py``): every table uses the defaults — static sizes
 drawn in {1..10} and capped at N_i (``sizes="capped"``), DRF's share over GPUs and server uplinks
 (``rack_links=false``), continuous LAS — unless a row names another reading (``las[thresholds=10]``:
 Tiresias' two discretised queues; ``sizes=within``; ``drf[rack_links=true]``). The scarce-GPU regime
@@ -58,7 +58,7 @@ def config(quick: bool, instances=None, tiny: bool = False) -> dict:
 # Scarce-GPU regime: the Fig. 4 loads above saturate (GADGET and LAS reach ~96–99% of
 # Σλ1, so no gain above a few percent is possible); with a quarter of the GPUs they contend. Same
 # instances as Fig. 4, T = 40, 4 jobs/slot, both budget readings; the baselines in their default
-# readings and in the other readings of baselines/ring.py, and the greedy reference policy.
+# readings and in the other readings of baselines/ringallreduce.py, and the greedy reference policy.
 SCARCE = dict(gpu_scale=0.25, arrival_rate=4.0, horizon=40, modes=["worker_slots", "iterations"])
 SCARCE_AGENTS = ["gadget", "greedy", "fifo", "drf", "las", "las[thresholds=10]", "las[sizes=within]",
                  "fifo[sizes=within]", "drf[rack_links=true]"]
@@ -244,7 +244,7 @@ def _scarce_section(sw: dict) -> tuple[list[str], list[dict]]:
     lines = [f"## Fig. 4 in a scarce-GPU regime (gpu_scale = {SCARCE['gpu_scale']}, {SCARCE['arrival_rate']:g} "
              f"jobs/slot, T = {SCARCE['horizon']}, {n} instances)", "",
              "Every baseline in its default reading (static size in {1..10} capped at N_i, DRF over GPUs and "
-             "server uplinks, continuous LAS) and, below it, in the other readings of `baselines/ring.py`: "
+             "server uplinks, continuous LAS) and, below it, in the other readings of `baselines/ringallreduce.py`: "
              "`las[thresholds=10]` (Tiresias' discretised LAS, two queues split at 10 worker-slots, FIFO within "
              "a queue), `sizes=within` (static size drawn in {1..min(10, N_i)}, never cut by N_i), "
              "`drf[rack_links=true]` (rack uplinks in the dominant share). `greedy` is the reference policy "

@@ -9,7 +9,7 @@ import numpy as np
 
 from clustergym.core.agent import make, public_info
 from clustergym.bench.rates import Row, sampled_action_rate
-from clustergym.bench.training import training_rates
+from clustergym.bench.throughput import training_rates
 from clustergym.runner.episode import time_decisions
 
 __all__ = ["agent_act", "bench_rows"]

@@ -28,7 +28,7 @@ PAPER_GAPS = {"drf": 11.33, "fairness": 7.75, "binpacking": 13.89, "spreading": 
 
 
 # The agents of the settings table (docs/ogasched.md): three OGASched variants, both readings of
-# FAIRNESS, DRF and BINPACKING / SPREADING (ours and the authors', baselines/allocation.py) and random.
+# FAIRNESS, DRF and BINPACKING / SPREADING (ours and the authors', baselines/multiserver_allocation.py) and random.
 OGA = {"ogasched": "OGASched, Table 1 step (η0=25, decay 0.9999)",
        "ogasched[lr=eq26]": "OGASched, eq. 26 step (T = the env's horizon)",
        "ogasched[play=authors]": "OGASched, the authors' play order (Table 1 step)"}

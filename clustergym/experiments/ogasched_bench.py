@@ -9,7 +9,7 @@ import numpy as np
 
 from clustergym.agents.ogasched import proportional_share
 from clustergym.bench.rates import Row, decision_times, numba_threads, sampled_action_rate, vector_rate, vector_sampled_rate
-from clustergym.bench.training import training_rates
+from clustergym.bench.throughput import training_rates
 from clustergym.runner.episode import run_one
 from clustergym.experiments.ogasched_runs import ENV_ID
 

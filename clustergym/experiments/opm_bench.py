@@ -9,7 +9,7 @@ import numpy as np
 
 from clustergym.core.agent import make
 from clustergym.bench.rates import Row, sampled_action_rate
-from clustergym.bench.training import training_rates
+from clustergym.bench.throughput import training_rates
 from clustergym.experiments.opm_runs import ENV, episode
 from clustergym.runner.episode import time_decisions
 

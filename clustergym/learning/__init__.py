@@ -23,7 +23,7 @@
 :mod:`clustergym.learning.entity`          the per-entity policy network (``--net entity``; each family's
                                            layout and features: ``FamilySpec.entity``)
 :mod:`clustergym.learning.imitation`       warm start by behaviour cloning (``--warm-start``)
-:mod:`clustergym.learning.agent`           saved models as ``sb3:`` agents, loaded without unpickling
+:mod:`clustergym.learning.sb3_agent`           saved models as ``sb3:`` agents, loaded without unpickling
 :mod:`clustergym.learning.sidecar`         a model's side-car and normalisation statistics, read as checked
                                            data
 :mod:`clustergym.learning.importing`       plain SB3 models made ``sb3:`` agents (``clustergym import-model``)

@@ -12,7 +12,7 @@ style network, pooling over entities):
 * **Features** (the family's ``features`` hook): per-entity features x_e, a presence mask and global
   features g, gathered with integer index arrays from the same flat observation the MLP sees (the
   flattened Dict observation + the empirical statistics of :class:`clustergym.learning.pipeline.ObsPipeline`).
-  They are bounded (shares, logs, the capped time features of :mod:`clustergym.core.entity`), so the
+  They are bounded (shares, logs, the capped time features of :mod:`clustergym.core.entity_features`), so the
   network needs no observation normalisation (``clustergym train`` turns ``VecNormalize``'s observation
   part off for this net: its per-position statistics would tie the model to one ``max_edges``; rewards are
   still normalised in training).
@@ -34,7 +34,7 @@ style network, pooling over entities):
 The parameter count depends on f, g and h only, not on the number of entities: the same ``state_dict``
 loads into the policy of any instance size (the index arrays are non-persistent buffers, rebuilt from the
 layout). The layout is plain JSON ints (``policy_kwargs["entity"]``), so SB3's saved ``data`` JSON holds it
-and the no-pickle loader (:func:`clustergym.learning.agent.safe_load`) rebuilds the policy from it.
+and the no-pickle loader (:func:`clustergym.learning.sb3_agent.safe_load`) rebuilds the policy from it.
 """
 
 from __future__ import annotations

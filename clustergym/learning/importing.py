@@ -15,7 +15,7 @@ readable fields (no pickle is loaded) name either a flat ``Box`` observation of 
 gives that env (policy: the algorithm's ``MlpPolicy``) or a ``Dict`` with the env's keys, each of the env's kind
 and shape (policy: its ``MultiInputPolicy``), and the env's own action space (either action head of
 :mod:`clustergym.learning.heads` is accepted) — then loads it with the no-pickle loader
-(:func:`clustergym.learning.agent.safe_load`) and writes a run folder: the model and a side-car with ``"obs":
+(:func:`clustergym.learning.sb3_agent.safe_load`) and writes a run folder: the model and a side-car with ``"obs":
 "flatten"`` (observations flattened as ``FlattenObservation`` does) or ``"obs": "dict"`` (the env's observation
 as it is), actions as the env takes them. ``vecnormalize``: the file ``VecNormalize.save`` wrote; its
 observation statistics are read with a loader that builds only plain arrays (numpy, SB3's ``RunningMeanStd``
@@ -38,7 +38,7 @@ import numpy as np
 
 from clustergym.core.family import env_family
 from clustergym.core.family import env_ids
-from clustergym.learning.agent import model_spaces, safe_load
+from clustergym.learning.sb3_agent import model_spaces, safe_load
 from clustergym.learning.algos import ALGOS, NORM_FILE, SIDE_CAR
 from clustergym.learning.policies import policy_class
 from clustergym.learning.sidecar import check_norm_file, check_side_car

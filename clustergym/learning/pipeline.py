@@ -4,7 +4,7 @@ Every clustergym env's Dict observation already carries what a learner needs bes
 slot (the Gymnasium convention: ``info`` is diagnostics): the last slot's public feedback, the
 empirical statistics of that feedback, and the public problem data a paper policy reads. The
 statistics are computed by the env's simulator core from public feedback only (each family's
-``stats.py``; the single, native vector and PettingZoo envs share them):
+``learner_stats.py``; the single, native vector and PettingZoo envs share them):
 
 =========================  =====================================================================
 family                     statistics in the observation (the keys of ``drl_hooks.STATS_KEYS``)
@@ -42,7 +42,7 @@ A saved model must see at evaluation exactly the observations it was trained on,
 ``min(t, time_cap)``: a flat network's input then stays in the range it trained on at any horizon (docs/drl.md,
 "Time features"). The per-entity networks read ``t`` as it is and bound their own time features. :class:`DRLObservation` is the
 Gymnasium wrapper around it (training, and the public :class:`clustergym.learning.wrappers.FlattenWithStats`);
-:class:`clustergym.learning.agent.SB3Agent` uses the same pipeline when it acts in ``clustergym run``
+:class:`clustergym.learning.sb3_agent.SB3Agent` uses the same pipeline when it acts in ``clustergym run``
 (evaluation). :func:`flatten_batch` flattens a native vector env's batched Dict observation, row by
 row equal to ``gymnasium.spaces.flatten``. :class:`EmpiricalStats` computes the same statistics outside the
 env, from observations and ``info["feedback"]`` only; the tests check that the env's own statistics equal it.

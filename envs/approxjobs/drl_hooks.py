@@ -13,7 +13,7 @@ import os
 
 import numpy as np
 
-from clustergym.envs.approxjobs.stats import STATS_KEYS
+from clustergym.envs.approxjobs.learner_stats import STATS_KEYS
 
 __all__ = ["BENCH_PLAIN", "BENCH_THROUGHPUT", "GALLERY", "HYPERPARAMS_DIR", "PARAM_RANGES", "STATS_KEYS",
            "TUNING_REFERENCE", "Stats", "legacy_keys", "sb3_mask"]
@@ -28,7 +28,7 @@ PARAM_RANGES: dict[str, tuple[float, float]] = {"arrival_rate": (0.0075, 0.03), 
 # family at the training horizon (docs/drl.md), the objective's "1"
 TUNING_REFERENCE = "fair"
 
-# `clustergym bench` (clustergym.bench.training): the "PPO training, env-steps/s" rows of the family's first env
+# `clustergym bench` (clustergym.bench.throughput): the "PPO training, env-steps/s" rows of the family's first env
 # id, (extra env kwargs beside its ppo.yml entry's, vec mode) each
 BENCH_THROUGHPUT: tuple[tuple[dict, str], ...] = (({}, "auto"),)
 BENCH_PLAIN = True  # a "plain SB3 PPO" row: PPO(policy, gym.make(id)) on the default spaces
@@ -44,7 +44,7 @@ HYPERPARAMS_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "hype
 
 
 class Stats:
-    """The statistics the env's observation carries (``machine_rate``, ``machine_share``; ``approxjobs/stats.py``),
+    """The statistics the env's observation carries (``machine_rate``, ``machine_share``; ``approxjobs/learner_stats.py``),
     computed outside the env from feedback, for :class:`clustergym.learning.pipeline.EmpiricalStats`.
 
     Per machine: the mean work per used slot (the hidden service rate θ_i, §III) and the share of slots

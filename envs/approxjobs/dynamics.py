@@ -21,7 +21,7 @@ import numpy as np
 from clustergym.envs.approxjobs.kernels import TOL as _TOL
 from clustergym.envs.approxjobs.kernels import (budget_prefix, confidence_radius, deal_kernel, deal_machines,
                                                 project_capped_simplex, round_rows, ucb_rates)
-from clustergym.envs.approxjobs.stats import MachineStats, record_slot
+from clustergym.envs.approxjobs.learner_stats import MachineStats, record_slot
 from clustergym.envs.multiserver.channel.dynamics import numpy_sum
 
 __all__ = ["project_capped_simplex", "round_rows", "budget_prefix", "deal_machines", "deal_kernel",
@@ -94,7 +94,7 @@ def admit(t, jobs, n_jobs, min_price, spent, work, left, slot_job, slot_rem, slo
             queue[a - r] = queue[a]
         q -= r
     ctr[0], ctr[1] = nxt, q
-    for k in range(J):  # from the public rows, as an agent reads them (baselines.approx.Fair)
+    for k in range(J):  # from the public rows, as an agent reads them (baselines.approxjobs.Fair)
         live[k] = slot_job[k] >= 0 and feat[k, _BUDGET] - feat[k, _SPENT] >= min_price - _TOL
 
 
@@ -338,7 +338,7 @@ class SlotState:
         self.ctr = np.zeros((N, 2), dtype=np.int64)  # (N, 2) next job to arrive, queue length
         self.prev_job = np.full((N, M), -1, dtype=np.int64)  # (N, M) job each machine ran last slot
         self.prev_slot = np.zeros((N, M), dtype=np.int64)  # (N, M) its window slot (0 = idle)
-        self.stats = MachineStats(N, M)  # the learner's statistics (stats.py)
+        self.stats = MachineStats(N, M)  # the learner's statistics (learner_stats.py)
         self.blocks = np.zeros((N, RATE_BLOCK, M))  # (N, B, M) θ_i^t of the current block (hidden)
         self.pos = np.zeros(N, dtype=np.int64)  # (N,) current slot's index in the block
 

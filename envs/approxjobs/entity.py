@@ -12,7 +12,7 @@ import gymnasium as gym
 import numpy as np
 import torch as th
 
-from clustergym.core.entity import log_time_feature, positions, space_shape
+from clustergym.core.entity_features import log_time_feature, positions, space_shape
 
 __all__ = ["BUFFERS", "p4_layout", "layout", "features"]
 
@@ -52,7 +52,7 @@ def features(net: Any, obs: th.Tensor) -> tuple[th.Tensor, th.Tensor, th.Tensor]
     """P4, per window slot: [present, share of the job's window left, log time left, share of its budget left,
     log budget, log value, β, log work, log age, share of its budget spent] (0 on empty slots); global: mean
     and max over machines of [rate, share, last executed, last work], the share of occupied slots, and
-    log(1 + min(t, TIME_CAP)) / 10 (:func:`clustergym.core.entity.log_time_feature`). Scale-free (shares and
+    log(1 + min(t, TIME_CAP)) / 10 (:func:`clustergym.core.entity_features.log_time_feature`). Scale-free (shares and
     logs, never t / T) and bounded: a job's times are read relative to its own window, so every feature stays
     in its training range at any horizon."""
     r = obs[:, net.ent_index]  # (B, J, 8): mask, a, d, B, spent, v, β, X

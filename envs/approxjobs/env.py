@@ -16,7 +16,7 @@ from clustergym.core.env import ClusterEnv, InstanceSource, StepReturn
 from clustergym.core.metrics import CUMULATIVE, EPISODE, SLOT, Metric
 from clustergym.envs.approxjobs.dynamics import (JOB_FEATURES, JOB_LEVELS, RATE_BLOCK, SlotState,
                                                  infeasible_message)
-from clustergym.envs.approxjobs.stats import learner_spaces
+from clustergym.envs.approxjobs.learner_stats import learner_spaces
 from clustergym.envs.approxjobs.scenario import APPROX_SCENARIOS, PAPER_DEFAULTS, PAPER_SCALE, make_approx_scenario
 from clustergym.envs.approxjobs.service import ServiceProcess
 from clustergym.envs.approxjobs.oracle import fluid_bound
@@ -73,8 +73,8 @@ class ApproxJobsEnv(ClusterEnv[ApproxObservation, np.ndarray]):
     | last_work     | Box(0, 1, (M,), float32)            | their work r_j^i(t) (``feedback["work"]``; 0 elsewhere) |
     Besides the job window, the observation carries what a learner needs (``info`` is diagnostics, never
     required): the last slot's feedback and its per-machine statistics (updated from the feedback alone,
-    ``approxjobs/stats.py``, shared with the PettingZoo env; 0 at t = 0). The prices p_i stay in
-    ``problem.price`` (an instance fingerprint in the observation: see ``approxjobs/stats.py``).
+    ``approxjobs/learner_stats.py``, shared with the PettingZoo env; 0 at t = 0). The prices p_i stay in
+    ``problem.price`` (an instance fingerprint in the observation: see ``approxjobs/learner_stats.py``).
     ``gymnasium.wrappers.FlattenObservation`` (or ``clustergym.learning.wrappers.FlattenWithStats``) gives the flat
     vector a standard learner takes.
 

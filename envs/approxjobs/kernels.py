@@ -78,7 +78,7 @@ def budget_prefix(slot: np.ndarray, cost: np.ndarray, remaining: np.ndarray) -> 
 
 def deal_machines(order: np.ndarray, price: np.ndarray, remaining: np.ndarray, live: np.ndarray,
                   cap: np.ndarray | None = None) -> np.ndarray:
-    """Fair's water-filling deal of the machines to the live jobs (``baselines.approx.Fair``), with optional caps.
+    """Fair's water-filling deal of the machines to the live jobs (``baselines.approxjobs.Fair``), with optional caps.
 
     Machines in ``order`` are dealt round-robin to the jobs ``live`` (window-slot indices, 0-based, in
     ascending order); each job keeps the affordable prefix of what it was dealt (Algorithm 1 lines 7–12,

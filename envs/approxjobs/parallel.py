@@ -91,7 +91,7 @@ class ApproxJobsParallelEnv(ClusterParallelEnv):
             "t": spaces.Box(0.0, T, shape=(1,), dtype=np.float32),
             "price": spaces.Box(0.0, np.inf, shape=(1,), dtype=np.float64),
             "action_mask": spaces.MultiBinary(J + 1),
-            # the single env's statistics and last feedback of this machine (approxjobs/stats.py)
+            # the single env's statistics and last feedback of this machine (approxjobs/learner_stats.py)
             "machine_rate": spaces.Box(0.0, 1.0, shape=(1,), dtype=np.float32),
             "machine_share": spaces.Box(0.0, 1.0, shape=(1,), dtype=np.float32),
             "last_executed": spaces.MultiBinary(1),

@@ -28,7 +28,7 @@ class ApproxJobsVectorEnv(ClusterVectorEnv[ApproxObservation, np.ndarray]):
     :class:`~clustergym.envs.approxjobs.env.ApproxJobsEnv`), computed by the same code: the single env's
     slot step is ``approxjobs.dynamics.SlotState`` with N = 1, and this env's is the same class with N
     sub-envs, so one call of the compiled ``dynamics.slot_step_batch`` plays every sub-env's slot ("job"
-    mode's deal, the budget check and repair of eq. 4, eqs. 1–2, the statistics of ``stats.py``, the
+    mode's deal, the budget check and repair of eq. 4, eqs. 1–2, the statistics of ``learner_stats.py``, the
     window and queue). Each sub-env draws its hidden rates from its own ``service.ServiceProcess``, a block
     of 256 slots at a time. Sub-env i seeded with s_i gives exactly the trajectory of a single env with
     ``reset(seed=s_i)`` (``clustergym.core.vector_env``). Create it with ``gym.make_vec(

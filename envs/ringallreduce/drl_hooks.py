@@ -24,7 +24,7 @@ TUNING_REFERENCE = "greedy"
 # draws its topology and its job stream and the env's reset seed changes neither, so one seed per instance
 INSTANCE_IS_SEED = True
 
-# `clustergym bench` (clustergym.bench.training): the "PPO training, env-steps/s" rows of the family's first env
+# `clustergym bench` (clustergym.bench.throughput): the "PPO training, env-steps/s" rows of the family's first env
 # id, (extra env kwargs beside its ppo.yml entry's, vec mode) each
 BENCH_THROUGHPUT: tuple[tuple[dict, str], ...] = (({}, "auto"),)
 BENCH_PLAIN = True  # a "plain SB3 PPO" row: PPO(policy, gym.make(id)) on the default spaces

@@ -1,4 +1,4 @@
-"""The authors' readings of DRF and BINPACKING / SPREADING beside ours (baselines/allocation.py),
+"""The authors' readings of DRF and BINPACKING / SPREADING beside ours (baselines/multiserver_allocation.py),
 and the P2 settings named after their source (scenario.py)."""
 
 import numpy as np

@@ -4,7 +4,7 @@ import gymnasium as gym
 import numpy as np
 
 from clustergym.core.agent import make, public_info
-from clustergym.baselines.channel import greedy_fill
+from clustergym.baselines.multiserver_channel import greedy_fill
 
 ID = "clustergym/MultiServerChannel-v0"
 

@@ -175,7 +175,7 @@ def test_the_bench_times_the_family_training(toy_pkg):
     """The family's ``BENCH_THROUGHPUT`` hook gives it a "PPO training, env-steps/s" row, labelled by its number."""
     pytest.importorskip("stable_baselines3")
     import toyfam
-    from clustergym.bench.training import throughput_envs, throughput_rows
+    from clustergym.bench.throughput import throughput_envs, throughput_rows
 
     clustergym.register_family(toyfam.FAMILY)
     mine = [r for r in throughput_envs() if r[1] == TOY_ID]

@@ -152,7 +152,7 @@ PRETRAINED = {"clustergym/MultiServerChannel-v0": "esdp", "clustergym/MultiServe
 def test_pretrained_model_runs_beside_the_paper_policy(env_id, tmp_path):
     """At a short horizon: ``sb3:pretrained/<env>`` is shipped for every env and runs on held-out
     instances from the installed package, through the no-pickle loader."""
-    from clustergym.learning.agent import pretrained_models, resolve_model_path
+    from clustergym.learning.sb3_agent import pretrained_models, resolve_model_path
 
     name = env_id.split("/")[1]
     assert name in pretrained_models()
@@ -192,7 +192,7 @@ def test_pretrained_model_fits_100_consecutive_instances_of_the_default_generato
 
 
 def test_pretrained_names_resolve_and_unknown_ones_are_one_line(tmp_path, capsys):
-    from clustergym.learning.agent import resolve_model_path
+    from clustergym.learning.sb3_agent import resolve_model_path
 
     a = resolve_model_path("pretrained/ApproxJobs-v0")
     assert resolve_model_path("pretrained/p4") == a == resolve_model_path("pretrained/clustergym/ApproxJobs-v0")
@@ -255,7 +255,7 @@ def test_evaluation_cache_fingerprint_covers_the_run_code_and_not_the_reports():
 
     files = fingerprint_files()
     base = {os.path.basename(p) for p in files}
-    assert {"evaluation.py", "scenario.py", "pipeline.py", "agent.py", "entity.py"} <= base  # runner, core, sb3 agent
+    assert {"evaluation.py", "scenario.py", "pipeline.py", "sb3_agent.py", "entity.py"} <= base  # runner, core, sb3 agent
     assert any(os.sep + "envs" + os.sep in p for p in files) and any(os.sep + "agents" + os.sep in p for p in files)
     import clustergym
 
@@ -284,7 +284,7 @@ def test_no_evaluation_run_imports_a_training_only_module():
         print(" ".join(sorted(m for m in sys.modules if m.startswith("clustergym.learning"))))
     """)
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
-    assert "clustergym.learning.agent" in out and "clustergym.learning.entity" in out  # the trained models ran
+    assert "clustergym.learning.sb3_agent" in out and "clustergym.learning.entity" in out  # the trained models ran
     training_only = {"clustergym.learning." + os.path.basename(f)[:-3] for f in TRAINING_ONLY}
     assert not training_only & set(out), training_only & set(out)
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import torch
 
 from clustergym.runner.evaluation import evaluate
-from clustergym.learning import agent as sb3_agent
+from clustergym.learning import sb3_agent as sb3_agent
 
 
 def test_acting_uses_one_thread_and_restores_the_callers_setting(monkeypatch):

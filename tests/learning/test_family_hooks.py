@@ -133,7 +133,7 @@ def test_a_family_entry_reads_as_the_yaml_merge_it_replaces(tmp_path):
 
 
 def test_bench_rows_come_from_the_families_in_registry_order(monkeypatch):
-    from clustergym.bench.training import memory_envs, plain_envs, throughput_envs
+    from clustergym.bench.throughput import memory_envs, plain_envs, throughput_envs
 
     assert throughput_envs() == (("P1", P1, {}, "auto"), ("P1", P1, {}, "dummy"), ("P2", P2, {}, "auto"),
                                  ("P3", P3, {}, "auto"), ("P4", P4, {}, "auto"))
@@ -146,7 +146,7 @@ def test_bench_rows_come_from_the_families_in_registry_order(monkeypatch):
 
 def test_gallery_and_pretrained_names_read_the_spec(monkeypatch):
     from clustergym.experiments.gallery import papers
-    from clustergym.learning.agent import resolve_model_path
+    from clustergym.learning.sb3_agent import resolve_model_path
 
     assert papers()[P4] == ("OPM (P4)", "opm", ["fair", "edf", "ops", "random"], 600, 200)
     replace_hooks(monkeypatch, P4, GALLERY=(("edf",), 50, 10))

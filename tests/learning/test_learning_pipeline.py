@@ -228,7 +228,7 @@ def test_native_vec_env_without_statistics_matches_the_wrapper():
 
 
 def test_bench_throughput_rows_name_cartpole_and_the_ratio():
-    from clustergym.bench.training import throughput_rows
+    from clustergym.bench.throughput import throughput_rows
 
     envs = (("P1", P1, {"num_servers": 12}, "auto"), ("P3", P3, {"horizon": 16}, "auto"))
     rows = throughput_rows(quick=True, n_envs_list=(2,), envs=envs, rollout=64)

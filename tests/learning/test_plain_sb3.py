@@ -255,7 +255,7 @@ def test_two_sb3_agents_get_different_colours_in_every_figure_of_run(tmp_path, m
 
 
 def test_bench_plain_sb3_rows_beside_cartpole():
-    from clustergym.bench.training import PLAIN_TARGET, plain_sb3_rows
+    from clustergym.bench.throughput import PLAIN_TARGET, plain_sb3_rows
 
     import torch
 

@@ -105,7 +105,7 @@ def test_training_on_a_parameter_pool_records_it_and_evaluates_on_the_default_ge
     # ran in the drawn settings, not in the default generator
     train(replace(config, param_draws=0, vec="dummy", env_kwargs={"max_edges": meta["env_kwargs"]["max_edges"]}),
           str(tmp_path / "d"), progress=False)
-    from clustergym.learning.agent import safe_load
+    from clustergym.learning.sb3_agent import safe_load
 
     w = [safe_load(str(tmp_path / d / "model.zip"), json.loads((tmp_path / d / SIDE_CAR).read_text())
                    ).policy.state_dict() for d in ("a", "b", "d")]

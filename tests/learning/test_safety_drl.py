@@ -29,7 +29,7 @@ import clustergym  # noqa: E402
 from tests.helpers import one_line_exit_2, snapshot  # noqa: E402
 from clustergym.cli.main import main  # noqa: E402
 from clustergym.experiments import drl, drl_cells, drl_export, drl_plan  # noqa: E402
-from clustergym.learning.agent import PRETRAINED_DIR  # noqa: E402
+from clustergym.learning.sb3_agent import PRETRAINED_DIR  # noqa: E402
 
 P1, P2, P3, P4 = clustergym.ENV_IDS
 LINUX = os.path.isdir("/proc")
@@ -78,7 +78,7 @@ def _as_full(out) -> None:
 @pytest.fixture
 def shipped(tmp_path, monkeypatch):
     """A copy of the shipped models, which the CLI's export writes to (the package's own stay untouched)."""
-    import clustergym.learning.agent as agent_mod
+    import clustergym.learning.sb3_agent as agent_mod
 
     dest = tmp_path / "pretrained"
     shutil.copytree(PRETRAINED_DIR, dest)

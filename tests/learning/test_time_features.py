@@ -19,7 +19,7 @@ import pytest
 import torch as th
 
 from clustergym.core.agent import make as make_agent
-from clustergym.core.entity import log_time_feature, time_feature
+from clustergym.core.entity_features import log_time_feature, time_feature
 from clustergym.core.env import TIME_CAP
 
 from clustergym.runner.episode import make_env, run_episode

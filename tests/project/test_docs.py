@@ -60,7 +60,7 @@ def test_a_newly_registered_agent_gets_a_page_and_the_check_fails_until_written(
     gen = _module("gen_pages_under_test", os.path.join(DOCS, "gen_pages.py"))
     agent_mod._load_builtins()
     # the agent registry's data lives in clustergym.core.family; the probe entry is removed afterwards
-    monkeypatch.setitem(family_mod._AGENTS, "zz-docs-probe", {"multiserver-channel": "clustergym.baselines.channel:HAUF"})
+    monkeypatch.setitem(family_mod._AGENTS, "zz-docs-probe", {"multiserver-channel": "clustergym.baselines.multiserver_channel:HAUF"})
     pages = gen.pages()
     assert "agents/zz-docs-probe.md" in pages
     assert "[`zz-docs-probe`](zz-docs-probe.md)" in pages["agents/index.md"]

@@ -1,7 +1,7 @@
 """OGASched paper: Fig. 4 (the step size η0 and its decay) and Table 2 (the horizon T, the arrival
 probability ρ and the graph density) as claims rows over instances (scenario seeds), in the ``paper``
 setting (Table 1 in device units) with the baselines the paper names (DRF, FAIRNESS, BINPACKING,
-SPREADING; our readings, baselines/allocation.py).
+SPREADING; our readings, baselines/multiserver_allocation.py).
 
 Claims statistic as in ``reproduce ogasched``: per instance 100·(A − B)/Q(y*), Q(y*) the hindsight
 optimum of that instance and configuration (eq. 6), common to every agent; 95% t-interval over

@@ -12,7 +12,7 @@ with a job requests d_(l,r)^k = u_l^k a_l^k (u_l^k = u_l in ``"port"`` mode; por
 request nothing); on every (r, k) the ports of L_r are served in DRF order — ascending dominant share
 s_l = max_k a_l^k / Σ_{r∈R_l} c_r^k (ogasched.md §4, public problem data), ties by port index — and
 each takes min(d_(l,r)^k, what is left of c_r^k). The result lies in Y (eqs. 3–4) by construction.
-With u = 1 everywhere this is DRF's allocation, bit for bit (``baselines.allocation.DRF``), so the
+With u = 1 everywhere this is DRF's allocation, bit for bit (``baselines.multiserver_allocation.DRF``), so the
 mode reaches at least DRF's total; smaller fractions leave capacity to the ports served later.
 """
 

@@ -14,7 +14,7 @@ import os
 import numpy as np
 
 from clustergym.envs.multiserver.allocation.actions import channel_high
-from clustergym.envs.multiserver.allocation.stats import STATS_KEYS
+from clustergym.envs.multiserver.allocation.learner_stats import STATS_KEYS
 
 __all__ = ["BENCH_MEMORY", "BENCH_THROUGHPUT", "GALLERY", "HYPERPARAMS_DIR", "PARAM_RANGES", "STATS_KEYS",
            "TUNING_REFERENCE", "Stats", "box_bounds", "compact_keys", "legacy_keys"]
@@ -28,7 +28,7 @@ PARAM_RANGES: dict[str, tuple[float, float]] = {"rho": (0.4, 1.0), "contention":
 # family at the training horizon (docs/drl.md), the objective's "1"
 TUNING_REFERENCE = "drf"
 
-# `clustergym bench` (clustergym.bench.training): the "PPO training, env-steps/s" rows of the family's first env
+# `clustergym bench` (clustergym.bench.throughput): the "PPO training, env-steps/s" rows of the family's first env
 # id, (extra env kwargs beside its ppo.yml entry's, vec mode) each
 BENCH_THROUGHPUT: tuple[tuple[dict, str], ...] = (({}, "auto"),)
 BENCH_MEMORY = True  # a memory row: 10^6 slots (10^5 quick), RSS and step rate flat
@@ -45,7 +45,7 @@ HYPERPARAMS_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "hype
 
 class Stats:
     """The statistics the env's observation carries (``arrival_share``, ``port_reward_mean``;
-    ``allocation/stats.py``), computed outside the env from observations and feedback, for
+    ``allocation/learner_stats.py``), computed outside the env from observations and feedback, for
     :class:`clustergym.learning.pipeline.EmpiricalStats`.
 
     Per port: the share of slots with a job (the hidden ρ_l, eq. 1) and the mean realised reward

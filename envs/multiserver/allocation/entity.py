@@ -11,7 +11,7 @@ import gymnasium as gym
 import numpy as np
 import torch as th
 
-from clustergym.core.entity import log_time_feature, positions, slog, space_shape
+from clustergym.core.entity_features import log_time_feature, positions, slog, space_shape
 
 __all__ = ["BUFFERS", "p2_layout", "layout", "features"]
 
@@ -49,7 +49,7 @@ def layout(env: gym.Env) -> dict:
 def features(net: Any, obs: th.Tensor) -> tuple[th.Tensor, th.Tensor, th.Tensor]:
     """P2, per port: [job this slot, share of slots with a job, log mean realised reward, log last reward];
     global: log β, the share of ports with a job, log(1 + min(t, TIME_CAP)) / 10
-    (:func:`clustergym.core.entity.log_time_feature`). Every port is present."""
+    (:func:`clustergym.core.entity_features.log_time_feature`). Every port is present."""
     r = obs[:, net.ent_index]  # (B, L, 4)
     t = obs[:, net.t_index:net.t_index + 1]
     x = th.stack([r[..., 0], r[..., 1], slog(r[..., 2]), slog(r[..., 3])], dim=-1)

@@ -15,7 +15,7 @@ from clustergym.core.metrics import EPISODE, SLOT, Metric
 from clustergym.envs.multiserver.allocation.actions import ACTION_MODES, PortFill, channel_high, zero_ignored
 from clustergym.envs.multiserver.allocation.dynamics import AllocationDynamics
 from clustergym.envs.multiserver.allocation.scenario import ALLOCATION_SCENARIOS, make_allocation_scenario
-from clustergym.envs.multiserver.allocation.stats import AllocationStats, learner_spaces, static_parts
+from clustergym.envs.multiserver.allocation.learner_stats import AllocationStats, learner_spaces, static_parts
 from clustergym.envs.multiserver.allocation.types import AllocationFeedback, AllocationObservation
 
 __all__ = ["MultiServerAllocationEnv", "instance_sizes"]
@@ -87,7 +87,7 @@ class MultiServerAllocationEnv(ClusterEnv[AllocationObservation, np.ndarray]):
     | port_reward_mean | Box(-inf, inf, (L,), f32)     | mean realised x_l q_l over the slots port l had a job |
     | last_port_reward | Box(-inf, inf, (L,), f32)     | last slot's x_l q_l (``feedback["port_reward"]``) |
     | last_allocation  | Box(0, inf, (P, K), f32)      | last slot's executed y in device units (``feedback["allocation"]``) |
-    The statistics are updated from the feedback alone (``allocation/stats.py``, shared with the vector
+    The statistics are updated from the feedback alone (``allocation/learner_stats.py``, shared with the vector
     and PettingZoo envs); at t = 0 they are 0. The |E| of the random graph varies by instance
     (``scenario_seed``), L, R and K do not, and the unpadded action bounds a_l^k differ in every
     instance: without padding an env cannot switch to another instance; with ``max_edges`` the spaces
@@ -245,7 +245,7 @@ class MultiServerAllocationEnv(ClusterEnv[AllocationObservation, np.ndarray]):
                 f"{self._E}..{self._A - 1} are padding: 0)")
             if self.max_edges is None:
                 self._open = dyn.open
-        # static observation parts (public problem data; allocation/stats.py), copied into each observation
+        # static observation parts (public problem data; allocation/learner_stats.py), copied into each observation
         self._static = static_parts(pb, self._A)
         self._stats = AllocationStats(1, self._A, self._L, self._K)  # the learner's statistics
         self._t_arr = np.zeros(1, dtype=np.int64)  # (1,) t, as the statistics read it

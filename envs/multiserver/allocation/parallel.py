@@ -119,7 +119,7 @@ class MultiServerAllocationParallelEnv(ClusterParallelEnv):
         self.agent_ports = {a: np.asarray(pb.edge_port)[e] for a, e in self.agent_edges.items()}  # (|L_r|,) L_r
         obs = {"t": spaces.Box(0.0, T, shape=(1,), dtype=np.float32)}
 
-        def stats(n: int) -> dict:  # the single env's statistics of the agent's ports (allocation/stats.py)
+        def stats(n: int) -> dict:  # the single env's statistics of the agent's ports (allocation/learner_stats.py)
             return {"arrival_share": spaces.Box(0.0, 1.0, shape=(n,), dtype=np.float32),
                     "port_reward_mean": spaces.Box(-np.inf, np.inf, shape=(n,), dtype=np.float32)}
 

@@ -13,7 +13,7 @@ from clustergym.core.scenario import Scenario, freeze
 from clustergym.envs.multiserver.allocation.actions import PortFill, zero_ignored
 from clustergym.envs.multiserver.allocation.dynamics import ARRIVAL_BLOCK, AllocationDynamics
 from clustergym.envs.multiserver.allocation.env import MultiServerAllocationEnv
-from clustergym.envs.multiserver.allocation.stats import AllocationStats, static_parts
+from clustergym.envs.multiserver.allocation.learner_stats import AllocationStats, static_parts
 from clustergym.envs.multiserver.allocation.types import AllocationObservation
 from clustergym.core.vector_env import ClusterVectorEnv, VectorStepReturn, with_masks
 
@@ -50,7 +50,7 @@ class MultiServerAllocationVectorEnv(ClusterVectorEnv[AllocationObservation, np.
 
     ## Observation Space
     The single env's keys with a leading N axis (``single_observation_space`` = the single env's), computed
-    for all sub-envs at once (the statistics by ``allocation/stats.py``):
+    for all sub-envs at once (the statistics by ``allocation/learner_stats.py``):
     | key                                            | shape      | dtype   | meaning                  |
     |------------------------------------------------|------------|---------|--------------------------|
     | arrivals                                       | (N, L)     | int8    | x_l(t) of every sub-env   |
@@ -142,7 +142,7 @@ class MultiServerAllocationVectorEnv(ClusterVectorEnv[AllocationObservation, np.
         self._by_instance[k0] = (s.scenario, s.problem, s.dynamics)
         self._instance[:] = k0
         self._edge_port = np.full((N, W), self._L, dtype=np.int64)  # (N, W) port of each channel, L on padding
-        # the public problem data of each sub-env (allocation/stats.py): edge_demand, edge_alpha (N, W, K)
+        # the public problem data of each sub-env (allocation/learner_stats.py): edge_demand, edge_alpha (N, W, K)
         # float32, edge_utility (N, W·K) int64, beta (N, K) float32; read-only arrays shared by the observations
         self._static = {key: np.zeros((N, *v.shape), dtype=v.dtype) for key, v in static_parts(pb, W).items()}
         self._n_edges = np.zeros(N, dtype=np.int64)  # (N,) real channels of each sub-env

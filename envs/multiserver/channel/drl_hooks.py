@@ -13,7 +13,7 @@ import os
 
 import numpy as np
 
-from clustergym.envs.multiserver.channel.stats import STATS_KEYS
+from clustergym.envs.multiserver.channel.learner_stats import STATS_KEYS
 
 __all__ = ["BENCH_MEMORY", "BENCH_THROUGHPUT", "GALLERY", "HYPERPARAMS_DIR", "PARAM_RANGES", "STATS_KEYS",
            "TUNING_REFERENCE", "Stats", "legacy_keys", "sb3_mask"]
@@ -28,7 +28,7 @@ PARAM_RANGES: dict[str, tuple[float, float]] = {"rho": (0.6, 1.0), "cost_mean": 
 # family at the training horizon (docs/drl.md), the objective's "1"
 TUNING_REFERENCE = "lcf"
 
-# `clustergym bench` (clustergym.bench.training): the "PPO training, env-steps/s" rows of the family's first env
+# `clustergym bench` (clustergym.bench.throughput): the "PPO training, env-steps/s" rows of the family's first env
 # id, (extra env kwargs beside its ppo.yml entry's, vec mode) each: the path `clustergym train` picks (auto) and
 # the DummyVecEnv beside it
 BENCH_THROUGHPUT: tuple[tuple[dict, str], ...] = (({}, "auto"), ({}, "dummy"))
@@ -46,7 +46,7 @@ HYPERPARAMS_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "hype
 
 class Stats:
     """The statistics the env's observation carries (``utility_mean``, ``channel_share``, ``arrival_share``;
-    ``channel/stats.py``), computed outside the env from observations and feedback, for
+    ``channel/learner_stats.py``), computed outside the env from observations and feedback, for
     :class:`clustergym.learning.pipeline.EmpiricalStats`.
 
     Per channel: mean realised utility v̂_e (0 if untried) and the share of slots it was used n_e / t

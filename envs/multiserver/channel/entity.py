@@ -9,7 +9,7 @@ channel, the network itself is :class:`clustergym.learning.entity.EntityNet`.
   needs no observation normalisation (``clustergym train`` turns ``VecNormalize``'s observation part
   off for this net: its per-position statistics would tie the model to one ``max_edges``; rewards are
   still normalised in training).
-* **Global features** g: ``min(t, 199) / 200`` (:func:`clustergym.core.entity.time_feature`; 200 slots is the
+* **Global features** g: ``min(t, 199) / 200`` (:func:`clustergym.core.entity_features.time_feature`; 200 slots is the
   training horizon of the shipped models: the feature stops growing there, so a longer run stays in its
   training range; earlier versions read ``t / T_train``, which reaches 10 at slot 2,000: :func:`check` refuses
   such a layout), the mean over ports of this slot's arrivals and of the share of slots with a job, the share
@@ -37,7 +37,7 @@ import gymnasium as gym
 import numpy as np
 import torch as th
 
-from clustergym.core.entity import positions, space_shape, time_feature
+from clustergym.core.entity_features import positions, space_shape, time_feature
 from clustergym.core.env import TIME_CAP
 
 __all__ = ["CHANNEL_FEATURES", "BUFFERS", "SELECT", "p1_layout", "layout", "check", "features"]

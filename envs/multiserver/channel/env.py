@@ -14,7 +14,7 @@ from clustergym.core.metrics import CUMULATIVE, SLOT, Metric
 from clustergym.envs.multiserver.channel.dynamics import BLOCK, OK, channel_slot, draw_block, infeasible_message
 from clustergym.envs.multiserver.channel.scenario import CHANNEL_SCENARIOS, make_channel_scenario
 from clustergym.envs.multiserver.channel.oracle import knapsack_value
-from clustergym.envs.multiserver.channel.stats import ChannelStats, stats_spaces
+from clustergym.envs.multiserver.channel.learner_stats import ChannelStats, stats_spaces
 from clustergym.envs.multiserver.channel.types import ChannelFeedback, ChannelObservation
 
 __all__ = ["MultiServerChannelEnv", "instance_sizes"]
@@ -65,7 +65,7 @@ class MultiServerChannelEnv(ClusterEnv[ChannelObservation, np.ndarray]):
     | arrival_share | Box(0, 1, (L,), f32)      | share of the slots port l had a job (estimates ρ_l)   |
     | last_executed | MultiBinary(P)            | the channels that ran last slot (``feedback["executed"]``) |
     | last_utility  | Box(0, 1, (P,), f32)      | their realised Z̃_e (``feedback["utilities"]``; 0 elsewhere) |
-    The statistics are updated from the feedback alone (``channel/stats.py``, shared with the vector and
+    The statistics are updated from the feedback alone (``channel/learner_stats.py``, shared with the vector and
     PettingZoo envs); at t = 0 they are 0. The |E| of the random graph varies by instance
     (``scenario_seed``), L, R and K do not. Without padding the spaces are those of the instance the env
     was built with; with ``max_edges`` they depend on P alone, so one policy fits every instance with
@@ -197,7 +197,7 @@ class MultiServerChannelEnv(ClusterEnv[ChannelObservation, np.ndarray]):
         d[:self._E] = pb.demand / np.maximum(pb.capacity, 1)[None, :]
         self._edge_demand = freeze(d)
         freeze(self._edge_present)
-        self._stats = ChannelStats(1, P, self._L)  # the learner's statistics (channel/stats.py)
+        self._stats = ChannelStats(1, P, self._L)  # the learner's statistics (channel/learner_stats.py)
         self._t_arr = np.zeros(1, dtype=np.int64)  # (1,) t, as the statistics read it
 
     def _instance_sizes(self, problem) -> dict:

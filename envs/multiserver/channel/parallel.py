@@ -96,7 +96,7 @@ class MultiServerChannelParallelEnv(ClusterParallelEnv):
         obs = {"job": spaces.MultiBinary(1), "t": spaces.Box(0.0, T, shape=(1,), dtype=np.float32),
                "arrival_share": spaces.Box(0.0, 1.0, shape=(1,), dtype=np.float32)}
 
-        def own(n: int) -> dict:  # the single env's statistics of the agent's channels (channel/stats.py)
+        def own(n: int) -> dict:  # the single env's statistics of the agent's channels (channel/learner_stats.py)
             unit = spaces.Box(0.0, 1.0, shape=(n,), dtype=np.float32)
             return {"utility_mean": unit, "channel_share": unit, "last_executed": spaces.MultiBinary(n),
                     "last_utility": unit}

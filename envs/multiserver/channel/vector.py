@@ -12,7 +12,7 @@ from clustergym.core.scenario import Scenario, freeze
 from clustergym.envs.multiserver.channel.dynamics import BLOCK, channel_slot_batch, draw_block, infeasible_message
 from clustergym.envs.multiserver.channel.env import MultiServerChannelEnv
 from clustergym.envs.multiserver.channel.oracle import knapsack_value
-from clustergym.envs.multiserver.channel.stats import ChannelStats
+from clustergym.envs.multiserver.channel.learner_stats import ChannelStats
 from clustergym.envs.multiserver.channel.types import ChannelObservation
 from clustergym.core.vector_env import ClusterVectorEnv, VectorStepReturn, with_masks
 
@@ -39,7 +39,7 @@ class MultiServerChannelVectorEnv(ClusterVectorEnv[ChannelObservation, np.ndarra
 
     ## Observation Space
     The single env's keys with a leading N axis (``single_observation_space`` = the single env's), computed
-    for all sub-envs at once (the statistics by ``channel/stats.py``, the kernels the single env runs):
+    for all sub-envs at once (the statistics by ``channel/learner_stats.py``, the kernels the single env runs):
     | key                                       | shape       | dtype   | meaning                          |
     |-------------------------------------------|-------------|---------|----------------------------------|
     | arrivals                                  | (N, L)      | int8    | 1_l(t) of every sub-env           |
@@ -138,7 +138,7 @@ class MultiServerChannelVectorEnv(ClusterVectorEnv[ChannelObservation, np.ndarra
         self._cum_regret = np.zeros(N)  # (N,)
         self._arrivals = np.zeros((N, self._L + 1), dtype=bool)  # (N, L + 1) (column L: padding, always False)
         self._mask = np.zeros((N, W), dtype=bool)  # (N, W) channels of ports with a job
-        self._stats = ChannelStats(N, W, self._L)  # the learner's statistics (channel/stats.py), all sub-envs
+        self._stats = ChannelStats(N, W, self._L)  # the learner's statistics (channel/learner_stats.py), all sub-envs
         self._share_static()
 
     # -- instances ----------------------------------------------------------------------------
