@@ -274,17 +274,29 @@ def check_reset_options(options: Any, valid: tuple[str, ...] = RESET_OPTIONS) ->
     return out
 
 
+# The most scenario seeds a sequence (not a range) of ``instances`` may list: it is copied into a tuple. A range
+# is checked and drawn from in O(1) whatever its length (up to 2**63 - 1 seeds, what the instance draw takes).
+MAX_LISTED_INSTANCES = 1_000_000
+
+
 def check_instances(instances: Any) -> range | tuple[int, ...] | None:
     """The ``instances`` kwarg: None, or a non-empty range/sequence of distinct ints >= 0 (a range is kept as is)."""
     if instances is None:
         return None
     msg = "expected a non-empty range or sequence of distinct integers >= 0 (scenario seeds)"
-    if isinstance(instances, range):
-        if len(instances) == 0 or min(instances) < 0:
+    if isinstance(instances, range):  # O(1): a range's smallest element is its first or its last
+        n = instances.stop - instances.start
+        n = max(0, (n + instances.step - (1 if instances.step > 0 else -1)) // instances.step)
+        if n == 0 or min(instances[0], instances[-1]) < 0:
             raise ValueError(f"instances={instances!r} is invalid: {msg}")
+        if n > 2**63 - 1:
+            raise ValueError(f"instances={instances!r} is invalid: {n} scenario seeds, at most 2**63 - 1 in a range")
         return instances
     if isinstance(instances, (str, bytes, dict, set, frozenset)) or not hasattr(instances, "__len__"):
         raise ValueError(f"instances={instances!r} is invalid: {msg}")
+    if len(instances) > MAX_LISTED_INSTANCES:
+        raise ValueError(f"instances (a {type(instances).__name__} of {len(instances):,} seeds) is invalid: at most "
+                         f"{MAX_LISTED_INSTANCES:,} listed seeds; give a range(start, stop) for more")
     vals = list(instances)
     ok = bool(vals) and all(isinstance(v, (int, np.integer)) and not isinstance(v, (bool, np.bool_)) and v >= 0
                             for v in vals)

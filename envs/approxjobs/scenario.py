@@ -48,7 +48,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from clustergym.core.scenario import Scenario, check_known, as_generator, check_choice, check_int, check_real, freeze
+from clustergym.core.scenario import (Scenario, check_known, as_generator, check_choice, check_int, check_memory,
+                                      check_real, freeze)
 from clustergym.envs.approxjobs.service import ServiceModel, mean_rate
 
 __all__ = ["ApproxProblem", "ApproxTruth", "JobList", "make_approx_scenario", "APPROX_SCENARIOS",
@@ -149,6 +150,9 @@ def _validate(p: dict) -> dict:
     p["scale"] = check_choice("scale", p["scale"], ("default", "paper"))
     if p["arrivals"] == "philly" and not p["trace_path"]:
         raise ValueError("arrivals='philly' needs trace_path=<path to philly.csv> (see envs/traces/philly.py)")
+    if p["arrivals"] == "synthetic":  # per slot: the arrival counts and slots (2 int64); per job: about 10 arrays
+        check_memory(8.0 * p["horizon"] * (2 + 10 * p["arrival_rate"]), f"horizon={p['horizon']}",
+                     f"the synthetic arrivals of {p['horizon']:,} slots at arrival_rate={p['arrival_rate']:g}")
     return p
 
 

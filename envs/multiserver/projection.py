@@ -107,8 +107,10 @@ def project_into(z, out, srv_ptr, srv_edge, group_of, upper, cap, sums, buf):  #
                 n += free
             if n > 0:
                 tau = (f_sum - c + c_sum) / n  # eq. 13
-            else:  # (rounding only) interpolate g linearly on the bracket
+            elif g_lo > g_hi:  # (rounding only) interpolate g linearly on the bracket
                 tau = b_lo + (g_lo - c) / (g_lo - g_hi) * (b_hi - b_lo)
+            else:  # (rounding of huge z only: no breakpoint has g > c) b_hi, where g <= c: ŷ stays in Y
+                tau = b_hi
             tau = max(min(max(tau, b_lo), b_hi), 0.0)  # inside the bracket; ρ_r^k >= 0
             for i in range(d):
                 out[srv_edge[lo + i] * K + k] = min(max(buf[i] - tau, 0.0), buf[d + i])

@@ -30,18 +30,43 @@ kept beside the compiled one, because numpy's vectorised log1p and numba's diffe
 
 from __future__ import annotations
 
-from typing import NamedTuple
+from typing import NamedTuple, cast
 
 import numpy as np
 
+from clustergym.core.scenario import MAX_REAL
 from clustergym.envs.multiserver.allocation.kernels import build_plan, reward_sums, slot_step, step_batch
 from clustergym.envs.multiserver.allocation.scenario import utility_value
 from clustergym.envs.multiserver.projection import AllocationLayout
 
-__all__ = ["ARRIVAL_BLOCK", "TOL", "AllocationDynamics", "BatchResult", "SlotResult"]
+__all__ = ["ARRIVAL_BLOCK", "MAX_ACTION", "TOL", "AllocationDynamics", "BatchResult", "SlotResult", "first_too_large",
+           "too_large"]
 
 ARRIVAL_BLOCK = 256  # slots of arrivals drawn at once (same values as drawing slot by slot)
 TOL = 1e-6  # feasibility tolerance (device units) on eqs. 3–4 before "repair"/"raise" acts
+# The largest |y| "repair" projects (device units): no a_l^k exceeds it (every real parameter is capped there), and
+# beyond it the projection's arithmetic (z − τ in float64) loses the allocation to rounding. Larger is a ValueError.
+MAX_ACTION = MAX_REAL
+
+
+def too_large(y: np.ndarray) -> str | None:
+    """The ValueError text when an entry of y (E, K) is beyond ±:data:`MAX_ACTION` (vectorised), else None."""
+    big = np.abs(y) > MAX_ACTION
+    if not big.any():
+        return None
+    e, k = map(int, np.argwhere(big)[0])
+    return (f"action entry y[{e}, {k}] = {float(y[e, k]):.6g} is beyond ±{MAX_ACTION:g} device units (no a_l^k "
+            f"is larger): \"repair\" projects only actions within that range")
+
+
+def first_too_large(y: np.ndarray, rows: np.ndarray) -> tuple[int, str] | None:
+    """(row, :func:`too_large` text) of the first of ``rows`` of y (N, E, K) with an entry beyond ±:data:`MAX_ACTION`
+    (one vectorised test over those rows), else None."""
+    big = (np.abs(y[rows]) > MAX_ACTION).reshape(len(rows), -1).any(axis=1)
+    if not big.any():
+        return None
+    i = int(rows[int(np.argmax(big))])
+    return i, cast(str, too_large(y[i]))
 
 
 class SlotResult(NamedTuple):
@@ -147,7 +172,8 @@ class AllocationDynamics:
                 ``"raise"`` (ValueError naming the constraint, :meth:`infeasible_message`).
 
         Raises:
-            ValueError: y has a NaN or inf entry, or is infeasible under ``"raise"``.
+            ValueError: y has a NaN or inf entry, an entry beyond ±:data:`MAX_ACTION` under ``"repair"``, or is
+                infeasible under ``"raise"``.
         """
         port_reward = np.empty(self._L)
         used = np.empty(self._K)
@@ -159,6 +185,9 @@ class AllocationDynamics:
         if repaired:
             if infeasible == "raise":
                 raise ValueError(self._message(y, bad_box))
+            huge = too_large(y) if bad_box else None  # only on this (slow) path: a feasible y is within [0, a]
+            if huge:
+                raise ValueError(huge)
             y = self.layout.project(y)  # exact Euclidean projection onto Y (eqs. 11–13), compiled
             _, _, _, gain, overhead, util = self._evaluate(y, x, port_reward, used)  # eq. 5 on the repaired y
         # = SlotResult(...), built without the Python-level __new__ of a NamedTuple (~0.1 µs of a ~12 µs step)

@@ -11,7 +11,7 @@ from gymnasium.vector.utils import batch_space
 
 from clustergym.core.scenario import Scenario, freeze
 from clustergym.envs.multiserver.allocation.actions import PortFill, zero_ignored
-from clustergym.envs.multiserver.allocation.dynamics import ARRIVAL_BLOCK, AllocationDynamics
+from clustergym.envs.multiserver.allocation.dynamics import ARRIVAL_BLOCK, AllocationDynamics, first_too_large
 from clustergym.envs.multiserver.allocation.env import MultiServerAllocationEnv
 from clustergym.envs.multiserver.allocation.learner_stats import AllocationStats, static_parts
 from clustergym.envs.multiserver.allocation.types import AllocationObservation
@@ -317,6 +317,10 @@ class MultiServerAllocationVectorEnv(ClusterVectorEnv[AllocationObservation, np.
                     j = int(np.argmax(rep > 0))
                     errors.append((int(rows[j]), dyn.infeasible_message(yk[j], self._arrivals[rows[j]])))
                     continue
+                huge = first_too_large(yk, np.flatnonzero(rep))
+                if huge:
+                    errors.append((int(rows[huge[0]]), huge[1]))
+                    continue
                 kept = rep == 0
                 out[kept] = yk[kept]
                 alloc = out
@@ -374,6 +378,9 @@ class MultiServerAllocationVectorEnv(ClusterVectorEnv[AllocationObservation, np.
                 if not repair:  # "raise"
                     i = int(bad[0])
                     raise ValueError(f"sub-env {i}: " + self._dyns[i].infeasible_message(y[i], self._arrivals[i]))
+                huge = first_too_large(y, bad)  # beyond the range "repair" projects: refused before any state changes
+                if huge:
+                    raise ValueError(f"sub-env {huge[0]}: {huge[1]}")
                 # The kernel projected the repaired rows into ``out`` (eqs. 11–13) and evaluated eq. 5 there.
                 allocation = out
                 self._repair_buf = np.empty_like(out)  # the caller keeps ``allocation``: never write into it again
