@@ -16,6 +16,7 @@ from clustergym import experiments
 from clustergym.cli import bench
 from clustergym.runner import evaluation
 from clustergym.core.agent import list_agents
+from clustergym.core.scenario import check_memory
 from clustergym.runner.episode import make_env
 from clustergym.experiments import drl, drl_export, drl_plan, list_papers
 from clustergym.core.family import env_family, env_ids
@@ -37,6 +38,27 @@ class UsageError(ValueError):
 
 
 
+# The deepest nesting of lists/objects a --set value may have (JSON's parser recurses once per level).
+MAX_SET_DEPTH = 32
+
+
+def _json_depth(text: str) -> int:
+    """The deepest nesting of ``[``/``{`` in ``text`` outside JSON strings (one pass, no recursion)."""
+    depth = deepest = 0
+    in_str = escaped = False
+    for ch in text:
+        if in_str:
+            escaped, in_str = (False, True) if escaped else (ch == "\\", ch != '"')
+        elif ch == '"':
+            in_str = True
+        elif ch in "[{":
+            depth += 1
+            deepest = max(deepest, depth)
+        elif ch in "]}":
+            depth -= 1
+    return deepest
+
+
 def _parse_set(items: list[str]) -> dict:
     """``--set key=value``: values parsed as JSON when they parse, else kept as strings."""
     out = {}
@@ -44,7 +66,9 @@ def _parse_set(items: list[str]) -> dict:
         key, eq, val = item.partition("=")
         key = key.strip()
         if not eq or not key or not key.replace("_", "").isalnum():
-            raise UsageError(f"malformed --set {item!r}: expected key=value (e.g. --set rho=0.7)")
+            raise UsageError(f"malformed --set {item[:80]!r}: expected key=value (e.g. --set rho=0.7)")
+        if _json_depth(val) > MAX_SET_DEPTH:
+            raise UsageError(f"--set {key}=... nests lists/objects {_json_depth(val):,} deep; at most {MAX_SET_DEPTH}")
         try:
             out[key] = json.loads(val)
         except json.JSONDecodeError:
@@ -160,6 +184,9 @@ def cmd_run(args) -> int:
     if n_runs > MAX_SEEDS:
         raise UsageError(f"--instances x --seeds is {n_runs:,} runs per agent; at most {MAX_SEEDS:,} per command")
     horizon = args.horizon if args.horizon is not None else _env_horizon(args.env_id, env_kwargs)
+    if horizon > 0:  # the runner keeps 2 float64 curves per slot of every run: refused before the disk check
+        check_memory(16.0 * horizon * n_runs * len(agents), f"--horizon {horizon}",
+                     f"the per-slot curves of {n_runs * len(agents):,} runs")
     total, largest = _run_sizes(n_runs * (len(agents) + 1), max(int(horizon), 1), not args.no_plots)
     with OutputFolder(args.out, overwrite=args.overwrite, marks=RUN_FILES, need_total=total,
                       need_file=largest) as stage:

@@ -113,6 +113,10 @@ def _checked_inputs(agents, seeds, horizon, env_kwargs, workers, backend, instan
         agents = [agents]
     if not agents:
         raise ValueError("no agents given")
+    twice = [a for a in dict.fromkeys(agents) if list(agents).count(a) > 1]
+    if twice:  # the runs are keyed by agent: a repeat would pool two copies' runs under one name
+        raise ValueError(f"agents lists {twice[0]!r} more than once: list each agent once (every agent already "
+                         "runs on every instance and seed)")
     if not seeds:
         raise ValueError("no seeds given")
     check_size("seeds", seeds)
