@@ -12,6 +12,7 @@ from dataclasses import asdict
 from clustergym.bench.rates import Row
 from clustergym.bench.throughput import clear_anchor, memory_rows, plain_sb3_rows, throughput_rows
 from clustergym.experiments import list_papers, load
+from clustergym.runner.results import exclusive_write
 
 __all__ = ["run_bench"]
 
@@ -41,8 +42,8 @@ def run_bench(only: str | None = None, quick: bool = False, out: str | None = No
     for r in rows:
         print(r.line())
     if out:
-        with open(out, "w") as f:
-            json.dump([asdict(r) for r in rows], f, indent=1)
+        doc = [asdict(r) for r in rows]
+        exclusive_write(out, lambda f: json.dump(doc, f, indent=1), "--out")
     return rows
 
 

@@ -27,7 +27,7 @@ from clustergym.learning.instances import describe_pool
 from clustergym.learning.tuning import VALIDATION, TuneConfig, default_runs, instance_is_seed, study_name_of, tune
 from clustergym.core.outdir import FolderLock, OutputFolder, check_path
 from clustergym.runner.replay import replay
-from clustergym.runner.results import RUN_FILES
+from clustergym.runner.results import RUN_FILES, check_file_target
 
 __all__ = ["UsageError", "cmd_list", "cmd_run", "cmd_reproduce", "cmd_train", "cmd_tune", "cmd_drl", "cmd_import_model",
            "cmd_replay", "cmd_bench"]
@@ -250,6 +250,7 @@ def cmd_reproduce(args) -> int:
             if os.path.isdir(args.save_costs) or not os.path.isdir(parent) or not os.access(parent, os.W_OK):
                 raise UsageError(f"--save-costs {args.save_costs!r} is not a file this user can write (its folder "
                                  "must exist)")
+            check_file_target(args.save_costs, "--save-costs")  # before the plan: never a FIFO or a device
         print(experiments.plan_table(experiments.plan(args.paper, quick=args.quick, store=store, cost_stores=extra,
                                                       save_costs=args.save_costs, **kw)))
         if args.save_costs:
@@ -438,5 +439,6 @@ def cmd_replay(args) -> int:
 def cmd_bench(args) -> int:
     if args.out is not None:
         _check_out(args.out, is_file=True)
+        check_file_target(args.out, "--out")  # before the measurements: never a FIFO or a device
     bench.run_bench(only=args.only, quick=args.quick, out=args.out)
     return 0

@@ -11,6 +11,7 @@ import importlib
 import importlib.util
 import io
 import json
+import math
 import os
 import platform
 import re
@@ -18,7 +19,7 @@ import tempfile
 import time
 
 from clustergym.envs import FAMILIES as _FAMILIES
-from clustergym.runner.results import RESULTS_FILE, atomic_write, write_json
+from clustergym.runner.results import RESULTS_FILE, exclusive_write, write_json
 from clustergym.runner.workers import worker_pool
 from clustergym.runner.runstore import RunStore, config_key, use_store
 from clustergym.runner.ray_backend import ray_tasks
@@ -161,21 +162,44 @@ def read_costs(path: str) -> dict[str, tuple[float, int]]:
     ``{"unit_costs": {configuration: [CPU seconds per slot, longest measured horizon]}}``); a ValueError (one
     line) for anything else."""
     if os.path.isdir(path):
-        return RunStore(path).unit_cost_records()
+        costs = RunStore(path).unit_cost_records()
+        if not costs:  # e.g. a reproduction's --out given instead of its OUT/store
+            inner = os.path.join(path, STORE_DIR)
+            hint = f" (its run store is {inner!r})" if os.path.isdir(inner) else ""
+            raise ValueError(f"--costs-from {path!r} holds no measured runs: not a run store, or an empty one{hint}")
+        return {k: _checked_cost(path, k, c, h) for k, (c, h) in costs.items()}
     try:
         with open(path) as f:
             doc = json.load(f)
-        return {str(k): (float(c), int(h)) for k, (c, h) in doc["unit_costs"].items()}
+        items = [(str(k), float(c), h) for k, (c, h) in doc["unit_costs"].items()]
     except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
         raise ValueError(f"--costs-from {path!r} is neither a run store (OUT/store) nor a costs file written by "
                          f"--save-costs ({type(exc).__name__})") from None
+    return {k: _checked_cost(path, k, c, h) for k, c, h in items}
+
+
+# The largest unit cost (CPU seconds per slot) and measured horizon a costs file may hold: beyond, a typo
+# or a damaged file, whose estimate would overflow or mean nothing.
+MAX_UNIT_COST, MAX_COST_HORIZON = 1e6, 10**12
+
+
+def _checked_cost(path: str, key: str, cost: float, horizon) -> tuple[float, int]:
+    """One unit cost of ``--costs-from``: CPU seconds per slot in [0, MAX_UNIT_COST] and a whole horizon in
+    [1, MAX_COST_HORIZON] (a ValueError naming the file and the configuration otherwise)."""
+    ok_h = isinstance(horizon, int) or (isinstance(horizon, float) and horizon.is_integer())
+    if (not (math.isfinite(cost) and 0.0 <= cost <= MAX_UNIT_COST) or isinstance(horizon, bool) or not ok_h
+            or not 1 <= horizon <= MAX_COST_HORIZON):
+        raise ValueError(f"--costs-from {path!r}: the unit cost of {key[:60]!r} is [{cost!r}, {horizon!r}]; expected "
+                         f"[CPU seconds per slot in [0, {MAX_UNIT_COST:g}], longest measured horizon, a whole "
+                         f"number in [1, {MAX_COST_HORIZON:.0e}]]")
+    return cost, int(horizon)
 
 
 def write_costs(path: str, costs: dict[str, tuple[float, int]]) -> None:
     """A costs file: every configuration's unit cost (CPU seconds per slot) and longest measured horizon, small
     enough to commit, so a plan on another machine can estimate from this one's measurements."""
     doc = {"unit_costs": {k: [float(c), int(h)] for k, (c, h) in sorted(costs.items())}}
-    atomic_write(path, lambda f: json.dump(doc, f, indent=0, sort_keys=True))
+    exclusive_write(path, lambda f: json.dump(doc, f, indent=0, sort_keys=True), "--save-costs")
 
 
 def plan(paper: str, quick: bool = False, store: str = "runs/reproduce/store", instances=None,

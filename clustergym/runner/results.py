@@ -14,6 +14,7 @@ import csv
 import json
 import math
 import os
+import stat
 from dataclasses import asdict, dataclass, field
 import numpy as np
 
@@ -21,7 +22,7 @@ from clustergym.core.plots import plot_results
 from clustergym.core.stats import fmt_ci, paired_comparison
 
 __all__ = ["TIMING_FIELDS", "RESULTS_FILE", "CURVES_FILE", "RUN_FILES", "SCORE_DEFINITION", "RunResult", "Results",
-           "aligned_table", "atomic_write", "attach_scores", "strict_json", "write_json"]
+           "aligned_table", "atomic_write", "attach_scores", "check_file_target", "exclusive_write", "strict_json", "write_json"]
 
 RESULTS_FILE = "results.json"
 CURVES_FILE = "curves.csv"
@@ -226,6 +227,51 @@ def atomic_write(path: str, write, binary: bool = False) -> None:
         os.replace(tmp, path)
     finally:
         if os.path.exists(tmp):
+            os.remove(tmp)
+
+
+def check_file_target(path: str, flag: str) -> None:
+    """ValueError (one line naming ``flag``) unless ``path`` is a new path or a regular file: a FIFO, a device
+    (``/dev/null``), a socket or a folder is never written to nor replaced by a file."""
+    try:
+        mode = os.stat(path).st_mode
+    except FileNotFoundError:
+        return
+    except OSError as exc:
+        raise ValueError(f"{flag} {path!r} cannot be checked: {exc.strerror}") from None
+    if not stat.S_ISREG(mode):
+        kind = ("a folder" if stat.S_ISDIR(mode) else "a FIFO (named pipe)" if stat.S_ISFIFO(mode)
+                else "a device" if stat.S_ISCHR(mode) or stat.S_ISBLK(mode) else "not a regular file")
+        raise ValueError(f"{flag} {path!r} is {kind}: give a new path or a regular file (nothing was written)")
+
+
+def exclusive_write(path: str, write, flag: str) -> None:
+    """:func:`atomic_write` for a file the user names (``--save-costs``, ``bench --out``): only a new path or a
+    regular file (:func:`check_file_target`), and one writer at a time. The temporary file ``PATH.tmp`` is
+    created exclusively (a second writer meanwhile gets a ValueError), and a target that did not exist when
+    the write began is created exclusively too: one that appeared meanwhile is left as it is (a ValueError)."""
+    check_file_target(path, flag)
+    existed = os.path.lexists(path)
+    tmp = f"{path}.tmp"
+    try:
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+    except FileExistsError:
+        raise ValueError(f"{flag} {path!r} is being written by another command ({tmp} exists; remove it if none "
+                         "is running)") from None
+    try:
+        with os.fdopen(fd, "w", newline="") as f:
+            write(f)
+        check_file_target(path, flag)  # a special file put there meanwhile
+        if existed:
+            os.replace(tmp, path)
+            return
+        try:
+            os.link(tmp, path)  # atomic, and never replaces a file another writer created meanwhile
+        except FileExistsError:
+            raise ValueError(f"{flag} {path!r} was created by another command while this one wrote it; it was "
+                             "left as it is") from None
+    finally:
+        if os.path.lexists(tmp):
             os.remove(tmp)
 
 
