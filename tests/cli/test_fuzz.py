@@ -318,18 +318,43 @@ def test_preset_parameters_that_would_be_ignored_are_refused(env_id, kw, word):
         gym.make(env_id, horizon=3, **kw)
 
 
+def _work_started(what):
+    def fail(*args, **kwargs):
+        raise AssertionError(f"{what} started before the memory check refused the sizes")
+    return fail
+
+
 def test_memory_guard_names_the_parameter(monkeypatch):
-    """Sizes whose arrays would not fit are one ValueError naming the parameter, before any allocation."""
+    """Sizes whose arrays would not fit are one ValueError naming the parameter, before any allocation: the
+    functions that would run the episodes or draw the scenario's arrays fail the test when called, so a missing
+    guard fails here at once (instead of running 10^8 slots)."""
     import clustergym.core.scenario as core
-    from clustergym.runner.evaluation import evaluate
+    import clustergym.envs.multiserver.allocation.scenario as p2_scenario
+    import clustergym.envs.multiserver.channel.scenario as p1_scenario
+    from clustergym.runner import evaluation
 
     monkeypatch.setattr(core, "available_memory", lambda: 2**30)  # pretend 1 GiB is available
+    monkeypatch.setattr(evaluation, "_run_and_score", _work_started("the runs"))
     with pytest.raises(ValueError, match="horizon=100000000 would need"):
-        evaluate(P1, ["hauf"], seeds=[0], horizon=100_000_000, progress=False)
-    for env_id in (P1, P2):
-        with pytest.raises(ValueError, match="num_ports=2000, num_servers=100000 would need"):
-            gym.make(env_id, num_ports=2000, num_servers=100_000)
+        evaluation.evaluate(P1, ["hauf"], seeds=[0], horizon=100_000_000, progress=False)
+    for env_id, module in ((P1, p1_scenario), (P2, p2_scenario)):
+        with monkeypatch.context() as m:
+            m.setattr(module, "as_generator", _work_started("drawing the scenario"))
+            with pytest.raises(ValueError, match="num_ports=2000, num_servers=100000 would need"):
+                gym.make(env_id, num_ports=2000, num_servers=100_000)
     gym.make(P1, num_ports=8, num_servers=40)  # the defaults fit easily
+
+
+def test_memory_guard_passes_sizes_that_fit(monkeypatch):
+    """The same guard lets a size that fits through to the work (so the test above is not passing on a guard
+    that refuses everything)."""
+    import clustergym.core.scenario as core
+    from clustergym.runner import evaluation
+
+    monkeypatch.setattr(core, "available_memory", lambda: 2**30)
+    monkeypatch.setattr(evaluation, "_run_and_score", _work_started("the runs"))
+    with pytest.raises(AssertionError, match="the runs started"):
+        evaluation.evaluate(P1, ["hauf"], seeds=[0], horizon=1000, progress=False)
 
 
 @pytest.mark.parametrize("dtype", [str, complex, "datetime64[s]", object])
