@@ -281,7 +281,10 @@ def _fifo(tmp_path):
     return path
 
 
-def test_save_costs_refuses_a_fifo(tmp_path, capsys):
+def test_save_costs_refuses_a_fifo(tmp_path, capsys, monkeypatch):
+    import clustergym.experiments as experiments
+
+    monkeypatch.setattr(experiments, "plan", _work_started("the plan"))  # refused before the plan runs
     fifo = _fifo(tmp_path)
     rc, err = _cli([*PLAN, "--out", tmp_path / "o", "--save-costs", fifo], capsys)
     _one_line(rc, err, "--save-costs", "FIFO")
