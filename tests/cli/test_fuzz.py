@@ -328,9 +328,10 @@ def test_memory_guard_names_the_parameter(monkeypatch):
     """Sizes whose arrays would not fit are one ValueError naming the parameter, before any allocation: the
     functions that would run the episodes or draw the scenario's arrays fail the test when called, so a missing
     guard fails here at once (instead of running 10^8 slots)."""
-    import clustergym.core.scenario as core
     import clustergym.envs.multiserver.allocation.scenario as p2_scenario
     import clustergym.envs.multiserver.channel.scenario as p1_scenario
+
+    import clustergym.core.scenario as core
     from clustergym.runner import evaluation
 
     monkeypatch.setattr(core, "available_memory", lambda: 2**30)  # pretend 1 GiB is available

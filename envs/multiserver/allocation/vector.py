@@ -317,8 +317,7 @@ class MultiServerAllocationVectorEnv(ClusterVectorEnv[AllocationObservation, np.
                     j = int(np.argmax(rep > 0))
                     errors.append((int(rows[j]), dyn.infeasible_message(yk[j], self._arrivals[rows[j]])))
                     continue
-                huge = first_too_large(yk, np.flatnonzero(rep))
-                if huge:
+                if (huge := first_too_large(yk, np.flatnonzero(rep))) is not None:  # beyond what "repair" projects
                     errors.append((int(rows[huge[0]]), huge[1]))
                     continue
                 kept = rep == 0
