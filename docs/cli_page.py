@@ -90,4 +90,12 @@ available (and P1's knapsack grid against a work limit) before anything is alloc
 is strict JSON: a value that is not finite is written as `null` and listed under `non_finite`. A plugin
 (`CLUSTERGYM_PLUGINS`, entry points) that fails or whose import does not return within
 `CLUSTERGYM_PLUGIN_TIMEOUT` seconds (default 30) is one line naming it; `import clustergym` still works.
+An env's `instances=` takes a range of any length (checked without walking it) or at most 1,000,000
+listed seeds; a `--set` value nests lists at most 32 deep; an agent listed twice in `--agents` is
+refused; `--horizon` (and P4's `horizon=`) is checked against the memory available before the first slot.
+`--costs-from` refuses a unit cost that is not finite, negative or beyond 1e6 CPU seconds per slot, and
+a folder holding no measured runs (naming its `store/` when it has one). `--save-costs` and
+`bench --out` write only a new path or a regular file (never a FIFO or a device such as `/dev/null`),
+through `FILE.tmp` created exclusively: a second writer at the same time gets one line, and a file
+another program created meanwhile is left as it is.
 """

@@ -113,7 +113,9 @@ class MultiServerAllocationEnv(ClusterEnv[AllocationObservation, np.ndarray]):
     is replaced by its exact Euclidean projection Π_Y (the routine OGASched uses, ``projection.py``);
     ``info["metrics"]["repaired"]`` counts the violated constraints (entries outside [0, a] plus
     (r, k) pairs over capacity). ``infeasible="raise"``: ValueError naming the constraint (eq. 3 or
-    eq. 4), where, and by how much. Wrong shape, NaN/inf: always ValueError.
+    eq. 4), where, and by how much. Wrong shape, NaN/inf: always ValueError. An entry beyond ±1e9 device
+    units (no a_l^k is larger; beyond it the projection's arithmetic loses the allocation to rounding) is a
+    ValueError under ``"repair"`` too; a request fraction of the port modes is clipped to [0, 1] whatever its size.
 
     ## Info
     ``feedback`` (what a real scheduler sees): ``allocation`` (the executed y, (E, K)) and
