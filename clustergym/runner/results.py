@@ -270,6 +270,11 @@ def exclusive_write(path: str, write, flag: str) -> None:
         except FileExistsError:
             raise ValueError(f"{flag} {path!r} was created by another command while this one wrote it; it was "
                              "left as it is") from None
+        except OSError:  # a file system without hard links: the best check it allows, then the rename
+            if os.path.lexists(path):
+                raise ValueError(f"{flag} {path!r} was created by another command while this one wrote it; it "
+                                 "was left as it is") from None
+            os.replace(tmp, path)
     finally:
         if os.path.lexists(tmp):
             os.remove(tmp)
