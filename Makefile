@@ -6,7 +6,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: setup test fuzz reproduce bench figures drl gallery docs rllib clean
+.PHONY: setup lint test fuzz reproduce bench figures drl gallery docs rllib clean
 
 $(STAMP): pyproject.toml constraints.txt
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -17,12 +17,16 @@ $(STAMP): pyproject.toml constraints.txt
 
 setup: $(STAMP)
 
-test: $(STAMP)
+# The linter first (pyflakes' rules over every Python folder, [tool.ruff] in pyproject.toml), then the tests.
+lint: $(STAMP)
+	$(BIN)/ruff check --quiet .
+
+test: lint
 	$(BIN)/python -m pytest -n 2 -q
 
 # The fuzz suite of the tests with many more examples (random, not derandomised).
 fuzz: $(STAMP)
-	CLUSTERGYM_FUZZ_EXAMPLES=500 $(BIN)/python -m pytest -n 2 -q tests/cli/test_fuzz.py
+	CLUSTERGYM_FUZZ_EXAMPLES=500 $(BIN)/python -m pytest -n 2 -q tests/cli/test_fuzz*.py
 
 # RLlib's recipe (docs/recipes.md) in its own venv: ray[rllib] pins gymnasium 1.2.2, a downgrade the
 # main venv does not take (about 270 MB more).

@@ -131,7 +131,6 @@ def lp_max(c: np.ndarray, A, ub: np.ndarray) -> np.ndarray | None:
 
 def _candidates(k: int, b: float, gpus, rack_of, srv_cap, rack_cap, num_racks: int):
     """Candidate mappings of a k-ring: list of (servers (m,), counts (m,), racks used if multi-rack)."""
-    S = gpus.shape[0]
     out: list[tuple[np.ndarray, np.ndarray, np.ndarray | None]] = []
     for s in np.flatnonzero(gpus >= k):  # one server: no bandwidth (Fig. 2(a))
         out.append((np.array([s]), np.array([k]), None))

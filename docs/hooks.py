@@ -135,7 +135,7 @@ def on_page_markdown(markdown, page, config, files, **kwargs):
     here = os.path.dirname(os.path.join(docs_dir, page.file.src_path))
 
     def repl(m):
-        text, target, anchor = m.group(1), m.group(2), m.group(3) or ""
+        text, target = m.group(1), m.group(2)
         if re.match(r"^[a-z][a-z0-9+.-]*:", target):  # http:, https:, mailto:
             return m.group(0)
         path = os.path.normpath(os.path.join(here, target))

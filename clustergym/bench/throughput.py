@@ -100,7 +100,6 @@ def training_rates(env_id: str, label: str, quick: bool, algo: str = "ppo", head
     for model, per, _ in models.values():
         model.learn(per)  # warm-up, untimed: torch and the env kernels
     reps = reps if reps is not None else (1 if quick else 5)
-    rollouts = 1 if quick else 4  # rollouts (each with its update) per timed window
     rates: dict[str, list[float]] = {h: [] for h in heads}
     for r in range(reps):
         for h in (heads if r % 2 == 0 else heads[::-1]):

@@ -77,7 +77,7 @@ def _done_record(path: str) -> dict | None:
         return None
     done = _read_json(f, "done.json")
     if not isinstance(done, dict):
-        raise CellError(f"done.json is not a JSON object")
+        raise CellError("done.json is not a JSON object")
     for k, t in _DONE_FIELDS.items():
         if k not in done:
             raise CellError(f"done.json has no {k!r}")

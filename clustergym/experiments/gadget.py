@@ -223,7 +223,7 @@ def _fig4_section(sw: dict) -> tuple[list[str], list[dict]]:
 def _lam1_share_table(points, agents, label: str) -> list[str]:
     """Rows ``(label value, Results, {instance: Σλ1})``: each agent's total utility / Σλ1 (%), mean
     [95% CI] over instances. Near 100% every job finishes: the load is saturated for that agent."""
-    out = [f"Share of Σλ1 (every arrived job's utility at completion; an upper bound) reached, % (mean [95% CI]):", "",
+    out = ["Share of Σλ1 (every arrived job's utility at completion; an upper bound) reached, % (mean [95% CI]):", "",
            f"| {label} | " + " | ".join(agents) + " |", "|---" * (1 + len(agents)) + "|"]
     for lab, res, lam in points:
         cells = []

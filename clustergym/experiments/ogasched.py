@@ -334,7 +334,7 @@ def report(sw: dict, an: dict) -> str:
              "each claims table).", ""]
     for st in sw["settings"]:
         lines += [f"## setting = {st}", "", "```", sw["res"][st].table(), "```", "",
-                  f"Q(y*) per instance: " + ", ".join(f"{i}: {v:,.0f}" for i, v in sw["opt"][st].items()), "",
+                  "Q(y*) per instance: " + ", ".join(f"{i}: {v:,.0f}" for i, v in sw["opt"][st].items()), "",
                   claims_table(an["claims"][st]), "",
                   "| agent | mean gain / slot | mean overhead / slot | utilisation |", "|---|---|---|---|",
                   *[f"| {a} | {g:.1f} | {o:.1f} | {u_:.3f} |" for a, (g, o, u_) in an["gain_over"][st].items()], ""]

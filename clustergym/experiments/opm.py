@@ -206,7 +206,7 @@ def _agent_table(sw: dict, scale: str, group: str, betas) -> list[str]:
     runs, cfg = sw["runs"], sw["pl"]["configs"]
     vals, _, share, score, _, ci = _views(sw)
     betas = [b for b in betas if (scale, group, b) in cfg]
-    lines = [f"| agent | " + " | ".join(f"β={b}: utility | share of bound | score" for b in betas) + " |",
+    lines = ["| agent | " + " | ".join(f"β={b}: utility | share of bound | score" for b in betas) + " |",
              "|---|" + "---|---|---|" * len(betas)]
     for a in AGENTS:
         cells = []
@@ -427,8 +427,8 @@ def report(sw: dict, claims_md: str, tb: dict, workers: int) -> str:
              "## Fig. 1b: budget use (jobs under 90% of budget, mean [95% interval] over job lists / median budget used)",
              "", *use_lines, "", "![Fig. 1](opm_fig1_cdfs.png)", "", "![Fig. 2](opm_fig2_load.png)", ""]
     if tb.get("rounding"):
-        body += [f"## Eq. 72's rounding: drawn every slot vs coupled across slots (paper setup, β=0.7, heavy, "
-                 f"Theorem 3's α)", "", *tb["rounding"], ""]
+        body += ["## Eq. 72's rounding: drawn every slot vs coupled across slots (paper setup, β=0.7, heavy, "
+                 "Theorem 3's α)", "", *tb["rounding"], ""]
     if hor_lines:
         body += ["## OPM's gain against the horizon (paper scale, β=0.7, heavy load; Theorem 3's parameters use T)", "",
                  *hor_lines, ""]
@@ -486,8 +486,8 @@ def ingredients(horizon: int = 1000, workers: int = 2, progress: bool = False) -
     runs = _run_all(tasks, workers, progress)
     sw = {"runs": runs, "pl": {"configs": cfgs}}
     vals, best_base, share, *_ = _views(sw)
-    lines = [f"| machines | arrival rate (jobs/slot) | OPM vs best of Fair/EDF, % of B, W/L (ratio of totals) | "
-             f"Fair share of B | OPM share of B |", "|---|---|---|---|---|"]
+    lines = ["| machines | arrival rate (jobs/slot) | OPM vs best of Fair/EDF, % of B, W/L (ratio of totals) | "
+             "Fair share of B | OPM share of B |", "|---|---|---|---|---|"]
     for (sl, ar), kw in cfgs.items():
         c = stats.paired_comparison(vals((sl, ar), "opm"), best_base((sl, ar)), scale=_bounds(runs, kw), basis=BASIS)
         fs = stats.fmt_ci(stats.mean_ci(list(share((sl, ar), "fair").values()), bounds=SHARE_BOUNDS), "", 3, False)

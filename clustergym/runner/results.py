@@ -184,8 +184,6 @@ class Results:
 
         curves.csv is written with the csv module (agent names with commas or brackets are quoted).
         """
-        import csv
-
         os.makedirs(out_dir, exist_ok=True)
         paths = [os.path.join(out_dir, RESULTS_FILE), os.path.join(out_dir, CURVES_FILE)]
         data, bad = strict_json(self.to_json())

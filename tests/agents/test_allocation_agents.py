@@ -8,7 +8,7 @@ from clustergym.core.agent import make, public_info
 from clustergym.agents.ogasched import proportional_share
 from clustergym.core.scenario import Scenario, freeze
 from clustergym.envs.multiserver.allocation.dynamics import AllocationDynamics as RewardModel
-from clustergym.envs.multiserver.allocation.scenario import AllocationProblem, AllocationTruth, make_allocation_scenario
+from clustergym.envs.multiserver.allocation.scenario import AllocationProblem, make_allocation_scenario
 from clustergym.envs.multiserver.projection import AllocationLayout
 
 ID = "clustergym/MultiServerAllocation-v0"

@@ -2,7 +2,6 @@
 keeps the finished trials (one line saying how many) and a continued study proposes new hyperparameters."""
 
 import json
-import os
 
 import pytest
 

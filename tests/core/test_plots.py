@@ -118,7 +118,7 @@ def test_results_table_aligns_long_agent_names():
     res = dataclasses.replace(res, runs=[dataclasses.replace(r, agent=long_name) if r.agent == "lcf" else r
                                          for r in res.runs])
     lines = res.table().splitlines()[1:]
-    header, rule, body = lines[0], lines[1], lines[2:]
+    rule, body = lines[1], lines[2:]
     assert len(body) == 3 and any(long_name in ln for ln in body)
     # columns line up: the separators between the rule's dashes are blank in every row, and each cell
     # touches its column's left edge (left-aligned) or right edge (right-aligned)

@@ -6,7 +6,6 @@ env's public ``dynamics`` object instead of borrowing its plan and buffers, the 
 """
 
 import ast
-import pathlib
 
 import pytest
 from tests.helpers import ROOT as REPO_ROOT

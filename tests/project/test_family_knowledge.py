@@ -11,7 +11,6 @@ prose and may name families as examples.
 from __future__ import annotations
 
 import ast
-import pathlib
 
 from clustergym.core.family import family_specs
 from tests.helpers import ROOT

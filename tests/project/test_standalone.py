@@ -3,7 +3,6 @@ a document users do not have (a team-internal specification, an issue number, a 
 What a user needs is written in the project's own words, in docs/ (docs/architecture.md for the
 contracts, docs/evaluation.md for the evaluation rules)."""
 
-import pathlib
 import re
 
 from tests.helpers import ROOT as REPO_ROOT

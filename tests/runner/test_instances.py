@@ -9,7 +9,6 @@ import gymnasium as gym
 import numpy as np
 import pytest
 
-import clustergym
 from clustergym.core.agent import BaseAgent
 from clustergym.cli.main import main
 from clustergym.runner.episode import scenario_fingerprint

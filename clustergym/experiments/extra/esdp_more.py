@@ -111,7 +111,6 @@ def sequence_study(horizon: int, instances, workers: int = 1, progress: bool = F
 def sequence_rows(res) -> list[dict]:
     """Claims rows of Figs. 7–8 from a :func:`sequence_study` (module docstring)."""
     oracle = res.per_instance("esdp", "oracle_total")
-    default = res.per_instance("esdp")
     T = res.horizon
 
     def vs(agent, ref="esdp"):

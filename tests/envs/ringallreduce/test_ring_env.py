@@ -35,7 +35,6 @@ def test_same_seed_same_jobs_for_every_agent():
     env1, env2 = gym.make(ID, horizon=30).unwrapped, gym.make(ID, horizon=30).unwrapped
     o1, i1 = env1.reset(seed=5)
     o2, i2 = env2.reset(seed=5)
-    ids1, ids2 = set(), set()
     for _ in range(20):
         o1, *_, i1 = env1.step(np.zeros(env1.action_space.shape, dtype=np.int64))  # idle
         a = env2.action_space.sample()

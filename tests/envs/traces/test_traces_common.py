@@ -67,7 +67,7 @@ def test_real_philly_files():
 import subprocess
 import sys
 
-from clustergym.envs.traces.csvread import Column, TraceFormatError, read_csv
+from clustergym.envs.traces.csvread import Column, read_csv
 
 
 def _write(tmp_path, text, name="t.csv", encoding="utf-8"):
