@@ -48,7 +48,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from clustergym.core.scenario import Scenario, check_known, as_generator, check_choice, check_int, check_real, freeze
+from clustergym.core.scenario import (Scenario, check_known, as_generator, check_choice, check_int, check_memory, check_real,
+                                      freeze)
 from clustergym.envs.approxjobs.service import ServiceModel, mean_rate
 
 __all__ = ["ApproxProblem", "ApproxTruth", "JobList", "make_approx_scenario", "APPROX_SCENARIOS",
@@ -147,6 +148,8 @@ def _validate(p: dict) -> dict:
     p["trace_start"] = check_real("trace_start", p["trace_start"], 0.0, None)
     p["slot_seconds"] = check_real("slot_seconds", p["slot_seconds"], 0.0, None, lo_open=True)
     p["scale"] = check_choice("scale", p["scale"], ("default", "paper"))
+    # the synthetic arrivals: a count per slot, their slots and lifetimes (int64), before any is drawn
+    check_memory(8.0 * p["horizon"] * (2.0 + 2.0 * p["arrival_rate"]), f"horizon={p['horizon']:,}", "the job arrivals")
     if p["arrivals"] == "philly" and not p["trace_path"]:
         raise ValueError("arrivals='philly' needs trace_path=<path to philly.csv> (see envs/traces/philly.py)")
     return p
