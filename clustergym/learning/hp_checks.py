@@ -127,9 +127,19 @@ def _check_net_arch(algo: str, kw) -> None:
                              'layer widths (integers >= 1), or {"pi": [...], "vf": [...]}')
 
 
-def check_hyperparams(algo: str, cls, hp: dict) -> None:
+def check_hyperparams(algo: str, cls, hp: dict, where: str | None = None) -> None:
     """Each key of ``hp`` is a keyword argument of ``cls`` (the algorithm class) that training does not set
-    itself, each known value finite and in range, each flag a YAML/JSON boolean; a ValueError naming the key."""
+    itself, each known value finite and in range, each flag a YAML/JSON boolean; a ValueError naming the key
+    (and ``where``, the file the values come from, when given)."""
+    try:
+        _check_hyperparams(algo, cls, hp)
+    except ValueError as exc:
+        if where is None:
+            raise
+        raise ValueError(f"{where}: {exc}") from None
+
+
+def _check_hyperparams(algo: str, cls, hp: dict) -> None:
     params = inspect.signature(cls.__init__).parameters
     for k, flag in _SET_BY_TRAIN.items():
         if k in hp:

@@ -260,6 +260,8 @@ def _resolve(c: TrainConfig) -> TrainSetup:
     for k in flags:
         if k in hp:
             raise ValueError(f"{k} is a run setting, not a hyperparameter of {algo}: use {flags[k]}")
+    if c.hyperparams_file:  # the file's own values first: their errors name it
+        check_hyperparams(algo, cls, {k: v for k, v in hp.items() if k not in (c.hyperparams or {})}, c.hyperparams_file)
     check_hyperparams(algo, cls, hp)
     if not isinstance(run_cfg.get("env_kwargs") or {}, dict):
         raise ValueError(f"env_kwargs in the hyperparameter file of {algo} must be a mapping, got "
