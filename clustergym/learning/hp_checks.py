@@ -14,7 +14,9 @@ from typing import Any, Iterable
 
 import numpy as np
 
-__all__ = ["MAX_PARAM_DRAWS", "check_finite_weights", "check_hyperparams", "check_seed", "check_training_memory",
+from clustergym.core.scenario import check_memory
+
+__all__ = ["MAX_PARAM_DRAWS", "Diverged", "check_finite_weights", "check_hyperparams", "check_seed", "check_training_memory",
            "listing", "read_yaml"]
 
 MAX_FILE_BYTES = 2**20  # a hyperparameter file is a few KiB
@@ -113,6 +115,12 @@ def _real(algo: str, k: str, v, lo, hi, lo_open: bool, hi_open: bool) -> None:
                          + " and ".join(x for x in (low, high) if x))
 
 
+def _ints(algo: str, k: str, v, lo: int, hi: int) -> None:
+    if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or not lo <= v <= hi:
+        raise ValueError(f"hyperparameter {k}={str(v)[:40]} is invalid for {algo}: expected an integer from {lo:,} "
+                         f"to {hi:,}")
+
+
 def _check_net_arch(algo: str, kw) -> None:
     if kw is None:
         return
@@ -154,11 +162,10 @@ def _check_hyperparams(algo: str, cls, hp: dict) -> None:
             _real(algo, k, v, *_REALS[k])
         elif k in _OPTIONAL_REALS and v is not None:
             _real(algo, k, v, *_OPTIONAL_REALS[k])
+        elif k == "train_freq" and isinstance(v, list) and len(v) == 2 and v[1] in ("step", "episode"):
+            _ints(algo, k, v[0], *_INTS[k])  # SB3's (frequency, unit)
         elif k in _INTS:
-            lo, hi = _INTS[k]
-            if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or not lo <= v <= hi:
-                raise ValueError(f"hyperparameter {k}={str(v)[:40]} is invalid for {algo}: expected an integer "
-                                 f"from {lo:,} to {hi:,}")
+            _ints(algo, k, v, *_INTS[k])
         elif k in _BOOLS and not isinstance(v, bool):
             raise ValueError(f"hyperparameter {k}={str(v)[:40]!r} is invalid for {algo}: expected true or false")
     _check_net_arch(algo, hp.get("policy_kwargs"))
@@ -189,8 +196,6 @@ def check_training_memory(algo: str, hp: dict, n_envs: int, timesteps: int, obs_
     """The memory check (:func:`clustergym.core.scenario.check_memory`) of a training run, before anything is
     built: the training envs, the rollout (or replay) buffer and the network with its gradients and Adam's two
     moments, all float32. A ValueError naming the sizes when it exceeds the memory available."""
-    from clustergym.core.scenario import check_memory
-
     per_step = 4.0 * (obs_dim + act_dim + 8)
     if algo == "sac":
         steps = float(min(int(hp.get("buffer_size", 1_000_000)), timesteps)) * 2  # obs and next obs
@@ -207,14 +212,18 @@ def check_training_memory(algo: str, hp: dict, n_envs: int, timesteps: int, obs_
 
 
 # -- weights ---------------------------------------------------------------------------------------------------------
+class Diverged(ValueError):
+    """A model whose weights hold NaN or an infinity (:func:`check_finite_weights`)."""
+
+
 def check_finite_weights(model, what: str) -> None:
-    """A ValueError when a weight tensor of ``model`` (an SB3 model) holds NaN or an infinity: a diverged model
+    """A :class:`Diverged` (a ValueError) when a weight tensor of ``model`` (an SB3 model) holds NaN or an infinity: a diverged model
     is neither saved nor loaded."""
     import torch
 
     tensors = list(model.policy.state_dict().items())
     bad = [name for name, t in tensors if torch.is_floating_point(t) and not bool(torch.isfinite(t).all())]
     if bad:
-        raise ValueError(f"{what}: {len(bad)} of {len(tensors)} weight tensors hold NaN or infinite values "
+        raise Diverged(f"{what}: {len(bad)} of {len(tensors)} weight tensors hold NaN or infinite values "
                          f"({listing(bad, 3)}); training diverged: check learning_rate, gamma and the other "
                          "hyperparameters")

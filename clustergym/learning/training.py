@@ -240,8 +240,8 @@ def _resolve(c: TrainConfig) -> TrainSetup:
     check_algo(algo, family)
     if (isinstance(param_draws, bool) or not isinstance(param_draws, (int, np.integer))
             or not 0 <= param_draws <= MAX_PARAM_DRAWS):
-        raise ValueError(f"param_draws={str(param_draws)[:40]} is invalid: expected an integer from 0 to "
-                         f"{MAX_PARAM_DRAWS:,} (0: the default generator only)")
+        raise ValueError(f"param_draws={str(param_draws)[:40]} is invalid: expected an integer >= 0 and "
+                         f"<= {MAX_PARAM_DRAWS:,} (0: the default generator only)")
     from clustergym.learning.entity import check_net
 
     check_net(net, family, algo, stats)

@@ -223,3 +223,18 @@ def test_sb3_agent_with_nan_weights_is_refused(cli, tmp_path, monkeypatch):
     err = cli(["run", P4, "--agents", f"sb3:{bad}", "--seeds", "0", "--horizon", "20", "--no-progress"],
               mark=RUN_FILES[0])
     assert "model.zip" in err and "NaN or infinite" in err, err
+
+
+def test_a_tuning_trial_that_diverges_is_pruned(monkeypatch):
+    optuna = pytest.importorskip("optuna")
+    from clustergym.learning import tuning
+    from clustergym.learning.hp_checks import Diverged
+
+    def diverged(config, out, **kw):
+        raise Diverged("the trained model was not saved: 8 of 8 weight tensors hold NaN or infinite values")
+
+    monkeypatch.setattr(tuning, "train", diverged)
+    trial = optuna.create_study().ask()
+    objective = tuning._objective(tuning.TuneConfig(P4, timesteps=64), {}, {}, False)
+    with pytest.raises(optuna.TrialPruned, match="NaN"):
+        objective(trial)

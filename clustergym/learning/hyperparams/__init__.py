@@ -29,6 +29,7 @@ from __future__ import annotations
 import os
 
 from clustergym.core.family import env_hook
+from clustergym.learning.hp_checks import read_yaml
 
 __all__ = ["RUN_KEYS", "default_algo", "family_hyperparams_dir", "hyperparams_path", "load_hyperparams",
            "split_run_keys", "tuning_dir"]
@@ -68,8 +69,6 @@ def _read(path: str, missing_ok: bool) -> dict:
         import yaml  # noqa: F401
     except ImportError:  # pragma: no cover - pyyaml is in the [drl] extra
         raise ValueError("reading hyperparameter files needs pyyaml: pip install 'clustergym[drl]'") from None
-    from clustergym.learning.hp_checks import read_yaml
-
     if not os.path.exists(path):
         if missing_ok:
             return {}
