@@ -93,6 +93,7 @@ TRAIN = ["train", P4, "--timesteps", "64", "--no-progress", "--hp", "n_steps=32"
     (["--hp", "learning_rate=NaN"], "learning_rate"),
     (["--hp", "learning_rate=-0.001"], "learning_rate"),
     (["--hp", "clip_range=0"], "clip_range"),
+    (["--hp", "clip_range=Infinity"], "clip_range"),
     (["--hp", "n_steps=0"], "n_steps"),
     (["--hp", "n_steps=1e12"], "n_steps"),
     (["--hp", "batch_size=2.5"], "batch_size"),
@@ -152,7 +153,7 @@ def test_a_strict_yaml_boolean_is_read(tmp_path):
 
 
 # -- model files: deeply nested data, non-finite weights -----------------------------------------------------------
-def _flat_model(tmp_path, nan: bool) -> str:
+def _plain_ppo(nan: bool):
     import gymnasium as gym
     import torch
     from stable_baselines3 import PPO
@@ -162,10 +163,25 @@ def _flat_model(tmp_path, nan: bool) -> str:
     if nan:
         with torch.no_grad():
             next(model.policy.parameters()).fill_(math.nan)
+    return model
+
+
+def _flat_model(tmp_path, nan: bool) -> str:
     path = str(tmp_path / ("nan.zip" if nan else "plain.zip"))
+    model = _plain_ppo(nan)
     model.save(path)
-    env.close()
+    model.get_env().close()
     return path
+
+
+def test_a_diverged_checkpoint_is_not_saved(tmp_path):
+    from clustergym.learning.checkpoints import Checkpoints
+    from clustergym.learning.hp_checks import Diverged
+
+    saver = Checkpoints([0], str(tmp_path / "run"), False, 0.0, 64)
+    with pytest.raises(Diverged, match="checkpoint at 0 steps"):
+        saver.save_now(_plain_ppo(nan=True), 0)
+    assert not (tmp_path / "run").exists() and not saver.saved
 
 
 def test_import_model_with_deeply_nested_data_is_refused(cli, tmp_path):
