@@ -201,12 +201,13 @@ def check_training_memory(algo: str, hp: dict, n_envs: int, timesteps: int, obs_
         steps = float(min(int(hp.get("buffer_size", 1_000_000)), timesteps)) * 2  # obs and next obs
     else:
         steps = float(hp.get("n_steps", 2048)) * n_envs * 2  # the buffer and its minibatch copies
-    kw = hp.get("policy_kwargs") or {}
-    net = 16.0 * _net_params(obs_dim, act_dim, kw.get("net_arch") if isinstance(kw, dict) else None)
+    kw = hp.get("policy_kwargs")
+    arch = kw.get("net_arch") if isinstance(kw, dict) else None
+    net = 16.0 * _net_params(obs_dim, act_dim, arch)  # weights, gradients, Adam's two moments
     envs = (ENV_BYTES / 64 if native else ENV_BYTES) * n_envs + 4.0 * obs_dim * n_envs
     names = [f"n_envs={n_envs:,}"] + [f"{k}={hp[k]:,}" for k in ("n_steps", "buffer_size") if k in hp]
-    if kw.get("net_arch") is not None if isinstance(kw, dict) else False:
-        names.append(f"net_arch={str(kw['net_arch'])[:60]}")
+    if arch is not None:
+        names.append(f"net_arch={str(arch)[:60]}")
     check_memory(envs + per_step * steps + net, ", ".join(names),
                  f"training envs, {'replay' if algo == 'sac' else 'rollout'} buffer and network")
 
