@@ -10,7 +10,9 @@ from __future__ import annotations
 import inspect
 import math
 import os
-from typing import Any, Iterable
+from collections.abc import Iterable
+from itertools import pairwise
+from typing import Any
 
 import numpy as np
 
@@ -187,7 +189,7 @@ def _net_params(obs_dim: int, act_dim: int, arch) -> float:
     total = 0.0
     for widths in towers:
         sizes = [obs_dim, *[float(w) for w in widths], act_dim]
-        total += sum(a * b + b for a, b in zip(sizes, sizes[1:]))
+        total += sum(a * b + b for a, b in pairwise(sizes))
     return total
 
 

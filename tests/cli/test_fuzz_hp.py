@@ -16,10 +16,10 @@ import pytest
 
 pytest.importorskip("stable_baselines3")
 
-import clustergym  # noqa: E402
-from clustergym.cli.main import main  # noqa: E402
-from clustergym.learning import training  # noqa: E402
-from clustergym.runner.results import RUN_FILES  # noqa: E402
+import clustergym
+from clustergym.cli.main import main
+from clustergym.learning import training
+from clustergym.runner.results import RUN_FILES
 
 P4 = clustergym.ENV_IDS[3]
 _REAL_TRAIN = training.train  # the fixture stubs it; the divergence cases run it with learning stubbed
