@@ -254,3 +254,14 @@ def test_a_tuning_trial_that_diverges_is_pruned(monkeypatch):
     objective = tuning._objective(tuning.TuneConfig(P4, timesteps=64), {}, {}, False)
     with pytest.raises(optuna.TrialPruned, match="NaN"):
         objective(trial)
+
+
+@pytest.mark.parametrize("kw, named", [
+    ({"seed": -1}, "seed=-1"), ({"eval_seed": -5}, "eval_seed=-5"), ({"param_draws": 2_000_000}, "param_draws"),
+    ({"hyperparams": {"gamma": math.inf}}, "gamma"), ({"hyperparams": {"use_sde": "yes"}}, "use_sde"),
+    ({"n_envs": 10**8}, "n_envs"),
+])
+def test_the_python_api_raises_one_clear_error(kw, named):
+    config = training.TrainConfig(P4, "ppo", 64, **{"hyperparams": {"n_steps": 32, "batch_size": 32}, **kw})
+    with pytest.raises(ValueError, match=named):
+        training.check(config)
