@@ -90,6 +90,7 @@ available (and P1's knapsack grid against a work limit) before anything is alloc
 is strict JSON: a value that is not finite is written as `null` and listed under `non_finite`. A plugin
 (`CLUSTERGYM_PLUGINS`, entry points) that fails or whose import does not return within
 `CLUSTERGYM_PLUGIN_TIMEOUT` seconds (default 30) is one line naming it; `import clustergym` still works.
+<<<<<<< HEAD
 An env's `instances=` takes a range of any length (checked without walking it) or at most 1,000,000
 listed seeds; a `--set` value nests lists at most 32 deep; an agent listed twice in `--agents` is
 refused; `--horizon` (and P4's `horizon=`) is checked against the memory available before the first slot.
@@ -98,4 +99,19 @@ a folder holding no measured runs (naming its `store/` when it has one). `--save
 `bench --out` write only a new path or a regular file (never a FIFO or a device such as `/dev/null`),
 through `FILE.tmp` created exclusively: a second writer at the same time gets one line, and a file
 another program created meanwhile is left as it is.
+=======
+
+`train` checks what it is given before it builds anything. Hyperparameters (`--hp`, the files): each key must
+be one the algorithm takes (the first few unknown keys are named, then "... and N more"), each known value
+finite and in range (`gamma` and `gae_lambda` in [0, 1], `learning_rate`, `clip_range` and `max_grad_norm`
+> 0, `n_steps` and `batch_size` integers from 1 to 10^8, ...), each flag (`normalize`,
+`normalize_advantage`, ...) a YAML/JSON `true` or `false` (`"no"` is an error, not True); `--seed` is an
+integer from 0 to 2^32 - 1 - n_envs; `--param-draws` at most 10,000. A hyperparameter file is UTF-8 YAML of at
+most 1 MiB, nested at most 32 levels, with at most 100,000 values counting every alias as the values it
+repeats; every error names the file. The memory the run needs (the training envs, the rollout or replay
+buffer, the network with its gradients and optimiser state, from `--n-envs`, `n_steps`, `buffer_size` and
+`policy_kwargs`' `net_arch`) is checked against the memory available before anything is allocated. A run
+whose weights end up NaN or infinite (training diverged) is not saved, and such a model is not loaded by
+`sb3:` or `import-model`; a `model.zip` whose data is nested deeper than 64 levels is refused.
+>>>>>>> hpguard
 """

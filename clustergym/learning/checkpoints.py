@@ -7,6 +7,7 @@ import os
 import time
 
 from clustergym.learning.algos import SIDE_CAR
+from clustergym.learning.hp_checks import check_finite_weights
 from clustergym.learning.train_envs import save_normalization
 
 __all__ = ["Checkpoints"]
@@ -32,6 +33,7 @@ class Checkpoints:
     def save_now(self, model, n: int, wall: float | None = None) -> None:
         if n not in self.steps or n in self.saved:
             return
+        check_finite_weights(model, f"the checkpoint at {n:,} steps was not saved")
         t = time.perf_counter()
         self.saved[n] = (t - self.t0 - self.pause if wall is None else wall, int(model.num_timesteps))
         d = self.dir(n)

@@ -41,7 +41,7 @@ from clustergym.core.family import env_ids
 from clustergym.learning.sb3_agent import model_spaces, safe_load
 from clustergym.learning.algos import ALGOS, NORM_FILE, SIDE_CAR
 from clustergym.learning.policies import policy_class
-from clustergym.learning.sidecar import check_norm_file, check_side_car
+from clustergym.learning.sidecar import check_norm_file, check_side_car, read_model_data
 from clustergym.core.outdir import OutputFolder
 
 __all__ = ["import_model", "model_fields", "read_vecnormalize"]
@@ -51,9 +51,9 @@ def model_fields(path: str) -> dict:
     """The zip's ``data`` JSON (the readable fields SB3 writes beside each pickle); ValueError if not an SB3 zip."""
     try:
         with zipfile.ZipFile(path) as z:
-            data = json.loads(z.read("data"))
+            data = read_model_data(z, path)  # size and nesting bounded (a ValueError naming the file)
             z.getinfo("policy.pth")
-    except (OSError, KeyError, ValueError, zipfile.BadZipFile) as exc:
+    except (OSError, KeyError, zipfile.BadZipFile, json.JSONDecodeError) as exc:
         raise ValueError(f"{path!r} is not a model saved by SB3 ({type(exc).__name__})") from None
     if not isinstance(data, dict):
         raise ValueError(f"{path!r} is not a model saved by SB3 (its data is not an object)")

@@ -30,7 +30,8 @@ from clustergym.core.family import family_specs
 from clustergym.learning.algos import HEADS, NORM_FILE, RECURRENT, SIDE_CAR, algo_class, obs_layout
 from clustergym.learning.instances import check_model_fits, grown_padding, model_env_kwargs, model_padding, pad_kwargs_of
 from clustergym.learning.policies import policy_class
-from clustergym.learning.sidecar import check_norm_file, read_side_car
+from clustergym.learning.hp_checks import check_finite_weights
+from clustergym.learning.sidecar import check_norm_file, read_model_data, read_side_car
 from clustergym.learning.train_envs import make_train_env
 from clustergym.learning.pipeline import ObsPipeline, box_bounds, sb3_mask, unscale_action
 
@@ -275,8 +276,8 @@ def safe_load(path: str, meta: dict):
     cls = algo_class(meta["algo"])
     try:
         with zipfile.ZipFile(path) as z:
-            data = json.loads(z.read("data"))
-    except (OSError, KeyError, ValueError, zipfile.BadZipFile) as exc:
+            data = read_model_data(z, path)  # size and nesting bounded
+    except (OSError, KeyError, json.JSONDecodeError, zipfile.BadZipFile) as exc:
         raise ValueError(f"{path!r} is not a model saved by SB3 ({exc})") from None
     _check_algo_fields(path, data, meta["algo"])
     obs_space, act_space = model_spaces(meta)
@@ -320,11 +321,13 @@ def safe_load(path: str, meta: dict):
             raise ValueError(f"{path!r} holds a pickled entry {key!r} that the sb3: agent does not unpickle "
                              "(pickles can run code)")
     try:
-        return cls.load(path, device="cpu", custom_objects=custom)
+        model = cls.load(path, device="cpu", custom_objects=custom)
     except Exception as exc:  # noqa: BLE001 - a pickled .pth, another algorithm's weights, a truncated file
         why = str(exc).strip().splitlines()[0][:160] if str(exc).strip() else type(exc).__name__
         raise ValueError(f"{path!r} does not load as {meta['algo']} (the side-car's algorithm) with the no-pickle "
                          f"loader: {type(exc).__name__}: {why}") from None
+    check_finite_weights(model, f"{path!r} is not loaded")  # a diverged model acts as garbage
+    return model
 
 
 # Fields SB3 writes to a model's data only for some algorithms: a side-car whose algorithm does not match the file.

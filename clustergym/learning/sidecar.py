@@ -90,6 +90,27 @@ def _nesting_depth(text: str) -> int:
     return deepest
 
 
+MODEL_DATA_MAX_BYTES = 16 * 2**20  # the readable fields of an SB3 model.zip (its "data" entry) are a few KiB
+
+
+def read_model_data(z, path: str):
+    """The ``data`` entry of the SB3 model.zip open as ``z`` (a ``zipfile.ZipFile``) parsed as JSON, its size and
+    nesting bounded before it is parsed; a ValueError naming ``path`` otherwise (KeyError: no such entry)."""
+    size = z.getinfo("data").file_size
+    if size > MODEL_DATA_MAX_BYTES:
+        raise ValueError(f"{path!r}: its data entry is {size / 2**20:.1f} MiB; an SB3 model's is at most "
+                         f"{MODEL_DATA_MAX_BYTES // 2**20} MiB")
+    try:
+        text = z.read("data").decode("utf-8")
+    except UnicodeDecodeError:
+        raise ValueError(f"{path!r}: its data entry is not UTF-8 JSON") from None
+    depth = _nesting_depth(text)
+    if depth > SIDE_CAR_MAX_DEPTH:
+        raise ValueError(f"{path!r}: its data entry is nested {depth:,} levels deep; an SB3 model's nests at most "
+                         f"{SIDE_CAR_MAX_DEPTH}")
+    return json.loads(text)
+
+
 def _int_in(side: str, field: str, v, lo: int, hi: int | None, what: str) -> None:
     if isinstance(v, bool) or not isinstance(v, int) or v < lo or (hi is not None and v > hi):
         rng = f"an integer >= {lo:,}" if hi is None else f"an integer from {lo:,} to {hi:,}"

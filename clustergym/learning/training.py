@@ -47,6 +47,8 @@ from clustergym.learning import imitation
 from clustergym.learning.algos import SIDE_CAR, algo_class, algo_gamma, check_algo
 from clustergym.learning.checkpoints import Checkpoints
 from clustergym.learning.curves import plot_training_curve, reference_returns
+from clustergym.learning.hp_checks import (MAX_PARAM_DRAWS, check_finite_weights, check_hyperparams, check_seed,
+                                           check_training_memory, listing)
 from clustergym.learning.hyperparams import load_hyperparams, split_run_keys
 from clustergym.learning.instances import DEFAULT_EVAL_INSTANCES, DEFAULT_VALIDATION_INSTANCES
 from clustergym.learning.pools import SETTINGS_SEED, param_ranges, param_settings, pool_padding
@@ -236,6 +238,10 @@ def _resolve(c: TrainConfig) -> TrainSetup:
     bc_steps, bc_epochs = c.bc_steps, c.bc_epochs
     family = env_family(env_id)
     check_algo(algo, family)
+    if (isinstance(param_draws, bool) or not isinstance(param_draws, (int, np.integer))
+            or not 0 <= param_draws <= MAX_PARAM_DRAWS):
+        raise ValueError(f"param_draws={str(param_draws)[:40]} is invalid: expected an integer >= 0 and "
+                         f"<= {MAX_PARAM_DRAWS:,} (0: the default generator only)")
     from clustergym.learning.entity import check_net
 
     check_net(net, family, algo, stats)
@@ -254,6 +260,9 @@ def _resolve(c: TrainConfig) -> TrainSetup:
     for k in flags:
         if k in hp:
             raise ValueError(f"{k} is a run setting, not a hyperparameter of {algo}: use {flags[k]}")
+    if c.hyperparams_file:  # the file's own values first: their errors name it
+        check_hyperparams(algo, cls, {k: v for k, v in hp.items() if k not in (c.hyperparams or {})}, c.hyperparams_file)
+    check_hyperparams(algo, cls, hp)
     if not isinstance(run_cfg.get("env_kwargs") or {}, dict):
         raise ValueError(f"env_kwargs in the hyperparameter file of {algo} must be a mapping, got "
                          f"{run_cfg['env_kwargs']!r}")
@@ -265,7 +274,12 @@ def _resolve(c: TrainConfig) -> TrainSetup:
     if layout not in LAYOUTS[:2]:
         raise ValueError(f"obs_layout={layout!r} is invalid: expected one of {', '.join(LAYOUTS[:2])}")
     env_kwargs = {**(run_cfg.get("env_kwargs") or {}), **(c.env_kwargs or {})}  # the file's, under the caller's
-    normalize = bool(run_cfg.get("normalize", True) if c.normalize is None else c.normalize)
+    normalize = run_cfg.get("normalize", True) if c.normalize is None else c.normalize
+    if not isinstance(normalize, bool):
+        where = c.hyperparams_file or f"the hyperparameter file of {algo}"
+        raise ValueError(f"normalize={str(normalize)[:40]!r} in {where} is invalid: expected true or false")
+    check_seed(c.seed, n_envs)
+    check_seed(c.eval_seed, 1, "eval_seed")
     eval_freq, eval_episodes = int_arg("eval_freq", c.eval_freq, 0), int_arg("eval_episodes", c.eval_episodes, 1)
     if algo == "sac" and n_envs != 1:
         n_envs = 1  # SAC: one env (off-policy; SB3's default)
@@ -274,25 +288,8 @@ def _resolve(c: TrainConfig) -> TrainSetup:
         raise ValueError("pass the training pool as instances= (--instances), not as an env kwarg")
     given = dict(env_kwargs)
     env_kwargs, train_kwargs, pool, pool_note = training_envs(env_id, env_kwargs, c.instances, net=net)
-    settings = None
-    if isinstance(param_draws, bool) or not isinstance(param_draws, (int, np.integer)) or param_draws < 0:
-        raise ValueError(f"param_draws={param_draws!r} is invalid: expected an integer >= 0 (0: the default "
-                         "generator only)")
-    if param_draws:
-        # each setting is a dict of a few floats (~1 KiB with its env check), kept for the whole run
-        check_memory(1024.0 * param_draws, f"param_draws={param_draws}", "the generator settings")
-        if vec == "native":
-            raise ValueError("vec='native' steps one generator setting; param_draws needs vec='dummy' or 'subproc'")
-        vec = "dummy" if vec == "auto" else vec
-        settings = param_settings(env_id, param_draws, given)
-        covered = ([int(train_kwargs.get("scenario_seed", 0))] if pool is None else
-                   sorted(set(pool) | set(DEFAULT_EVAL_INSTANCES) | set(DEFAULT_VALIDATION_INSTANCES)))
-        pads = pool_padding(env_id, given, settings, covered)  # the model's fixed shape fits every setting
-        env_kwargs.update(pads)
-        train_kwargs.update(pads)
-        for p in settings:  # a bad setting fails here, before anything is written
-            gym.make(env_id, **{**train_kwargs, **p}).close()
-        pool_note += f"; {len(settings)} generator settings (param_draws), one drawn per episode"
+    _check_memory(env_id, algo, hp, n_envs, timesteps, train_kwargs, stats, layout, vec)
+    settings, vec, pool_note = _param_pool(env_id, param_draws, vec, given, env_kwargs, train_kwargs, pool, pool_note)
     model_hp = dict(hp)
     if net == "entity":  # the channel layout, plain JSON ints (saved in model.zip's data, read back without pickles)
         from clustergym.learning.entity import DEFAULT_HIDDEN, entity_layout
@@ -308,6 +305,41 @@ def _resolve(c: TrainConfig) -> TrainSetup:
                       train_kwargs=train_kwargs, pool=pool, pool_note=pool_note, settings=settings, normalize=normalize,
                       norm_obs=norm_obs, eval_freq=eval_freq, eval_episodes=eval_episodes, bc_steps=bc_steps,
                       bc_epochs=bc_epochs, config=c)
+
+
+def _param_pool(env_id: str, param_draws: int, vec: str, given: dict, env_kwargs: dict, train_kwargs: dict, pool,
+                pool_note: str) -> tuple[list | None, str, str]:
+    """The parameter pool's generator settings (None without one), the vec mode and the pool's note; the model's
+    env kwargs are padded in place to fit every setting."""
+    if not param_draws:
+        return None, vec, pool_note
+    # each setting is a dict of a few floats (~1 KiB with its env check), kept for the whole run
+    check_memory(1024.0 * param_draws, f"param_draws={param_draws}", "the generator settings")
+    if vec == "native":
+        raise ValueError("vec='native' steps one generator setting; param_draws needs vec='dummy' or 'subproc'")
+    vec = "dummy" if vec == "auto" else vec
+    settings = param_settings(env_id, param_draws, given)
+    covered = ([int(train_kwargs.get("scenario_seed", 0))] if pool is None else
+               sorted(set(pool) | set(DEFAULT_EVAL_INSTANCES) | set(DEFAULT_VALIDATION_INSTANCES)))
+    pads = pool_padding(env_id, given, settings, covered)  # the model's fixed shape fits every setting
+    env_kwargs.update(pads)
+    train_kwargs.update(pads)
+    for p in settings:  # a bad setting fails here, before anything is written
+        gym.make(env_id, **{**train_kwargs, **p}).close()
+    return settings, vec, pool_note + f"; {len(settings)} generator settings (param_draws), one drawn per episode"
+
+
+def _check_memory(env_id: str, algo: str, hp: dict, n_envs: int, timesteps: int, train_kwargs: dict, stats: bool,
+                  layout: str, vec: str) -> None:
+    """The memory check of the run (:func:`clustergym.learning.hp_checks.check_training_memory`), its observation
+    and action sizes read from one training env."""
+    probe = make_train_env(env_id, train_kwargs, algo=algo, stats=stats, layout=layout)
+    try:
+        obs_dim = int(np.prod(probe.observation_space.shape or (1,)))
+        act_dim = int(gym.spaces.flatdim(probe.action_space))
+    finally:
+        probe.close()
+    check_training_memory(algo, hp, n_envs, timesteps, obs_dim, act_dim, native=vec == "native")
 
 
 def _build_envs(s: TrainSetup, out: str):
@@ -335,7 +367,7 @@ def _build_model(s: TrainSetup, venv, vec: str, out: str, *, verbose: int):
         model = s.cls(s.policy, venv, seed=seed, verbose=verbose, tensorboard_log=os.path.join(out, "tb"),
                       **s.model_hp)
     except (AssertionError, ValueError, TypeError) as exc:  # SB3 checks hyperparameters with asserts
-        raise ValueError(f"bad hyperparameters for {s.algo} ({', '.join(f'{k}={v!r}' for k, v in s.hp.items())}): "
+        raise ValueError(f"bad hyperparameters for {s.algo} ({listing(f'{k}={v!r}' for k, v in s.hp.items())}): "
                          f"{str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__}") from None
     check_pipeline(model, venv)
     stats = s.config.stats
@@ -453,4 +485,5 @@ def train(config: TrainConfig, out: str, *, progress: bool = True, verbose: int 
     venv, vec = _build_envs(setup, out)
     model, cb, bc = _build_model(setup, venv, vec, out, verbose=verbose)
     wall, saver = _learn(setup, model, cb, out, progress=progress)
+    check_finite_weights(model, f"{setup.algo} on {setup.env_id}: the trained model was not saved")
     return _save(setup, model, venv, cb, bc, saver, wall, vec, out)

@@ -60,6 +60,7 @@ import numpy as np
 
 from clustergym.core.family import env_hook
 from clustergym.core.scenario import check_memory
+from clustergym.learning.hp_checks import Diverged
 from clustergym.learning.instances import DEFAULT_EVAL_INSTANCES, DEFAULT_TRAIN_INSTANCES
 from clustergym.learning.training import TrainConfig, train
 from clustergym.runner.evaluation import evaluate
@@ -200,7 +201,12 @@ def _objective(cfg: TuneConfig, ref: dict, rnd: dict, progress: bool) -> Callabl
                                      env_kwargs={"horizon": cfg.horizon, **dict(cfg.env_kwargs)},
                                      seed=cfg.seed + trial.number + k * TRIAL_SEED_STRIDE, n_envs=n_envs,
                                      hyperparams=hp, net=cfg.net)
-                meta = train(config, tmp, progress=False)
+                try:
+                    meta = train(config, tmp, progress=False)
+                except Diverged as exc:  # these values make training diverge: the trial is pruned, the study goes on
+                    import optuna
+
+                    raise optuna.TrialPruned(str(exc)) from None
                 train_s += time.perf_counter() - t0
                 steps += int(meta.get("timesteps_trained", meta["timesteps"]))
                 res = evaluate(cfg.env_id, [f"sb3:{tmp}"], seeds=list(cfg.seeds), horizon=cfg.horizon,

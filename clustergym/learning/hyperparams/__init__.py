@@ -29,6 +29,7 @@ from __future__ import annotations
 import os
 
 from clustergym.core.family import env_hook
+from clustergym.learning.hp_checks import read_yaml
 
 __all__ = ["RUN_KEYS", "default_algo", "family_hyperparams_dir", "hyperparams_path", "load_hyperparams",
            "split_run_keys", "tuning_dir"]
@@ -61,20 +62,20 @@ def tuning_dir(env_id: str) -> str | None:
 
 
 def _read(path: str, missing_ok: bool) -> dict:
-    """The mapping in the YAML file ``path`` ({} for a missing file when ``missing_ok``); a ValueError naming it."""
+    """The mapping in the YAML file ``path`` ({} for a missing file when ``missing_ok``); a ValueError naming it
+    (the file's size, nesting and aliases are bounded before it is parsed:
+    :func:`clustergym.learning.hp_checks.read_yaml`)."""
     try:
-        import yaml
+        import yaml  # noqa: F401
     except ImportError:  # pragma: no cover - pyyaml is in the [drl] extra
         raise ValueError("reading hyperparameter files needs pyyaml: pip install 'clustergym[drl]'") from None
     if not os.path.exists(path):
         if missing_ok:
             return {}
         raise ValueError(f"hyperparameter file {path!r} does not exist")
-    try:
-        with open(path) as f:
-            data = yaml.safe_load(f) or {}
-    except yaml.YAMLError as exc:
-        raise ValueError(f"{path}: not valid YAML ({str(exc).splitlines()[0]})") from None
+    if os.path.isdir(path):
+        raise ValueError(f"hyperparameter file {path!r} is a folder")
+    data = read_yaml(path) or {}
     if not isinstance(data, dict):
         raise ValueError(f"{path}: expected a mapping of env ids to hyperparameters")
     return data
