@@ -121,6 +121,9 @@ class EpisodeViewer:
     end_slot: int | None = None
     natural_scale: tuple[float, float] | None = None  # the scale the last frame's data asked for
     drawn_scale: tuple[float, float] | None = None  # the scale the last frame was drawn with
+    # The same for the totals panel's y axis: fixed by side-by-side replays, else each frame's own limits.
+    shared_totals: tuple[float, float] | None = None
+    natural_totals: tuple[float, float] | None = None  # the y limits the last frame's totals asked for
 
     def __init__(self, mode: str, horizon: int, fps: int = 4) -> None:
         if mode == "human":
@@ -165,6 +168,10 @@ class EpisodeViewer:
                                      gridspec_kw={"height_ratios": [3, 1.3]})
         n = self.history.n
         sub = self.draw(ax, bx)
+        lo, hi = bx.get_ylim()
+        self.natural_totals = (float(lo), float(hi))
+        if self.shared_totals is not None:
+            bx.set_ylim(*self.shared_totals)
         ax.set_xlim(0, max(n, self.end_slot or 0, 1))
         bx.set_xlabel("time slot t")
         from matplotlib.ticker import MaxNLocator
@@ -184,8 +191,7 @@ class EpisodeViewer:
         pygame = require_pygame()
         img = self.frame()
         if self._window is None:
-            pygame.init()
-            pygame.display.init()
+            pygame.display.init()  # the display only: pygame.init() would start audio too (ALSA errors headless)
             screen = pygame.display.set_mode((img.shape[1], img.shape[0]))
             pygame.display.set_caption(self.title)
             self._window = (screen, pygame.time.Clock())
