@@ -230,7 +230,8 @@ def group_ticks(ax, group_of_row: np.ndarray, label: str, prefix: str, max_label
     """Y ticks at the middle of each run of equal ``group_of_row`` values (labelled ``names[g]``, else
     ``prefix + g``), with separator lines. Groups too close to label without overlap are skipped, unless
     ``label_all``: then every group is labelled, labels of small neighbouring groups spread apart with a
-    leader line to their group's middle."""
+    leader line to their group's middle, as long as all the labels fit the axis without overlapping (else
+    groups are skipped as without ``label_all``)."""
     g = np.asarray(group_of_row)
     if g.size == 0:
         ax.set_yticks([])
@@ -240,7 +241,7 @@ def group_ticks(ax, group_of_row: np.ndarray, label: str, prefix: str, max_label
     mids = (starts + ends - 1) / 2
     gap = g.size / (1.6 * max_labels)  # rows between two labels, so that they never overlap
     text = [names[int(g[s])] if names else f"{prefix}{int(g[s])}" for s in starts]
-    if label_all:
+    if label_all and (len(mids) - 1) * gap <= g.size - 1:  # every label fits, at least ``gap`` apart
         pos = _spread(mids.astype(float), gap, -0.5, g.size - 0.5)
         ax.set_yticks(mids, [""] * len(mids))  # tick marks at each group's middle
         trans = ax.get_yaxis_transform()  # x: axes fraction, y: rows
@@ -250,7 +251,8 @@ def group_ticks(ax, group_of_row: np.ndarray, label: str, prefix: str, max_label
                         arrowprops=None if abs(p - m) < 0.3 else dict(arrowstyle="-", lw=0.5, color="0.45"))
         for s in starts[1:]:
             ax.axhline(s - 0.5, color="0.55", lw=0.5)
-        ax.set_ylabel(label, labelpad=30)
+        # the axis label clears the labels: their offset (0.03 of the axis, about 15 pt) and their width
+        ax.set_ylabel(label, labelpad=18 + 4.5 * max(len(t) for t in text))
         return
     shown, last = [], -np.inf
     for k, mid in enumerate(mids):

@@ -276,7 +276,8 @@ def _animation(tasks: list[tuple], every: int | None, progress: bool) -> list[np
     horizon = int(tasks[0][3])
     per = _frames_of(horizon, every)
     passes = 1 if len(tasks) == 1 else 2
-    bar = tqdm(total=per * len(tasks) * passes, unit="frame", leave=False, dynamic_ncols=True, disable=not progress)
+    bar = tqdm(total=per * len(tasks) * passes, unit="frame", leave=False, dynamic_ncols=True,
+               disable=None if progress else True)  # None: shown on a terminal only, not in a log or a pipe
     try:
         acting = [bound_agent(agent, env_id, kwargs) for env_id, agent, _, _, kwargs in tasks]  # reset per episode
         view: dict = {}
