@@ -153,10 +153,11 @@ def agent_statistics(agent) -> dict[str, float]:
     return {f"agent_{k}": float(v) for k, v in (fn() if callable(fn) else {}).items()}
 
 
-def bound_agent(agent_spec: str, env_id: str, env_kwargs: dict | None = None):
-    """The agent ``agent_spec`` for an env of ``env_id`` built with ``env_kwargs``: a trained model is told the
-    kwargs (``bind_env_kwargs``: the padding its env was built with) before its episode."""
-    agent = make_agent(agent_spec, env_id=env_id)
+def bound_agent(agent_spec: str, env_id: str, env_kwargs: dict | None = None, made=None):
+    """The agent ``agent_spec`` (``made``: that agent, already made) for an env of ``env_id`` built with
+    ``env_kwargs``: a trained model is told the kwargs (``bind_env_kwargs``: the padding its env was built
+    with) before its episode."""
+    agent = make_agent(agent_spec, env_id=env_id) if made is None else made
     bind = getattr(agent, "bind_env_kwargs", None)
     if callable(bind):
         bind(dict(env_kwargs or {}))

@@ -206,8 +206,9 @@ def replay(env_id: str, agents: list[str], out: str, seed: int = 0, *, horizon: 
 
     Each agent's env is built as :func:`clustergym.evaluate` builds it (:func:`~clustergym.runner.evaluation.
     planned_runs`): a trained model acts in an env with its padding and action kwargs, on the instance it was
-    trained on if it has one, beside the other agent on the same instance and seed; an env's bound (e.g. P1's
-    per-slot oracle) is on, so its viewer can draw it as a reference. ``progress``: a bar over the frames.
+    trained on if it has one, beside the other agent on the same instance and seed. An env's
+    ``viewer_env_kwargs`` are on (e.g. P1's per-slot oracle, which its viewer draws as a reference; the agents
+    never see it). ``progress``: a bar over the frames.
 
     Every argument is checked before the episode runs. An existing ``out`` is refused unless ``overwrite``
     (and a new one is created exclusively, :func:`_reserve`); the animation is written to a temporary file
@@ -228,16 +229,18 @@ def replay(env_id: str, agents: list[str], out: str, seed: int = 0, *, horizon: 
         raise ValueError(f"out={out!r} is a folder; expected a file name")
     if os.path.lexists(out) and not overwrite:
         raise ValueError(f"{out!r} exists; pass --overwrite to replace it, or choose another file name")
-    if horizon is None:
-        probe = make_env(env_id, **(env_kwargs or {}))
-        horizon = int(probe.unwrapped.horizon)
-        probe.close()
+    probe = make_env(env_id, **(env_kwargs or {}))
+    horizon = int(probe.unwrapped.horizon) if horizon is None else horizon
+    # the kwargs the env's viewer draws its references with (e.g. P1's per-slot oracle); the user's own win
+    env_kwargs = {**getattr(probe.unwrapped, "viewer_env_kwargs", {}), **(env_kwargs or {})}
+    probe.close()
     check_memory(2.0 * len(agents) * _frames_of(int(horizon), every) * FRAME_BYTES + 64.0 * horizon,
                  f"horizon={horizon}", f"the frames of {len(agents)} episode(s)")
-    tasks = planned_runs(env_id, agents, [seed], int(horizon), env_kwargs)  # each agent's env, as clustergym run's
+    # each agent's env as clustergym run builds it (a model's padding and action kwargs), and the models loaded
+    tasks, made = planned_runs(env_id, agents, [seed], int(horizon), env_kwargs, score=False)
     tmp, existed, placeholder = _reserve(out, overwrite)
     try:
-        frames = _animation(tasks, every, progress)
+        frames = _animation(tasks, every, progress, made)
         try:
             _write(tmp, np.stack(frames), ext, fps)
         except OSError as exc:
@@ -267,7 +270,7 @@ def _discard(tmp: str, out: str, placeholder: int | None) -> None:
         pass
 
 
-def _animation(tasks: list[tuple], every: int | None, progress: bool) -> list[np.ndarray]:
+def _animation(tasks: list[tuple], every: int | None, progress: bool, made: dict | None = None) -> list[np.ndarray]:
     """The frames of the runs ``tasks`` (:func:`~clustergym.runner.evaluation.planned_runs`), side by side for
     two, behind a progress bar over the frames (each episode of a side-by-side replay is run twice: once
     undrawn for the shared view, then drawn)."""
@@ -279,7 +282,8 @@ def _animation(tasks: list[tuple], every: int | None, progress: bool) -> list[np
     bar = tqdm(total=per * len(tasks) * passes, unit="frame", leave=False, dynamic_ncols=True,
                disable=None if progress else True)  # None: shown on a terminal only, not in a log or a pipe
     try:
-        acting = [bound_agent(agent, env_id, kwargs) for env_id, agent, _, _, kwargs in tasks]  # reset per episode
+        acting = [bound_agent(agent, env_id, kwargs, (made or {}).get(agent))  # each reset at every episode
+                  for env_id, agent, _, _, kwargs in tasks]
         view: dict = {}
         if len(tasks) == 2:  # both panels drawn with one colour scale, totals scale and time axis
             extents = []
@@ -303,5 +307,7 @@ def _write(path: str, frames: np.ndarray, ext: str, fps: float) -> None:
 
     if ext == ".gif":
         iio.imwrite(path, frames, extension=".gif", duration=1000.0 / fps, loop=0)
-    else:
+    else:  # padded (white) to whole 16-pixel blocks, as video codecs want, rather than resized by the writer
+        h, w = frames.shape[1:3]
+        frames = np.pad(frames, ((0, 0), (0, -h % 16), (0, -w % 16), (0, 0)), constant_values=255)
         iio.imwrite(path, frames, extension=".mp4", fps=fps)
