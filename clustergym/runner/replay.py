@@ -24,7 +24,7 @@ import numpy as np
 from clustergym.core.scenario import check_memory
 from clustergym.runner.episode import bound_agent, make_env, run_episode
 from clustergym.runner.evaluation import planned_runs
-from clustergym.core.viewer import _plt
+from clustergym.core.viewer import EpisodeViewer, _plt
 
 __all__ = ["record_episode", "episode_extent", "shared_view", "side_by_side", "replay", "check_writer", "check_fps",
            "MAX_FRAMES", "FPS_RANGE"]
@@ -56,7 +56,7 @@ def _frames_of(n: int, every: int | None) -> int:
 
 def _run(env_id: str, agent: str, seed: int, horizon: int | None, every: int | None, env_kwargs: dict | None,
          view: dict, draw: bool, progress: Callable[[int], None] | None,
-         acting=None) -> tuple[list[np.ndarray], object, int]:
+         acting=None) -> tuple[list[np.ndarray], EpisodeViewer, int]:
     """One episode of ``agent`` (an env built with ``env_kwargs``, the agent told them; ``acting``: the agent
     object already made so), its frames when ``draw``; ``progress(k)`` after every k frames (drawn or, when not
     ``draw``, passed)."""
