@@ -211,3 +211,55 @@ def test_a_failed_replay_removes_its_placeholder(tmp_path, capsys, monkeypatch):
                  "--out", str(tmp_path / "x.gif")]) == 2
     assert "the agent failed" in _one_line(capsys)
     assert os.listdir(tmp_path) == []
+
+
+@pytest.mark.parametrize("racks,servers", [(30, 50), (25, 200), (5, 50)])
+def test_rack_labels_never_overlap_each_other_or_the_axis_label(racks, servers):
+    import gymnasium as gym
+
+    env = gym.make("clustergym/RingAllReduce-v0", render_mode="rgb_array", horizon=2, scenario_seed=0,
+                   num_racks=racks, num_servers=servers)
+    env.reset(seed=0)
+    fig = env.unwrapped.viewer.figure()
+    fig.canvas.draw()
+    ax = fig.axes[0]
+    renderer = fig.canvas.get_renderer()
+    labels = [t for t in ax.texts if t.get_text().startswith("rack ")]
+    labels += [t for t in ax.get_yticklabels() if t.get_text().startswith("rack ")]
+    boxes = [t.get_window_extent(renderer) for t in labels]
+    assert len(boxes) >= min(racks, 10)  # labelled: all racks when they fit, else as many as fit
+    if racks == 5:
+        assert len(boxes) == 5
+    for i, a in enumerate(boxes):
+        assert not any(a.overlaps(b) for b in boxes[i + 1:]), "two rack labels overlap"
+        assert not a.overlaps(ax.yaxis.label.get_window_extent(renderer)), "a rack label covers the axis label"
+    env.close()
+
+
+def test_the_human_window_starts_only_pygame_s_display(monkeypatch):
+    """pygame.init() would start audio too (ALSA errors on a headless machine): only the display is started."""
+    import sys
+    import types
+
+    from clustergym.core.viewer import EpisodeViewer
+
+    calls = []
+    fake = types.SimpleNamespace(
+        init=lambda: calls.append("init"), quit=lambda: calls.append("quit"),
+        display=types.SimpleNamespace(init=lambda: calls.append("display.init"), set_mode=lambda size: "screen",
+                                      set_caption=lambda t: None, flip=lambda: None,
+                                      quit=lambda: calls.append("display.quit")),
+        time=types.SimpleNamespace(Clock=lambda: types.SimpleNamespace(tick=lambda fps: None)),
+        surfarray=types.SimpleNamespace(make_surface=lambda a: a), event=types.SimpleNamespace(pump=lambda: None))
+    fake_screen = types.SimpleNamespace(blit=lambda *a: None)
+    fake.display.set_mode = lambda size: fake_screen
+    monkeypatch.setitem(sys.modules, "pygame", fake)
+
+    class Flat(EpisodeViewer):
+        def draw(self, ax, bx):
+            return ""
+
+    v = Flat("human", horizon=2)
+    v.reset()
+    v.close()
+    assert "display.init" in calls and "init" not in calls
