@@ -29,14 +29,16 @@ def _frames(path):
 
 @pytest.mark.parametrize("ext", [".gif", ".mp4"])
 @pytest.mark.parametrize("name", sorted(PAPER))
-def test_pretrained_model_beside_the_paper_policy(name, ext, tmp_path, capsys):
+def test_pretrained_model_beside_the_paper_policy(name, ext, tmp_path, capsys, caplog):
     """The shipped model acts in an env with its side-car's padding and action mode, the paper's policy in the
     env's own: both play slots 0..2 of one instance, side by side (3 frames each: slots 0, 1, 2)."""
     out = tmp_path / f"x{ext}"
     agents = f"sb3:pretrained/{name},{PAPER[name]}"
     assert main(["replay", f"clustergym/{name}", "--agents", agents, "--horizon", "2", "--every", "1",
                  "--out", str(out)]) == 0, capsys.readouterr().err
-    assert capsys.readouterr().out.strip() == f"wrote {out}"
+    std = capsys.readouterr()
+    assert std.out.strip() == f"wrote {out}" and std.err == ""
+    assert not [r for r in caplog.records if "macro_block_size" in r.getMessage()]  # padded, not resized
     frames = _frames(str(out))
     assert frames.shape[0] == 3
     width = 2 * FRAME[1] + 8  # two panels and the gap; an MP4 padded to whole 16-pixel blocks
