@@ -115,6 +115,7 @@ class EpisodeViewer:
 
     title = "episode"
     label = ""  # shown before the title (the agent's name in ``clustergym replay``)
+    label_apart = False  # the label on a line of its own (a long one: a model's path)
     # Side-by-side replays fix these so both panels read alike: the timeline's colour scale (vmin, vmax)
     # and its last slot (the x axis then spans 0..end at every frame). None: each frame's own.
     shared_scale: tuple[float, float] | None = None
@@ -178,8 +179,10 @@ class EpisodeViewer:
 
         bx.xaxis.set_major_locator(MaxNLocator(integer=True))
         bx.grid(alpha=0.3)
-        head = f"[{self.label}] " if self.label else ""
-        fig.suptitle(f"{head}{self.title}   slot {n} / {self.horizon}" + (f"\n{sub}" if sub else ""), fontsize=11)
+        line = f"{self.title}   slot {n} / {self.horizon}"
+        if self.label:
+            line = f"[{self.label}]" + ("\n" if self.label_apart else " ") + line
+        fig.suptitle(line + (f"\n{sub}" if sub else ""), fontsize=11)
         return fig
 
     def frame(self) -> np.ndarray:

@@ -30,6 +30,7 @@ __all__ = ["record_episode", "episode_extent", "shared_view", "side_by_side", "r
            "MAX_FRAMES", "FPS_RANGE"]
 
 MAX_FRAMES = 100  # default frames per animation: every = ceil(horizon / MAX_FRAMES)
+LABEL_INLINE = 16  # the longest agent name shown on the title's line (longer ones go on a line of their own)
 FPS_RANGE = (0.01, 100.0)  # a GIF stores each frame's delay in 1/100 s (2 bytes); an MP4's rate must be a sane rational
 
 
@@ -96,13 +97,16 @@ def _run(env_id: str, agent: str, seed: int, horizon: int | None, every: int | N
 def record_episode(env_id: str, agent: str, seed: int = 0, *, horizon: int | None = None, every: int | None = None,
                    env_kwargs: dict | None = None, shared_scale: tuple[float, float] | None = None,
                    end_slot: int | None = None, shared_totals: tuple[float, float] | None = None,
-                   progress: Callable[[int], None] | None = None, acting=None) -> list[np.ndarray]:
+                   progress: Callable[[int], None] | None = None, acting=None,
+                   label_apart: bool = False) -> list[np.ndarray]:
     """The viewer's frames of ``agent``'s episode on instance ``seed`` (unless ``env_kwargs`` has a
     ``scenario_seed``) with dynamics seed ``seed``: after reset, then every ``every`` slots and at the end.
     ``shared_scale``/``shared_totals``/``end_slot``: the timeline's colour scale, the totals' y limits and the
     last slot, fixed (side-by-side replays). ``progress(k)``: called after every k frames. ``acting``: the agent
-    object to run (made for these env kwargs; default: made from ``agent``)."""
-    view = {"shared_scale": shared_scale, "end_slot": end_slot, "shared_totals": shared_totals}
+    object to run (made for these env kwargs; default: made from ``agent``). ``label_apart``: the agent's name
+    on a line of its own above the title."""
+    view = {"shared_scale": shared_scale, "end_slot": end_slot, "shared_totals": shared_totals,
+            "label_apart": label_apart}
     return _run(env_id, agent, seed, horizon, every, env_kwargs, view, True, progress, acting)[0]
 
 
@@ -292,6 +296,8 @@ def _animation(tasks: list[tuple], every: int | None, progress: bool, made: dict
                 extents.append(episode_extent(env_id, agent, seed, horizon=h, env_kwargs=kwargs, every=every,
                                               progress=bar.update, acting=a))
             view = shared_view(extents)
+        # a long name (a model's path) on a line of its own, in every panel alike so that they line up
+        view["label_apart"] = max(len(t[1]) for t in tasks) > LABEL_INLINE
         runs = []
         for (env_id, agent, seed, h, kwargs), a in zip(tasks, acting):
             bar.set_description_str(agent)

@@ -265,3 +265,28 @@ def test_the_human_window_starts_only_pygame_s_display(monkeypatch):
     v.reset()
     v.close()
     assert "display.init" in calls and "init" not in calls
+
+
+def test_a_long_agent_name_goes_on_its_own_line_in_both_panels(tmp_path, monkeypatch):
+    """A model's path does not fit before the title: it gets a line of its own, and so does the other panel's
+    name, so that both panels keep one layout."""
+    from clustergym.core.viewer import EpisodeViewer
+
+    titles = []
+    real = EpisodeViewer.figure
+
+    def spy(self):
+        fig = real(self)
+        titles.append(fig._suptitle.get_text())
+        return fig
+
+    monkeypatch.setattr(EpisodeViewer, "figure", spy)
+    out = tmp_path / "x.gif"
+    assert main(["replay", "clustergym/ApproxJobs-v0", "--agents", "sb3:pretrained/ApproxJobs-v0,opm",
+                 "--horizon", "1", "--out", str(out)]) == 0
+    drawn = titles[2:]  # [:2]: the undrawn runs' ends (for the shared scales)
+    assert len(drawn) == 4 and {t.split("\n")[0] for t in drawn} == {"[sb3:pretrained/ApproxJobs-v0]", "[opm]"}
+    titles.clear()
+    assert main(["replay", "clustergym/ApproxJobs-v0", "--agents", "fair,opm", "--horizon", "1",
+                 "--out", str(tmp_path / "y.gif")]) == 0
+    assert all(t.split("\n")[0].startswith("[") and "ApproxJobs" in t.split("\n")[0] for t in titles)
