@@ -431,7 +431,7 @@ def cmd_replay(args) -> int:
     if args.every is not None and args.every < 1:
         raise UsageError(f"--every {args.every} is invalid: expected an integer >= 1")
     out = replay(args.env_id, agents, args.out, args.seed, horizon=args.horizon, every=args.every, fps=args.fps,
-                 env_kwargs=env_kwargs, overwrite=args.overwrite)
+                 env_kwargs=env_kwargs, overwrite=args.overwrite, progress=not args.no_progress)
     print(f"wrote {out}")
     return 0
 

@@ -245,11 +245,12 @@ def _add_replay_parser(sub, debug: argparse.ArgumentParser) -> None:
     v.add_argument("--horizon", type=int, default=None, help="episode length (default: the env's)")
     v.add_argument("--every", type=int, default=None,
                    help="slots between frames (default: about 100 frames per episode)")
-    v.add_argument("--fps", type=float, default=8.0, help="frames per second of the animation")
+    v.add_argument("--fps", type=float, default=8.0, help="frames per second of the animation (0.01 to 100)")
     _add_set(v)
     v.add_argument("--out", required=True, help="the animation file: .gif, or .mp4 (needs imageio-ffmpeg: pip install 'clustergym[video]')")
     v.add_argument("--overwrite", action="store_true", help="replace an existing --out file (only once the new "
                    "animation is complete)")
+    v.add_argument("--no-progress", action="store_true", help="no progress bar")
     v.set_defaults(func=cmd_replay)
 
 

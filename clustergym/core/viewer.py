@@ -115,12 +115,16 @@ class EpisodeViewer:
 
     title = "episode"
     label = ""  # shown before the title (the agent's name in ``clustergym replay``)
+    label_apart = False  # the label on a line of its own (a long one: a model's path)
     # Side-by-side replays fix these so both panels read alike: the timeline's colour scale (vmin, vmax)
     # and its last slot (the x axis then spans 0..end at every frame). None: each frame's own.
     shared_scale: tuple[float, float] | None = None
     end_slot: int | None = None
     natural_scale: tuple[float, float] | None = None  # the scale the last frame's data asked for
     drawn_scale: tuple[float, float] | None = None  # the scale the last frame was drawn with
+    # The same for the totals panel's y axis: fixed by side-by-side replays, else each frame's own limits.
+    shared_totals: tuple[float, float] | None = None
+    natural_totals: tuple[float, float] | None = None  # the y limits the last frame's totals asked for
 
     def __init__(self, mode: str, horizon: int, fps: int = 4) -> None:
         if mode == "human":
@@ -165,14 +169,20 @@ class EpisodeViewer:
                                      gridspec_kw={"height_ratios": [3, 1.3]})
         n = self.history.n
         sub = self.draw(ax, bx)
+        lo, hi = bx.get_ylim()
+        self.natural_totals = (float(lo), float(hi))
+        if self.shared_totals is not None:
+            bx.set_ylim(*self.shared_totals)
         ax.set_xlim(0, max(n, self.end_slot or 0, 1))
         bx.set_xlabel("time slot t")
         from matplotlib.ticker import MaxNLocator
 
         bx.xaxis.set_major_locator(MaxNLocator(integer=True))
         bx.grid(alpha=0.3)
-        head = f"[{self.label}] " if self.label else ""
-        fig.suptitle(f"{head}{self.title}   slot {n} / {self.horizon}" + (f"\n{sub}" if sub else ""), fontsize=11)
+        line = f"{self.title}   slot {n} / {self.horizon}"
+        if self.label:
+            line = f"[{self.label}]" + ("\n" if self.label_apart else " ") + line
+        fig.suptitle(line + (f"\n{sub}" if sub else ""), fontsize=11)
         return fig
 
     def frame(self) -> np.ndarray:
@@ -184,8 +194,7 @@ class EpisodeViewer:
         pygame = require_pygame()
         img = self.frame()
         if self._window is None:
-            pygame.init()
-            pygame.display.init()
+            pygame.display.init()  # the display only: pygame.init() would start audio too (ALSA errors headless)
             screen = pygame.display.set_mode((img.shape[1], img.shape[0]))
             pygame.display.set_caption(self.title)
             self._window = (screen, pygame.time.Clock())
@@ -224,7 +233,8 @@ def group_ticks(ax, group_of_row: np.ndarray, label: str, prefix: str, max_label
     """Y ticks at the middle of each run of equal ``group_of_row`` values (labelled ``names[g]``, else
     ``prefix + g``), with separator lines. Groups too close to label without overlap are skipped, unless
     ``label_all``: then every group is labelled, labels of small neighbouring groups spread apart with a
-    leader line to their group's middle."""
+    leader line to their group's middle, as long as all the labels fit the axis without overlapping (else
+    groups are skipped as without ``label_all``)."""
     g = np.asarray(group_of_row)
     if g.size == 0:
         ax.set_yticks([])
@@ -234,7 +244,7 @@ def group_ticks(ax, group_of_row: np.ndarray, label: str, prefix: str, max_label
     mids = (starts + ends - 1) / 2
     gap = g.size / (1.6 * max_labels)  # rows between two labels, so that they never overlap
     text = [names[int(g[s])] if names else f"{prefix}{int(g[s])}" for s in starts]
-    if label_all:
+    if label_all and (len(mids) - 1) * gap <= g.size - 1:  # every label fits, at least ``gap`` apart
         pos = _spread(mids.astype(float), gap, -0.5, g.size - 0.5)
         ax.set_yticks(mids, [""] * len(mids))  # tick marks at each group's middle
         trans = ax.get_yaxis_transform()  # x: axes fraction, y: rows
@@ -244,7 +254,8 @@ def group_ticks(ax, group_of_row: np.ndarray, label: str, prefix: str, max_label
                         arrowprops=None if abs(p - m) < 0.3 else dict(arrowstyle="-", lw=0.5, color="0.45"))
         for s in starts[1:]:
             ax.axhline(s - 0.5, color="0.55", lw=0.5)
-        ax.set_ylabel(label, labelpad=30)
+        # the axis label clears the labels: their offset (0.03 of the axis, about 15 pt) and their width
+        ax.set_ylabel(label, labelpad=18 + 4.5 * max(len(t) for t in text))
         return
     shown, last = [], -np.inf
     for k, mid in enumerate(mids):

@@ -21,7 +21,7 @@ from clustergym.core.agent import make as make_agent, public_info
 from clustergym.core.metrics import MetricsAccumulator, _scalar, metrics_spec_of
 from clustergym.runner.results import RunResult
 
-__all__ = ["Episode", "Transition", "agent_statistics", "make_env", "run_episode", "run_one", "scenario_fingerprint", "time_decisions"]
+__all__ = ["Episode", "Transition", "agent_statistics", "bound_agent", "make_env", "run_episode", "run_one", "scenario_fingerprint", "time_decisions"]
 
 
 @dataclass
@@ -153,6 +153,17 @@ def agent_statistics(agent) -> dict[str, float]:
     return {f"agent_{k}": float(v) for k, v in (fn() if callable(fn) else {}).items()}
 
 
+def bound_agent(agent_spec: str, env_id: str, env_kwargs: dict | None = None, made=None):
+    """The agent ``agent_spec`` (``made``: that agent, already made) for an env of ``env_id`` built with
+    ``env_kwargs``: a trained model is told the kwargs (``bind_env_kwargs``: the padding its env was built
+    with) before its episode."""
+    agent = make_agent(agent_spec, env_id=env_id) if made is None else made
+    bind = getattr(agent, "bind_env_kwargs", None)
+    if callable(bind):
+        bind(dict(env_kwargs or {}))
+    return agent
+
+
 def run_one(env_id: str, agent_spec: str, seed: int, horizon: int, env_kwargs: dict | None = None,
             progress: Callable[[int], None] | None = None) -> RunResult:
     """One episode of ``agent_spec`` on ``env_id`` with env seed ``seed`` (:func:`run_episode`).
@@ -162,10 +173,7 @@ def run_one(env_id: str, agent_spec: str, seed: int, horizon: int, env_kwargs: d
     metrics for evaluation (per-slot ``regret`` when the env has an oracle).
     """
     env = make_env(env_id, horizon=horizon, **(env_kwargs or {}))
-    agent = make_agent(agent_spec, env_id=env_id)
-    bind = getattr(agent, "bind_env_kwargs", None)  # a trained model: the padding its env was built with
-    if callable(bind):
-        bind(dict(env_kwargs or {}))
+    agent = bound_agent(agent_spec, env_id, env_kwargs)
     ep = run_episode(env, agent, seed, max_steps=horizon, progress=progress)
     env.close()
     steps, rewards, regrets, oracle, decision = ep.steps, ep.rewards, ep.regrets, ep.oracle, ep.decision_s

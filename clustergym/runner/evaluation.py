@@ -37,7 +37,7 @@ from clustergym.runner.results import Results, RunResult, attach_scores
 from clustergym.core.version import __version__
 from clustergym.runner.workers import run_local
 
-__all__ = ["BACKENDS", "MAX_VALUES", "check_count", "check_size", "evaluate"]
+__all__ = ["BACKENDS", "MAX_VALUES", "check_count", "check_size", "evaluate", "planned_runs"]
 
 BACKENDS = ("local", "ray")
 
@@ -100,6 +100,21 @@ def evaluate(env_id: str, agents: Sequence[str], seeds: Sequence[int], horizon: 
             r.trained_on = hooks.trained_on(r.instance, plan.pinned_by_model)
     return Results(env_id=env_id, env_kwargs=plan.env_kwargs, horizon=int(horizon), runs=list(runs),
                    version=__version__, reference_runs=reference, instance_axis=plan.axis)
+
+
+def planned_runs(env_id: str, agents: Sequence[str], seeds: Sequence[int], horizon: int,
+                 env_kwargs: dict | None = None, instances: Sequence[int] | None = None,
+                 score: bool = True) -> tuple[list[tuple], dict]:
+    """The runs :func:`evaluate` would make, checked as it checks them but not run: one
+    ``(env_id, agent, seed, horizon, env_kwargs)`` per (agent, instance, seed), each agent's env kwargs those
+    its run gets (the instance a model was trained on, a model's padding and action kwargs, and with
+    ``score`` the kwargs that turn the env's bound on); and the agents trained on instances made to check
+    them (by name: a caller may run these instead of loading the models again). ``clustergym replay`` builds
+    its envs from them."""
+    agents, seeds, horizon, env_kwargs, _, instances = _checked_inputs(agents, seeds, horizon, env_kwargs, 1,
+                                                                       "local", instances)
+    _, models, env_kwargs = _checked_agents(env_id, agents, horizon, env_kwargs, score)
+    return _plan_runs(env_id, agents, seeds, horizon, 1, env_kwargs, instances, models).tasks, models
 
 
 def _checked_inputs(agents, seeds, horizon, env_kwargs, workers, backend, instances) -> tuple:

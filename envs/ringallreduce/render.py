@@ -38,7 +38,7 @@ def job_colormap():
 
 
 class RingViewer(EpisodeViewer):
-    """P3 timeline: every server (rows, grouped by rack; every rack labelled) × slot t; colour = the job whose
+    """P3 timeline: every server (rows, grouped by rack; every rack labelled where the labels fit) × slot t; colour = the job whose
     ring holds most of the server's GPUs that slot (one colour per job id, so a ring's servers share a colour;
     one of :data:`JOB_COLORS`, never that of another job in the window at the same time; white = idle). The key lists every job of the
     last slot with its colour and the racks its ring spans. Below: GPUs in use and the most loaded server and

@@ -175,8 +175,10 @@ def test_side_by_side_panels_share_one_colour_scale_and_one_end_slot(tmp_path, c
 def test_shared_view_covers_both_scales_and_ends_at_the_later_slot():
     from clustergym.runner.replay import shared_view
 
-    assert shared_view([((0.0, 40.0), 561), ((0.0, 100.0), 574)]) == ((0.0, 100.0), 574)
-    assert shared_view([(None, 5), ((0.0, 1.0), 3)]) == (None, 5)
+    assert shared_view([((0.0, 40.0), (0.0, 7.0), 561), ((0.0, 100.0), (-1.0, 5.0), 574)]) == {
+        "shared_scale": (0.0, 100.0), "shared_totals": (-1.0, 7.0), "end_slot": 574}
+    assert shared_view([(None, (0.0, 1.0), 5), ((0.0, 1.0), None, 3)]) == {
+        "shared_scale": None, "shared_totals": None, "end_slot": 5}
 
 
 def test_a_replay_file_gets_the_usual_permissions(tmp_path):

@@ -146,6 +146,7 @@ class MultiServerChannelEnv(ClusterEnv[ChannelObservation, np.ndarray]):
 
     pad_kwargs = ("max_edges",)
     score_env_kwargs = {"oracle": True}  # the per-slot knapsack oracle, the bound of a score (clustergym.evaluate)
+    viewer_env_kwargs = {"oracle": True}  # the viewer draws the oracle's max ṽᵀx as a reference (clustergym replay)
 
     def __init__(self, scenario: str | Scenario = "paper", *, scenario_seed: int = 0, horizon: int = 2000,
                  oracle: bool = False, infeasible: str = "repair", render_mode: str | None = None,
