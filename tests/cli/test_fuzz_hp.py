@@ -23,7 +23,7 @@ from clustergym.runner.results import RUN_FILES
 
 P4 = clustergym.ENV_IDS[3]
 _REAL_TRAIN = training.train  # the fixture stubs it; the divergence cases run it with learning stubbed
-TIMEOUT_S = 30
+TIMEOUT_S = 90
 OLD = b"the earlier run"
 
 
