@@ -9,10 +9,16 @@ runs in flight, and running it again finishes from the store with the results an
 timing fields aside: :data:`clustergym.runner.results.TIMING_FIELDS`).
 
 **Keys.** A run's file is named by a hash of the task function's name, the task (canonical JSON, arrays and
-other objects by the hash of their bytes) and the **code fingerprint** (:func:`code_fingerprint`, plus the
-source of the task function's own module, and the learning modules' fingerprint for a trained model's run):
-editing a module a run depends on makes every earlier run stale, and stale runs are never reused (they stay on
-disk, under their fingerprint's folder, until removed).
+other objects by the hash of their bytes) and the code the run can reach: the **code fingerprint**
+(:func:`code_fingerprint`: every module of the envs, agents, baselines, core and runner but those of
+:data:`NOT_IN_RUNS`), the source of the task function's module together with every module of clustergym (and
+of the task module's own package) that it imports, directly or through each other, whether listed in
+:data:`NOT_IN_RUNS` or not (:func:`reachable_sources`: an experiment's task calling another experiment module's
+episode function keys on both), and the learning modules' fingerprint for a trained model's run. Editing any
+of these makes every earlier run it keys stale, and stale runs are never reused (they stay on disk, under their
+fingerprint's folder, until removed); editing a report module no task module imports re-runs nothing. Code a
+task reaches only by name (an env id, an agent name, a plugin) is covered where it lives in the fingerprinted
+modules.
 
 **Merging.** Files never collide unless they hold the same run, so stores computed on other machines (or by
 Ray workers writing to a shared file system) merge by copying their folders into one.
@@ -28,6 +34,7 @@ containers and :class:`~clustergym.runner.results.RunResult` only), so a crafted
 
 from __future__ import annotations
 
+import ast
 import contextlib
 import hashlib
 import importlib.util
@@ -45,6 +52,7 @@ import numpy as np
 from clustergym.runner.results import atomic_write
 
 __all__ = ["RunStore", "StoredTask", "TaskInfo", "active_store", "code_fingerprint", "describe", "fingerprint_files",
+           "reachable_sources",
            "config_key", "placeholder", "register_task", "suspended", "use_store"]
 
 # Modules that only present, schedule, store or report runs, or only train: editing them cannot change what an
@@ -97,20 +105,93 @@ def code_fingerprint(learning: bool = False) -> str:
 
 
 _MODULE_HASHES: dict[str, str] = {}
+_IMPORTS: dict[str, set[str]] = {}  # a source file -> the modules its import statements name (parsed once)
+WINGS = ("clustergym.envs", "clustergym.agents", "clustergym.baselines")
+
+
+def _roots(top: str = "") -> list[tuple[str, str]]:
+    """``(dotted name, folder)`` of the clustergym package and its wings, and of the package ``top`` (a task
+    module's own top-level package, if it is one), the longest name first."""
+    pkg = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # the clustergym package (this file: runner/)
+    out = [("clustergym", pkg)]
+    for name in WINGS:
+        spec = importlib.util.find_spec(name)
+        out += [(name, os.path.abspath(d)) for d in ((spec.submodule_search_locations or []) if spec else [])]
+    if top and top != "clustergym":
+        out += [(top, os.path.abspath(d)) for d in (getattr(sys.modules.get(top), "__path__", None) or [])]
+    return sorted(out, key=lambda r: -len(r[0]))
+
+
+def _module_file(name: str, roots: list[tuple[str, str]]) -> str | None:
+    """The source file of module ``name`` under ``roots`` (a package: its ``__init__.py``), None outside them."""
+    for prefix, folder in roots:
+        if name == prefix or name.startswith(prefix + "."):
+            base = os.path.join(folder, *name[len(prefix) + 1:].split(".")) if name != prefix else folder
+            for p in (os.path.join(base, "__init__.py"), base + ".py"):
+                if os.path.isfile(p):
+                    return os.path.realpath(p)
+    return None
+
+
+def _imported(path: str, name: str) -> set[str]:
+    """Every module an ``import`` or ``from ... import`` statement of ``path`` (module ``name``) names, anywhere in
+    it (functions included), with the packages above each (importing a module runs its packages' ``__init__``)."""
+    if path not in _IMPORTS:
+        with open(path, "rb") as fh:
+            tree = ast.parse(fh.read(), filename=path)
+        package = name if os.path.basename(path) == "__init__.py" else name.rpartition(".")[0]
+        found: set[str] = set()
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Import):
+                found.update(a.name for a in node.names)
+            elif isinstance(node, ast.ImportFrom):
+                parts = package.split(".") if node.level else []
+                base = ".".join(parts[:len(parts) - node.level + 1] if node.level else [])
+                mod = ".".join(x for x in (base, node.module or "") if x)
+                found.add(mod)
+                found.update(f"{mod}.{a.name}" for a in node.names)  # kept where it is a module
+        _IMPORTS[path] = {".".join(m.split(".")[:i]) for m in found if m for i in range(1, m.count(".") + 2)}
+    return _IMPORTS[path]
+
+
+def reachable_sources(name: str) -> dict[str, str]:
+    """``{module: source file}`` of module ``name`` and of every module of the clustergym package, its wings and
+    ``name``'s own top-level package that it imports, directly or through each other (an AST scan of the
+    import statements: the code a task function of ``name`` can call)."""
+    top = name.partition(".")[0]
+    roots = _roots(top)
+    own = _module_file(name, roots) or getattr(sys.modules.get(name), "__file__", None)
+    if not own or not os.path.isfile(own):
+        return {}
+    seen, todo = {name: os.path.realpath(own)}, [name]
+    for parent in (name.rsplit(".", k)[0] for k in range(1, name.count(".") + 1)):  # run when it is imported
+        path = _module_file(parent, roots)
+        if path is not None:
+            seen[parent] = path
+            todo.append(parent)
+    while todo:
+        mod = todo.pop()
+        for dep in sorted(_imported(seen[mod], mod)):
+            path = None if dep in seen else _module_file(dep, roots)
+            if path is not None:
+                seen[dep] = path
+                todo.append(dep)
+    return seen
 
 
 def _module_hash(fn: Callable) -> str:
-    """The hash of the source file of ``fn``'s module (a task function outside the fingerprinted modules, e.g.
-    an experiment's own episode function, still keys its runs by its code); read once per process, as the code
+    """The hash of the source of ``fn``'s module and of every package module it imports
+    (:func:`reachable_sources`), so a run of a task function keys on the code it calls wherever that lives
+    (an experiment's episode function in another experiment module included); read once per process, as the code
     fingerprint is."""
     name = getattr(fn, "__module__", "") or ""
     if name not in _MODULE_HASHES:
-        path = getattr(sys.modules.get(name), "__file__", None)
-        if not path:
-            _MODULE_HASHES[name] = "-"
-        else:
-            with open(path, "rb") as fh:
-                _MODULE_HASHES[name] = hashlib.sha256(fh.read()).hexdigest()[:12]
+        files = reachable_sources(name)
+        h = hashlib.sha256()
+        for mod in sorted(files):
+            with open(files[mod], "rb") as fh:
+                h.update(mod.encode() + b"\0" + hashlib.sha256(fh.read()).digest())
+        _MODULE_HASHES[name] = h.hexdigest()[:12] if files else "-"
     return _MODULE_HASHES[name]
 
 
@@ -160,8 +241,8 @@ def register_task(fn: Callable, *, describe: Callable[[tuple], TaskInfo], placeh
                   own_code: bool = True) -> None:
     """Tell the store what a task of ``fn`` runs (``describe``: for plans and unit costs) and what stands in for
     its result in a plan (``placeholder``: a value of the result's form, never written anywhere).
-    ``own_code=False``: ``fn`` only hands its task to fingerprinted code (the runner's episode), so the source of
-    its own module does not key its runs."""
+    ``own_code=False``: ``fn`` only hands its task to fingerprinted code (the runner's episode), so the sources of
+    its module and of the modules it imports (:func:`reachable_sources`) do not key its runs."""
     _KINDS[_fn_name(fn)] = _TaskKind(describe, placeholder, own_code)
 
 
