@@ -265,10 +265,11 @@ def _toy_sweep(root, monkeypatch) -> tuple[list, RunStore]:
     imported afresh, the module hashes computed afresh."""
     import importlib
 
+    import clustergym.runner.codescan as cs
     import clustergym.runner.runstore as rs
 
     monkeypatch.setattr(rs, "_MODULE_HASHES", {})
-    monkeypatch.setattr(rs, "_IMPORTS", {})
+    monkeypatch.setattr(cs, "_IMPORTS", {})
     for mod in [m for m in sys.modules if m.startswith("toystorepkg")]:
         del sys.modules[mod]
     importlib.invalidate_caches()
@@ -296,7 +297,7 @@ def test_an_edit_to_a_callee_in_another_module_makes_the_stored_runs_stale(tmp_p
 
 def test_an_experiment_task_is_keyed_by_the_experiment_modules_it_calls():
     """The OPM extra's task calls opm_runs.episode: opm_runs is among the sources its runs are keyed by."""
-    from clustergym.runner.runstore import reachable_sources
+    from clustergym.runner.codescan import reachable_sources
 
     files = reachable_sources("clustergym.experiments.extra.opm_more")
     assert "clustergym.experiments.opm_runs" in files and "clustergym.runner.episode" in files
