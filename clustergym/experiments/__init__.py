@@ -165,10 +165,15 @@ def read_costs(path: str) -> dict[str, tuple[float, int]]:
     try:
         with open(path) as f:
             doc = json.load(f)
-        return {str(k): (float(c), int(h)) for k, (c, h) in doc["unit_costs"].items()}
-    except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
+        costs = {str(k): (float(c), int(h)) for k, (c, h) in doc["unit_costs"].items()}
+    except (OSError, ValueError, KeyError, TypeError, AttributeError, OverflowError) as exc:
         raise ValueError(f"--costs-from {path!r} is neither a run store (OUT/store) nor a costs file written by "
                          f"--save-costs ({type(exc).__name__})") from None
+    bad = [k for k, (c, h) in costs.items() if not (0.0 <= c < float("inf") and h >= 1)]
+    if bad:
+        raise ValueError(f"--costs-from {path!r}: the unit cost of {bad[0]} is out of range (expected a CPU time "
+                         "per slot >= 0 and a horizon >= 1)")
+    return costs
 
 
 def write_costs(path: str, costs: dict[str, tuple[float, int]]) -> None:

@@ -177,3 +177,18 @@ def test_a_sound_record_is_still_reused(tmp_path):
         assert run_tasks(_double, [(7,)], 1)[0] == {"x": 14}
     assert CALLS == [] and again.reused == 1
     assert [r["horizon"] for r in again.records()] == [3]
+
+
+@pytest.mark.parametrize("entry", [[1e400, 5], [0.5, 1e400], [float("nan"), 5], [-1.0, 5], [0.5, 0]])
+def test_a_costs_file_with_a_cost_out_of_range_is_one_line(entry, tmp_path, capsys):
+    """``--costs-from FILE`` holding an infinite, NaN or negative cost or horizon: one line, exit 2."""
+    import json
+
+    from clustergym.cli.main import main
+
+    costs = tmp_path / "costs.json"
+    costs.write_text(json.dumps({"unit_costs": {"x": entry}}))
+    assert main(["reproduce", "opm", "--quick", "--tiny", "--instances", "0", "--plan", "--out",
+                 str(tmp_path / "r"), "--costs-from", str(costs)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "--costs-from" in err and "Traceback" not in err, err
