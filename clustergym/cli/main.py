@@ -203,7 +203,7 @@ def _add_tune_parser(sub, debug: argparse.ArgumentParser) -> None:
     tu.add_argument("--storage", default=None, metavar="URL",
                     help="Optuna storage shared by several tuning processes or machines (default: sqlite in --out)")
     tu.add_argument("--study", default=None, help="study name (default ENV-ALGO, ENV-ALGO-entity with --net entity); "
-                    "an existing study is continued")
+                    "an existing study is continued, with its own settings (other ones are refused)")
     tu.add_argument("--out", default=None, help="folder of tuning.json and the default storage "
                     "(default runs/tune/STUDY)")
     tu.add_argument("--no-progress", action="store_true", help="no line per trial")

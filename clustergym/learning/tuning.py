@@ -37,6 +37,8 @@ RDB URL, e.g. ``postgresql://...`` or a shared ``sqlite:///`` file) and ``--stud
 trials and the record is written from the storage. With one process, the same ``--seed`` gives the same
 trials (TPE is seeded and every trial trains with a fixed seed); with several, the order in which trials
 finish decides what the sampler sees, so the trials differ. A continued study (the same ``--out`` or storage)
+keeps its settings (:data:`STUDY_SETTINGS`, stored with the study and in its record): a run with any of them
+different is refused before anything runs (:func:`check_continuation`), only the number of trials may change. It
 seeds its sampler from ``--seed`` and the number of trials already in the study, so it proposes new
 hyperparameters rather than the first run's again. Ctrl-C keeps the finished trials (they count when the
 study is continued) and writes the record of what finished.
@@ -67,7 +69,7 @@ from clustergym.runner.evaluation import evaluate
 
 __all__ = ["SEARCH_SPACE", "VALIDATION", "TuneConfig", "sample_params", "normalised_value", "tune", "record_of",
            "study_name_of", "check_storage", "sampler_seed", "default_runs", "instance_is_seed", "reference_agent",
-           "stored_values"]
+           "stored_values", "STUDY_SETTINGS", "settings_of", "check_continuation"]
 
 VALIDATION = tuple(range(900, 910))  # the default validation instances (part of DEFAULT_VALIDATION_INSTANCES)
 
@@ -231,6 +233,60 @@ def _objective(cfg: TuneConfig, ref: dict, rnd: dict, progress: bool) -> Callabl
     return objective
 
 
+# The settings a study's values depend on, as its record holds them, and the option of ``clustergym tune`` that sets
+# each: a continued study (the same --out or --storage and --study) must have them all equal.
+STUDY_SETTINGS = {"env_id": "ENV_ID", "algo": "--algo", "net": "--net", "timesteps_per_trial": "--timesteps",
+                  "horizon": "--horizon", "reference": "--reference", "validation_instances": "--instances",
+                  "seeds": "--seeds", "env_kwargs": "--set", "train_seeds": "--train-seeds", "n_envs": "--n-envs",
+                  "sampler_seed": "--seed", "study": "--study"}
+
+
+def settings_of(cfg: TuneConfig, name: str) -> dict:
+    """The :data:`STUDY_SETTINGS` of a study ``name`` tuned with ``cfg``, as its record holds them (JSON values)."""
+    return json.loads(json.dumps({
+        "env_id": cfg.env_id, "algo": cfg.algo, "net": cfg.net, "timesteps_per_trial": cfg.timesteps,
+        "horizon": cfg.horizon, "reference": cfg.reference_agent(),
+        "validation_instances": "instance = seed" if cfg.instances is None else list(cfg.instances),
+        "seeds": list(cfg.seeds), "env_kwargs": dict(cfg.env_kwargs), "train_seeds": cfg.train_seeds,
+        "n_envs": cfg.n_envs or 4, "sampler_seed": cfg.seed, "study": name}))
+
+
+def _shown(value) -> str:
+    """A setting as a user types it: runs of integers as ``a-b``, kwargs as ``k=v``."""
+    if isinstance(value, dict):
+        return ",".join(f"{k}={v}" for k, v in sorted(value.items())) or "none"
+    if isinstance(value, list) and value and all(isinstance(v, int) for v in value):
+        if value == list(range(value[0], value[0] + len(value))) and len(value) > 1:
+            return f"{value[0]}-{value[-1]}"
+        return ",".join(map(str, value))
+    return "seed" if value == "instance = seed" else str(value)
+
+
+def check_continuation(held: dict, cfg: TuneConfig, name: str, where: str, instead: str) -> None:
+    """A ValueError (one line naming the option) where a setting of the study (``held``: its record or stored
+    settings; a setting it lacks is not compared) differs from ``cfg``'s: its values are not comparable."""
+    now = settings_of(cfg, name)
+    for key, flag in STUDY_SETTINGS.items():
+        if key in held and held[key] != now[key]:
+            raise ValueError(f"tune: {flag} {_shown(now[key])} differs from the study in {where} "
+                             f"({_shown(held[key])}); use another {instead}")
+
+
+def _held_record(out: str) -> dict | None:
+    """The record ``tuning.json`` in ``out`` of an earlier run (None without one); a ValueError if it is not one."""
+    path = os.path.join(out, "tuning.json")
+    if not os.path.lexists(path):
+        return None
+    try:
+        with open(path) as f:
+            rec = json.load(f)
+    except (OSError, UnicodeDecodeError, ValueError):
+        rec = None
+    if not isinstance(rec, dict) or not isinstance(rec.get("trials"), list):
+        raise ValueError(f"tune: {path} is not a tuning record (it would be replaced); use another --out")
+    return rec
+
+
 def record_of(study, cfg: TuneConfig) -> dict:
     """The study's record (module docstring) from its storage: settings, every trial, the best one."""
     trials = []
@@ -249,7 +305,7 @@ def record_of(study, cfg: TuneConfig) -> dict:
             "validation_instances": "instance = seed" if cfg.instances is None else list(cfg.instances),
             "seeds": list(cfg.seeds), "sampler": "TPE",
             "sampler_seed": cfg.seed, "env_kwargs": dict(cfg.env_kwargs), "net": cfg.net,
-            "train_seeds": cfg.train_seeds,
+            "train_seeds": cfg.train_seeds, "n_envs": cfg.n_envs or 4,
             "search_space": {k: list(v) if not isinstance(v[1], tuple) else [v[0], list(v[1])]
                              for k, v in SEARCH_SPACE[cfg.algo].items()},
             "trials": trials, "best": best}
@@ -356,22 +412,19 @@ def tune(cfg: TuneConfig, out: str, *, storage: str | None = None, study_name: s
     # a validation evaluation keeps 2 float64 curves of length horizon per run (4 while it runs), as evaluate counts
     check_memory(8.0 * cfg.horizon * (6 * runs + 4 * (cfg.n_envs or 4)), f"horizon={cfg.horizon}",
                  f"the per-slot curves of {runs} validation runs")
+    storage_given = storage
     if storage is not None:
         check_storage(storage)
+    name = study_name or study_name_of(cfg)
+    held_rec = _held_record(out)
+    if held_rec is not None:  # another run's record in ``out``: this run would replace it
+        check_continuation(held_rec, cfg, name, out, "--out")
     created = not os.path.isdir(out)
     os.makedirs(out, exist_ok=True)
     storage = storage or f"sqlite:///{os.path.abspath(os.path.join(out, 'study.db'))}"
     if storage.startswith("sqlite:"):
         check_storage(storage)
-    name = study_name or study_name_of(cfg)
-    optuna.logging.set_verbosity(optuna.logging.ERROR)  # a stopped trial is reported in one line below
-    try:
-        study = optuna.create_study(study_name=name, storage=storage, direction="maximize", load_if_exists=True)
-    except Exception as exc:  # noqa: BLE001 - the storage refused (checked above; a race or a server's rule)
-        if created:
-            shutil.rmtree(out, ignore_errors=True)
-        first = str(exc).strip().splitlines()
-        raise ValueError(f"--storage: cannot open the study ({first[0] if first else type(exc).__name__})") from None
+    study = _open_study(cfg, name, storage, out, created=created, shared=storage_given is not None)
     held = len(study.get_trials(deepcopy=False))
     study.sampler = optuna.samplers.TPESampler(seed=sampler_seed(cfg.seed, held))
     try:
@@ -391,6 +444,32 @@ def tune(cfg: TuneConfig, out: str, *, storage: str | None = None, study_name: s
     rec = record_of(study, cfg)
     _write_record(rec, out)
     return rec
+
+
+def _open_study(cfg: TuneConfig, name: str, storage: str, out: str, *, created: bool, shared: bool):
+    """The study ``name`` in ``storage``, new or continued: a continued one's settings must be ``cfg``'s
+    (:func:`check_continuation`); a new one keeps them. A refusal removes ``out`` if this run made it."""
+    import optuna
+
+    optuna.logging.set_verbosity(optuna.logging.ERROR)  # a stopped trial is reported in one line by tune
+    try:
+        study = optuna.create_study(study_name=name, storage=storage, direction="maximize", load_if_exists=True)
+    except Exception as exc:  # noqa: BLE001 - the storage refused (checked above; a race or a server's rule)
+        if created:
+            shutil.rmtree(out, ignore_errors=True)
+        first = str(exc).strip().splitlines()
+        raise ValueError(f"--storage: cannot open the study ({first[0] if first else type(exc).__name__})") from None
+    try:
+        if "settings" in study.user_attrs:  # a continued study
+            check_continuation(study.user_attrs["settings"], cfg, name, "--storage" if shared else out,
+                               "--study" if shared else "--out")
+        elif "reference_values" not in study.user_attrs:  # nothing computed yet: these are the study's settings
+            study.set_user_attr("settings", settings_of(cfg, name))
+    except ValueError:
+        if created:
+            shutil.rmtree(out, ignore_errors=True)
+        raise
+    return study
 
 
 def _write_record(rec: dict, out: str) -> None:

@@ -9,10 +9,16 @@ runs in flight, and running it again finishes from the store with the results an
 timing fields aside: :data:`clustergym.runner.results.TIMING_FIELDS`).
 
 **Keys.** A run's file is named by a hash of the task function's name, the task (canonical JSON, arrays and
-other objects by the hash of their bytes) and the **code fingerprint** (:func:`code_fingerprint`, plus the
-source of the task function's own module, and the learning modules' fingerprint for a trained model's run):
-editing a module a run depends on makes every earlier run stale, and stale runs are never reused (they stay on
-disk, under their fingerprint's folder, until removed).
+other objects by the hash of their bytes) and the code the run can reach: the **code fingerprint**
+(:func:`code_fingerprint`: every module of the envs, agents, baselines, core and runner but those of
+:data:`NOT_IN_RUNS`), the source of the task function's module together with every module of clustergym (and
+of the task module's own package) that it imports, directly or through each other, whether listed in
+:data:`NOT_IN_RUNS` or not (:func:`~clustergym.runner.codescan.reachable_sources`: an experiment's task calling another experiment module's
+episode function keys on both), and the learning modules' fingerprint for a trained model's run. Editing any
+of these makes every earlier run it keys stale, and stale runs are never reused (they stay on disk, under their
+fingerprint's folder, until removed); editing a report module no task module imports re-runs nothing. Code a
+task reaches only by name (an env id, an agent name, a plugin) is covered where it lives in the fingerprinted
+modules.
 
 **Merging.** Files never collide unless they hold the same run, so stores computed on other machines (or by
 Ray workers writing to a shared file system) merge by copying their folders into one.
@@ -23,7 +29,10 @@ costs measured on stored runs (CPU seconds per slot of the same agent at the sam
 :func:`clustergym.experiments.plan` prints it.
 
 The files are pickles read back by a restricted unpickler (:class:`_SafeUnpickler`: numpy arrays, plain
-containers and :class:`~clustergym.runner.results.RunResult` only), so a crafted file cannot run code.
+containers and :class:`~clustergym.runner.results.RunResult` only), so a crafted file cannot run code, nor make
+an array or bytes larger than the file (refused before they are allocated). Only regular files are opened (a
+FIFO named like a run would block), and a file that is not a record of the run's form (a dict whose result has
+the type of the task function's results; costs in range) counts as missing: the run is computed again.
 """
 
 from __future__ import annotations
@@ -33,18 +42,21 @@ import hashlib
 import importlib.util
 import io
 import json
+import math
 import os
 import pickle
-import sys
+import stat
 import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterator
 
 import numpy as np
 
+from clustergym.runner.codescan import reachable_sources
 from clustergym.runner.results import atomic_write
 
 __all__ = ["RunStore", "StoredTask", "TaskInfo", "active_store", "code_fingerprint", "describe", "fingerprint_files",
+           "result_type",
            "config_key", "placeholder", "register_task", "suspended", "use_store"]
 
 # Modules that only present, schedule, store or report runs, or only train: editing them cannot change what an
@@ -54,7 +66,8 @@ TRAINING_ONLY = tuple(os.path.join("learning", f) for f in (
     "training.py", "checkpoints.py", "curves.py", "imitation.py", "importing.py", "pools.py", "vec.py", "tuning.py"))
 NOT_IN_RUNS = ("experiments", "cli", "bench", *(os.path.join("core", f) for f in ("viewer.py", "plots.py", "progress.py",
                                                                                  "outdir.py")),
-               *(os.path.join("runner", f) for f in ("runstore.py", "workers.py", "replay.py")), *TRAINING_ONLY)
+               *(os.path.join("runner", f) for f in ("runstore.py", "codescan.py", "workers.py", "replay.py")),
+               *TRAINING_ONLY)
 
 
 NO_RUN_BASENAMES = ("render.py",)  # a family's renderer draws frames of an episode and cannot change it
@@ -97,20 +110,19 @@ def code_fingerprint(learning: bool = False) -> str:
 
 
 _MODULE_HASHES: dict[str, str] = {}
-
-
 def _module_hash(fn: Callable) -> str:
-    """The hash of the source file of ``fn``'s module (a task function outside the fingerprinted modules, e.g.
-    an experiment's own episode function, still keys its runs by its code); read once per process, as the code
+    """The hash of the source of ``fn``'s module and of every package module it imports
+    (:func:`~clustergym.runner.codescan.reachable_sources`), so a run of a task function keys on the code it calls wherever that lives
+    (an experiment's episode function in another experiment module included); read once per process, as the code
     fingerprint is."""
     name = getattr(fn, "__module__", "") or ""
     if name not in _MODULE_HASHES:
-        path = getattr(sys.modules.get(name), "__file__", None)
-        if not path:
-            _MODULE_HASHES[name] = "-"
-        else:
-            with open(path, "rb") as fh:
-                _MODULE_HASHES[name] = hashlib.sha256(fh.read()).hexdigest()[:12]
+        files = reachable_sources(name)
+        h = hashlib.sha256()
+        for mod in sorted(files):
+            with open(files[mod], "rb") as fh:
+                h.update(mod.encode() + b"\0" + hashlib.sha256(fh.read()).digest())
+        _MODULE_HASHES[name] = h.hexdigest()[:12] if files else "-"
     return _MODULE_HASHES[name]
 
 
@@ -147,6 +159,7 @@ class _TaskKind:
     describe: Callable[[tuple], TaskInfo]
     placeholder: Callable[[tuple], Any]
     own_code: bool = True
+    result: type | None = None  # the type of the results (:func:`result_type`)
 
 
 _KINDS: dict[str, _TaskKind] = {}
@@ -160,8 +173,8 @@ def register_task(fn: Callable, *, describe: Callable[[tuple], TaskInfo], placeh
                   own_code: bool = True) -> None:
     """Tell the store what a task of ``fn`` runs (``describe``: for plans and unit costs) and what stands in for
     its result in a plan (``placeholder``: a value of the result's form, never written anywhere).
-    ``own_code=False``: ``fn`` only hands its task to fingerprinted code (the runner's episode), so the source of
-    its own module does not key its runs."""
+    ``own_code=False``: ``fn`` only hands its task to fingerprinted code (the runner's episode), so the sources of
+    its module and of the modules it imports (:func:`~clustergym.runner.codescan.reachable_sources`) do not key its runs."""
     _KINDS[_fn_name(fn)] = _TaskKind(describe, placeholder, own_code)
 
 
@@ -191,10 +204,64 @@ class _SafeUnpickler(pickle.Unpickler):
         ("numpy.dtypes", "UInt8DType"),
     }
 
+    def __init__(self, data: bytes):
+        super().__init__(io.BytesIO(data))
+        self.limit = len(data)  # no array or bytes a file of this size holds can be larger than it
+
     def find_class(self, module: str, name: str):
         if (module, name) not in self.ALLOWED:
             raise pickle.UnpicklingError(f"a run store file may not hold {module}.{name}")
-        return super().find_class(module, name)
+        found = super().find_class(module, name)
+        if name == "_reconstruct":
+            return lambda cls, shape, dtype: found(cls, self._fits(shape, np.dtype(dtype)), dtype)
+        if (module, name) == ("numpy", "dtype"):
+            return self._plain_dtype
+        if name in ("bytes", "bytearray"):
+            return lambda *a: found(*self._fits_bytes(a))
+        return found
+
+    def _fits(self, shape, dtype: np.dtype) -> tuple:
+        """``shape`` if an array of it fits in the file, refused before anything is allocated otherwise."""
+        dims = tuple(int(d) for d in (shape if isinstance(shape, (tuple, list)) else (shape,)))
+        if any(d < 0 for d in dims) or math.prod(dims) * max(dtype.itemsize, 1) > self.limit:
+            raise pickle.UnpicklingError(f"an array of shape {dims} cannot be held by a {self.limit}-byte file")
+        return dims
+
+    def _fits_bytes(self, args: tuple) -> tuple:
+        if args and isinstance(args[0], int) and not 0 <= args[0] <= self.limit:
+            raise pickle.UnpicklingError(f"{args[0]} bytes cannot be held by a {self.limit}-byte file")
+        return args
+
+    @staticmethod
+    def _plain_dtype(*args):
+        dt = np.dtype(*args)
+        if dt.hasobject:  # an object array's elements are allocated before their count is checked
+            raise pickle.UnpicklingError("a run store file may not hold object arrays")
+        return dt
+
+
+def _read_regular(path: str) -> bytes | None:
+    """The bytes of ``path`` if it is a regular file (never opened otherwise: a FIFO would block), else None."""
+    try:
+        if not stat.S_ISREG(os.lstat(path).st_mode):
+            return None
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOFOLLOW", 0))
+        with os.fdopen(fd, "rb") as f:
+            return f.read() if stat.S_ISREG(os.fstat(f.fileno()).st_mode) else None  # swapped in meanwhile
+    except OSError:
+        return None
+
+
+MAX_HORIZON = 2 ** 53  # slots a record may claim (a float counts them exactly)
+MAX_CPU_S = 1e12  # CPU seconds a record may claim
+
+
+def _sound_costs(rec: dict) -> bool:
+    """Does a record's cost part (what plans sum) hold what :meth:`RunStore.save` writes: a CPU time and a
+    horizon (or none) in range, a configuration text (or none)?"""
+    cpu, h, cfg = rec.get("cpu_s"), rec.get("horizon"), rec.get("config")
+    return (isinstance(cpu, float) and 0.0 <= cpu <= MAX_CPU_S
+            and (h is None or (type(h) is int and 1 <= h <= MAX_HORIZON)) and (cfg is None or isinstance(cfg, str)))
 
 
 class RunStore:
@@ -224,13 +291,18 @@ class RunStore:
         return os.path.join(self.folder, self.code, key[:2], key + ".pkl")
 
     def load(self, key: str) -> tuple[bool, Any, dict]:
-        """``(found, result, record)`` of a stored run; a file that cannot be read counts as missing."""
-        try:
-            with open(self.path(key), "rb") as f:
-                rec = _SafeUnpickler(io.BytesIO(f.read())).load()
-            return True, rec["result"], rec
-        except (OSError, EOFError, pickle.UnpicklingError, KeyError, TypeError, ValueError, AttributeError):
+        """``(found, result, record)`` of a stored run; a file that cannot be read, is not a regular file (a FIFO,
+        a link, a folder) or is not a record (a dict with a result) counts as missing."""
+        data = _read_regular(self.path(key))
+        if data is None:
             return False, None, {}
+        try:
+            rec = _SafeUnpickler(data).load()
+        except Exception:  # noqa: BLE001 - whatever a damaged or crafted file makes the unpickler raise: missing
+            return False, None, {}
+        if not isinstance(rec, dict) or "result" not in rec:
+            return False, None, {}
+        return True, rec["result"], rec
 
     def save(self, key: str, fn: Callable, task, result, cpu_s: float, wall_s: float, label: str) -> None:
         info = describe(fn, task)
@@ -255,7 +327,7 @@ class RunStore:
             for name in sorted(os.listdir(sub)):
                 if name.endswith(".pkl"):
                     ok, _, rec = self.load(name[:-4])
-                    if ok:
+                    if ok and _sound_costs(rec):
                         rec = dict(rec)
                         rec.pop("result", None)
                         rec["key"] = name[:-4]
@@ -296,6 +368,17 @@ def placeholder(fn: Callable, task) -> Any:
         raise ValueError(f"a plan cannot stand in for the tasks of {_fn_name(fn)}: register it with "
                          "clustergym.runner.runstore.register_task")
     return kind.placeholder(task)
+
+
+def result_type(fn: Callable, task) -> type | None:
+    """The type of ``fn``'s results (that of its placeholder: :func:`register_task`; found once per process), None
+    for an unregistered task function: a stored result of another type is not a run of ``fn``."""
+    kind = _KINDS.get(_fn_name(fn))
+    if kind is None:
+        return None
+    if kind.result is None:
+        kind.result = type(kind.placeholder(task))
+    return kind.result
 
 
 def describe(fn: Callable, task) -> TaskInfo | None:

@@ -23,7 +23,8 @@ from clustergym.core.family import load_plugins
 from clustergym.core.progress import interleaved
 from clustergym.runner.ray_backend import _RAY_TASKS, run_tasks_ray
 from clustergym.runner.results import RunResult
-from clustergym.runner.runstore import StoredTask, TaskInfo, active_store, describe, placeholder, register_task, suspended
+from clustergym.runner.runstore import (StoredTask, TaskInfo, active_store, describe, placeholder, register_task,
+                                        result_type, suspended)
 
 __all__ = ["Interrupted", "WorkerDied", "run_local", "run_tasks", "terminate_pool", "was_interrupted",
            "worker_pool"]
@@ -396,6 +397,8 @@ def _run_stored(store, fn: Callable, tasks: list, workers: int, *, report, on_st
     missing = []
     for i, k in enumerate(keys):
         found, result, _ = store.load(k)
+        if found and not isinstance(result, result_type(fn, tasks[i]) or object):
+            found = False  # not a result of fn (a crafted file): run it
         if found:
             out[i] = result
             store.reused += 1

@@ -248,3 +248,58 @@ def test_the_learning_modules_key_only_a_trained_models_runs(monkeypatch):
     monkeypatch.setitem(rs._FINGERPRINT, True, "another-learning-code")
     after = store.key(_run_task, plain), store.key(_run_task, model)
     assert before[0] == after[0] and before[1] != after[1]
+
+
+def _write_toy_package(root, factor: int) -> None:
+    """A package whose task function (``tasks.task``) calls a callee in another module (``callee.scaled``)."""
+    pkg = root / "toystorepkg"
+    pkg.mkdir(exist_ok=True)
+    (pkg / "__init__.py").write_text("")
+    (pkg / "callee.py").write_text(f"FACTOR = {factor}\n\n\ndef scaled(x):\n    return FACTOR * x\n")
+    (pkg / "tasks.py").write_text("from toystorepkg.callee import scaled\n\n\n"
+                                  "def task(t, report=None):\n    return {'x': scaled(t[0])}\n")
+
+
+def _toy_sweep(root, monkeypatch) -> tuple[list, RunStore]:
+    """The toy task over (5,) through the store in ``root/s``, as a new process would run it: the modules
+    imported afresh, the module hashes computed afresh."""
+    import importlib
+
+    import clustergym.runner.codescan as cs
+    import clustergym.runner.runstore as rs
+
+    monkeypatch.setattr(rs, "_MODULE_HASHES", {})
+    monkeypatch.setattr(cs, "_IMPORTS", {})
+    for mod in [m for m in sys.modules if m.startswith("toystorepkg")]:
+        del sys.modules[mod]
+    importlib.invalidate_caches()
+    tasks = importlib.import_module("toystorepkg.tasks")
+    register_task(tasks.task, describe=lambda t: TaskInfo(agent="toy", env_id="toy", horizon=1),
+                  placeholder=lambda t: {"x": -1})
+    with use_store(RunStore(str(root / "s"), code="same-fingerprint")) as store:
+        out = run_tasks(tasks.task, [(5,)], 1)
+    return out, store
+
+
+def test_an_edit_to_a_callee_in_another_module_makes_the_stored_runs_stale(tmp_path, monkeypatch):
+    """The key covers the modules the task function's module imports (transitively), not only its own: after
+    an edit to the callee the run is computed again (the edited code's result), without an edit it is reused."""
+    monkeypatch.syspath_prepend(str(tmp_path))
+    _write_toy_package(tmp_path, 2)
+    out, first = _toy_sweep(tmp_path, monkeypatch)
+    assert out[0]["x"] == 10 and first.ran == 1
+    out, same = _toy_sweep(tmp_path, monkeypatch)  # no edit: reused
+    assert out[0]["x"] == 10 and same.reused == 1 and same.ran == 0
+    _write_toy_package(tmp_path, 3)  # only the callee's module changes
+    out, edited = _toy_sweep(tmp_path, monkeypatch)
+    assert out[0]["x"] == 15 and edited.reused == 0 and edited.ran == 1
+
+
+def test_an_experiment_task_is_keyed_by_the_experiment_modules_it_calls():
+    """The OPM extra's task calls opm_runs.episode: opm_runs is among the sources its runs are keyed by."""
+    from clustergym.runner.codescan import reachable_sources
+
+    files = reachable_sources("clustergym.experiments.extra.opm_more")
+    assert "clustergym.experiments.opm_runs" in files and "clustergym.runner.episode" in files
+    assert files["clustergym.experiments.opm_runs"].endswith(os.path.join("experiments", "opm_runs.py"))
+    assert not any(m.startswith("clustergym.cli") for m in files)  # not imported: a CLI edit keeps the runs
