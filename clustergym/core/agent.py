@@ -75,7 +75,10 @@ class EvaluationHooks(Protocol):
 
     The runner (:func:`clustergym.runner.evaluation.evaluate`) calls them before any work and when it labels the runs.
     An agent may also define ``bind_env_kwargs(env_kwargs)``: each run calls it with the kwargs of the env
-    the agent acts in (those of :meth:`eval_env_kwargs` included) before the episode starts.
+    the agent acts in (those of :meth:`eval_env_kwargs` included) before the episode starts, and
+    ``instance_mismatch(spec, env_id, env_kwargs, instances)``: why an agent with a :meth:`pinned_instance` cannot
+    act on ``instances`` (one line), or None when it can (the runner then runs it there, with
+    :meth:`eval_env_kwargs`).
     """
 
     def pinned_instance(self) -> int | None:
