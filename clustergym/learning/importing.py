@@ -47,7 +47,7 @@ from clustergym.learning.policies import policy_class
 from clustergym.learning.sidecar import check_norm_file, check_side_car
 from clustergym.core.outdir import OutputFolder
 
-__all__ = ["import_model", "model_fields", "read_vecnormalize"]
+__all__ = ["import_model", "model_fields", "read_vecnormalize", "saved_model_spec"]
 
 
 def model_fields(path: str) -> dict:
@@ -228,6 +228,24 @@ def import_model(model: str, env_id: str, out: str, *, algo: str = "ppo", env_kw
         with open(os.path.join(stage.path, SIDE_CAR), "w") as f:
             json.dump(meta, f, indent=1)
     return meta
+
+
+_ALGO_OF = {"PPO": "ppo", "A2C": "a2c", "SAC": "sac", "MaskablePPO": "maskable_ppo"}
+
+
+def saved_model_spec(model, env_id: str, env_kwargs: dict, folder: str) -> str:
+    """A loaded SB3 model given to :func:`clustergym.runner.evaluation.evaluate`: saved into ``folder`` and
+    imported (:func:`import_model`, the comparison's env kwargs as those it was trained with); its ``sb3:``
+    spec. Observations are the model's own (no VecNormalize statistics: import those with ``import-model``)."""
+    algo = _ALGO_OF.get(type(model).__name__)
+    if algo is None:
+        raise ValueError(f"an SB3 {type(model).__name__} model is not evaluated: expected one of {', '.join(_ALGO_OF)}")
+    os.makedirs(folder)
+    path = os.path.join(folder, "model_object.zip")
+    model.save(path)
+    run = os.path.join(folder, "run")
+    import_model(path, env_id, run, algo=algo, env_kwargs={k: v for k, v in env_kwargs.items() if k != "instances"})
+    return f"sb3:{run}"
 
 
 # -- VecNormalize statistics (the file VecNormalize.save writes: a pickle) --------------------------------------

@@ -22,12 +22,14 @@ So ``random`` scores 0 and a policy that plays the oracle's actions scores 1.
 
 from __future__ import annotations
 
+import os
+import tempfile
 from dataclasses import dataclass, field
-from typing import Sequence
+from typing import Any, Sequence
 
 import numpy as np
 
-from clustergym.core.agent import AgentSpec, evaluation_hooks, list_agents, make
+from clustergym.core.agent import AgentSpec, evaluation_hooks, list_agents, make, object_agent_spec
 from clustergym.core.scenario import check_memory
 from clustergym.runner.episode import make_env, scenario_fingerprint
 from clustergym.core.family import env_family
@@ -59,14 +61,15 @@ def check_count(name: str, value, lo: int = 1) -> int:
     return int(value)
 
 
-def evaluate(env_id: str, agents: Sequence[str], seeds: Sequence[int], horizon: int,
+def evaluate(env_id: str, agents: Sequence[Any], seeds: Sequence[int], horizon: int,
              env_kwargs: dict | None = None, workers: int = 1, backend: str = "local",
              progress: bool = True, instances: Sequence[int] | None = None, score: bool = True) -> Results:
     """Run every agent on every (instance, seed) (the same for every agent: common random numbers).
 
     Args:
         env_id: a registered id, e.g. ``"clustergym/MultiServerChannel-v0"``.
-        agents: agent names, optionally with options: ``"esdp[only_active=true]"``.
+        agents: agent names, optionally with options: ``"esdp[only_active=true]"``, or loaded SB3 models
+            (``PPO(...)`` after ``learn``, acting on the env kwargs given here: labelled ``sb3:PPO``, ...).
         seeds: env (dynamics) seeds; each (agent, instance, seed) run is independent.
         horizon: slots per run.
         env_kwargs: keyword arguments for ``gym.make`` (scenario parameters etc.). A
@@ -89,6 +92,16 @@ def evaluate(env_id: str, agents: Sequence[str], seeds: Sequence[int], horizon: 
         score: compute the normalised score (module docstring) where the env reports a bound; runs
             the ``random`` agent on every (instance, seed) when it is not among ``agents``.
     """
+    if not isinstance(agents, str) and any(not isinstance(a, str) for a in agents):
+        with tempfile.TemporaryDirectory(prefix="clustergym-models-") as tmp:
+            specs = [a if isinstance(a, str) else object_agent_spec(a, env_id, dict(env_kwargs or {}),
+                                                                     os.path.join(tmp, f"model{i}"))
+                     for i, a in enumerate(agents)]
+            res = evaluate(env_id, specs, seeds, horizon, env_kwargs, workers, backend, progress, instances, score)
+        names = [f"sb3:{type(a).__name__}" for a in agents if not isinstance(a, str)]
+        labels = {s: f"sb3:{type(a).__name__}" + (f"#{i}" if names.count(f"sb3:{type(a).__name__}") > 1 else "")
+                  for i, (s, a) in enumerate(zip(specs, agents)) if not isinstance(a, str)}
+        return _relabelled(res, labels)
     agents, seeds, horizon, env_kwargs, workers, instances = _checked_inputs(agents, seeds, horizon, env_kwargs,
                                                                             workers, backend, instances)
     known, models, env_kwargs = _checked_agents(env_id, agents, horizon, env_kwargs, score)
@@ -100,6 +113,13 @@ def evaluate(env_id: str, agents: Sequence[str], seeds: Sequence[int], horizon: 
             r.trained_on = hooks.trained_on(r.instance, plan.pinned_by_model)
     return Results(env_id=env_id, env_kwargs=plan.env_kwargs, horizon=int(horizon), runs=list(runs),
                    version=__version__, reference_runs=reference, instance_axis=plan.axis)
+
+
+def _relabelled(res: Results, labels: dict) -> Results:
+    """``res`` with the agents named by ``labels`` (a model given as an object: its saved copy is gone)."""
+    for r in res.runs:
+        r.agent = labels.get(r.agent, r.agent)
+    return res
 
 
 def _checked_inputs(agents, seeds, horizon, env_kwargs, workers, backend, instances) -> tuple:

@@ -59,9 +59,13 @@ def test_evaluate_takes_a_loaded_sb3_model(tmp_path):
     model = _plain_flat_model(P4, tmp_path / "ppo.zip")
     imp = tmp_path / "imp"
     assert main(["import-model", str(tmp_path / "ppo.zip"), "--env", P4, "--out", str(imp)]) == 0
-    res = evaluate(P4, [f"sb3:{imp}", "fair"], seeds=[0], horizon=6, instances=[20, 21], progress=False, score=False)
-    assert {r.instance for r in res.runs} == {20, 21}
-    assert model is not None
+    kw = dict(seeds=[0], horizon=6, instances=[20, 21], progress=False, score=False)
+    res = evaluate(P4, [model, "fair"], **kw)
+    by_name = evaluate(P4, [f"sb3:{imp}", "fair"], **kw)
+    got = {(r.agent, r.instance): r.total_reward for r in res.runs}
+    want = {(r.agent.replace(f"sb3:{imp}", "sb3:PPO"), r.instance): r.total_reward for r in by_name.runs}
+    assert got == want and ("sb3:PPO", 21) in got  # the object acts as its imported copy, on held-out instances
+    assert len(res.comparisons()) == 1
 
 
 def test_a_model_whose_spaces_do_not_fit_an_instance_is_refused_in_one_line(tmp_path, capsys):
