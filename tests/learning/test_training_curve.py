@@ -80,6 +80,9 @@ def test_training_curve_without_an_ended_episode_draws_the_reward_per_step(tmp_p
 
 
 def test_legend_numbers_have_one_format():
-    from clustergym.core.plots import legend_number
+    from clustergym.core.plots import figure, legend_number, training_curve
 
     assert [legend_number(v) for v in (12345.678, 3.14159, -0.012345, 0.0)] == ["12,346", "3.142", "-0.01235", "0"]
+    fig, ax = figure()
+    training_curve(ax, [], [], references={"random": 12345.678, "paper policy (esdp)": 3.14159})
+    assert sorted(ln.get_label() for ln in ax.get_lines()) == ["paper policy (esdp): 3.142", "random: 12,346"]
