@@ -409,13 +409,14 @@ def cmd_import_model(args) -> int:
     _check_out(args.out)
     meta = import_model(args.model, args.env_id, args.out, algo=args.algo, env_kwargs=_parse_set(args.set),
                         overwrite=args.overwrite, vecnormalize=args.vecnormalize)
-    inst = meta["env_kwargs"].get("scenario_seed", 0)
+    inst = (f"pool of {len(meta['instances'])} instances" if meta["instances"]
+            else f"instance {meta['env_kwargs'].get('scenario_seed', 0)}")
     obs = "the env's Dict" if meta["obs"] == "dict" else "FlattenObservation"
     norm = ", VecNormalize statistics" if meta["normalize"] else ""
     print(f"imported {args.model} as a {meta['algo']} model of {meta['env_id']} (observation: {obs}{norm}; "
-          f"instance {inst}) into {args.out}")
+          f"{inst}) into {args.out}")
     print(f"evaluate: clustergym run {meta['env_id']} --agents sb3:{args.out.rstrip('/')},random --seeds 0-2 "
-          "--out runs/eval")
+          "--instances 10-19 --out runs/eval (instances whose spaces do not fit the model are refused)")
     return 0
 
 

@@ -274,7 +274,8 @@ def _add_import_model_parser(sub, debug: argparse.ArgumentParser) -> None:
     im.add_argument("--algo", default="ppo", choices=["ppo", "a2c", "sac", "maskable_ppo"],
                     help="the SB3 algorithm it was trained with (default ppo)")
     im.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
-                    help="an env kwarg it was trained with (JSON value), e.g. --set scenario_seed=3")
+                    help="an env kwarg it was trained with (JSON value), e.g. --set scenario_seed=3, its padding, or "
+                         "--set 'instances=[100,101,102]' (the pool it was trained on)")
     im.add_argument("--out", required=True, help="run folder to write (model.zip, clustergym.json); then sb3:OUT")
     im.add_argument("--overwrite", action="store_true", help="replace an earlier model in --out")
     im.add_argument("--vecnormalize", default=None, metavar="FILE",

@@ -31,7 +31,7 @@ import numpy as np
 
 from clustergym.core.family import BUILTIN_AGENT_MODULES, agent_entry_points, agent_names, env_family
 
-__all__ = ["Agent", "BaseAgent", "AgentSpec", "EvaluationHooks", "AGENT_LOADERS", "make", "list_agents",
+__all__ = ["Agent", "BaseAgent", "AgentSpec", "EvaluationHooks", "AGENT_LOADERS", "AGENT_OBJECTS", "object_agent_spec", "make", "list_agents",
            "public_info", "parse_agent_spec", "evaluation_hooks"]
 
 
@@ -75,7 +75,10 @@ class EvaluationHooks(Protocol):
 
     The runner (:func:`clustergym.runner.evaluation.evaluate`) calls them before any work and when it labels the runs.
     An agent may also define ``bind_env_kwargs(env_kwargs)``: each run calls it with the kwargs of the env
-    the agent acts in (those of :meth:`eval_env_kwargs` included) before the episode starts.
+    the agent acts in (those of :meth:`eval_env_kwargs` included) before the episode starts, and
+    ``instance_mismatch(spec, env_id, env_kwargs, instances)``: why an agent with a :meth:`pinned_instance` cannot
+    act on ``instances`` (one line), or None when it can (the runner then runs it there, with
+    :meth:`eval_env_kwargs`).
     """
 
     def pinned_instance(self) -> int | None:
@@ -101,6 +104,22 @@ SB3_PREFIX = "sb3:"
 # Prefixed agent specs: prefix -> "module:function" building the agent from the rest of the spec and its
 # options (``loader(path, **opts)``, ``agent.families`` then checked), imported on first use.
 AGENT_LOADERS: dict[str, str] = {SB3_PREFIX: "clustergym.learning.sb3_agent:SB3Agent"}
+
+# Agent objects evaluate() takes besides names: a base class's qualified name -> "module:function" that saves the
+# object where the runner's workers load it (``fn(obj, env_id, env_kwargs, folder)`` -> an agent spec).
+AGENT_OBJECTS: dict[str, str] = {
+    "stable_baselines3.common.base_class.BaseAlgorithm": "clustergym.learning.importing:saved_model_spec"}
+
+
+def object_agent_spec(obj: Any, env_id: str, env_kwargs: dict, folder: str) -> str:
+    """The agent spec of an agent object (an SB3 model, :data:`AGENT_OBJECTS`) saved into ``folder``."""
+    for cls in type(obj).__mro__:
+        entry = AGENT_OBJECTS.get(f"{cls.__module__}.{cls.__qualname__}")
+        if entry:
+            return _load(entry)(obj, env_id, env_kwargs, folder)
+    raise ValueError(f"agent {type(obj).__name__} object is neither an agent name nor a model evaluate() takes "
+                     "(an SB3 model)")
+
 
 _BUILTINS_LOADED = False
 

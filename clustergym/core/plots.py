@@ -290,6 +290,15 @@ def rolling_mean(x, window: int) -> np.ndarray:
     return (c[hi] - c[lo]) / (hi - lo)
 
 
+def legend_number(v: float) -> str:
+    """A value in a legend, one format throughout: 4 significant digits, thousands separated, no exponent."""
+    v = float(v)
+    if not np.isfinite(v) or v == 0:
+        return f"{v:g}"
+    digits = max(0, 3 - int(np.floor(np.log10(abs(v)))))
+    return f"{v:,.{digits}f}"
+
+
 def training_curve(ax, steps, returns, *, label: str = "episode return", color: str | None = None,
                    window: int | None = None, references: Mapping[str, float] | None = None) -> None:
     """Raw episode returns as faint points, their rolling mean as a line, and horizontal reference lines
@@ -301,7 +310,7 @@ def training_curve(ax, steps, returns, *, label: str = "episode return", color: 
         ax.plot(steps, returns, ".", color=color, alpha=0.25, ms=3, label=f"{label} (each episode)")
         ax.plot(steps, rolling_mean(returns, w), "-", color=color, lw=1.8, label=f"{label} (rolling mean of {w})")
     for name, val in (references or {}).items():
-        ax.axhline(val, ls="--", lw=1.1, color=reference_color(name), label=f"{name}: {val:.4g}")
+        ax.axhline(val, ls="--", lw=1.1, color=reference_color(name), label=f"{name}: {legend_number(val)}")
 
 
 # -- clustergym run ------------------------------------------------------------------------------------

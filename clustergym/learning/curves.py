@@ -15,10 +15,54 @@ from clustergym.learning.algos import SIDE_CAR
 from clustergym.core.plots import figure, legend_outside, save, training_curve
 from clustergym.runner.evaluation import evaluate
 
-__all__ = ["monitor_curve", "plot_training_curve", "reference_returns", "REFERENCE_INSTANCES", "REFERENCE_BUDGET_S"]
+__all__ = ["monitor_curve", "plot_training_curve", "reference_returns", "step_reward_callback", "step_rewards",
+           "REFERENCE_INSTANCES", "REFERENCE_BUDGET_S", "STEP_REWARDS", "NO_EPISODE"]
 
 REFERENCE_INSTANCES = 2  # instances (of the pool, or the one instance) the reference agents run on, one episode each
 REFERENCE_BUDGET_S = 120.0  # wall time for the reference agents: those not reached by then are left out
+STEP_REWARDS = "step_rewards.csv"  # (timesteps, mean reward per step over the training envs since the last row)
+STEP_POINTS = 200  # rows of STEP_REWARDS over a run
+NO_EPISODE = "no episode ended within the run"
+
+
+def step_reward_callback(out: str, timesteps: int):
+    """An SB3 callback writing :data:`STEP_REWARDS` into ``out`` at the end of training: the mean reward per step
+    (the env's own reward, before VecNormalize) over the training envs, about :data:`STEP_POINTS` rows. The
+    learning curve draws it when no episode ended (a horizon longer than the run)."""
+    from stable_baselines3.common.callbacks import BaseCallback
+
+    every = max(int(timesteps) // STEP_POINTS, 1)
+
+    class StepRewards(BaseCallback):
+        def _on_training_start(self) -> None:
+            self.rows: list = []
+            self.total, self.n, self.next = 0.0, 0, every
+
+        def _on_step(self) -> bool:
+            norm = self.model.get_vec_normalize_env()
+            r = np.asarray(norm.get_original_reward() if norm is not None else self.locals.get("rewards", ()), dtype=float)
+            self.total, self.n = self.total + float(r.sum()), self.n + r.size
+            if self.num_timesteps >= self.next and self.n:
+                self.rows.append((self.num_timesteps, self.total / self.n))
+                self.total, self.n, self.next = 0.0, 0, self.num_timesteps + every
+            return True
+
+        def _on_training_end(self) -> None:
+            if self.n:
+                self.rows.append((self.num_timesteps, self.total / self.n))
+            with open(os.path.join(out, STEP_REWARDS), "w") as f:
+                f.write("timesteps,reward_per_step\n" + "".join(f"{t},{v!r}\n" for t, v in self.rows))
+
+    return StepRewards()
+
+
+def step_rewards(run_dir: str) -> tuple[np.ndarray, np.ndarray]:
+    """(timesteps, mean reward per step) of :data:`STEP_REWARDS`; empty arrays without the file."""
+    path = os.path.join(run_dir, STEP_REWARDS)
+    if not os.path.exists(path):
+        return np.zeros(0), np.zeros(0)
+    d = np.loadtxt(path, delimiter=",", skiprows=1, ndmin=2)
+    return (d[:, 0], d[:, 1]) if d.size else (np.zeros(0), np.zeros(0))
 
 
 def monitor_curve(run_dir: str) -> tuple[np.ndarray, np.ndarray]:
@@ -117,8 +161,16 @@ def plot_training_curve(run_dir: str, path: str | None = None, reference: dict[s
         recorded = meta.get("curve_references") or {}
         reference = {k: float(v) for k, v in recorded.items() if not k.startswith("_")}
         on = recorded.get("_on")
-    # raw returns (instances differ, so they scatter), their rolling mean, and the reference lines
-    training_curve(ax, steps, ret, label=meta["algo"], references=reference)
+    per_step = steps.size == 0
+    if per_step:  # no episode ended (horizon x envs beyond the run): the reward per step instead of an empty axis
+        t, r = step_rewards(run_dir)
+        ax.plot(t, r, ".-", color="C0", ms=3, lw=1, label=f"{meta['algo']} (reward per step, mean over envs)")
+        # the reference lines are episode returns: per step, they are the return over the horizon
+        horizon = float((meta.get("curve_references") or {}).get("_on", {}).get("horizon") or 0)
+        reference = {k: v / horizon for k, v in reference.items()} if horizon else {}
+        training_curve(ax, [], [], label=meta["algo"], references=reference)
+    else:  # raw returns (instances differ, so they scatter), their rolling mean, and the reference lines
+        training_curve(ax, steps, ret, label=meta["algo"], references=reference)
     ev = os.path.join(run_dir, "evaluations.npz")
     if os.path.exists(ev):
         d = np.load(ev)
@@ -127,8 +179,10 @@ def plot_training_curve(run_dir: str, path: str | None = None, reference: dict[s
             ax.plot(d["timesteps"], r.mean(axis=1), "-o", color="k", ms=3,
                     label="evaluation (held-out seeds, deterministic)")
     ax.set_xlabel("timesteps")
-    ax.set_ylabel("episode return")
+    ax.set_ylabel("reward per step" if per_step else "episode return")
     title = f"{meta['algo'].upper()} on {meta['env_id'].split('/')[-1]}"
+    if per_step:
+        title += f"; {NO_EPISODE} ({meta.get('timesteps_trained')} steps): reward per step"
     if on:
         inst = on.get("instances") or []
         title += (f"; dashed: mean of one episode on each of instance{'s' if len(inst) != 1 else ''} "

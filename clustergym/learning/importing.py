@@ -22,8 +22,11 @@ observation statistics are read with a loader that builds only plain arrays (num
 and gymnasium's spaces are read as inert records; any other class in the file is refused) and saved as
 ``vecnormalize.npz`` beside the model. ``clustergym run ENV --agents sb3:DIR,...`` then evaluates it.
 
-A model trained on one instance (the default ``gym.make(id)``: ``scenario_seed`` 0) acts on that instance;
-pass the env kwargs it was trained with (``env_kwargs`` / ``--set``) so its spaces are rebuilt exactly.
+Pass the env kwargs it was trained with (``env_kwargs`` / ``--set``: the padding, ``scenario_seed``, or
+``instances``, the pool it was trained on, recorded in the side-car) so its spaces are rebuilt exactly. The runner
+evaluates it on every instance whose observation and action spaces are the ones it was built for
+(:func:`clustergym.learning.instances.imported_space_mismatch`); another instance is refused in one line naming
+the space that does not fit.
 """
 
 from __future__ import annotations
@@ -44,7 +47,7 @@ from clustergym.learning.policies import policy_class
 from clustergym.learning.sidecar import check_norm_file, check_side_car, read_model_data
 from clustergym.core.outdir import OutputFolder
 
-__all__ = ["import_model", "model_fields", "read_vecnormalize"]
+__all__ = ["import_model", "model_fields", "read_vecnormalize", "saved_model_spec"]
 
 
 def model_fields(path: str) -> dict:
@@ -148,6 +151,15 @@ def _check_spaces(path: str, data: dict, obs_space, act_space, env_id: str) -> N
         raise ValueError(f"{path!r}: its Discrete action has {act.get('n')} choices; {env_id}'s has {act_space.n}")
 
 
+def _pool(value) -> list[int]:
+    """The ``instances`` kwarg of an imported model (the pool it was trained on): a non-empty list of instance numbers."""
+    vals = list(value) if isinstance(value, (list, tuple, range)) else None
+    if not vals or not all(isinstance(v, int) and not isinstance(v, bool) and 0 <= v < 2**31 for v in vals):
+        raise ValueError(f"env kwarg instances={value!r} is invalid: expected a non-empty list of instance numbers "
+                         "(scenario seeds >= 0), e.g. [100,101,102]")
+    return list(dict.fromkeys(int(v) for v in vals))
+
+
 def import_model(model: str, env_id: str, out: str, *, algo: str = "ppo", env_kwargs: dict | None = None,
                  overwrite: bool = False, vecnormalize: str | None = None) -> dict:
     """Check ``model`` (a plain SB3 ``model.zip``) against ``FlattenObservation(gym.make(env_id, **env_kwargs))``
@@ -163,15 +175,20 @@ def import_model(model: str, env_id: str, out: str, *, algo: str = "ppo", env_kw
     if not os.path.isfile(model):
         raise FileNotFoundError(f"no SB3 model at {model!r}")
     env_kwargs = dict(env_kwargs or {})
-    for k in ("instances", "oracle", "render_mode"):
+    for k in ("oracle", "render_mode"):
         if k in env_kwargs:
-            raise ValueError(f"env kwarg {k!r} is not for an imported model (it acts on the instance it was trained on)")
+            raise ValueError(f"env kwarg {k!r} is not for an imported model (the runner sets it)")
+    pool = _pool(env_kwargs.pop("instances")) if "instances" in env_kwargs else None
+    if pool is not None and "scenario_seed" in env_kwargs:
+        raise ValueError("env kwargs 'instances' and 'scenario_seed' cannot be combined: the pool is the instances "
+                         "the model was trained on")
     env = gym.make(env_id, **env_kwargs)  # bad kwargs: the env's own one-line error
     env.close()
     data = model_fields(model)
     dict_obs = _space_type(data.get("observation_space")) == "Dict"
     meta = {"env_id": env_id, "family": env_family(env_id), "env_kwargs": env_kwargs, "algo": algo, "stats": False,
-            "obs": "dict" if dict_obs else "flatten", "instances": None, "instances_note": "one instance: the model was imported",
+            "obs": "dict" if dict_obs else "flatten", "instances": pool,
+            "instances_note": "the pool it was trained on (imported)" if pool else "one instance (imported)",
             "normalize": False, "norm_obs": False,
             # the fast head's mode and samples follow the same law as SB3's (same weights), many times faster
             "head": "fast" if algo != "sac" else "sb3", "net": "mlp", "rescale_action": False,
@@ -211,6 +228,24 @@ def import_model(model: str, env_id: str, out: str, *, algo: str = "ppo", env_kw
         with open(os.path.join(stage.path, SIDE_CAR), "w") as f:
             json.dump(meta, f, indent=1)
     return meta
+
+
+_ALGO_OF = {"PPO": "ppo", "A2C": "a2c", "SAC": "sac", "MaskablePPO": "maskable_ppo"}
+
+
+def saved_model_spec(model, env_id: str, env_kwargs: dict, folder: str) -> str:
+    """A loaded SB3 model given to :func:`clustergym.runner.evaluation.evaluate`: saved into ``folder`` and
+    imported (:func:`import_model`, the comparison's env kwargs as those it was trained with); its ``sb3:``
+    spec. Observations are the model's own (no VecNormalize statistics: import those with ``import-model``)."""
+    algo = _ALGO_OF.get(type(model).__name__)
+    if algo is None:
+        raise ValueError(f"an SB3 {type(model).__name__} model is not evaluated: expected one of {', '.join(_ALGO_OF)}")
+    os.makedirs(folder)
+    path = os.path.join(folder, "model_object.zip")
+    model.save(path)
+    run = os.path.join(folder, "run")
+    import_model(path, env_id, run, algo=algo, env_kwargs={k: v for k, v in env_kwargs.items() if k != "instances"})
+    return f"sb3:{run}"
 
 
 # -- VecNormalize statistics (the file VecNormalize.save writes: a pickle) --------------------------------------

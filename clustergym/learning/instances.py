@@ -24,7 +24,8 @@ from clustergym.core.family import env_family
 from clustergym.core.family import family_spec
 
 __all__ = ["DEFAULT_TRAIN_INSTANCES", "DEFAULT_EVAL_INSTANCES", "DEFAULT_VALIDATION_INSTANCES", "pad_kwargs_of", "instance_problems", "padding_for",
-           "check_model_fits", "model_padding", "model_env_kwargs", "action_kwargs_of", "model_instances"]
+           "check_model_fits", "model_padding", "model_env_kwargs", "action_kwargs_of", "model_instances",
+           "imported_space_mismatch"]
 
 DEFAULT_TRAIN_INSTANCES = range(1000, 1100)
 DEFAULT_EVAL_INSTANCES = range(0, 100)
@@ -160,3 +161,49 @@ def describe_pool(instances: Sequence[int]) -> Any:
     if vals and vals == list(range(vals[0], vals[0] + len(vals))):
         return f"{vals[0]}-{vals[-1]}"
     return vals
+
+
+def _space_diff(what: str, env_space, model_space) -> str | None:
+    """How ``env_space`` differs from the space a model was built for (kind, shape, sizes), None if it fits."""
+    import gymnasium as gym
+    import numpy as np
+
+    if isinstance(model_space, gym.spaces.Dict) and isinstance(env_space, gym.spaces.Dict):
+        for k, sp in model_space.spaces.items():
+            if k not in env_space.spaces:
+                return f"{what} key {k!r}: the model expects it, the env lacks it"
+            diff = _space_diff(f"{what} key {k!r}", env_space[k], sp)
+            if diff:
+                return diff
+        extra = [k for k in env_space.spaces if k not in model_space.spaces]
+        return f"{what} keys the model lacks: {', '.join(extra)}" if extra else None
+    want, got = type(model_space).__name__, type(env_space).__name__
+    if want != got or tuple(model_space.shape or ()) != tuple(env_space.shape or ()):
+        return f"{what} space: the model expects {want}{tuple(model_space.shape or ())}, the env gives {got}{tuple(env_space.shape or ())}"
+    sizes = {"Discrete": "n", "MultiDiscrete": "nvec"}.get(want)
+    if sizes and not np.array_equal(np.asarray(getattr(model_space, sizes)), np.asarray(getattr(env_space, sizes))):
+        return f"{what} space: its {sizes} differs from the model's (same shape {tuple(model_space.shape or ())})"
+    return None
+
+
+def imported_space_mismatch(meta: dict, obs_space, act_space, env_id: str, env_kwargs: dict,
+                            instances: Sequence[int]) -> str | None:
+    """For a model imported from plain SB3 (the side-car's ``obs``: ``"flatten"`` or ``"dict"``): the first
+    instance of ``instances`` whose observation or action space (the env at the model's padding and action
+    kwargs, flattened as ``FlattenObservation`` does for a flat model) does not fit the model's, as one phrase
+    (which space, expected vs got), or None when the model can act on every one of them."""
+    import gymnasium as gym
+
+    kw = {k: v for k, v in env_kwargs.items() if k not in ("scenario_seed", "instances", "render_mode")}
+    kw.update(model_env_kwargs(meta))
+    kw["oracle"] = False
+    for k in dict.fromkeys(int(i) for i in instances):
+        env = gym.make(env_id, **kw, scenario_seed=k)
+        obs, act = env.observation_space, env.action_space
+        env.close()
+        if meta.get("obs") == "flatten":
+            obs = gym.spaces.flatten_space(obs)
+        diff = _space_diff("observation", obs, obs_space) or _space_diff("action", act, act_space)
+        if diff:
+            return f"instance {k}: {diff}"
+    return None

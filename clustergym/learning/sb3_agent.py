@@ -28,7 +28,8 @@ import numpy as np
 from clustergym.core.agent import BaseAgent
 from clustergym.core.family import family_specs
 from clustergym.learning.algos import HEADS, NORM_FILE, RECURRENT, SIDE_CAR, algo_class, obs_layout
-from clustergym.learning.instances import check_model_fits, grown_padding, model_env_kwargs, model_padding, pad_kwargs_of
+from clustergym.learning.instances import (check_model_fits, grown_padding, imported_space_mismatch, model_env_kwargs,
+                                          model_padding, pad_kwargs_of)
 from clustergym.learning.policies import policy_class
 from clustergym.learning.hp_checks import check_finite_weights
 from clustergym.learning.sidecar import check_norm_file, read_model_data, read_side_car
@@ -149,11 +150,27 @@ class SB3Agent(BaseAgent):
         the scenario, and the padding unless the model is :attr:`size_free`); the model's padding (grown to the
         largest of ``instances`` for a size-free model) and action kwargs
         (:func:`~clustergym.learning.instances.model_env_kwargs`)."""
-        check_model_fits(self.meta, spec, env_id, env_kwargs, instances, sizes=not self.size_free)
+        imported = self.meta.get("imported") is not None  # plain SB3: it fits wherever its spaces do
+        check_model_fits(self.meta, spec, env_id, env_kwargs, instances, sizes=not (self.size_free or imported))
+        diff = self.instance_mismatch(spec, env_id, env_kwargs, instances) if imported else None
+        if diff:
+            raise ValueError(diff)
         kw = model_env_kwargs(self.meta)
         if self.size_free:
             kw.update(grown_padding(self.meta, env_id, env_kwargs, instances))
         return kw
+
+    def instance_mismatch(self, spec: str, env_id: str, env_kwargs: dict, instances) -> str | None:
+        """Why the model cannot act on some instance of ``instances`` (one line naming the space, the model's
+        shape and the env's), None when it can: a model imported from plain SB3 acts on every instance whose
+        spaces are the ones it was built for; one trained here on a single instance acts only there."""
+        if self.meta.get("imported") is None:
+            return None if set(instances) <= {self.pinned_instance()} else (
+                f"model {spec!r} was trained on instance {self.pinned_instance()} (scenario_seed) and acts only there")
+        check_model_fits(self.meta, spec, env_id, env_kwargs, instances, sizes=False)
+        diff = imported_space_mismatch(self.meta, self.model.observation_space, self.model.action_space, env_id,
+                                       env_kwargs, instances)
+        return None if diff is None else f"model {spec!r} cannot act on {diff}"
 
     def bind_env_kwargs(self, env_kwargs: dict) -> None:
         """The env kwargs of the env this agent will act in (the runner calls it before the episode): a

@@ -46,7 +46,7 @@ from clustergym.core.family import env_family
 from clustergym.learning import imitation
 from clustergym.learning.algos import SIDE_CAR, algo_class, algo_gamma, check_algo
 from clustergym.learning.checkpoints import Checkpoints
-from clustergym.learning.curves import plot_training_curve, reference_returns
+from clustergym.learning.curves import plot_training_curve, reference_returns, step_reward_callback
 from clustergym.learning.hp_checks import (MAX_PARAM_DRAWS, check_finite_weights, check_hyperparams, check_seed,
                                            check_training_memory, listing)
 from clustergym.learning.hyperparams import load_hyperparams, split_run_keys
@@ -405,7 +405,8 @@ def _learn(s: TrainSetup, model, cb, out: str, *, progress: bool):
         saver = Checkpoints(sorted({int_arg("checkpoints", c, 0) for c in s.config.checkpoints}), out,
                             s.normalize and s.norm_obs, t0, s.timesteps)
         saver.save_now(model, 0)  # before any update (kept only if 0 was asked); after cloning, the clone
-    callbacks = [c for c in (cb, None if saver is None else saver.callback()) if c is not None]
+    callbacks = [c for c in (cb, None if saver is None else saver.callback(), step_reward_callback(out, s.timesteps))
+                 if c is not None]
     if s.timesteps > 0:
         model.learn(total_timesteps=s.timesteps, callback=callbacks or None, progress_bar=progress, tb_log_name=s.algo)
     return time.perf_counter() - t0, saver

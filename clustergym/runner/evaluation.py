@@ -22,12 +22,14 @@ So ``random`` scores 0 and a policy that plays the oracle's actions scores 1.
 
 from __future__ import annotations
 
+import os
+import tempfile
 from dataclasses import dataclass, field
-from typing import Sequence
+from typing import Any, Sequence
 
 import numpy as np
 
-from clustergym.core.agent import AgentSpec, evaluation_hooks, list_agents, make
+from clustergym.core.agent import AgentSpec, evaluation_hooks, list_agents, make, object_agent_spec
 from clustergym.core.scenario import check_memory
 from clustergym.runner.episode import make_env, scenario_fingerprint
 from clustergym.core.family import env_family
@@ -59,14 +61,15 @@ def check_count(name: str, value, lo: int = 1) -> int:
     return int(value)
 
 
-def evaluate(env_id: str, agents: Sequence[str], seeds: Sequence[int], horizon: int,
+def evaluate(env_id: str, agents: Sequence[Any], seeds: Sequence[int], horizon: int,
              env_kwargs: dict | None = None, workers: int = 1, backend: str = "local",
              progress: bool = True, instances: Sequence[int] | None = None, score: bool = True) -> Results:
     """Run every agent on every (instance, seed) (the same for every agent: common random numbers).
 
     Args:
         env_id: a registered id, e.g. ``"clustergym/MultiServerChannel-v0"``.
-        agents: agent names, optionally with options: ``"esdp[only_active=true]"``.
+        agents: agent names, optionally with options: ``"esdp[only_active=true]"``, or loaded SB3 models
+            (``PPO(...)`` after ``learn``, acting on the env kwargs given here: labelled ``sb3:PPO``, ...).
         seeds: env (dynamics) seeds; each (agent, instance, seed) run is independent.
         horizon: slots per run.
         env_kwargs: keyword arguments for ``gym.make`` (scenario parameters etc.). A
@@ -89,6 +92,16 @@ def evaluate(env_id: str, agents: Sequence[str], seeds: Sequence[int], horizon: 
         score: compute the normalised score (module docstring) where the env reports a bound; runs
             the ``random`` agent on every (instance, seed) when it is not among ``agents``.
     """
+    if not isinstance(agents, str) and any(not isinstance(a, str) for a in agents):
+        with tempfile.TemporaryDirectory(prefix="clustergym-models-") as tmp:
+            specs = [a if isinstance(a, str) else object_agent_spec(a, env_id, dict(env_kwargs or {}),
+                                                                     os.path.join(tmp, f"model{i}"))
+                     for i, a in enumerate(agents)]
+            res = evaluate(env_id, specs, seeds, horizon, env_kwargs, workers, backend, progress, instances, score)
+        names = [f"sb3:{type(a).__name__}" for a in agents if not isinstance(a, str)]
+        labels = {s: f"sb3:{type(a).__name__}" + (f"#{i}" if names.count(f"sb3:{type(a).__name__}") > 1 else "")
+                  for i, (s, a) in enumerate(zip(specs, agents)) if not isinstance(a, str)}
+        return _relabelled(res, labels)
     agents, seeds, horizon, env_kwargs, workers, instances = _checked_inputs(agents, seeds, horizon, env_kwargs,
                                                                             workers, backend, instances)
     known, models, env_kwargs = _checked_agents(env_id, agents, horizon, env_kwargs, score)
@@ -115,6 +128,13 @@ def planned_runs(env_id: str, agents: Sequence[str], seeds: Sequence[int], horiz
                                                                        "local", instances)
     _, models, env_kwargs = _checked_agents(env_id, agents, horizon, env_kwargs, score)
     return _plan_runs(env_id, agents, seeds, horizon, 1, env_kwargs, instances, models).tasks, models
+
+
+def _relabelled(res: Results, labels: dict) -> Results:
+    """``res`` with the agents named by ``labels`` (a model given as an object: its saved copy is gone)."""
+    for r in res.runs:
+        r.agent = labels.get(r.agent, r.agent)
+    return res
 
 
 def _checked_inputs(agents, seeds, horizon, env_kwargs, workers, backend, instances) -> tuple:
@@ -201,32 +221,47 @@ def _plan_runs(env_id: str, agents: Sequence[str], seeds: Sequence[int], horizon
                instances: Sequence[int] | None, models: dict) -> _Plan:
     """Every run of the comparison: the instance of each seed, each agent's env kwargs (a pool-trained
     model's padding), and a check that the per-slot curves fit in memory."""
-    instances, pinned_by_model = _pin_to_model(models, env_kwargs, instances)
+    instances, pinned_by_model, freed = _pin_to_model(models, env_id, env_kwargs, instances, seeds)
     pairs, distinct, axis = _instance_pairs(env_id, horizon, env_kwargs, seeds, instances, pinned_by_model)
     plan = _Plan(env_id, int(horizon), env_kwargs, pairs, axis, pinned_by_model)
-    plan.tasks = _tasks(plan, agents, models, distinct)
+    plan.tasks = _tasks(plan, agents, models, distinct, freed)
     # per running run: 4 float64 arrays of length horizon; kept for every run: 2 (reward, cumulative regret)
     check_memory(8.0 * horizon * (4 * min(workers, len(plan.tasks)) + 2 * len(plan.tasks)), f"horizon={horizon}",
                  f"the per-slot curves of {len(plan.tasks)} runs")
     return plan
 
 
-def _pin_to_model(models: dict, env_kwargs: dict,
-                  instances: Sequence[int] | None) -> tuple[Sequence[int] | None, bool]:
-    """Pin the comparison to the instance an agent was trained on, if one was (it sets
-    ``env_kwargs["scenario_seed"]``); returns ``(instances, pinned_by_model)``.
+def _pin_to_model(models: dict, env_id: str, env_kwargs: dict, instances: Sequence[int] | None,
+                  seeds: Sequence[int]) -> tuple[Sequence[int] | None, bool, set]:
+    """Pin the comparison to the instance an agent was trained on, if one was and it cannot act elsewhere (it
+    sets ``env_kwargs["scenario_seed"]``); returns ``(instances, pinned_by_model, freed)``, ``freed`` the
+    agents trained on one instance that act on the comparison's instances too.
 
     Agents trained on instances (clustergym.core.agent.EvaluationHooks, e.g. sb3: models): one trained on a pool
     of instances acts on any instance its padding fits (checked before any work); one trained on a single
-    instance acts only there (its spaces depend on the graph, the job window, ...)."""
-    trained_on = {k for k in (m.pinned_instance() for m in models.values()) if k is not None}
-    if trained_on and "scenario_seed" not in env_kwargs:
-        if len(trained_on) > 1 or (instances is not None and set(instances) != trained_on):
-            raise ValueError(f"the sb3: models were trained on instance(s) {sorted(trained_on)} (scenario_seed) and "
-                             "act only there: pass those instances, or --set scenario_seed=K, not others")
-        env_kwargs["scenario_seed"] = trained_on.pop()
-        return None, True
-    return instances, False
+    instance acts wherever its ``instance_mismatch`` finds nothing (a model imported from plain SB3 whose spaces
+    fit), else only there: ``instances`` given are then refused with the reason, and without them the
+    comparison is pinned to that instance."""
+    pinned = {a: m.pinned_instance() for a, m in models.items()}
+    trained_on = {k for k in pinned.values() if k is not None}
+    if not trained_on or "scenario_seed" in env_kwargs:
+        return instances, False, set()
+    wanted = list(instances) if instances is not None else [int(s) for s in seeds]
+    why = {}
+    for a, m in models.items():
+        if pinned[a] is not None:
+            check = getattr(m, "instance_mismatch", None)
+            why[a] = (check(a, env_id, env_kwargs, wanted) if check is not None
+                      else f"{a!r} was trained on instance {pinned[a]} (scenario_seed) and acts only there")
+    if not any(why.values()):
+        return instances, False, set(why)
+    if instances is not None:
+        raise ValueError(next(w for w in why.values() if w) + ": pass the instances it fits, or --set scenario_seed=K")
+    if len(trained_on) > 1:
+        raise ValueError(f"the sb3: models were trained on instance(s) {sorted(trained_on)} (scenario_seed) and "
+                         "act only there: pass those instances, or --set scenario_seed=K, not others")
+    env_kwargs["scenario_seed"] = trained_on.pop()
+    return None, True, set()
 
 
 def _instance_pairs(env_id: str, horizon: int, env_kwargs: dict, seeds: Sequence[int], instances: Sequence[int] | None,
@@ -257,13 +292,13 @@ def _instance_pairs(env_id: str, horizon: int, env_kwargs: dict, seeds: Sequence
     return pairs, distinct, axis
 
 
-def _tasks(plan: _Plan, agents: Sequence[str], models: dict, distinct: list) -> list[tuple]:
+def _tasks(plan: _Plan, agents: Sequence[str], models: dict, distinct: list, freed: set) -> list[tuple]:
     """One task per (agent, instance, seed). A pool-trained model's env gets its own padding kwargs (they never
     change the dynamics); the other agents run unpadded."""
     env_id, env_kwargs = plan.env_id, plan.env_kwargs
     agent_kwargs: dict[str, dict] = {}
     for a, m in models.items():
-        if m.pinned_instance() is None:
+        if a in freed or m.pinned_instance() is None:
             agent_kwargs[a] = m.eval_env_kwargs(  # padding and action kwargs (P3's action_mode)
                 a, env_id, env_kwargs, [i for i in distinct if i is not None] or [env_kwargs.get("scenario_seed", 0)])
     return [(env_id, a, s, plan.horizon, {**plan.kwargs_of(i), **agent_kwargs.get(a, {})})

@@ -18,6 +18,12 @@ from clustergym.envs.multiserver.allocation.scenario import ALLOCATION_SCENARIOS
 from clustergym.envs.multiserver.allocation.learner_stats import AllocationStats, learner_spaces, static_parts
 from clustergym.envs.multiserver.allocation.types import AllocationFeedback, AllocationObservation
 
+OBS_MODES = ("full", "compact")
+# Observation entries that are constant over an instance (the public problem data; the padding's channels):
+# obs="compact" leaves them out of every step's observation and gives them once, in reset's
+# info["instance_constants"] (and in env.unwrapped.problem).
+INSTANCE_CONSTANTS = ("edge_demand", "edge_alpha", "edge_utility", "beta", "edge_present")
+
 __all__ = ["MultiServerAllocationEnv", "instance_sizes"]
 
 _ONE = np.ones(1, dtype=bool)  # (1,) "stepping" of the single env's statistics
@@ -93,6 +99,9 @@ class MultiServerAllocationEnv(ClusterEnv[AllocationObservation, np.ndarray]):
     instance: without padding an env cannot switch to another instance; with ``max_edges`` the spaces
     depend on P alone. ``gymnasium.wrappers.FlattenObservation`` (or
     ``clustergym.learning.wrappers.FlattenWithStats``) gives the flat vector a standard learner takes.
+    ``obs="compact"`` leaves out the entries constant over an instance (``edge_demand``, ``edge_alpha``,
+    ``edge_utility``, ``beta``, ``edge_present``: about 11,300 of the 13,549 flat inputs of the default instance)
+    and gives them once, in ``reset``'s ``info["instance_constants"]``; the dynamics and rewards are the same.
 
     ## Instances
     ``reset(seed=s, options={"scenario_seed": k})`` switches to instance k: the episode equals that
@@ -185,13 +194,16 @@ class MultiServerAllocationEnv(ClusterEnv[AllocationObservation, np.ndarray]):
 
     pad_kwargs = ("max_edges",)
     score_env_kwargs = {"oracle": True}  # the hindsight optimum, the bound of a score (clustergym.evaluate)
+    obs_modes = OBS_MODES  # values of the obs kwarg: "full" (default) or "compact" (no instance constants)
     action_modes = ACTION_MODES  # values of the action_mode kwarg, the default first (allocation/actions.py)
 
     def __init__(self, scenario: str | Scenario = "paper", *, scenario_seed: int = 0, horizon: int = 2000,
                  oracle: bool = False, infeasible: str = "repair", render_mode: str | None = None,
-                 instances: Any = None, max_edges: int | None = None, action_mode: str = "channel", **params: Any):
+                 instances: Any = None, max_edges: int | None = None, action_mode: str = "channel", obs: str = "full",
+                 **params: Any):
         super().__init__(horizon=horizon, infeasible=infeasible, render_mode=render_mode, oracle=oracle)
         self.action_mode = check_choice("action_mode", action_mode, ACTION_MODES)
+        self.obs_mode = check_choice("obs", obs, OBS_MODES)
         self.max_edges = None if max_edges is None else check_int("max_edges", max_edges, 1, 10_000_000)
         self._source = InstanceSource(scenario, params, make_allocation_scenario, ALLOCATION_SCENARIOS, scenario_seed,
                                       instances, self.pad_kwargs)
@@ -212,13 +224,17 @@ class MultiServerAllocationEnv(ClusterEnv[AllocationObservation, np.ndarray]):
                              dtype=np.float32)
         if self.max_edges is None:
             obs.update(edge_arrival=spaces.MultiBinary(pb.num_edges), **learner_spaces(pb.num_edges, L, K))
-            return act, spaces.Dict(obs)
+            return act, spaces.Dict(self._shown(obs))
         check_maxima(instance_sizes(pb), {"max_edges": self.max_edges}, f"instance scenario_seed={k}")
         E = self.max_edges
         obs.update(edge_present=spaces.MultiBinary(E), edge_arrival=spaces.MultiBinary(E), **learner_spaces(E, L, K))
         if self.action_mode == "channel":
             act = spaces.Box(0.0, 1.0, shape=(E, K), dtype=np.float32)
-        return act, spaces.Dict(obs)
+        return act, spaces.Dict(self._shown(obs))
+
+    def _shown(self, obs: dict) -> dict:
+        """The observation's entries in this ``obs`` mode: ``"compact"`` leaves out the instance's constants."""
+        return obs if self.obs_mode == "full" else {k: v for k, v in obs.items() if k not in INSTANCE_CONSTANTS}
 
     def _load(self, sc: Scenario) -> None:
         """Take the problem-derived state of instance ``sc`` (its spaces were checked)."""
@@ -297,7 +313,12 @@ class MultiServerAllocationEnv(ClusterEnv[AllocationObservation, np.ndarray]):
         return self._obs(), self._reset_info()
 
     def _reset_info(self) -> dict:
-        return {"t": 0} if self.max_edges is None else {"t": 0, "action_mask": self._edge_mask()}
+        info: dict = {"t": 0} if self.max_edges is None else {"t": 0, "action_mask": self._edge_mask()}
+        if self.obs_mode == "compact":  # the instance's constants, once per episode
+            info["instance_constants"] = {k: v.copy() for k, v in self._static.items()}
+            if self.max_edges is not None:
+                info["instance_constants"]["edge_present"] = self._edge_present.copy()
+        return info
 
     def _edge_mask(self) -> np.ndarray:
         """(max_edges,) bool: real channels of ports with a job (padded env only; padding False)."""
@@ -307,11 +328,14 @@ class MultiServerAllocationEnv(ClusterEnv[AllocationObservation, np.ndarray]):
 
     def _obs(self) -> AllocationObservation:
         obs: dict[str, np.ndarray] = {"arrivals": self._arrivals.astype(np.int8), "t": np.array([self._t], dtype=np.float32)}
+        compact = self.obs_mode == "compact"
         if self.max_edges is not None:
-            obs.update(edge_present=self._edge_present.copy(), edge_arrival=self._edge_mask().astype(np.int8))
+            obs["edge_arrival"] = self._edge_mask().astype(np.int8)
+            if not compact:
+                obs["edge_present"] = self._edge_present.copy()
         else:
             obs["edge_arrival"] = self._arrivals[self.problem.edge_port].astype(np.int8)
-        for key, value in self._static.items():
+        for key, value in ({} if compact else self._static).items():
             obs[key] = value.copy()
         self._t_arr[0] = self._t
         obs.update(self._stats.observe(self._t_arr, squeeze=True))
