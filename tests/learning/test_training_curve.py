@@ -56,7 +56,6 @@ def test_training_curve_has_the_reference_lines_of_the_training_instances(tmp_pa
 
 def test_training_curve_without_an_ended_episode_draws_the_reward_per_step(tmp_path, monkeypatch):
     """Horizon 2,000 x 2 envs beyond a 256-step run: no episode ends; the curve says so and has per-step points."""
-    from clustergym.core import plots
     from clustergym.learning.curves import NO_EPISODE, monitor_curve, step_rewards
     from clustergym.learning.training import TrainConfig, train
 
