@@ -12,6 +12,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from clustergym.core.agent import make
+from clustergym.core.family import env_family
 from clustergym.runner.episode import time_decisions
 
 __all__ = ["Row", "vector_rate", "decision_times", "sampled_action_rate", "vector_sampled_rate", "numba_threads"]
