@@ -411,5 +411,5 @@ def cmd_replay(args) -> int:
 def cmd_bench(args) -> int:
     if args.out is not None:
         _check_out(args.out, is_file=True)
-    bench.run_bench(only=args.only, quick=args.quick, out=args.out)
+    bench.run_bench(only=args.only, quick=args.quick, out=args.out, tiny=args.tiny)
     return 0
