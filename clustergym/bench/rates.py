@@ -7,6 +7,7 @@ Timings are medians; they depend on the machine and on what else runs on it (run
 from __future__ import annotations
 
 import time
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 import numpy as np
@@ -15,7 +16,26 @@ from clustergym.core.agent import make
 from clustergym.core.family import env_family
 from clustergym.runner.episode import time_decisions
 
-__all__ = ["Row", "vector_rate", "decision_times", "sampled_action_rate", "vector_sampled_rate", "numba_threads"]
+__all__ = ["Row", "vector_rate", "decision_times", "sampled_action_rate", "vector_sampled_rate", "numba_threads",
+           "tiny_sizes", "sized"]
+
+_TINY: list[bool] = []  # non-empty inside ``tiny_sizes()``
+
+
+@contextmanager
+def tiny_sizes():
+    """Inside it, :func:`sized` cuts every quick-mode count to a smoke-test size (``clustergym bench --quick
+    --tiny``: every row runs end to end at the smallest counts; the figures mean nothing)."""
+    _TINY.append(True)
+    try:
+        yield
+    finally:
+        _TINY.pop()
+
+
+def sized(n: int, least: int = 1) -> int:
+    """``n`` (a quick-mode count), or ``max(least, n // 50)`` inside :func:`tiny_sizes`."""
+    return max(least, n // 50) if _TINY else n
 
 
 @dataclass

@@ -7,7 +7,7 @@ import time
 
 import numpy as np
 
-from clustergym.bench.rates import Row
+from clustergym.bench.rates import Row, sized
 from clustergym.core.env import TIME_CAP
 from clustergym.core.family import env_ids, family_specs
 from clustergym.learning.algos import algo_class, algo_gamma
@@ -28,7 +28,7 @@ def bench_hyperparams(algo: str, env_id: str, quick: bool) -> tuple[dict, dict]:
     ``batch_size`` at most one rollout. Every row (CartPole included) gets the same cut."""
     run, hp = split_run_keys(load_hyperparams(algo, env_id))
     n_envs = int(run.get("n_envs", 4))
-    hp["n_steps"] = 16 if quick else 64
+    hp["n_steps"] = sized(16, 4) if quick else 64
     hp["batch_size"] = min(int(hp.get("batch_size", 64)), hp["n_steps"] * n_envs)
     return {"n_envs": n_envs, "normalize": bool(run.get("normalize", True))}, hp
 
@@ -72,13 +72,14 @@ _CARTPOLE: dict = {}
 def cartpole_rate(quick: bool) -> tuple[float, str]:
     """PPO env-steps/s on CartPole-v1 with the bench's PPO settings (measured once per process and mode):
     the anchor of the target "PPO training >= 0.5x CartPole-v1 with the same PPO settings"."""
-    if quick not in _CARTPOLE:
+    key = (quick, sized(16, 4))  # tiny sizes are measured apart
+    if key not in _CARTPOLE:
         model, per, settings = _training_model("CartPole-v1", "ppo", "sb3", quick)
         model.learn(per)  # warm-up, untimed
         rates = [_learn_rate(model, per) for _ in range(2 if quick else 4)]
         model.get_env().close()
-        _CARTPOLE[quick] = (float(np.median(rates)), settings)
-    return _CARTPOLE[quick]
+        _CARTPOLE[key] = (float(np.median(rates)), settings)
+    return _CARTPOLE[key]
 
 
 def training_rates(env_id: str, label: str, quick: bool, algo: str = "ppo", heads: tuple[str, ...] = ("sb3", "fast"),
@@ -197,6 +198,8 @@ def throughput_rows(quick: bool = False, n_envs_list: tuple[int, ...] = (4, 256)
     envs = throughput_envs() if envs is None else envs
     rows: list[Row] = []
     reps = 1 if quick else 3
+    if quick:  # tiny sizes: fewer envs and a shorter rollout
+        n_envs_list, rollout = tuple(sized(n, 2) for n in n_envs_list), sized(rollout, 64)
     for n in n_envs_list:
         models = {("CartPole-v1", "", ""): _throughput_model("CartPole-v1", n, {}, "dummy", rollout)}
         for label, env_id, extra, vec in envs:
@@ -244,7 +247,7 @@ def _plain_model(env_id: str, policy, quick: bool):
     import gymnasium as gym
     from stable_baselines3 import PPO
 
-    n = 16 if quick else 64
+    n = sized(16, 4) if quick else 64
     model = PPO(policy, gym.make(env_id), n_steps=n, batch_size=min(64, n), seed=0, device="cpu", verbose=0)
     return model, n
 
@@ -337,7 +340,7 @@ def memory_rows(quick: bool) -> list[Row]:
     import gymnasium as gym
 
     rows = []
-    n = 100_000 if quick else 1_000_000
+    n = sized(100_000, 1000) if quick else 1_000_000
     for label, env_id in memory_envs():
         env = gym.make(env_id, oracle=False, horizon=n + 1)
         obs, info = env.reset(seed=0)

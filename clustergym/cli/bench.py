@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 from dataclasses import asdict
 
-from clustergym.bench.rates import Row
+from clustergym.bench.rates import Row, tiny_sizes
 from clustergym.bench.throughput import clear_anchor, memory_rows, plain_sb3_rows, throughput_rows
 from clustergym.experiments import list_papers, load
 from clustergym.runner.results import exclusive_write
@@ -17,8 +17,16 @@ from clustergym.runner.results import exclusive_write
 __all__ = ["run_bench"]
 
 
-def run_bench(only: str | None = None, quick: bool = False, out: str | None = None) -> list[Row]:
-    """Measure and print every paper's rows (or only one paper's); optionally write JSON to ``out``."""
+def run_bench(only: str | None = None, quick: bool = False, out: str | None = None, tiny: bool = False) -> list[Row]:
+    """Measure and print every paper's rows (or only one paper's); optionally write JSON to ``out``. ``tiny``:
+    quick mode at smoke-test sizes (:func:`clustergym.bench.rates.tiny_sizes`)."""
+    if tiny:
+        with tiny_sizes():
+            return _run_bench(only, True, out, "tiny")
+    return _run_bench(only, quick, out, "quick" if quick else "full")
+
+
+def _run_bench(only: str | None, quick: bool, out: str | None, mode: str) -> list[Row]:
     import platform
 
     from tqdm.auto import tqdm
@@ -36,7 +44,7 @@ def run_bench(only: str | None = None, quick: bool = False, out: str | None = No
         rows.extend(throughput_rows(quick))
         rows.extend(plain_sb3_rows(quick))
     print(f"clustergym bench on {platform.node()} ({platform.machine()}, {_cores()} cores), "
-          f"{'quick' if quick else 'full'} mode")
+          f"{mode} mode")
     print(f"{'what':<62} {'measured':>12} {'unit':<10} {'target':<14}")
     print("-" * 104)
     for r in rows:

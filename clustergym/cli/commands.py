@@ -441,5 +441,5 @@ def cmd_bench(args) -> int:
     if args.out is not None:
         _check_out(args.out, is_file=True)
         check_file_target(args.out, "--out")  # before the measurements: never a FIFO or a device
-    bench.run_bench(only=args.only, quick=args.quick, out=args.out)
+    bench.run_bench(only=args.only, quick=args.quick, out=args.out, tiny=args.tiny)
     return 0

@@ -260,6 +260,8 @@ def _add_bench_parser(sub, debug: argparse.ArgumentParser) -> None:
     b.add_argument("--only", default=None, metavar="PAPER", help=f"one of {', '.join(list_papers())}, or training (the "
                    "PPO training-throughput rows beside CartPole)")
     b.add_argument("--quick", action="store_true", help="fewer repetitions")
+    b.add_argument("--tiny", action="store_true", help="smoke-test sizes (implies --quick): every row runs end to end "
+                   "at the smallest counts; the figures mean nothing")
     b.add_argument("--out", default=None, help="also write the table as JSON here")
     b.set_defaults(func=cmd_bench)
 

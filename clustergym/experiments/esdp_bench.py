@@ -10,7 +10,7 @@ import numpy as np
 
 from clustergym.agents.esdp import ESDP
 from clustergym.baselines.multiserver_channel import greedy_fill
-from clustergym.bench.rates import Row, decision_times, sampled_action_rate, vector_rate
+from clustergym.bench.rates import Row, decision_times, sampled_action_rate, sized, vector_rate
 from clustergym.bench.throughput import training_rates
 from clustergym.envs.multiserver.channel.oracle import knapsack_max
 
@@ -27,7 +27,7 @@ def p1_env_steps(quick: bool) -> Row:
     # Warm-up, untimed: the first step loads (or, on a fresh install, compiles) the numba kernels.
     for _ in range(20):
         obs, r, term, trunc, info = env.step(np.zeros(pb.num_edges, dtype=np.int8))
-    n = 20_000 if quick else 100_000
+    n = sized(20_000) if quick else 100_000
     spent = 0.0
     for _ in range(n):
         # a random *valid* action: random order over channels of ports with a job, first fit
@@ -52,7 +52,7 @@ def p1_vector_steps(quick: bool, num_envs: int = 1024) -> Row:
     # extra cost, so we pre-generate capacity-feasible batches over all channels.
     batches = [np.stack([greedy_fill(rng.permutation(pb.num_edges), pb.demand, pb.capacity, True, pb.num_edges)
                          for _ in range(num_envs)]).astype(np.int8) for _ in range(4)]
-    rate = vector_rate(env, batches, 50 if quick else 300)
+    rate = vector_rate(env, batches, sized(50) if quick else 300)
     return Row(f"P1 native vector env, {num_envs} envs", rate, "env-steps/s", ">= 300,000 (goal 1M)",
                rate >= 300_000)
 
@@ -62,7 +62,7 @@ def p1_oracle(quick: bool) -> Row:
     obs, info = env.reset(seed=0)
     v, pb = env.scenario.truth.mean_utility, env.problem
     times = []
-    for _ in range(300 if quick else 2000):
+    for _ in range(sized(300) if quick else 2000):
         active = np.flatnonzero(info["action_mask"])
         t0 = time.perf_counter()
         knapsack_max(v[active], pb.demand[active], pb.capacity)
@@ -79,7 +79,7 @@ def _esdp_decisions(slots: int, **env_kw) -> tuple[np.ndarray, object]:
 def esdp_rows(quick: bool) -> list:
     # Warm the compiled DP once so the first decision's JIT time is not counted.
     _esdp_decisions(3, num_servers=8)
-    slots = 400 if quick else 1500
+    slots = sized(400, 20) if quick else 1500
     times, pb = _esdp_decisions(slots)
     late = times[slots // 2:]  # after exploration: every channel tried, full-size DP
     ms = float(np.median(late) * 1000)
@@ -87,7 +87,7 @@ def esdp_rows(quick: bool) -> list:
                 ms, "ms median", "<= 100 ms", ms <= 100.0),
             Row("ESDP decision, paper default, p95", float(np.percentile(late, 95) * 1000), "ms", "", None)]
     for ratio in (0.1, 0.15, 0.2, 0.25, 0.3):
-        n = 150 if quick else 400
+        n = sized(150, 10) if quick else 400
         times, pb = _esdp_decisions(n, capacity_ratio=ratio)
         grid = int(np.prod(np.asarray(pb.capacity) + 1))
         rows.append(Row(f"  ESDP vs capacity: ratio {ratio:.2f}, c={pb.capacity.tolist()}, Π(c_k+1)={grid}",
@@ -128,7 +128,7 @@ def late_decision(backend: str, servers: int = 80, t: int = 2000, repeats: int =
 def esdp_large_rows(quick: bool) -> list:
     """ESDP at |R| = 80 (the |R| sweep's largest size) at slot 2,000: the pruned kernel beside the dense reference
     kernel in the same run."""
-    reps = 2 if quick else 5
+    reps = sized(2) if quick else 5
     ms_new, mem_new, cells = late_decision("pruned", repeats=reps)
     ms_ref, mem_ref, _ = late_decision("numba", repeats=1 if quick else 3)
     ms_new, ms_ref = 1000 * ms_new, 1000 * ms_ref
@@ -140,7 +140,7 @@ def esdp_large_rows(quick: bool) -> list:
 
 
 def bench_rows(quick: bool):
-    return [p1_env_steps(quick), sampled_action_rate(ENV_ID, "P1", 1_000 if quick else 5_000), p1_vector_steps(quick),
+    return [p1_env_steps(quick), sampled_action_rate(ENV_ID, "P1", sized(1_000) if quick else 5_000), p1_vector_steps(quick),
             p1_oracle(quick), *esdp_rows(quick), *esdp_large_rows(quick),
             # PPO on MultiBinary: SB3's Bernoulli is already one tensor op (same in both heads): one row.
             *training_rates(ENV_ID, "P1", quick, heads=("fast",)),

@@ -8,7 +8,7 @@ import gymnasium as gym
 import numpy as np
 
 from clustergym.core.agent import make, public_info
-from clustergym.bench.rates import Row, sampled_action_rate
+from clustergym.bench.rates import Row, sampled_action_rate, sized
 from clustergym.bench.throughput import training_rates
 from clustergym.runner.episode import time_decisions
 
@@ -36,19 +36,19 @@ def _env_rate(mode: str, n: int) -> float:
 
 def bench_rows(quick: bool):
     rows = []
-    n = 3000 if quick else 20000
+    n = sized(3000) if quick else 20000
     rate = _env_rate("ring_size", n)
     rows.append(Row("P3 env step (paper default, ring_size mode, random actions)", rate, "steps/s", ">= 2,000",
                     rate >= 2000))
     rows.append(Row("P3 env step (paper default, placement mode, random actions)", _env_rate("placement", n // 3),
                     "steps/s", "", None))
 
-    rows.append(sampled_action_rate(ENV_ID, "P3", 300 if quick else 2000))
+    rows.append(sampled_action_rate(ENV_ID, "P3", sized(300) if quick else 2000))
     # Placement mode (the default): 1,600 categorical dimensions; SB3's own head runs ~6 env-steps/s here.
     rows.extend(training_rates(ENV_ID, "P3", quick, ratio_target=10.0))
     # ring_size mode (MultiDiscrete(J_max)): the faster DRL option, fast head only
     rows.extend(training_rates(ENV_ID, "P3 ring_size", quick, heads=("fast",), action_mode="ring_size"))
-    slots = 100 if quick else 200
+    slots = sized(100, 10) if quick else 200
     # The paper-default env (horizon 200, its default oracle=False) as before; the runner's episode loop.
     times = list(time_decisions(gym.make(ENV_ID, horizon=200), make("gadget", family="ringallreduce"), slots))
     times = np.asarray(times[5:]) * 1000
@@ -61,7 +61,7 @@ def bench_rows(quick: bool):
     env = gym.make(ENV_ID, num_servers=12, max_jobs=6, arrival_rate=1.0, horizon=10**6).unwrapped
     obs, info = env.reset(seed=0)
     tm = []
-    for _ in range(10 if quick else 40):
+    for _ in range(sized(10) if quick else 40):
         w = info["window"]
         t0 = time.perf_counter()
         solve_slot(env.problem.topology, w["cap"], w["zeta"], w["attained"], w["lam1"], w["lam2"], w["lam3"], w["bw"])

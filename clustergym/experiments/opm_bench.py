@@ -8,7 +8,7 @@ import gymnasium as gym
 import numpy as np
 
 from clustergym.core.agent import make
-from clustergym.bench.rates import Row, sampled_action_rate
+from clustergym.bench.rates import Row, sampled_action_rate, sized
 from clustergym.bench.throughput import training_rates
 from clustergym.experiments.opm_runs import ENV, episode
 from clustergym.runner.episode import time_decisions
@@ -23,7 +23,7 @@ def _env_steps(quick: bool):
     ag.reset(env.unwrapped.problem, seed=0)
     for _ in range(20):  # warm-up, untimed (first calls load compiled code and caches)
         obs, r, term, trunc, info = env.step(ag.act(obs, info))
-    n = 5_000 if quick else 30_000
+    n = sized(5_000) if quick else 30_000
     spent = 0.0
     for _ in range(n):
         a = ag.act(obs, info)  # a random *valid* action (budgets respected)
@@ -49,8 +49,10 @@ def _opm_decision(quick: bool):
 
 def _paper_scale(quick: bool):
     if quick:
-        r = episode(dict(scale="paper", horizon=2000), "opm", 0)
-        return [Row("P4 paper scale (M=1000), OPM, first 2,000 of 50,000 slots (quick)", r["wall_s"], "s", "(completes)", True)]
+        h = sized(2000, 40)
+        r = episode(dict(scale="paper", horizon=h), "opm", 0)
+        return [Row(f"P4 paper scale (M=1000), OPM, first {h:,} of 50,000 slots (quick)", r["wall_s"], "s", "(completes)",
+                    True)]
     r = episode(dict(scale="paper"), "opm", 0)
     ok = r["steps"] == 50_000
     return [Row("P4 paper scale run: OPM, M=1000, 50,000 slots, wall time", r["wall_s"], "s", "(completes)", ok),
@@ -58,8 +60,8 @@ def _paper_scale(quick: bool):
 
 
 def bench_rows(quick: bool):
-    return [_env_steps(quick), sampled_action_rate(ENV, "P4", 2_000 if quick else 10_000),
-            sampled_action_rate(ENV, "P4 job mode", 5_000 if quick else 30_000, target=5_000, action_mode="job"),
+    return [_env_steps(quick), sampled_action_rate(ENV, "P4", sized(2_000) if quick else 10_000),
+            sampled_action_rate(ENV, "P4 job mode", sized(5_000) if quick else 30_000, target=5_000, action_mode="job"),
             *_opm_decision(quick),
             *_paper_scale(quick), *training_rates(ENV, "P4", quick, ratio_target=2.5),
             *training_rates(ENV, "P4", quick, algo="maskable_ppo")]
