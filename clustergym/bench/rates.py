@@ -79,10 +79,12 @@ def sampled_action_rate(env_id: str, label: str, n: int, target: float | None = 
     """Steps/s of ``gym.make(env_id)`` on ``env.action_space.sample()`` actions: what a random policy
     (or an untrained learner) sends, nearly always outside the feasible set, so the env's default
     ``infeasible="repair"`` path runs. 64 pre-drawn actions (space seeded 0) are cycled; only
-    ``env.step`` is timed; an episode end resets untimed."""
+    ``env.step`` is timed; an episode end resets untimed. ``horizon`` (in ``env_kw``): default 10**9, never
+    reached; an env that draws its whole arrival sequence up front (P4) passes ``n`` + the warm-up instead."""
     import gymnasium as gym
 
-    env = gym.make(env_id, oracle=False, horizon=10**9, **env_kw)
+    env_kw.setdefault("horizon", 10**9)
+    env = gym.make(env_id, oracle=False, **env_kw)
     env.reset(seed=0)
     env.action_space.seed(0)
     actions = [env.action_space.sample() for _ in range(64)]
