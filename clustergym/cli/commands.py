@@ -16,7 +16,7 @@ from clustergym import experiments
 from clustergym.cli import bench
 from clustergym.runner import evaluation
 from clustergym.core.agent import list_agents
-from clustergym.core.scenario import check_memory
+from clustergym.core.scenario import check_memory, json_depth
 from clustergym.runner.episode import make_env
 from clustergym.experiments import drl, drl_export, drl_plan, list_papers
 from clustergym.core.family import env_family, env_ids
@@ -42,23 +42,6 @@ class UsageError(ValueError):
 MAX_SET_DEPTH = 32
 
 
-def _json_depth(text: str) -> int:
-    """The deepest nesting of ``[``/``{`` in ``text`` outside JSON strings (one pass, no recursion)."""
-    depth = deepest = 0
-    in_str = escaped = False
-    for ch in text:
-        if in_str:
-            escaped, in_str = (False, True) if escaped else (ch == "\\", ch != '"')
-        elif ch == '"':
-            in_str = True
-        elif ch in "[{":
-            depth += 1
-            deepest = max(deepest, depth)
-        elif ch in "]}":
-            depth -= 1
-    return deepest
-
-
 def _parse_set(items: list[str]) -> dict:
     """``--set key=value``: values parsed as JSON when they parse, else kept as strings."""
     out = {}
@@ -67,8 +50,8 @@ def _parse_set(items: list[str]) -> dict:
         key = key.strip()
         if not eq or not key or not key.replace("_", "").isalnum():
             raise UsageError(f"malformed --set {item[:80]!r}: expected key=value (e.g. --set rho=0.7)")
-        if _json_depth(val) > MAX_SET_DEPTH:
-            raise UsageError(f"--set {key}=... nests lists/objects {_json_depth(val):,} deep; at most {MAX_SET_DEPTH}")
+        if json_depth(val) > MAX_SET_DEPTH:
+            raise UsageError(f"--set {key}=... nests lists/objects {json_depth(val):,} deep; at most {MAX_SET_DEPTH}")
         try:
             out[key] = json.loads(val)
         except json.JSONDecodeError:

@@ -29,6 +29,7 @@ __all__ = [
     "INFEASIBLE_MODES",
     "available_memory",
     "check_memory",
+    "json_depth",
     "MAX_REAL",
     "MIN_POSITIVE",
 ]
@@ -234,3 +235,21 @@ def load_entry_point(entry_point: str) -> Any:
     mod, _, attr = entry_point.partition(":")
     obj = importlib.import_module(mod)
     return getattr(obj, attr) if attr else obj
+
+
+def json_depth(text: str) -> int:
+    """The deepest nesting of ``[``/``{`` in JSON text, outside strings: one pass, no recursion, so a value
+    nested far too deep for ``json.loads`` is measured (and refused by the caller) before it is parsed."""
+    depth = deepest = 0
+    in_str = escaped = False
+    for ch in text:
+        if in_str:
+            escaped, in_str = (False, True) if escaped else (ch == "\\", ch != '"')
+        elif ch == '"':
+            in_str = True
+        elif ch in "[{":
+            depth += 1
+            deepest = max(deepest, depth)
+        elif ch in "]}":
+            depth -= 1
+    return deepest

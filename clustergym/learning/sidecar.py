@@ -12,6 +12,7 @@ import os
 import numpy as np
 
 from clustergym.core.family import env_family, env_ids
+from clustergym.core.scenario import json_depth
 from clustergym.learning.algos import ALGOS, HEADS, NETS, NORM_FILE, check_algo
 from clustergym.learning.pipeline import LAYOUTS
 
@@ -68,28 +69,6 @@ MAX_INSTANCE = 2**31 - 1  # instances are scenario seeds: 0 .. 2^31 - 1
 MAX_HORIZON = 10**8  # slots per episode an env kwarg may ask for
 
 
-def _nesting_depth(text: str) -> int:
-    """The deepest nesting of ``[``/``{`` in JSON text, outside strings (a scan, no recursion)."""
-    depth = deepest = 0
-    in_str = esc = False
-    for ch in text:
-        if in_str:
-            if esc:
-                esc = False
-            elif ch == "\\":
-                esc = True
-            elif ch == '"':
-                in_str = False
-        elif ch == '"':
-            in_str = True
-        elif ch in "[{":
-            depth += 1
-            deepest = max(deepest, depth)
-        elif ch in "]}":
-            depth -= 1
-    return deepest
-
-
 MODEL_DATA_MAX_BYTES = 16 * 2**20  # the readable fields of an SB3 model.zip (its "data" entry) are a few KiB
 
 
@@ -104,7 +83,7 @@ def read_model_data(z, path: str):
         text = z.read("data").decode("utf-8")
     except UnicodeDecodeError:
         raise ValueError(f"{path!r}: its data entry is not UTF-8 JSON") from None
-    depth = _nesting_depth(text)
+    depth = json_depth(text)
     if depth > SIDE_CAR_MAX_DEPTH:
         raise ValueError(f"{path!r}: its data entry is nested {depth:,} levels deep; an SB3 model's nests at most "
                          f"{SIDE_CAR_MAX_DEPTH}")
@@ -134,7 +113,7 @@ def read_side_car(side: str) -> dict:
             text = f.read(SIDE_CAR_MAX_BYTES + 1)
     except (OSError, UnicodeDecodeError) as exc:
         raise ValueError(f"{side}: unreadable ({getattr(exc, 'strerror', None) or type(exc).__name__})") from None
-    depth = _nesting_depth(text)
+    depth = json_depth(text)
     if depth > SIDE_CAR_MAX_DEPTH:
         raise ValueError(f"{side}: nested {depth:,} levels deep; a side-car nests at most {SIDE_CAR_MAX_DEPTH}")
     try:
