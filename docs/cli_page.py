@@ -30,7 +30,7 @@ def cli_page() -> str:
                 "```text", textwrap.dedent(p.format_usage()).strip(), "```", "",
                 "| argument | default | help |", "|---|---|---|"]
         for a in p._actions:
-            if isinstance(a, argparse._HelpAction):
+            if isinstance(a, argparse._HelpAction) or a.help == argparse.SUPPRESS:  # hidden options are not listed
                 continue
             flag = ", ".join(a.option_strings) or a.dest
             if a.choices:

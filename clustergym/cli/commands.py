@@ -7,6 +7,7 @@ The parser and the entry point are in :mod:`clustergym.cli.main`; a value the us
 
 from __future__ import annotations
 
+import importlib
 import json
 import os
 import shutil
@@ -18,7 +19,7 @@ from clustergym.runner import evaluation
 from clustergym.core.agent import list_agents
 from clustergym.core.scenario import check_memory, json_depth
 from clustergym.runner.episode import make_env
-from clustergym.experiments import drl, drl_export, drl_plan, list_papers
+from clustergym.experiments import alone, drl, drl_export, drl_plan, list_papers
 from clustergym.core.family import env_family, env_ids
 from clustergym.learning import training
 from clustergym.learning.hyperparams import default_algo
@@ -218,6 +219,14 @@ def cmd_reproduce(args) -> int:
     kw = {"instances": instances} if instances is not None else {}
     if args.tiny:
         kw["tiny"] = True
+    if args.only is not None:
+        try:
+            alone.check_only(args.paper, args.only, args.quick, args.tiny)
+        except ValueError as exc:
+            raise UsageError(str(exc)) from None
+        # loaded on use, as the paper modules are (experiments.load): they are not needed for the other commands
+        single = importlib.import_module("clustergym.experiments.single")
+        kw["runner"] = single.runner(args.paper, args.only, args.quick, args.tiny)
     if args.plan:
         if args.fresh:
             raise UsageError("--plan and --fresh cannot be combined: a plan runs nothing and keeps the store")
@@ -234,8 +243,11 @@ def cmd_reproduce(args) -> int:
                 raise UsageError(f"--save-costs {args.save_costs!r} is not a file this user can write (its folder "
                                  "must exist)")
             check_file_target(args.save_costs, "--save-costs")  # before the plan: never a FIFO or a device
-        print(experiments.plan_table(experiments.plan(args.paper, quick=args.quick, store=store, cost_stores=extra,
-                                                      save_costs=args.save_costs, **kw)))
+        p = experiments.plan(args.paper, quick=args.quick, store=store, cost_stores=extra, save_costs=args.save_costs,
+                             **kw)
+        for n, d in p["papers"].items():
+            d["experiments"] = alone.experiment_names(n)
+        print(experiments.plan_table(p))
         if args.save_costs:
             print(f"wrote the unit costs to {args.save_costs}")
         return 0

@@ -13,6 +13,7 @@ import sys
 from clustergym.cli.commands import (UsageError, cmd_bench, cmd_drl, cmd_import_model, cmd_list, cmd_replay,
                                      cmd_reproduce, cmd_run, cmd_train, cmd_tune)
 from clustergym.experiments import list_papers
+from clustergym.experiments.alone import experiment_names
 from clustergym.core.family import load_plugins
 from clustergym.runner.workers import WorkerDied, was_interrupted
 from clustergym.core.version import __version__
@@ -94,6 +95,10 @@ def _add_reproduce_parser(sub, debug: argparse.ArgumentParser) -> None:
     rp.add_argument("--instances", default=None, metavar="A-B",
                     help="instances (scenario seeds) of every comparison, e.g. 20-29 or 3,5,8 "
                          "(default: 0-9 with --quick, 0-19 without)")
+    rp.add_argument("--only", default=None, metavar="EXPERIMENT",
+                    help="run one experiment of the paper alone (report.md and results.json of it only): "
+                         + "; ".join(f"{p}: {', '.join(experiment_names(p))}" for p in list_papers()
+                                     if experiment_names(p)))
     rp.add_argument("--tiny", action="store_true", help=argparse.SUPPRESS)  # tests of the machinery: a few slots
     rp.add_argument("--workers", type=int, default=2, help="parallel worker processes (default 2)")
     rp.add_argument("--backend", choices=["local", "ray"], default="local",

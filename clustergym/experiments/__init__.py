@@ -89,7 +89,7 @@ def load(name: str):
 
 def reproduce(paper: str, quick: bool = False, out: str = "runs/reproduce", workers: int = 2,
               progress: bool = True, instances=None, tiny: bool = False, backend: str = "local",
-              store: str | None = None) -> list[str]:
+              store: str | None = None, runner=None) -> list[str]:
     """Run one paper's comparison (or ``"all"``); returns the report paths.
 
     Each paper writes its own ``OUT/<paper>/report.md`` (tables, figures) and ``results.json``. With
@@ -102,11 +102,15 @@ def reproduce(paper: str, quick: bool = False, out: str = "runs/reproduce", work
     ``workers`` CPUs); the results are the local backend's. ``store``: a run store folder
     (:mod:`clustergym.runner.runstore`): every finished run is written there as it ends and reused by the next call, so
     an interrupted reproduction continues where it stopped, with the same results.
+    ``runner(name, out, workers, progress, instances) -> report path`` replaces the paper modules' ``reproduce``
+    (e.g. one experiment alone, :func:`clustergym.experiments.single.runner`).
     """
     if backend not in ("local", "ray"):
         raise ValueError(f"backend={backend!r} is invalid: expected local or ray")
     names = list_papers() if paper == "all" else [paper]
-    mods = [load(n) for n in names]  # validate every name before running anything
+    for n in names:  # validate every name before running anything
+        load(n)
+    run = runner or _whole(quick, tiny)
     insts = instances_for(quick, instances)
 
     reports, walls = [], []
@@ -115,17 +119,23 @@ def reproduce(paper: str, quick: bool = False, out: str = "runs/reproduce", work
     pool = ray_tasks(workers) if backend == "ray" else worker_pool(workers)
     rs = None if store is None else RunStore(store)
     with pool, use_store(rs):  # one set of worker processes (or one Ray session) for every sweep of every paper
-        for n, m in zip(names, mods):
+        for n in names:
             t0 = time.perf_counter()
             if rs is not None:
                 rs.label = n
-            reports.append(m.reproduce(quick, out, workers, progress, instances=insts, tiny=tiny))
+            reports.append(run(n, out, workers, progress, insts))
             walls.append(time.perf_counter() - t0)
     if rs is not None:
         print(f"run store {store}: {rs.reused} run(s) reused, {rs.ran} run(s) computed and stored")
     if paper == "all":
         reports.append(write_combined_report(out, names, reports, walls, quick, workers, insts))
     return reports
+
+
+def _whole(quick: bool, tiny: bool):
+    """The runner of a paper's whole reproduction: its module's ``reproduce``."""
+    return lambda n, out, workers, progress, insts: load(n).reproduce(quick, out, workers, progress, instances=insts,
+                                                                     tiny=tiny)
 
 
 def write_combined_report(out: str, names: list[str], reports: list[str], walls: list[float], quick: bool,
@@ -203,11 +213,13 @@ def write_costs(path: str, costs: dict[str, tuple[float, int]]) -> None:
 
 
 def plan(paper: str, quick: bool = False, store: str = "runs/reproduce/store", instances=None,
-         tiny: bool = False, cost_stores: tuple[str, ...] = (), save_costs: str | None = None) -> dict:
+         tiny: bool = False, cost_stores: tuple[str, ...] = (), save_costs: str | None = None,
+         runner=None) -> dict:
     """What ``reproduce(paper, quick)`` would run, without running it: every run of every experiment, how many
     the run store already holds, and an estimate of the CPU time of the missing ones from the unit costs (CPU
     seconds per slot of the same agent and configuration) measured on the runs the store holds, then on those of
-    ``cost_stores`` (stores or costs files, :func:`read_costs`); ``save_costs``: write the costs used there.
+    ``cost_stores`` (stores or costs files, :func:`read_costs`); ``save_costs``: write the costs used there;
+    ``runner``: what runs in place of the paper modules' ``reproduce`` (as :func:`reproduce`).
 
     The reproduction's code runs with a store in plan mode (:class:`clustergym.runner.runstore.RunStore`): finished runs
     are read, missing ones are listed and stand-in values take their place, so the experiments' own code decides
@@ -216,7 +228,9 @@ def plan(paper: str, quick: bool = False, store: str = "runs/reproduce/store", i
     Returns ``{"papers": {name: {"rows": [...], "error": str | None}}, "unmeasured": int}``.
     """
     names = list_papers() if paper == "all" else [paper]
-    mods = [load(n) for n in names]
+    for n in names:  # validate every name before running anything
+        load(n)
+    run = runner or _whole(quick, tiny)
     insts = instances_for(quick, instances)
     rs = RunStore(store, plan=True)
     costs = RunStore(store).unit_cost_records()
@@ -227,11 +241,11 @@ def plan(paper: str, quick: bool = False, store: str = "runs/reproduce/store", i
         write_costs(save_costs, costs)
     errors: dict[str, str | None] = {}
     with tempfile.TemporaryDirectory() as tmp, use_store(rs):
-        for n, m in zip(names, mods):
+        for n in names:
             rs.label = n
             try:
                 with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
-                    m.reproduce(quick, tmp, 1, False, instances=insts, tiny=tiny)
+                    run(n, tmp, 1, False, insts)
                 errors[n] = None
             except Exception as exc:  # the stand-ins can upset an analysis: the runs listed so far still count
                 errors[n] = f"{type(exc).__name__}: {exc}"
@@ -290,6 +304,8 @@ def plan_table(p: dict) -> str:
                   f"{cpu / 3600:.2f} CPU-hours" + (f" (the plan stopped early: {d['error']})" if d["error"] else ""), "",
                   "| env | horizon | configuration | agents | runs | stored | CPU-hours left | unit costs from |",
                   "|---|---|---|---|---|---|---|---|"]
+        if d.get("experiments"):  # set by the caller (the command line: the experiments --only runs alone)
+            lines[-2:-2] = [f"Experiments that run alone (`--only NAME`): {', '.join(d['experiments'])}.", ""]
         for r in sorted(rows, key=lambda r: -r["cpu_s"]):
             cfg = ", ".join(f"{k}={v}" for k, v in sorted(r["config"].items())) or "defaults"
             est = f"{r['cpu_s'] / 3600:.3f}" + ("" if r["estimated"] else " (some unmeasured)")

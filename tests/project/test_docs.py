@@ -148,3 +148,12 @@ def test_maths_pipes_in_table_rows_do_not_split_cells():
     ext = hooks._table_math_pipes()
     html = markdown.markdown("| key | meaning |\n|---|---|\n| e | channel e < |E| |", extensions=["tables", ext])
     assert html.count("<td>") == 2 and "|E|" in html
+
+
+def test_the_cli_page_lists_no_hidden_option():
+    """Options hidden from ``--help`` (e.g. reproduce's test-only ``--tiny``) are not listed in docs/cli.md."""
+    gen = _module("gen_pages_under_test_cli", os.path.join(DOCS, "gen_pages.py"))
+    page = gen.pages()["cli.md"]
+    assert "SUPPRESS" not in page
+    section = page.split("## clustergym reproduce", 1)[1].split("## clustergym ", 1)[0]
+    assert "| `--only` |" in section and "| `--tiny` |" not in section
