@@ -81,12 +81,13 @@ _MODE_NUMBER = re.compile(r"(?<!Fig\. )(?<!Figs\. )(?<!Table )(?<!eq\. )(?<!Theo
 
 
 def _paired(rows: list[tuple[str, str, str]]) -> dict:
-    """``{(claim with its mode's numbers set aside, occurrence): (table, claim, verdict)}``: the k-th such claim of
-    one mode pairs with the k-th of the other (e.g. the k-th load of a figure)."""
+    """``{(table, claim, occurrence): (table, claim, verdict)}``, the table's heading and the claim with the mode's
+    numbers set aside: the k-th such claim of a table in one mode pairs with the k-th of the same table in the other
+    (e.g. the k-th load of a figure)."""
     seen: collections.Counter = collections.Counter()
     out = {}
     for table, claim, verdict in rows:
-        key = _MODE_NUMBER.sub("#", claim)
+        key = (_MODE_NUMBER.sub("#", table), _MODE_NUMBER.sub("#", claim))
         seen[key] += 1
         out[key, seen[key]] = (table, claim, verdict)
     return out
@@ -98,8 +99,8 @@ def quick_vs_full(quick: str, full: str) -> str:
     q, f = _paired(claim_rows(quick)), _paired(claim_rows(full))
     both = [k for k in f if k in q]
     differ = [k for k in both if q[k][2] != f[k][2]]
-    lines = [f"{len(both)} claims are judged in both modes (paired by their text, the numbers that depend on the mode "
-             f"— horizons, loads — set aside), {len(f) - len(both)} in full mode only and {len(q) - len(both)} in quick "
+    lines = [f"{len(both)} claims are judged in both modes (paired by their text and their table's heading, the numbers "
+             f"that depend on the mode — horizons, loads — set aside), {len(f) - len(both)} in full mode only and {len(q) - len(both)} in quick "
              f"mode only; **{len(differ)} of the {len(both)}** get a different verdict" + (":" if differ else "."), ""]
     if differ:
         lines += ["| table (full mode) | claim (full mode's text) | quick mode | full mode |", "|---|---|---|---|"]

@@ -57,6 +57,14 @@ def test_figure_numbers_are_kept_when_pairing():
 
 
 def test_the_table_heading_is_the_full_reports():
-    text = UC.quick_vs_full(_report([("A > B", "reproduced")], "Setting one"),
+    text = UC.quick_vs_full(_report([("A > B", "reproduced")], "Setting one (10 instances)"),
                             _report([("A > B", "inconclusive")], "Setting one (20 instances)"))
     assert "| Setting one (20 instances) | A > B | reproduced | inconclusive |" in text
+
+
+def test_a_claim_pairs_only_within_its_table():
+    # the same claim under two settings in quick mode; full mode has only the second setting's table
+    quick = _report([("A > B", "reproduced")], "setting = one") + _report([("A > B", "inconclusive")], "setting = two")
+    full = _report([("A > B", "inconclusive")], "setting = two")
+    text = UC.quick_vs_full(quick, full)
+    assert "**0 of the 1** get a different verdict" in text and "0 in full mode only and 1 in quick mode only" in text
