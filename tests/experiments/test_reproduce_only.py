@@ -4,6 +4,7 @@ and in ``--plan``, one-line errors for a bad name, and one experiment of each pa
 claims rows only."""
 
 import json
+import re
 import os
 
 import pytest
@@ -90,3 +91,15 @@ def test_plan_lists_the_experiments_and_only_the_named_ones_runs(tmp_path, capsy
     # one row per |R| of the tiny sweep, and not the main study's (defaults) row
     assert len(rows) == len(esdp_more.TINY["servers"]) and all("num_servers=" in r for r in rows)
     assert any("| defaults |" in ln for ln in whole.splitlines())
+
+
+def test_the_runs_of_one_experiment_are_the_whole_reproductions(tmp_path, capsys):
+    """One store serves both: the runs ``--only price`` made are the ones the whole reproduction's plan finds stored."""
+    out = str(tmp_path / "out")
+    assert main(["reproduce", "opm", "--quick", "--only", "price", *BASE, "--out", out]) == 0
+    assert main(["reproduce", "opm", "--quick", "--only", "price", "--plan", *BASE, "--out", out]) == 0
+    alone = re.search(r"\*\*opm\*\*: (\d+) runs, (\d+) stored", capsys.readouterr().out)
+    assert alone and int(alone[1]) == int(alone[2]) > 0
+    assert main(["reproduce", "opm", "--quick", "--plan", *BASE, "--out", out]) == 0
+    whole = re.search(r"\*\*opm\*\*: ([\d,]+) runs, (\d+) stored", capsys.readouterr().out)
+    assert whole and int(whole[2]) == int(alone[1]) and int(whole[1].replace(",", "")) > int(alone[1])
