@@ -1,6 +1,10 @@
 import os
 
 os.environ.setdefault("MPLBACKEND", "Agg")
+# One BLAS/OpenMP thread per test process (and the CLIs they start): the suite runs on two pytest workers, and
+# a second thread per worker only spins on the other worker's core.
+for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ.setdefault(_var, "1")
 
 import clustergym  # noqa: E402,F401  (registers envs)
 

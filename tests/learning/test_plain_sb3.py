@@ -91,11 +91,12 @@ def _agent_actions(folder, env_id, seed, steps):
 
 @pytest.mark.parametrize("env_id", clustergym.ENV_IDS)
 def test_plain_multi_input_ppo_trains_imports_and_runs_on_every_env(env_id, tmp_path, capsys):
-    """PPO("MultiInputPolicy", gym.make(id)) with default kwargs: a few hundred steps, saved, imported, run."""
+    """PPO("MultiInputPolicy", gym.make(id)) with default kwargs: two short rollouts and updates, saved, imported,
+    run."""
     from stable_baselines3 import PPO
 
-    model = PPO("MultiInputPolicy", gym.make(env_id), n_steps=64, batch_size=64, n_epochs=1, seed=0, device="cpu")
-    model.learn(192)
+    model = PPO("MultiInputPolicy", gym.make(env_id), n_steps=32, batch_size=32, n_epochs=1, seed=0, device="cpu")
+    model.learn(64)
     model.save(tmp_path / "ppo.zip")
     imp = tmp_path / "imported"
     assert main(["import-model", str(tmp_path / "ppo.zip"), "--env", env_id, "--out", str(imp)]) == 0

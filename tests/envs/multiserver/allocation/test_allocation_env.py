@@ -1,5 +1,7 @@
 """P2 MultiServerAllocation: scenario, reward (eq. 5), constraints (eqs. 3–4), hindsight optimum (eq. 6)."""
 
+import dataclasses
+
 import gymnasium as gym
 import numpy as np
 import pytest
@@ -195,6 +197,31 @@ def test_best_static_on_toy_is_known_optimum():
     opt = best_static_allocation(pb, np.array([10.0, 10.0]))
     assert opt.value == pytest.approx(28.0, abs=1e-6)
     assert opt.y[0, 0] == pytest.approx(2.0) and opt.y[1, 0] + opt.y[2, 0] == pytest.approx(2.0)
+
+
+def test_the_best_static_memo_returns_the_exact_optimum_of_the_inputs():
+    """best_static_allocation is memoised on the exact bytes of its inputs: equal inputs hit (one solve, the same
+    value, a y of their own), and counts, a capacity, an α or a tolerance that differ are solved again."""
+    from clustergym.envs.multiserver.allocation import oracle
+
+    pb = make_allocation_scenario("paper", seed=3, num_servers=12, num_ports=4).problem
+    counts = np.array([5.0, 0.0, 9.0, 2.0])
+    oracle._MEMO.clear()
+    fresh = oracle._solve(pb, counts, rtol=1e-6, max_iter=60, init_cuts=12)
+    first = best_static_allocation(pb, counts)
+    assert len(oracle._MEMO) == 1 and first.value == fresh.value and np.array_equal(first.y, fresh.y)
+    first.y[:] = -1.0  # a caller's y is its own
+    again = best_static_allocation(pb, counts.astype(np.int64))
+    assert len(oracle._MEMO) == 1 and again.value == fresh.value and np.array_equal(again.y, fresh.y)
+    more_cap = dataclasses.replace(pb, capacity=pb.capacity * 2.0)
+    more_alpha = dataclasses.replace(pb, alpha=pb.alpha * 1.5)
+    for p, c, kw in ((pb, counts + 1.0, {}), (more_cap, counts, {}), (more_alpha, counts, {}),
+                     (pb, counts, {"rtol": 1e-3})):
+        got = best_static_allocation(p, c, **kw)
+        want = oracle._solve(p, np.asarray(c, float), **{"rtol": 1e-6, "max_iter": 60, "init_cuts": 12, **kw})
+        assert got.value == want.value and got.iterations == want.iterations
+        assert kw or got.value != fresh.value
+    assert len(oracle._MEMO) == 5
 
 
 @pytest.mark.parametrize("utility", [*UTILITY_FAMILIES, "mixed"])
