@@ -280,9 +280,12 @@ def replay_estimate(tasks: list[tuple], every: int | None, made: dict | None = N
         env, _ = _env(env_id, seed, h, kwargs)
         acting = bound_agent(agent, env_id, kwargs, (made or {}).get(agent))
         warm = min(WARM_SLOTS, horizon)
+        stamps: list[float] = []
         t0 = time.perf_counter()
-        run_episode(env, acting, seed, max_steps=warm)
-        total += passes * horizon * (time.perf_counter() - t0) / warm
+        run_episode(env, acting, seed, max_steps=warm, on_step=lambda tr: stamps.append(time.perf_counter()))
+        # per slot: between the first and the last slot (the reset and the first call's set-up left out)
+        per = (stamps[-1] - stamps[0]) / (len(stamps) - 1) if len(stamps) > 1 else time.perf_counter() - t0
+        total += passes * horizon * per
         env.render()  # the first frame sets the figure up; the second is what every later frame costs
         t0 = time.perf_counter()
         env.render()
