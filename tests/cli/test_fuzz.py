@@ -580,6 +580,7 @@ def test_replay_random_arguments_exit_0_or_2_and_keep_an_existing_file(tmp_path_
         return [np.full((4, 6, 3), 40 * i, np.uint8) for i in range(3)]
 
     monkeypatch.setattr(rp, "record_episode", frames)
+    monkeypatch.setattr(rp, "replay_estimate", lambda *a, **k: "expected replay time: stubbed")  # a real warm-up
     root = tmp_path_factory.mktemp("replay")
     (root / "FILE").write_text("x")
     (root / "DIR").mkdir()
