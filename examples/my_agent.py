@@ -1,4 +1,4 @@
-"""Bring your own scheduler: a 30-line agent for P1 that clustergym runs beside the paper agents.
+"""Bring your own scheduler: a 42-line agent for P1 that clustergym runs beside the paper agents.
 
     clustergym run clustergym/MultiServerChannel-v0 --agents examples/my_agent.py:MyAgent,esdp,hauf \\
         --seeds 0-2 --workers 2 --out runs/mine

@@ -257,6 +257,11 @@ def cmd_reproduce(args) -> int:
                       need_total=50e6, need_file=2e6) as stage, _print_as(stage.path, args.out.rstrip("/")):
         if args.fresh and os.path.isdir(store):
             shutil.rmtree(store)
+        if not args.quick:  # the long mode: its plan first (the store's unit costs, then the project's measured ones)
+            print("estimating the time of the runs (the plan of --plan) ...", flush=True)
+            costs = tuple(c for c in (experiments.SHIPPED_COSTS,) if os.path.isfile(c))
+            planned = experiments.plan(args.paper, quick=False, store=store, cost_stores=costs, **kw)
+            print(experiments.plan_estimate(planned, args.workers), flush=True)
         experiments.reproduce(args.paper, quick=args.quick, out=stage.path, workers=args.workers,
                               progress=not args.no_progress, backend=args.backend, store=store, **kw)
     print(f"wrote {', '.join(stage.written)} in {args.out}")
@@ -289,7 +294,8 @@ def cmd_train(args) -> int:
         # the logs are written as training goes (into the staging folder): watchable before it ends
         print(f"TensorBoard logs, live: tensorboard --logdir {os.path.join(stage.path, 'tb')} (moved to "
               f"{os.path.join(args.out.rstrip('/'), 'tb')} when training ends)", flush=True)
-        meta = training.train(config, stage.path, progress=not args.no_progress, verbose=args.verbose)
+        meta = training.train(config, stage.path, progress=not args.no_progress, verbose=args.verbose,
+                              estimate=lambda line: print(line, flush=True))
     model = f"{args.out.rstrip('/')}/model.zip"
     done = meta.get("timesteps_trained", meta["timesteps"])
     note = "" if done == meta["timesteps"] else (f" (asked {meta['timesteps']:,}; {meta['algo']} trains whole "
@@ -427,7 +433,8 @@ def cmd_replay(args) -> int:
     if args.every is not None and args.every < 1:
         raise UsageError(f"--every {args.every} is invalid: expected an integer >= 1")
     out = replay(args.env_id, agents, args.out, args.seed, horizon=args.horizon, every=args.every, fps=args.fps,
-                 env_kwargs=env_kwargs, overwrite=args.overwrite, progress=not args.no_progress)
+                 env_kwargs=env_kwargs, overwrite=args.overwrite, progress=not args.no_progress,
+                 estimate=lambda line: print(line, flush=True))
     print(f"wrote {out}")
     return 0
 

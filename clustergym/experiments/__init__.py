@@ -23,11 +23,12 @@ from clustergym.runner.results import RESULTS_FILE, exclusive_write, write_json
 from clustergym.runner.workers import worker_pool
 from clustergym.runner.runstore import RunStore, config_key, use_store
 from clustergym.runner.ray_backend import ray_tasks
+from clustergym.core.eta import describe_duration
 from clustergym.core.stats import claims_rows_json
 from clustergym.core.version import __version__
 
 __all__ = ["KNOWN", "MIN_INSTANCES", "QUICK_INSTANCES", "FULL_INSTANCES", "instances_for", "describe_instances", "mode_name", "write_summary",
-           "list_papers", "load", "plan", "plan_table", "reproduce", "write_combined_report", "STORE_DIR"]
+           "list_papers", "load", "plan", "plan_table", "plan_estimate", "SHIPPED_COSTS", "reproduce", "write_combined_report", "STORE_DIR"]
 
 STORE_DIR = "store"  # the run store inside a reproduction's --out (clustergym.runner.runstore)
 
@@ -318,3 +319,22 @@ def plan_table(p: dict) -> str:
                  f"on {os.cpu_count()} cores)" + (f"; {p['unmeasured']} run(s) of configurations with no measured "
                                                   "unit cost are not counted" if p["unmeasured"] else "") + ".")
     return "\n".join(lines)
+
+
+# The unit costs the project measured for full mode (a clone's docs/data; absent from an installed package).
+SHIPPED_COSTS = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))),
+                             "docs", "data", "full", "unit_costs.json")
+
+
+def plan_estimate(p: dict, workers: int) -> str:
+    """The one line a full reproduction prints before it starts: the runs left and their CPU time from a
+    :func:`plan`, and the wall time on ``workers`` worker processes (CPU time / workers, the cores allowing)."""
+    rows = [r for d in p["papers"].values() for r in d["rows"]]
+    runs, stored = sum(r["runs"] for r in rows), sum(r["stored"] for r in rows)
+    cpu = sum(r["cpu_s"] for r in rows)
+    par = max(1, min(int(workers), os.cpu_count() or 1))
+    line = (f"expected: {runs - stored:,} of {runs:,} runs to run ({stored:,} stored), about {cpu / 3600:.2f} "
+            f"CPU-hours, {describe_duration(cpu / par)} on {par} worker(s)")
+    if p["unmeasured"]:
+        line += f"; {p['unmeasured']:,} run(s) with no measured unit cost not counted"
+    return line + " (clustergym reproduce --plan lists them)"

@@ -35,7 +35,7 @@ import json
 import os
 import time
 from dataclasses import dataclass
-from typing import Any, Mapping, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 import gymnasium as gym
 import numpy as np
@@ -46,6 +46,7 @@ from clustergym.core.family import env_family
 from clustergym.learning import imitation
 from clustergym.learning.algos import SIDE_CAR, algo_class, algo_gamma, check_algo
 from clustergym.learning.checkpoints import Checkpoints
+from clustergym.learning.estimate import estimate_callback
 from clustergym.learning.curves import plot_training_curve, reference_returns, step_reward_callback
 from clustergym.learning.hp_checks import (MAX_PARAM_DRAWS, check_finite_weights, check_hyperparams, check_seed,
                                            check_training_memory, listing)
@@ -397,16 +398,18 @@ def _build_model(s: TrainSetup, venv, vec: str, out: str, *, verbose: int):
     return model, cb, bc
 
 
-def _learn(s: TrainSetup, model, cb, out: str, *, progress: bool):
-    """Step 4: ``model.learn`` for the budget, saving the asked checkpoints; returns (training wall time, saver)."""
+def _learn(s: TrainSetup, model, cb, out: str, *, progress: bool, estimate=None):
+    """Step 4: ``model.learn`` for the budget, saving the asked checkpoints (``estimate``: told the expected
+    training time after the first iteration); returns (training wall time, saver)."""
     t0 = time.perf_counter()
     saver = None
     if s.config.checkpoints:
         saver = Checkpoints(sorted({int_arg("checkpoints", c, 0) for c in s.config.checkpoints}), out,
                             s.normalize and s.norm_obs, t0, s.timesteps)
         saver.save_now(model, 0)  # before any update (kept only if 0 was asked); after cloning, the clone
-    callbacks = [c for c in (cb, None if saver is None else saver.callback(), step_reward_callback(out, s.timesteps))
-                 if c is not None]
+    eta = None if estimate is None else estimate_callback(s.timesteps, estimate, int(getattr(model, "learning_starts", 0)))
+    callbacks = [c for c in (cb, None if saver is None else saver.callback(), step_reward_callback(out, s.timesteps),
+                             eta) if c is not None]
     if s.timesteps > 0:
         model.learn(total_timesteps=s.timesteps, callback=callbacks or None, progress_bar=progress, tb_log_name=s.algo)
     return time.perf_counter() - t0, saver
@@ -474,10 +477,12 @@ def check(config: TrainConfig) -> TrainSetup:
     return setup
 
 
-def train(config: TrainConfig, out: str, *, progress: bool = True, verbose: int = 0, threads: int | None = 1) -> dict:
+def train(config: TrainConfig, out: str, *, progress: bool = True, verbose: int = 0, threads: int | None = 1,
+          estimate: Callable[[str], None] | None = None) -> dict:
     """Train ``config`` (checked by :func:`check` first); write the run directory ``out`` (see the module
     docstring). ``progress``: SB3's progress bar; ``verbose``: SB3's verbosity; ``threads``: torch's thread
-    count (None: left as it is). Returns the side-car dictionary."""
+    count (None: left as it is); ``estimate``: called once with the expected training time, measured on the
+    first iteration (:func:`clustergym.learning.estimate.estimate_callback`). Returns the side-car dictionary."""
     setup = check(config)
     if threads is not None:
         import torch
@@ -485,6 +490,6 @@ def train(config: TrainConfig, out: str, *, progress: bool = True, verbose: int 
         torch.set_num_threads(int(threads))  # small MLPs: one thread is fastest and leaves cores to envs
     venv, vec = _build_envs(setup, out)
     model, cb, bc = _build_model(setup, venv, vec, out, verbose=verbose)
-    wall, saver = _learn(setup, model, cb, out, progress=progress)
+    wall, saver = _learn(setup, model, cb, out, progress=progress, estimate=estimate)
     check_finite_weights(model, f"{setup.algo} on {setup.env_id}: the trained model was not saved")
     return _save(setup, model, venv, cb, bc, saver, wall, vec, out)

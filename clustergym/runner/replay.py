@@ -21,13 +21,14 @@ from typing import Callable
 
 import numpy as np
 
+from clustergym.core.eta import describe_duration
 from clustergym.core.scenario import check_memory
 from clustergym.runner.episode import bound_agent, make_env, run_episode
 from clustergym.runner.evaluation import planned_runs
 from clustergym.core.viewer import EpisodeViewer, _plt
 
 __all__ = ["record_episode", "episode_extent", "shared_view", "side_by_side", "replay", "check_writer", "check_fps",
-           "MAX_FRAMES", "FPS_RANGE"]
+           "MAX_FRAMES", "FPS_RANGE", "replay_estimate"]
 
 MAX_FRAMES = 100  # default frames per animation: every = ceil(horizon / MAX_FRAMES)
 LABEL_INLINE = 16  # the longest agent name shown on the title's line (longer ones go on a line of their own)
@@ -205,14 +206,15 @@ def _reserve(out: str, overwrite: bool) -> tuple[str, bool, int | None]:
 
 def replay(env_id: str, agents: list[str], out: str, seed: int = 0, *, horizon: int | None = None,
            every: int | None = None, fps: float = 8.0, env_kwargs: dict | None = None,
-           overwrite: bool = False, progress: bool = False) -> str:
+           overwrite: bool = False, progress: bool = False, estimate: Callable[[str], None] | None = None) -> str:
     """Write the animation of one agent's episode, or two agents' side by side, to ``out`` (.gif or .mp4).
 
     Each agent's env is built as :func:`clustergym.evaluate` builds it (:func:`~clustergym.runner.evaluation.
     planned_runs`): a trained model acts in an env with its padding and action kwargs, on the instance it was
     trained on if it has one, beside the other agent on the same instance and seed. An env's
     ``viewer_env_kwargs`` are on (e.g. P1's per-slot oracle, which its viewer draws as a reference; the agents
-    never see it). ``progress``: a bar over the frames.
+    never see it). ``progress``: a bar over the frames. ``estimate``: called with the expected time
+    (:func:`replay_estimate`) before the episodes run.
 
     Every argument is checked before the episode runs. An existing ``out`` is refused unless ``overwrite``
     (and a new one is created exclusively, :func:`_reserve`); the animation is written to a temporary file
@@ -242,6 +244,8 @@ def replay(env_id: str, agents: list[str], out: str, seed: int = 0, *, horizon: 
                  f"horizon={horizon}", f"the frames of {len(agents)} episode(s)")
     # each agent's env as clustergym run builds it (a model's padding and action kwargs), and the models loaded
     tasks, made = planned_runs(env_id, agents, [seed], int(horizon), env_kwargs, score=False)
+    if estimate is not None:
+        estimate(replay_estimate(tasks, every, made))
     tmp, existed, placeholder = _reserve(out, overwrite)
     try:
         frames = _animation(tasks, every, progress, made)
@@ -258,6 +262,40 @@ def replay(env_id: str, agents: list[str], out: str, seed: int = 0, *, horizon: 
         _discard(tmp, out, placeholder)
         raise
     return out
+
+
+WARM_SLOTS = 10  # slots each agent is timed on before a replay (its decisions and the env's steps)
+
+
+def replay_estimate(tasks: list[tuple], every: int | None, made: dict | None = None) -> str:
+    """The expected time of :func:`replay`'s runs ``tasks``, from a timed warm-up on envs of their own (the
+    replay's episodes are untouched): each agent's first :data:`WARM_SLOTS` slots, and one viewer frame drawn.
+    A side-by-side replay runs each episode twice (undrawn for the shared scales, then drawn)."""
+    import time
+
+    horizon = int(tasks[0][3])
+    passes = 1 if len(tasks) == 1 else 2
+    total, frame_s = 0.0, 0.0
+    for env_id, agent, seed, h, kwargs in tasks:
+        env, _ = _env(env_id, seed, h, kwargs)
+        acting = bound_agent(agent, env_id, kwargs, (made or {}).get(agent))
+        warm = min(WARM_SLOTS, horizon)
+        stamps: list[float] = []
+        t0 = time.perf_counter()
+        run_episode(env, acting, seed, max_steps=warm, on_step=lambda tr: stamps.append(time.perf_counter()))
+        # per slot: between the first and the last slot (the reset and the first call's set-up left out)
+        per = (stamps[-1] - stamps[0]) / (len(stamps) - 1) if len(stamps) > 1 else time.perf_counter() - t0
+        total += passes * horizon * per
+        env.render()  # the first frame sets the figure up; the second is what every later frame costs
+        t0 = time.perf_counter()
+        env.render()
+        frame_s = max(frame_s, time.perf_counter() - t0)
+        env.close()
+    frames = _frames_of(horizon, every) * len(tasks)
+    total += frames * frame_s
+    return (f"expected replay time: about {describe_duration(total)} ({len(tasks)} episode(s) of {horizon:,} slots"
+            f"{', each run twice' if passes == 2 else ''}, {frames:,} frames drawn; timed on the first {warm} "
+            f"slot(s) and one frame)")
 
 
 def _discard(tmp: str, out: str, placeholder: int | None) -> None:

@@ -53,7 +53,7 @@ def _assert_one_line_or_success(argv, rc, err) -> None:
 
 @pytest.fixture
 def stub_heavy(monkeypatch):
-    """The CLI layer is fuzzed; the long jobs behind ``reproduce``, ``bench`` and ``train`` are stubbed
+    """The CLI layer is fuzzed; the long jobs behind ``reproduce`` (and its plan), ``bench`` and ``train`` are stubbed
     (they write one file into --out, as the real ones do, so a write outside --out would show)."""
     import clustergym.cli.bench as bench
     import clustergym.experiments as experiments
@@ -80,6 +80,7 @@ def stub_heavy(monkeypatch):
                 config.timesteps, "train_wall_s": 0.0}
 
     monkeypatch.setattr(experiments, "reproduce", fake_reproduce)
+    monkeypatch.setattr(experiments, "plan", lambda *a, **k: {"papers": {}, "unmeasured": 0})  # a full run's estimate
     monkeypatch.setattr(bench, "run_bench", fake_bench)
     monkeypatch.setattr(training, "train", fake_train)
 
@@ -579,6 +580,7 @@ def test_replay_random_arguments_exit_0_or_2_and_keep_an_existing_file(tmp_path_
         return [np.full((4, 6, 3), 40 * i, np.uint8) for i in range(3)]
 
     monkeypatch.setattr(rp, "record_episode", frames)
+    monkeypatch.setattr(rp, "replay_estimate", lambda *a, **k: "expected replay time: stubbed")  # a real warm-up
     root = tmp_path_factory.mktemp("replay")
     (root / "FILE").write_text("x")
     (root / "DIR").mkdir()
