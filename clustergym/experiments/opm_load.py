@@ -14,6 +14,7 @@ from __future__ import annotations
 import gymnasium as gym
 
 from clustergym.core import stats
+from clustergym.envs.approxjobs.scenario import demand
 from clustergym.experiments import instances_for
 from clustergym.experiments.opm_runs import ENV, _run_all
 from clustergym.experiments.opm_sweep import EARLIER, SPEED_EXT, _bounds, _views
@@ -29,8 +30,6 @@ BASIS = "fluid bound B on the expected utility of the job list (bound.py)"
 def demands(sw: dict) -> dict:
     """``{config: {job list: demand in machines}}`` over the slots after :data:`DEMAND_SKIP` (all slots when the
     horizon is shorter than twice that), from the scenario each run's env draws."""
-    from clustergym.envs.approxjobs.scenario import demand
-
     out = {}
     for c, kw in sw["pl"]["configs"].items():
         skip = DEMAND_SKIP if kw["horizon"] >= 2 * DEMAND_SKIP else 0
