@@ -55,3 +55,23 @@ def test_the_g_log_variant_is_fig_8s_third_sequence_with_only_active():
 
     agent = make(G_LOG, env_id="clustergym/MultiServerChannel-v0")
     assert agent.g_name == "log" and agent.only_active is True
+
+
+def test_regret_and_share_tables_keep_each_variant_in_its_row():
+    from clustergym.experiments import esdp
+
+    inst = [0, 1, 2]
+    an = {"limit": {i: 0.4 for i in inst},
+          "per_slot_q2": {"esdp": {i: 0.7 for i in inst}, "esdp[only_active=true]": {i: 0.2 for i in inst}},
+          "per_slot_last": {"esdp": {i: 0.6 for i in inst}, "esdp[only_active=true]": {i: 0.1 for i in inst}},
+          "exponent": {"esdp": {i: 0.8 for i in inst}, "esdp[only_active=true]": {i: 0.5 for i in inst}},
+          "share": {"hauf": {i: 0.65 for i in inst}},
+          "share_runs": {"esdp": {i: 0.91 for i in inst}, "lcf": {i: 0.55 for i in inst}}}
+    reg = esdp.regret_table(an).split("\n")
+    faithful = next(ln for ln in reg if ln.startswith("| faithful")).split(" | ")
+    active = next(ln for ln in reg if ln.startswith("| `only_active`")).split(" | ")
+    assert faithful[1].startswith("0.700") and faithful[3].startswith("0.80") and faithful[4].startswith("0.400")
+    assert active[1].startswith("0.200") and active[2].startswith("0.100") and active[3].startswith("0.50")
+    shares = esdp.share_table(an).split("\n")
+    assert next(ln for ln in shares if ln.startswith("| `esdp` (learning")).endswith("| 91%, 91%, 91% |")
+    assert next(ln for ln in shares if ln.startswith("| `hauf` given")).endswith("| 65%, 65%, 65% |")

@@ -4,10 +4,12 @@ distinct shares of the bound (a table that puts one agent's number in another's 
 import pytest
 
 from clustergym.experiments import opm, opm_load
-from clustergym.experiments.opm_sweep import EARLIER, plan
+from clustergym.experiments.opm_sweep import COUPLED, EARLIER, plan
 
 SHARE = {"opm": 0.90, "opm-noest": 0.80, "fair": 0.95, "edf": 0.85, "random": 0.70, "opm[rounding=coupled]": 0.88}
 BOUND = 1000.0
+EFF = {"opm": 0.51, "opm-noest": 0.52, "fair": 0.53, "edf": 0.54, "random": 0.55, "opm[rounding=coupled]": 0.56}
+UNDER90 = {"opm": 0.6, "opm-noest": 0.5, "fair": 0.4, "edf": 0.3, "random": 0.2, "opm[rounding=coupled]": 0.1}
 
 
 def _sweep(shift=None):
@@ -19,8 +21,9 @@ def _sweep(shift=None):
             for a, s in SHARE.items():
                 u = s * BOUND * (1 + 0.01 * i) + (shift or {}).get((c, a), 0.0)
                 runs.append({"agent": a, "env_kwargs": dict(kw, scenario_seed=i, oracle=a == "random"),
-                             "total_reward": u, "bound": BOUND if a == "random" else None, "work": u / 2,
-                             "budget_spent": u, "migration_rate": 0.1, "jobs_under_90": 0.2,
+                             "total_reward": u, "bound": BOUND if a == "random" else None, "work": u * EFF[a],
+                             "budget_spent": u, "migration_rate": 0.1 if a != COUPLED else 0.02,
+                             "jobs_under_90": UNDER90[a],
                              "budget_used_median": 0.9})
     return {"runs": runs, "pl": pl, "quick": True}
 
@@ -76,3 +79,15 @@ def test_before_after_table_shows_the_earlier_rate_beside_the_calibrated_one():
     assert row[1].startswith("-5.0%") and row[1].endswith("0/3") and row[2] == "**not reproduced**"
     assert row[3].startswith("+10.") and row[3].endswith("3/0")
     assert (EARLIER, "light", 0.9) in sw["pl"]["configs"]
+
+
+def test_efficiency_budget_use_and_rounding_tables_keep_each_agent_in_its_column():
+    sw = _sweep()
+    eff = _row(opm._efficiency_lines(sw), "paper scale, heavy, β=0.5")
+    assert [c.split(" ")[0] for c in eff[1:6]] == [f"{EFF[a]:.4f}" for a in opm.AGENTS]
+    use = _row(opm._budget_use_lines(sw), "paper scale, β=0.5")
+    assert [c.split("%")[0] for c in use[1:6]] == [f"{100 * UNDER90[a]:.0f}" for a in opm.AGENTS]
+    rnd = opm._rounding_lines(sw)
+    coupled = _row(rnd, "coupled across slots")
+    assert coupled[1].startswith("2.0") and coupled[2].startswith("-7.1%")  # (0.88 − 0.95)·1.01 of B
+    assert _row(rnd, "per slot")[1].startswith("10.0")
