@@ -13,7 +13,7 @@ from clustergym.envs.multiserver.channel.scenario import make_channel_scenario
 from clustergym.runner.evaluation import evaluate
 from clustergym.experiments import instances_for
 
-__all__ = ["ENV_ID", "BASELINES", "MAIN_AGENTS", "HAUF_READINGS", "SENSITIVITY", "RHO_AGENTS", "run_study", "sweep",
+__all__ = ["ENV_ID", "BASELINES", "MAIN_AGENTS", "G_LOG", "HAUF_READINGS", "SENSITIVITY", "RHO_AGENTS", "run_study", "sweep",
            "rho_study", "true_mean_share", "phi_limit_regret"]
 
 ENV_ID = "clustergym/MultiServerChannel-v0"
@@ -32,6 +32,9 @@ SENSITIVITY = {
     "lwtf": ("lwtf[skip_unfit=true]",),
 }
 RHO_AGENTS = ("esdp", "esdp[only_active=true]", *BASELINES)
+# ESDP (only_active) with g(t) = ln(t+1), the setting of Fig. 8 that "has an overwhelming advantage" (esdp.md §4.2):
+# its regret beside the default g(t)'s (clustergym.experiments.esdp_regret).
+G_LOG = 'esdp[g="log",only_active=true]'
 
 
 def true_mean_share(instances, horizon: int, seed_of=lambda i: i, readings=HAUF_READINGS) -> dict:
@@ -89,7 +92,7 @@ def run_study(horizon: int, instances, workers: int, progress: bool, sensitivity
     evaluate call; returns Results."""
     agents = list(MAIN_AGENTS)
     if sensitivity:
-        agents += [a for v in SENSITIVITY.values() for a in v]
+        agents += [a for v in SENSITIVITY.values() for a in v] + [G_LOG]
     insts = list(range(instances)) if isinstance(instances, int) else [int(i) for i in instances]
     return evaluate(ENV_ID, agents, insts, horizon, workers=workers, progress=progress)
 

@@ -12,7 +12,7 @@ from clustergym.core import stats
 from clustergym.experiments import instances_for
 from clustergym.experiments.opm_runs import _run_all
 
-__all__ = ["AGENTS", "SPEED_EXT", "COUPLED", "ROUNDING_CONFIG", "RATE_SWEEP", "plan", "sweep"]
+__all__ = ["AGENTS", "SPEED_EXT", "COUPLED", "ROUNDING_CONFIG", "RATE_SWEEP", "EARLIER", "plan", "sweep"]
 
 AGENTS = ["opm", "opm-noest", "fair", "edf", "random"]
 SCALE_KW = {"default": {}, "paper": {"scale": "paper"}}  # scale="paper": identical machines (the paper's setup)
@@ -20,8 +20,10 @@ SPEED_EXT = 0.3  # the speed-factor extension: scale="paper" with speed_low=0.3
 # eq. 72's rounding coupled across slots (agents/opm.py ``rounding``), run beside the default per-slot one
 COUPLED = "opm[rounding=coupled]"
 ROUNDING_CONFIG = ("paper", "heavy", 0.7)
-# Arrival rates of the density sweep (jobs/slot at scale="paper"; 0.15 is the default, our choice).
+# Arrival rates of the density sweep (jobs/slot at scale="paper"; the default 0.25 is calibrated to §VI's heavy
+# load, 0.15 is the earlier reading, run as EARLIER).
 RATE_SWEEP = (0.05, 0.45)
+EARLIER = "paper-0.15"  # the scale of the earlier reading: the paper's sizes at 0.15 jobs/slot (demand ≈ 0.88 M)
 
 
 def _key(kw: dict) -> tuple:
@@ -36,7 +38,8 @@ def plan(quick: bool, instances=None, tiny: bool = False) -> dict:
     """The configurations, instances and seeds of ``reproduce`` (one place, so tests can read it).
 
     Quick: 10 job lists (``experiments.instances_for``), one seed, horizon 600 at both scales, β ∈
-    {0.5, 0.7, 0.9} heavy, β = 0.9 light, the speed-factor extension at β ∈ {0.5, 0.7}. Full: 20 job
+    {0.5, 0.7, 0.9} heavy, β = 0.9 light, the speed-factor extension at β ∈ {0.5, 0.7}; the heavy β and the
+    light β = 0.9 also at the earlier arrival rate (``scale="paper-0.15"``, :data:`EARLIER`). Full: 20 job
     lists × 2 seeds, horizon 2000, Table I's three β and β = 0.9, light load at β ∈ {0.5, 0.7, 0.9},
     the extension at Table I's three β, the Fig. 3 α sweep and a horizon sweep (600 / 2000 / 5000 /
     50,000 slots, the last the paper's T) at the paper's scale. ``instances`` replaces the job lists; ``tiny`` the horizons (a few
@@ -53,6 +56,9 @@ def plan(quick: bool, instances=None, tiny: bool = False) -> dict:
             cfgs[(scale, "heavy", b)] = dict(skw, horizon=H[scale], beta=b, load=1.0)
         for b in light:
             cfgs[(scale, "light", b)] = dict(skw, horizon=H[scale], beta=b, load=0.5)
+    for b in heavy:  # the earlier reading of the load, beside the calibrated one on the same job lists
+        cfgs[(EARLIER, "heavy", b)] = dict(scale=EARLIER, horizon=H["paper"], beta=b, load=1.0)
+    cfgs[(EARLIER, "light", 0.9)] = dict(scale=EARLIER, horizon=H["paper"], beta=0.9, load=0.5)
     for b in ext:  # the extension: machines with speed factors U[0.3, 1] (not in the paper)
         cfgs[("paper", "speed", b)] = dict(scale="paper", horizon=H["paper"], beta=b, load=1.0, speed_low=SPEED_EXT)
     for r in RATE_SWEEP:  # the arrival rate is ours: the claim at other densities (β = 0.7, heavy)

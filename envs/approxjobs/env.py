@@ -17,7 +17,7 @@ from clustergym.core.metrics import CUMULATIVE, EPISODE, SLOT, Metric
 from clustergym.envs.approxjobs.dynamics import (JOB_FEATURES, JOB_LEVELS, RATE_BLOCK, SlotState,
                                                  infeasible_message)
 from clustergym.envs.approxjobs.learner_stats import learner_spaces
-from clustergym.envs.approxjobs.scenario import APPROX_SCENARIOS, PAPER_DEFAULTS, PAPER_SCALE, make_approx_scenario
+from clustergym.envs.approxjobs.scenario import APPROX_SCENARIOS, PAPER_DEFAULTS, SCALES, make_approx_scenario
 from clustergym.envs.approxjobs.service import ServiceProcess
 from clustergym.envs.approxjobs.oracle import fluid_bound
 from clustergym.envs.approxjobs.types import ApproxFeedback, ApproxObservation
@@ -189,7 +189,8 @@ class ApproxJobsEnv(ClusterEnv[ApproxObservation, np.ndarray]):
             if isinstance(scenario, Scenario):
                 horizon = scenario.problem.horizon
             else:
-                preset = PAPER_SCALE if params.get("scale") == "paper" else PAPER_DEFAULTS
+                scale = params.get("scale")
+                preset = {**PAPER_DEFAULTS, **(SCALES.get(scale, {}) if isinstance(scale, str) else {})}
                 horizon = cast(int, preset["horizon"])
         super().__init__(horizon=horizon, infeasible=infeasible, render_mode=render_mode, oracle=oracle)
 

@@ -53,7 +53,7 @@ def test_price_ablation_runs_both_price_rules_on_the_same_job_lists(tmp_path, ma
     path = opm_more.write(more, str(tmp_path / "more"))
     doc = json.loads(open(path).read())
     assert doc["instances"] == INSTANCES
-    assert any(c["claim"].startswith("price ablation") for c in doc["claims"])
+    assert any(c["claim"].startswith("extension, price ablation") for c in doc["claims"])
     for c in doc["claims"]:
         assert c["verdict"].split(" (")[0] in stats.VERDICTS
     text = opm_more.section(more)

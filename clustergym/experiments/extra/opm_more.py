@@ -122,7 +122,7 @@ def _records(runs, scale: str) -> dict:
     return out
 
 
-SETUP = {"paper": "paper setup (one rate law)", "default": "default scale (speed factors)"}
+SETUP = {"paper": "paper setup (one rate law)", "default": "extension: default scale (speed factors)"}
 
 
 def fig1a_rows(main_sw: dict) -> list[dict]:
@@ -259,17 +259,17 @@ def price_rows(sw: dict) -> list[dict]:
             c = stats.paired_comparison(_per_instance(runs, kw, "opm"), _per_instance(runs, kw, "opm-noest"),
                                         agent="opm", reference="opm-noest", scale=_bound(runs, kw), basis=BASIS)
             rule = "p = 2θ (paper)" if p == "paper" else "uniform prices (independent of θ)"
-            rows.append({"claim": f"price ablation, {where}, {rule}, β=0.7: OPM > OPM-noest", "paper": f"+{PAPER_NOEST:g}%",
+            rows.append({"claim": f"extension, price ablation, {where}, {rule}, β=0.7: OPM > OPM-noest", "paper": f"+{PAPER_NOEST:g}%",
                          "comparison": c, "predicted": +1, "paper_effect": PAPER_NOEST})
         d = stats.paired_comparison(_gain(sw, (scale, mach, "uniform")), _gain(sw, (scale, mach, "paper")),
                                     agent="uniform", reference="p = 2θ", relative=False)
-        rows.append({"claim": f"price ablation, {where}: OPM's gain over OPM-noest (% of B) larger with uniform prices "
+        rows.append({"claim": f"extension, price ablation, {where}: OPM's gain over OPM-noest (% of B) larger with uniform prices "
                               "than with p = 2θ (points)", "paper": "(the invariant's reading: estimation pays only "
                               "where prices do not track rates)", "comparison": d, "predicted": +1, "unit": " pts"})
         e = stats.paired_comparison(_efficiency(sw, (scale, mach, "uniform"), "opm"),
                                     _efficiency(sw, (scale, mach, "uniform"), "opm-noest"), agent="opm",
                                     reference="opm-noest")
-        rows.append({"claim": f"price ablation, {where}, uniform prices: OPM buys more work per unit of budget than "
+        rows.append({"claim": f"extension, price ablation, {where}, uniform prices: OPM buys more work per unit of budget than "
                               "OPM-noest", "paper": "(estimation's purpose: faster machines per unit of price)",
                      "comparison": e, "predicted": +1})
     return rows

@@ -150,7 +150,8 @@ def test_reproduce_plan_compares_over_enough_job_lists():
     assert len(q["instances"]) >= 10 and len(f["instances"]) >= 20  # quick >= 10 job lists, full >= 20
     for pl in (q, f):  # every claim is made at both scales; the paper scale runs the paper's identical machines
         scales = {s for s, g, b in pl["configs"] if g == "heavy"}
-        assert scales == {"paper", "default"}
+        assert scales == {"paper", "default", "paper-0.15"}  # and the earlier load beside the calibrated one
+        assert {k[1] for k in pl["configs"] if k[0] == "paper-0.15"} == {"heavy", "light"}
         assert all("speed_low" not in v for k, v in pl["configs"].items() if k[0] == "paper" and k[1] != "speed")
         # the speed-factor extension beside it
         assert any(k[1] == "speed" for k in pl["configs"])
