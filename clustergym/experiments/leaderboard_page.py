@@ -26,7 +26,9 @@ agent's **normalised score** ([Evaluation](evaluation.md#normalised-score)) on h
 The **headroom** is 1 − score, the share of the gap between random and the bound that the agent leaves;
 it can be negative where an agent beats the bound (P2's bound is the best *static* allocation in hindsight,
 which an online policy can exceed; P3's is the best single-slot decision in each state, not an episode bound).
-Intervals are 95% t-intervals over instances. The rows are the paper's policy with the readings its
+Intervals are 95% t-intervals over instances. **mean V** is the agent's evaluated total (P1: the expected
+utility of its decisions; the others: the total reward) and **V / B** its share of the bound, both means over
+instances. The rows are the paper's policy with the readings its
 reproduction compares (`name[option=value]`), every registered baseline of the family, the pretrained model
 (`sb3:pretrained/<EnvName>`, [DRL](drl.md)) and `random`. No evaluation instance is one the pretrained models
 trained on (pool 1000-1099) or were selected on (validation instances 900-999): `trained_on` is false on
@@ -103,7 +105,7 @@ def _section(board: Mapping, curves_dir: str) -> list[str]:
     kw = board["env_kwargs"]
     setting = (f"horizon {board['horizon']} slots"
                + (" (the env's default)" if board["horizon"] == board["default_horizon"]
-                  else f" (the env's default is {board['default_horizon']}: {board['horizon_note']})")
+                  else f" (the env's default is {board['default_horizon']}; {board['horizon_note']})")
                + f", instances {_span(board['instances'])}, seed {_span(board['seeds'])}"
                + (", env settings " + ", ".join(f"`{k}={json.dumps(v)}`" for k, v in kw.items()) if kw else ""))
     out = [f"## {board['number']} {name}", "",

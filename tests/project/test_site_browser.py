@@ -28,14 +28,15 @@ CHROMIUM_FLAGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first
                   "--disable-component-update", "--disable-sync", "--disable-dev-shm-usage"]
 CHROMIUM = os.environ.get("CLUSTERGYM_CHROMIUM", "/usr/bin/chromium")
 
-# Per page, in the browser: images not loaded, same-site links, ids, markdown table rows left as text.
+# Per page, in the browser: images not loaded, same-site links, ids, tables, and text (outside code) holding a
+# markdown table's delimiter row: a table the markdown did not turn into one.
 PAGE_REPORT = """() => ({
   brokenImages: [...document.images].filter(i => !i.complete || i.naturalWidth === 0).map(i => i.src),
   links: [...document.querySelectorAll('a[href]')].map(a => a.href),
   ids: [...document.querySelectorAll('[id]')].map(e => e.id),
   tables: document.querySelectorAll('article table').length,
-  rawTableRows: (document.querySelector('article') || document.body).innerText.split('\\n')
-      .filter(l => /^\\s*\\|.*\\|\\s*$/.test(l) && /\\|\\s*:?-{3,}/.test(l)),
+  rawTableRows: [...document.querySelectorAll('article p, article li, article td, article dd')]
+      .map(e => e.textContent).filter(t => /\\|\\s*:?-{3,}:?\\s*\\|/.test(t)),
 })"""
 
 
@@ -148,7 +149,8 @@ def _check_page(browser, url: str, name: str, shots: str, ids_of, base: str) -> 
         context.close()
     out = [f"{name}: {s}" for s in seen]
     out += [f"{name}: broken image {src}" for src in report["brokenImages"]]
-    out += [f"{name}: markdown table left as text: {row[:80]}" for row in report["rawTableRows"]]
+    out += [f"{name}: markdown table left as text: ...{row[max(0, row.find('|-') - 60):][:120]}"
+            for row in report["rawTableRows"]]
     out += [f"{name}: link {p}" for p in _link_problems(base, report["links"], ids_of)]
     want = _markdown_tables(name)
     if report["tables"] < max(want, 1):
