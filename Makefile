@@ -70,9 +70,10 @@ drl: $(STAMP)
 gallery: $(STAMP)
 	$(BIN)/python -m clustergym.experiments.gallery --out docs/figures/gallery
 
-# The leaderboard (docs/leaderboard.md): every shipped agent of every env on held-out instances 0-9 (P3: 0-2, its runs compute a MILP bound every slot),
-# normalised by the env's bound, into docs/data/leaderboard; each pretrained model's learning curve from a re-run
-# of its training configuration (first 10,000 steps) into docs/leaderboard/curves. Resumable (runs/leaderboard/store).
+# The leaderboard (docs/leaderboard.md): every shipped agent of every env on held-out instances 0-9 (P3: 0-2, its
+# runs solve a MILP for the bound every slot), normalised by the env's bound, into docs/data/leaderboard; each
+# pretrained model's learning curve from a re-run of its training configuration (first 10,000 steps) into
+# docs/leaderboard/curves. Resumable (runs/leaderboard/store). Measured: about 35 min on 2 shared cores.
 leaderboard: $(STAMP)
 	$(BIN)/python -m clustergym.experiments.leaderboard --envs P1,P2,P4 --instances 0-9 --curves-rerun 10000
 	$(BIN)/python -m clustergym.experiments.leaderboard --envs P3 --instances 0-2 --curves-rerun 10000

@@ -89,15 +89,15 @@ def row_line(agent: str, kind: str, scores: Mapping, values: Mapping, bounds: Ma
     share = [values[k] / bounds[k] for k in keys if bounds.get(k)]
     mean_v = sum(v) / len(v)
     of_b = f"{100 * sum(share) / len(share):.1f}%" if share else "n/a"
-    return s.mean, f"| `{agent}` | {kind} | {score} | {head} | {mean_v:,.1f} | {of_b} | {s.n} |"
+    return s.mean, f"| `{agent}` | {kind} | {score} | {head} | {mean_v:,.1f} | {of_b} |"
 
 
 def board_rows(board: Mapping) -> list[str]:
     """The table of one env, best mean score first."""
     rows = [row_line(a["agent"], a["kind"], a["scores"], a["values"], board["bounds"]) for a in board["agents"]]
     rows.sort(key=lambda r: -r[0] if math.isfinite(r[0]) else math.inf)
-    return ["| agent | kind | score [95% CI] | headroom to the bound [95% CI] | mean V | V / B | instances |",
-            "|---|---|---|---|---|---|---|", *[r[1] for r in rows]]
+    return ["| agent | kind | score [95% CI] | headroom [95% CI] | mean V | V / B |",
+            "|---|---|---|---|---|---|", *[r[1] for r in rows]]
 
 
 def _section(board: Mapping, curves_dir: str) -> list[str]:
