@@ -30,8 +30,11 @@ import time
 from clustergym.core.agent import list_agents
 from clustergym.core.family import family_specs
 from clustergym.experiments.leaderboard_page import render, row_line
+from clustergym.learning.algos import SIDE_CAR
 from clustergym.learning.curves import monitor_curve
 from clustergym.learning.sb3_agent import PRETRAINED_DIR
+from clustergym.learning.sidecar import read_side_car
+from clustergym.learning.training import TrainConfig, train
 from clustergym.runner.evaluation import evaluate
 from clustergym.runner.results import write_json
 from clustergym.runner.runstore import RunStore, use_store
@@ -159,9 +162,6 @@ def rerun_curve(name: str, steps: int, out: str, path: str) -> str:
     """Train the shipped model ``sb3:pretrained/<name>``'s configuration again (its side-car: env settings, pool,
     seed, hyperparameters, network) for its first ``steps`` env steps into ``out``, check that the re-run's
     side-car records the same configuration, and write its learning curve to ``path``."""
-    from clustergym.learning.algos import SIDE_CAR
-    from clustergym.learning.sidecar import read_side_car
-    from clustergym.learning.training import TrainConfig, train
 
     meta = read_side_car(os.path.join(PRETRAINED_DIR, name, SIDE_CAR))
     env_kwargs = {k: v for k, v in meta["env_kwargs"].items() if k != "horizon"}
@@ -212,8 +212,6 @@ def row_of(run_dir: str, data: str = DATA) -> str:
 
 def _rerun_into_board(name: str, args) -> None:
     """The pretrained model's re-run curve into ``--curves-dir`` and what it is into its board's ``curve_note``."""
-    from clustergym.learning.algos import SIDE_CAR
-    from clustergym.learning.sidecar import read_side_car
 
     if not os.path.isdir(os.path.join(PRETRAINED_DIR, name)):
         return
