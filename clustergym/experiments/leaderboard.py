@@ -52,13 +52,14 @@ DEFAULT_INSTANCES = tuple(range(10))
 BOARDS: dict[str, dict] = {
     "multiserver-channel": dict(
         readings=("esdp[only_active=true]",), horizon=200, set={},
-        horizon_note="the pretrained model's training horizon; at 2,000 slots faithful ESDP's decisions take "
-                     "minutes per run",
+        horizon_note="200 is the pretrained model's training horizon, and at 2,000 slots faithful ESDP's "
+                     "decisions take minutes per run",
         bound="Σ_t of the per-slot oracle max ṽᵀx over the feasible actions (exact knapsack on the hidden means), "
               "a bound on every policy"),
     "multiserver-allocation": dict(
         readings=("ogasched[lr=eq26]", "ogasched[play=authors]"), horizon=200, set={},
-        horizon_note="the pretrained model's training horizon; every P2 agent solves a projection per slot",
+        horizon_note="200 is the pretrained model's training horizon, and every P2 agent solves a projection "
+                     "per slot",
         bound="Q(y*), the best static allocation in hindsight of the run's arrivals and utilities; an online "
               "policy can beat it (a score above 1)"),
     "ringallreduce": dict(
@@ -223,7 +224,7 @@ def _rerun_into_board(name: str, args) -> None:
         board = json.load(f)
     board["curve_note"] = (f"the first {args.curves_rerun:,} of its {total:,} training steps, from a re-run of its "
                            "training configuration as its side-car records it (env settings, training pool, seed, "
-                           "hyperparameters, network; checked equal), the shipped run's own log not being kept")
+                           "hyperparameters, network; checked equal); the shipped run's own log was not kept")
     write_json(board_path, board, indent=1)
     print("curve:", path)
 

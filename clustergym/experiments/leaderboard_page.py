@@ -117,8 +117,8 @@ def _section(board: Mapping, curves_dir: str) -> list[str]:
            *board_rows(board), ""]
     curve = os.path.join(curves_dir, f"{name}.csv")
     if os.path.exists(curve):
-        out += [f"Learning curve of `sb3:pretrained/{name}`: [{name}.csv](leaderboard/curves/{name}.csv) "
-                f"({board.get('curve_note', 'its training episodes')}).", ""]
+        out += [f"Learning curve of `sb3:pretrained/{name}`: [{name}.csv](leaderboard/curves/{name}.csv), "
+                f"{board.get('curve_note', 'its training episodes')}.", ""]
     else:
         out += [f"Learning curve of `sb3:pretrained/{name}`: not stored ({board.get('curve_note', 'no training log')}).",
                 ""]
