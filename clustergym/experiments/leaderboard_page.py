@@ -48,8 +48,8 @@ Score your agent exactly as the board does: the same env, horizon, env settings,
 `random` among the agents (the score's zero), through `clustergym run`; then print its row:
 
 ```bash
-clustergym run clustergym/ApproxJobs-v0 --agents my_agent.py:MyAgent,random --instances 0-9 --seeds 0 \\
-    --out runs/mine
+clustergym run clustergym/MultiServerChannel-v0 --agents examples/my_agent.py:MyAgent,random \\
+    --instances 0-9 --seeds 0 --horizon 200 --out runs/mine
 .venv/bin/python -m clustergym.experiments.leaderboard --row runs/mine
 ```
 
