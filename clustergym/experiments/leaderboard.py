@@ -66,7 +66,8 @@ BOARDS: dict[str, dict] = {
         readings=("gadget[rounding_repair=false]",), horizon=None, set={"oracle": True},
         horizon_note="",
         bound="Σ_t of the per-slot MILP optimum of problem (10) over the visible jobs (`oracle=true`), each run's "
-              "own: the best single-slot decision in every state the run reached, not an episode bound"),
+              "own: the best single-slot decision in every state the run reached, not an episode bound, so two "
+              "agents with the same total can score differently (read mean V beside the score)"),
     "approxjobs": dict(
         readings=("opm-noest",), horizon=None, set={},
         horizon_note="",
@@ -126,7 +127,8 @@ def score_board(spec, out: str, instances, seeds=(0,), horizon: int | None = Non
             "run_env_kwargs": res.env_kwargs, "instances": list(instances), "seeds": list(seeds),
             "bound": board["bound"], "bounds": bounds,
             "agents": [{"agent": a, "kind": kind, "scores": _per_instance(res, a, "score"),
-                        "values": _per_instance(res, a, "value_total")} for a, kind in agents],
+                        "values": _per_instance(res, a, "value_total"), "bounds": _per_instance(res, a, "bound_total")}
+                       for a, kind in agents],
             "command": f"python -m clustergym.experiments.leaderboard --envs {spec.number} "
                        f"--instances {_span_arg(instances)}"
                        + (f" --horizon {horizon}" if horizon else ""),
@@ -211,6 +213,22 @@ def row_of(run_dir: str, data: str = DATA) -> str:
     return "\n".join(rows)
 
 
+def curve_note(steps: int, total: int) -> str:
+    """What the page says of a re-run curve (:func:`rerun_curve`) of ``steps`` of a model's ``total`` steps."""
+    return (f"the first {steps:,} of its {total:,} training steps, from a re-run of its training configuration as "
+            "its side-car records it (env settings, training pool, seed, hyperparameters, network; checked equal); "
+            "the shipped run's own log was not kept")
+
+
+def _keep_curve_note(board: dict, path: str, curve: str) -> None:
+    """Scores written again keep what the page says of the curve CSV still beside them."""
+    if os.path.isfile(path) and os.path.isfile(curve):
+        with open(path, encoding="utf-8") as f:
+            note = json.load(f).get("curve_note")
+        if note:
+            board["curve_note"] = note
+
+
 def _rerun_into_board(name: str, args) -> None:
     """The pretrained model's re-run curve into ``--curves-dir`` and what it is into its board's ``curve_note``."""
 
@@ -222,9 +240,7 @@ def _rerun_into_board(name: str, args) -> None:
     board_path = os.path.join(args.data, f"{name}.json")
     with open(board_path, encoding="utf-8") as f:
         board = json.load(f)
-    board["curve_note"] = (f"the first {args.curves_rerun:,} of its {total:,} training steps, from a re-run of its "
-                           "training configuration as its side-car records it (env settings, training pool, seed, "
-                           "hyperparameters, network; checked equal); the shipped run's own log was not kept")
+    board["curve_note"] = curve_note(args.curves_rerun, total)
     write_json(board_path, board, indent=1)
     print("curve:", path)
 
@@ -276,6 +292,7 @@ def main(argv=None) -> int:
             board = score_board(spec, args.out, inst, horizon=args.horizon, workers=args.workers, order=order)
             name = board["env_id"].split("/")[-1]
             os.makedirs(args.data, exist_ok=True)
+            _keep_curve_note(board, os.path.join(args.data, f"{name}.json"), os.path.join(args.curves_dir, f"{name}.csv"))
             write_json(os.path.join(args.data, f"{name}.json"), board, indent=1)
             print(f"{name}: {len(board['agents'])} agents x {len(inst)} instances, {board['wall_s']:.0f} s")
         for spec in specs if args.curves_rerun else []:

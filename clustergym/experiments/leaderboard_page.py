@@ -76,15 +76,21 @@ def read_boards(folder: str) -> list[dict]:
 
 
 def _fmt(x: float, digits: int = 3) -> str:
-    return "n/a" if x is None or not math.isfinite(x) else f"{x:.{digits}f}"
+    return "n/a" if x is None or not math.isfinite(x) else f"{round(x, digits) + 0.0:.{digits}f}"  # no "-0.000"
 
 
 def row_line(agent: str, kind: str, scores: Mapping, values: Mapping, bounds: Mapping) -> tuple[float, str]:
-    """(mean score, the markdown row) of one agent: score [95% interval], headroom [interval], mean V, V / B."""
-    keys = sorted(scores, key=int)
-    s = mean_ci([scores[k] for k in keys])
+    """(mean score, the markdown row) of one agent: score [95% interval], headroom [interval], mean V, V / B. A
+    run's score is undefined (absent) where its bound is not above random's value (P3's per-run bound): the score
+    is then over the other instances, saying how many, or "undefined" on every instance."""
+    keys = sorted(values, key=int)
+    s = mean_ci([scores[k] for k in keys if k in scores])
     head = f"{_fmt(1 - s.mean)} [{_fmt(1 - s.high)}, {_fmt(1 - s.low)}]" if s.n > 1 else _fmt(1 - s.mean)
     score = f"{_fmt(s.mean)} [{_fmt(s.low)}, {_fmt(s.high)}]" if s.n > 1 else _fmt(s.mean)
+    if s.n == 0:
+        score = head = "undefined (B ≤ V of random on every instance)"
+    elif s.n < len(keys):
+        score += f" ({s.n} of {len(keys)} instances; B ≤ V of random on the others)"
     v = [values[k] for k in keys]
     share = [values[k] / bounds[k] for k in keys if bounds.get(k)]
     mean_v = sum(v) / len(v)
@@ -94,7 +100,8 @@ def row_line(agent: str, kind: str, scores: Mapping, values: Mapping, bounds: Ma
 
 def board_rows(board: Mapping) -> list[str]:
     """The table of one env, best mean score first."""
-    rows = [row_line(a["agent"], a["kind"], a["scores"], a["values"], board["bounds"]) for a in board["agents"]]
+    rows = [row_line(a["agent"], a["kind"], a["scores"], a["values"], a.get("bounds", board["bounds"]))
+            for a in board["agents"]]
     rows.sort(key=lambda r: -r[0] if math.isfinite(r[0]) else math.inf)
     return ["| agent | kind | score [95% CI] | headroom [95% CI] | mean V | V / B |",
             "|---|---|---|---|---|---|", *[r[1] for r in rows]]

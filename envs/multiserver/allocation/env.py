@@ -79,6 +79,7 @@ class MultiServerAllocationEnv(ClusterEnv[AllocationObservation, np.ndarray]):
     P = |E| (or ``max_edges`` when padded). Besides the slot's arrivals, the observation carries what a
     learner needs (``info`` is diagnostics, never required): the last slot's feedback, its empirical
     statistics and the public problem data OGASched's gradient reads (eqs. 9–10, 27).
+
     | key              | space                         | meaning                                        |
     |------------------|-------------------------------|------------------------------------------------|
     | arrivals         | MultiBinary(L)                | x_l(t): port l has a job this slot             |

@@ -53,6 +53,7 @@ class MultiServerChannelEnv(ClusterEnv[ChannelObservation, np.ndarray]):
     P = |E| (or ``max_edges`` when padded). Besides the slot's arrivals, the observation carries what a
     learner needs (``info`` is diagnostics, never required): the last slot's feedback, its empirical
     statistics and the public problem data ESDP reads (demands relative to the capacity, eq. 2).
+
     | key           | space                     | meaning                                              |
     |---------------|---------------------------|------------------------------------------------------|
     | arrivals      | MultiBinary(L)            | 1_l(t): port l has a job this slot                   |
