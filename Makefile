@@ -73,7 +73,8 @@ gallery: $(STAMP)
 # The leaderboard (docs/leaderboard.md): every shipped agent of every env on held-out instances 0-9 (P3: 0-2, its
 # runs solve a MILP for the bound every slot), normalised by the env's bound, into docs/data/leaderboard; each
 # pretrained model's learning curve from a re-run of its training configuration (first 10,000 steps) into
-# docs/leaderboard/curves. Resumable (runs/leaderboard/store). Measured: about 35 min on 2 shared cores.
+# docs/leaderboard/curves. Resumable (runs/leaderboard/store). Measured 2026-12-04 on 2 cores shared with other
+# jobs (load 7-11): about 70 min, of which P3's 24 runs about 45, the four curves about 18, P1, P2, P4 about 5.
 leaderboard: $(STAMP)
 	$(BIN)/python -m clustergym.experiments.leaderboard --envs P1,P2,P4 --instances 0-9 --curves-rerun 10000
 	$(BIN)/python -m clustergym.experiments.leaderboard --envs P3 --instances 0-2 --curves-rerun 10000

@@ -35,7 +35,9 @@ trained on (pool 1000-1099) or were selected on (validation instances 900-999): 
 every `sb3:` run.
 
 Regenerate (the runs go through `clustergym.evaluate`, the runner of `clustergym run`, with a run store in
-`runs/leaderboard/store`, so an interrupted sweep resumes where it stopped):
+`runs/leaderboard/store`, so an interrupted sweep resumes where it stopped). `make leaderboard` took about 70
+minutes on 2 cores shared with other jobs, most of it P3's runs, which solve a MILP for the bound every slot
+(hence 3 instances there and 10 elsewhere):
 
 ```bash
 make leaderboard                                              # every env: runs, then docs/data/leaderboard and this page

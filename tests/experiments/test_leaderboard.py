@@ -37,9 +37,10 @@ def test_every_env_has_a_board_of_every_shipped_agent_on_held_out_instances():
             trained = set(json.load(f)["instances"])
         assert not trained & set(board["instances"]), name  # held out from the model's training pool
         assert not set(range(900, 1000)) & set(board["instances"]), name  # and from its validation instances
-        assert len(board["instances"]) >= 5
-        for a in board["agents"]:  # a score and a value on every instance, the bound on every instance
-            assert set(a["scores"]) == set(a["values"]) == {str(i) for i in board["instances"]}, (name, a["agent"])
+        assert len(board["instances"]) >= 3
+        for a in board["agents"]:  # a value and a bound on every instance; a score where the bound is above random's
+            inst = {str(i) for i in board["instances"]}
+            assert set(a["scores"]) <= set(a["values"]) == set(a["bounds"]) == inst, (name, a["agent"])
         assert set(board["bounds"]) == {str(i) for i in board["instances"]}
         rnd = next(a for a in board["agents"] if a["agent"] == "random")
         assert all(abs(s) < 1e-9 for s in rnd["scores"].values())  # the score's zero
