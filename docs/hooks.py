@@ -129,6 +129,15 @@ def on_config(config, **kwargs):
     return config
 
 
+def _in_site(files, rel_docs: str) -> bool:
+    """Whether the docs file ``rel_docs`` is part of the built site (True when mkdocs' file list is not given)."""
+    if files is None:
+        return True
+    f = files.get_file_from_path(rel_docs)
+    inclusion = getattr(f, "inclusion", None)
+    return f is not None and not (inclusion is not None and inclusion.is_excluded())
+
+
 def on_page_markdown(markdown, page, config, files, **kwargs):
     docs_dir = os.path.abspath(config.docs_dir)
     repo = os.path.dirname(docs_dir)
@@ -143,6 +152,9 @@ def on_page_markdown(markdown, page, config, files, **kwargs):
             rel_docs = os.path.relpath(path, docs_dir).replace(os.sep, "/")
             if rel_docs in OPTIONAL and not os.path.exists(path):
                 return text  # an optional page not written yet: plain text, no broken link
+            if not _in_site(files, rel_docs) and os.path.exists(path):  # under docs/ but excluded (docs/data/)
+                rel = os.path.relpath(path, repo).replace(os.sep, "/")
+                return f"{text} (`{rel}`)"
             return m.group(0)
         if not path.startswith(repo + os.sep):
             return m.group(0)

@@ -71,6 +71,7 @@ class ApproxJobsEnv(ClusterEnv[ApproxObservation, np.ndarray]):
     | machine_share | Box(0, 1, (M,), float32)            | share of the slots machine i ran a task    |
     | last_executed | MultiBinary(M)                      | the machines that ran last slot (``feedback["executed"]``) |
     | last_work     | Box(0, 1, (M,), float32)            | their work r_j^i(t) (``feedback["work"]``; 0 elsewhere) |
+
     Besides the job window, the observation carries what a learner needs (``info`` is diagnostics, never
     required): the last slot's feedback and its per-machine statistics (updated from the feedback alone,
     ``approxjobs/learner_stats.py``, shared with the PettingZoo env; 0 at t = 0). The prices p_i stay in

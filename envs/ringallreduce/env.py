@@ -75,6 +75,7 @@ class RingAllReduceEnv(ClusterEnv[RingObservation, np.ndarray]):
     | links    | Box(0, inf, (S+R, 4))        | capacity up/down, load up/down last slot (Gbps)     |
     | t        | Box(0, T, (1,))              | slots elapsed                                       |
     | link_present | MultiBinary(S+R_max)     | padded only: 1 for the instance's S + R links       |
+
     The visible window holds the J_max oldest active jobs (arrival order); later ones wait.
     The number of racks R (§VI.1: 2..5) and the GPUs per server C_s vary by instance
     (``scenario_seed``); S and J_max do not. With ``max_racks=R_max`` (padding) ``links`` has

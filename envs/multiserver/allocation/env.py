@@ -79,6 +79,7 @@ class MultiServerAllocationEnv(ClusterEnv[AllocationObservation, np.ndarray]):
     P = |E| (or ``max_edges`` when padded). Besides the slot's arrivals, the observation carries what a
     learner needs (``info`` is diagnostics, never required): the last slot's feedback, its empirical
     statistics and the public problem data OGASched's gradient reads (eqs. 9–10, 27).
+
     | key              | space                         | meaning                                        |
     |------------------|-------------------------------|------------------------------------------------|
     | arrivals         | MultiBinary(L)                | x_l(t): port l has a job this slot             |
@@ -93,6 +94,7 @@ class MultiServerAllocationEnv(ClusterEnv[AllocationObservation, np.ndarray]):
     | port_reward_mean | Box(-inf, inf, (L,), f32)     | mean realised x_l q_l over the slots port l had a job |
     | last_port_reward | Box(-inf, inf, (L,), f32)     | last slot's x_l q_l (``feedback["port_reward"]``) |
     | last_allocation  | Box(0, inf, (P, K), f32)      | last slot's executed y in device units (``feedback["allocation"]``) |
+
     The statistics are updated from the feedback alone (``allocation/learner_stats.py``, shared with the vector
     and PettingZoo envs); at t = 0 they are 0. The |E| of the random graph varies by instance
     (``scenario_seed``), L, R and K do not, and the unpadded action bounds a_l^k differ in every

@@ -53,6 +53,7 @@ class MultiServerChannelEnv(ClusterEnv[ChannelObservation, np.ndarray]):
     P = |E| (or ``max_edges`` when padded). Besides the slot's arrivals, the observation carries what a
     learner needs (``info`` is diagnostics, never required): the last slot's feedback, its empirical
     statistics and the public problem data ESDP reads (demands relative to the capacity, eq. 2).
+
     | key           | space                     | meaning                                              |
     |---------------|---------------------------|------------------------------------------------------|
     | arrivals      | MultiBinary(L)            | 1_l(t): port l has a job this slot                   |
@@ -65,6 +66,7 @@ class MultiServerChannelEnv(ClusterEnv[ChannelObservation, np.ndarray]):
     | arrival_share | Box(0, 1, (L,), f32)      | share of the slots port l had a job (estimates ρ_l)   |
     | last_executed | MultiBinary(P)            | the channels that ran last slot (``feedback["executed"]``) |
     | last_utility  | Box(0, 1, (P,), f32)      | their realised Z̃_e (``feedback["utilities"]``; 0 elsewhere) |
+
     The statistics are updated from the feedback alone (``channel/learner_stats.py``, shared with the vector and
     PettingZoo envs); at t = 0 they are 0. The |E| of the random graph varies by instance
     (``scenario_seed``), L, R and K do not. Without padding the spaces are those of the instance the env

@@ -1,0 +1,310 @@
+"""The leaderboard (docs/leaderboard.md): every shipped agent of every env, normalised score on held-out instances.
+
+``python -m clustergym.experiments.leaderboard`` (``make leaderboard``) scores, per registered env with a board
+setting (:data:`BOARDS`), the paper's policy in the readings its reproduction compares, every registered agent of
+the family, the pretrained model ``sb3:pretrained/<EnvName>`` (where one ships) and ``random``, through
+:func:`clustergym.evaluate` (the runner of ``clustergym run``) inside a run store (``OUT/store``: an
+interrupted sweep resumes), and writes
+
+* ``OUT/<EnvName>/results.json``: the runner's results;
+* ``DATA/<EnvName>.json``: what the page shows, per agent its score and value per instance, per instance the bound;
+* ``CURVES/<EnvName>.csv`` (docs/leaderboard/curves, shipped with the site): the pretrained model's learning curve, where its training folder is given
+  (``--curves ENV_NAME=DIR``: a ``clustergym train`` folder, or a ``clustergym drl`` cell);
+* the page (:func:`clustergym.experiments.leaderboard_page.render`, from ``DATA`` and ``CURVES`` alone).
+
+``--row DIR`` prints the table row of a ``clustergym run`` folder scored the board's way (same env, horizon,
+env settings, instances), or one line saying what differs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import datetime
+import json
+import os
+import subprocess
+import sys
+import time
+
+from clustergym.core.agent import list_agents
+from clustergym.core.family import family_specs
+from clustergym.experiments.leaderboard_page import render, row_line
+from clustergym.learning.algos import SIDE_CAR
+from clustergym.learning.curves import monitor_curve
+from clustergym.learning.sb3_agent import PRETRAINED_DIR
+from clustergym.learning.sidecar import read_side_car
+from clustergym.learning.training import TrainConfig, train
+from clustergym.runner.evaluation import evaluate
+from clustergym.runner.results import write_json
+from clustergym.runner.runstore import RunStore, use_store
+
+__all__ = ["BOARDS", "board_agents", "score_board", "write_curve", "row_of", "main"]
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+DATA = os.path.join(ROOT, "docs", "data", "leaderboard")
+PAGE = os.path.join(ROOT, "docs", "leaderboard.md")
+CURVES = os.path.join(ROOT, "docs", "leaderboard", "curves")
+DEFAULT_INSTANCES = tuple(range(10))
+
+# Per family: the paper policy's readings its reproduction compares beside the default, the horizon (None: the
+# env's own), the env settings every run gets, why the horizon differs from the env's, and the bound (score 1).
+BOARDS: dict[str, dict] = {
+    "multiserver-channel": dict(
+        readings=("esdp[only_active=true]",), horizon=200, set={},
+        horizon_note="200 is the pretrained model's training horizon, and at 2,000 slots faithful ESDP's "
+                     "decisions take minutes per run",
+        bound="Σ_t of the per-slot oracle max ṽᵀx over the feasible actions (exact knapsack on the hidden means), "
+              "a bound on every policy"),
+    "multiserver-allocation": dict(
+        readings=("ogasched[lr=eq26]", "ogasched[play=authors]"), horizon=200, set={},
+        horizon_note="200 is the pretrained model's training horizon, and every P2 agent solves a projection "
+                     "per slot",
+        bound="Q(y*), the best static allocation in hindsight of the run's arrivals and utilities; an online "
+              "policy can beat it (a score above 1)"),
+    "ringallreduce": dict(
+        readings=("gadget[rounding_repair=false]",), horizon=None, set={"oracle": True},
+        horizon_note="",
+        bound="Σ_t of the per-slot MILP optimum of problem (10) over the visible jobs (`oracle=true`), each run's "
+              "own: the best single-slot decision in every state the run reached, not an episode bound, so two "
+              "agents with the same total can score differently (read mean V beside the score)"),
+    "approxjobs": dict(
+        readings=("opm-noest",), horizon=None, set={},
+        horizon_note="",
+        bound="the fluid bound (fractional machines, the job list and the mean rates known), an expected bound: "
+              "one episode can exceed it"),
+}
+
+
+def board_agents(spec) -> list[tuple[str, str]]:
+    """(agent spec, kind) of one family's board: paper policy and readings, the other registered agents, the
+    pretrained model of its first env id where one ships, random last."""
+    name = spec.env_ids[0].split("/")[-1]
+    out = [(spec.paper_agent, "paper policy")] if spec.paper_agent else []
+    out += [(r, "paper policy, reading") for r in BOARDS[spec.name]["readings"]]
+    out += [(a, "baseline") for a in list_agents(family=spec.name)
+            if a not in (spec.paper_agent, "random", *BOARDS[spec.name]["readings"])]
+    if os.path.isdir(os.path.join(PRETRAINED_DIR, name)):
+        out.append((f"sb3:pretrained/{name}", "pretrained (PPO)"))
+    return out + [("random", "random (score 0)")]
+
+
+def _per_instance(res, agent: str, key: str) -> dict[str, float]:
+    groups: dict[str, list[float]] = {}
+    for r in res.runs:
+        if r.agent == agent and getattr(r, key) is not None:
+            groups.setdefault(str(r.instance), []).append(float(getattr(r, key)))
+    return {k: sum(v) / len(v) for k, v in groups.items()}
+
+
+def _commit() -> str:
+    r = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True)
+    return r.stdout.strip() or "unknown"
+
+
+def score_board(spec, out: str, instances, seeds=(0,), horizon: int | None = None, workers: int = 1,
+                progress: bool = False, order: int = 0) -> dict:
+    """Run one family's board (resumable through ``out/store``) and return its data (``DATA/<EnvName>.json``)."""
+    import gymnasium as gym
+
+    board = BOARDS[spec.name]
+    env_id = spec.env_ids[0]
+    env = gym.make(env_id)
+    default_h = int(env.unwrapped.horizon)
+    env.close()
+    h = int(horizon or board["horizon"] or default_h)
+    agents = board_agents(spec)
+    t0 = time.time()
+    with use_store(RunStore(os.path.join(out, "store"))):
+        res = evaluate(env_id, [a for a, _ in agents], seeds=list(seeds), horizon=h, env_kwargs=dict(board["set"]),
+                       workers=workers, progress=progress, instances=list(instances))
+    res.write(os.path.join(out, env_id.split("/")[-1]), plots=False)
+    if any(r.trained_on for r in res.runs):
+        raise SystemExit(f"{env_id}: an evaluation instance is one the pretrained model trained on; pick others")
+    bounds = {k: v for k, v in _per_instance(res, "random", "bound_total").items()}
+    return {"order": order, "env_id": env_id, "family": spec.name, "number": spec.number, "horizon": h,
+            "default_horizon": default_h, "horizon_note": board["horizon_note"], "env_kwargs": dict(board["set"]),
+            "run_env_kwargs": res.env_kwargs, "instances": list(instances), "seeds": list(seeds),
+            "bound": board["bound"], "bounds": bounds,
+            "agents": [{"agent": a, "kind": kind, "scores": _per_instance(res, a, "score"),
+                        "values": _per_instance(res, a, "value_total"), "bounds": _per_instance(res, a, "bound_total")}
+                       for a, kind in agents],
+            "command": f"python -m clustergym.experiments.leaderboard --envs {spec.number} "
+                       f"--instances {_span_arg(instances)}"
+                       + (f" --horizon {horizon}" if horizon else ""),
+            "commit": _commit(), "date": datetime.date.today().isoformat(),
+            "wall_s": round(time.time() - t0, 1)}
+
+
+def _span_arg(xs) -> str:
+    xs = list(xs)
+    return f"{xs[0]}-{xs[-1]}" if len(xs) > 1 and xs == list(range(xs[0], xs[-1] + 1)) else ",".join(map(str, xs))
+
+
+def write_curve(run_dir: str, path: str) -> str:
+    """The learning curve of a training folder (its Monitor files) as CSV: ``steps, episode, return``."""
+    steps, ret = monitor_curve(run_dir)
+    if len(steps) == 0:
+        raise SystemExit(f"--curves: {run_dir} has no finished training episode in its monitor files")
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with open(path, "w", newline="", encoding="utf-8") as f:
+        w = csv.writer(f)
+        w.writerow(["steps", "episode", "return"])
+        for i, (s, r) in enumerate(zip(steps, ret)):
+            w.writerow([int(s), i + 1, f"{float(r):.6g}"])
+    return path
+
+
+# Side-car fields a re-run must reproduce for its curve to be the shipped model's training (the rest: wall times,
+# the selection record, the pool's note).
+RERUN_FIELDS = ("env_id", "env_kwargs", "algo", "stats", "obs_layout", "time_cap", "instances", "normalize", "seed",
+                "n_envs", "hyperparams", "head", "vec", "net", "norm_obs", "reward_normalization", "warm_start")
+
+
+def rerun_curve(name: str, steps: int, out: str, path: str) -> str:
+    """Train the shipped model ``sb3:pretrained/<name>``'s configuration again (its side-car: env settings, pool,
+    seed, hyperparameters, network) for its first ``steps`` env steps into ``out``, check that the re-run's
+    side-car records the same configuration, and write its learning curve to ``path``."""
+
+    meta = read_side_car(os.path.join(PRETRAINED_DIR, name, SIDE_CAR))
+    env_kwargs = {k: v for k, v in meta["env_kwargs"].items() if k != "horizon"}
+    cfg = TrainConfig(env_id=meta["env_id"], algo=meta["algo"], timesteps=int(steps),
+                      env_kwargs={**env_kwargs, "horizon": meta["env_kwargs"].get("horizon")},
+                      instances=meta["instances"], seed=int(meta["seed"]), hyperparams=meta["hyperparams"],
+                      head=meta["head"], net=meta["net"], n_envs=int(meta["n_envs"]), vec=meta["vec"],
+                      stats=bool(meta["stats"]), normalize=bool(meta["normalize"]), curve_references=False)
+    again = train(cfg, out, progress=False)
+    differs = [k for k in RERUN_FIELDS if again.get(k) != meta.get(k)]
+    if differs:
+        raise SystemExit(f"--curves-rerun {name}: the re-run's configuration differs from the shipped model's in "
+                         f"{', '.join(differs)}; no curve written")
+    return write_curve(out, path)
+
+
+def row_of(run_dir: str, data: str = DATA) -> str:
+    """The board row of a ``clustergym run`` folder, after checking it was scored the board's way."""
+    path = os.path.join(run_dir, "results.json")
+    if not os.path.isfile(path):
+        raise SystemExit(f"--row: {path} does not exist (a clustergym run --out folder)")
+    with open(path, encoding="utf-8") as f:
+        res = json.load(f)
+    name = str(res.get("env_id", "")).split("/")[-1]
+    board_path = os.path.join(data, f"{name}.json")
+    if not os.path.isfile(board_path):
+        raise SystemExit(f"--row: no board for env {res.get('env_id')!r} in {data}")
+    with open(board_path, encoding="utf-8") as f:
+        board = json.load(f)
+    for key, want in (("horizon", board["horizon"]), ("env_kwargs", board["run_env_kwargs"]),
+                      ("instances", board["instances"])):
+        if res.get(key) != want:
+            raise SystemExit(f"--row: {path} has {key} {res.get(key)!r}, the board uses {want!r}")
+    if sorted({r["seed"] for r in res["runs"]}) != board["seeds"]:
+        raise SystemExit(f"--row: {path} has seeds other than the board's {board['seeds']}")
+    rows = []
+    for agent in dict.fromkeys(r["agent"] for r in res["runs"]):
+        if agent == "random":
+            continue
+        runs = [r for r in res["runs"] if r["agent"] == agent]
+        if any(r["score"] is None for r in runs):
+            raise SystemExit(f"--row: {agent} has runs without a score (run with random among the agents, no --no-score)")
+        scores = {str(r["instance"]): r["score"] for r in runs}
+        values = {str(r["instance"]): r["value_total"] for r in runs}
+        rows.append(row_line(agent, "yours", scores, values, board["bounds"])[1])
+    return "\n".join(rows)
+
+
+def curve_note(steps: int, total: int) -> str:
+    """What the page says of a re-run curve (:func:`rerun_curve`) of ``steps`` of a model's ``total`` steps."""
+    return (f"the first {steps:,} of its {total:,} training steps, from a re-run of its training configuration as "
+            "its side-car records it (env settings, training pool, seed, hyperparameters, network; checked equal); "
+            "the shipped run's own log was not kept")
+
+
+def _keep_curve_note(board: dict, path: str, curve: str) -> None:
+    """Scores written again keep what the page says of the curve CSV still beside them."""
+    if os.path.isfile(path) and os.path.isfile(curve):
+        with open(path, encoding="utf-8") as f:
+            note = json.load(f).get("curve_note")
+        if note:
+            board["curve_note"] = note
+
+
+def _rerun_into_board(name: str, args) -> None:
+    """The pretrained model's re-run curve into ``--curves-dir`` and what it is into its board's ``curve_note``."""
+
+    if not os.path.isdir(os.path.join(PRETRAINED_DIR, name)):
+        return
+    path = rerun_curve(name, args.curves_rerun, os.path.join(args.out, "curves", name),
+                       os.path.join(args.curves_dir, f"{name}.csv"))
+    total = int(read_side_car(os.path.join(PRETRAINED_DIR, name, SIDE_CAR))["timesteps"])
+    board_path = os.path.join(args.data, f"{name}.json")
+    with open(board_path, encoding="utf-8") as f:
+        board = json.load(f)
+    board["curve_note"] = curve_note(args.curves_rerun, total)
+    write_json(board_path, board, indent=1)
+    print("curve:", path)
+
+
+def _args(argv):
+    p = argparse.ArgumentParser(prog="python -m clustergym.experiments.leaderboard", description=__doc__.split("\n")[0])
+    p.add_argument("--out", default="runs/leaderboard", help="runs and their store (default runs/leaderboard)")
+    p.add_argument("--data", default=DATA, help="where the scores and curves go (default docs/data/leaderboard)")
+    p.add_argument("--curves-dir", default=CURVES, help="learning-curve CSVs (default docs/leaderboard/curves)")
+    p.add_argument("--page", default=PAGE, help="the page written from --data (default docs/leaderboard.md)")
+    p.add_argument("--envs", default="", help="env numbers, e.g. P1,P4 (default: every board)")
+    p.add_argument("--instances", default=_span_arg(DEFAULT_INSTANCES), help="held-out instances, e.g. 0-9")
+    p.add_argument("--horizon", type=int, default=None, help="slots per run (default: each board's)")
+    p.add_argument("--workers", type=int, default=2)
+    p.add_argument("--curves", action="append", default=[], metavar="ENV_NAME=DIR",
+                   help="the training folder of a pretrained model, e.g. ApproxJobs-v0=runs/drl/p4/ppo/seed0")
+    p.add_argument("--curves-rerun", type=int, default=0, metavar="STEPS",
+                   help="write each pretrained model's curve from a re-run of its training configuration, first STEPS steps")
+    p.add_argument("--page-only", action="store_true", help="only write the page from --data")
+    p.add_argument("--row", metavar="DIR", help="print the board row of a clustergym run folder and stop")
+    return p.parse_args(argv)
+
+
+def _instances(text: str) -> list[int]:
+    """``0-9`` or ``0,3,5`` as a list of non-negative ints; a malformed text is one line on stderr, exit 2."""
+    out: list[int] = []
+    try:
+        for part in text.split(","):
+            a, _, b = part.strip().partition("-")
+            out += list(range(int(a), int(b) + 1)) if b else [int(a)]
+    except ValueError:
+        raise SystemExit(f"--instances: malformed {text!r}, expected e.g. 0-9 or 0,3,5") from None
+    if not out or min(out) < 0:
+        raise SystemExit(f"--instances: {text!r} names no instance or a negative one")
+    return out
+
+
+def main(argv=None) -> int:
+    args = _args(argv)
+    if args.row:
+        print(row_of(args.row, args.data))
+        return 0
+    if not args.page_only:
+        inst = _instances(args.instances)
+        wanted = {e.strip().upper() for e in args.envs.split(",") if e.strip()}
+        specs = [s for s in family_specs() if s.name in BOARDS and (not wanted or s.number.upper() in wanted)]
+        for i, spec in enumerate(specs):
+            order = list(BOARDS).index(spec.name)
+            board = score_board(spec, args.out, inst, horizon=args.horizon, workers=args.workers, order=order)
+            name = board["env_id"].split("/")[-1]
+            os.makedirs(args.data, exist_ok=True)
+            _keep_curve_note(board, os.path.join(args.data, f"{name}.json"), os.path.join(args.curves_dir, f"{name}.csv"))
+            write_json(os.path.join(args.data, f"{name}.json"), board, indent=1)
+            print(f"{name}: {len(board['agents'])} agents x {len(inst)} instances, {board['wall_s']:.0f} s")
+        for spec in specs if args.curves_rerun else []:
+            _rerun_into_board(spec.env_ids[0].split("/")[-1], args)
+        for item in args.curves:
+            name, _, folder = item.partition("=")
+            print("curve:", write_curve(folder, os.path.join(args.curves_dir, f"{name}.csv")))
+    with open(args.page, "w", encoding="utf-8") as f:
+        f.write(render(args.data, args.curves_dir))
+    print(f"wrote {args.page}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
