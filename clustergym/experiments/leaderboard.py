@@ -45,29 +45,29 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 DATA = os.path.join(ROOT, "docs", "data", "leaderboard")
 PAGE = os.path.join(ROOT, "docs", "leaderboard.md")
 CURVES = os.path.join(ROOT, "docs", "leaderboard", "curves")
-DEFAULT_INSTANCES = tuple(range(10))
+DEFAULT_INSTANCES = tuple(range(15))
 
 # Per family: the paper policy's readings its reproduction compares beside the default, the horizon (None: the
 # env's own), the env settings every run gets, why the horizon differs from the env's, and the bound (score 1).
 BOARDS: dict[str, dict] = {
     "multiserver-channel": dict(
-        readings=("esdp[only_active=true]",), horizon=200, set={},
-        horizon_note="200 is the pretrained model's training horizon, and at 2,000 slots faithful ESDP's "
-                     "decisions take minutes per run",
+        readings=("esdp[only_active=true]",), horizon=None, set={},
+        horizon_note="",
         bound="Σ_t of the per-slot oracle max ṽᵀx over the feasible actions (exact knapsack on the hidden means), "
               "a bound on every policy"),
     "multiserver-allocation": dict(
-        readings=("ogasched[lr=eq26]", "ogasched[play=authors]"), horizon=200, set={},
-        horizon_note="200 is the pretrained model's training horizon, and every P2 agent solves a projection "
-                     "per slot",
+        readings=("ogasched[lr=eq26]", "ogasched[play=authors]"), horizon=None, set={},
+        horizon_note="",
         bound="Q(y*), the best static allocation in hindsight of the run's arrivals and utilities; an online "
               "policy can beat it (a score above 1)"),
     "ringallreduce": dict(
-        readings=("gadget[rounding_repair=false]",), horizon=None, set={"oracle": True},
+        readings=("gadget[rounding_repair=false]",), horizon=None, set={},
         horizon_note="",
-        bound="Σ_t of the per-slot MILP optimum of problem (10) over the visible jobs (`oracle=true`), each run's "
-              "own: the best single-slot decision in every state the run reached, not an episode bound, so two "
-              "agents with the same total can score differently (read mean V beside the score)"),
+        episode_bound="window",
+        bound="the window bound of the instance (`envs/ringallreduce/oracle.py: run_upper_bound(truth, T, "
+              "window=max_jobs)`): every job among the env's visible window of the oldest active jobs at "
+              "min(N_i, budget left) workers in every slot, GPUs and links unlimited; it holds for every policy "
+              "(an agent at it is optimal over the episode) and is the same for every agent on an instance"),
     "approxjobs": dict(
         readings=("opm-noest",), horizon=None, set={},
         horizon_note="",
@@ -121,19 +121,47 @@ def score_board(spec, out: str, instances, seeds=(0,), horizon: int | None = Non
     res.write(os.path.join(out, env_id.split("/")[-1]), plots=False)
     if any(r.trained_on for r in res.runs):
         raise SystemExit(f"{env_id}: an evaluation instance is one the pretrained model trained on; pick others")
-    bounds = {k: v for k, v in _per_instance(res, "random", "bound_total").items()}
+    if board.get("episode_bound"):  # one bound per instance, the same for every agent
+        bounds = {str(i): episode_bound(env_id, int(i), h, board["set"]) for i in instances}
+        rand = _per_instance(res, "random", "value_total")
+        rows = [{"agent": a, "kind": kind, "scores": scores_against(_per_instance(res, a, "value_total"), rand, bounds),
+                 "values": _per_instance(res, a, "value_total"), "bounds": dict(bounds)} for a, kind in agents]
+    else:  # the runner's score: each run's own bound (its oracle or bound metric)
+        bounds = {k: v for k, v in _per_instance(res, "random", "bound_total").items()}
+        rows = [{"agent": a, "kind": kind, "scores": _per_instance(res, a, "score"),
+                 "values": _per_instance(res, a, "value_total"), "bounds": _per_instance(res, a, "bound_total")}
+                for a, kind in agents]
     return {"order": order, "env_id": env_id, "family": spec.name, "number": spec.number, "horizon": h,
             "default_horizon": default_h, "horizon_note": board["horizon_note"], "env_kwargs": dict(board["set"]),
             "run_env_kwargs": res.env_kwargs, "instances": list(instances), "seeds": list(seeds),
-            "bound": board["bound"], "bounds": bounds,
-            "agents": [{"agent": a, "kind": kind, "scores": _per_instance(res, a, "score"),
-                        "values": _per_instance(res, a, "value_total"), "bounds": _per_instance(res, a, "bound_total")}
-                       for a, kind in agents],
+            "bound": board["bound"], "bounds": bounds, "episode_bound": bool(board.get("episode_bound")),
+            "agents": rows,
             "command": f"python -m clustergym.experiments.leaderboard --envs {spec.number} "
                        f"--instances {_span_arg(instances)}"
                        + (f" --horizon {horizon}" if horizon else ""),
             "commit": _commit(), "date": datetime.date.today().isoformat(),
             "wall_s": round(time.time() - t0, 1)}
+
+
+def episode_bound(env_id: str, instance: int, horizon: int, env_kwargs: dict) -> float:
+    """P3's window bound of one instance (:func:`clustergym.envs.ringallreduce.oracle.run_upper_bound` with the
+    env's visible window): a bound on the total reward of every policy over the episode, from the instance's
+    hidden truth (a metric, never shown to an agent)."""
+    import gymnasium as gym
+
+    from clustergym.envs.ringallreduce.oracle import run_upper_bound
+
+    env = gym.make(env_id, scenario_seed=instance, **env_kwargs).unwrapped
+    try:
+        return float(run_upper_bound(env.scenario.truth, horizon, window=env.problem.max_jobs))
+    finally:
+        env.close()
+
+
+def scores_against(values: dict, random_values: dict, bounds: dict) -> dict:
+    """Per instance (V − V_random) / (B − V_random); left out where B is not above V_random."""
+    return {k: (v - random_values[k]) / (bounds[k] - random_values[k]) for k, v in values.items()
+            if k in random_values and k in bounds and bounds[k] > random_values[k]}
 
 
 def _span_arg(xs) -> str:
@@ -205,10 +233,17 @@ def row_of(run_dir: str, data: str = DATA) -> str:
         if agent == "random":
             continue
         runs = [r for r in res["runs"] if r["agent"] == agent]
+        values = {str(r["instance"]): r["value_total"] for r in runs}
+        if board.get("episode_bound"):  # the board's bound of each instance against this folder's random
+            rand = {str(r["instance"]): r["value_total"] for r in res["runs"] if r["agent"] == "random"}
+            if not rand:
+                raise SystemExit(f"--row: {path} has no random runs (the score's zero): add random to --agents")
+            scores = scores_against(values, rand, board["bounds"])
+            rows.append(row_line(agent, "yours", scores, values, board["bounds"])[1])
+            continue
         if any(r["score"] is None for r in runs):
             raise SystemExit(f"--row: {agent} has runs without a score (run with random among the agents, no --no-score)")
         scores = {str(r["instance"]): r["score"] for r in runs}
-        values = {str(r["instance"]): r["value_total"] for r in runs}
         rows.append(row_line(agent, "yours", scores, values, board["bounds"])[1])
     return "\n".join(rows)
 

@@ -25,7 +25,7 @@ agent's **normalised score** ([Evaluation](evaluation.md#normalised-score)) on h
 0 is `random` on the same instance and seed, 1 is the env's oracle or bound (named in each section).
 The **headroom** is 1 − score, the share of the gap between random and the bound that the agent leaves;
 it can be negative where an agent beats the bound (P2's bound is the best *static* allocation in hindsight,
-which an online policy can exceed; P3's is the best single-slot decision in each state, not an episode bound).
+which an online policy can exceed; P1's, P3's and P4's hold for every policy, P4's in expectation).
 Intervals are 95% t-intervals over instances. **mean V** is the agent's evaluated total (P1: the expected
 utility of its decisions; the others: the total reward) and **V / B** its share of the bound, both means over
 instances. The rows are the paper's policy with the readings its
@@ -35,9 +35,8 @@ trained on (pool 1000-1099) or were selected on (validation instances 900-999): 
 every `sb3:` run.
 
 Regenerate (the runs go through `clustergym.evaluate`, the runner of `clustergym run`, with a run store in
-`runs/leaderboard/store`, so an interrupted sweep resumes where it stopped). `make leaderboard` took about 70
-minutes on 2 cores shared with other jobs, most of it P3's runs, which solve a MILP for the bound every slot
-(hence 3 instances there and 10 elsewhere):
+`runs/leaderboard/store`, so an interrupted sweep resumes where it stopped); each section gives the wall time
+of its runs:
 
 ```bash
 make leaderboard                                              # every env: runs, then docs/data/leaderboard and this page
@@ -51,12 +50,12 @@ Score your agent exactly as the board does: the same env, horizon, env settings,
 
 ```bash
 clustergym run clustergym/MultiServerChannel-v0 --agents examples/my_agent.py:MyAgent,random \\
-    --instances 0-9 --seeds 0 --horizon 200 --out runs/mine
+    --instances 0-14 --seeds 0 --out runs/mine
 .venv/bin/python -m clustergym.experiments.leaderboard --row runs/mine
 ```
 
 `--row` checks that the folder's env, horizon, env settings and instances are the board's (each section
-states them: P3 needs `--set oracle=true`, the horizons are below) and prints the line to paste into the
+states them; the horizons are the envs' defaults) and prints the line to paste into the
 table, or says which setting differs. A trained model is scored the same way: `--agents sb3:DIR/model.zip,random`.
 
 ## Learning curves
@@ -83,8 +82,8 @@ def _fmt(x: float, digits: int = 3) -> str:
 
 def row_line(agent: str, kind: str, scores: Mapping, values: Mapping, bounds: Mapping) -> tuple[float, str]:
     """(mean score, the markdown row) of one agent: score [95% interval], headroom [interval], mean V, V / B. A
-    run's score is undefined (absent) where its bound is not above random's value (P3's per-run bound): the score
-    is then over the other instances, saying how many, or "undefined" on every instance."""
+    run's score is undefined (absent) where its bound is not above random's value: the score is then over the
+    other instances, saying how many, or "undefined" on every instance."""
     keys = sorted(values, key=int)
     s = mean_ci([scores[k] for k in keys if k in scores])
     head = f"{_fmt(1 - s.mean)} [{_fmt(1 - s.high)}, {_fmt(1 - s.low)}]" if s.n > 1 else _fmt(1 - s.mean)
@@ -131,7 +130,8 @@ def _section(board: Mapping, curves_dir: str) -> list[str]:
     else:
         out += [f"Learning curve of `sb3:pretrained/{name}`: not stored ({board.get('curve_note', 'no training log')}).",
                 ""]
-    out += [f"*{board['command']}* at commit `{board['commit']}`, {board['date']}.", ""]
+    wall = f", {board['wall_s']:,.0f} s of wall time" if board.get("wall_s") is not None else ""
+    out += [f"*{board['command']}* at commit `{board['commit']}`, {board['date']}{wall}.", ""]
     return out
 
 
