@@ -34,8 +34,9 @@ every slot it solves problem (10) for the active jobs I[t] with Algorithm 2. Per
 **Repair of a violating try (our choice; the paper has none).** The paper's rounding has no
 repair step: Theorem 8 (and Theorem 10) allow capacity overruns by factors β^r, γ with probability
 at most |V_s|^−4 per node / |E_s|^−4 per link, which our env (and a real cluster) cannot execute.
-``rounding_repair=False`` discards a violating try (only capacity-respecting tries are kept, the
-closest reading of line 7 with β = γ = 1). ``rounding_repair=True`` (default) keeps it after
+``rounding_repair=False`` (default: Algorithm 2 as written) discards a violating try (only
+capacity-respecting tries are kept, the closest reading of line 7 with β = γ = 1).
+``rounding_repair=True`` (an option, beyond Algorithm 2: docs/gadget.md reports it beside) keeps it after
 :func:`repair_overfill`: while some resource (GPUs of a server, eq. 18; a server or rack uplink
 direction, eq. 19) is overfilled, remove, **among the jobs whose drawn mapping uses an overfilled
 resource**, the one with the smallest increment π_iκi (ties, e.g. in the last lexicographic round
@@ -430,7 +431,7 @@ class GADGET(BaseAgent):
     name = "gadget"
     families = ("ringallreduce",)
 
-    def __init__(self, u_b: int = 20, alpha: float = 1.0, rounding_repair: bool = True, reoffer: str = "candidates",
+    def __init__(self, u_b: int = 20, alpha: float = 1.0, rounding_repair: bool = False, reoffer: str = "candidates",
                  work_conserving: bool = False, rounds: int = 0):
         if int(rounds) < 0:
             raise ValueError(f"rounds={rounds!r} is invalid: expected an integer >= 0 (0 = as many as needed)")

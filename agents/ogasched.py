@@ -5,6 +5,17 @@ Per slot t (Algorithm 1, lines 3–32):
   y(t+1) = Π_Y(y(t) + η_t ∇q) (eq. 11) with the exact Euclidean projection of
   ``clustergym.envs.multiserver.projection`` (eqs. 12–13 solved for all (r, k) at once);
   η_{t+1} = η_t · decay (Table 1: η_0 = 25, decay 0.9999).
+
+Table 1's step in the paper's units (``eta_units``). §4: "the initial learning rate and the decay are
+used to tune the learning rate at each time t around the value (26)". The paper names no unit for
+a_l^k and c_r^k. Counting allocations in units 1/s of the problem's unit (z = s·y) leaves the problem
+and its rewards unchanged but multiplies diam(Y) by s and divides ‖∇q‖ by s, so eq. 26's step grows by
+s² while Table 1's η_0 stays a number: Algorithm 1 in z with step η is Algorithm 1 in y with η / s².
+In device units eq. 26's median step at Table 1's T = 2000 is 0.40 (η_0 / eq. 26 = 63, instances 0–4;
+docs/ogasched.md), so η_0 = 25 is the step §4 says it tunes around when s² = 25 / 0.40 ≈ 64, s = 8:
+one device counted as 8 units. ``eta_units="eighth-device"`` (default) reads η_0 in those units
+(the step applied to y is η_t / 64); ``eta_units="problem"`` is the earlier reading (η_t applied to
+y as is, 64× eq. 26's step in device units).
 """
 
 from __future__ import annotations
@@ -43,6 +54,11 @@ class OGASched(BaseAgent):
 
     Options:
         eta0: initial learning rate η_0 (Table 1: 25).
+        eta_units: the unit η_0 and the decayed η_t are read in (module docstring). "eighth-device"
+            (default): one unit of the problem counted as ETA_UNIT_SCALE = 8 units, so the step applied
+            to y is η_t / 64 — Table 1's η_0 is then about eq. 26's step, as §4 says it should be.
+            "problem": η_t applied to y as is (the earlier reading). Unused with ``lr="eq26"``
+            (eq. 26 is the same step in every unit).
         decay: η_{t+1} = decay · η_t (Table 1: 0.9999); in (0, 1.001], so Fig. 4(b)'s 1.0001 (a growing
             step) can be run.
         lr: "decay" (the paper's experiments) or "eq26": η_t = diam(Y) / (||∇q(x(t), y(t))|| √T) with
@@ -79,9 +95,15 @@ class OGASched(BaseAgent):
     TABLE1_ETA0 = 25.0
     TABLE1_DECAY = 0.9999
     MAX_DECAY = 1.001  # Fig. 4(b) compares 0.9999 with 1.0001
+    # "tune the learning rate ... around the value (26)" (§4): s = 8, so η_0 = 25 is η_0 / s² ≈ 0.39 per
+    # device unit, eq. 26's median step (0.40) in device units (module docstring).
+    ETA_UNIT_SCALE = 8.0
+    ETA_UNITS = {"eighth-device": ETA_UNIT_SCALE, "problem": 1.0}
 
     def __init__(self, eta0: float = TABLE1_ETA0, decay: float = TABLE1_DECAY, lr: str = "decay",
-                 horizon: int | None = None, play: str = "algorithm1", arrival_aware: bool = False):
+                 horizon: int | None = None, play: str = "algorithm1", arrival_aware: bool = False,
+                 eta_units: str = "eighth-device"):
+        self.eta_units = check_choice("eta_units", eta_units, tuple(self.ETA_UNITS))
         self.eta0 = check_real("eta0", eta0, 0.0, None, lo_open=True)
         # η_t = η0·decay^t (Table 1: 0.9999); Fig. 4(b) also runs 1.0001, a step that grows: accepted up to
         # MAX_DECAY (a step that grows by more than e^1 over 1000 slots is no setting of the paper's)
@@ -127,12 +149,12 @@ class OGASched(BaseAgent):
         return g * x[self.edge_port][:, None]  # x_l(t) factor of eq. 9
 
     def step_size(self, g: np.ndarray) -> float:
-        """η_t: eq. 26 (diam(Y) / (||∇q|| √T)) or Table 1's decayed η_0 · decay^t."""
+        """η_t applied to y: eq. 26 (diam(Y) / (||∇q|| √T)) or Table 1's η_0 · decay^t / s² (``eta_units``)."""
         if self.lr == "eq26":
             assert self.T is not None  # reset() refuses eq26 without a horizon
             norm = float(np.sqrt(np.sum(g * g)))
             return self.diam / (norm * np.sqrt(self.T)) if norm > 0 else 0.0  # eq. 26
-        return self.eta
+        return self.eta / self.ETA_UNITS[self.eta_units] ** 2  # η_t read in units 1/s of the problem's
 
     def act(self, obs, info):
         x = np.asarray(obs["arrivals"]).astype(bool)

@@ -11,12 +11,13 @@ with a job. Readings of the paper's one-line descriptions:
   **total** allocation of type k is capped at a_l^k" — each port in DRF order takes, on its
   channels in server order, min(what is left on r, what is left of a_l^k), so
   Σ_{r∈R_l} y_(l,r)^k <= a_l^k.
-* **FAIRNESS**: y_(l,r)^k = x_l · min(a_l^k, c_r^k a_l^k / Σ_{l'∈L_r} a_l'^k) — the share's
-  denominator runs over all of L_r (default, ``active_share=False``); the shares of idle ports stay
-  unused. ``active_share=True`` divides among the active ports of L_r only,
-  Σ_{l'∈L_r, x_l'(t)=1} a_l'^k: the authors' code (``ogasched/baselines/fairness.py``) and the
-  paper's §4.1 wording "allocates resources to each non-empty port without bias". Both readings are
-  reported beside each other (docs/ogasched.md).
+* **FAIRNESS**: y_(l,r)^k = x_l · min(a_l^k, c_r^k a_l^k / Σ_{l'∈L_r, x_l'(t)=1} a_l'^k) — the
+  share's denominator runs over the active ports of L_r (default, ``active_share=True``): §4.1,
+  "FAIRNESS adopts a proportional allocation strategy and allocates resources to each non-empty port
+  *without bias*", and the authors' code (``ogasched/baselines/fairness.py``) divide among the ports
+  with a job. ``active_share=False`` (the earlier reading of §4's one-line description, "according to
+  the job's share a_l^k / Σ_{l∈L_r} a_l^k") divides over all of L_r, so the shares of idle ports stay
+  unused. Both readings are reported beside each other (docs/ogasched.md).
 * **BINPACKING / SPREADING** (Kubernetes MostAllocated / LeastAllocated, Volcano binpack): on node r
   the request of port l is q_lr^k = min(a_l^k, c_r^k); a pod is placed only if its whole request fits
   (all k). The Kubernetes score of placing l on r is the node's utilisation after placement,
@@ -129,11 +130,16 @@ class DRF(_AllocationBaseline):
 
 
 class Fairness(_AllocationBaseline):
-    """Proportional share a_l^k / Σ_{l∈L_r} a_l^k of every (r, k) to each port with a job."""
+    """Proportional share a_l^k / Σ_{l∈L_r, x_l=1} a_l^k of every (r, k) to each port with a job.
+
+    ``active_share=True`` (default): the sum runs over the ports of L_r with a job — §4.1, "allocates
+    resources to each non-empty port *without bias*", and the authors' code. ``active_share=False``:
+    over all of L_r (idle ports' shares stay unused; the earlier default).
+    """
 
     name = "fairness"
 
-    def __init__(self, active_share: bool = False):
+    def __init__(self, active_share: bool = True):
         self.active_share = _check_bool("active_share", active_share)
 
     def act(self, obs, info):

@@ -30,12 +30,16 @@ blocking).
   Option ``share="demand"``: the dominant share of the job's fixed *requested* size,
   max(w_i / Σ_s C_s, w_i b_i / Σ_s B_s) (our earlier reading: the paper's sentence does not say
   allocated or requested; with fixed sizes this order never changes while a job runs).
-* ``las``: increasing attained service z_i (worker-slots used so far; Tiresias' least attained
-  service; ties by arrival), which round-robins among jobs as their service grows. This continuous
-  LAS is the default. ``las[thresholds=...]``: Tiresias' *discretised* 2D-LAS (Gu et al., NSDI'19,
-  the paper's [15]): priority queues separated by attained-service thresholds (worker-slots; a job
-  with z_i >= the k-th threshold sits in queue k or lower), queues served in order, FIFO (arrival)
-  within a queue. Tiresias' starvation promotion is not modelled.
+* ``las``: the paper's LAS is Tiresias' (§VI: "Least Attained Service (LAS) in Tiresias [15]"), and
+  Tiresias schedules by its *discretised* 2D-LAS (Gu et al., NSDI'19): priority queues separated by
+  attained-service thresholds, queues served in order, FIFO (arrival) within a queue. That is the
+  default, ``thresholds="tiresias"``: Tiresias' two queues, split at TIRESIAS_THRESHOLDS = 10
+  worker-slots of attained service z_i (Tiresias sets its threshold in GPU-time from its own trace;
+  neither paper gives one for this model: 10 worker-slots is about one job at full size, 1..10
+  workers, for one slot). ``las[thresholds=...]`` (a number or an increasing list, worker-slots)
+  sets other queues. ``las[thresholds=continuous]``: the continuous LAS, increasing z_i (ties by
+  arrival), which round-robins among jobs as their service grows (the earlier default).
+  Tiresias' starvation promotion is not modelled.
 * ``drf[rack_links=true]``: the dominant share also counts rack uplinks, a third resource: a ring
   over m > 1 racks holds b_i on each of its m rack uplinks, share b_i m / Σ_r B_r (default: server
   uplinks only, the resources the paper's sentence does not name either way).
@@ -195,17 +199,25 @@ class DRF(_RingHeuristic):
 class LAS(_RingHeuristic):
     """Tiresias' least attained service (worker-slots so far), fixed sizes.
 
-    ``thresholds=None`` (default): continuous LAS, increasing z_i (ties by arrival).
-    ``thresholds=[θ_1, ...]`` (a number or an increasing list, worker-slots): Tiresias' discretised
-    LAS, queue index q_i = #{k: z_i >= θ_k}, jobs by (q_i, arrival).
+    ``thresholds="tiresias"`` (default): Tiresias' discretised LAS with two queues split at
+    :data:`TIRESIAS_THRESHOLDS` (10 worker-slots) — the LAS the paper cites (§VI, "Least Attained
+    Service (LAS) in Tiresias [15]"). ``thresholds=[θ_1, ...]`` (a number or an increasing list,
+    worker-slots): queue index q_i = #{k: z_i >= θ_k}, jobs by (q_i, arrival).
+    ``thresholds="continuous"`` (or None): continuous LAS, increasing z_i (ties by arrival).
     """
 
     name = "las"
+    TIRESIAS_THRESHOLDS = (10.0,)  # two queues (Tiresias' default count), split at 10 worker-slots
 
     def __init__(self, workers: int | None = None, workers_low: int = 1, workers_high: int = 10,
-                 thresholds=None, sizes: str = "capped"):
+                 thresholds="tiresias", sizes: str = "capped"):
         super().__init__(workers, workers_low, workers_high, sizes)
-        if thresholds is None:
+        if isinstance(thresholds, str) and thresholds not in ("tiresias", "continuous"):
+            raise ValueError(f"thresholds={thresholds!r} is invalid: expected 'tiresias', 'continuous', a positive "
+                             "number or an increasing list of positive numbers (worker-slots)")
+        if thresholds == "tiresias":
+            thresholds = list(self.TIRESIAS_THRESHOLDS)
+        if thresholds is None or thresholds == "continuous":
             self.thresholds = None
         else:
             th = np.atleast_1d(np.asarray(thresholds, dtype=float))

@@ -39,8 +39,10 @@ OGASched (ogasched.md §3, Algorithm 1), per slot t with arrivals x(t):
   x_l(t) (f_r^k)'(y_(l,r)^k), with k* = argmax_k β_k Σ_{r∈R_l} y_(l,r)^k (eq. 10);
 * step and projection (eq. 11): y(t+1) = Π_Y(y(t) + η_t ∇q(x(t), y(t))), Π_Y the Euclidean
   projection onto {0 ≤ y ≤ a (eq. 3), Σ_{l∈L_r} y_(l,r)^k ≤ c_r^k (eq. 4)};
-* step size: η_t = η₀ · decay^t (Table 1: η₀ = 25, decay = 0.9999), or, with ``lr="eq26"``,
-  η_t = diam(Y) / (‖∇q(x(t), y(t))‖ √T) (eq. 26).
+* step size: η_t = η₀ · decay^t (Table 1: η₀ = 25, decay = 0.9999) read in units of 1/8 of the
+  problem's unit, so the step applied is η_t / 64 (``eta_units="eighth-device"``: there Table 1's
+  η₀ is about eq. 26's step, which §4 says it tunes around; ``eta_units="problem"``: η_t as is), or,
+  with ``lr="eq26"``, η_t = diam(Y) / (‖∇q(x(t), y(t))‖ √T) (eq. 26).
 """,
     ("drf", "multiserver-allocation"): """\
 DRF (ogasched.md §4): ports with a job in ascending dominant share
@@ -51,8 +53,9 @@ DRF (gadget.md §VI baselines): jobs in ascending dominant share over GPUs and s
 bandwidth, each with a fixed number of workers, placed by the env's greedy ring placement.
 """,
     "fairness": """\
-FAIRNESS (ogasched.md §4): each port l with a job gets the share a_l^k / Σ_{l'∈L_r} a_{l'}^k of
-every (r, k).
+FAIRNESS (ogasched.md §4): each port l with a job gets the share a_l^k / Σ_{l'} a_{l'}^k of
+every (r, k), the sum over the ports of L_r with a job (§4.1: "each non-empty port without bias";
+``active_share=false``: over all of L_r).
 """,
     "binpacking": """\
 BINPACKING (ogasched.md §4, Kubernetes MostAllocated): servers with the highest utilisation after
@@ -68,16 +71,17 @@ Algorithm 2 (LP-RS-MDE): bounds q_i from the continuous relaxation (constraints 
 sizes κ_i = argmax_{κ∈Q_i: χ̄_iκ>0} π_iκ χ̄_iκ from the LP relaxation of problem (12), with
 π_iκ = μ_i(ζ_i(z+κ)) − μ_i(ζ_i z); the embedding LP over mappings with GPU (eqs. 16, 18) and
 bandwidth (eqs. 17, 19) capacities and Σ_k φ_i^k ≤ 1 (eq. 13); randomized rounding with u_b tries
-(Alg. 2 lines 7–9). The module docstring below gives every step and the choices made.
+(Alg. 2 lines 7–9), a try that overfills a resource discarded (``rounding_repair=true``: repaired
+and re-offered, beyond Algorithm 2). The module docstring below gives every step and the choices made.
 """,
     "fifo": """\
 FIFO (gadget.md §VI baselines): jobs in arrival order, a fixed number of workers each, placed by
 the env's greedy ring placement (one server if possible, else one rack, else across racks).
 """,
     "las": """\
-LAS (gadget.md §VI baselines, Tiresias): jobs in ascending attained service (worker-slots so far),
-fixed sizes, greedy ring placement. ``thresholds``: Tiresias' discretised queues (FIFO within a
-queue).
+LAS (gadget.md §VI baselines, "LAS in Tiresias [15]"): Tiresias' discretised LAS — two queues split
+at 10 worker-slots of attained service, served in order, FIFO within a queue — fixed sizes, greedy
+ring placement. ``thresholds``: other queues; ``thresholds=continuous``: ascending attained service.
 """,
     "greedy": """\
 Greedy (a reference policy for P3, not a paper baseline): every visible job at its full

@@ -116,6 +116,9 @@ class FamilySpec:
       of the family's first env id, one per (extra env kwargs, vec mode); ``BENCH_PLAIN: bool``: a "plain SB3
       PPO" row; ``BENCH_MEMORY: bool``: a memory row (10^6 slots with all-zero actions); the rows are labelled
       with :attr:`number`, in registry order (:mod:`clustergym.bench.throughput`); absent: no such rows;
+    * ``REFERENCE_OPTIONS: tuple[str, ...]``: option specs of the paper policy (e.g. a variant beyond the
+      paper's algorithm) that ``clustergym drl`` evaluates beside the paper policy and the registered agents;
+      absent: none;
     * ``GALLERY: tuple[tuple[str, ...], int, int]``: the docs gallery's (baselines beside the paper policy,
       comparison horizon, viewer frame slot) of the family's first env id (:mod:`clustergym.experiments.gallery`;
       with :attr:`paper_agent`); absent: not in the gallery."""

@@ -334,9 +334,11 @@ def _env_report(out, p, cells, seeds, horizon, *, learners, workers, progress, f
     (:func:`_evaluate_held_out`), the statistics of the learning curves, the table and the ablation table, the
     curve figure and, where the plan asks, the main rows again at the env's default horizon. Returns (markdown
     lines, the env's entry of ``summary.json``, the figure's path)."""
-    paper = family_spec(env_family(p.env_id)).paper_agent
+    spec = family_spec(env_family(p.env_id))
+    paper = spec.paper_agent
     learner_cells, curves, metas = _learner_cells(p, cells, seeds, learners)
-    others = [a for a in list_agents(p.env_id) if a not in (paper,)]
+    # the registered agents, then the paper policy's option rows the family names (hook REFERENCE_OPTIONS)
+    others = [a for a in [*list_agents(p.env_id), *(spec.hook("REFERENCE_OPTIONS") or ())] if a not in (paper,)]
     res = _evaluate_held_out(out, p, learner_cells, [paper, *others], horizon, workers=workers, progress=progress,
                              log=log)
     # Reference lines of the curves: the same agents on the curve's (validation) runs.

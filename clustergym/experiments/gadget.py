@@ -1,10 +1,14 @@
 """GADGET paper (gadget.md §VI): reproduction of Figs. 4–7 and P3 benchmark rows.
 
-Baseline readings (``baselines/ringallreduce.py``): every table uses the defaults — static sizes
-drawn in {1..10} and capped at N_i (``sizes="capped"``), DRF's share over GPUs and server uplinks
-(``rack_links=false``), continuous LAS — unless a row names another reading (``las[thresholds=10]``:
-Tiresias' two discretised queues; ``sizes=within``; ``drf[rack_links=true]``). The scarce-GPU regime
-reports them side by side.
+GADGET is Algorithm 2 as written (``gadget``: a rounding try that overfills a resource is discarded)
+in every headline row; the repair-and-reoffer variant beyond Algorithm 2 (``gadget[rounding_repair=true]``,
+agents/gadget.py) is the option row beside it in every table. Baseline readings
+(``baselines/ringallreduce.py``): every table uses the defaults — static sizes drawn in {1..10} and
+capped at N_i (``sizes="capped"``), DRF's share over GPUs and server uplinks (``rack_links=false``),
+and the paper's LAS, Tiresias' discretised LAS (``las``: two queues split at 10 worker-slots; §VI,
+"Least Attained Service (LAS) in Tiresias [15]") — unless a row names another reading
+(``las[thresholds=continuous]``, the continuous LAS; ``sizes=within``; ``drf[rack_links=true]``). The
+scarce-GPU regime (an extension: not a setting of the paper) reports them side by side.
 
 ``python -m clustergym.experiments.gadget --scarce --fig7 [--quick]`` runs only the scarce-GPU
 regime and Fig. 7 (the tables docs/gadget.md quotes), without Figs. 4–6.
@@ -21,14 +25,17 @@ from clustergym.runner.evaluation import evaluate
 from clustergym.experiments import describe_instances, instances_for, mode_name, write_summary
 from clustergym.experiments.gadget_bench import bench_rows  # noqa: F401  (the P3 rows of clustergym bench)
 from clustergym.experiments.gadget_diagnostics import lam1_total, slot_ratios
-from clustergym.core.plots import _plt, agent_color, agent_colors, figure, figure_legend, legend_outside, plot_claims, save
+from clustergym.core.plots import _plt, agent_colors, figure, figure_legend, legend_outside, plot_claims, save
 from clustergym.core.stats import claims_table, fmt_ci, mean_ci, paired_comparison, range_verdict
 from clustergym.experiments.extra import gadget_more  # Fig. 4 with the Philly trace's arrivals
 
 __all__ = ["reproduce", "bench_rows", "scarce_sweep", "fig7_sweep", "CONFIG"]
 
 ENV_ID = "clustergym/RingAllReduce-v0"
-BASELINES = ["fifo", "drf", "las"]
+BASELINES = ["fifo", "drf", "las"]  # "las": Tiresias' discretised LAS (the paper's [15]), the default reading
+REPAIR = "gadget[rounding_repair=true]"  # the repair-and-reoffer variant beyond Algorithm 2: an option row
+LAS_CONTINUOUS = "las[thresholds=continuous]"  # the continuous LAS: an option row
+GADGETS = ("gadget", REPAIR)
 
 # Experiment grids. Fig. 4: every active job visible (max_jobs above the number of arrivals, so the
 # window never binds: the report prints mean waiting jobs, which must be 0), loads that contend the
@@ -37,12 +44,12 @@ CONFIG = {
     # instances: experiments.instances_for (10 quick, 20 full) unless reproduce is given others
     True: dict(horizon=24,
                fig4={"iterations": [4.0, 8.0, 12.0], "worker_slots": [1.0, 2.5, 5.0]},
-               fig4_agents=["gadget", "fifo", "drf", "las", "drf[share=demand]"],
+               fig4_agents=["gadget", REPAIR, "fifo", "drf", "las", LAS_CONTINUOUS, "drf[share=demand]"],
                fig56_rate=12.0, gscales=[0.5, 2.0], bscales=[0.02, 1.0],
                fig7_horizon=10, fig7_size="medium"),
     False: dict(horizon=200,
                 fig4={"iterations": [2.0, 4.0, 8.0, 10.0], "worker_slots": [0.5, 1.0, 2.0]},
-                fig4_agents=["gadget", "fifo", "drf", "las", "drf[share=demand]", "random"],
+                fig4_agents=["gadget", REPAIR, "fifo", "drf", "las", LAS_CONTINUOUS, "drf[share=demand]", "random"],
                 fig56_rate=10.0, gscales=[0.25, 0.5, 1.0, 2.0, 4.0], bscales=[0.01, 0.02, 0.1, 1.0],
                 fig7_horizon=10, fig7_size="large"),
 }
@@ -55,12 +62,12 @@ def config(quick: bool, instances=None, tiny: bool = False) -> dict:
     cfg = dict(CONFIG[bool(quick)], **(TINY if tiny else {}))
     cfg["instances"] = cfg["fig7_instances"] = instances_for(quick, instances)
     return cfg
-# Scarce-GPU regime: the Fig. 4 loads above saturate (GADGET and LAS reach ~96–99% of
+# Scarce-GPU regime (an extension, not a setting of the paper): the Fig. 4 loads above saturate (GADGET and LAS reach ~96–99% of
 # Σλ1, so no gain above a few percent is possible); with a quarter of the GPUs they contend. Same
 # instances as Fig. 4, T = 40, 4 jobs/slot, both budget readings; the baselines in their default
 # readings and in the other readings of baselines/ringallreduce.py, and the greedy reference policy.
 SCARCE = dict(gpu_scale=0.25, arrival_rate=4.0, horizon=40, modes=["worker_slots", "iterations"])
-SCARCE_AGENTS = ["gadget", "greedy", "fifo", "drf", "las", "las[thresholds=10]", "las[sizes=within]",
+SCARCE_AGENTS = ["gadget", REPAIR, "greedy", "fifo", "drf", "las", LAS_CONTINUOUS, "las[sizes=within]",
                  "fifo[sizes=within]", "drf[rack_links=true]"]
 # Fig. 7 instance: small enough for the exact MILP every slot (12 servers, <= 6 visible jobs), links
 # that bind; λ2 as in §VI (λ2 ∈ (0, 1), the scenario default) unless a variant overrides it.
@@ -77,9 +84,9 @@ FIG7_LARGE = dict(num_servers=50, max_jobs=30, arrival_rate=8.0, gpu_choices=[1]
                   server_bw_max=3.0, rack_bw_min=1.0, rack_bw_max=4.0, bw_min=0.5, bw_max=3.0)
 FIG7_MEDIUM = dict(FIG7_LARGE, num_servers=20, max_jobs=10, arrival_rate=6.0)
 FIG7_ENVS = {"small": FIG7_SMALL, "medium": FIG7_MEDIUM, "large": FIG7_LARGE}
-# Fig. 7 agents on the same slots: GADGET as shipped (rounding_repair on), Algorithm 2 as written
-# (rounding_repair off: a violating rounding try is discarded), the greedy reference, the baselines.
-FIG7_AGENTS = ("gadget", "gadget[rounding_repair=false]", "greedy", "fifo", "las", "random")
+# Fig. 7 agents on the same slots: Algorithm 2 as written (a violating rounding try is discarded), the
+# repair-and-reoffer option, the greedy reference, the baselines (both LAS readings).
+FIG7_AGENTS = ("gadget", REPAIR, "greedy", "fifo", "las", LAS_CONTINUOUS, "random")
 
 
 def scarce_sweep(cfg: dict, workers: int, progress: bool) -> dict:
@@ -140,9 +147,10 @@ def sweep(quick: bool, workers: int, progress: bool, instances=None, tiny: bool 
     emb = {}
     for kind, scales in (("gpu_scale", cfg["gscales"]), ("bw_scale", cfg["bscales"])):
         for sc in scales:
-            r = evaluate(ENV_ID, ["gadget"], seeds, T, env_kwargs={"arrival_rate": rate, "max_jobs": mj, kind: sc},
+            r = evaluate(ENV_ID, list(GADGETS), seeds, T, env_kwargs={"arrival_rate": rate, "max_jobs": mj, kind: sc},
                          **common)
-            emb[kind, sc] = _mean_over_seeds(r, "gadget", "mean_embedded_ratio")
+            for g in GADGETS:
+                emb[g, kind, sc] = _mean_over_seeds(r, g, "mean_embedded_ratio")
     lam4 = {(mode, rate): lam1_total(dict(arrival_rate=rate, max_jobs=int(max(64, np.ceil(1.3 * rate * T + 20))),
                                           budget_mode=mode), inst, T)
             for mode, rates in cfg["fig4"].items() for rate in rates}
@@ -169,7 +177,9 @@ def _fig4_section(sw: dict) -> tuple[list[str], list[dict]]:
               "GPU utilisation of GADGET and FIFO, total utility of each agent (mean over instances [95% CI]), "
               "and GADGET's relative gain over each baseline (mean over instances [95% CI], wins/losses). "
               "Baselines in their default readings: static size in {1..10} capped at N_i, DRF over GPUs and "
-              "server uplinks (`drf[share=demand]`: DRF by requested size), continuous LAS.", ""]
+              "server uplinks (`drf[share=demand]`: DRF by requested size), Tiresias' discretised LAS (`las`; "
+              f"`{LAS_CONTINUOUS}`: the continuous LAS). `gadget` is Algorithm 2 as written; `{REPAIR}` the "
+              "repair-and-reoffer variant beyond it (an option row).", ""]
     for mode, rates in cfg["fig4"].items():
         lines += [f"### budget_mode = {mode}", "",
                   "| jobs | waiting | GPU util gadget | GPU util fifo | " + " | ".join(agents4) + " | "
@@ -188,6 +198,8 @@ def _fig4_section(sw: dict) -> tuple[list[str], list[dict]]:
                 comp = paired_comparison(tot["gadget"], tot[b], agent="gadget", reference=b)
                 gaps[rate, b] = comp
                 cells.append(f"{fmt_ci(comp)} ({comp.wins}/{comp.losses})")
+                if REPAIR in agents4 and b in BASELINES:
+                    gaps[REPAIR, rate, b] = paired_comparison(tot[REPAIR], tot[b], agent=REPAIR, reference=b)
             lines.append(f"| {rate * T:.0f} | {wait:.1f} | {gu['gadget']} | {gu['fifo']} | "
                          + " | ".join(_ci_str(tot[a].values(), 0) for a in agents4) + " | " + " | ".join(cells) + " |")
         lines.append("")
@@ -199,6 +211,10 @@ def _fig4_section(sw: dict) -> tuple[list[str], list[dict]]:
                 c = gaps[rate, b]
                 claims.append(dict(claim=f"Fig. 4 ({mode}, {rate * T:.0f} jobs): GADGET > {b.upper()}",
                                    paper="GADGET above all baselines", comparison=c, predicted=+1))
+                if (REPAIR, rate, b) in gaps:
+                    claims.append(dict(claim=f"Fig. 4 ({mode}, {rate * T:.0f} jobs): GADGET with repair (option, "
+                                             f"beyond Algorithm 2) > {b.upper()}", paper="GADGET above all baselines",
+                                       comparison=gaps[REPAIR, rate, b], predicted=+1))
             lo_r, hi_r = rates[0], rates[-1]
             grow = paired_comparison({k: v for k, v in gaps[hi_r, b].per_instance.items()},
                                      {k: v for k, v in gaps[lo_r, b].per_instance.items()},
@@ -241,12 +257,13 @@ def _scarce_section(sw: dict) -> tuple[list[str], list[dict]]:
         return [], []
     claims = []
     n = len(sw["cfg"]["instances"])
-    lines = [f"## Fig. 4 in a scarce-GPU regime (gpu_scale = {SCARCE['gpu_scale']}, {SCARCE['arrival_rate']:g} "
-             f"jobs/slot, T = {SCARCE['horizon']}, {n} instances)", "",
-             "Every baseline in its default reading (static size in {1..10} capped at N_i, DRF over GPUs and "
-             "server uplinks, continuous LAS) and, below it, in the other readings of `baselines/ringallreduce.py`: "
-             "`las[thresholds=10]` (Tiresias' discretised LAS, two queues split at 10 worker-slots, FIFO within "
-             "a queue), `sizes=within` (static size drawn in {1..min(10, N_i)}, never cut by N_i), "
+    lines = [f"## Extension (not in the paper): Fig. 4 in a scarce-GPU regime (gpu_scale = {SCARCE['gpu_scale']}, "
+             f"{SCARCE['arrival_rate']:g} jobs/slot, T = {SCARCE['horizon']}, {n} instances)", "",
+             "A regime of ours, not a setting of the paper: a quarter of the GPUs. Every baseline in its default "
+             "reading (static size in {1..10} capped at N_i, DRF over GPUs and server uplinks, Tiresias' "
+             "discretised LAS: two queues split at 10 worker-slots, FIFO within a queue) and, below it, in the "
+             f"other readings of `baselines/ringallreduce.py`: `{LAS_CONTINUOUS}` (the continuous LAS), "
+             "`sizes=within` (static size drawn in {1..min(10, N_i)}, never cut by N_i), "
              "`drf[rack_links=true]` (rack uplinks in the dominant share). `greedy` is the reference policy "
              "(full size, ranked by full-size increment).", ""]
     for mode, (res, lam) in sw["scarce"].items():
@@ -261,8 +278,9 @@ def _scarce_section(sw: dict) -> tuple[list[str], list[dict]]:
                 continue
             c = paired_comparison(tot["gadget"], tot[a], agent="gadget", reference=a)
             lines.append(f"| {a} | {_ci_str(tot[a].values(), 0)} | {share} | {fmt_ci(c)} | {c.wins} / {c.losses} |")
-            if a in ("las", "las[thresholds=10]", "fifo", "drf"):
-                claims.append(dict(claim=f"scarce GPUs ({mode}, gpu_scale {SCARCE['gpu_scale']}): GADGET > `{a}`",
+            if a in ("las", LAS_CONTINUOUS, "fifo", "drf"):
+                claims.append(dict(claim=f"extension, scarce GPUs ({mode}, gpu_scale {SCARCE['gpu_scale']}): "
+                                         f"GADGET > `{a}`",
                                    paper="GADGET above all baselines (Fig. 4)", comparison=c, predicted=+1))
         lines.append("")
     return lines, claims
@@ -274,16 +292,20 @@ def _fig56_section(sw: dict) -> tuple[list[str], list[dict]]:
     claims, lines = [], []
     rate = cfg["fig56_rate"]
     lines += [f"## Figs. 5–6: GADGET's embedded ratio vs capacity (rate {rate}/slot, all jobs visible)", "",
-              "| scaling | factor | embedded ratio, mean [95% bootstrap interval] over instances |", "|---|---|---|"]
+              "| scaling | factor | " + " | ".join(f"`{g}` embedded ratio, mean [95% bootstrap interval] over instances"
+                                                    for g in GADGETS) + " |", "|---|---|" + "---|" * len(GADGETS)]
     for kind, scales in (("gpu_scale", cfg["gscales"]), ("bw_scale", cfg["bscales"])):
         for sc in scales:
-            lines.append(f"| {kind} | {sc} | {_ci_str(emb[kind, sc].values(), bounds=(0.0, 1.0))} |")
-        c = paired_comparison(emb[kind, scales[-1]], emb[kind, scales[0]], agent=f"{kind}={scales[-1]}",
-                              reference=f"{kind}={scales[0]}", relative=False)
-        claims.append(dict(claim=f"Fig. {5 if kind == 'gpu_scale' else 6}: embedded ratio higher at {kind} "
-                                 f"{scales[-1]} than {scales[0]} (difference)",
-                           paper=("rises with node (GPU) capacity" if kind == "gpu_scale" else
-                                  "rises with edge (bandwidth) capacity"), comparison=c, predicted=+1, unit=""))
+            lines.append(f"| {kind} | {sc} | " + " | ".join(_ci_str(emb[g, kind, sc].values(), bounds=(0.0, 1.0))
+                                                           for g in GADGETS) + " |")
+        for g in GADGETS:
+            c = paired_comparison(emb[g, kind, scales[-1]], emb[g, kind, scales[0]], agent=f"{kind}={scales[-1]}",
+                                  reference=f"{kind}={scales[0]}", relative=False)
+            who = "" if g == "gadget" else " (GADGET with repair, option)"
+            claims.append(dict(claim=f"Fig. {5 if kind == 'gpu_scale' else 6}: embedded ratio higher at {kind} "
+                                     f"{scales[-1]} than {scales[0]} (difference){who}",
+                               paper=("rises with node (GPU) capacity" if kind == "gpu_scale" else
+                                      "rises with edge (bandwidth) capacity"), comparison=c, predicted=+1, unit=""))
     lines.append("")
 
     return lines, claims
@@ -300,9 +322,10 @@ def _fig7_section(sw: dict) -> tuple[list[str], list[dict]]:
               f"Instance `{size}`: {FIG7_ENVS[size]}, λ2 ∈ (0, 1) as in §VI"
               + (" (quick mode: a smaller version of the full-mode `large` instance, 50 servers / 30 jobs)"
                  if size != "large" else "") + ". The trajectory follows GADGET; every other agent decides on the same "
-              "states. `gadget[rounding_repair=false]` is Algorithm 2 as written (a rounding try that violates "
-              "a capacity is discarded); `greedy` the increment-ranking reference policy; FIFO and LAS in their "
-              "default readings (static size capped at N_i, continuous LAS)."
+              f"states. `gadget` is Algorithm 2 as written (a rounding try that violates a capacity is discarded); "
+              f"`{REPAIR}` the repair-and-reoffer variant beyond it (an option row); `greedy` the increment-ranking "
+              "reference policy; FIFO and LAS in their default readings (static size capped at N_i, Tiresias' "
+              f"discretised LAS; `{LAS_CONTINUOUS}` the continuous LAS)."
               + (f" Wall time {sw['r7_wall']:.0f} s." if "r7_wall" in sw else ""), "",
               "| agent | slots | mean ratio per instance, mean [95% bootstrap interval] | pooled p10 / p50 / p90 | share of slots exactly optimal |",
               "|---|---|---|---|---|"]
@@ -311,12 +334,12 @@ def _fig7_section(sw: dict) -> tuple[list[str], list[dict]]:
         lines.append(f"| {a} | {pooled[a].size} | {_ci_str(per_inst[a].values(), bounds=(0.0, 1.0))} | "
                      f"{q[0]:.3f} / {q[1]:.3f} / {q[2]:.3f} | {np.mean(pooled[a] >= 1 - 1e-9):.2f} |")
     lines.append("")
-    for g in [a for a in ("gadget", "gadget[rounding_repair=false]") if a in per_inst]:
+    for g in [a for a in GADGETS if a in per_inst]:
         g7 = mean_ci(per_inst[g].values(), bounds=(0.0, 1.0))  # a ratio in [0, 1]: seeded bootstrap interval
         claims.append(dict(claim=f"Fig. 7: `{g}` reaches 60–80% of the per-slot optimum ({size} instance)",
                            paper="60–80%", ours=f"{fmt_ci(g7, unit='', digits=3, signed=False)} (n={g7.n}, bootstrap)",
                            verdict=range_verdict(g7, 0.6, 0.8), wins="–"))
-    for b in [b for b in r7 if b != "gadget"]:
+    for b in [b for b in r7 if b not in GADGETS]:
         c = paired_comparison(per_inst["gadget"], per_inst[b], agent="gadget", reference=b, relative=False)
         claims.append(dict(claim=f"Fig. 7 ratio: GADGET above `{b}` (ratio difference)",
                            paper="(not in the paper)", comparison=c, predicted=+1, unit=""))
@@ -370,10 +393,12 @@ def figures(sw: dict, d: str) -> list[str]:
 
     fig, axs = plt.subplots(1, 2, figsize=(10, 4), dpi=110)
     for ax, (kind, scales) in zip(axs, (("gpu_scale", cfg["gscales"]), ("bw_scale", cfg["bscales"]))):
-        cis = [mean_ci(emb[kind, sc].values()) for sc in scales]
-        ax.errorbar(scales, [c.mean for c in cis],
-                    yerr=None if np.isnan(cis[0].low) else [[c.mean - c.low for c in cis], [c.high - c.mean for c in cis]],
-                    marker="o", capsize=3, color=agent_color("gadget"))
+        for g in GADGETS:
+            cis = [mean_ci(emb[g, kind, sc].values()) for sc in scales]
+            ax.errorbar(scales, [c.mean for c in cis], yerr=None if np.isnan(cis[0].low) else
+                        [[c.mean - c.low for c in cis], [c.high - c.mean for c in cis]], marker="o", capsize=3,
+                        color=agent_colors(list(GADGETS))[g], ls="-" if g == "gadget" else "--", label=g)
+        ax.legend(fontsize=7)
         ax.set_xscale("log")
         ax.set_xlabel(f"{kind} (× the paper's draw)")
         ax.grid(alpha=0.3)

@@ -8,6 +8,7 @@ import time
 import numpy as np
 
 from clustergym.core.agent import make
+from clustergym.agents.ogasched import OGASched
 from clustergym.envs.multiserver.allocation.scenario import FIG2_HORIZON
 from clustergym.experiments import describe_instances, instances_for, mode_name, write_summary
 from clustergym.experiments.ogasched_bench import bench_rows  # noqa: F401  (the P2 rows of clustergym bench)
@@ -29,10 +30,16 @@ PAPER_GAPS = {"drf": 11.33, "fairness": 7.75, "binpacking": 13.89, "spreading": 
 
 # The agents of the settings table (docs/ogasched.md): three OGASched variants, both readings of
 # FAIRNESS, DRF and BINPACKING / SPREADING (ours and the authors', baselines/multiserver_allocation.py) and random.
-OGA = {"ogasched": "OGASched, Table 1 step (η0=25, decay 0.9999)",
+# Table 1's step is read in units of 1/8 device by default (agents/ogasched.py, ``eta_units``: there
+# η0 = 25 is about eq. 26's step, as §4 says); the earlier reading (η0 in the problem's units) is the
+# option row beside it. The authors' play order runs η0 in the problem's units, as their code does.
+OGA = {"ogasched": "OGASched, Table 1 step (η0=25 in 1/8-device units, decay 0.9999)",
+       "ogasched[eta_units=problem]": "OGASched, Table 1 step with η0 in the problem's units (earlier reading)",
        "ogasched[lr=eq26]": "OGASched, eq. 26 step (T = the env's horizon)",
-       "ogasched[play=authors]": "OGASched, the authors' play order (Table 1 step)"}
-FAIR = ["fairness", "fairness[active_share=true]"]
+       "ogasched[play=authors,eta_units=problem]": "OGASched, the authors' play order (Table 1 step as in their code)"}
+# FAIRNESS: the active-port reading is the default (§4.1 "each non-empty port without bias"); the
+# all-L_r reading is the option row beside it.
+FAIR = ["fairness", "fairness[active_share=false]"]
 OURS = ["drf", "binpacking", "spreading"]
 AUTHORS = ["drf[total_cap=true]", "binpacking[single_node=true]", "spreading[single_node=true]"]
 OTHER = [*OURS, *AUTHORS]
@@ -43,11 +50,15 @@ SETTINGS_RUN = ("paper", "authors-code")
 SETTINGS_FULL = (*SETTINGS_RUN, "table1-in-code-units")
 DEFAULT = "paper"
 BASIS = "hindsight optimum Q(y*) of the instance (eq. 6, mean over seeds)"
-_LABEL = {"fairness": "FAIRNESS (share of all L_r)", "fairness[active_share=true]": "FAIRNESS (active ports, authors')",
+_LABEL = {"fairness": "FAIRNESS (active ports)", "fairness[active_share=false]": "FAIRNESS (share of all L_r, earlier default)",
           "drf": "DRF (per-channel cap)", "binpacking": "BINPACKING (per node)", "spreading": "SPREADING (per node)",
           "drf[total_cap=true]": "DRF (port-total cap, authors')",
           "binpacking[single_node=true]": "BINPACKING (single node, authors')",
           "spreading[single_node=true]": "SPREADING (single node, authors')"}
+
+
+# Table 1's η0 = 25 as the step applied in the problem's units under the default reading (η0 / 8²).
+_T1_STEP = OGASched.TABLE1_ETA0 / OGASched.ETA_UNITS["eighth-device"] ** 2
 
 
 def _ci_of(values) -> str:
@@ -136,7 +147,8 @@ def dominant_type_shares(units: str, agent: str, instances, slots: int, seed: in
 
 DEVICE_NAMES = ("CPU", "MEM", "GPU", "NPU", "TPU", "FPGA")
 QUICK_T = 500  # quick mode's horizon
-GROWTH_AGENTS = ["ogasched", "ogasched[lr=eq26]", "ogasched[play=authors]", *FAIR]
+# Theorem 1 covers eq. 26's step only: no growth claim for Table 1's step; FAIRNESS is the control.
+GROWTH_AGENTS = ["ogasched[lr=eq26]", *FAIR]
 UTILITY_FAMILIES = ["linear", "log", "reciprocal", "poly", "mixed"]
 
 
@@ -164,7 +176,7 @@ def sweep(quick: bool, workers: int, progress: bool, instances=None, tiny: bool 
     sw["steps"] = {st: {i: float(np.median(eq26_steps(st, i, T, slots))) for i in instances} for st in settings}
     sw["kslots"] = kslots = min(150 if quick else 300, T)
     sw["kshare"] = {(st, a): dominant_type_shares(st, a, instances, kslots) for st in settings
-                    for a in ("fairness[active_share=true]", "ogasched")}
+                    for a in ("fairness", "ogasched")}
     sw["Tq"] = Tq = T // 4
     sw["r_small"] = evaluate(ENV_ID, ["ogasched[lr=eq26]"], [0], Tq, env_kwargs={"setting": DEFAULT, "oracle": False},
                              instances=instances, score=False, workers=workers, progress=progress)
@@ -174,7 +186,8 @@ def sweep(quick: bool, workers: int, progress: bool, instances=None, tiny: bool 
     sw["T7"] = T7 = min(200, T) if quick else 1000
     # quick: both FAIRNESS readings and DRF (FAIRNESS over all L_r is the strongest baseline with log,
     # reciprocal and poly utilities in full mode), the OGASched steps of the claims
-    sw["agents7"] = agents7 = (["ogasched", "ogasched[lr=eq26]", *FAIR, "drf"] if quick else [*OGA, *FAIR, *OTHER])
+    sw["agents7"] = agents7 = (["ogasched", "ogasched[eta_units=problem]", "ogasched[lr=eq26]", *FAIR, "drf"]
+                               if quick else [*OGA, *FAIR, *OTHER])
     sw["r7"] = {u: evaluate(ENV_ID, agents7, [0], T7, env_kwargs={"utility": u, "oracle": False}, instances=instances,
                             score=False, workers=workers, progress=progress) for u in UTILITY_FAMILIES}
     opts7 = iter(hindsight([({"utility": u, "scenario_seed": i}, 0, [T7]) for u in UTILITY_FAMILIES
@@ -227,7 +240,7 @@ def analyse(sw: dict) -> dict:
             fig7[(u, a)] = float(np.mean(list(per[a].values())))
         bases = [a for a in agents7 if not a.startswith("ogasched")]
         best_b = {i: max(per[b][i] for b in bases) for i in per["ogasched"]}
-        for a in ("ogasched", "ogasched[lr=eq26]"):
+        for a in ("ogasched", "ogasched[eta_units=problem]", "ogasched[lr=eq26]"):
             claims7.append({"claim": f"{u}: {a} > the best of {', '.join(bases)} per instance",
                             "paper": "OGASched best for every utility (Fig. 7)",
                             "comparison": paired_comparison(per[a], best_b, agent=a, reference="best baseline",
@@ -247,7 +260,8 @@ def tables(sw: dict, an: dict) -> list[str]:
     steps = sw["steps"]
     for u in sw["settings"]:
         out.append(f"eq. 26 step, setting={u}: median η_t over the first {sw['slots']} slots, mean over instances "
-                   f"{_ci_of(steps[u].values())}; η0/eq26 = {_ci_of(25.0 / v for v in steps[u].values())}")
+                   f"{_ci_of(steps[u].values())}; η0/eq26 = {_ci_of(25.0 / v for v in steps[u].values())}; "
+                   f"η0 in 1/8-device units / eq26 = {_ci_of(_T1_STEP / v for v in steps[u].values())}")
     for (u, a), sh in sw["kshare"].items():
         out.append(f"k* shares, setting={u}, {a}: " + ", ".join(f"{n} {v:.3f}" for n, v in zip(DEVICE_NAMES, sh)))
     out += [claims_table(an["growth_rows"]), claims_table(an["claims7"])]
@@ -314,7 +328,8 @@ def report(sw: dict, an: dict) -> str:
     steps, fams, agents7, fig7 = sw["steps"], UTILITY_FAMILIES, sw["agents7"], an["fig7"]
     step_lines = [f"| {u} | {_ci_of(steps[u].values())} | "
                   f"{min(steps[u].values()):.2f}–{max(steps[u].values()):.2f} | "
-                  f"{_ci_of(25.0 / v for v in steps[u].values())} |" for u in sw["settings"]]
+                  f"{_ci_of(25.0 / v for v in steps[u].values())} | "
+                  f"{_ci_of(_T1_STEP / v for v in steps[u].values())} |" for u in sw["settings"]]
     kstar_lines = [f"| {u} | {a} | " + " | ".join(f"{v:.3f}" for v in sh) + " |" for (u, a), sh in sw["kshare"].items()]
     fig2_block: list[str] = []
     if sw["r2"] is not None:
@@ -340,8 +355,9 @@ def report(sw: dict, an: dict) -> str:
                   *[f"| {a} | {g:.1f} | {o:.1f} | {u_:.3f} |" for a, (g, o, u_) in an["gain_over"][st].items()], ""]
     lines += ["## Eq. 26's step vs Table 1's η0 = 25", "",
               f"Median η_t of eq. 26 (T = {T}) over the first {sw['slots']} slots of each instance (seed 0).", "",
-              "| setting | eq. 26 η_t, mean [95% CI] over instances | range over instances | η0 / eq. 26 |",
-              "|---|---|---|---|", *step_lines, "",
+              "| setting | eq. 26 η_t, mean [95% CI] over instances | range over instances | η0 / eq. 26 "
+              "(η0 in the problem's units) | η0 / 64 / eq. 26 (η0 in 1/8-device units, the default) |",
+              "|---|---|---|---|---|", *step_lines, "",
               "## Which device type sets the overhead (k* of eq. 10)", "",
               f"Share of (port with a job, slot) pairs whose max_k β_k Σ_r y^k (eq. 5) is attained by type k, "
               f"first {sw['kslots']} slots of instances {describe_instances(instances)}, seed 0.", "",

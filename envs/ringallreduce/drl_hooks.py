@@ -11,7 +11,7 @@ import os
 import numpy as np
 
 __all__ = ["BENCH_PLAIN", "BENCH_THROUGHPUT", "GALLERY", "HYPERPARAMS_DIR", "INSTANCE_IS_SEED", "PARAM_RANGES",
-           "TUNING_REFERENCE", "compact_columns", "compact_keys"]
+           "REFERENCE_OPTIONS", "TUNING_REFERENCE", "compact_columns", "compact_keys"]
 
 # The generator parameters a parameter pool draws (clustergym.learning.pools): (low, high), drawn uniformly, each
 # holding the default (in brackets): jobs per slot [2.0]; the bandwidth scale of every link [1.0]
@@ -28,6 +28,10 @@ INSTANCE_IS_SEED = True
 # id, (extra env kwargs beside its ppo.yml entry's, vec mode) each
 BENCH_THROUGHPUT: tuple[tuple[dict, str], ...] = (({}, "auto"),)
 BENCH_PLAIN = True  # a "plain SB3 PPO" row: PPO(policy, gym.make(id)) on the default spaces
+
+# `clustergym drl`'s references beside the paper policy (Algorithm 2 as written, ``gadget``): the repair-and-reoffer
+# variant beyond it, an option row (docs/gadget.md)
+REFERENCE_OPTIONS: tuple[str, ...] = ("gadget[rounding_repair=true]",)
 
 # The docs gallery (clustergym.experiments.gallery): (the baselines beside the paper policy, the comparison's
 # horizon, the viewer frame's slot)

@@ -68,12 +68,17 @@ def test_ogasched_step_is_eq11():
     played = ag.act({"arrivals": x}, {})
     assert np.array_equal(played, y1)  # plays y(t), computed before x(t)
     lay = AllocationLayout(pb.edge_port, pb.edge_server, pb.edge_demand, pb.capacity, pb.num_servers)
-    assert np.allclose(ag.y, lay.project(y1 + 3 * ag.gradient(x.astype(bool), y1)))
+    # η0 = 3 read in units of 1/8 device (the default eta_units): the step applied to y is 3 / 8²
+    assert np.allclose(ag.y, lay.project(y1 + 3 / 64 * ag.gradient(x.astype(bool), y1)))
     assert ag.eta == pytest.approx(1.5)
+    old = make("ogasched[eta0=3,decay=0.5,eta_units=problem]", family=FAM)  # the earlier reading: η0 as is
+    old.reset(pb)
+    old.act({"arrivals": x}, {})
+    assert np.allclose(old.y, lay.project(y1 + 3 * old.gradient(x.astype(bool), y1)))
 
 
 def test_ogasched_reaches_known_optimum_on_toy():
-    r, actions, info, env = run("ogasched[eta0=0.5]", 300, scenario="toy")
+    r, actions, info, env = run("ogasched[eta0=32]", 300, scenario="toy")  # 32 / 8² = a step of 0.5
     assert r[-50:].mean() == pytest.approx(2.8, abs=1e-6)  # the hand-computed optimum (scenario docstring)
     assert info["metrics"]["episode_best_static"] == pytest.approx(2.8 * 300, abs=1e-5)
 
@@ -102,6 +107,7 @@ def test_table1_defaults_are_pinned():
     ag = make("ogasched", family=FAM)
     assert (ag.eta0, ag.decay, ag.lr, ag.play, ag.arrival_aware) == (25.0, 0.9999, "decay", "algorithm1", False)
     assert (OGASched.TABLE1_ETA0, OGASched.TABLE1_DECAY) == (25.0, 0.9999)
+    assert ag.eta_units == "eighth-device" and OGASched.ETA_UNIT_SCALE == 8.0
     pb = make_allocation_scenario("paper", seed=0).problem
     ag.reset(pb)
     x = {"arrivals": np.ones(pb.num_ports, dtype=np.int8)}
@@ -133,6 +139,22 @@ def test_scale_equivariance_with_linear_utilities():
     assert not np.array_equal(s * r25, r4)
 
 
+def test_table1_step_in_the_default_units_is_about_eq26():
+    """§4: η0 and the decay "tune the learning rate ... around the value (26)". In the default reading
+    (η0 in units of 1/8 device) Table 1's η0 = 25 is a step of 25/64 per device unit: within a factor
+    1.5 of eq. 26's median step at Table 1's T = 2000 on the paper setting; read in device units as is
+    it is more than 30 times eq. 26's step."""
+    from clustergym.experiments.ogasched import eq26_steps
+
+    ag = make("ogasched", family=FAM)
+    ag.reset(make_allocation_scenario("paper", seed=0).problem)
+    applied = ag.step_size(np.ones_like(ag.y))
+    assert applied == 25.0 / 64
+    med = np.array([np.median(eq26_steps("paper", i, 2000, 40)) for i in (0, 1, 2)])
+    assert np.all((applied / med > 1 / 1.5) & (applied / med < 1.5)), applied / med
+    assert np.all(25.0 / med > 30)  # the earlier reading, η0 as is: far above eq. 26
+
+
 def test_eq26_takes_T_from_the_env_horizon():
     env = gym.make(ID, horizon=321, oracle=False).unwrapped
     ag = make("ogasched[lr=eq26]", family=FAM)
@@ -158,7 +180,7 @@ def test_authors_play_order():
     """play=authors (the authors' code): slot 1 plays the proportional share among active ports; then
     gradient at the previous played y with x(t), project (eq. 11), zero idle ports, play and carry."""
     pb = make_allocation_scenario("paper", seed=0, num_servers=16, num_ports=4).problem
-    ag = make("ogasched[eta0=3,decay=0.5,play=authors]", family=FAM)
+    ag = make("ogasched[eta0=3,decay=0.5,play=authors,eta_units=problem]", family=FAM)
     ag.reset(pb)
     lay = AllocationLayout(pb.edge_port, pb.edge_server, pb.edge_demand, pb.capacity, pb.num_servers)
     x1 = np.array([1, 0, 1, 1], dtype=np.int8)
@@ -214,15 +236,18 @@ def _one_server(demand, capacity):
 
 def test_fairness_is_the_proportional_share_of_the_paper():
     pb = _one_server([[2.0], [6.0], [4.0]], [6.0])
-    ag = make("fairness", family=FAM)
+    # The default is the active-port reading (§4.1: "each non-empty port without bias"): shares
+    # a_l / Σ_{active l' ∈ L_r} a = 2/8, 6/8 of c = 6 -> 1.5, 4.5; port 2 is idle.
+    for spec in ("fairness", "fairness[active_share=true]"):
+        ag = make(spec, family=FAM)
+        ag.reset(pb)
+        a = ag.act({"arrivals": np.array([1, 1, 0])}, {})
+        assert np.allclose(a[:3, 0], [1.5, 4.5, 0.0]), spec
+    # The all-L_r reading (an option): 2/12, 6/12 of c = 6 -> 1, 3; the idle port's share stays unused.
+    ag = make("fairness[active_share=false]", family=FAM)
     ag.reset(pb)
     a = ag.act({"arrivals": np.array([1, 1, 0])}, {})
-    # shares a_l / Σ_{L_r} a = 2/12, 6/12 of c = 6 -> 1, 3; port 2 is idle (its share stays unused).
     assert np.allclose(a[:3, 0], [1.0, 3.0, 0.0])
-    ag = make("fairness[active_share=true]", family=FAM)
-    ag.reset(pb)
-    a = ag.act({"arrivals": np.array([1, 1, 0])}, {})
-    assert np.allclose(a[:3, 0], [1.5, 4.5, 0.0])
 
 
 def test_drf_serves_ascending_dominant_share():

@@ -39,7 +39,7 @@ __all__ = ["trace_jobs", "trace_window", "trace_sweep", "trace_rows", "trace_tab
 
 ENV_ID = "clustergym/RingAllReduce-v0"
 BASELINES = ("fifo", "drf", "las")
-AGENTS = ("gadget", *BASELINES)
+AGENTS = ("gadget", "gadget[rounding_repair=true]", *BASELINES)  # Algorithm 2 as written; the repair option beside it
 SCENARIO = "philly"
 
 
