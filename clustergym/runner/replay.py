@@ -274,6 +274,9 @@ def replay_estimate(tasks: list[tuple], every: int | None, made: dict | None = N
     import time
 
     horizon = int(tasks[0][3])
+    if horizon <= WARM_SLOTS:  # the warm-up would be the replay itself, timed twice
+        return (f"expected replay time: not estimated for {len(tasks)} episode(s) of {horizon:,} slot(s) (a short "
+                f"replay: timing it would take as long as the replay)")
     passes = 1 if len(tasks) == 1 else 2
     total, frame_s = 0.0, 0.0
     for env_id, agent, seed, h, kwargs in tasks:

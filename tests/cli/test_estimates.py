@@ -51,12 +51,16 @@ def test_replay_prints_its_expected_time_before_the_episodes_and_changes_nothing
 
     monkeypatch.setattr(rp, "_animation", animation)
     out = tmp_path / "a.gif"
-    assert main(["replay", P1, "--agents", "lcf,hauf", "--horizon", "6", "--no-progress", "--out", str(out)]) == 0
-    assert re.fullmatch(r"expected replay time: about \d+ (s|min) \(2 episode\(s\) of 6 slots, each run twice, "
-                        r"14 frames drawn; timed on the first 6 slot\(s\) and one frame\)\n", seen[0]), seen
+    assert main(["replay", P1, "--agents", "lcf,hauf", "--horizon", "12", "--no-progress", "--out", str(out)]) == 0
+    assert re.fullmatch(r"expected replay time: about \d+ (s|min) \(2 episode\(s\) of 12 slots, each run twice, "
+                        r"26 frames drawn; timed on the first 10 slot\(s\) and one frame\)\n", seen[0]), seen
     plain = tmp_path / "b.gif"
-    rp.replay(P1, ["lcf", "hauf"], str(plain), 0, horizon=6)  # no warm-up: the same animation
+    rp.replay(P1, ["lcf", "hauf"], str(plain), 0, horizon=12)  # no warm-up: the same animation
     assert np.array_equal(iio.imread(out), iio.imread(plain))
+    seen.clear()  # a replay as short as the warm-up is not timed: it says so
+    assert main(["replay", P1, "--agents", "lcf", "--horizon", "3", "--no-progress", "--out", str(tmp_path / "c.gif")]) == 0
+    assert seen[0] == ("expected replay time: not estimated for 1 episode(s) of 3 slot(s) (a short replay: timing "
+                       "it would take as long as the replay)\n"), seen
 
 
 def test_full_reproduce_prints_its_plans_total_first(tmp_path, capsys):
