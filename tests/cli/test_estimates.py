@@ -58,7 +58,8 @@ def test_replay_prints_its_expected_time_before_the_episodes_and_changes_nothing
     rp.replay(P1, ["lcf", "hauf"], str(plain), 0, horizon=12)  # no warm-up: the same animation
     assert np.array_equal(iio.imread(out), iio.imread(plain))
     seen.clear()  # a replay as short as the warm-up is not timed: it says so
-    assert main(["replay", P1, "--agents", "lcf", "--horizon", "3", "--no-progress", "--out", str(tmp_path / "c.gif")]) == 0
+    assert main(["replay", P1, "--agents", "lcf", "--horizon", "3", "--no-progress",
+                 "--out", str(tmp_path / "c.gif")]) == 0
     assert seen[0] == ("expected replay time: not estimated for 1 episode(s) of 3 slot(s) (a short replay: timing "
                        "it would take as long as the replay)\n"), seen
 
