@@ -56,12 +56,13 @@ BOARDS: dict[str, dict] = {
         bound="Σ_t of the per-slot oracle max ṽᵀx over the feasible actions (exact knapsack on the hidden means), "
               "a bound on every policy"),
     "multiserver-allocation": dict(
-        readings=("ogasched[lr=eq26]", "ogasched[play=authors]"), horizon=None, set={},
+        readings=("ogasched[lr=eq26]", "ogasched[eta_units=problem]",
+                  "ogasched[play=authors,eta_units=problem]"), horizon=None, set={},
         horizon_note="",
         bound="Q(y*), the best static allocation in hindsight of the run's arrivals and utilities; an online "
               "policy can beat it (a score above 1)"),
     "ringallreduce": dict(
-        readings=("gadget[rounding_repair=false]",), horizon=None, set={},
+        readings=("gadget[rounding_repair=true]",), horizon=None, set={},
         horizon_note="",
         episode_bound="window",
         bound="the window bound of the instance (`envs/ringallreduce/oracle.py: run_upper_bound(truth, T, "
