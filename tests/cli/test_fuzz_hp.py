@@ -205,7 +205,7 @@ def _no_learning(nan: bool):
     """training._learn without SB3's learn (fast); with ``nan`` the weights become NaN, as a diverged run's."""
     import torch
 
-    def learn(s, model, cb, out, *, progress):
+    def learn(s, model, cb, out, *, progress, **_):
         if nan:
             with torch.no_grad():
                 for p in model.policy.parameters():
