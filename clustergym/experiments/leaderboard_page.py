@@ -36,7 +36,7 @@ every `sb3:` run.
 
 Regenerate (the runs go through `clustergym.evaluate`, the runner of `clustergym run`, with a run store in
 `runs/leaderboard/store`, so an interrupted sweep resumes where it stopped); each section gives the wall time
-of its runs:
+of the command that last wrote it (runs already in the store are reused, not run again):
 
 ```bash
 make leaderboard                                              # every env: runs, then docs/data/leaderboard and this page
