@@ -411,8 +411,21 @@ def _learn(s: TrainSetup, model, cb, out: str, *, progress: bool, estimate=None)
     callbacks = [c for c in (cb, None if saver is None else saver.callback(), step_reward_callback(out, s.timesteps),
                              eta) if c is not None]
     if s.timesteps > 0:
-        model.learn(total_timesteps=s.timesteps, callback=callbacks or None, progress_bar=progress, tb_log_name=s.algo)
+        try:
+            model.learn(total_timesteps=s.timesteps, callback=callbacks or None, progress_bar=progress,
+                        tb_log_name=s.algo)
+        finally:
+            # TensorBoard's writer thread re-opens its event file by name on every flush: closed here (flushed,
+            # its thread joined) before the staging folder is renamed into --out or, on Ctrl-C, removed.
+            _close_logger(model)
     return time.perf_counter() - t0, saver
+
+
+def _close_logger(model) -> None:
+    """Close the model's SB3 logger (its TensorBoard writer) if learning set one up."""
+    logger = getattr(model, "_logger", None)
+    if logger is not None:
+        logger.close()
 
 
 def _save(s: TrainSetup, model, venv, cb, bc, saver, wall: float, vec: str, out: str) -> dict:
