@@ -17,7 +17,7 @@ from clustergym.core.family import env_family
 from clustergym.runner.episode import time_decisions
 
 __all__ = ["Row", "vector_rate", "decision_times", "sampled_action_rate", "vector_sampled_rate", "numba_threads",
-           "tiny_sizes", "sized"]
+           "tiny_sizes", "sized", "is_tiny"]
 
 _TINY: list[bool] = []  # non-empty inside ``tiny_sizes()``
 
@@ -31,6 +31,11 @@ def tiny_sizes():
         yield
     finally:
         _TINY.pop()
+
+
+def is_tiny() -> bool:
+    """Whether the counts are the --tiny smoke-test sizes (inside :func:`tiny_sizes`)."""
+    return bool(_TINY)
 
 
 def sized(n: int, least: int = 1) -> int:

@@ -7,7 +7,7 @@ import time
 
 import numpy as np
 
-from clustergym.bench.rates import Row, sized
+from clustergym.bench.rates import Row, is_tiny, sized
 from clustergym.core.env import TIME_CAP
 from clustergym.core.family import env_ids, family_specs
 from clustergym.learning.algos import algo_class, algo_gamma
@@ -30,6 +30,8 @@ def bench_hyperparams(algo: str, env_id: str, quick: bool) -> tuple[dict, dict]:
     n_envs = int(run.get("n_envs", 4))
     hp["n_steps"] = sized(16, 4) if quick else 64
     hp["batch_size"] = min(int(hp.get("batch_size", 64)), hp["n_steps"] * n_envs)
+    if is_tiny():  # smoke-test sizes: one epoch per update (SB3's head takes seconds per epoch on P3)
+        hp["n_epochs"] = 1
     return {"n_envs": n_envs, "normalize": bool(run.get("normalize", True))}, hp
 
 
@@ -243,13 +245,19 @@ def _set_torch_threads(n: int | None) -> int:
 
 def _plain_model(env_id: str, policy, quick: bool):
     """A plain ``PPO(policy, gym.make(env_id))`` (one env, no wrapper of ours, default env kwargs) with the bench's
-    cut: ``n_steps`` 16 (quick) / 64, batch 64, SB3's other defaults (10 epochs)."""
+    cut: ``n_steps`` 16 (quick) / 64, batch 64, SB3's other defaults (10 epochs; 1 at the --tiny sizes)."""
     import gymnasium as gym
     from stable_baselines3 import PPO
 
     n = sized(16, 4) if quick else 64
-    model = PPO(policy, gym.make(env_id), n_steps=n, batch_size=min(64, n), seed=0, device="cpu", verbose=0)
+    model = PPO(policy, gym.make(env_id), n_steps=n, batch_size=min(64, n), n_epochs=_plain_epochs(), seed=0,
+                device="cpu", verbose=0)
     return model, n
+
+
+def _plain_epochs() -> int:
+    """SB3's default 10 epochs per update (1 at the --tiny smoke sizes, where the figures mean nothing)."""
+    return sized(10, 1)
 
 
 def _plain_rates(models: dict, threads: int, reps: int, rollouts: int) -> dict:
@@ -291,7 +299,7 @@ def plain_sb3_rows(quick: bool = False, envs=None, reps: int | None = None) -> l
         rates = _plain_rates(models, threads, reps, rollouts)
         cp = float(np.median(rates[("CartPole-v1", "MlpPolicy")]))
         setting = f"{threads} torch thread{'s' if threads > 1 else ''}" + (" (default)" if threads == default else "")
-        rows.append(Row(f"plain SB3 PPO, 1 env (n_steps={n}, batch {min(64, n)}, 10 epochs, {setting}): "
+        rows.append(Row(f"plain SB3 PPO, 1 env (n_steps={n}, batch {min(64, n)}, {_plain_epochs()} epochs, {setting}): "
                         f"CartPole-v1 MlpPolicy", cp, "env-steps/s", "", None))
         for label, env_id in envs:
             v = float(np.median(rates[(env_id, "fast")]))
@@ -303,7 +311,8 @@ def plain_sb3_rows(quick: bool = False, envs=None, reps: int | None = None) -> l
             if threads != default:
                 continue
             slow, n_slow = _plain_model(env_id, "MultiInputPolicy", quick)
-            slow.learn(n_slow)  # warm-up
+            if not is_tiny():  # warm-up (none at the --tiny sizes: SB3's head takes seconds per step on P3)
+                slow.learn(n_slow)
             s = _learn_rate(slow, n_slow)
             rows.append(Row(f"plain SB3 PPO, {setting}: {label} default, MultiInputPolicy (SB3 head), "
                             f"{s / cp:.3f}x CartPole", s, "env-steps/s", "", None))
