@@ -414,18 +414,10 @@ def _learn(s: TrainSetup, model, cb, out: str, *, progress: bool, estimate=None)
         try:
             model.learn(total_timesteps=s.timesteps, callback=callbacks or None, progress_bar=progress,
                         tb_log_name=s.algo)
-        finally:
-            # TensorBoard's writer thread re-opens its event file by name on every flush: closed here (flushed,
-            # its thread joined) before the staging folder is renamed into --out or, on Ctrl-C, removed.
-            _close_logger(model)
+        finally:  # TensorBoard's writer thread re-opens its file by name: closed before the staging folder goes
+            if getattr(model, "_logger", None) is not None:
+                model.logger.close()
     return time.perf_counter() - t0, saver
-
-
-def _close_logger(model) -> None:
-    """Close the model's SB3 logger (its TensorBoard writer) if learning set one up."""
-    logger = getattr(model, "_logger", None)
-    if logger is not None:
-        logger.close()
 
 
 def _save(s: TrainSetup, model, venv, cb, bc, saver, wall: float, vec: str, out: str) -> dict:

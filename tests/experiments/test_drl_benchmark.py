@@ -24,7 +24,7 @@ ABLATIONS = [n for n in QUICK_LEARNERS if n not in MAIN]
 def quick_run(tmp_path_factory):
     out = tmp_path_factory.mktemp("drl") / "bench"
     lines: list[str] = []
-    summ = drl.run_benchmark(str(out), quick=True, progress=False, log=lines.append)
+    summ = drl.run_benchmark(str(out), quick=True, workers=1, progress=False, log=lines.append)
     return out, summ, lines
 
 
@@ -107,7 +107,7 @@ def test_quick_benchmark_resumes_without_retraining(quick_run):
     done = out / "p4" / "ppo" / "seed0" / "done.json"
     before = done.read_text()
     lines: list[str] = []
-    again = drl.run_benchmark(str(out), quick=True, progress=False, learners=["ppo"], log=lines.append)
+    again = drl.run_benchmark(str(out), quick=True, workers=1, progress=False, learners=["ppo"], log=lines.append)
     assert "0 to train" in lines[0] and done.read_text() == before
     # nothing changed: every agent's evaluation runs come from the cache
     assert reuse_counts(lines, "eval") == [(n, n) for n, _ in reuse_counts(lines, "eval")] != []
@@ -119,7 +119,7 @@ def test_quick_benchmark_resumes_without_retraining(quick_run):
     stale = out / "p4" / "ppo" / "seed7.tmp-12345"
     stale.mkdir()
     lines.clear()
-    drl.run_benchmark(str(out), quick=True, progress=False, learners=["ppo"], seeds=[0, 2], log=lines.append)
+    drl.run_benchmark(str(out), quick=True, workers=1, progress=False, learners=["ppo"], seeds=[0, 2], log=lines.append)
     assert "1 to train" in lines[0] and not stale.exists() and (out / "p4" / "ppo" / "seed2" / "done.json").exists()
     # the new cell (seed 2) is evaluated; every other agent's runs are reused
     assert [(k + 1, n) for k, n in reuse_counts(lines, "eval")] == [(n, n) for _, n in reuse_counts(lines, "eval")] != []

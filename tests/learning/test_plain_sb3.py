@@ -95,8 +95,8 @@ def test_plain_multi_input_ppo_trains_imports_and_runs_on_every_env(env_id, tmp_
     run."""
     from stable_baselines3 import PPO
 
-    model = PPO("MultiInputPolicy", gym.make(env_id), n_steps=32, batch_size=32, n_epochs=1, seed=0, device="cpu")
-    model.learn(64)
+    model = PPO("MultiInputPolicy", gym.make(env_id), n_steps=16, batch_size=16, n_epochs=1, seed=0, device="cpu")
+    model.learn(32)
     model.save(tmp_path / "ppo.zip")
     imp = tmp_path / "imported"
     assert main(["import-model", str(tmp_path / "ppo.zip"), "--env", env_id, "--out", str(imp)]) == 0
