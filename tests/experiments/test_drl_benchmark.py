@@ -228,25 +228,6 @@ def test_p3_action_mode_is_an_action_kwarg_with_the_same_dynamics(tmp_path):
     assert [r.total_reward for r in mixed.runs if r.agent == "gadget"] == [r.total_reward for r in gad.runs]
 
 
-DEFAULT_HORIZON = {"clustergym/MultiServerChannel-v0": 2000, "clustergym/MultiServerAllocation-v0": 2000,
-                   "clustergym/RingAllReduce-v0": 200, "clustergym/ApproxJobs-v0": 2000}
-
-
-@pytest.mark.parametrize("env_id", sorted(PRETRAINED))
-def test_pretrained_model_beats_random_at_the_default_horizon_on_unseen_instances(env_id, tmp_path):
-    """Every shipped model is above random at the env's default horizon on instances outside its training pool,
-    the benchmark's held-out set (0-14; P3 0-29) and the validation instances: 50-52 (the mean over them)."""
-    name = env_id.split("/")[1]
-    out = tmp_path / "cmp"
-    assert main(["run", env_id, "--agents", f"sb3:pretrained/{name},random", "--instances", "50-52", "--seeds", "0",
-                 "--horizon", str(DEFAULT_HORIZON[env_id]), "--out", str(out), "--no-plots", "--no-progress"]) == 0
-    res = json.loads((out / "results.json").read_text())
-    value = {(r["agent"], r["instance"]): r["value_total"] for r in res["runs"]}
-    assert not any(r["trained_on"] for r in res["runs"] if r["agent"].startswith("sb3:"))
-    mine = [value[(f"sb3:pretrained/{name}", i)] for i in (50, 51, 52)]
-    rand = [value[("random", i)] for i in (50, 51, 52)]
-    assert sum(mine) > sum(rand), (mine, rand)
-
 
 def test_evaluation_cache_fingerprint_covers_the_run_code_and_not_the_reports():
     """The non-learned agents' cached runs are keyed by the sources that can change a run: the envs, agents and
@@ -302,8 +283,8 @@ BELOW_BEST: dict[str, str] = {}  # env id -> why its model is below (an expected
                                     if e in BELOW_BEST else e for e in sorted(BEST_NON_LEARNED)])
 def test_pretrained_model_is_at_or_above_the_best_non_learned_policy_at_the_default_horizon(env_id):
     """Instances 2000-2004 (outside every pool, the validation and the held-out sets) at dynamics seed 0 and the
-    env's default horizon: the shipped model's paired 95% interval against the best non-learned policy reaches 0
-    or above ("at or above", as the benchmark's verdicts read it)."""
+    env's default horizon: the shipped model is above random in total, and its paired 95% interval against the
+    best non-learned policy reaches 0 or above ("at or above", as the benchmark's verdicts read it)."""
     from clustergym.runner.episode import make_env
     from clustergym.runner.evaluation import evaluate
     from clustergym.core.stats import paired_comparison
@@ -313,9 +294,11 @@ def test_pretrained_model_is_at_or_above_the_best_non_learned_policy_at_the_defa
     env = make_env(env_id)
     horizon = int(env.unwrapped.horizon)  # the env's default: 2,000 slots on P1, P2, P4; 200 on P3
     env.close()
-    res = evaluate(env_id, [spec, best], [0], horizon, instances=list(range(2000, 2005)),
+    res = evaluate(env_id, [spec, best, "random"], [0], horizon, instances=list(range(2000, 2005)),
                    progress=False, score=False, workers=1)
-    totals = {a: {r.instance: r.value_total for r in res.runs if r.agent == a} for a in (spec, best)}
+    totals = {a: {r.instance: r.value_total for r in res.runs if r.agent == a} for a in (spec, best, "random")}
+    assert not any(r.trained_on for r in res.runs if r.agent == spec)
+    assert sum(totals[spec].values()) > sum(totals["random"].values()), totals
     comp = paired_comparison(totals[spec], totals[best])
     assert comp.n == 5
     assert comp.high >= 0.0, f"{spec} vs {best}: {comp.mean:+.2f}% [{comp.low:+.2f}, {comp.high:+.2f}]"

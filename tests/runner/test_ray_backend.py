@@ -143,9 +143,10 @@ def test_drl_cells_train_on_ray_into_the_same_resumable_folders_as_locally(ray_c
                                  backend="ray", log=lines.append)
     assert "1 to train" in lines[0] and (on_ray / "p4" / "ppo" / "seed0" / "done.json").exists()
     lines.clear()
-    drl.run_benchmark(str(on_ray), quick=True, progress=False, learners=["ppo"], seeds=[0], log=lines.append)
+    drl.run_benchmark(str(on_ray), quick=True, workers=1, progress=False, learners=["ppo"], seeds=[0],
+                      log=lines.append)
     assert "0 to train" in lines[0]  # the local backend reuses the cell Ray trained
-    summ_local = drl.run_benchmark(str(local), quick=True, progress=False, learners=["ppo"], seeds=[0],
+    summ_local = drl.run_benchmark(str(local), quick=True, workers=1, progress=False, learners=["ppo"], seeds=[0],
                                    log=lines.append)
     score = lambda s: {r["learner"]: r["mean_total_reward"] for r in s["envs"]["p4"]["rows"]}  # noqa: E731
     assert score(summ_ray)["ppo"] == score(summ_local)["ppo"]
