@@ -116,6 +116,11 @@ def _mean_over_seeds(res, agent, key):
     return res.per_instance(agent, key)
 
 
+def embedded_ratios(res, kind: str, scale) -> dict:
+    """{(reading, kind, scale): {instance: mean embedded ratio over seeds}}, each GADGET reading from its own runs."""
+    return {(g, kind, scale): _mean_over_seeds(res, g, "mean_embedded_ratio") for g in GADGETS}
+
+
 def _ci_str(vals, digits=3, bounds=None):
     """``mean [low, high]``: a t-interval, or with ``bounds`` (a share or ratio) a seeded bootstrap one."""
     ci = mean_ci(list(vals), bounds=bounds)
@@ -149,8 +154,7 @@ def sweep(quick: bool, workers: int, progress: bool, instances=None, tiny: bool 
         for sc in scales:
             r = evaluate(ENV_ID, list(GADGETS), seeds, T, env_kwargs={"arrival_rate": rate, "max_jobs": mj, kind: sc},
                          **common)
-            for g in GADGETS:
-                emb[g, kind, sc] = _mean_over_seeds(r, g, "mean_embedded_ratio")
+            emb.update(embedded_ratios(r, kind, sc))
     lam4 = {(mode, rate): lam1_total(dict(arrival_rate=rate, max_jobs=int(max(64, np.ceil(1.3 * rate * T + 20))),
                                           budget_mode=mode), inst, T)
             for mode, rates in cfg["fig4"].items() for rate in rates}

@@ -73,3 +73,17 @@ def test_quick_mode_lists_it_as_full_mode_only():
     more = gm.run({"cfg": {"instances": INSTANCES, "horizon": H, "fig4": GRID}}, quick=True, workers=1,
                   progress=False)
     assert "trace" not in more and "Full mode only" in gm.section(more)
+
+
+def test_figs56_embedded_ratio_of_each_gadget_reading_comes_from_its_own_runs():
+    """Figs. 5-6 report the embedded ratio per reading: Algorithm 2 as written leaves rings partly embedded on a
+    bandwidth-short cluster where the repair variant embeds them whole, so the two rows must differ."""
+    from clustergym.experiments import gadget as G
+    from clustergym.runner.evaluation import evaluate
+
+    res = evaluate(G.ENV_ID, list(G.GADGETS), [0], 60, env_kwargs={"arrival_rate": 2.0, "max_jobs": 200,
+                                                                    "bw_scale": 0.25}, progress=False, score=False)
+    emb = G.embedded_ratios(res, "bw_scale", 0.25)
+    for g in G.GADGETS:
+        assert emb[g, "bw_scale", 0.25] == res.per_instance(g, "mean_embedded_ratio")
+    assert emb["gadget", "bw_scale", 0.25][0] < emb[G.REPAIR, "bw_scale", 0.25][0] == 1.0
