@@ -28,8 +28,9 @@ browser:
 		apt-get install -y -q --no-install-recommends chromium) >/dev/null 2>&1 || \
 		echo "chromium could not be installed: the browser test will skip"
 
+# Two pytest workers taking whole files (a module's fixtures built once), the longest files first (tests/conftest.py).
 test: lint browser
-	$(BIN)/python -m pytest -n 2 -q
+	$(BIN)/python -m pytest -n 2 --dist loadfile -q
 
 # The fuzz suite of the tests with many more examples (random, not derandomised).
 fuzz: $(STAMP)

@@ -180,11 +180,14 @@ class _P1Oracle(BaseAgent):
         return x
 
 
-def test_p1_oracle_actions_score_one():
+def test_p1_oracle_actions_score_one(monkeypatch):
+    from clustergym.core import family as family_mod
     from clustergym.core.family import env_family, register_agent
 
+    # registered for this test only: the agent registry is global to the worker (later tests list every agent)
+    monkeypatch.setattr(family_mod, "_AGENTS", {k: dict(v) for k, v in family_mod._AGENTS.items()})
     family = env_family("clustergym/MultiServerChannel-v0")
-    _P1Oracle.families = (family,)
+    monkeypatch.setattr(_P1Oracle, "families", (family,))
     register_agent("test-p1-oracle", family, f"{__name__}:_P1Oracle")
     res = evaluate("clustergym/MultiServerChannel-v0", ["test-p1-oracle[instance=2]", "random"], seeds=[2],
                    horizon=40, progress=False)
