@@ -27,7 +27,7 @@ def sections(table: str) -> dict[str, str]:
     out: dict[str, list[str]] = {}
     key = None
     for ln in lines[1:]:
-        m = re.match(r"### (P\d) ", ln)
+        m = re.match(r"### (P\d\w*) ", ln)
         if m:
             key = m.group(1).lower()
             out[key] = []

@@ -141,9 +141,10 @@ def _add_train_parser(sub, debug: argparse.ArgumentParser) -> None:
     t.add_argument("--action-head", default="fast", choices=["fast", "sb3"],
                    help="MultiDiscrete/MultiBinary action distribution: fast (default: one batched tensor op) or "
                         "sb3 (SB3's own, one Categorical per dimension; same maths, slower)")
-    t.add_argument("--net", default="mlp", choices=["mlp", "entity"],
-                   help="policy network: mlp (default: SB3's flat MLP) or entity (shared weights over P1's "
-                        "channels, P2's ports (port mode) or P4's jobs (job mode) with pooling; docs/drl.md)")
+    t.add_argument("--net", default="mlp", choices=["mlp", "entity", "autoregressive"],
+                   help="policy network: mlp (default: SB3's flat MLP), entity (shared weights over P1's "
+                        "channels, P2's ports (port mode) or P4's jobs (job mode) with pooling) or autoregressive "
+                        "(P3's ring sizes job by job, masked by the GPUs left; docs/drl.md)")
     t.add_argument("--instances", default=None,
                    help="training pool of scenario seeds, e.g. 100-199: each sub-env draws one per episode "
                         "(default 1000-1099, disjoint from run's default instances; --set scenario_seed=K trains "

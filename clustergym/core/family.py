@@ -157,6 +157,14 @@ class FamilySpec:
     outputs per entity) and ``check(layout)`` (a ValueError for a layout the network cannot read). Torch at
     its top is fine: the learning stack loads it on first use (:mod:`clustergym.core.entity_features` has the helpers
     the shipped families share)."""
+    decoder: str | None = None
+    """Dotted name of the module with the family's hooks for the masked autoregressive decoder
+    (``clustergym train --net autoregressive``, :mod:`clustergym.learning.autoregressive`): one count per entity,
+    entity after entity, from a capacity the entities share. None: the family has no such decoder. The module
+    has ``layout(env)``, ``BUFFERS`` and ``features(net, obs)`` as the ``entity`` hooks (the layout's extra key
+    ``"levels"``: the counts 0..levels−1 of an entity), and ``allocation(net, obs) -> (cap, pool)``, from raw
+    flat observations (B, N) each entity's largest count (B, P) (0 for an absent one) and the shared capacity
+    (B,), both integer-valued."""
 
     @property
     def env_ids(self) -> tuple[str, ...]:
@@ -173,6 +181,10 @@ class FamilySpec:
     def entity_hooks(self) -> ModuleType | None:
         """The per-entity network hooks module (imports torch), or None when the family has none."""
         return None if self.entity is None else importlib.import_module(self.entity)
+
+    def decoder_hooks(self) -> ModuleType | None:
+        """The autoregressive decoder's hooks module (imports torch), or None when the family has none."""
+        return None if self.decoder is None else importlib.import_module(self.decoder)
 
     def instance_sizes(self, problem: Any) -> dict[str, int]:
         """An instance's natural sizes keyed by ``pad_kwargs`` (``{}`` for a family without padding).

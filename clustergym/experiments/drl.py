@@ -46,7 +46,7 @@ from clustergym.runner.evaluation import evaluate
 from clustergym.experiments.drl_cache import _evaluate_cached, _write_results
 from clustergym.experiments.drl_cells import _atomic_json_or_text, _staged_replace, _sweep, cell_config, cell_state
 from clustergym.experiments.drl_plan import FULL_OUT, HORIZON, PLAN, QUICK, EnvPlan
-from clustergym.experiments.drl_report import _Agents, _env_table, _plot_curves, ablation_table
+from clustergym.experiments.drl_report import _Agents, _env_table, _plot_curves, ablation_table, gap_table
 from clustergym.learning.algos import SIDE_CAR
 from clustergym.learning.sidecar import read_side_car
 from clustergym.learning.training import TrainConfig, train
@@ -105,7 +105,8 @@ def _train_into(tmp: str, cfg: dict, commit: str, train) -> dict:
     lrn = cfg["learner"]
     t0 = time.perf_counter()
     opts = dict(lrn["options"])
-    env_kwargs = {"horizon": cfg["horizon"], **opts.pop("env_kwargs", {})}  # e.g. P3's action_mode
+    # the plan's settings (a named scenario), then the learner's own (e.g. P3's action_mode)
+    env_kwargs = {"horizon": cfg["horizon"], **cfg.get("env_kwargs", {}), **opts.pop("env_kwargs", {})}
     config = TrainConfig(cfg["env_id"], lrn["algo"], lrn["budget"], env_kwargs=env_kwargs, seed=cfg["sb3_seed"],
                          checkpoints=cfg["checkpoints"], curve_references=False, **opts)  # its own references
     meta = train(config, tmp, progress=False)
@@ -113,7 +114,7 @@ def _train_into(tmp: str, cfg: dict, commit: str, train) -> dict:
     # Learning curve: every checkpoint on the held-out curve instances (runner, one process).
     ck = {n: os.path.join(tmp, "checkpoints", str(n)) for n in cfg["checkpoints"]}
     agents = [f"sb3:{d}/model.zip" for d in ck.values()]
-    res = evaluate(cfg["env_id"], agents, cfg["curve"]["seeds"], cfg["horizon"],
+    res = evaluate(cfg["env_id"], agents, cfg["curve"]["seeds"], cfg["horizon"], env_kwargs=cfg.get("env_kwargs"),
                    instances=cfg["curve"]["instances"], workers=1, progress=False, score=False)
     bc_wall = float((meta.get("warm_start") or {}).get("bc_wall_s", 0.0) or 0.0)  # demonstrations + fit
     points = []
@@ -344,7 +345,7 @@ def _env_report(out, p, cells, seeds, horizon, *, learners, workers, progress, f
     # Reference lines of the curves: the same agents on the curve's (validation) runs.
     curve_refs = _evaluate_cached(os.path.join(out, p.key, "eval-curve"), p.env_id, [paper, *others],
                                   list(p.curve_seeds), horizon, p.curve_instances, workers=workers, progress=False,
-                                  log=log)
+                                  log=log, env_kwargs=p.env_kwargs)
     _curve_stats(curves, metas, _mean_total(curve_refs, "random"))
     main = {lr.name for lr in p.main_rows() if lr.name in learner_cells}
     main_cells = {k: _Agents(v, metas[k]) for k, v in learner_cells.items() if k in main}
@@ -354,9 +355,11 @@ def _env_report(out, p, cells, seeds, horizon, *, learners, workers, progress, f
     refs = {f"{a} (validation)": _mean_total(curve_refs, a) for a in dict.fromkeys([paper, best, "random"]) if a}
     fig = _curve_figure(out, p, curves, refs, horizon, figures)
     md = _env_text(p, horizon, fig, table)
+    gap_rows, gap_md = gap_table(res, main_cells, paper, best)
+    md += [_GAP_TEXT, "", gap_md, ""] if gap_md else []
     env_summary = {"env_id": p.env_id, "paper": paper, "rows": rows, "figure": os.path.basename(fig),
                    "eval": {"instances": p.eval_instances, "seeds": list(p.eval_seeds), "horizon": horizon},
-                   "ablation": abl_rows}
+                   "ablation": abl_rows, "gap": gap_rows}
     if abl_rows:
         md += [f"Ablation ({horizon} slots, the same held-out runs): each row changes one thing of its base "
                "row; \"vs base\" is the paired relative difference over instances.", "", abl_table, ""]
@@ -394,7 +397,7 @@ def _evaluate_held_out(out, p, learner_cells: dict, refs: list, horizon: int, *,
         + (f"instances {list(p.eval_instances)} x seeds {list(p.eval_seeds)}" if p.eval_instances is not None
            else f"instances = seeds {p.eval_seeds[0]}-{p.eval_seeds[-1]}") + f", {horizon} slots)")
     res = _evaluate_cached(os.path.join(out, p.key, "eval"), p.env_id, agents, list(p.eval_seeds), horizon,
-                           p.eval_instances, workers=workers, progress=progress, log=log)
+                           p.eval_instances, workers=workers, progress=progress, log=log, env_kwargs=p.env_kwargs)
     _write_results(res, os.path.join(out, p.key, "eval"))
     learned = {a for v in learner_cells.values() for a in v}
     for r in res.runs:
@@ -438,6 +441,12 @@ def _curve_figure(out: str, p, curves: dict, refs: dict, horizon: int, figures: 
     return fig
 
 
+_GAP_TEXT = ("The gap to the bound (the same runs): a score is the share of the gap between random and the "
+             "oracle or bound an agent closes, 1 − score the headroom it leaves; for a learner, the share of a "
+             "reference's headroom it closes is (s − s_ref) / (1 − s_ref) per instance (0: level with the reference, "
+             "1: at the bound).")
+
+
 def _env_text(p, horizon: int, fig: str, table: str) -> list[str]:
     """The env's heading, the runs its table and curves are on, and the table."""
     design = (f"held-out instances {', '.join(map(str, p.eval_instances))} x seeds "
@@ -461,16 +470,18 @@ def _default_horizon(out, p, main_cells: dict, paper: str, best, horizon: int, *
     dagents = [a for v in main_cells.values() for a in v] + ref_agents
     log(f"drl: evaluating {p.key} at the env's default horizon ({len(dagents)} agents, {dh} slots)")
     dres = _evaluate_cached(os.path.join(out, p.key, f"eval-h{dh}"), p.env_id, dagents, list(p.eval_seeds), dh,
-                            p.eval_instances, workers=workers, progress=progress, log=log)
+                            p.eval_instances, workers=workers, progress=progress, log=log, env_kwargs=p.env_kwargs)
     _write_results(dres, os.path.join(out, p.key, f"eval-h{dh}"))
     drows, dtable = _env_table(p, dres, main_cells, paper, best=best)
     md = [f"At the env's default horizon, {dh} slots ({_trained_at(p, main_cells, horizon)}; the same held-out "
           f"instances and seeds; results.json in `{os.path.join(p.key, f'eval-h{dh}')}`):", "", dtable, ""]
-    entry = {"horizon": dh, "rows": drows}
+    gap_rows, gap_md = gap_table(dres, main_cells, paper, best)
+    md += [_GAP_TEXT, "", gap_md, ""] if gap_md else []
+    entry = {"horizon": dh, "rows": drows, "gap": gap_rows}
     if len(main_cells) > 1:  # what --export-pretrained chooses by: validation runs at the default horizon
         vres = _evaluate_cached(os.path.join(out, p.key, f"eval-curve-h{dh}"), p.env_id,
                                 [a for v in main_cells.values() for a in v], list(p.curve_seeds), dh,
-                                p.curve_instances, workers=workers, progress=False, log=log)
+                                p.curve_instances, workers=workers, progress=False, log=log, env_kwargs=p.env_kwargs)
         entry["validation_totals"] = {k: float(np.mean([r.total_reward for r in vres.runs if r.agent in set(v)]))
                                       for k, v in main_cells.items()}
     return md, entry

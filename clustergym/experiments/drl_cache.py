@@ -32,13 +32,14 @@ def _agent_fingerprint(agent: str, code: str) -> str:
 
 
 def _evaluate_cached(folder: str, env_id: str, agents: list, seeds: list, horizon: int, instances, *, workers: int,
-                     progress: bool, log) -> "object":
+                     progress: bool, log, env_kwargs: dict | None = None) -> "object":
     """``evaluate`` with the runs of unchanged agents reused from ``folder/runs_cache.json`` (same design: instances,
-    seeds, horizon): adding a learner or retraining a cell evaluates only those agents. Delete the folder to
-    evaluate everything again."""
+    seeds, horizon, the env's settings ``env_kwargs``): adding a learner or retraining a cell evaluates only those
+    agents. Delete the folder to evaluate everything again."""
     code = _code_fingerprint()
     design = json.dumps({"env_id": env_id, "horizon": int(horizon), "seeds": [int(x) for x in seeds],
-                         "instances": None if instances is None else [int(x) for x in instances]}, sort_keys=True)
+                         "instances": None if instances is None else [int(x) for x in instances],
+                         **({"env_kwargs": env_kwargs} if env_kwargs else {})}, sort_keys=True)
     path = os.path.join(folder, "runs_cache.json")
     try:
         with open(path, encoding="utf-8") as f:
@@ -63,7 +64,8 @@ def _evaluate_cached(folder: str, env_id: str, agents: list, seeds: list, horizo
     if have and todo != list(agents):
         log(f"drl: {len(have)} of {len(agents)} agents' runs reused from {path}")
     if todo:
-        new = evaluate(env_id, todo, seeds, horizon, instances=instances, workers=workers, progress=progress)
+        new = evaluate(env_id, todo, seeds, horizon, env_kwargs=env_kwargs or None, instances=instances, workers=workers,
+                       progress=progress)
         header = {"env_id": new.env_id, "env_kwargs": new.env_kwargs, "horizon": new.horizon, "version": new.version,
                   "instance_axis": new.instance_axis}
         for a in todo:

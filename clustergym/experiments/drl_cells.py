@@ -51,7 +51,8 @@ def hyperparams_entry(algo: str, env_id: str) -> dict:
 def cell_config(plan: EnvPlan, learner: Learner, seed: int, horizon: int, quick: bool) -> dict:
     """Everything that defines a cell: a finished cell whose recorded configuration differs is trained again."""
     cfg = learner.config(quick)
-    return {"env_id": plan.env_id, "learner": cfg, "seed": int(seed), "sb3_seed": TRAIN_SEED_OFFSET + int(seed),
+    scenario = {"env_kwargs": dict(plan.env_kwargs)} if plan.env_kwargs else {}  # absent for the envs' defaults
+    return {"env_id": plan.env_id, **scenario, "learner": cfg, "seed": int(seed), "sb3_seed": TRAIN_SEED_OFFSET + int(seed),
             "horizon": int(horizon), "pool": [DEFAULT_TRAIN_INSTANCES.start, DEFAULT_TRAIN_INSTANCES.stop - 1],
             "checkpoints": _checkpoints(cfg["budget"], quick),
             "curve": {"instances": None if plan.curve_instances is None else list(plan.curve_instances),

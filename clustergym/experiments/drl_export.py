@@ -15,7 +15,7 @@ from clustergym.learning.sb3_agent import PRETRAINED_DIR, safe_load
 from clustergym.learning.algos import SIDE_CAR
 from clustergym.learning.sidecar import read_side_car
 
-__all__ = ["check_export", "export_pretrained", "prepare_export"]
+__all__ = ["check_export", "export_pretrained", "prepare_export", "pretrained_name"]
 
 
 def check_export(quick: bool, learners: Sequence[str] | None, envs: Sequence[str] | None = None) -> None:
@@ -87,6 +87,12 @@ def _validation_at_default_horizon(env: dict, key: str) -> tuple[dict | None, in
     return None, None
 
 
+def pretrained_name(key: str) -> str:
+    """The folder under pretrained/ that ``--export-pretrained`` writes for the benchmark env ``key``: the plan's
+    ``pretrained_name`` (a scenario's own model), else the env's name (``sb3:pretrained/<EnvName>``)."""
+    return PLAN[key].pretrained_name or PLAN[key].env_id.split("/")[-1]
+
+
 def export_pretrained(out: str, key: str, dest_root: str | None = None, log=print) -> str:
     """Ship the best main learner of ``key`` (the highest mean total of its final models on the learning curve's
     validation runs, at the env's default horizon where it has several main rows and one
@@ -102,7 +108,7 @@ def export_pretrained(out: str, key: str, dest_root: str | None = None, log=prin
     dest_root = dest_root or PRETRAINED_DIR
     summ, best, src, seed = prepare_export(out, key)
     env = summ["envs"][key]
-    name = env["env_id"].split("/")[-1]
+    name = pretrained_name(key)
     dest = os.path.join(dest_root, name)
     _staged_replace(dest, lambda stage: _write_export(stage, src, summ, best, seed, safe_load, key))
     size = sum(os.path.getsize(os.path.join(dest, n)) for n in os.listdir(dest))

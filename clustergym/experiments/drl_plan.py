@@ -60,6 +60,9 @@ class EnvPlan:
     note: str = ""
     default_horizon: int | None = None  # also evaluated at this horizon (the env's default): main rows, the paper
     # policy, the best baseline at the training horizon and random; None: the training horizon is the default
+    env_kwargs: dict = field(default_factory=dict)  # the env's settings for training and every evaluation of this
+    # plan (a named scenario, e.g. {"scenario": "gpu-short"}); {}: the env's defaults
+    pretrained_name: str = ""  # the folder of ``--export-pretrained`` under pretrained/; "": the env's name
 
     def main_rows(self) -> tuple[Learner, ...]:
         return tuple(lr for lr in self.learners if not lr.ablation)
@@ -215,6 +218,20 @@ def entity_budget_row(main: Learner) -> Learner:
 
 P1_ENTITY_100K, P4_ENTITY_100K = entity_budget_row(P1_ENTITY), entity_budget_row(P4_ENTITY)
 
+# P3 on the gpu-short scenario: the masked autoregressive decoder of ring sizes (learning/autoregressive.py) as the
+# main row, with the discount 0.99 (on this cluster GADGET's per-slot optimum is not the best over a run, so a
+# learner has to look ahead); its budget row, and the flat MLP at that budget as the network ablation.
+_P3S_DECODER = {"net": "autoregressive", "env_kwargs": {"action_mode": "ring_size"}, "hyperparams": {"gamma": 0.99}}
+P3_GPU_SHORT_ROWS = (
+    Learner("ppo-decoder", "ppo", MAIN_BUDGET, _P3S_DECODER, quick_budget=2048,
+            note="the masked autoregressive decoder of ring sizes, gamma 0.99"),
+    Learner("ppo-decoder-100k", "ppo", ABLATION_BUDGET, _P3S_DECODER, ablation="budget", base="ppo-decoder",
+            note=f"the main row's learner at {ABLATION_BUDGET:,} env steps; the base of the network ablation"),
+    Learner("ppo-100k-flat", "ppo", ABLATION_BUDGET,
+            {"env_kwargs": {"action_mode": "ring_size"}, "hyperparams": {"gamma": 0.99}}, ablation="network",
+            base="ppo-decoder-100k", note="the flat MLP over the same ring sizes (each job's size drawn on its own)"),
+)
+
 PLAN: dict[str, EnvPlan] = {
     "p1": EnvPlan("p1", "clustergym/MultiServerChannel-v0", _rows("p1", discount=0.99, action_mode=None, entity=True,
                                                                    tuned=False, update_size=True,
@@ -244,6 +261,12 @@ PLAN: dict[str, EnvPlan] = {
         note=("P3 is evaluated on 30 held-out instances with instance = seed 0-29 (each its own topology and "
               "job stream; the env's reset seed changes neither, it seeds the policies' own draws); its curves on "
               "instance = seed 900-904. P3 has no per-entity network: no network row.")),
+    "p3s": EnvPlan("p3s", "clustergym/RingAllReduce-v0", P3_GPU_SHORT_ROWS, None, tuple(range(30)), None,
+                   tuple(range(900, 905)), env_kwargs={"scenario": "gpu-short"},
+                   pretrained_name="RingAllReduce-v0-gpu-short",
+                   note=("P3 on its `gpu-short` scenario (the paper's cluster with 10 servers instead of 50: the GPUs "
+                         "bind, GADGET is below the window bound and LAS beats it), every agent on it; 30 held-out "
+                         "instances with instance = seed 0-29, curves on instance = seed 900-904, as for P3.")),
     "p4": EnvPlan("p4", "clustergym/ApproxJobs-v0", _rows(
         "p4", discount=0.99, entity=True, warm_start="fair", extra_main=(P4_ENTITY, P4_ENTITY_LONG),
         extra_ablation=(P4_ENTITY_100K, *tuned_row("clustergym/ApproxJobs-v0", "ppo-entity-tuned",

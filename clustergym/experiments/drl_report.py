@@ -12,7 +12,7 @@ from clustergym.experiments.drl_plan import EnvPlan
 from clustergym.core.plots import agent_color, figure, figure_legend, mean_band, reference_color, save
 from clustergym.core.stats import fmt_ci, mean_ci, paired_comparison, verdict
 
-__all__ = ["env_table", "plot_curves", "ablation_table"]
+__all__ = ["env_table", "plot_curves", "ablation_table", "gap_table"]
 
 
 def _fmt_cmp(c) -> str:
@@ -130,6 +130,52 @@ def _env_table(plan: EnvPlan, res, cells: dict, paper: str, best: str | None = N
         else:
             lines.append(f"| *{r['learner']}* | – | – | {ci} | – | {cell('vs_paper')} | {cell('vs_best_baseline')} | "
                          f"{cell('vs_random')} | – | – |")
+    return rows, "\n".join(lines)
+
+
+def gap_table(res, cells: dict, paper: str, best: str | None) -> tuple[list[dict], str]:
+    """The headroom of each agent to the bound, and how much of each reference's headroom a learner closes.
+
+    Per instance (the mean over its runs): a score s is the share of the gap between random (0) and the
+    oracle or bound (1) an agent closes, so 1 − s is the headroom it leaves. For a learner L and a reference
+    agent R (the paper policy, the best non-learned policy), (s_L − s_R) / (1 − s_R) is the share of R's
+    headroom that L closes: 1 at the bound, 0 level with R, negative below R. Means with 95% t-intervals
+    over instances; an instance where R sits at the bound (1 − s_R ≤ 1e-9) has no such share and is left
+    out of that column (the cell says how many instances it covers when some are). Envs whose runs carry
+    no score (no bound) give no table: ``([], "")``."""
+    if not any(r.score is not None for r in res.runs):
+        return [], ""
+    refs = [a for a in dict.fromkeys([paper, best]) if a]
+    ref_scores = {a: _scores(res, [a], paper) for a in refs}
+    rows = []
+    for name, agents in [*cells.items(), *((a, [a]) for a in refs), ("random", ["random"])]:
+        s = _scores(res, agents, paper)
+        sc = mean_ci(list(s.values()))
+        row = {"learner": name, "learned": name in cells, "score": sc.mean, "score_low": sc.low,
+               "score_high": sc.high, "headroom": 1.0 - sc.mean, "n_instances": len(s), "closed": {}}
+        if name in cells:
+            for ref, rs in ref_scores.items():
+                shares = [(s[k] - rs[k]) / (1.0 - rs[k]) for k in s if k in rs and 1.0 - rs[k] > 1e-9]
+                if shares:
+                    ci = mean_ci(shares)
+                    row["closed"][ref] = {"mean": ci.mean, "low": ci.low, "high": ci.high, "n": len(shares)}
+        rows.append(row)
+
+    def closed(r, ref) -> str:
+        c = r["closed"].get(ref)
+        if c is None:
+            return "–"
+        ci = f"{c['mean']:+.3f} [{c['low']:+.3f}, {c['high']:+.3f}]" if math.isfinite(c["low"]) else f"{c['mean']:+.3f}"
+        return ci + (f" (n={c['n']})" if c["n"] < r["n_instances"] else "")
+
+    head = ("| agent | score: share of the random → bound gap closed [95% CI] | headroom left to the bound (1 − score) | "
+            + " | ".join(f"share of {ref}'s headroom closed [95% CI]" for ref in refs) + " |")
+    lines = [head, "|" + "---|" * (3 + len(refs))]
+    for r in rows:
+        ci = (f"{r['score']:.3f} [{r['score_low']:.3f}, {r['score_high']:.3f}]" if math.isfinite(r["score_low"])
+              else f"{r['score']:.3f}")
+        name = r["learner"] if r["learned"] else f"*{r['learner']}*"
+        lines.append(f"| {name} | {ci} | {r['headroom']:.3f} | " + " | ".join(closed(r, ref) for ref in refs) + " |")
     return rows, "\n".join(lines)
 
 

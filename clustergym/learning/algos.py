@@ -28,7 +28,8 @@ ALGOS: dict[str, tuple[str, str, str | None]] = {
 RECURRENT = ("recurrent_ppo",)  # algorithms whose policy carries a state from slot to slot
 
 HEADS = ("fast", "sb3")  # the action distribution: clustergym.learning.heads, or SB3's own
-NETS = ("mlp", "entity")  # the policy network: SB3's flat MLP, or clustergym.learning.entity (FamilySpec.entity)
+NETS = ("mlp", "entity", "autoregressive")  # the policy network: SB3's flat MLP, clustergym.learning.entity
+# (FamilySpec.entity) or the masked autoregressive decoder of clustergym.learning.autoregressive (FamilySpec.decoder)
 SIDE_CAR = "clustergym.json"
 NORM_FILE = "vecnormalize.npz"
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from clustergym.learning.algos import HEADS, NETS, RECURRENT, algo_class
 
-__all__ = ["policy_class", "INPUTS"]
+__all__ = ["policy_class", "check_net", "net_policy_kwargs", "INPUTS"]
 
 
 INPUTS = ("flat", "dict")  # the observation a policy takes: one flat vector (MlpPolicy) or the env's Dict (MultiInputPolicy)
@@ -17,7 +17,8 @@ INPUTS = ("flat", "dict")  # the observation a policy takes: one flat vector (Ml
 def policy_class(algo: str = "ppo", head: str = "fast", net: str = "mlp", inputs: str = "flat"):
     """The policy class ``train`` builds for ``algo``: the fast-head policy (PPO, A2C, MaskablePPO with
     ``head="fast"``) or the algorithm's own ``MlpPolicy``; with ``net="entity"`` the per-entity policy of
-    :mod:`clustergym.learning.entity`. ``sb3:`` loading supplies the same class. ``inputs="dict"``: the policy
+    :mod:`clustergym.learning.entity`, with ``net="autoregressive"`` the masked decoder of
+    :mod:`clustergym.learning.autoregressive`. ``sb3:`` loading supplies the same class. ``inputs="dict"``: the policy
     for the env's own Dict observation (the algorithm's ``MultiInputPolicy``, or its fast-head version)."""
     if head not in HEADS:
         raise ValueError(f"head={head!r} is invalid: expected one of {', '.join(HEADS)}")
@@ -38,6 +39,12 @@ def policy_class(algo: str = "ppo", head: str = "fast", net: str = "mlp", inputs
             if fast is not None:
                 return fast
         return cls.policy_aliases["MultiInputPolicy"]
+    if net == "autoregressive":  # its own masked distribution, with either head
+        from clustergym.learning.autoregressive import DECODER_ALGOS, DecoderActorCriticPolicy
+
+        if algo not in DECODER_ALGOS:
+            raise ValueError(f"net='autoregressive' supports the algorithms {', '.join(DECODER_ALGOS)}, not {algo!r}")
+        return DecoderActorCriticPolicy
     if net != "mlp":
         from clustergym.learning.entity import entity_policy
 
@@ -51,3 +58,29 @@ def policy_class(algo: str = "ppo", head: str = "fast", net: str = "mlp", inputs
         if fast is not None:
             return fast
     return cls.policy_aliases["MlpPolicy"]
+
+
+def check_net(net: str, family: str, algo: str, stats: bool = True) -> None:
+    """ValueError unless ``net`` can be trained for ``family`` with ``algo`` (the per-entity network's check, or
+    the autoregressive decoder's)."""
+    if net == "autoregressive":
+        from clustergym.learning.autoregressive import check_decoder
+
+        return check_decoder(family, algo)
+    from clustergym.learning.entity import check_net as check_entity_net
+
+    check_entity_net(net, family, algo, stats)
+
+
+def net_policy_kwargs(net: str, env, policy_kwargs: dict | None = None) -> dict:
+    """The ``policy_kwargs`` a per-entity or decoder policy trains with on training env ``env``: the given ones,
+    the default ``hidden`` and the network's layout (``"entity"`` or ``"decoder"``, plain JSON)."""
+    from clustergym.learning.entity import DEFAULT_HIDDEN
+
+    if net == "autoregressive":
+        from clustergym.learning.autoregressive import decoder_layout
+
+        return {"hidden": DEFAULT_HIDDEN, **(policy_kwargs or {}), "decoder": decoder_layout(env)}
+    from clustergym.learning.entity import entity_layout
+
+    return {"hidden": DEFAULT_HIDDEN, **(policy_kwargs or {}), "entity": entity_layout(env)}

@@ -10,7 +10,8 @@ the zip's ``data`` JSON, supplies every pickled entry itself (the spaces from th
 names, which must be a registered clustergym id; the policy class our code trains with — the fast-head
 policy of :mod:`clustergym.learning.heads` when the side-car says ``"head": "fast"``, else the
 algorithm's own ``MlpPolicy``; the per-entity policy of :mod:`clustergym.learning.entity` when it says
-``"net": "entity"``, whose channel layout is plain JSON in the zip's ``policy_kwargs``; constants for training-only schedules and buffers) and refuses a file with
+``"net": "entity"``, whose channel layout is plain JSON in the zip's ``policy_kwargs``; the decoder policy of
+:mod:`clustergym.learning.autoregressive` when it says ``"net": "autoregressive"``, its layout likewise; constants for training-only schedules and buffers) and refuses a file with
 any other pickled entry; the weights are read with ``torch.load(weights_only=True)`` (SB3's default).
 Normalisation statistics are an ``.npz`` read with ``allow_pickle=False``; the side-car and the statistics are
 read and checked by :mod:`clustergym.learning.sidecar`. Still: load models only from sources you trust.

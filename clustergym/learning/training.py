@@ -53,7 +53,7 @@ from clustergym.learning.hp_checks import (MAX_PARAM_DRAWS, check_finite_weights
 from clustergym.learning.hyperparams import load_hyperparams, split_run_keys
 from clustergym.learning.instances import DEFAULT_EVAL_INSTANCES, DEFAULT_VALIDATION_INSTANCES
 from clustergym.learning.pools import SETTINGS_SEED, param_ranges, param_settings, pool_padding
-from clustergym.learning.policies import policy_class
+from clustergym.learning.policies import check_net, net_policy_kwargs, policy_class
 from clustergym.learning.train_envs import (check_pipeline, int_arg, make_train_env, normalizer, save_normalization,
                                             training_envs)
 from clustergym.learning.pipeline import LAYOUTS
@@ -75,7 +75,7 @@ def resolve_vec(env_id: str, vec: str, *, stats: bool = True, net: str = "mlp", 
         raise ValueError(f"vec={vec!r} is invalid: expected one of {', '.join(VECS)}")
     gap = native_vector_gap(env_id, env_kwargs)
     if gap is None and net != "mlp":
-        gap = "trains the per-entity net on single envs"
+        gap = f"trains the {net} net on single envs"
     if vec == "auto":
         return "native" if gap is None else "dummy"
     if vec == "native" and gap is not None:
@@ -155,7 +155,8 @@ class TrainConfig:
     """``"mlp"`` (default: SB3's flat MLP) or ``"entity"`` (the per-entity network of
     :mod:`clustergym.learning.entity`: P1's channels, P2's ports in the ``"port"`` action mode, P4's window
     slots in the ``"job"`` mode; P1's env is always padded, observations are not normalised, rewards still
-    are)."""
+    are) or ``"autoregressive"`` (the masked decoder of :mod:`clustergym.learning.autoregressive`: P3's ring
+    sizes job by job; observations not normalised either)."""
     n_envs: int | None = None
     """Training envs; None = the hyperparameter file's value, else 4 (SAC: always 1)."""
     vec: str | None = None
@@ -243,8 +244,6 @@ def _resolve(c: TrainConfig) -> TrainSetup:
             or not 0 <= param_draws <= MAX_PARAM_DRAWS):
         raise ValueError(f"param_draws={str(param_draws)[:40]} is invalid: expected an integer >= 0 and "
                          f"<= {MAX_PARAM_DRAWS:,} (0: the default generator only)")
-    from clustergym.learning.entity import check_net
-
     check_net(net, family, algo, stats)
     policy = policy_class(algo, c.head, net)  # also a clear error when the [drl] extra is not installed
     cls = algo_class(algo)
@@ -292,17 +291,16 @@ def _resolve(c: TrainConfig) -> TrainSetup:
     _check_memory(env_id, algo, hp, n_envs, timesteps, train_kwargs, stats, layout, vec)
     settings, vec, pool_note = _param_pool(env_id, param_draws, vec, given, env_kwargs, train_kwargs, pool, pool_note)
     model_hp = dict(hp)
-    if net == "entity":  # the channel layout, plain JSON ints (saved in model.zip's data, read back without pickles)
-        from clustergym.learning.entity import DEFAULT_HIDDEN, entity_layout
-
+    if net != "mlp":  # the network's layout, plain JSON ints (saved in model.zip's data, read back without pickles)
         probe = make_train_env(env_id, train_kwargs, algo=algo, stats=stats, layout=layout)
-        model_hp["policy_kwargs"] = {"hidden": DEFAULT_HIDDEN, **(hp.get("policy_kwargs") or {}),
-                                     "entity": entity_layout(probe)}
+        model_hp["policy_kwargs"] = net_policy_kwargs(net, probe, hp.get("policy_kwargs"))
         probe.close()
-    norm_obs = net != "entity"  # the entity net's features lie in [0, 1]; per-position statistics would pin max_edges
+    # the entity net's features lie in [0, 1] (per-position statistics would pin max_edges); the decoder reads
+    # raw caps and capacities for its masks: neither normalises observations (rewards still are)
+    norm_obs = net == "mlp"
     return TrainSetup(env_id=env_id, algo=algo, family=family, policy=policy, cls=cls, hp=hp, model_hp=model_hp,
                       timesteps=timesteps, n_envs=n_envs, vec=vec, layout=layout,
-                      time_cap=None if net == "entity" else TIME_CAP, env_kwargs=env_kwargs,
+                      time_cap=None if net != "mlp" else TIME_CAP, env_kwargs=env_kwargs,
                       train_kwargs=train_kwargs, pool=pool, pool_note=pool_note, settings=settings, normalize=normalize,
                       norm_obs=norm_obs, eval_freq=eval_freq, eval_episodes=eval_episodes, bc_steps=bc_steps,
                       bc_epochs=bc_epochs, config=c)

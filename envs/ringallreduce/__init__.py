@@ -19,6 +19,7 @@ FAMILY = FamilySpec(
     sizes=f"{_PKG}.env:instance_sizes",
     scenario=f"{_PKG}.scenario:make_ring_scenario",
     drl_hooks=f"{_PKG}.drl_hooks",  # the compact observation layout (no statistics, no mask, no Box action)
+    decoder=f"{_PKG}.decoder",  # the masked autoregressive decoder of ring sizes (clustergym train --net autoregressive)
     experiment="gadget",
     paper_file="gadget.md",
     paper_agent="gadget",

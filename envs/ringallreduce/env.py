@@ -132,7 +132,7 @@ class RingAllReduceEnv(ClusterEnv[RingObservation, np.ndarray]):
     ``step`` then raises ``ResetNeeded`` (a ``RuntimeError``) until ``reset``.
 
     ## Arguments
-    ``scenario`` ("paper", "philly", "tiresias-60", "toy" or a Scenario), ``scenario_seed``
+    ``scenario`` ("paper", "philly", "tiresias-60", "toy", "gpu-short" or a Scenario), ``scenario_seed``
     (the instance: topology and job stream; default 0), ``horizon`` (default 200, §VI.1), ``oracle`` (default False: the
     MILP is exact but can take seconds per slot), ``oracle_time_limit`` (s per MILP, default 60),
     ``infeasible``, ``render_mode``, ``action_mode``, ``max_jobs`` (J_max, default 32), and any

@@ -42,6 +42,11 @@ Modelling choices where the paper is ambiguous:
   ζ_i = iterations / (num_gpu · ceil(duration / slot_seconds)) so that the budget F_i/ζ_i is the
   job's GPU-time in worker-slots, λ3 = 0.9 F_i (most of the requested iterations), and λ1, λ2,
   b_i and link bandwidths drawn as in the paper.
+* **gpu-short.** The paper scenario on 10 servers instead of 50 (every other parameter the paper's):
+  a cluster short of GPUs. On the paper's cluster GADGET gives every visible job its cap in every
+  slot at every load tried, so no policy can beat it there (docs/drl.md, P3); on this one the GPUs
+  bind, GADGET falls below the window bound (``oracle.run_upper_bound``) and LAS beats it. For a
+  given scenario seed the instance is that of ``"paper"`` with ``num_servers=10``.
 """
 
 from __future__ import annotations
@@ -56,9 +61,10 @@ from clustergym.core.scenario import Scenario, check_known, as_generator, check_
 from clustergym.envs.ringallreduce.topology import Topology
 
 __all__ = ["RingProblem", "RingTruth", "JobBatch", "make_ring_scenario", "draw_jobs", "sigmoid_utility",
-           "RING_SCENARIOS", "PAPER_DEFAULTS"]
+           "RING_SCENARIOS", "PAPER_DEFAULTS", "GPU_SHORT_SERVERS"]
 
-RING_SCENARIOS = ("paper", "philly", "tiresias-60", "toy")
+GPU_SHORT_SERVERS = 10  # servers of the "gpu-short" preset (the paper's 50 with the GPUs short at its load)
+RING_SCENARIOS = ("paper", "philly", "tiresias-60", "toy", "gpu-short")
 _PRESETS = os.path.join(os.path.dirname(os.path.dirname(__file__)), "traces", "presets")
 
 
@@ -235,14 +241,19 @@ def make_ring_scenario(name: str = "paper", seed: int | np.random.Generator | No
     fixed = {"tiresias-60": ("num_racks", "gpu_choices", "arrival_rate", "workers_min", "workers_max", "budget_min",
                              "budget_max", "zeta_min", "zeta_max", "lambda3_min", "lambda3_max"),
              "philly": ("workers_min", "slot_seconds"),  # workers_max caps the trace's GPU counts
-             "paper": ("slot_seconds",)}[name]
+             "paper": ("slot_seconds",),
+             "gpu-short": ("num_servers", "slot_seconds")}[name]  # gpu-short: the paper's on 10 servers
     given = sorted(set(fixed) & set(params))
     if given:
+        why = {"paper": "tiresias-60 only",
+               "gpu-short": f"the preset fixes num_servers={GPU_SHORT_SERVERS} (slot_seconds: tiresias-60 only)"}
         raise ValueError(f"{', '.join(given)} cannot be set for scenario {name!r}: "
-                         + ("its trace fixes them" if name != "paper" else "tiresias-60 only"))
+                         + why.get(name, "its trace fixes them"))
     defaults = dict(PAPER_DEFAULTS)
     if name == "tiresias-60":
         defaults.update(num_servers=32, num_racks=1)
+    if name == "gpu-short":
+        defaults.update(num_servers=GPU_SHORT_SERVERS)
     p = _validate({**defaults, **params})
     rng = as_generator(seed)
     truth_kw: dict = {}

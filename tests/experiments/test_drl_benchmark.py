@@ -138,7 +138,7 @@ def reuse_counts(lines, folder):
 def test_drl_cli_bad_input_is_one_line(tmp_path, capsys):
     assert main(["drl", "--quick", "--envs", "p9", "--out", str(tmp_path / "x")]) == 2
     err = capsys.readouterr().err.strip().splitlines()
-    assert len(err) == 1 and "p9" in err[0] and "p1, p2, p3, p4" in err[0]
+    assert len(err) == 1 and "p9" in err[0] and "p1, p2, p3, p3s, p4" in err[0]
     assert main(["drl", "--quick", "--learners", "dqn", "--out", str(tmp_path / "y")]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "dqn" in err[0]
