@@ -107,7 +107,6 @@ def export_pretrained(out: str, key: str, dest_root: str | None = None, log=prin
     replaced (a failure leaves it untouched)."""
     dest_root = dest_root or PRETRAINED_DIR
     summ, best, src, seed = prepare_export(out, key)
-    env = summ["envs"][key]
     name = pretrained_name(key)
     dest = os.path.join(dest_root, name)
     _staged_replace(dest, lambda stage: _write_export(stage, src, summ, best, seed, safe_load, key))
