@@ -16,7 +16,7 @@ import numpy as np
 from clustergym.envs.multiserver.channel.learner_stats import STATS_KEYS
 
 __all__ = ["BENCH_MEMORY", "BENCH_THROUGHPUT", "GALLERY", "HYPERPARAMS_DIR", "PARAM_RANGES", "STATS_KEYS",
-           "TUNING_REFERENCE", "Stats", "legacy_keys", "sb3_mask"]
+           "TUNING_REFERENCE", "Stats", "legacy_keys", "privileged_features", "sb3_mask"]
 
 # The generator parameters a parameter pool draws (clustergym.learning.pools): (low, high), drawn uniformly, each
 # holding the default (in brackets): arrival probability per port [0.9]; the mean and spread of the per-unit cost
@@ -90,3 +90,13 @@ def sb3_mask(m: np.ndarray) -> np.ndarray:
     """Per-channel mask (|E|,) bool -> MaskablePPO's flat per-value mask [0 allowed, 1 allowed] per channel
     (equals ``env.action_masks()``)."""
     return np.stack([np.ones_like(m), m], axis=1).reshape(-1)
+
+
+def privileged_features(env) -> np.ndarray:
+    """Training only (``clustergym train --privileged critic``, the critic's extra input; never the acting policy's):
+    each channel's true mean utility ṽ_e from the hidden truth, (P,) with P = |E| or ``max_edges`` (0 on padding).
+    With ṽ and the public arrivals, demands and capacities the per-slot oracle's choice is determined."""
+    v = np.zeros(int(env.action_space.n), dtype=np.float32)
+    mu = np.asarray(env._truth.mean_utility, dtype=np.float32)
+    v[:mu.size] = mu
+    return v
