@@ -24,7 +24,8 @@ import numpy as np
 from clustergym.learning.pipeline import hook
 
 __all__ = ["PRIVILEGED", "SHAPING", "OracleShaping", "PrivilegedObs", "check_privileged",
-           "check_shaping", "options", "zero_padded", "privileged_policy", "resolve", "privileged_vector", "split_extractor_class"]
+           "check_shaping", "options", "zero_padded", "privileged_policy", "resolve", "privileged_vector",
+           "split_extractor_class"]
 
 PRIVILEGED = ("none", "critic")  # what the critic sees besides the public observation
 SHAPING = ("none", "oracle")  # the training reward's form
@@ -197,8 +198,9 @@ def split_extractor_class() -> type:
 
 
 def privileged_policy(base: Any) -> type:
-    """``base`` (an actor-critic policy class on flat observations) whose MLP is a split one (:func:`split_extractor_class`); it
-    takes ``public_dim`` (policy kwarg: the public observation's length). One class per base."""
+    """``base`` (an actor-critic policy class on flat observations) whose MLP is a split one
+    (:func:`split_extractor_class`); it takes ``public_dim`` (policy kwarg: the public observation's length). One
+    class per base."""
     if base not in _CLASSES:
         split = split_extractor_class()
 

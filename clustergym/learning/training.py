@@ -448,7 +448,7 @@ def _save(s: TrainSetup, model, venv, cb, bc, saver, wall: float, vec: str, out:
             "head": s.config.head if s.policy is not s.cls.policy_aliases.get("MlpPolicy") else "sb3",
             "hyperparams_file": os.path.abspath(hyperparams_file) if hyperparams_file else None,
             "train_wall_s": wall, "vec": vec, "rescale_action": isinstance(venv.action_space, gym.spaces.Box),
-            "warm_start": bc, "net": s.config.net, "privileged": s.config.privileged, "shaping": s.config.shaping, "norm_obs": bool(s.normalize and s.norm_obs),
+            "warm_start": bc, "net": s.config.net, **priv.options(s.config), "norm_obs": bool(s.normalize and s.norm_obs),
             "reward_normalization": {"gamma": float(venv.gamma)} if s.normalize else None}
     # the reference lines of the learning curve (the paper policy, the best baseline, random on the training
     # instances); not with a parameter pool (its instances are drawn from other generator settings)
