@@ -170,7 +170,8 @@ def _add_train_parser(sub, debug: argparse.ArgumentParser) -> None:
     t.add_argument("--overwrite", action="store_true", help="replace an earlier training run in --out")
     t.add_argument("--warm-start", default=None, metavar="AGENT",
                    help="behaviour cloning from this agent's decisions on training instances before PPO / "
-                        "MaskablePPO fine-tuning (e.g. esdp, fair); --timesteps 0 keeps the cloned policy")
+                        "MaskablePPO fine-tuning (e.g. esdp, fair; oracle: the family's per-slot oracle, from the "
+                        "hidden truth, P1); --timesteps 0 keeps the cloned policy")
     t.add_argument("--bc-steps", type=int, default=None,
                    help="demonstration env steps for --warm-start (default 20000; only with --warm-start)")
     t.add_argument("--bc-epochs", type=int, default=None,
