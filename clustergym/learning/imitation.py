@@ -6,8 +6,8 @@ warm_start=...)``) does, before any PPO update:
 1. **Demonstrations** (:func:`collect_demonstrations`). The teacher (any registered agent of the env's
    family, or ``"oracle"``: the family's per-slot oracle, ``drl_hooks.oracle_action``, which reads the hidden
    truth of the teacher's env; training only) plays ``bc_steps`` slots on the *training* env exactly as
-   ``train`` builds it (``gym.make`` + Monitor + ``FlattenWithStats`` (+ ``RescaleBox``), the same padding kwargs, an instance drawn from the
-   training pool at each seeded reset). The teacher acts as in ``clustergym run``: on an *unpadded* env of
+   ``train`` builds it (``gym.make`` + Monitor + ``FlattenWithStats`` (+ ``RescaleBox``), the same padding
+   kwargs, an instance drawn from the training pool at each seeded reset). The teacher acts as in ``clustergym run``: on an *unpadded* env of
    the same instance reset with the same seed (the pool env's dynamics are those of ``scenario_seed=k``
    with the same reset seed: :func:`clustergym.core.env.instance_generator`), seeing the public problem, the
    observation and ``public_info`` (no metrics), and getting ``update`` with the feedback as the runner
