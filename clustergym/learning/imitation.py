@@ -3,16 +3,16 @@
 ``clustergym train ENV --algo ppo|maskable_ppo --warm-start esdp --bc-steps N`` (``TrainConfig(...,
 warm_start=...)``) does, before any PPO update:
 
-1. **Demonstrations** (:func:`collect_demonstrations`). The teacher (any registered agent of the env's
-   family, or ``"oracle"``: the family's per-slot oracle, ``drl_hooks.oracle_action``, which reads the hidden
-   truth of the teacher's env; training only) plays ``bc_steps`` slots on the *training* env exactly as
-   ``train`` builds it (``gym.make`` + Monitor + ``FlattenWithStats`` (+ ``RescaleBox``), the same padding
-   kwargs, an instance drawn from the training pool at each seeded reset). The teacher acts as in ``clustergym run``: on an *unpadded* env of
-   the same instance reset with the same seed (the pool env's dynamics are those of ``scenario_seed=k``
-   with the same reset seed: :func:`clustergym.core.env.instance_generator`), seeing the public problem, the
-   observation and ``public_info`` (no metrics), and getting ``update`` with the feedback as the runner
-   gives it. Both envs are stepped in lockstep; what is recorded is the training env's flat observation
-   and the teacher's action mapped into the training env's action space (:func:`to_train_action`):
+1. **Demonstrations** (:func:`collect_demonstrations`). The teacher (any registered agent of the env's family, or
+   ``"oracle"``: the family's per-slot oracle, ``drl_hooks.oracle_action``, which reads the hidden truth of the
+   teacher's env; training only) plays ``bc_steps`` slots on the *training* env exactly as ``train`` builds it
+   (``gym.make`` + Monitor + ``FlattenWithStats`` (+ ``RescaleBox``), the same padding kwargs, an instance drawn
+   from the training pool at each seeded reset). The teacher acts as in ``clustergym run``: on an *unpadded* env
+   of the same instance reset with the same seed (the pool env's dynamics are those of ``scenario_seed=k`` with
+   the same reset seed: :func:`clustergym.core.env.instance_generator`), seeing the public problem, the
+   observation and ``public_info`` (no metrics), and getting ``update`` with the feedback as the runner gives it.
+   Both envs are stepped in lockstep; what is recorded is the training env's flat observation and the teacher's
+   action mapped into the training env's action space (:func:`to_train_action`):
 
    * MultiBinary / MultiDiscrete: the same values, zero-padded to the padded length (P1's padding
      channels are 0, the only allowed value); P3 and P4 actions have the same shape padded or not;
