@@ -76,11 +76,13 @@ def check_shaping(shaping: str, env_id: str) -> None:
             raise ValueError(f"shaping='oracle': {env_id} has no per-slot oracle value (metric oracle_reward)")
 
 
-def resolve(config: Any, policy: type, model_hp: dict, vec: str, probe: Callable[[], gym.Env]) -> tuple[type, str]:
+def resolve(config: Any, policy: type, hps: tuple[dict, ...], vec: str,
+            probe: Callable[[], gym.Env]) -> tuple[type, str]:
     """A training run's privileged options (``config``: a ``TrainConfig``) checked and applied: (the policy class,
     the vec mode). ``probe`` builds a public training env; the privileged policy's ``public_dim`` (its observation's
-    length) goes into ``model_hp["policy_kwargs"]`` (plain JSON, read
-    back by ``sb3:`` loading); both options need single training envs (``vec`` "auto" becomes "dummy")."""
+    length) goes into the ``policy_kwargs`` of each of ``hps`` (the recorded hyperparameters and the model's: plain
+    JSON, read back by ``sb3:`` loading, also where it rebuilds A2C's pickled ones); both options need single
+    training envs (``vec`` "auto" becomes "dummy")."""
     privileged, shaping = config.privileged, config.shaping
     check_privileged(privileged, env_id=config.env_id, algo=config.algo, net=config.net, warm_start=config.warm_start)
     check_shaping(shaping, config.env_id)
@@ -92,8 +94,9 @@ def resolve(config: Any, policy: type, model_hp: dict, vec: str, probe: Callable
     if privileged == "critic":
         env = probe()
         env.close()
-        model_hp["policy_kwargs"] = {**(model_hp.get("policy_kwargs") or {}),
-                                     "public_dim": int(gym.spaces.flatdim(env.observation_space))}
+        for hp in hps:
+            public = gym.spaces.flatdim(env.observation_space)
+            hp["policy_kwargs"] = {**(hp.get("policy_kwargs") or {}), "public_dim": public}
         policy = privileged_policy(policy)
     return policy, "dummy" if vec == "auto" else vec
 

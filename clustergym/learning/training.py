@@ -305,7 +305,7 @@ def _resolve(c: TrainConfig) -> TrainSetup:
     # the entity net's features lie in [0, 1] (per-position statistics would pin max_edges); the decoder reads
     # raw caps and capacities for its masks: neither normalises observations (rewards still are)
     norm_obs = net == "mlp"
-    policy, vec = priv.resolve(c, policy, model_hp, vec, lambda: make_train_env(env_id, train_kwargs, algo=algo,
+    policy, vec = priv.resolve(c, policy, (hp, model_hp), vec, lambda: make_train_env(env_id, train_kwargs, algo=algo,
                                                                                stats=stats, layout=layout))
     return TrainSetup(env_id=env_id, algo=algo, family=family, policy=policy, cls=cls, hp=hp, model_hp=model_hp,
                       timesteps=timesteps, n_envs=n_envs, vec=vec, layout=layout,

@@ -109,3 +109,14 @@ def test_bad_values_are_one_line_errors(flags, needle, tmp_path, capsys):
     err = capsys.readouterr().err.strip()
     assert needle in err and len(err.splitlines()) == 1 and "Traceback" not in err
     assert not out.exists()
+
+
+@pytest.mark.parametrize("algo", ["a2c", "maskable_ppo"])
+def test_other_actor_critic_algorithms_save_and_load(algo, tmp_path):
+    """A2C's policy kwargs are pickled (its optimizer class) and rebuilt by ``sb3:`` from the side-car's."""
+    out = tmp_path / "run"
+    hp = {"n_steps": 32} if algo == "a2c" else TINY
+    train(TrainConfig(P1, algo, 64, env_kwargs={"horizon": 16}, n_envs=2, hyperparams=hp, privileged="critic",
+                      curve_references=False), str(out), progress=False)
+    pol = make(f"sb3:{out}").model.policy
+    assert type(pol).__name__.startswith("Privileged") and pol.observation_space.shape[0] > pol.public_dim
