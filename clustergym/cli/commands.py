@@ -286,7 +286,7 @@ def cmd_train(args) -> int:
         param_draws=args.param_draws, seed=args.seed, hyperparams=hp, hyperparams_file=args.hp_file,
         head=args.action_head, net=args.net, n_envs=args.n_envs, vec=args.vec, stats=not args.no_stats,
         normalize=False if args.no_normalize else None, warm_start=args.warm_start, **warm,
-        eval_freq=args.eval_freq, eval_episodes=args.eval_episodes)
+        eval_freq=args.eval_freq, eval_episodes=args.eval_episodes, privileged=args.privileged, shaping=args.shaping)
     training.check(config)  # every bad value before any folder or log line
     # Trained into a staging folder inside --out; the earlier run is replaced only when this one finished.
     with OutputFolder(args.out, overwrite=args.overwrite, marks=TRAIN_FILES, need_total=20e6,

@@ -170,11 +170,18 @@ def _add_train_parser(sub, debug: argparse.ArgumentParser) -> None:
     t.add_argument("--overwrite", action="store_true", help="replace an earlier training run in --out")
     t.add_argument("--warm-start", default=None, metavar="AGENT",
                    help="behaviour cloning from this agent's decisions on training instances before PPO / "
-                        "MaskablePPO fine-tuning (e.g. esdp, fair); --timesteps 0 keeps the cloned policy")
+                        "MaskablePPO fine-tuning (e.g. esdp, fair; oracle: the family's per-slot oracle, from the "
+                        "hidden truth, P1); --timesteps 0 keeps the cloned policy")
     t.add_argument("--bc-steps", type=int, default=None,
                    help="demonstration env steps for --warm-start (default 20000; only with --warm-start)")
     t.add_argument("--bc-epochs", type=int, default=None,
                    help="passes over the demonstrations for --warm-start (default 30; only with --warm-start)")
+    t.add_argument("--privileged", default="none", metavar="MODE",
+                   help="critic: the critic also sees the family's privileged features from the simulator's hidden "
+                        "truth during training; the acting policy never does (default none; docs/drl.md)")
+    t.add_argument("--shaping", default="none", metavar="MODE",
+                   help="oracle: the training reward is the reward minus the per-slot oracle's value of the slot "
+                        "(default none; evaluation rewards are unchanged; docs/drl.md)")
     t.add_argument("--verbose", type=int, default=0, help="SB3's verbosity: 0 (default), 1 or 2")
     t.set_defaults(func=cmd_train)
 

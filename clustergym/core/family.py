@@ -100,7 +100,10 @@ class FamilySpec:
     (MaskablePPO's flat mask from ``info["action_mask"]``; its presence enables ``maskable_ppo``),
     ``box_bounds(problem, pad=None)`` (exact float64 bounds of a Box action; its presence enables ``sac``) and
     ``compact_keys(space)`` / ``compact_columns(space)`` (what the ``"compact"`` observation layout keeps:
-    :mod:`clustergym.learning.pipeline`). Data (plain constants):
+    :mod:`clustergym.learning.pipeline`) and ``privileged_features(env)`` (a fixed-size float vector from the env's
+    hidden truth, the critic's extra input with ``clustergym train --privileged critic``, never the acting policy's:
+    :mod:`clustergym.learning.privileged`) and ``oracle_action(env)`` (the per-slot oracle's action from the hidden
+    truth, the teacher of ``--warm-start oracle``: :mod:`clustergym.learning.imitation`). Data (plain constants):
 
     * ``PARAM_RANGES: dict[str, tuple[float, float]]``: the generator parameters a parameter pool
       (``clustergym train --param-draws N``, :mod:`clustergym.learning.pools`) draws, name -> (low, high), uniformly,

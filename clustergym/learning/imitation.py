@@ -3,15 +3,16 @@
 ``clustergym train ENV --algo ppo|maskable_ppo --warm-start esdp --bc-steps N`` (``TrainConfig(...,
 warm_start=...)``) does, before any PPO update:
 
-1. **Demonstrations** (:func:`collect_demonstrations`). The teacher (any registered agent of the env's
-   family) plays ``bc_steps`` slots on the *training* env exactly as ``train`` builds it (``gym.make`` +
-   Monitor + ``FlattenWithStats`` (+ ``RescaleBox``), the same padding kwargs, an instance drawn from the
-   training pool at each seeded reset). The teacher acts as in ``clustergym run``: on an *unpadded* env of
-   the same instance reset with the same seed (the pool env's dynamics are those of ``scenario_seed=k``
-   with the same reset seed: :func:`clustergym.core.env.instance_generator`), seeing the public problem, the
-   observation and ``public_info`` (no metrics), and getting ``update`` with the feedback as the runner
-   gives it. Both envs are stepped in lockstep; what is recorded is the training env's flat observation
-   and the teacher's action mapped into the training env's action space (:func:`to_train_action`):
+1. **Demonstrations** (:func:`collect_demonstrations`). The teacher (any registered agent of the env's family, or
+   ``"oracle"``: the family's per-slot oracle, ``drl_hooks.oracle_action``, which reads the hidden truth of the
+   teacher's env; training only) plays ``bc_steps`` slots on the *training* env exactly as ``train`` builds it
+   (``gym.make`` + Monitor + ``FlattenWithStats`` (+ ``RescaleBox``), the same padding kwargs, an instance drawn
+   from the training pool at each seeded reset). The teacher acts as in ``clustergym run``: on an *unpadded* env
+   of the same instance reset with the same seed (the pool env's dynamics are those of ``scenario_seed=k`` with
+   the same reset seed: :func:`clustergym.core.env.instance_generator`), seeing the public problem, the
+   observation and ``public_info`` (no metrics), and getting ``update`` with the feedback as the runner gives it.
+   Both envs are stepped in lockstep; what is recorded is the training env's flat observation and the teacher's
+   action mapped into the training env's action space (:func:`to_train_action`):
 
    * MultiBinary / MultiDiscrete: the same values, zero-padded to the padded length (P1's padding
      channels are 0, the only allowed value); P3 and P4 actions have the same shape padded or not;
@@ -60,7 +61,7 @@ import numpy as np
 
 from clustergym.core.agent import list_agents, make, parse_agent_spec, public_info
 from clustergym.core.env import env_padding
-from clustergym.core.family import env_family
+from clustergym.core.family import FAMILIES, env_family
 from clustergym.learning.instances import pad_kwargs_of
 from clustergym.learning.train_envs import make_train_env
 from clustergym.learning.pipeline import sb3_mask
@@ -128,8 +129,17 @@ def _wrapper(env: gym.Env, name: str):
     return None
 
 
+ORACLE_TEACHER = "oracle"  # the family's per-slot oracle (drl_hooks.oracle_action): a teacher in training only
+
+
 def _check_teacher(teacher: str, family: str):
-    """The teacher agent: any agent of the family (not a saved model)."""
+    """The teacher agent: any agent of the family (not a saved model); None for :data:`ORACLE_TEACHER`, whose
+    decisions read the hidden truth of the teacher's env (the family's ``drl_hooks.oracle_action``)."""
+    if teacher == ORACLE_TEACHER:
+        if FAMILIES[family].hook("oracle_action") is None:
+            raise ValueError(f"warm_start='oracle': the {family} family has no per-slot oracle teacher "
+                             "(drl_hooks.oracle_action)")
+        return None
     if not isinstance(teacher, str) or teacher.startswith("sb3:"):
         raise ValueError(f"warm_start={teacher!r} is invalid: expected an agent name of the {family} family "
                          f"({', '.join(list_agents(family=family))})")
@@ -148,6 +158,7 @@ def collect_demonstrations(env_id: str, train_kwargs: dict, teacher: str, steps:
     Episode i is reset with seed ``seed + i`` (the teacher's ``reset`` gets the same seed, as in the runner)."""
     family = env_family(env_id)
     agent = _check_teacher(teacher, family)
+    oracle = FAMILIES[family].hook("oracle_action") if agent is None else None
     env = make_train_env(env_id, train_kwargs, algo=algo, stats=stats, layout=layout, time_cap=time_cap)
     drop = set(pad_kwargs_of(env_id)) | {"instances", "scenario_seed"}
     base_kw = {k: v for k, v in train_kwargs.items() if k not in drop}
@@ -165,11 +176,12 @@ def collect_demonstrations(env_id: str, train_kwargs: dict, teacher: str, steps:
                 kw = dict(base_kw) if k is None else {**base_kw, "scenario_seed": int(k)}
                 ref = refs[k] = gym.make(env_id, **kw, oracle=False)
             obs, rinfo = ref.reset(seed=s)
-            agent.reset(ref.unwrapped.problem, seed=s)
+            if agent is not None:
+                agent.reset(ref.unwrapped.problem, seed=s)
             inst.append(None if k is None else int(k))
             first = True
             while n < steps:
-                a = agent.act(obs, public_info(rinfo))
+                a = oracle(ref.unwrapped) if agent is None else agent.act(obs, public_info(rinfo))
                 a_train = to_train_action(a, ref, env)
                 obs_l.append(np.asarray(x, dtype=np.float32))
                 act_l.append(a_train.astype(np.float32))
@@ -182,7 +194,8 @@ def collect_demonstrations(env_id: str, train_kwargs: dict, teacher: str, steps:
                     violations += int((~chosen).sum())
                 x, r_train, term, trunc, info = env.step(a_train)
                 obs2, r, term2, trunc2, rinfo2 = ref.step(a)
-                agent.update(obs, a, r, obs2, public_info(rinfo2))
+                if agent is not None:
+                    agent.update(obs, a, r, obs2, public_info(rinfo2))
                 g = abs(float(r_train) - float(r))
                 gap = max(gap, g)
                 if g > REWARD_RTOL * max(1.0, abs(float(r))) or (term, trunc) != (term2, trunc2):

@@ -7,6 +7,7 @@ The fast action heads (:mod:`clustergym.learning.heads`) and the per-entity netw
 from __future__ import annotations
 
 from clustergym.learning.algos import HEADS, NETS, RECURRENT, algo_class
+from clustergym.learning.privileged import PRIVILEGED, privileged_policy
 
 __all__ = ["policy_class", "check_net", "net_policy_kwargs", "INPUTS"]
 
@@ -14,12 +15,20 @@ __all__ = ["policy_class", "check_net", "net_policy_kwargs", "INPUTS"]
 INPUTS = ("flat", "dict")  # the observation a policy takes: one flat vector (MlpPolicy) or the env's Dict (MultiInputPolicy)
 
 
-def policy_class(algo: str = "ppo", head: str = "fast", net: str = "mlp", inputs: str = "flat"):
+def policy_class(algo: str = "ppo", head: str = "fast", net: str = "mlp", inputs: str = "flat",
+                 privileged: str = "none"):
     """The policy class ``train`` builds for ``algo``: the fast-head policy (PPO, A2C, MaskablePPO with
     ``head="fast"``) or the algorithm's own ``MlpPolicy``; with ``net="entity"`` the per-entity policy of
     :mod:`clustergym.learning.entity`, with ``net="autoregressive"`` the masked decoder of
     :mod:`clustergym.learning.autoregressive`. ``sb3:`` loading supplies the same class. ``inputs="dict"``: the policy
-    for the env's own Dict observation (the algorithm's ``MultiInputPolicy``, or its fast-head version)."""
+    for the env's own Dict observation (the algorithm's ``MultiInputPolicy``, or its fast-head version).
+    ``privileged="critic"``: the flat policy whose critic alone reads the privileged features
+    (:func:`clustergym.learning.privileged.privileged_policy`)."""
+    if privileged != "none":
+        if privileged not in PRIVILEGED or inputs != "flat" or net != "mlp":
+            raise ValueError(f"privileged={privileged!r} is invalid here: expected one of {', '.join(PRIVILEGED)} "
+                             "with net='mlp' on flat observations")
+        return privileged_policy(policy_class(algo, head, net, inputs))
     if head not in HEADS:
         raise ValueError(f"head={head!r} is invalid: expected one of {', '.join(HEADS)}")
     if inputs not in INPUTS:

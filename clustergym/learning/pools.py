@@ -25,7 +25,7 @@ import numpy as np
 from clustergym.core.family import env_family, family_specs
 from clustergym.learning.instances import pad_kwargs_of, padding_for
 
-__all__ = ["SETTINGS_SEED", "param_ranges", "param_settings", "pool_padding"]
+__all__ = ["SETTINGS_SEED", "param_pool_record", "param_ranges", "param_settings", "pool_padding"]
 
 SETTINGS_SEED = 20_000  # the settings' generator: the same N settings for every training run and seed
 
@@ -75,3 +75,10 @@ def pool_padding(env_id: str, env_kwargs: dict, settings: Sequence[dict], instan
         if given is not None and int(given) < v:
             raise ValueError(f"{n}={given} is too small for the parameter pool: its settings need {n} >= {v}")
     return {n: int(env_kwargs.get(n, v)) for n, v in need.items()}
+
+
+def param_pool_record(env_id: str, settings: list[dict]) -> dict:
+    """The side-car's record of a parameter pool: the draws, the ranges they came from and the settings."""
+    return {"draws": len(settings), "settings_seed": SETTINGS_SEED,
+            "ranges": {n: list(r) for n, r in param_ranges(env_id).items() if n in settings[0]},
+            "settings": settings}

@@ -36,6 +36,7 @@ from clustergym.learning.hp_checks import check_finite_weights
 from clustergym.learning.sidecar import check_norm_file, read_model_data, read_side_car
 from clustergym.learning.train_envs import make_train_env
 from clustergym.learning.pipeline import ObsPipeline, box_bounds, sb3_mask, unscale_action
+from clustergym.learning.privileged import zero_padded
 
 __all__ = ["SB3Agent", "safe_load", "resolve_model_path", "PRETRAINED_DIR", "pretrained_models"]
 
@@ -230,6 +231,7 @@ class SB3Agent(BaseAgent):
         self.pipeline = ObsPipeline(self.family, problem, space, stats, pad=pad,
                                     layout="full" if flat else obs_layout(self.meta),
                                     time_cap=None if flat else self.meta.get("time_cap"))
+        self.pipeline = zero_padded(self.pipeline, self.model.policy)  # privileged="critic": the critic's inputs
         expected = self.model.policy.observation_space.shape
         if (self.pipeline.size,) != tuple(expected):
             raise ValueError(f"model {self.path!r} expects observations of size {expected[0]}, this env gives "
@@ -319,7 +321,8 @@ def safe_load(path: str, meta: dict):
             continue
         if key == "policy_class":
             # older runs: SB3's MlpPolicy; "net": "entity": the per-entity policy (its layout is JSON in policy_kwargs)
-            custom[key] = policy_class(meta["algo"], meta.get("head", "sb3"), meta.get("net", "mlp"), _inputs(meta))
+            custom[key] = policy_class(meta["algo"], meta.get("head", "sb3"), meta.get("net", "mlp"), _inputs(meta),
+                                       meta.get("privileged", "none"))
             _check_policy_class(path, val, custom[key], meta)
         elif key == "observation_space":
             custom[key] = obs_space
@@ -404,7 +407,7 @@ def model_spaces(meta: dict) -> tuple[gym.spaces.Space, gym.spaces.Space]:
         env = gym.make(meta["env_id"], **{**meta["env_kwargs"], "oracle": False})
     else:
         env = make_train_env(meta["env_id"], meta["env_kwargs"], algo=meta["algo"], stats=bool(meta["stats"]),
-                             layout=obs_layout(meta))
+                             layout=obs_layout(meta), privileged=meta.get("privileged", "none"))
     spaces = env.observation_space, env.action_space
     env.close()
     return spaces

@@ -15,6 +15,7 @@ from clustergym.core.family import env_family, env_ids
 from clustergym.core.scenario import json_depth
 from clustergym.learning.algos import ALGOS, HEADS, NETS, NORM_FILE, check_algo
 from clustergym.learning.pipeline import LAYOUTS
+from clustergym.learning.privileged import PRIVILEGED, SHAPING
 
 __all__ = ["OBS_MODES", "check_side_car", "read_side_car", "check_norm_file"]
 
@@ -54,6 +55,9 @@ def check_side_car(meta, side: str) -> None:
         raise ValueError(f"{side}: {exc}") from None
     if meta.get("obs", "pipeline") not in OBS_MODES:
         raise ValueError(f"{side}: obs {meta['obs']!r} is invalid: expected one of {', '.join(OBS_MODES)}")
+    for k, ok in (("privileged", PRIVILEGED), ("shaping", SHAPING)):
+        if meta.get(k, "none") not in ok:
+            raise ValueError(f"{side}: {k} {meta[k]!r} is invalid: expected one of {', '.join(ok)}")
     for k in ("normalize", "norm_obs", "stats", "rescale_action"):
         if k in meta and not isinstance(meta[k], bool):
             raise ValueError(f"{side}: {k} must be true or false, not {meta[k]!r}")

@@ -19,6 +19,7 @@ from clustergym.runner.episode import scenario_fingerprint
 from clustergym.runner.evaluation import check_size
 from clustergym.core.family import env_family, family_spec
 from clustergym.learning.algos import NORM_FILE
+from clustergym.learning.privileged import OracleShaping, PrivilegedObs
 from clustergym.learning.instances import (DEFAULT_EVAL_INSTANCES, DEFAULT_TRAIN_INSTANCES,
                                            DEFAULT_VALIDATION_INSTANCES, padding_for)
 
@@ -87,23 +88,30 @@ class ParamPool(gym.Wrapper):
 
 def make_train_env(env_id: str, env_kwargs: dict | None = None, *, algo: str = "ppo", stats: bool = True,
                    monitor_dir: str | None = None, rank: int = 0, layout: str = "full", slim_info: bool = False,
-                   settings: list[dict] | None = None, time_cap: float | None = None) -> gym.Env:
+                   settings: list[dict] | None = None, time_cap: float | None = None, privileged: str = "none",
+                   shaping: str = "none") -> gym.Env:
     """``gym.make`` + Monitor + ``clustergym.learning.wrappers.FlattenWithStats`` (+ ``clustergym.learning.wrappers.RescaleBox``
     to [-1, 1] for Box actions): the public wrappers, so a user's own chain can match training exactly.
     ``layout``: the flat observation layout (``clustergym.learning.pipeline``; ``"legacy"`` for a model
     trained by an earlier version); ``time_cap``: the slot index's bound (``clustergym.learning.pipeline``). ``settings``: generator parameters, one env each, behind one
-    :class:`clustergym.learning.pools.ParamPool` (a training pool with randomised parameters)."""
+    :class:`clustergym.learning.pools.ParamPool` (a training pool with randomised parameters). ``privileged="critic"``
+    appends the privileged features, ``shaping="oracle"`` shapes the reward (training only,
+    :mod:`clustergym.learning.privileged`)."""
     from stable_baselines3.common.monitor import Monitor
 
     from clustergym.learning.wrappers import FlattenWithStats, RescaleBox
 
-    kw = {"oracle": False, **(env_kwargs or {})}
+    kw = {"oracle": False, **(env_kwargs or {}), **({"oracle": True} if shaping == "oracle" else {})}
     if settings:
         env = ParamPool([gym.make(env_id, **{**kw, **p}) for p in settings])
     else:
         env = gym.make(env_id, **kw)
     env = Monitor(env, os.path.join(monitor_dir, str(rank)) if monitor_dir else None)
+    if shaping == "oracle":  # after Monitor: the episode returns it records stay the env's
+        env = OracleShaping(env)
     env = FlattenWithStats(env, stats=stats, layout=layout, time_cap=time_cap)
+    if privileged == "critic":
+        env = PrivilegedObs(env)
     if isinstance(env.action_space, gym.spaces.Box):
         env = RescaleBox(env)
     if slim_info:  # the training VecEnv: SB3 reads a few info keys and deep-copies the whole info every step

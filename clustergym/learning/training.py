@@ -52,7 +52,8 @@ from clustergym.learning.hp_checks import (MAX_PARAM_DRAWS, check_finite_weights
                                            check_training_memory, listing)
 from clustergym.learning.hyperparams import load_hyperparams, split_run_keys
 from clustergym.learning.instances import DEFAULT_EVAL_INSTANCES, DEFAULT_VALIDATION_INSTANCES
-from clustergym.learning.pools import SETTINGS_SEED, param_ranges, param_settings, pool_padding
+from clustergym.learning import privileged as priv
+from clustergym.learning.pools import param_pool_record, param_settings, pool_padding
 from clustergym.learning.policies import check_net, net_policy_kwargs, policy_class
 from clustergym.learning.train_envs import (check_pipeline, int_arg, make_train_env, normalizer, save_normalization,
                                             training_envs)
@@ -85,10 +86,11 @@ def resolve_vec(env_id: str, vec: str, *, stats: bool = True, net: str = "mlp", 
 
 def make_train_vec(env_id: str, env_kwargs: dict, n_envs: int, *, vec: str = "dummy", algo: str = "ppo",
                    stats: bool = True, monitor_dir: str | None = None, layout: str = "full",
-                   settings: list[dict] | None = None, time_cap: float | None = None):
+                   settings: list[dict] | None = None, time_cap: float | None = None, **training_only: str):
     """The SB3 ``VecEnv`` of ``n_envs`` training envs (``vec``: see :attr:`TrainConfig.vec`); each gives the
     observations and actions of :func:`make_train_env`, with per-episode returns in ``monitor_dir``. ``settings``:
-    each env runs every episode in one of these generator settings (a parameter pool; not with ``vec="native"``)."""
+    each env runs every episode in one of these generator settings (a parameter pool; not with ``vec="native"``).
+    ``training_only``: ``privileged`` and ``shaping`` of :func:`make_train_env` (not with ``vec="native"``)."""
     if vec == "native" and settings:
         raise ValueError("vec='native' steps one generator setting; a parameter pool (param_draws) needs "
                          "vec='dummy' or 'subproc'")
@@ -103,7 +105,8 @@ def make_train_vec(env_id: str, env_kwargs: dict, n_envs: int, *, vec: str = "du
     from stable_baselines3.common.vec_env import DummyVecEnv, SubprocVecEnv
 
     fns = [(lambda i=i: make_train_env(env_id, env_kwargs, algo=algo, stats=stats, monitor_dir=monitor_dir, rank=i,
-                                       layout=layout, slim_info=True, settings=settings, time_cap=time_cap))
+                                       layout=layout, slim_info=True, settings=settings, time_cap=time_cap,
+                                       **training_only))
            for i in range(n_envs)]
     if vec == "subproc":
         if n_envs > SUBPROC_MAX:
@@ -172,6 +175,10 @@ class TrainConfig:
     normalize: bool | None = None
     """Normalise observations and rewards (SB3's ``VecNormalize``); None = the hyperparameter file's value,
     else True."""
+    privileged: str = "none"
+    """``"critic"``: the critic also sees the family's privileged features (training only; the actor never does)."""
+    shaping: str = "none"
+    """``"oracle"``: training reward minus the per-slot oracle's value (:mod:`clustergym.learning.privileged`)."""
 
     # a warm start
     warm_start: str | None = None
@@ -298,6 +305,8 @@ def _resolve(c: TrainConfig) -> TrainSetup:
     # the entity net's features lie in [0, 1] (per-position statistics would pin max_edges); the decoder reads
     # raw caps and capacities for its masks: neither normalises observations (rewards still are)
     norm_obs = net == "mlp"
+    policy, vec = priv.resolve(c, policy, (hp, model_hp), vec, lambda: make_train_env(env_id, train_kwargs, algo=algo,
+                                                                               stats=stats, layout=layout))
     return TrainSetup(env_id=env_id, algo=algo, family=family, policy=policy, cls=cls, hp=hp, model_hp=model_hp,
                       timesteps=timesteps, n_envs=n_envs, vec=vec, layout=layout,
                       time_cap=None if net != "mlp" else TIME_CAP, env_kwargs=env_kwargs,
@@ -349,7 +358,7 @@ def _build_envs(s: TrainSetup, out: str):
     stats, net = s.config.stats, s.config.net
     vec = resolve_vec(s.env_id, s.vec, stats=stats, net=net, env_kwargs=s.train_kwargs)
     venv = make_train_vec(s.env_id, s.train_kwargs, s.n_envs, vec=vec, algo=s.algo, stats=stats, monitor_dir=mon,
-                          layout=s.layout, settings=s.settings, time_cap=s.time_cap)
+                          layout=s.layout, settings=s.settings, time_cap=s.time_cap, **priv.options(s.config))
     venv.seed(s.config.seed)
     if s.normalize:  # rewards scaled by the std of the *algorithm's* discounted return (its gamma, not SB3's 0.99)
         venv = normalizer(venv, gamma=algo_gamma(s.algo, s.model_hp), norm_obs=s.norm_obs)
@@ -376,7 +385,7 @@ def _build_model(s: TrainSetup, venv, vec: str, out: str, *, verbose: int):
 
         eval_env = DummyVecEnv([lambda: make_train_env(s.env_id, s.train_kwargs, algo=s.algo, stats=stats,
                                                        monitor_dir=None, rank=0, layout=s.layout,
-                                                       time_cap=s.time_cap)])
+                                                       time_cap=s.time_cap, privileged=s.config.privileged)])
         if vec == "native":  # the wrapper chain must match the training env's (VecNormalize syncs along it)
             eval_env = VecMonitor(eval_env)
         eval_env.seed(s.config.eval_seed)
@@ -430,7 +439,7 @@ def _save(s: TrainSetup, model, venv, cb, bc, saver, wall: float, vec: str, out:
             "obs_layout": s.layout,  # the observation keys of the flat vector (clustergym.learning.pipeline)
             "time_cap": s.time_cap,  # the flat vector's bound on the slot index t (None: t as it is)
             "instances": None if pool is None else [int(k) for k in pool], "instances_note": s.pool_note,
-            "param_pool": None if s.settings is None else _param_pool_record(s),
+            "param_pool": None if s.settings is None else param_pool_record(s.env_id, s.settings),
             "padding_covers": None if pool is None else (f"the pool and instances {DEFAULT_EVAL_INSTANCES.start}-"
                                                          f"{DEFAULT_EVAL_INSTANCES.stop - 1}, 900-999"),
             "normalize": s.normalize, "seed": int(s.config.seed), "n_envs": s.n_envs, "timesteps": s.timesteps,
@@ -439,7 +448,7 @@ def _save(s: TrainSetup, model, venv, cb, bc, saver, wall: float, vec: str, out:
             "head": s.config.head if s.policy is not s.cls.policy_aliases.get("MlpPolicy") else "sb3",
             "hyperparams_file": os.path.abspath(hyperparams_file) if hyperparams_file else None,
             "train_wall_s": wall, "vec": vec, "rescale_action": isinstance(venv.action_space, gym.spaces.Box),
-            "warm_start": bc, "net": s.config.net, "norm_obs": bool(s.normalize and s.norm_obs),
+            "warm_start": bc, "net": s.config.net, **priv.options(s.config), "norm_obs": bool(s.normalize and s.norm_obs),
             "reward_normalization": {"gamma": float(venv.gamma)} if s.normalize else None}
     # the reference lines of the learning curve (the paper policy, the best baseline, random on the training
     # instances); not with a parameter pool (its instances are drawn from other generator settings)
@@ -457,13 +466,6 @@ def _save(s: TrainSetup, model, venv, cb, bc, saver, wall: float, vec: str, out:
     except (OSError, ValueError):  # pragma: no cover - nothing to plot yet
         pass
     return meta
-
-
-def _param_pool_record(s: TrainSetup) -> dict:
-    """The side-car's record of a parameter pool: the draws, the ranges they came from and the settings."""
-    return {"draws": len(s.settings), "settings_seed": SETTINGS_SEED,
-            "ranges": {n: list(r) for n, r in param_ranges(s.env_id).items() if n in s.settings[0]},
-            "settings": s.settings}
 
 
 def check(config: TrainConfig) -> TrainSetup:

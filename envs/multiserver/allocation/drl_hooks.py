@@ -17,7 +17,7 @@ from clustergym.envs.multiserver.allocation.actions import channel_high
 from clustergym.envs.multiserver.allocation.learner_stats import STATS_KEYS
 
 __all__ = ["BENCH_MEMORY", "BENCH_THROUGHPUT", "GALLERY", "HYPERPARAMS_DIR", "PARAM_RANGES", "STATS_KEYS",
-           "TUNING_REFERENCE", "Stats", "box_bounds", "compact_keys", "legacy_keys"]
+           "TUNING_REFERENCE", "Stats", "box_bounds", "compact_keys", "legacy_keys", "privileged_features"]
 
 # The generator parameters a parameter pool draws (clustergym.learning.pools): (low, high), drawn uniformly, each
 # holding the default (in brackets): arrival probability per port [0.7]; the contention level of the communication
@@ -101,3 +101,11 @@ def compact_keys(obs_space) -> tuple[str, ...]:
     of the 13,549 numbers at paper size), which the per-port action modes leave to the env's fill rule."""
     keep = ("arrivals", "t", "beta", "arrival_share", "port_reward_mean", "last_port_reward")
     return tuple(k for k in obs_space.spaces if k in keep)
+
+
+def privileged_features(env) -> np.ndarray:
+    """Training only (``clustergym train --privileged critic``, the critic's extra input; never the acting policy's):
+    each port's true arrival probability ρ_l from the hidden truth, (L,). With the public demands, capacities and
+    utilities it determines the expected slot utility of every static allocation, hence the hindsight optimum's
+    target (eq. 6) up to the arrival noise."""
+    return np.asarray(env.scenario.truth.rho, dtype=np.float32).reshape(-1)

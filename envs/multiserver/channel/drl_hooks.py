@@ -14,9 +14,11 @@ import os
 import numpy as np
 
 from clustergym.envs.multiserver.channel.learner_stats import STATS_KEYS
+from clustergym.envs.multiserver.channel.oracle import knapsack_max
 
 __all__ = ["BENCH_MEMORY", "BENCH_THROUGHPUT", "GALLERY", "HYPERPARAMS_DIR", "PARAM_RANGES", "STATS_KEYS",
-           "TUNING_REFERENCE", "Stats", "legacy_keys", "sb3_mask"]
+           "TUNING_REFERENCE", "Stats", "legacy_keys", "oracle_action", "privileged_features",
+           "sb3_mask"]
 
 # The generator parameters a parameter pool draws (clustergym.learning.pools): (low, high), drawn uniformly, each
 # holding the default (in brackets): arrival probability per port [0.9]; the mean and spread of the per-unit cost
@@ -90,3 +92,25 @@ def sb3_mask(m: np.ndarray) -> np.ndarray:
     """Per-channel mask (|E|,) bool -> MaskablePPO's flat per-value mask [0 allowed, 1 allowed] per channel
     (equals ``env.action_masks()``)."""
     return np.stack([np.ones_like(m), m], axis=1).reshape(-1)
+
+
+def privileged_features(env) -> np.ndarray:
+    """Training only (``clustergym train --privileged critic``, the critic's extra input; never the acting policy's):
+    each channel's true mean utility ṽ_e from the hidden truth, (P,) with P = |E| or ``max_edges`` (0 on padding).
+    With ṽ and the public arrivals, demands and capacities the per-slot oracle's choice is determined."""
+    v = np.zeros(int(env.action_space.n), dtype=np.float32)
+    mu = np.asarray(env._truth.mean_utility, dtype=np.float32)
+    v[:mu.size] = mu
+    return v
+
+
+def oracle_action(env) -> np.ndarray:
+    """Training only (``clustergym train --warm-start oracle``, a behaviour-cloning teacher; never an agent): the
+    per-slot oracle's decision for the current slot of the unpadded ``env``, the channels of max ṽᵀx over the
+    slot's arrivals (eq. 7, the exact knapsack of ``oracle.py`` on the hidden ṽ), (|E|,) int8."""
+    active = np.flatnonzero(env._mask)
+    x = np.zeros(env.problem.num_edges, dtype=np.int8)
+    if active.size:
+        _, sel = knapsack_max(env._truth.mean_utility[active], env.problem.demand[active], env.problem.capacity)
+        x[active[sel]] = 1
+    return x
