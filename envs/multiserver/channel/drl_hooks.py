@@ -99,7 +99,7 @@ def privileged_features(env) -> np.ndarray:
     each channel's true mean utility ṽ_e from the hidden truth, (P,) with P = |E| or ``max_edges`` (0 on padding).
     With ṽ and the public arrivals, demands and capacities the per-slot oracle's choice is determined."""
     v = np.zeros(int(env.action_space.n), dtype=np.float32)
-    mu = np.asarray(env._truth.mean_utility, dtype=np.float32)
+    mu = np.asarray(env.scenario.truth.mean_utility, dtype=np.float32)
     v[:mu.size] = mu
     return v
 
@@ -108,9 +108,11 @@ def oracle_action(env) -> np.ndarray:
     """Training only (``clustergym train --warm-start oracle``, a behaviour-cloning teacher; never an agent): the
     per-slot oracle's decision for the current slot of the unpadded ``env``, the channels of max ṽᵀx over the
     slot's arrivals (eq. 7, the exact knapsack of ``oracle.py`` on the hidden ṽ), (|E|,) int8."""
-    active = np.flatnonzero(env._mask)
-    x = np.zeros(env.problem.num_edges, dtype=np.int8)
+    E = env.problem.num_edges
+    active = np.flatnonzero(np.asarray(env.action_masks()).reshape(-1, 2)[:E, 1])  # the slot's arriving channels
+    x = np.zeros(E, dtype=np.int8)
     if active.size:
-        _, sel = knapsack_max(env._truth.mean_utility[active], env.problem.demand[active], env.problem.capacity)
+        _, sel = knapsack_max(env.scenario.truth.mean_utility[active], env.problem.demand[active],
+                              env.problem.capacity)
         x[active[sel]] = 1
     return x
