@@ -94,8 +94,8 @@ def resolve(config: Any, policy: type, hps: tuple[dict, ...], vec: str,
     if privileged == "critic":
         env = probe()
         env.close()
+        public = int(gym.spaces.flatdim(env.observation_space))
         for hp in hps:
-            public = gym.spaces.flatdim(env.observation_space)
             hp["policy_kwargs"] = {**(hp.get("policy_kwargs") or {}), "public_dim": public}
         policy = privileged_policy(policy)
     return policy, "dummy" if vec == "auto" else vec
