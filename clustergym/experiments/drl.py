@@ -46,7 +46,8 @@ from clustergym.runner.evaluation import evaluate
 from clustergym.experiments.drl_cache import _evaluate_cached, _write_results
 from clustergym.experiments.drl_cells import _atomic_json_or_text, _staged_replace, _sweep, cell_config, cell_state
 from clustergym.experiments.drl_plan import FULL_OUT, HORIZON, PLAN, QUICK, EnvPlan
-from clustergym.experiments.drl_report import _Agents, _env_table, _plot_curves, ablation_table, gap_table
+from clustergym.experiments.drl_report import (_Agents, _env_table, _plot_curves, ablation_table, gap_table,
+                                               reference_table)
 from clustergym.learning.algos import SIDE_CAR
 from clustergym.learning.sidecar import read_side_car
 from clustergym.learning.training import TrainConfig, train
@@ -357,9 +358,11 @@ def _env_report(out, p, cells, seeds, horizon, *, learners, workers, progress, f
     md = _env_text(p, horizon, fig, table)
     gap_rows, gap_md = gap_table(res, main_cells, paper, best)
     md += [_GAP_TEXT, "", gap_md, ""] if gap_md else []
+    vs_all, vs_all_md = reference_table(res, main_cells)
+    md += [_REFS_TEXT, "", vs_all_md, ""] if vs_all_md else []
     env_summary = {"env_id": p.env_id, "paper": paper, "rows": rows, "figure": os.path.basename(fig),
                    "eval": {"instances": p.eval_instances, "seeds": list(p.eval_seeds), "horizon": horizon},
-                   "ablation": abl_rows, "gap": gap_rows}
+                   "ablation": abl_rows, "gap": gap_rows, "vs_every_reference": vs_all}
     if abl_rows:
         md += [f"Ablation ({horizon} slots, the same held-out runs): each row changes one thing of its base "
                "row; \"vs base\" is the paired relative difference over instances.", "", abl_table, ""]
@@ -440,6 +443,10 @@ def _curve_figure(out: str, p, curves: dict, refs: dict, horizon: int, figures: 
         shutil.copy(fig, os.path.join(figures, os.path.basename(fig)))
     return fig
 
+
+_REFS_TEXT = ("Each main row against every non-learned agent of these runs (the paper policy, its option rows, every "
+              "baseline, random), in decreasing mean total: the paired relative difference of totals, mean over "
+              "instances [95% t-interval], wins/losses.")
 
 _GAP_TEXT = ("The gap to the bound (the same runs): a score is the share of the gap between random and the "
              "oracle or bound an agent closes, 1 − score the headroom it leaves; for a learner, the share of a "

@@ -12,7 +12,7 @@ from clustergym.experiments.drl_plan import EnvPlan
 from clustergym.core.plots import agent_color, figure, figure_legend, mean_band, reference_color, save
 from clustergym.core.stats import fmt_ci, mean_ci, paired_comparison, verdict
 
-__all__ = ["env_table", "plot_curves", "ablation_table", "gap_table"]
+__all__ = ["env_table", "plot_curves", "ablation_table", "gap_table", "reference_table"]
 
 
 def _fmt_cmp(c) -> str:
@@ -40,7 +40,8 @@ def _values_of(res, agents: Sequence[str], key: str = "total_reward") -> dict:
 
 
 def _scores(res, agents: Sequence[str], paper: str) -> dict:
-    """Per instance normalised score; P3 (no bound): (V − V_random) / (V_paper − V_random)."""
+    """Per instance normalised score; P3 (no bound): (V − V_random) / (V_paper − V_random), where ``paper`` is the
+    agent the plan normalises by (its ``score_reference``, else the paper policy)."""
     if any(r.score is not None for r in res.runs):
         return _values_of(res, agents, "score")
     v, rand, pap = _values_of(res, agents), _values_of(res, ["random"]), _values_of(res, [paper])
@@ -52,10 +53,11 @@ def ablation_table(plan: EnvPlan, res, cells: dict, paper: str) -> tuple[list[di
     its held-out score with a 95% interval over instances, and the paired relative difference of its total to
     its base row's (mean over instances, 95% t-interval, wins/losses, the verdict of "differs from the base")."""
     rows, lines = [], []
+    norm = plan.score_reference or paper
     for lr in plan.learners:
         if not lr.ablation or lr.name not in cells or lr.base not in cells:
             continue
-        sc = mean_ci([x for x in _scores(res, cells[lr.name], paper).values() if math.isfinite(x)])
+        sc = mean_ci([x for x in _scores(res, cells[lr.name], norm).values() if math.isfinite(x)])
         c = paired_comparison(_values_of(res, cells[lr.name]), _values_of(res, cells[lr.base]), agent=lr.name,
                               reference=lr.base)
         word = ("higher" if c.low > 0 else "lower" if c.high < 0 else "no difference resolved")
@@ -86,12 +88,15 @@ def _env_table(plan: EnvPlan, res, cells: dict, paper: str, best: str | None = N
     def values(agents: Sequence[str], key: str = "total_reward") -> dict:
         return _values_of(res, agents, key)
 
-    def score(agents) -> dict:
-        return _scores(res, agents, paper)
-
     has_score = any(r.score is not None for r in res.runs)
+    norm = paper if has_score else (plan.score_reference or paper)  # the agent a score puts at 1 (no bound)
+
+    def score(agents) -> dict:
+        return _scores(res, agents, norm)
+
     rows = []
-    for name, agents in [*cells.items(), (paper, [paper]), *([(best, [best])] if best else []), ("random", ["random"])]:
+    others = dict.fromkeys([paper, *([best] if best else []), *([norm] if norm != paper else []), "random"])
+    for name, agents in [*cells.items(), *((a, [a]) for a in others)]:
         v = values(agents)
         sc = mean_ci(list(score(agents).values()))
         row = {"learner": name, "learned": name in cells, "score": sc.mean, "score_low": sc.low, "score_high": sc.high,
@@ -110,7 +115,7 @@ def _env_table(plan: EnvPlan, res, cells: dict, paper: str, best: str | None = N
                                                    "note", "beats_random_from", "after_vs_before")})
             row["validation_total"] = info.meta.get("validation_total")
         rows.append(row)
-    sc_label = "score" if has_score else f"score vs {paper}"
+    sc_label = "score" if has_score else f"score vs {norm}"
     head = (f"| learner | budget (env steps) | wall / seed | {sc_label} [95% CI] | per seed | vs {paper} | "
             f"vs best baseline ({best}) | vs random | curve above random from | trained − untrained (validation) |")
     lines = [head, "|" + "---|" * 10]
@@ -177,6 +182,38 @@ def gap_table(res, cells: dict, paper: str, best: str | None) -> tuple[list[dict
         name = r["learner"] if r["learned"] else f"*{r['learner']}*"
         lines.append(f"| {name} | {ci} | {r['headroom']:.3f} | " + " | ".join(closed(r, ref) for ref in refs) + " |")
     return rows, "\n".join(lines)
+
+
+def reference_table(res, cells: dict) -> tuple[dict, str]:
+    """Each learner against every non-learned agent of the held-out runs (the paper policy, its option rows, every
+    baseline, random): per reference its mean total and the learner's paired relative difference of totals (mean
+    over instances, 95% t-interval, wins/losses), references in decreasing mean total. The last line says, per
+    learner, whether it is above every one of them (every interval's lower end above 0). Returns (the summary's
+    entry: per learner, per reference, the comparison and ``above_every``; the markdown table)."""
+    learned = {a for agents in cells.values() for a in agents}
+    refs = [a for a in dict.fromkeys(r.agent for r in res.runs) if a not in learned and not a.startswith("sb3:")]
+    totals = {a: _values_of(res, [a]) for a in refs}
+    refs.sort(key=lambda a: -float(np.mean(list(totals[a].values()))))
+    summary: dict = {}
+    for name, agents in cells.items():
+        v = _values_of(res, agents)
+        comps = {}
+        for a in refs:
+            c = paired_comparison(v, totals[a], agent=name, reference=a)
+            comps[a] = {"mean": c.mean, "low": c.low, "high": c.high, "wins": c.wins, "losses": c.losses,
+                        "ties": c.ties, "text": _fmt_cmp(c)}
+        summary[name] = {"mean_total_reward": float(np.mean(list(v.values()))), "vs": comps,
+                         "above_every": bool(comps) and all(c["low"] > 0 for c in comps.values())}
+    if not summary or not refs:
+        return summary, ""
+    lines = ["| non-learned agent | mean total | " + " | ".join(f"`{n}` vs it [95% CI] W/L" for n in summary) + " |",
+             "|" + "---|" * (2 + len(summary))]
+    for a in refs:
+        lines.append(f"| {a} | {np.mean(list(totals[a].values())):,.1f} | "
+                     + " | ".join(summary[n]["vs"][a]["text"] for n in summary) + " |")
+    lines.append("| **above every non-learned agent** (every interval above 0) | – | "
+                 + " | ".join("**yes**" if summary[n]["above_every"] else "no" for n in summary) + " |")
+    return summary, "\n".join(lines)
 
 
 LEARNER_COLORS = ("#D62728", "#1F77B4", "#8C564B", "#BCBD22", "#17BECF", "#E377C2")  # after the first learner

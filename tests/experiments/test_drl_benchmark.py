@@ -70,6 +70,17 @@ def test_quick_benchmark_trains_evaluates_held_out_and_writes_the_table(quick_ru
         for ref, agent in (("vs_random", "random"), ("vs_paper", "opm")):
             c = paired_comparison(per_instance(cells(name)), per_instance({agent}))
             assert rows[name][ref]["mean"] == pytest.approx(c.mean) and rows[name][ref]["wins"] == c.wins
+    # each main row against every non-learned agent of the held-out runs, recomputed the same way
+    agents = {r["agent"] for r in res["runs"] if not r["agent"].startswith("sb3:")}
+    assert {"opm", "random", rows_best(env)} <= agents
+    for name in MAIN:
+        vs = env["vs_every_reference"][name]["vs"]
+        assert set(vs) == agents
+        for agent in agents:
+            c = paired_comparison(per_instance(cells(name)), per_instance({agent}))
+            assert vs[agent]["mean"] == pytest.approx(c.mean) and vs[agent]["losses"] == c.losses
+        assert env["vs_every_reference"][name]["above_every"] == all(v["low"] > 0 for v in vs.values())
+    assert "above every non-learned agent" in table
     # an ablation row is its paired difference to its base row on the same runs
     plan = {lr.name: lr for lr in drl_plan.PLAN["p4"].learners}
     for r in env["ablation"]:
