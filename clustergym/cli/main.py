@@ -209,8 +209,9 @@ def _add_tune_parser(sub, debug: argparse.ArgumentParser) -> None:
     tu.add_argument("--n-envs", type=int, default=None, help="training envs per trial (default 4)")
     tu.add_argument("--train-seeds", type=int, default=2, help="training seeds per trial; the trial is scored on "
                     "their mean per validation run (default 2)")
-    tu.add_argument("--net", default="mlp", choices=["mlp", "entity"],
-                    help="the policy network the trials train (default mlp; entity: the per-entity network)")
+    tu.add_argument("--net", default="mlp", choices=["mlp", "entity", "autoregressive"],
+                    help="the policy network the trials train (default mlp; entity: the per-entity network; "
+                    "autoregressive: P3's masked decoder of ring sizes)")
     tu.add_argument("--seed", type=int, default=0, help="the sampler's seed (trial k trains with seed + k, its "
                     "training seed j > 0 with seed + k + 1000 j)")
     tu.add_argument("--storage", default=None, metavar="URL",

@@ -144,7 +144,8 @@ class TuneConfig:
     seed: int = 0
     n_envs: int | None = None
     env_kwargs: tuple = ()  # (key, value) pairs on top of the hyperparameter file's env_kwargs
-    net: str = "mlp"  # the policy network the trials train: "mlp" or "entity" (the per-entity network)
+    net: str = "mlp"  # the policy network the trials train: "mlp", "entity" (the per-entity network) or
+    # "autoregressive" (P3's masked decoder of ring sizes)
     train_seeds: int = 2  # training seeds per trial: its value per run is the mean over them (TRIAL_SEED_STRIDE)
 
     def reference_agent(self) -> str:

@@ -143,6 +143,17 @@ def test_a_study_of_the_per_entity_network_trains_it_and_says_so(tmp_path):
              str(tmp_path / "x"), progress=False)
 
 
+def test_a_study_of_p3s_decoder_trains_the_decoder_through_the_cli(tmp_path, capsys):
+    out = tmp_path / "ar"
+    rc = main(["tune", "clustergym/RingAllReduce-v0", "--net", "autoregressive", "--set", 'scenario="gpu-short"',
+               "--trials", "1", "--timesteps", "64", "--horizon", "8", "--seeds", "900", "--train-seeds", "1",
+               "--out", str(out), "--no-progress"])
+    assert rc == 0, capsys.readouterr().err
+    rec = json.load(open(out / "tuning.json"))
+    assert rec["net"] == "autoregressive" and rec["study"] == "RingAllReduce-v0-ppo-autoregressive"
+    assert rec["trials"][0]["state"] == "COMPLETE" and rec["env_kwargs"] == {"scenario": "gpu-short"}
+
+
 def test_every_shipped_record_is_used_with_its_best_values_and_was_scored_on_validation_runs_only():
     """Each record in a family's ``hyperparams/tuning/`` is either adopted by its yml entry (the ``tuned`` key) or
     carried by a ``clustergym drl`` tuning row that trains the record's network with exactly the best trial's
