@@ -398,7 +398,7 @@ def cmd_drl(args) -> int:
                           progress=not args.no_progress, figures=args.figures, learners=learners, lock=False,
                           backend=args.backend)
         if args.export_pretrained:
-            keys = envs or list(drl_plan.PLAN)
+            keys = drl_export.shipping_envs(envs)
             for key in keys:  # every check of every env first: nothing shipped is replaced when one fails
                 drl_export.prepare_export(out, key)
             for key in keys:

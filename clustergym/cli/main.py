@@ -230,7 +230,9 @@ def _add_drl_parser(sub, debug: argparse.ArgumentParser) -> None:
                        "evaluate on held-out instances beside the paper policies (resumable)")
     d.add_argument("--out", default=None, help="benchmark folder; finished cells in it are reused (default runs/drl; "
                    "--quick: runs/drl-quick; one folder holds one of the two)")
-    d.add_argument("--envs", default=None, help="comma-separated: p1,p2,p3,p4 (default: all; --quick: p4)")
+    d.add_argument("--envs", default=None, help="comma-separated: p1,p2,p3,p4, p3s (P3 on its gpu-short "
+                   "scenario), p1-privileged,p2-privileged (the privileged-training ablations, on validation "
+                   "instances) (default: all; --quick: p4)")
     d.add_argument("--learners", default=None, help="only these learners, e.g. ppo,maskable_ppo")
     d.add_argument("--seeds", default=None, help="training seeds (default 0-2; --quick: 0,1)")
     d.add_argument("--quick", action="store_true", help="CI-sized: tiny budgets, horizon 50, P4 unless --envs")

@@ -15,7 +15,7 @@ from clustergym.learning.sb3_agent import PRETRAINED_DIR, safe_load
 from clustergym.learning.algos import SIDE_CAR
 from clustergym.learning.sidecar import read_side_car
 
-__all__ = ["check_export", "export_pretrained", "prepare_export", "pretrained_name"]
+__all__ = ["check_export", "export_pretrained", "prepare_export", "pretrained_name", "shipping_envs"]
 
 
 def check_export(quick: bool, learners: Sequence[str] | None, envs: Sequence[str] | None = None) -> None:
@@ -24,12 +24,21 @@ def check_export(quick: bool, learners: Sequence[str] | None, envs: Sequence[str
     if quick:
         raise ValueError("--export-pretrained ships models only from the full benchmark, not from --quick (tiny "
                          "budgets): drop one of them")
+    for k in envs or ():
+        if k in PLAN and not PLAN[k].ships_model:
+            raise ValueError(f"--export-pretrained: {k} ships no model (its rows are an ablation study); drop it from "
+                             "--envs or drop --export-pretrained")
     if learners:
-        for k in envs or PLAN:
+        for k in shipping_envs(envs):
             missing = [lr.name for lr in PLAN[k].main_rows() if lr.name not in learners]
             if missing:
                 raise ValueError(f"--export-pretrained picks the best of the main learners of an env; --learners leaves out "
                                  f"{', '.join(missing)} of {k}: drop --learners")
+
+
+def shipping_envs(envs: Sequence[str] | None = None) -> list[str]:
+    """The benchmark envs of ``envs`` (default: every one) whose best main learner ``--export-pretrained`` ships."""
+    return [k for k in (envs or PLAN) if PLAN[k].ships_model]
 
 
 def prepare_export(out: str, key: str) -> tuple[dict, dict, str, int]:

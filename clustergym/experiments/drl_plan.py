@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from clustergym.learning.hyperparams import tuning_dir
 
 __all__ = ["Learner", "EnvPlan", "PLAN", "HORIZON", "QUICK", "FULL_OUT", "TRAIN_SEED_OFFSET", "MAIN_BUDGET",
-           "ABLATION_BUDGET", "HELD_OUT", "EVAL_SEEDS", "UNTUNED_PPO"]
+           "ABLATION_BUDGET", "HELD_OUT", "EVAL_SEEDS", "UNTUNED_PPO", "VALIDATION_ABLATION"]
 
 HORIZON = 200  # slots per training episode and per evaluation run (P3's default; P1, P2, P4 default to 2000)
 TRAIN_SEED_OFFSET = 100  # training seed s trains with SB3 seed 100 + s (envs 100+s, 101+s, ...): disjoint from
@@ -63,6 +63,7 @@ class EnvPlan:
     env_kwargs: dict = field(default_factory=dict)  # the env's settings for training and every evaluation of this
     # plan (a named scenario, e.g. {"scenario": "gpu-short"}); {}: the env's defaults
     pretrained_name: str = ""  # the folder of ``--export-pretrained`` under pretrained/; "": the env's name
+    ships_model: bool = True  # False: an ablation study whose learners ``--export-pretrained`` never ships
     score_reference: str = ""  # where the runs carry no bound: the agent a score puts at 1 (random at 0); "": the
     # paper policy. Set where the paper policy is not above random (the score would divide by a negative gap).
 
@@ -234,6 +235,36 @@ P3_GPU_SHORT_ROWS = (
             base="ppo-decoder-100k", note="the flat MLP over the same ring sizes (each job's size drawn on its own)"),
 )
 
+# Privileged training (learning/privileged.py): each option one ablation row against the flat-MLP base it changes,
+# all at ABLATION_BUDGET and scored on validation instances (VALIDATION_ABLATION), not on the held-out ones: these
+# rows decide which training options are worth a main row, so they are measured where options are chosen.
+VALIDATION_ABLATION = tuple(range(920, 935))  # 15 validation instances: not the pool, the held-out 0-14, the
+# tuning instances 900-909 or the curves' 910-914
+_PRIV_BASE = Learner("ppo-100k", "ppo", ABLATION_BUDGET,
+                     note="the hyperparameter file's entry (flat MLP) at 100,000 env steps: the base of every row")
+
+
+def _privileged_rows(options: tuple[tuple[str, dict, str, str], ...]) -> tuple[Learner, ...]:
+    return (_PRIV_BASE, *(Learner(name, "ppo", ABLATION_BUDGET, opts, ablation=factor, base=_PRIV_BASE.name,
+                                  note=note) for name, opts, factor, note in options))
+
+
+P1_PRIVILEGED_ROWS = _privileged_rows((
+    ("ppo-100k-critic", {"privileged": "critic"}, "privileged critic",
+     "the critic also sees each channel's true mean utility (the actor reads the public observation only)"),
+    ("ppo-100k-shaped", {"shaping": "oracle"}, "oracle shaping",
+     "training reward minus the per-slot oracle's value (the knapsack optimum on the true means)"),
+    ("bc(oracle)+ppo-100k", {"warm_start": "oracle"}, "oracle warm start",
+     "behaviour cloning of the per-slot oracle's channels (on the true means) on training instances, then PPO"),
+))
+P2_PRIVILEGED_ROWS = _privileged_rows((
+    ("ppo-100k-critic", {"privileged": "critic"}, "privileged critic",
+     "the critic also sees each port's arrival probability (the actor reads the public observation only)"),
+))
+_PRIV_NOTE = ("Privileged-training ablation: the flat-MLP learner at 100,000 env steps against itself with one "
+              "training option that reads the hidden truth (the policy still acts on public observations); scored "
+              "on validation instances (920-934), not on the held-out ones. ")
+
 PLAN: dict[str, EnvPlan] = {
     "p1": EnvPlan("p1", "clustergym/MultiServerChannel-v0", _rows("p1", discount=0.99, action_mode=None, entity=True,
                                                                    tuned=False, update_size=True,
@@ -278,6 +309,14 @@ PLAN: dict[str, EnvPlan] = {
         action_mode=("machine", {"env_kwargs": {"action_mode": "machine"}},
                      "the paper's action: a job per machine (Algorithm 1's form) instead of a level per job")),
         HELD_OUT, EVAL_SEEDS, CURVE_INSTANCES, (0,), default_horizon=2000),
+    "p1-privileged": EnvPlan("p1-privileged", "clustergym/MultiServerChannel-v0", P1_PRIVILEGED_ROWS,
+                             VALIDATION_ABLATION, EVAL_SEEDS, CURVE_INSTANCES, (0,),
+                             ships_model=False,
+                             note=_PRIV_NOTE + "Shaping and the warm start need a per-slot oracle: P1 has one."),
+    "p2-privileged": EnvPlan("p2-privileged", "clustergym/MultiServerAllocation-v0", P2_PRIVILEGED_ROWS,
+                             VALIDATION_ABLATION, EVAL_SEEDS, CURVE_INSTANCES, (0,), ships_model=False,
+                             note=_PRIV_NOTE + "P2's oracle is a hindsight optimum over the whole run, not a per-slot "
+                                               "one, so P2 has the critic row only."),
 }
 
 # Learner names become folder names inside sb3: agent specs, so none of the spec syntax ([ ] , =).
@@ -285,7 +324,8 @@ assert all(set(lr.name).isdisjoint("[],= ") for p in PLAN.values() for lr in p.l
 
 # --quick: CI-sized; same learners and code paths, tiny budgets, 2 training seeds, short runs.
 QUICK = {"horizon": 50, "seeds": (0, 1), "eval_seeds": (0,), "envs": ("p4",), "bc_steps": 400, "bc_epochs": 5,
-         "out": "runs/drl-quick", "learners": ("ppo", "ppo-100k", "ppo-100k-machine", "bc(fair)+ppo-100k-machine"), "eval_instances": (0, 1, 2, 3, 4),
+         "out": "runs/drl-quick", "learners": ("ppo", "ppo-100k", "ppo-100k-machine", "bc(fair)+ppo-100k-machine",
+                                                   "ppo-100k-critic", "ppo-100k-shaped", "bc(oracle)+ppo-100k"), "eval_instances": (0, 1, 2, 3, 4),
          "default_horizon": 100}
 # --quick trains the main row, the ablations' base and the warm-started row (the code paths of both tables and of
 # behaviour cloning), evaluates on instances 0-4 at seed 0 at 50 slots, and the main rows again at 100 slots.
