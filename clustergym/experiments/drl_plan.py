@@ -230,6 +230,11 @@ P3_GPU_SHORT_ROWS = (
             note="the masked autoregressive decoder of ring sizes, gamma 0.99"),
     Learner("ppo-decoder-100k", "ppo", ABLATION_BUDGET, _P3S_DECODER, ablation="budget", base="ppo-decoder",
             note=f"the main row's learner at {ABLATION_BUDGET:,} env steps; the base of the network ablation"),
+    Learner("ppo-decoder-100k-gamma0", "ppo", ABLATION_BUDGET,
+            {**_P3S_DECODER, "hyperparams": {**_P3S_DECODER.get("hyperparams", {}), "gamma": 0.0}},
+            ablation="discount", base="ppo-decoder-100k",
+            note="discount 0 (the hyperparameter file's P3 value, chosen on the 50-server scenario) instead of 0.99; "
+                 "the two compared on the curves' validation instances 900-904 decide the main row's discount"),
     Learner("ppo-100k-flat", "ppo", ABLATION_BUDGET,
             {"env_kwargs": {"action_mode": "ring_size"}, "hyperparams": {"gamma": 0.99}}, ablation="network",
             base="ppo-decoder-100k", note="the flat MLP over the same ring sizes (each job's size drawn on its own)"),
