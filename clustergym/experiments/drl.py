@@ -45,7 +45,7 @@ from clustergym.core.family import env_family, family_spec
 from clustergym.runner.evaluation import evaluate
 from clustergym.experiments.drl_cache import _evaluate_cached, _write_results
 from clustergym.experiments.drl_cells import _atomic_json_or_text, _staged_replace, _sweep, cell_config, cell_state
-from clustergym.experiments.drl_plan import FULL_OUT, HELD_OUT, HORIZON, PLAN, QUICK, EnvPlan
+from clustergym.experiments.drl_plan import FULL_OUT, HORIZON, PLAN, QUICK, EnvPlan
 from clustergym.experiments.drl_report import (_Agents, _env_table, _plot_curves, ablation_table, gap_table,
                                                reference_table)
 from clustergym.learning.algos import SIDE_CAR
@@ -365,7 +365,7 @@ def _env_report(out, p, cells, seeds, horizon, *, learners, workers, progress, f
                    "eval": {"instances": p.eval_instances, "seeds": list(p.eval_seeds), "horizon": horizon},
                    "ablation": abl_rows, "gap": gap_rows, "vs_every_reference": vs_all}
     if abl_rows:
-        md += [f"Ablation ({horizon} slots, the same {_role(p)} runs): each row changes one thing of its base "
+        md += [f"Ablation ({horizon} slots, the same {p.eval_role()} runs): each row changes one thing of its base "
                "row; \"vs base\" is the paired relative difference over instances.", "", abl_table, ""]
     if p.default_horizon and main_cells:
         dmd, env_summary["default_horizon"] = _default_horizon(out, p, main_cells, paper, best, horizon,
@@ -455,15 +455,9 @@ _GAP_TEXT = ("The gap to the bound (the same runs): a score is the share of the 
              "1: at the bound).")
 
 
-def _role(p) -> str:
-    """What a plan's evaluation instances are: "held-out" (the benchmark's), or "validation" (an ablation study
-    scored where training options are chosen)."""
-    return "held-out" if p.eval_instances is None or set(p.eval_instances) <= set(HELD_OUT) else "validation"
-
-
 def _env_text(p, horizon: int, fig: str, table: str) -> list[str]:
     """The env's heading, the runs its table and curves are on, and the table."""
-    design = (f"{_role(p)} instances {', '.join(map(str, p.eval_instances))} x seeds "
+    design = (f"{p.eval_role()} instances {', '.join(map(str, p.eval_instances))} x seeds "
               f"{', '.join(map(str, p.eval_seeds))}" if p.eval_instances is not None else
               f"{len(p.eval_seeds)} held-out instances, instance = seed {p.eval_seeds[0]}-{p.eval_seeds[-1]}")
     curve_design = (f"validation instances {', '.join(map(str, p.curve_instances))} at seed "

@@ -70,6 +70,11 @@ class EnvPlan:
     def main_rows(self) -> tuple[Learner, ...]:
         return tuple(lr for lr in self.learners if not lr.ablation)
 
+    def eval_role(self) -> str:
+        """What the evaluation instances are: "held-out" (the benchmark's) or "validation" (an ablation study
+        scored where training options are chosen)."""
+        return "held-out" if self.eval_instances is None or set(self.eval_instances) <= set(HELD_OUT) else "validation"
+
 
 MAIN_BUDGET = 1_000_000  # env steps of a main row (a cell: about 4-8 min on this 2-core machine)
 ABLATION_BUDGET = 100_000  # env steps of an ablation row and of its base (the "budget" row compares the two)
