@@ -19,6 +19,12 @@ def _fmt_cmp(c) -> str:
     return f"{fmt_ci(c)} {c.wins}/{c.losses}"
 
 
+def _cmp_record(c, **extra) -> dict:
+    """One paired comparison as the summary stores it: mean, interval, wins/losses/ties, its table text."""
+    return {"mean": c.mean, "low": c.low, "high": c.high, "wins": c.wins, "losses": c.losses, "ties": c.ties,
+            "text": _fmt_cmp(c), **extra}
+
+
 def _best_baseline(res, paper: str, learned: set[str]) -> str | None:
     """The non-learned agent (not the paper policy, not random, no ``sb3:`` model: ablation rows are learners
     too) with the highest mean total."""
@@ -63,9 +69,7 @@ def ablation_table(plan: EnvPlan, res, cells: dict, paper: str) -> tuple[list[di
         word = ("higher" if c.low > 0 else "lower" if c.high < 0 else "no difference resolved")
         rows.append({"learner": lr.name, "ablation": lr.ablation, "base": lr.base, "note": lr.note,
                      "budget": cells[lr.name].meta["budget"], "score": sc.mean, "score_low": sc.low,
-                     "score_high": sc.high, "vs_base": {"mean": c.mean, "low": c.low, "high": c.high, "wins": c.wins,
-                                                        "losses": c.losses, "ties": c.ties, "text": _fmt_cmp(c),
-                                                        "reading": word},
+                     "score_high": sc.high, "vs_base": _cmp_record(c, reading=word),
                      "train_wall_s": cells[lr.name].meta["train_wall_s"] + cells[lr.name].meta["bc_wall_s"]})
     if not rows:
         return rows, ""
@@ -106,8 +110,7 @@ def _env_table(plan: EnvPlan, res, cells: dict, paper: str, best: str | None = N
                 continue
             ref = values([ref_agent])
             c = paired_comparison(v, ref, agent=name, reference=ref_name)
-            row[f"vs_{ref_name}"] = {"mean": c.mean, "low": c.low, "high": c.high, "wins": c.wins, "losses": c.losses,
-                                     "ties": c.ties, "verdict": verdict(c), "text": _fmt_cmp(c)}
+            row[f"vs_{ref_name}"] = _cmp_record(c, verdict=verdict(c))
         if name in cells:
             info = cells[name]
             row["per_seed_score"] = [float(np.mean(list(score([a]).values()))) for a in agents]
@@ -200,8 +203,7 @@ def reference_table(res, cells: dict) -> tuple[dict, str]:
         comps = {}
         for a in refs:
             c = paired_comparison(v, totals[a], agent=name, reference=a)
-            comps[a] = {"mean": c.mean, "low": c.low, "high": c.high, "wins": c.wins, "losses": c.losses,
-                        "ties": c.ties, "text": _fmt_cmp(c)}
+            comps[a] = _cmp_record(c)
         summary[name] = {"mean_total_reward": float(np.mean(list(v.values()))), "vs": comps,
                          "above_every": bool(comps) and all(c["low"] > 0 for c in comps.values())}
     if not summary or not refs:
