@@ -27,7 +27,7 @@ from clustergym.experiments import describe_instances, mode_name
 from clustergym.experiments.opm_bench import bench_rows  # noqa: F401  (the P4 rows of clustergym bench)
 from clustergym.experiments.opm_runs import ENV, _run_all, _task, episode  # noqa: F401  (the runs)
 from clustergym.experiments.opm_sweep import AGENTS, COUPLED, EARLIER, ROUNDING_CONFIG, SPEED_EXT, _bounds, _key, _views, sweep
-from clustergym.experiments.opm_load import before_after_lines, ingredients, regime_lines  # noqa: F401
+from clustergym.experiments.opm_load import before_after_lines, ingredients, price_demand_lines, regime_lines  # noqa: F401
 from clustergym.runner.results import RESULTS_FILE, write_json
 from clustergym.core.plots import _plt, agent_colors, figure, figure_legend, plot_claims, save
 from clustergym.experiments.extra import opm_more  # Fig. 1a, Fig. 3 per tenfold step, the price-rule ablation
@@ -450,8 +450,8 @@ def _load_section(tb: dict) -> list[str]:
            "when the horizon allows); §VI's heavy load asks for more than M, half of the jobs for at most M.", "",
            *tb.get("regime", []), ""]
     if tb.get("before_after"):
-        out += ["## The paper's claims at the earlier arrival rate (0.15) and the calibrated one (0.25), same job "
-                "lists", "", "100·(OPM − baseline)/B, mean [95% interval] over job lists, W/L, verdict.", "",
+        out += ["## The paper's claims at the earlier arrival rate (0.15) and the calibrated one (0.25), same scenario "
+                "seeds", "", "100·(OPM − baseline)/B, mean [95% interval] over job lists, W/L, verdict.", "",
                 *tb["before_after"], ""]
     return out
 
@@ -477,7 +477,10 @@ def reproduce(quick: bool, out: str, workers: int, progress: bool, instances=Non
                          "configs": {"/".join(map(str, k)): v for k, v in cfg.items()}},
                 "wall_s": total_wall, "claims": stats.claims_rows_json(rows),
                 "runs": [{k: v for k, v in r.items() if k != "records"} for r in runs]}, indent=1, default=str)
-    text = report(sw, claims_md, tb, workers) + opm_more.section(more)
+    text = (report(sw, claims_md, tb, workers) + opm_more.section(more)
+            + "\n".join(["", "## Load of the price ablation's settings", "",
+                          "Demand as in the load section above, at each setting's own prices (heavy load, β = 0.7).", "",
+                          *price_demand_lines(more["price"]), ""]))
     opm_more.write(more, os.path.join(d, "more"))
     path = os.path.join(d, "report.md")
     with open(path, "w") as f:

@@ -1,7 +1,7 @@
 """The load of the OPM reproduction: the demand of every setting (machines the active jobs' budgets pay for per
 slot, ``envs/approxjobs/scenario.py`` "Load of the paper scale") beside the best baseline's share of the bound
 (:func:`regime_lines`), the verdicts of the paper's claims at the earlier arrival rate 0.15 beside the calibrated
-one on the same job lists (:func:`before_after_lines`), and the machines × job density experiment
+one on the same scenario seeds (:func:`before_after_lines`), and the machines × job density experiment
 (:func:`ingredients`).
 
 The deciding sentences (opm.md §VI, Fig. 2): "the lightly-loaded case where we only keep half of the jobs from the
@@ -19,7 +19,7 @@ from clustergym.experiments import instances_for
 from clustergym.experiments.opm_runs import ENV, _run_all
 from clustergym.experiments.opm_sweep import EARLIER, SPEED_EXT, _bounds, _views
 
-__all__ = ["demands", "regime_lines", "before_after_lines", "ingredients", "DEMAND_SKIP"]
+__all__ = ["demands", "regime_lines", "price_demand_lines", "before_after_lines", "ingredients", "DEMAND_SKIP"]
 
 DEMAND_SKIP = 300  # slots left out of the demand: the first jobs' ramp-up (life_max of the synthetic jobs)
 SHARE_BOUNDS = (0.0, float("inf"))
@@ -45,6 +45,8 @@ def _setting(c: tuple) -> str:
         lab = f"extension: paper scale with speed factors U[{SPEED_EXT}, 1]"
     elif group.startswith("rate="):
         lab = f"extension: paper setup at {group.split('=')[1]} jobs/slot"
+    elif group == "alpha":
+        lab = f"{lab}, Fig. 3's α sweep"
     elif group not in ("heavy", "light"):
         lab = f"{lab}, {group}"
     return f"{lab}, {group if group in ('heavy', 'light') else 'heavy'} load, β={b}"
@@ -60,20 +62,39 @@ def regime_lines(sw: dict, dem: dict | None = None) -> list[str]:
     lines = ["| setting | machines M | demand, machines: mean [min, max] over job lists | demand / M | "
              "best of Fair/EDF: share of B |", "|---|---|---|---|---|"]
     for c in cfg:
-        if not vals(c, "fair") or not vals(c, "edf"):
+        if not vals(c, "fair"):
             continue
+        fair_only = not vals(c, "edf")  # Fig. 3's α sweep runs Fair as its only baseline
         d = list(dem[c].values())
         M = gym.make(ENV, **cfg[c]).unwrapped.scenario.problem.num_machines
-        b, best = _bounds(runs, cfg[c]), best_base(c)
+        b, best = _bounds(runs, cfg[c]), (vals(c, "fair") if fair_only else best_base(c))
         sh = stats.mean_ci([best[i] / b[i] for i in best if b.get(i, 0) > 0], bounds=SHARE_BOUNDS)
         lines.append(f"| {_setting(c)} | {M} | {sum(d) / len(d):,.0f} [{min(d):,.0f}, {max(d):,.0f}] | "
-                     f"{sum(d) / len(d) / M:.2f} | {stats.fmt_ci(sh, '', 3, False)} |")
+                     f"{sum(d) / len(d) / M:.2f} | {stats.fmt_ci(sh, '', 3, False)}{' (Fair; no EDF run)' if fair_only else ''} |")
+    return lines
+
+
+def price_demand_lines(pw: dict) -> list[str]:
+    """The load of the price ablation's settings (its sweep ``pw``: ``{"pl": {"configs", "instances"}, ...}``):
+    per setting the machines the active jobs' budgets pay for per slot at that setting's prices (scenario.demand),
+    mean [min, max] over its job lists and as a multiple of M; Fair's share of B is in the ablation's own table.
+    The two price rules draw different job lists from the same scenario seed (the uniform prices come from the
+    scenario's generator before the jobs), so the demand is measured per rule."""
+    lines = ["| machines | prices | demand, machines: mean [min, max] over job lists | demand / M |",
+             "|---|---|---|---|"]
+    for (scale, mach, price), kw in pw["pl"]["configs"].items():
+        skip = DEMAND_SKIP if kw["horizon"] >= 2 * DEMAND_SKIP else 0
+        scs = [gym.make(ENV, **kw, scenario_seed=i).unwrapped.scenario for i in pw["pl"]["instances"]]
+        d = [demand(sc, skip=skip) for sc in scs]
+        M = scs[0].problem.num_machines
+        lines.append(f"| extension: {scale} scale, {mach} | {'p = 2θ' if price == 'paper' else 'U[0.2, 1]'} | "
+                     f"{sum(d) / len(d):,.0f} [{min(d):,.0f}, {max(d):,.0f}] | {sum(d) / len(d) / M:.2f} |")
     return lines
 
 
 def before_after_lines(sw: dict, paper_vs: dict) -> list[str]:
     """The paper's Table I and Fig. 2 claims (OPM > best of Fair/EDF, OPM > Fair at β = 0.9) at the earlier rate
-    0.15 (``scale="paper-0.15"``) and at the calibrated rate (``scale="paper"``) on the same job lists: mean [95%
+    0.15 (``scale="paper-0.15"``) and at the calibrated rate (``scale="paper"``) on the same scenario seeds (each seed's job list drawn at its rate): mean [95%
     interval] of 100·(OPM − baseline)/B, W/L and the verdict of each; empty without the earlier reading's runs."""
     cfg, runs = sw["pl"]["configs"], sw["runs"]
     vals, best_base, *_ = _views(sw)

@@ -56,7 +56,7 @@ def plan(quick: bool, instances=None, tiny: bool = False) -> dict:
             cfgs[(scale, "heavy", b)] = dict(skw, horizon=H[scale], beta=b, load=1.0)
         for b in light:
             cfgs[(scale, "light", b)] = dict(skw, horizon=H[scale], beta=b, load=0.5)
-    for b in heavy:  # the earlier reading of the load, beside the calibrated one on the same job lists
+    for b in heavy:  # the earlier reading of the load, beside the calibrated one on the same scenario seeds
         cfgs[(EARLIER, "heavy", b)] = dict(scale=EARLIER, horizon=H["paper"], beta=b, load=1.0)
     cfgs[(EARLIER, "light", 0.9)] = dict(scale=EARLIER, horizon=H["paper"], beta=0.9, load=0.5)
     for b in ext:  # the extension: machines with speed factors U[0.3, 1] (not in the paper)

@@ -136,3 +136,22 @@ def test_the_experiments_run_alone_from_their_command(capsys):
     assert "price" in capsys.readouterr().out.lower()
     with pytest.raises(SystemExit, match="usage"):
         cli.main(["nope"])
+
+
+
+def test_the_price_ablations_load_table_measures_each_setting_at_its_prices():
+    """The demand cell is scenario.demand of the setting's own env (its prices) over the ablation's job lists."""
+    import gymnasium as gym
+
+    from clustergym.envs.approxjobs.scenario import demand
+    from clustergym.experiments.opm_load import price_demand_lines
+
+    cfgs = {("default", "speed factors U[0.3, 1]", p): dict(horizon=80, beta=0.7, load=1.0, price=p)
+            for p in opm_more.PRICES}
+    lines = price_demand_lines({"pl": {"configs": cfgs, "instances": [0, 1]}, "runs": []})
+    assert len(lines) == 4 and "demand" in lines[0]
+    for (_, _, p), kw in cfgs.items():
+        d = [demand(gym.make(opm_more.ENV, **kw, scenario_seed=i).unwrapped.scenario) for i in range(2)]
+        cells = next(ln for ln in lines[2:] if ln.split(" | ")[1] == ("p = 2θ" if p == "paper" else "U[0.2, 1]")).split(" | ")
+        assert cells[0] == "| extension: default scale, speed factors U[0.3, 1]"
+        assert cells[2] == f"{sum(d) / 2:,.0f} [{min(d):,.0f}, {max(d):,.0f}]" and cells[3] == f"{sum(d) / 200:.2f} |"

@@ -91,3 +91,18 @@ def test_efficiency_budget_use_and_rounding_tables_keep_each_agent_in_its_column
     coupled = _row(rnd, "coupled across slots")
     assert coupled[1].startswith("2.0") and coupled[2].startswith("-7.1%")  # (0.88 − 0.95)·1.01 of B
     assert _row(rnd, "per slot")[1].startswith("10.0")
+
+
+def test_load_table_gives_fig3s_setting_with_fairs_share_where_edf_did_not_run():
+    """Full mode's α sweep (β = 0.8) runs Fair as its only baseline: its setting is in the load table with Fair's
+    share, said so, and is not dropped."""
+    pl = plan(False, [0, 1, 2])
+    alpha = next(c for c in pl["configs"] if c[1] == "alpha")
+    runs = [{"agent": a, "env_kwargs": dict(pl["configs"][alpha], scenario_seed=i, oracle=a == "random"),
+             "total_reward": SHARE[a] * BOUND * (1 + 0.01 * i), "bound": BOUND if a == "random" else None}
+            for i in pl["instances"] for a in ("fair", "random")]
+    sw = {"runs": runs, "pl": dict(pl, configs={alpha: pl["configs"][alpha]}), "quick": False}
+    lines = opm_load.regime_lines(sw, {alpha: {0: 1400.0, 1: 1500.0, 2: 1600.0}})
+    row = _row(lines, "paper setup, Fig. 3's α sweep, heavy load, β=0.8")
+    assert row[2] == "1,500 [1,400, 1,600]"
+    assert row[4].startswith(f"{0.95 * 1.01:.3f}") and row[4].endswith("(Fair; no EDF run) |")
