@@ -414,7 +414,9 @@ def report(sw: dict, claims_md: str, tb: dict, workers: int) -> str:
             f"`{ENV}`; every comparison is over {len(insts)} job lists (instances, `scenario_seed` "
             f"{describe_instances(insts)}), "
             f"{len(seeds)} dynamics seed(s) each; intervals are 95% t-intervals over job lists; common random "
-            f"numbers across agents. {len(runs)} runs in {total_wall:.0f} s with {workers} worker(s).",
+            f"numbers across agents. {len(runs)} runs in {total_wall:.0f} s with {workers} worker(s) (this "
+            f"invocation's wall time: runs found in the run store are reused, not re-run; the runs' own times sum "
+            f"to {sum(r.get('wall_s', 0.0) for r in runs) / 3600:.2f} h).",
             "", "B = the fluid upper bound on the **expected** utility of the job list (bound.py). Claims statistic: "
             "per job list 100·(OPM − baseline)/B (B common to every agent), t-interval over job lists, W/L, and the "
             "ratio of totals in parentheses / in its own column. share of bound = (utility, mean over seeds) / B; "
