@@ -82,11 +82,10 @@ def price_demand_lines(pw: dict) -> list[str]:
     scenario's generator before the jobs), so the demand is measured per rule."""
     lines = ["| machines | prices | demand, machines: mean [min, max] over job lists | demand / M |",
              "|---|---|---|---|"]
+    dem = demands(pw)
     for (scale, mach, price), kw in pw["pl"]["configs"].items():
-        skip = DEMAND_SKIP if kw["horizon"] >= 2 * DEMAND_SKIP else 0
-        scs = [gym.make(ENV, **kw, scenario_seed=i).unwrapped.scenario for i in pw["pl"]["instances"]]
-        d = [demand(sc, skip=skip) for sc in scs]
-        M = scs[0].problem.num_machines
+        d = list(dem[(scale, mach, price)].values())
+        M = gym.make(ENV, **kw).unwrapped.scenario.problem.num_machines
         lines.append(f"| extension: {scale} scale, {mach} | {'p = 2θ' if price == 'paper' else 'U[0.2, 1]'} | "
                      f"{sum(d) / len(d):,.0f} [{min(d):,.0f}, {max(d):,.0f}] | {sum(d) / len(d) / M:.2f} |")
     return lines

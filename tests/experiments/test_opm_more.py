@@ -138,7 +138,6 @@ def test_the_experiments_run_alone_from_their_command(capsys):
         cli.main(["nope"])
 
 
-
 def test_the_price_ablations_load_table_measures_each_setting_at_its_prices():
     """The demand cell is scenario.demand of the setting's own env (its prices) over the ablation's job lists."""
     import gymnasium as gym
