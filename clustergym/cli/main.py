@@ -320,6 +320,8 @@ def _interrupt_message(exc, args) -> str:
 _STOP = ""  # "interrupted" (SIGINT) or "terminated" (SIGTERM) once a stop has arrived
 _RECHECK_S = 0.05  # a stop that arrives inside an import is acted on when the import has finished
 _REPEAT_S = 1.0  # a stop that compiled code swallowed is raised again after this long
+_LOCK_WAIT_S = 1.0  # a stop that arrives inside thread-synchronisation code waits at most this long
+_LOCK_SINCE: float | None = None  # when the stop now waiting for the thread-synchronisation code arrived
 
 
 def _in_import(frame) -> bool:
@@ -331,29 +333,57 @@ def _in_import(frame) -> bool:
     return False
 
 
+def _in_lock_code(frame) -> bool:
+    """Whether the innermost frame runs the standard library's thread-synchronisation code (``threading``,
+    ``queue``), where an exception raised between two statements leaves a lock held or a condition's waiters
+    inconsistent (a ``Condition.__enter__`` that has acquired its lock but not returned, a ``notify`` that has
+    released a waiter but not removed it). TensorBoard's event writer is such code: its queue is used on every
+    logged step, and a writer left in that state never finishes its ``close``."""
+    import queue
+    import threading
+
+    return frame is not None and frame.f_code.co_filename in (threading.__file__, queue.__file__)
+
+
+def _wait_for_lock_code(frame) -> bool:
+    """Whether a stop should wait for ``frame`` to leave thread-synchronisation code: yes for up to
+    ``_LOCK_WAIT_S`` s after it arrived. After that the main thread is blocked in a wait (a lock's
+    ``acquire`` inside the ``try`` that restores the condition's state), where raising is safe."""
+    import time
+
+    global _LOCK_SINCE
+    if not _in_lock_code(frame):
+        return False
+    _LOCK_SINCE = _LOCK_SINCE if _LOCK_SINCE is not None else time.monotonic()
+    return time.monotonic() - _LOCK_SINCE < _LOCK_WAIT_S
+
+
 def _on_stop(signum, frame):
     """Ctrl-C (SIGINT) and SIGTERM stop a command with a KeyboardInterrupt, and the stop cannot be lost.
 
     Inside an import the stop waits until the import has finished: compiled extensions being imported
     (numba's) turn an exception raised there into an ImportError or lose it, so the command would fail with
-    a traceback or run on. Compiled code running (numba compiling a kernel, whose ctypes callback prints
-    "Exception ignored" and drops it) may swallow the KeyboardInterrupt, so a timer (SIGALRM) raises it again
-    every ``_REPEAT_S`` s until :func:`main` has caught it, unless the stop is being handled at that moment
+    a traceback or run on. Inside the standard library's thread-synchronisation code it waits (at most
+    ``_LOCK_WAIT_S`` s) until that code has returned (:func:`_in_lock_code`): a TensorBoard writer
+    interrupted there left ``train``'s cleanup waiting for its thread. Compiled code running (numba
+    compiling a kernel, whose ctypes callback prints "Exception ignored" and drops it) may swallow the
+    KeyboardInterrupt, so a timer (SIGALRM) raises it again every ``_REPEAT_S`` s until :func:`main` has caught it, unless the stop is being handled at that moment
     (the cleanup in an ``except``/``finally`` block runs to its end). Where there is no such timer (Windows),
     the stop is immediate and raised once."""
     import signal
 
-    global _STOP
+    global _STOP, _LOCK_SINCE
     if signum != getattr(signal, "SIGALRM", None):
         _STOP = _STOP or ("terminated" if signum == signal.SIGTERM else "interrupted")
     if hasattr(signal, "setitimer"):
         signal.signal(signal.SIGALRM, _on_stop)
-        if _in_import(frame):
+        if _in_import(frame) or _wait_for_lock_code(frame):
             signal.setitimer(signal.ITIMER_REAL, _RECHECK_S)
             return
         signal.setitimer(signal.ITIMER_REAL, _REPEAT_S)
         if signum == signal.SIGALRM and was_interrupted(sys.exc_info()[1]):
             return  # the stop is on its way out: nothing swallowed it
+    _LOCK_SINCE = None
     raise KeyboardInterrupt("terminated" if _STOP == "terminated" else "")
 
 
@@ -389,8 +419,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"clustergym: error: plugin: {str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__}",
               file=sys.stderr)
         return 2
-    global _STOP
-    _STOP = ""
+    global _STOP, _LOCK_SINCE
+    _STOP, _LOCK_SINCE = "", None
     old = None
     if threading.current_thread() is threading.main_thread():
         # SIGTERM stops a run like Ctrl-C: the worker processes are terminated, nothing half-written is left.
