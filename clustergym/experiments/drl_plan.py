@@ -229,6 +229,7 @@ P1_ENTITY_100K, P4_ENTITY_100K = entity_budget_row(P1_ENTITY), entity_budget_row
 # P3 on the gpu-short scenario: the masked autoregressive decoder of ring sizes (learning/autoregressive.py) as the
 # main row, with the discount 0.99 (on this cluster GADGET's per-slot optimum is not the best over a run, so a
 # learner has to look ahead); its budget row, and the flat MLP at that budget as the network ablation.
+P3S_TEACHER = "las[thresholds=continuous]"  # the warm start's teacher: the best non-learned policy on gpu-short
 _P3S_DECODER = {"net": "autoregressive", "env_kwargs": {"action_mode": "ring_size"}, "hyperparams": {"gamma": 0.99}}
 P3_GPU_SHORT_ROWS = (
     Learner("ppo-decoder", "ppo", MAIN_BUDGET, _P3S_DECODER, quick_budget=2048,
@@ -243,6 +244,10 @@ P3_GPU_SHORT_ROWS = (
     Learner("ppo-100k-flat", "ppo", ABLATION_BUDGET,
             {"env_kwargs": {"action_mode": "ring_size"}, "hyperparams": {"gamma": 0.99}}, ablation="network",
             base="ppo-decoder-100k", note="the flat MLP over the same ring sizes (each job's size drawn on its own)"),
+    Learner("bc(las-continuous)+ppo-decoder-100k", "ppo", ABLATION_BUDGET, {**_P3S_DECODER, "warm_start": P3S_TEACHER},
+            ablation="warm start", base="ppo-decoder-100k",
+            note="behaviour cloning of the continuous LAS (the best non-learned policy on this scenario) on "
+                 "training instances, then PPO fine-tuning of the decoder"),
 )
 
 # Privileged training (learning/privileged.py): each option one ablation row against the flat-MLP base it changes,
