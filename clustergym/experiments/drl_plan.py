@@ -248,6 +248,12 @@ P3_GPU_SHORT_ROWS = (
             ablation="warm start", base="ppo-decoder-100k",
             note="behaviour cloning of the continuous LAS (the best non-learned policy on this scenario) on "
                  "training instances, then PPO fine-tuning of the decoder"),
+    Learner("bc(las-continuous)+ppo-decoder-100k-fullstep", "ppo", ABLATION_BUDGET,
+            {**_P3S_DECODER, "warm_start": P3S_TEACHER,
+             "hyperparams": {**_P3S_DECODER["hyperparams"], "learning_rate": 3e-4, "clip_range": 0.2}},
+            ablation="fine-tuning step", base="bc(las-continuous)+ppo-decoder-100k",
+            note="the warm-start row fine-tuned with the base row's learning rate 3e-4 and clip range 0.2 instead of "
+                 "the warm start's 1e-4 and 0.1"),
 )
 
 # Privileged training (learning/privileged.py): each option one ablation row against the flat-MLP base it changes,
