@@ -367,9 +367,9 @@ def _on_stop(signum, frame):
     ``_LOCK_WAIT_S`` s) until that code has returned (:func:`_in_lock_code`): a TensorBoard writer
     interrupted there left ``train``'s cleanup waiting for its thread. Compiled code running (numba
     compiling a kernel, whose ctypes callback prints "Exception ignored" and drops it) may swallow the
-    KeyboardInterrupt, so a timer (SIGALRM) raises it again every ``_REPEAT_S`` s until :func:`main` has caught it, unless the stop is being handled at that moment
-    (the cleanup in an ``except``/``finally`` block runs to its end). Where there is no such timer (Windows),
-    the stop is immediate and raised once."""
+    KeyboardInterrupt, so a timer (SIGALRM) raises it again every ``_REPEAT_S`` s until :func:`main` has
+    caught it, unless the stop is being handled at that moment (the cleanup in an ``except``/``finally`` block
+    runs to its end). Where there is no such timer (Windows), the stop is immediate and raised once."""
     import signal
 
     global _STOP, _LOCK_SINCE
