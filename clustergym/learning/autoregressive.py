@@ -12,7 +12,11 @@ decoder conditions each count on the capacity still free and never asks for more
   mask and global features g (raw flat observation: ``clustergym train`` turns ``VecNormalize``'s observation
   part off for this net, rewards are still normalised). φ(x_e) and the context ρ([mean φ, max φ, g]) are the
   per-entity network's set encoder; base_e = A φ(x_e) + C ρ + b.
-* **Decoder step** e (entities in the observation's order): the free capacity F_e = pool − Σ_{e' < e} a_e' and
+* **Decoding order**: the entities in the observation's order (``order="window"``, the default), or in an order
+  the family's hooks define (``order=<name>`` of the hooks' ``ORDERS``; P3: ``"attained"``, least attained
+  service first, the continuous LAS's priority). The env still receives one count per entity in its own order:
+  the order changes which entities are decided knowing the others' counts, not the action's meaning.
+* **Decoder step** e (entities in the decoding order): the free capacity F_e = pool − Σ_{e' < e} a_e' and
   the demand D_e = Σ_{e' ≥ e} cap_e' give the step features s_e = [F_e / pool, min(F_e, K) / K,
   min(F_e / D_e, 2) / 2]; the logits of the counts 0..K are ``out(tanh(base_e + W s_e))``, **masked** so that
   a_e ≤ min(cap_e, F_e) (cap_e from the family's ``allocation`` hook: 0 for an absent entity, so it always
@@ -96,16 +100,23 @@ def decoder_layout(env: gym.Env) -> dict:
 
 class DecoderNet(nn.Module):
     """The encoder, the decoder step and the critic (module docstring); plays the role of SB3's ``mlp_extractor``.
-    ``forward_actor`` returns the per-entity decoder inputs packed in one tensor (B, P·(h + 3)): base_e, cap_e,
-    D_e and the pool; :class:`AutoregressiveDistribution` decodes them."""
+    ``forward_actor`` returns the per-entity decoder inputs in decoding order packed in one tensor (B, P·(h + 4)):
+    base_e, cap_e, D_e, the pool and the entity's index in the observation; :class:`AutoregressiveDistribution`
+    decodes them."""
 
-    def __init__(self, layout: dict, hidden: int = DEFAULT_HIDDEN):
+    def __init__(self, layout: dict, hidden: int = DEFAULT_HIDDEN, order: str = "window"):
         super().__init__()
         spec = decoder_family(layout)
         if spec is None:
             raise ValueError(f"no decoder hooks for the family {layout.get('family')!r}")
         hooks = _hooks(spec)
         self._features, self._allocation = hooks.features, hooks.allocation
+        orders = getattr(hooks, "ORDERS", {})
+        if order != "window" and order not in orders:
+            raise ValueError(f"order={str(order)[:40]!r} is invalid for the decoder of {spec.name}: expected "
+                             f"{' or '.join(repr(o) for o in ('window', *orders))}")
+        self.order = str(order)
+        self._order_key = orders.get(order)
         self.levels, self.t_index, self.hidden = int(layout["levels"]), int(layout["t_index"]), int(hidden)
         for key, name in hooks.BUFFERS.items():  # not in the state_dict: rebuilt from the layout
             self.register_buffer(name, th.as_tensor(np.asarray(layout[key], dtype=np.int64)), persistent=False)
@@ -117,7 +128,7 @@ class DecoderNet(nn.Module):
         self.step_in = nn.Linear(_STEP_FEATURES, hidden, bias=False)
         self.out = nn.Linear(hidden, self.levels)
         self.critic = _SetEncoder(f, g, hidden)
-        self.latent_dim_pi = self.P * (hidden + 3)
+        self.latent_dim_pi = self.P * (hidden + 4)
         self.latent_dim_vf = hidden
 
     def forward_actor(self, obs: th.Tensor) -> th.Tensor:
@@ -126,9 +137,15 @@ class DecoderNet(nn.Module):
         cap = th.where(present, cap.clamp(max=self.levels - 1), th.zeros_like(cap)).to(x.dtype)
         phi, ctx = self.actor(x, present, glob)
         base = self.job_in(phi) + self.ctx_in(ctx).unsqueeze(1)  # (B, P, h)
-        demand = cap.flip(1).cumsum(1).flip(1)  # D_e = Σ_{e' >= e} cap_e'
+        index = th.arange(self.P, device=x.device).expand(x.shape[0], self.P)
+        if self._order_key is not None:  # decoding order: a stable sort of the hooks' key (ties keep the obs order)
+            index = th.sort(self._order_key(self, obs), dim=1, stable=True).indices
+            base = base.gather(1, index.unsqueeze(-1).expand_as(base))
+            cap = cap.gather(1, index)
+        demand = cap.flip(1).cumsum(1).flip(1)  # D_e = Σ_{e' >= e} cap_e' (decoding order)
         pool = pool.to(x.dtype).unsqueeze(1).expand_as(cap)
-        return th.cat([base, cap.unsqueeze(-1), demand.unsqueeze(-1), pool.unsqueeze(-1)], dim=-1).flatten(1)
+        return th.cat([base, cap.unsqueeze(-1), demand.unsqueeze(-1), pool.unsqueeze(-1),
+                       index.to(x.dtype).unsqueeze(-1)], dim=-1).flatten(1)
 
     def forward_critic(self, obs: th.Tensor) -> th.Tensor:
         x, present, glob = self._features(self, obs)
@@ -167,8 +184,9 @@ class AutoregressiveDistribution(Distribution):
 
     def proba_distribution(self, latent: th.Tensor) -> AutoregressiveDistribution:
         h = self.net.hidden
-        z = latent.reshape(latent.shape[0], self.net.P, h + 3)
+        z = latent.reshape(latent.shape[0], self.net.P, h + 4)
         self.base, self.cap, self.demand, self.pool = z[..., :h], z[..., h], z[..., h + 1], z[..., 0, h + 2]
+        self.index = th.round(z[..., h + 3]).long()  # decoding step e -> the entity's position in the observation
         self._entropy = None
         return self
 
@@ -178,7 +196,7 @@ class AutoregressiveDistribution(Distribution):
         return self.pool.unsqueeze(1) - (a.cumsum(dim=1) - a)
 
     def log_prob(self, actions: th.Tensor) -> th.Tensor:
-        a = actions.long()
+        a = actions.long().gather(1, self.index)  # the counts in decoding order
         free = self.free_before(a).clamp_min(0.0)
         logp = th.log_softmax(self.net.step_logits(self.base, free, self.cap, self.demand,
                                                    self.pool.unsqueeze(1).expand_as(free)), dim=-1)
@@ -191,7 +209,8 @@ class AutoregressiveDistribution(Distribution):
         return self._entropy
 
     def decode(self, deterministic: bool) -> tuple[th.Tensor, th.Tensor]:
-        """(actions (B, P), Σ_e log π_e(a_e | a_<e) (B,)): entity after entity, sampled or greedy."""
+        """(actions (B, P) in the observation's order, Σ_e log π_e(a_e | a_<e) (B,)): entity after entity in
+        decoding order, sampled or greedy."""
         free = self.pool.clone()
         acts, total = [], th.zeros_like(free)
         for e in range(self.net.P):
@@ -201,7 +220,8 @@ class AutoregressiveDistribution(Distribution):
             total = total + logp.gather(-1, a.unsqueeze(-1)).squeeze(-1)
             free = free - a.to(free.dtype)
             acts.append(a)
-        return th.stack(acts, dim=1), total
+        out = th.empty_like(self.index)
+        return out.scatter_(1, self.index, th.stack(acts, dim=1)), total
 
     def sample(self) -> th.Tensor:
         return self.decode(False)[0]
@@ -221,17 +241,20 @@ class DecoderActorCriticPolicy(ActorCriticPolicy):
     """PPO / A2C with :class:`DecoderNet` as ``mlp_extractor`` and :class:`AutoregressiveDistribution` as the
     action distribution (``policy_kwargs["decoder"]``: the layout of :func:`decoder_layout`)."""
 
-    def __init__(self, *args, decoder: dict, hidden: int = DEFAULT_HIDDEN, **kwargs):
+    def __init__(self, *args, decoder: dict, hidden: int = DEFAULT_HIDDEN, order: str = "window", **kwargs):
         if decoder_family(decoder) is None:
             raise ValueError("the decoder policy needs policy_kwargs['decoder'], the layout of decoder_layout()")
         self.decoder = decoder
         self.hidden = int(hidden)
+        self.order = str(order)
         kwargs.pop("net_arch", None)  # the decoder has its own architecture
         super().__init__(*args, **kwargs)
 
     def _get_constructor_parameters(self) -> dict:
         data = super()._get_constructor_parameters()
         data.update(decoder=self.decoder, hidden=self.hidden)
+        if self.order != "window":  # older models (and readers) know no order
+            data.update(order=self.order)
         return data
 
     def _build_mlp_extractor(self) -> None:
@@ -239,7 +262,7 @@ class DecoderActorCriticPolicy(ActorCriticPolicy):
         if n != int(self.decoder["num_inputs"]):
             raise ValueError(f"the decoder layout expects {self.decoder['num_inputs']} observation entries, "
                              f"the observation space has {n}")
-        self.mlp_extractor = DecoderNet(self.decoder, self.hidden)
+        self.mlp_extractor = DecoderNet(self.decoder, self.hidden, self.order)
 
     def _build(self, lr_schedule) -> None:
         super()._build(lr_schedule)

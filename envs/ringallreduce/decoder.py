@@ -1,6 +1,7 @@
 """P3's hooks for the masked autoregressive decoder (``FamilySpec.decoder``; ``clustergym train --net
 autoregressive``): in the ``"ring_size"`` action mode the decoder picks the workers of each visible job, oldest
-first (the order the env's greedy placement places them in), from the cluster's GPUs. The network itself is
+first (the order the env's greedy placement places them in) or, with ``order="attained"`` (``ORDERS``), least
+attained service first, from the cluster's GPUs. The network itself is
 :class:`clustergym.learning.autoregressive.DecoderNet`.
 
 The flat observation is read raw (``clustergym train`` turns ``VecNormalize``'s observation part off for this
@@ -21,7 +22,7 @@ import torch as th
 from clustergym.core.entity_features import log_time_feature, space_shape
 from clustergym.envs.ringallreduce.env import JOB_FEATURES
 
-__all__ = ["BUFFERS", "layout", "features", "allocation"]
+__all__ = ["BUFFERS", "ORDERS", "layout", "features", "allocation"]
 
 BUFFERS = {"job_index": "job_index", "server_index": "server_index"}
 _COL = {k: i for i, k in enumerate(JOB_FEATURES)}
@@ -94,3 +95,15 @@ def features(net: Any, obs: th.Tensor) -> tuple[th.Tensor, th.Tensor, th.Tensor]
                    present.to(r.dtype).mean(dim=1, keepdim=True), (demand / gpus).clamp(max=4.0) / 4.0,
                    srv[..., 2].sum(dim=1, keepdim=True) / gpus, log_time_feature(t)], dim=1)
     return x, present, glob
+
+
+def _least_attained_first(net: Any, obs: th.Tensor) -> th.Tensor:
+    """(B, J) the decoding key of ``order="attained"``: each job's attained service z_i (worker-slots, column
+    ``attained``), empty rows last. A stable sort keeps the window order (oldest first) among equal z_i: the
+    continuous LAS's priority, increasing z_i with ties by arrival (``clustergym.baselines.ringallreduce.LAS``)."""
+    r = obs[:, net.job_index]
+    z = r[..., _COL["attained"]].clamp_min(0.0)
+    return th.where(r[..., _COL["remaining"]] > 0.5, z, th.full_like(z, float("inf")))
+
+
+ORDERS = {"attained": _least_attained_first}  # the decoder's ``order`` options besides "window"

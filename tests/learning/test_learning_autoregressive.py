@@ -3,9 +3,11 @@
 Behaviour checked: the hooks read each job's cap and the cluster's GPUs from the raw flat observation (the env's
 own values); sampled actions never exceed a job's cap or the GPUs left by the jobs before it, and absent jobs get
 0; the teacher-forced log-probability of an action equals the sum of the sequential sampler's per-step ones;
-the greedy action takes each step's most likely count; the same torch seed samples the same actions; training
-through ``train`` and loading through ``sb3:`` (no pickle) gives the trained policy's actions; unsupported
-families and algorithms fail clearly."""
+the greedy action takes each step's most likely count; with ``order="attained"`` the jobs are decided least
+attained service first (the continuous LAS's priority) and the action still comes back in the window's order; the
+same torch seed samples the same actions; training through ``train`` and loading through ``sb3:`` (no pickle)
+gives the trained policy's actions, its decoding order included; unsupported families, algorithms and orders fail
+clearly."""
 
 import json
 import zipfile
@@ -29,10 +31,10 @@ def _env(layout="compact", **kw):
     return make_train_env(P3, {**KW, **kw}, layout=layout)
 
 
-def _policy(env, seed=0):
+def _policy(env, seed=0, order="window"):
     th.manual_seed(seed)
     return DecoderActorCriticPolicy(env.observation_space, env.action_space, lambda _: 3e-4,
-                                    decoder=decoder_layout(env))
+                                    decoder=decoder_layout(env), order=order)
 
 
 def _rollout(env, steps=40, seed=0):
@@ -68,10 +70,11 @@ def _scarce(X, env, gpus_left=4):
     return X
 
 
-def test_sampled_actions_respect_the_caps_and_the_gpus_left():
+@pytest.mark.parametrize("order", ["window", "attained"])
+def test_sampled_actions_respect_the_caps_and_the_gpus_left(order):
     env = _env()
     X, caps, gpus = _rollout(env)
-    pol = _policy(env)
+    pol = _policy(env, order=order)
     for x, pool in ((X, gpus), (_scarce(X, env), 4)):
         xb = x.repeat(8, 1)  # 8 samples per observation
         cb = np.tile(caps, (8, 1))
@@ -85,10 +88,11 @@ def test_sampled_actions_respect_the_caps_and_the_gpus_left():
     assert (a.sum(axis=1) == 4).any()
 
 
-def test_teacher_forcing_equals_the_sequential_sampler():
+@pytest.mark.parametrize("order", ["window", "attained"])
+def test_teacher_forcing_equals_the_sequential_sampler(order):
     env = _env()
     X, _, _ = _rollout(env)
-    net = _policy(env).mlp_extractor.to(th.float64)  # in float64 (SB3's preprocessing casts to float32)
+    net = _policy(env, order=order).mlp_extractor.to(th.float64)  # in float64 (SB3's preprocessing casts to float32)
     for x in (X.double(), _scarce(X, env).double()):
         with th.no_grad():
             d = AutoregressiveDistribution(net, net.forward_actor(x))
@@ -98,7 +102,7 @@ def test_teacher_forcing_equals_the_sequential_sampler():
             ent = d.entropy()
         assert (ent >= 0).all() and (ent > 0).any()
     # the policy's own forward and evaluate_actions agree (float32, as PPO runs them)
-    pol = _policy(env)
+    pol = _policy(env, order=order)
     with th.no_grad():
         acts, _, lp = pol(X)
         _, lp2, _ = pol.evaluate_actions(X, acts.float())
@@ -121,6 +125,41 @@ def test_the_greedy_action_takes_each_steps_most_likely_count():
     np.testing.assert_array_equal(pol.predict(X[:5].numpy(), deterministic=True)[0], greedy)
 
 
+def _fill_in_order(X, env, order, gpus):
+    """Each job's count when every step takes the largest count allowed, jobs visited in ``order`` (numpy)."""
+    lay = decoder_layout(env)
+    from clustergym.envs.ringallreduce.env import JOB_FEATURES
+
+    rows = X.numpy()[:, np.asarray(lay["job_index"])]  # (B, J, F) raw
+    col = {k: i for i, k in enumerate(JOB_FEATURES)}
+    out = np.zeros(rows.shape[:2], dtype=np.int64)
+    for b, r in enumerate(rows):
+        present = r[:, col["remaining"]] > 0.5
+        cap = np.where(present, np.minimum(np.round(r[:, col["workers_cap"]]), lay["levels"] - 1), 0).astype(int)
+        key = np.where(present, r[:, col["attained"]], np.inf) if order == "attained" else np.arange(len(r))
+        free = gpus
+        for j in np.argsort(key, kind="stable"):
+            out[b, j] = min(cap[j], free)
+            free -= out[b, j]
+    return out
+
+
+def test_the_attained_order_decides_the_least_attained_jobs_first():
+    env = _env()
+    X, _, _ = _rollout(env, 40, seed=2)
+    X = _scarce(X, env, 9)
+    actions = {}
+    for order in ("window", "attained"):
+        pol = _policy(env, order=order)
+        with th.no_grad():  # logits that prefer the largest count allowed, whatever the job
+            for w in pol.mlp_extractor.out.parameters():
+                w.zero_()
+            pol.mlp_extractor.out.bias.copy_(th.arange(pol.mlp_extractor.levels, dtype=th.float32) * 50.0)
+            actions[order] = pol.get_distribution(X).mode().numpy()
+        np.testing.assert_array_equal(actions[order], _fill_in_order(X, env, order, 9))
+    assert (actions["window"] != actions["attained"]).any(), "the order decides who gets the 9 GPUs here"
+
+
 def test_the_same_seed_samples_the_same_actions():
     env = _env()
     X, _, _ = _rollout(env)
@@ -134,19 +173,21 @@ def test_the_same_seed_samples_the_same_actions():
     assert th.equal(sample(3), sample(3)) and not th.equal(sample(3), sample(4))
 
 
-def test_train_then_load_through_sb3_without_pickles(tmp_path):
+@pytest.mark.parametrize("order", ["window", "attained"])
+def test_train_then_load_through_sb3_without_pickles(tmp_path, order):
     from stable_baselines3 import PPO
 
     run = tmp_path / "run"
+    policy_kwargs = {} if order == "window" else {"policy_kwargs": {"order": order}}
     config = TrainConfig(P3, "ppo", 256, env_kwargs={**KW, "horizon": 32, "scenario_seed": 2}, n_envs=2,
-                         hyperparams={"n_steps": 64, "batch_size": 64, "n_epochs": 2}, net="autoregressive",
-                         curve_references=False)
+                         hyperparams={"n_steps": 64, "batch_size": 64, "n_epochs": 2, **policy_kwargs},
+                         net="autoregressive", curve_references=False)
     meta = train(config, str(run), progress=False)
     assert meta["net"] == "autoregressive" and meta["norm_obs"] is False and not (run / "vecnormalize.npz").exists()
     with zipfile.ZipFile(run / "model.zip") as z:
         assert "job_index" in json.loads(z.read("data"))["policy_kwargs"]["decoder"], "the layout is JSON"
     agent = make(f"sb3:{run}/model.zip")
-    assert isinstance(agent.model.policy, DecoderActorCriticPolicy)
+    assert isinstance(agent.model.policy, DecoderActorCriticPolicy) and agent.model.policy.order == order
     trained = PPO.load(str(run / "model.zip"), device="cpu")  # our own file: SB3's pickles are fine here
     env = make_train_env(P3, meta["env_kwargs"], layout="compact")
     X, _, _ = _rollout(env, 32, seed=1)
@@ -170,5 +211,9 @@ def test_other_families_and_algorithms_fail_clearly():
         check_decoder("ringallreduce", "maskable_ppo")
     with pytest.raises(ValueError, match="not 'sac'"):
         policy_class("sac", "fast", "autoregressive")
+    env = _env()
+    with pytest.raises(ValueError, match="order='fifo' is invalid for the decoder of ringallreduce: expected 'window' "
+                                         "or 'attained'"):
+        _policy(env, order="fifo")
     with pytest.raises(ValueError, match="action_mode='ring_size'"):
         decoder_layout(make_train_env(P3, {"scenario": "gpu-short", "horizon": 5}))
