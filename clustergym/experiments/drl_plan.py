@@ -230,6 +230,9 @@ P1_ENTITY_100K, P4_ENTITY_100K = entity_budget_row(P1_ENTITY), entity_budget_row
 # main row, with the discount 0.99 (on this cluster GADGET's per-slot optimum is not the best over a run, so a
 # learner has to look ahead); its budget row, and the flat MLP at that budget as the network ablation.
 P3S_TEACHER = "las[thresholds=continuous]"  # the warm start's teacher: the best non-learned policy on gpu-short
+# a teacher the decoder can copy: the same LAS with every job's size 3 (chosen on validation instances 900-904 among
+# 1-5 workers; LAS's default draws each job's size at random, which no observation tells the clone)
+P3S_TEACHER_W3 = "las[thresholds=continuous,workers=3]"
 _P3S_DECODER = {"net": "autoregressive", "env_kwargs": {"action_mode": "ring_size"}, "hyperparams": {"gamma": 0.99}}
 P3_GPU_SHORT_ROWS = (
     Learner("ppo-decoder", "ppo", MAIN_BUDGET, _P3S_DECODER, quick_budget=2048,
@@ -254,6 +257,20 @@ P3_GPU_SHORT_ROWS = (
             ablation="fine-tuning step", base="bc(las-continuous)+ppo-decoder-100k",
             note="the warm-start row fine-tuned with the base row's learning rate 3e-4 and clip range 0.2 instead of "
                  "the warm start's 1e-4 and 0.1"),
+    Learner("ppo-decoder-100k-attained", "ppo", ABLATION_BUDGET,
+            {**_P3S_DECODER, "hyperparams": {**_P3S_DECODER["hyperparams"], "policy_kwargs": {"order": "attained"}}},
+            ablation="decoding order", base="ppo-decoder-100k",
+            note="the decoder decides the jobs least attained service first (the continuous LAS's priority) instead "
+                 "of oldest first"),
+    Learner("bc(las-w3)+ppo-decoder-100k", "ppo", ABLATION_BUDGET, {**_P3S_DECODER, "warm_start": P3S_TEACHER_W3},
+            ablation="teacher", base="bc(las-continuous)+ppo-decoder-100k",
+            note="the warm start from the continuous LAS with 3 workers per job (its sizes follow from what the "
+                 "decoder sees) instead of sizes drawn at random"),
+    Learner("bc(las-w3)+ppo-decoder-100k-attained", "ppo", ABLATION_BUDGET,
+            {**_P3S_DECODER, "warm_start": P3S_TEACHER_W3,
+             "hyperparams": {**_P3S_DECODER["hyperparams"], "policy_kwargs": {"order": "attained"}}},
+            ablation="decoding order", base="bc(las-w3)+ppo-decoder-100k",
+            note="the same warm start with the decoder deciding the jobs in its teacher's order (least attained first)"),
 )
 
 # Privileged training (learning/privileged.py): each option one ablation row against the flat-MLP base it changes,
