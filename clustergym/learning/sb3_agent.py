@@ -80,8 +80,8 @@ def resolve_model_path(path: str) -> str:
         name = name[: -len("/model.zip")]
     name = name.split("/")[-1]
     name = _short_names().get(name.lower(), name)
-    if not name.endswith("-v0"):
-        name += "-v0"
+    if not name.endswith("-v0") and not os.path.exists(os.path.join(PRETRAINED_DIR, name, "model.zip")):
+        name += "-v0"  # pretrained/ApproxJobs; a scenario's own model (RingAllReduce-v0-gpu-short) keeps its name
     model = os.path.join(PRETRAINED_DIR, name, "model.zip")
     if not os.path.exists(model):
         shipped = pretrained_models()

@@ -202,6 +202,43 @@ def test_pretrained_model_fits_100_consecutive_instances_of_the_default_generato
     assert res.runs[0].steps == 5 and np.isfinite(res.runs[0].total_reward)
 
 
+# every shipped model: (its name under pretrained/, the env, the env kwargs it was trained with)
+SHIPPED = [(k.split("/")[1], k, {}) for k in sorted(PRETRAINED)] + [
+    ("RingAllReduce-v0-gpu-short", "clustergym/RingAllReduce-v0", {"scenario": "gpu-short"})]
+
+
+@pytest.mark.parametrize("name,env_id,env_kwargs", SHIPPED, ids=[s[0] for s in SHIPPED])
+def test_pretrained_model_runs_on_100_consecutive_unseen_instances(name, env_id, env_kwargs):
+    """Instances 2000-2099 (no pool, validation or held-out set holds them), short runs at seed 0 through the
+    runner, beside random on the same runs: every run of the model ends with a finite total, and over the 100
+    instances its mean total is above random's. P4 runs 80 slots: its jobs' values come at their deadlines, so at
+    30 slots most runs total 0 for every policy (a P4 run may also end earlier, when its last job has left)."""
+    from clustergym.learning.sb3_agent import pretrained_models
+    from clustergym.runner.evaluation import evaluate
+
+    assert name in pretrained_models()
+    horizon = 80 if env_id.endswith("ApproxJobs-v0") else 30
+    spec, block = f"sb3:pretrained/{name}", list(range(2000, 2100))
+    res = evaluate(env_id, [spec, "random"], [0], horizon, env_kwargs=env_kwargs, instances=block, progress=False,
+                   score=False)
+    by = {a: {r.instance: r for r in res.runs if r.agent == a} for a in (spec, "random")}
+    assert sorted(by[spec]) == sorted(by["random"]) == block
+    model = np.array([by[spec][k].total_reward for k in block])
+    rand = np.array([by["random"][k].total_reward for k in block])
+    assert all(0 < by[spec][k].steps <= horizon for k in block) and np.isfinite(model).all()
+    assert sum(by[spec][k].steps == horizon for k in block) >= 90
+    assert model.mean() > rand.mean(), (model.mean(), rand.mean())
+
+
+def test_the_gpu_short_model_refuses_another_scenario(tmp_path, capsys):
+    """The scenario's own model acts only on its scenario: elsewhere the run stops before it starts, with one line."""
+    assert main(["run", "clustergym/RingAllReduce-v0", "--agents", "sb3:pretrained/RingAllReduce-v0-gpu-short,random",
+                 "--instances", "0", "--horizon", "5", "--no-plots", "--no-progress", "--out", str(tmp_path / "x")]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "trained on another scenario: scenario='gpu-short'" in err[0]
+    assert not (tmp_path / "x").exists()
+
+
 def test_pretrained_names_resolve_and_unknown_ones_are_one_line(tmp_path, capsys):
     from clustergym.learning.sb3_agent import resolve_model_path
 
