@@ -40,7 +40,6 @@ from typing import Sequence
 
 import numpy as np
 
-from clustergym.core.agent import list_agents
 from clustergym.core.family import env_family, family_spec
 from clustergym.runner.evaluation import evaluate
 from clustergym.experiments.drl_cache import _evaluate_cached, _write_results
@@ -340,8 +339,7 @@ def _env_report(out, p, cells, seeds, horizon, *, learners, workers, progress, f
     spec = family_spec(env_family(p.env_id))
     paper = spec.paper_agent
     learner_cells, curves, metas = _learner_cells(p, cells, seeds, learners)
-    # the registered agents, then the paper policy's option rows the family names (hook REFERENCE_OPTIONS)
-    others = [a for a in [*list_agents(p.env_id), *(spec.hook("REFERENCE_OPTIONS") or ())] if a not in (paper,)]
+    others = [a for a in p.references() if a != paper]
     res = _evaluate_held_out(out, p, learner_cells, [paper, *others], horizon, workers=workers, progress=progress,
                              log=log)
     # Reference lines of the curves: the same agents on the curve's (validation) runs.

@@ -66,9 +66,22 @@ class EnvPlan:
     ships_model: bool = True  # False: an ablation study whose learners ``--export-pretrained`` never ships
     score_reference: str = ""  # where the runs carry no bound: the agent a score puts at 1 (random at 0); "": the
     # paper policy. Set where the paper policy is not above random (the score would divide by a negative gap).
+    extra_references: tuple[str, ...] = ()  # non-learned agents evaluated beside the registered ones and the paper
+    # policy's option rows (a warm start's teacher with its options), so a learner is also compared with them
 
     def main_rows(self) -> tuple[Learner, ...]:
         return tuple(lr for lr in self.learners if not lr.ablation)
+
+    def references(self) -> list[str]:
+        """The non-learned agents this plan's learners are compared with: the paper policy, the family's
+        registered agents, the paper policy's option rows the family names (hook ``REFERENCE_OPTIONS``), then the
+        plan's own (``extra_references``: a warm start's teacher with its options)."""
+        from clustergym.core.agent import list_agents
+        from clustergym.core.family import env_family, family_spec
+
+        spec = family_spec(env_family(self.env_id))
+        return list(dict.fromkeys([spec.paper_agent, *list_agents(self.env_id),
+                                   *(spec.hook("REFERENCE_OPTIONS") or ()), *self.extra_references]))
 
     def eval_role(self) -> str:
         """What the evaluation instances are: "held-out" (the benchmark's) or "validation" (an ablation study
@@ -271,6 +284,12 @@ P3_GPU_SHORT_ROWS = (
              "hyperparams": {**_P3S_DECODER["hyperparams"], "policy_kwargs": {"order": "attained"}}},
             ablation="decoding order", base="bc(las-w3)+ppo-decoder-100k",
             note="the same warm start with the decoder deciding the jobs in its teacher's order (least attained first)"),
+    Learner("bc(las-w3)+ppo-decoder-100k-attained-fullstep", "ppo", ABLATION_BUDGET,
+            {**_P3S_DECODER, "warm_start": P3S_TEACHER_W3,
+             "hyperparams": {**_P3S_DECODER["hyperparams"], "policy_kwargs": {"order": "attained"},
+                             "learning_rate": 3e-4, "clip_range": 0.2}},
+            ablation="fine-tuning step", base="bc(las-w3)+ppo-decoder-100k-attained",
+            note="the attained-order warm start fine-tuned with the base row's learning rate 3e-4 and clip range 0.2"),
 )
 
 # Privileged training (learning/privileged.py): each option one ablation row against the flat-MLP base it changes,
@@ -335,6 +354,7 @@ PLAN: dict[str, EnvPlan] = {
     "p3s": EnvPlan("p3s", "clustergym/RingAllReduce-v0", P3_GPU_SHORT_ROWS, None, tuple(range(30)), None,
                    tuple(range(900, 905)), env_kwargs={"scenario": "gpu-short"},
                    pretrained_name="RingAllReduce-v0-gpu-short", score_reference="gadget[rounding_repair=true]",
+                   extra_references=(P3S_TEACHER_W3,),
                    note=("P3 on its `gpu-short` scenario (the paper's cluster with 10 servers instead of 50: the GPUs "
                          "bind, GADGET is below the window bound and LAS beats it), every agent on it; 30 held-out "
                          "instances with instance = seed 0-29, curves on instance = seed 900-904, as for P3. Scores put "

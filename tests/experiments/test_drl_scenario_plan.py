@@ -44,3 +44,19 @@ def test_evaluations_run_on_the_scenario_and_a_cache_of_another_scenario_is_not_
     paper = _evaluate_cached(folder, P3, ["fifo", "random"], [0, 1], 8, None, **kw)  # the env's default scenario
     assert "env_kwargs" not in json.loads(json.load(open(os.path.join(folder, "runs_cache.json")))["design"])
     assert paper.env_kwargs.get("scenario", "paper") == "paper"
+
+
+def test_every_warm_start_teacher_is_among_the_references_of_its_plan():
+    """A learner cloned from a heuristic is compared with that heuristic: the teacher of every warm-start row (its
+    options included) is one of the non-learned agents its plan evaluates."""
+    teachers = 0
+    for p in PLAN.values():
+        refs = p.references()
+        for lr in p.learners:
+            teacher = lr.options.get("warm_start")
+            if teacher and teacher != "oracle":
+                teachers += 1
+                assert teacher in refs, (p.key, lr.name, teacher)
+    assert teachers >= 4
+    assert "las[thresholds=continuous,workers=3]" in PLAN["p3s"].references()
+    assert "las[thresholds=continuous,workers=3]" not in PLAN["p3"].references()
