@@ -7,6 +7,8 @@ import json
 import os
 from dataclasses import dataclass, field
 
+from clustergym.core.agent import list_agents
+from clustergym.core.family import env_family, family_spec
 from clustergym.learning.hyperparams import tuning_dir
 
 __all__ = ["Learner", "EnvPlan", "PLAN", "HORIZON", "QUICK", "FULL_OUT", "TRAIN_SEED_OFFSET", "MAIN_BUDGET",
@@ -76,9 +78,6 @@ class EnvPlan:
         """The non-learned agents this plan's learners are compared with: the paper policy, the family's
         registered agents, the paper policy's option rows the family names (hook ``REFERENCE_OPTIONS``), then the
         plan's own (``extra_references``: a warm start's teacher with its options)."""
-        from clustergym.core.agent import list_agents
-        from clustergym.core.family import env_family, family_spec
-
         spec = family_spec(env_family(self.env_id))
         return list(dict.fromkeys([spec.paper_agent, *list_agents(self.env_id),
                                    *(spec.hook("REFERENCE_OPTIONS") or ()), *self.extra_references]))
