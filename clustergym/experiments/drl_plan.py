@@ -289,6 +289,13 @@ P3_GPU_SHORT_ROWS = (
                              "learning_rate": 3e-4, "clip_range": 0.2}},
             ablation="fine-tuning step", base="bc(las-w3)+ppo-decoder-100k-attained",
             note="the attained-order warm start fine-tuned with the base row's learning rate 3e-4 and clip range 0.2"),
+    Learner("bc(las-w3)+ppo-decoder-300k-attained-fullstep", "ppo", 300_000,
+            {**_P3S_DECODER, "warm_start": P3S_TEACHER_W3,
+             "hyperparams": {**_P3S_DECODER["hyperparams"], "policy_kwargs": {"order": "attained"},
+                             "learning_rate": 3e-4, "clip_range": 0.2}},
+            ablation="budget", base="bc(las-w3)+ppo-decoder-100k-attained-fullstep",
+            note="the fine-tuned attained-order warm start at 300,000 env steps: does a longer fine-tuning pass its "
+                 "teacher"),
 )
 
 # Privileged training (learning/privileged.py): each option one ablation row against the flat-MLP base it changes,
