@@ -2,8 +2,8 @@
 ring size, beside each agent's total.
 
 Each agent runs on validation instances (instance = seed, as the benchmark's curves, 200 slots) of a P3 scenario
-(``gpu-short`` by default) in the ``ring_size`` action mode, through the same ``act``/``update`` calls the runner
-makes. Per slot it records, from the action and the window the agent saw: the share of the cluster's GPUs asked
+(``gpu-short`` by default) in the ``ring_size`` action mode, through the runner's episode loop
+(``clustergym.runner.episode.run_episode``). Per slot it records, from the action and the window the agent saw: the share of the cluster's GPUs asked
 for (Σ sizes / Σ_s C_s), the number of visible jobs given at least one worker and the number visible, and the mean
 size of the rings asked for. A learned model is given as ``sb3:<model.zip>``; its padding comes from the model.
 
@@ -19,7 +19,6 @@ import argparse
 import json
 import os
 
-import gymnasium as gym
 import numpy as np
 
 P3 = "clustergym/RingAllReduce-v0"
@@ -32,9 +31,10 @@ def _ints(text: str) -> list[int]:
 
 def run_agent(spec: str, instances, scenario: str, horizon: int) -> dict:
     """Mean over ``instances`` of the agent's total, and per-slot means of its GPU share asked, jobs served,
-    jobs visible and ring size (over slots with a ring)."""
+    jobs visible and ring size (over slots with a ring), through the runner's episode loop."""
     import clustergym  # noqa: F401  (registers the envs)
     from clustergym.core.agent import make
+    from clustergym.runner.episode import bound_agent, make_env, run_episode
 
     totals, share, served, visible, sizes = [], [], [], [], []
     for k in instances:
@@ -42,27 +42,19 @@ def run_agent(spec: str, instances, scenario: str, horizon: int) -> dict:
         kw = {"scenario": scenario, "scenario_seed": k, "action_mode": "ring_size", "horizon": horizon}
         if hasattr(agent, "eval_env_kwargs"):  # an sb3: model: its padding and action kwargs
             kw.update(agent.eval_env_kwargs(spec, P3, {"scenario": scenario}, [k]))
-            agent.bind_env_kwargs(kw)
-        env = gym.make(P3, **kw)
-        u = env.unwrapped
-        obs, info = env.reset(seed=k)
-        agent.reset(u.problem, seed=k)
-        gpus, total = float(np.sum(u.problem.topology.gpus)), 0.0
-        for _ in range(horizon):
-            a = np.asarray(agent.act(obs, info), dtype=np.int64)
-            win = info["window"]
+        env = make_env(P3, **kw)
+        gpus = float(np.sum(env.unwrapped.problem.topology.gpus))
+
+        def on_step(tr):
+            a, win = np.asarray(tr.action, dtype=np.int64), tr.info["window"]
             share.append(a.sum() / gpus)
             served.append(int((a > 0).sum()))
             visible.append(int((win["present"].astype(bool) & (win["cap"] > 0)).sum()))
             if (a > 0).any():
                 sizes.append(float(a[a > 0].mean()))
-            nxt, r, term, trunc, info = env.step(a)
-            agent.update(obs, a, r, nxt, info)
-            total += float(r)
-            obs = nxt
-            if term or trunc:
-                break
-        totals.append(total)
+
+        ep = run_episode(env, bound_agent(spec, P3, kw, made=agent), k, horizon, on_step=on_step)
+        totals.append(float(ep.rewards.sum()))
         env.close()
     return {"agent": spec, "total": float(np.mean(totals)), "totals": totals, "gpu_share": float(np.mean(share)),
             "jobs_served": float(np.mean(served)), "jobs_visible": float(np.mean(visible)),

@@ -23,10 +23,6 @@ import json
 import os
 import time
 
-ENVS = {"p1": "clustergym/MultiServerChannel-v0", "p2": "clustergym/MultiServerAllocation-v0",
-        "p4": "clustergym/ApproxJobs-v0"}  # the envs with a bound
-
-
 def _ints(text: str) -> list[int]:
     out: list[int] = []
     for part in text.split(","):
@@ -37,7 +33,7 @@ def _ints(text: str) -> list[int]:
 
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--envs", default="p1,p2,p4")
+    p.add_argument("--envs", default="p1,p2,p4", help="benchmark env keys with a bound (clustergym drl's)")
     p.add_argument("--instances", default="2000-2014")
     p.add_argument("--seeds", default="0,1")
     p.add_argument("--horizon", type=int, default=None, help="slots per run (default: each env's default horizon)")
@@ -45,25 +41,22 @@ def main(argv=None) -> int:
     p.add_argument("--out", default=None)
     args = p.parse_args(argv)
 
-    import gymnasium as gym
-
     import numpy as np
 
     import clustergym  # noqa: F401  (registers the envs)
-    from clustergym.core.agent import list_agents
     from clustergym.core.family import env_family, family_spec
+    from clustergym.experiments.drl_plan import HORIZON, PLAN
     from clustergym.experiments.drl_report import gap_table, reference_table
     from clustergym.runner.evaluation import evaluate
 
     instances, seeds = _ints(args.instances), _ints(args.seeds)
     texts, doc = [], {}
     for key in args.envs.split(","):
-        env_id = ENVS[key.strip()]
-        spec = family_spec(env_family(env_id))
-        paper = spec.paper_agent
-        others = [a for a in [*list_agents(env_id), *(spec.hook("REFERENCE_OPTIONS") or ())] if a != paper]
+        plan = PLAN[key.strip()]
+        env_id, paper = plan.env_id, family_spec(env_family(plan.env_id)).paper_agent
+        others = [a for a in plan.references() if a != paper]  # the benchmark's non-learned agents
         model = f"sb3:pretrained/{env_id.split('/')[1]}"
-        horizon = args.horizon or int(gym.make(env_id).unwrapped.horizon)
+        horizon = args.horizon or plan.default_horizon or HORIZON
         t0 = time.perf_counter()
         res = evaluate(env_id, [model, paper, *others], seeds, horizon, workers=args.workers, instances=instances,
                        progress=True)
