@@ -246,53 +246,57 @@ P3S_TEACHER = "las[thresholds=continuous]"  # the warm start's teacher: the best
 # 1-5 workers; LAS's default draws each job's size at random, which no observation tells the clone)
 P3S_TEACHER_W3 = "las[thresholds=continuous,workers=3]"
 _P3S_DECODER = {"net": "autoregressive", "env_kwargs": {"action_mode": "ring_size"}, "hyperparams": {"gamma": 0.99}}
+_ATTAINED = {"policy_kwargs": {"order": "attained"}}  # the decoder decides the jobs least attained service first
+_FULL_STEP = {"learning_rate": 3e-4, "clip_range": 0.2}  # the base rows' PPO step (a warm start's default is smaller)
+
+
+def _p3s_decoder(warm_start: str = "", **hyperparams) -> dict:
+    """The options of a decoder row: ``_P3S_DECODER`` with ``hyperparams`` over its own and a warm start's teacher."""
+    options = {**_P3S_DECODER, "hyperparams": {**_P3S_DECODER["hyperparams"], **hyperparams}}
+    return {**options, "warm_start": warm_start} if warm_start else options
+
+
 P3_GPU_SHORT_ROWS = (
     Learner("ppo-decoder", "ppo", MAIN_BUDGET, _P3S_DECODER, quick_budget=2048,
             note="the masked autoregressive decoder of ring sizes, gamma 0.99"),
     Learner("ppo-decoder-100k", "ppo", ABLATION_BUDGET, _P3S_DECODER, ablation="budget", base="ppo-decoder",
             note=f"the main row's learner at {ABLATION_BUDGET:,} env steps; the base of the network ablation"),
     Learner("ppo-decoder-100k-gamma0", "ppo", ABLATION_BUDGET,
-            {**_P3S_DECODER, "hyperparams": {**_P3S_DECODER.get("hyperparams", {}), "gamma": 0.0}},
+            _p3s_decoder(gamma=0.0),
             ablation="discount", base="ppo-decoder-100k",
             note="discount 0 (the hyperparameter file's P3 value, chosen on the 50-server scenario) instead of 0.99; "
                  "the two compared on the curves' validation instances 900-904 decide the main row's discount"),
     Learner("ppo-100k-flat", "ppo", ABLATION_BUDGET,
             {"env_kwargs": {"action_mode": "ring_size"}, "hyperparams": {"gamma": 0.99}}, ablation="network",
             base="ppo-decoder-100k", note="the flat MLP over the same ring sizes (each job's size drawn on its own)"),
-    Learner("bc(las-continuous)+ppo-decoder-100k", "ppo", ABLATION_BUDGET, {**_P3S_DECODER, "warm_start": P3S_TEACHER},
+    Learner("bc(las-continuous)+ppo-decoder-100k", "ppo", ABLATION_BUDGET, _p3s_decoder(P3S_TEACHER),
             ablation="warm start", base="ppo-decoder-100k",
             note="behaviour cloning of the continuous LAS (the best non-learned policy on this scenario) on "
                  "training instances, then PPO fine-tuning of the decoder"),
     Learner("bc(las-continuous)+ppo-decoder-100k-fullstep", "ppo", ABLATION_BUDGET,
-            {**_P3S_DECODER, "warm_start": P3S_TEACHER,
-             "hyperparams": {**_P3S_DECODER["hyperparams"], "learning_rate": 3e-4, "clip_range": 0.2}},
+            _p3s_decoder(P3S_TEACHER, **_FULL_STEP),
             ablation="fine-tuning step", base="bc(las-continuous)+ppo-decoder-100k",
             note="the warm-start row fine-tuned with the base row's learning rate 3e-4 and clip range 0.2 instead of "
                  "the warm start's 1e-4 and 0.1"),
     Learner("ppo-decoder-100k-attained", "ppo", ABLATION_BUDGET,
-            {**_P3S_DECODER, "hyperparams": {**_P3S_DECODER["hyperparams"], "policy_kwargs": {"order": "attained"}}},
+            _p3s_decoder(**_ATTAINED),
             ablation="decoding order", base="ppo-decoder-100k",
             note="the decoder decides the jobs least attained service first (the continuous LAS's priority) instead "
                  "of oldest first"),
-    Learner("bc(las-w3)+ppo-decoder-100k", "ppo", ABLATION_BUDGET, {**_P3S_DECODER, "warm_start": P3S_TEACHER_W3},
+    Learner("bc(las-w3)+ppo-decoder-100k", "ppo", ABLATION_BUDGET, _p3s_decoder(P3S_TEACHER_W3),
             ablation="teacher", base="bc(las-continuous)+ppo-decoder-100k",
             note="the warm start from the continuous LAS with 3 workers per job (its sizes follow from what the "
                  "decoder sees) instead of sizes drawn at random"),
     Learner("bc(las-w3)+ppo-decoder-100k-attained", "ppo", ABLATION_BUDGET,
-            {**_P3S_DECODER, "warm_start": P3S_TEACHER_W3,
-             "hyperparams": {**_P3S_DECODER["hyperparams"], "policy_kwargs": {"order": "attained"}}},
+            _p3s_decoder(P3S_TEACHER_W3, **_ATTAINED),
             ablation="decoding order", base="bc(las-w3)+ppo-decoder-100k",
             note="the same warm start with the decoder deciding the jobs in its teacher's order (least attained first)"),
     Learner("bc(las-w3)+ppo-decoder-100k-attained-fullstep", "ppo", ABLATION_BUDGET,
-            {**_P3S_DECODER, "warm_start": P3S_TEACHER_W3,
-             "hyperparams": {**_P3S_DECODER["hyperparams"], "policy_kwargs": {"order": "attained"},
-                             "learning_rate": 3e-4, "clip_range": 0.2}},
+            _p3s_decoder(P3S_TEACHER_W3, **_ATTAINED, **_FULL_STEP),
             ablation="fine-tuning step", base="bc(las-w3)+ppo-decoder-100k-attained",
             note="the attained-order warm start fine-tuned with the base row's learning rate 3e-4 and clip range 0.2"),
     Learner("bc(las-w3)+ppo-decoder-300k-attained-fullstep", "ppo", 300_000,
-            {**_P3S_DECODER, "warm_start": P3S_TEACHER_W3,
-             "hyperparams": {**_P3S_DECODER["hyperparams"], "policy_kwargs": {"order": "attained"},
-                             "learning_rate": 3e-4, "clip_range": 0.2}},
+            _p3s_decoder(P3S_TEACHER_W3, **_ATTAINED, **_FULL_STEP),
             ablation="budget", base="bc(las-w3)+ppo-decoder-100k-attained-fullstep",
             note="the fine-tuned attained-order warm start at 300,000 env steps: does a longer fine-tuning pass its "
                  "teacher"),
