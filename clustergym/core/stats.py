@@ -54,6 +54,7 @@ __all__ = [
     "Comparison",
     "t_quantile",
     "mean_ci",
+    "ratio_ci",
     "proportion_ci",
     "range_verdict",
     "paired_comparison",
@@ -141,6 +142,24 @@ def mean_ci(values: Sequence[float], level: float = 0.95, bounds: tuple[float, f
     if float(v.max() - v.min()) <= 1e-12 * max(abs(m), 1.0):
         return Interval(m, m, m, n)
     return Interval(m, *_bootstrap(v, level, seed), n)
+
+
+def ratio_ci(num: Sequence[float], den: Sequence[float], level: float = 0.95) -> Interval:
+    """The ratio of means r = mean(num) / mean(den) of paired per-instance values, with the delta-method
+    t-interval: r ± t_{n−1} · s_u / (√n · |mean(den)|), where u(i) = num(i) − r · den(i) and s_u is its sample
+    standard deviation. Unlike the mean of per-instance ratios, one instance with a near-zero ``den`` cannot
+    dominate it. NaN when mean(den) is 0; no interval when n < 2."""
+    a, b = np.asarray(list(num), dtype=float), np.asarray(list(den), dtype=float)
+    if a.shape != b.shape:
+        raise ValueError(f"num and den differ in length ({a.size} and {b.size}): expected one pair per instance")
+    n = int(a.size)
+    if n == 0 or float(b.mean()) == 0.0:
+        return Interval(math.nan, math.nan, math.nan, n)
+    r = float(a.mean() / b.mean())
+    if n < 2:
+        return Interval(r, math.nan, math.nan, n)
+    half = t_quantile(n - 1, level) * float((a - r * b).std(ddof=1)) / (math.sqrt(n) * abs(float(b.mean())))
+    return Interval(r, r - half, r + half, n)
 
 
 def _bound_tolerance(lo: float, hi: float) -> float:

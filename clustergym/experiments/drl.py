@@ -45,8 +45,8 @@ from clustergym.runner.evaluation import evaluate
 from clustergym.experiments.drl_cache import _evaluate_cached, _write_results
 from clustergym.experiments.drl_cells import _atomic_json_or_text, _staged_replace, _sweep, cell_config, cell_state
 from clustergym.experiments.drl_plan import FULL_OUT, HORIZON, PLAN, QUICK, EnvPlan
-from clustergym.experiments.drl_report import (_Agents, _env_table, _plot_curves, ablation_table, gap_table,
-                                               reference_table)
+from clustergym.experiments.drl_report import (_Agents, _env_table, _episode_bounds, _gap_text, _plot_curves,
+                                               ablation_table, gap_table, reference_table)
 from clustergym.learning.algos import SIDE_CAR
 from clustergym.learning.sidecar import read_side_car
 from clustergym.learning.training import TrainConfig, train
@@ -355,8 +355,8 @@ def _env_report(out, p, cells, seeds, horizon, *, learners, workers, progress, f
     refs = {f"{a} (validation)": _mean_total(curve_refs, a) for a in dict.fromkeys([paper, best, "random"]) if a}
     fig = _curve_figure(out, p, curves, refs, horizon, figures)
     md = _env_text(p, horizon, fig, table)
-    gap_rows, gap_md = gap_table(res, main_cells, paper, best)
-    md += [_GAP_TEXT, "", gap_md, ""] if gap_md else []
+    gap_rows, gap_md = gap_table(res, main_cells, paper, best, _episode_bounds(p, res, horizon))
+    md += [_gap_text(p), "", gap_md, ""] if gap_md else []
     vs_all, vs_all_md = reference_table(res, main_cells)
     md += [_REFS_TEXT, "", vs_all_md, ""] if vs_all_md else []
     env_summary = {"env_id": p.env_id, "paper": paper, "rows": rows, "figure": os.path.basename(fig),
@@ -447,11 +447,6 @@ _REFS_TEXT = ("Each main row against every non-learned agent of these runs (the 
               "baseline, random), in decreasing mean total: the paired relative difference of totals, mean over "
               "instances [95% t-interval], wins/losses.")
 
-_GAP_TEXT = ("The gap to the bound (the same runs): a score is the share of the gap between random and the "
-             "oracle or bound an agent closes, 1 − score the headroom it leaves; for a learner, the share of a "
-             "reference's headroom it closes is (s − s_ref) / (1 − s_ref) per instance (0: level with the reference, "
-             "1: at the bound).")
-
 
 def _env_text(p, horizon: int, fig: str, table: str) -> list[str]:
     """The env's heading, the runs its table and curves are on, and the table."""
@@ -481,8 +476,8 @@ def _default_horizon(out, p, main_cells: dict, paper: str, best, horizon: int, *
     drows, dtable = _env_table(p, dres, main_cells, paper, best=best)
     md = [f"At the env's default horizon, {dh} slots ({_trained_at(p, main_cells, horizon)}; the same held-out "
           f"instances and seeds; results.json in `{os.path.join(p.key, f'eval-h{dh}')}`):", "", dtable, ""]
-    gap_rows, gap_md = gap_table(dres, main_cells, paper, best)
-    md += [_GAP_TEXT, "", gap_md, ""] if gap_md else []
+    gap_rows, gap_md = gap_table(dres, main_cells, paper, best, _episode_bounds(p, dres, dh))
+    md += [_gap_text(p), "", gap_md, ""] if gap_md else []
     entry = {"horizon": dh, "rows": drows, "gap": gap_rows}
     if len(main_cells) > 1:  # what --export-pretrained chooses by: validation runs at the default horizon
         vres = _evaluate_cached(os.path.join(out, p.key, f"eval-curve-h{dh}"), p.env_id,

@@ -70,6 +70,8 @@ class EnvPlan:
     # paper policy. Set where the paper policy is not above random (the score would divide by a negative gap).
     extra_references: tuple[str, ...] = ()  # non-learned agents evaluated beside the registered ones and the paper
     # policy's option rows (a warm start's teacher with its options), so a learner is also compared with them
+    episode_bound: bool = False  # where the runs carry no bound: score the gap table against each instance's
+    # episode bound (the leaderboard's ``episode_bound``: P3's window bound), computed from the hidden truth
 
     def main_rows(self) -> tuple[Learner, ...]:
         return tuple(lr for lr in self.learners if not lr.ablation)
@@ -357,14 +359,14 @@ PLAN: dict[str, EnvPlan] = {
         extra_ablation=tuned_row("clustergym/RingAllReduce-v0", "ppo-100k-tuned", "RingAllReduce-v0-ppo", "ppo-100k"),
         action_mode=("placement", {"env_kwargs": {"action_mode": "placement"}},
                      "GADGET's placement action (GPUs per job and server, 1,600 dimensions)")),
-        None, tuple(range(30)), None, tuple(range(900, 905)),
+        None, tuple(range(30)), None, tuple(range(900, 905)), episode_bound=True,
         note=("P3 is evaluated on 30 held-out instances with instance = seed 0-29 (each its own topology and "
               "job stream; the env's reset seed changes neither, it seeds the policies' own draws); its curves on "
               "instance = seed 900-904. P3 has no per-entity network: no network row.")),
     "p3s": EnvPlan("p3s", "clustergym/RingAllReduce-v0", P3_GPU_SHORT_ROWS, None, tuple(range(30)), None,
                    tuple(range(900, 905)), env_kwargs={"scenario": "gpu-short"},
                    pretrained_name="RingAllReduce-v0-gpu-short", score_reference="gadget[rounding_repair=true]",
-                   extra_references=(P3S_TEACHER_W3,),
+                   extra_references=(P3S_TEACHER_W3,), episode_bound=True,
                    note=("P3 on its `gpu-short` scenario (the paper's cluster with 10 servers instead of 50: the GPUs "
                          "bind, GADGET is below the window bound and LAS beats it), every agent on it; 30 held-out "
                          "instances with instance = seed 0-29, curves on instance = seed 900-904, as for P3. Scores put "

@@ -10,7 +10,8 @@ import numpy as np
 
 from clustergym.experiments.drl_plan import EnvPlan
 from clustergym.core.plots import agent_color, figure, figure_legend, mean_band, reference_color, save
-from clustergym.core.stats import fmt_ci, mean_ci, paired_comparison, verdict
+from clustergym.core.stats import fmt_ci, mean_ci, paired_comparison, ratio_ci, verdict
+from clustergym.experiments.leaderboard import episode_bound
 
 __all__ = ["env_table", "plot_curves", "ablation_table", "gap_table", "reference_table"]
 
@@ -45,13 +46,16 @@ def _values_of(res, agents: Sequence[str], key: str = "total_reward") -> dict:
     return {k: float(np.mean(v)) for k, v in groups.items()}
 
 
-def _scores(res, agents: Sequence[str], paper: str) -> dict:
-    """Per instance normalised score; P3 (no bound): (V − V_random) / (V_paper − V_random), where ``paper`` is the
-    agent the plan normalises by (its ``score_reference``, else the paper policy)."""
+def _scores(res, agents: Sequence[str], paper: str, bounds: dict | None = None) -> dict:
+    """Per instance normalised score. Runs with a score: its mean. Otherwise, with ``bounds`` (per instance, the
+    episode bound B): (V − V_random) / (B − V_random); without: (V − V_random) / (V_paper − V_random), where
+    ``paper`` is the agent the plan normalises by (its ``score_reference``, else the paper policy)."""
     if any(r.score is not None for r in res.runs):
         return _values_of(res, agents, "score")
-    v, rand, pap = _values_of(res, agents), _values_of(res, ["random"]), _values_of(res, [paper])
-    return {k: (v[k] - rand[k]) / (pap[k] - rand[k]) if abs(pap[k] - rand[k]) > 1e-12 else math.nan for k in v}
+    v, rand = _values_of(res, agents), _values_of(res, ["random"])
+    top = bounds if bounds is not None else _values_of(res, [paper])
+    return {k: (v[k] - rand[k]) / (top[k] - rand[k]) if k in top and abs(top[k] - rand[k]) > 1e-12 else math.nan
+            for k in v}
 
 
 def ablation_table(plan: EnvPlan, res, cells: dict, paper: str) -> tuple[list[dict], str]:
@@ -141,7 +145,39 @@ def _env_table(plan: EnvPlan, res, cells: dict, paper: str, best: str | None = N
     return rows, "\n".join(lines)
 
 
-def gap_table(res, cells: dict, paper: str, best: str | None) -> tuple[list[dict], str]:
+_GAP_TEXT = ("The gap to the bound (the same runs): a score is the share of the gap between random and the "
+             "oracle or bound an agent closes, 1 − score the headroom it leaves; for a learner, the share of a "
+             "reference's headroom it closes is (s − s_ref) / (1 − s_ref) per instance (0: level with the reference, "
+             "1: at the bound).")
+
+
+def _gap_text(p) -> str:
+    """The paragraph above a gap table; for a plan scored against episode bounds, which bound."""
+    if not p.episode_bound:
+        return _GAP_TEXT
+    return _GAP_TEXT + (" The runs carry no per-slot bound: the bound of each instance is its window bound "
+                        "(`envs/ringallreduce/oracle.py: run_upper_bound(truth, T, window=max_jobs)`: every visible "
+                        "job at its cap in every slot, GPUs and links unlimited), which holds for every policy.")
+
+
+def _episode_bounds(p, res, horizon: int) -> dict | None:
+    """Per instance of ``res`` (instance = scenario seed), the episode bound of a plan with ``episode_bound``
+    (:func:`clustergym.experiments.leaderboard.episode_bound`, from the hidden truth); None for other plans.
+    A ValueError if an agent's total is above its instance's bound (the bound and the runs disagree on the
+    instance)."""
+    if not p.episode_bound:
+        return None
+    keys = sorted({r.instance if r.instance is not None else r.seed for r in res.runs})
+    bounds = {k: episode_bound(p.env_id, int(k), horizon, p.env_kwargs) for k in keys}
+    for r in res.runs:
+        b = bounds[r.instance if r.instance is not None else r.seed]
+        if r.total_reward > b + 1e-6 * max(1.0, abs(b)):
+            raise ValueError(f"{r.agent} scored {r.total_reward:.6g} on instance {r.instance}, seed {r.seed}, above "
+                             f"its episode bound {b:.6g}: the bound and the runs are not of the same instance")
+    return bounds
+
+
+def gap_table(res, cells: dict, paper: str, best: str | None, bounds: dict | None = None) -> tuple[list[dict], str]:
     """The headroom of each agent to the bound, and how much of each reference's headroom a learner closes.
 
     Per instance (the mean over its runs): a score s is the share of the gap between random (0) and the
@@ -149,15 +185,19 @@ def gap_table(res, cells: dict, paper: str, best: str | None) -> tuple[list[dict
     agent R (the paper policy, the best non-learned policy), (s_L − s_R) / (1 − s_R) is the share of R's
     headroom that L closes: 1 at the bound, 0 level with R, negative below R. Means with 95% t-intervals
     over instances; an instance where R sits at the bound (1 − s_R ≤ 1e-9) has no such share and is left
-    out of that column (the cell says how many instances it covers when some are). Envs whose runs carry
-    no score (no bound) give no table: ``([], "")``."""
-    if not any(r.score is not None for r in res.runs):
+    out of that column (the cell says how many instances it covers when some are). Beside it, the pooled share
+    mean(s_L − s_R) / mean(1 − s_R) over every instance (``ratio_ci``, a delta-method interval): the share of R's
+    headroom summed over instances that L closes, which an instance where R is within a hair of the bound cannot
+    dominate (stored as ``closed[R]["pooled"]``). Runs without a score are
+    scored against ``bounds`` (per instance, an episode bound that holds for every policy, e.g. P3's window
+    bound); without either there is no table: ``([], "")``."""
+    if not any(r.score is not None for r in res.runs) and not bounds:
         return [], ""
     refs = [a for a in dict.fromkeys([paper, best]) if a]
-    ref_scores = {a: _scores(res, [a], paper) for a in refs}
+    ref_scores = {a: _scores(res, [a], paper, bounds) for a in refs}
     rows = []
     for name, agents in [*cells.items(), *((a, [a]) for a in refs), ("random", ["random"])]:
-        s = _scores(res, agents, paper)
+        s = _scores(res, agents, paper, bounds)
         sc = mean_ci(list(s.values()))
         row = {"learner": name, "learned": name in cells, "score": sc.mean, "score_low": sc.low,
                "score_high": sc.high, "headroom": 1.0 - sc.mean, "n_instances": len(s), "closed": {}}
@@ -166,19 +206,26 @@ def gap_table(res, cells: dict, paper: str, best: str | None) -> tuple[list[dict
                 shares = [(s[k] - rs[k]) / (1.0 - rs[k]) for k in s if k in rs and 1.0 - rs[k] > 1e-9]
                 if shares:
                     ci = mean_ci(shares)
-                    row["closed"][ref] = {"mean": ci.mean, "low": ci.low, "high": ci.high, "n": len(shares)}
+                    both = [k for k in s if k in rs]
+                    pooled = ratio_ci([s[k] - rs[k] for k in both], [1.0 - rs[k] for k in both])
+                    row["closed"][ref] = {"mean": ci.mean, "low": ci.low, "high": ci.high, "n": len(shares),
+                                          "pooled": {"mean": pooled.mean, "low": pooled.low, "high": pooled.high,
+                                                     "n": pooled.n}}
         rows.append(row)
 
     def closed(r, ref) -> str:
         c = r["closed"].get(ref)
         if c is None:
-            return "–"
+            return "– | –"
         ci = f"{c['mean']:+.3f} [{c['low']:+.3f}, {c['high']:+.3f}]" if math.isfinite(c["low"]) else f"{c['mean']:+.3f}"
-        return ci + (f" (n={c['n']})" if c["n"] < r["n_instances"] else "")
+        p = c["pooled"]
+        pci = f"{p['mean']:+.3f} [{p['low']:+.3f}, {p['high']:+.3f}]" if math.isfinite(p["low"]) else f"{p['mean']:+.3f}"
+        return ci + (f" (n={c['n']})" if c["n"] < r["n_instances"] else "") + f" | {pci}"
 
     head = ("| agent | score: share of the random → bound gap closed [95% CI] | headroom left to the bound (1 − score) | "
-            + " | ".join(f"share of {ref}'s headroom closed [95% CI]" for ref in refs) + " |")
-    lines = [head, "|" + "---|" * (3 + len(refs))]
+            + " | ".join(f"share of {ref}'s headroom closed, per instance [95% CI] | pooled [95% CI]" for ref in refs)
+            + " |")
+    lines = [head, "|" + "---|" * (3 + 2 * len(refs))]
     for r in rows:
         ci = (f"{r['score']:.3f} [{r['score_low']:.3f}, {r['score_high']:.3f}]" if math.isfinite(r["score_low"])
               else f"{r['score']:.3f}")

@@ -4,7 +4,8 @@ import math
 
 import pytest
 
-from clustergym.core.stats import (BASIS_PAIR, BASIS_REF, INCONCLUSIVE, claims_table, paired_comparison, ratio_of_totals,
+from clustergym.core.stats import (BASIS_PAIR, BASIS_REF, INCONCLUSIVE, claims_table, paired_comparison, ratio_ci,
+                                   ratio_of_totals,
                               t_quantile, verdict)
 
 # A baseline whose totals are near zero or negative on some instances (P2's reciprocal/log utilities
@@ -57,3 +58,14 @@ def test_claims_table_shows_ratio_and_basis():
     c = paired_comparison(AGENT, BASE, scale=BOUND, basis="fluid bound")
     md = claims_table([{"claim": "a > b", "paper": "+7%", "comparison": c, "predicted": +1}])
     assert "ratio of totals" in md and "+105.2%" in md and "fluid bound" in md and "**inconclusive**" in md
+
+
+def test_ratio_ci_is_the_ratio_of_means_with_the_delta_method_interval():
+    ci = ratio_ci([1.0, 2.0, 3.0], [2.0, 2.0, 2.0])
+    # r = 2 / 2; u = num − r·den = (−1, 0, 1), s_u = 1; half = t(2) · 1 / (√3 · 2)
+    assert ci.mean == pytest.approx(1.0) and ci.n == 3
+    assert ci.high - ci.mean == pytest.approx(4.302652729911275 / (3 ** 0.5 * 2))
+    assert ci.low == pytest.approx(2 * ci.mean - ci.high)
+    assert math.isnan(ratio_ci([1.0, -1.0], [1.0, -1.0]).mean)  # mean(den) = 0: no ratio
+    with pytest.raises(ValueError, match="differ in length"):
+        ratio_ci([1.0, 2.0], [1.0])
