@@ -7,6 +7,12 @@ Each benchmark folder's ``table.md`` (its first line names the command and the c
 env: the main table, the ablation table and the default-horizon table) replaces the text between the
 markers ``<!-- drl-tables:<env> -->`` and ``<!-- /drl-tables:<env> -->`` of docs/drl.md, so the page shows
 the tables the command printed. The learning-curve figures are copied into docs/figures.
+
+A folder given as ``<folder>=<marker>`` writes its one env's section between ``<!-- drl-tables:<marker> -->`` and
+``<!-- /drl-tables:<marker> -->`` instead (a re-measurement of some rows beside the full tables), and copies its
+figure as ``drl_<marker>_curves.png``::
+
+    .venv/bin/python docs/update_drl.py runs/drl-p4-gap=p4-today
 """
 
 from __future__ import annotations
@@ -44,19 +50,23 @@ def main(folders: list[str]) -> int:
     with open(PAGE, encoding="utf-8") as f:
         page = f.read()
     done = []
-    for folder in folders:
+    for arg in folders:
+        folder, _, marker = arg.partition("=")
         with open(os.path.join(folder, "table.md"), encoding="utf-8") as f:
             secs = sections(f.read())
+        if marker and len(secs) != 1:
+            raise SystemExit(f"{folder}: {len(secs)} env sections; <folder>=<marker> needs exactly one")
         for key, text in secs.items():
-            start, end = f"<!-- drl-tables:{key} -->", f"<!-- /drl-tables:{key} -->"
+            name = marker or key
+            start, end = f"<!-- drl-tables:{name} -->", f"<!-- /drl-tables:{name} -->"
             if start not in page or end not in page:
                 raise SystemExit(f"docs/drl.md has no markers {start} ... {end}")
             i, j = page.index(start) + len(start), page.index(end)
             page = page[:i] + "\n" + text + "\n" + page[j:]
             fig = os.path.join(folder, f"drl_{key}_curves.png")
             if os.path.exists(fig):
-                shutil.copy(fig, os.path.join(ROOT, "docs", "figures", os.path.basename(fig)))
-            done.append(key)
+                shutil.copy(fig, os.path.join(ROOT, "docs", "figures", f"drl_{name}_curves.png"))
+            done.append(name)
     with open(PAGE, "w", encoding="utf-8") as f:
         f.write(page)
     print(f"docs/drl.md: tables of {', '.join(done)}")

@@ -351,11 +351,12 @@ def _env_report(out, p, cells, seeds, horizon, *, learners, workers, progress, f
     main_cells = {k: _Agents(v, metas[k]) for k, v in learner_cells.items() if k in main}
     rows, table = _env_table(p, res, main_cells, paper)
     best = next((r["learner"] for r in rows if not r["learned"] and r["learner"] not in (paper, "random")), None)
-    abl_rows, abl_table = ablation_table(p, res, {k: _Agents(v, metas[k]) for k, v in learner_cells.items()}, paper)
+    all_cells = {k: _Agents(v, metas[k]) for k, v in learner_cells.items()}
+    abl_rows, abl_table = ablation_table(p, res, all_cells, paper)
     refs = {f"{a} (validation)": _mean_total(curve_refs, a) for a in dict.fromkeys([paper, best, "random"]) if a}
     fig = _curve_figure(out, p, curves, refs, horizon, figures)
     md = _env_text(p, horizon, fig, table)
-    gap_rows, gap_md = gap_table(res, main_cells, paper, best, _episode_bounds(p, res, horizon))
+    gap_rows, gap_md = gap_table(res, all_cells, paper, best, _episode_bounds(p, res, horizon))  # every row
     md += [_gap_text(p), "", gap_md, ""] if gap_md else []
     vs_all, vs_all_md = reference_table(res, main_cells)
     md += [_REFS_TEXT, "", vs_all_md, ""] if vs_all_md else []

@@ -145,10 +145,12 @@ def _env_table(plan: EnvPlan, res, cells: dict, paper: str, best: str | None = N
     return rows, "\n".join(lines)
 
 
-_GAP_TEXT = ("The gap to the bound (the same runs): a score is the share of the gap between random and the "
+_GAP_TEXT = ("The gap to the bound (the same runs; every learner row, ablations included, where the runs are at the "
+             "training horizon): a score is the share of the gap between random and the "
              "oracle or bound an agent closes, 1 − score the headroom it leaves; for a learner, the share of a "
              "reference's headroom it closes is (s − s_ref) / (1 − s_ref) per instance (0: level with the reference, "
-             "1: at the bound).")
+             "1: at the bound), and pooled, mean(s − s_ref) / mean(1 − s_ref) over the instances (delta-method "
+             "interval), which an instance with the reference a hair below the bound cannot dominate.")
 
 
 def _gap_text(p) -> str:
