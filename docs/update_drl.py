@@ -9,8 +9,8 @@ markers ``<!-- drl-tables:<env> -->`` and ``<!-- /drl-tables:<env> -->`` of docs
 the tables the command printed. The learning-curve figures are copied into docs/figures.
 
 A folder given as ``<folder>=<marker>`` writes its one env's section between ``<!-- drl-tables:<marker> -->`` and
-``<!-- /drl-tables:<marker> -->`` instead (a re-measurement of some rows beside the full tables), and copies its
-figure as ``drl_<marker>_curves.png``::
+``<!-- /drl-tables:<marker> -->`` instead (a re-measurement of some rows beside the full tables) and copies no
+figure::
 
     .venv/bin/python docs/update_drl.py runs/drl-p4-gap=p4-today
 """
@@ -64,8 +64,8 @@ def main(folders: list[str]) -> int:
             i, j = page.index(start) + len(start), page.index(end)
             page = page[:i] + "\n" + text + "\n" + page[j:]
             fig = os.path.join(folder, f"drl_{key}_curves.png")
-            if os.path.exists(fig):
-                shutil.copy(fig, os.path.join(ROOT, "docs", "figures", f"drl_{name}_curves.png"))
+            if os.path.exists(fig) and not marker:  # a re-measurement keeps the page's figures
+                shutil.copy(fig, os.path.join(ROOT, "docs", "figures", os.path.basename(fig)))
             done.append(name)
     with open(PAGE, "w", encoding="utf-8") as f:
         f.write(page)

@@ -464,11 +464,12 @@ def _env_text(p, horizon: int, fig: str, table: str) -> list[str]:
 
 def _default_horizon(out, p, main_cells: dict, paper: str, best, horizon: int, *, workers, progress,
                      log) -> tuple[list[str], dict]:
-    """The main rows again at the env's default horizon beside the paper policy, the best baseline and random, on
-    the same held-out instances and seeds, and (with several main rows) their validation totals there, which
+    """The main rows again at the env's default horizon beside every non-learned agent of the plan (the paper
+    policy, the best baseline, random and the other references), on the same held-out instances and seeds, with
+    the table against every one of them, and (with several main rows) their validation totals there, which
     ``--export-pretrained`` chooses by. Returns (markdown lines, the summary's ``default_horizon`` entry)."""
     dh = int(p.default_horizon)
-    ref_agents = list(dict.fromkeys([paper, *([best] if best else []), "random"]))
+    ref_agents = list(dict.fromkeys([paper, *([best] if best else []), "random", *p.references()]))
     dagents = [a for v in main_cells.values() for a in v] + ref_agents
     log(f"drl: evaluating {p.key} at the env's default horizon ({len(dagents)} agents, {dh} slots)")
     dres = _evaluate_cached(os.path.join(out, p.key, f"eval-h{dh}"), p.env_id, dagents, list(p.eval_seeds), dh,
@@ -479,7 +480,9 @@ def _default_horizon(out, p, main_cells: dict, paper: str, best, horizon: int, *
           f"instances and seeds; results.json in `{os.path.join(p.key, f'eval-h{dh}')}`):", "", dtable, ""]
     gap_rows, gap_md = gap_table(dres, main_cells, paper, best, _episode_bounds(p, dres, dh))
     md += [_gap_text(p), "", gap_md, ""] if gap_md else []
-    entry = {"horizon": dh, "rows": drows, "gap": gap_rows}
+    vs_all, vs_all_md = reference_table(dres, main_cells)
+    md += [_REFS_TEXT, "", vs_all_md, ""] if vs_all_md else []
+    entry = {"horizon": dh, "rows": drows, "gap": gap_rows, "vs_every_reference": vs_all}
     if len(main_cells) > 1:  # what --export-pretrained chooses by: validation runs at the default horizon
         vres = _evaluate_cached(os.path.join(out, p.key, f"eval-curve-h{dh}"), p.env_id,
                                 [a for v in main_cells.values() for a in v], list(p.curve_seeds), dh,

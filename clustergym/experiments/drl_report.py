@@ -122,7 +122,7 @@ def _env_table(plan: EnvPlan, res, cells: dict, paper: str, best: str | None = N
                                                    "note", "beats_random_from", "after_vs_before")})
             row["validation_total"] = info.meta.get("validation_total")
         rows.append(row)
-    sc_label = "score" if has_score else f"score vs {norm}"
+    sc_label = "score" if has_score else f"score vs `{norm}`"  # backticks: an agent spec's [options] is no link
     head = (f"| learner | budget (env steps) | wall / seed | {sc_label} [95% CI] | per seed | vs {paper} | "
             f"vs best baseline ({best}) | vs random | curve above random from | trained − untrained (validation) |")
     lines = [head, "|" + "---|" * 10]

@@ -49,13 +49,13 @@ def test_the_score_puts_the_plans_reference_at_one_where_the_paper_policy_is_bel
     assert by["gadget[rounding_repair=true]"]["score"] == pytest.approx(1.0)
     assert by["random"]["score"] == pytest.approx(0.0)
     assert by["ppo"]["score"] == pytest.approx(20 / 15)  # (110 − 90) / (105 − 90), the same on every instance
-    assert "score vs gadget[rounding_repair=true]" in md
+    assert "score vs `gadget[rounding_repair=true]`" in md
     # the paper policy is still a row, compared as before (its score is below 0: it is below random)
     assert by["gadget"]["score"] < 0
     unset = EnvPlan("x", "clustergym/RingAllReduce-v0", (), None, (0, 1, 2), None, (0,))
     rows, md = _env_table(unset, _res(TOTALS), cells, "gadget", best="las")
     assert {r["learner"]: r for r in rows}["ppo"]["score"] == pytest.approx(-20 / 80)
-    assert "score vs gadget [" in md
+    assert "score vs `gadget` [" in md
 
 
 def test_the_gpu_short_plan_normalises_by_gadget_with_repair_and_the_others_by_the_paper_policy():
