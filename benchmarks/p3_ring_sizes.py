@@ -21,12 +21,9 @@ import os
 
 import numpy as np
 
+from clustergym.cli.commands import int_list
+
 P3 = "clustergym/RingAllReduce-v0"
-
-
-def _ints(text: str) -> list[int]:
-    lo, _, hi = text.partition("-")
-    return list(range(int(lo), int(hi or lo) + 1))
 
 
 def run_agent(spec: str, instances, scenario: str, horizon: int) -> dict:
@@ -69,7 +66,10 @@ def main(argv=None) -> int:
     p.add_argument("--horizon", type=int, default=200)
     p.add_argument("--out", default=None)
     args = p.parse_args(argv)
-    instances = _ints(args.instances)
+    try:
+        instances = int_list(args.instances)
+    except argparse.ArgumentTypeError as e:
+        p.error(str(e))
     rows = [run_agent(s.strip(), instances, args.scenario, args.horizon) for s in args.agents.split(";") if s.strip()]
     lines = [f"P3 `{args.scenario}`, instance = seed {args.instances}, {args.horizon} slots; per-slot means.", "",
              "| agent | mean total | GPUs asked / GPUs | jobs given a ring | jobs visible | mean ring size |",

@@ -26,13 +26,10 @@ import time
 
 import numpy as np
 
+from clustergym.cli.commands import int_list
+
 P3 = "clustergym/RingAllReduce-v0"
 TEACHER = "las[thresholds=continuous,workers=3]"
-
-
-def _ints(text: str) -> list[int]:
-    lo, _, hi = text.partition("-")
-    return list(range(int(lo), int(hi or lo) + 1))
 
 
 def _finish(env, agent, obs, info) -> float:
@@ -99,10 +96,14 @@ def main(argv=None) -> int:
     ap.add_argument("--horizon", type=int, default=200)
     ap.add_argument("--out", default="", help="folder for table.md and teacher_headroom.json")
     a = ap.parse_args(argv)
+    try:
+        instances = int_list(a.instances)
+    except argparse.ArgumentTypeError as e:
+        ap.error(str(e))
     rows = []
     lines = ["| instance | teacher total | expert total | expert vs teacher | slots deviated | wall |",
              "|---|---|---|---|---|---|"]
-    for k in _ints(a.instances):
+    for k in instances:
         r = run_instance(k, a.teacher, a.scenario, a.horizon)
         rows.append(r)
         lines.append(f"| {k} | {r['teacher']:,.1f} | {r['expert']:,.1f} | {r['gain_pct']:+.2f}% | "

@@ -23,13 +23,7 @@ import json
 import os
 import time
 
-def _ints(text: str) -> list[int]:
-    out: list[int] = []
-    for part in text.split(","):
-        lo, _, hi = part.partition("-")
-        out += list(range(int(lo), int(hi or lo) + 1))
-    return out
-
+from clustergym.cli.commands import int_list
 
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
@@ -49,7 +43,10 @@ def main(argv=None) -> int:
     from clustergym.experiments.drl_report import gap_table, reference_table
     from clustergym.runner.evaluation import evaluate
 
-    instances, seeds = _ints(args.instances), _ints(args.seeds)
+    try:
+        instances, seeds = int_list(args.instances), int_list(args.seeds)
+    except argparse.ArgumentTypeError as e:
+        p.error(str(e))
     texts, doc = [], {}
     for key in args.envs.split(","):
         plan = PLAN[key.strip()]

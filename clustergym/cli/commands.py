@@ -7,6 +7,7 @@ The parser and the entry point are in :mod:`clustergym.cli.main`; a value the us
 
 from __future__ import annotations
 
+import argparse
 import importlib
 import json
 import os
@@ -30,7 +31,7 @@ from clustergym.core.outdir import FolderLock, OutputFolder, check_path
 from clustergym.runner.replay import replay
 from clustergym.runner.results import RUN_FILES, check_file_target
 
-__all__ = ["UsageError", "cmd_list", "cmd_run", "cmd_reproduce", "cmd_train", "cmd_tune", "cmd_drl", "cmd_import_model",
+__all__ = ["UsageError", "int_list", "cmd_list", "cmd_run", "cmd_reproduce", "cmd_train", "cmd_tune", "cmd_drl", "cmd_import_model",
            "cmd_replay", "cmd_bench"]
 
 
@@ -58,6 +59,15 @@ def _parse_set(items: list[str]) -> dict:
         except json.JSONDecodeError:
             out[key] = val
     return out
+
+
+def int_list(text: str) -> list[int]:
+    """argparse ``type=`` for a list of integers in the ``--seeds`` syntax (``0-4``, ``0,2,5``): a bad value is
+    argparse's one-line usage error (the benchmarks' ``--instances`` and ``--seeds``)."""
+    try:
+        return _parse_seeds(text, "list")
+    except UsageError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
 
 
 def _parse_seeds(text: str, flag: str = "--seeds") -> list[int]:

@@ -6,6 +6,7 @@ within a deadline: never a traceback, a hang or a silently wrong result, and not
 
 from __future__ import annotations
 
+import argparse
 import contextlib
 import copy
 import json
@@ -21,6 +22,7 @@ import numpy as np
 import pytest
 
 import clustergym
+from clustergym.cli.commands import int_list
 from clustergym.cli.main import main
 
 P1, P2, P3, P4 = clustergym.ENV_IDS
@@ -401,3 +403,10 @@ def test_two_processes_saving_costs_at_once_never_lose_a_file(tmp_path):
     assert all(rc == 0 or (rc == 2 and len(err.strip().splitlines()) == 1) for rc, err in results), results
     assert any(rc == 0 for rc, _ in results)
     assert json.load(open(path))["writer"] in (0, 1) and os.listdir(tmp_path) == ["costs.json"]
+
+
+def test_int_list_reads_the_seeds_syntax_and_refuses_bad_lists_in_one_line():
+    assert int_list("900-903") == [900, 901, 902, 903] and int_list("0,2,5") == [0, 2, 5]
+    for bad in ("5-2", "a-b", "", "-1"):
+        with pytest.raises(argparse.ArgumentTypeError):
+            int_list(bad)
