@@ -66,6 +66,9 @@ def test_ratio_ci_is_the_ratio_of_means_with_the_delta_method_interval():
     assert ci.mean == pytest.approx(1.0) and ci.n == 3
     assert ci.high - ci.mean == pytest.approx(4.302652729911275 / (3 ** 0.5 * 2))
     assert ci.low == pytest.approx(2 * ci.mean - ci.high)
+    # den varies: r = 2 / 2, u = (1 − 1, 3 − 2, 2 − 3) = (0, 1, −1), s_u = 1, half = t(2) · 1 / (√3 · 2)
+    ci = ratio_ci([1.0, 3.0, 2.0], [1.0, 2.0, 3.0])
+    assert ci.mean == pytest.approx(1.0) and ci.high - ci.mean == pytest.approx(4.302652729911275 / (3 ** 0.5 * 2))
     assert math.isnan(ratio_ci([1.0, -1.0], [1.0, -1.0]).mean)  # mean(den) = 0: no ratio
     with pytest.raises(ValueError, match="differ in length"):
         ratio_ci([1.0, 2.0], [1.0])
