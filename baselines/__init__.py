@@ -14,6 +14,7 @@ register_agent("random", "multiserver-allocation", "clustergym.baselines.multise
 register_agent("fifo", "ringallreduce", "clustergym.baselines.ringallreduce:FIFO")
 register_agent("drf", "ringallreduce", "clustergym.baselines.ringallreduce:DRF")
 register_agent("las", "ringallreduce", "clustergym.baselines.ringallreduce:LAS")
+register_agent("srpt", "ringallreduce", "clustergym.baselines.ringallreduce:SRPT")
 register_agent("greedy", "ringallreduce", "clustergym.baselines.ringallreduce:Greedy")
 register_agent("random", "ringallreduce", "clustergym.baselines.ringallreduce:RandomRing")
 register_agent("fair", "approxjobs", "clustergym.baselines.approxjobs:Fair")

@@ -47,6 +47,13 @@ blocking).
   min(N_i, budget left), ranked by its full-size utility increment
   π_i = μ_i(ζ_i(z_i + κ)) − μ_i(ζ_i z_i) at κ = that size, descending (ties by arrival), placed in that
   order with the same greedy ring placement; a job that does not fit at full size waits.
+* ``srpt`` (a reference policy, not a paper baseline): shortest remaining budget first, the classic SRPT
+  with the job's remaining budget B_i − z_i (worker-slots) as its remaining processing time (ties by arrival),
+  fixed sizes as above. A job leaves the visible window only when its budget is used up (eq. 11), so on a
+  cluster short of GPUs finishing short jobs lets the next arrivals in. ``srpt[row_value=c]``: jobs by
+  decreasing (λ1 − μ_i(ζ_i z_i) + c) / (B_i − z_i), the utility still to gain plus a worth c of the window row
+  the job frees, per worker-slot it still needs (c → ∞ is SRPT; c = 0 ranks by utility density and never
+  frees the rows of jobs past their sigmoid's step).
 * ``random``: random order, random size in {0..min(N_i, budget left)}.
 
 In ``placement`` mode they output the placement; in ``ring_size`` mode the sizes of the jobs they
@@ -61,7 +68,7 @@ from clustergym.core.agent import BaseAgent
 from clustergym.envs.ringallreduce.dynamics import place_jobs
 from clustergym.envs.ringallreduce.scenario import sigmoid_utility
 
-__all__ = ["FIFO", "DRF", "LAS", "Greedy", "RandomRing"]
+__all__ = ["FIFO", "DRF", "LAS", "SRPT", "Greedy", "RandomRing"]
 
 
 class _RingHeuristic(BaseAgent):
@@ -229,6 +236,34 @@ class LAS(_RingHeuristic):
     def _order(self, win, rows, size):
         z = win["attained"][rows]
         key = z if self.thresholds is None else np.searchsorted(self.thresholds, z, side="right")
+        return np.lexsort((win["id"][rows], win["arrival"][rows], key))
+
+
+class SRPT(_RingHeuristic):
+    """Shortest remaining budget first (B_i − z_i worker-slots, ties by arrival), fixed sizes.
+
+    ``row_value=c`` (a number >= 0): jobs by decreasing (λ1 − μ_i(ζ_i z_i) + c) / (B_i − z_i) instead: the
+    utility the job can still gain (the sigmoid of §VI tends to λ1) plus the worth c of the window row it frees
+    when its budget is used up, per worker-slot of budget left.
+    """
+
+    name = "srpt"
+
+    def __init__(self, workers: int | None = None, workers_low: int = 1, workers_high: int = 10,
+                 row_value: float | None = None, sizes: str = "capped"):
+        super().__init__(workers, workers_low, workers_high, sizes)
+        if row_value is not None and not (np.isfinite(float(row_value)) and float(row_value) >= 0):
+            raise ValueError(f"row_value={row_value!r} is invalid: expected a number >= 0 or null")
+        self.row_value = None if row_value is None else float(row_value)
+
+    def _order(self, win, rows, size):
+        left = np.maximum(win["remaining"][rows].astype(np.float64), 1.0)  # B_i − z_i, >= 1 for a visible job
+        if self.row_value is None:
+            key = left
+        else:
+            zeta, z = win["zeta"][rows], win["attained"][rows].astype(np.float64)
+            lam = (win["lam1"][rows], win["lam2"][rows], win["lam3"][rows])
+            key = -(lam[0] - sigmoid_utility(zeta * z, *lam) + self.row_value) / left
         return np.lexsort((win["id"][rows], win["arrival"][rows], key))
 
 

@@ -83,6 +83,12 @@ LAS (gadget.md §VI baselines, "LAS in Tiresias [15]"): Tiresias' discretised LA
 at 10 worker-slots of attained service, served in order, FIFO within a queue — fixed sizes, greedy
 ring placement. ``thresholds``: other queues; ``thresholds=continuous``: ascending attained service.
 """,
+    "srpt": """\
+SRPT (a reference policy for P3, not a paper baseline): jobs by increasing remaining budget
+B_i − z_i (worker-slots; eq. 11), ties by arrival, fixed sizes, greedy ring placement.
+``row_value=c``: by decreasing (λ1 − μ_i(ζ_i z_i) + c) / (B_i − z_i), the utility left to gain plus the
+worth c of the window row the job frees, per worker-slot it still needs.
+""",
     "greedy": """\
 Greedy (a reference policy for P3, not a paper baseline): every visible job at its full
 size κ_i = min(N_i, budget left), ranked by its full-size increment π_iκi = μ_i(ζ_i(z_i + κ_i)) −

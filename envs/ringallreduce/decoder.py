@@ -1,7 +1,8 @@
 """P3's hooks for the masked autoregressive decoder (``FamilySpec.decoder``; ``clustergym train --net
 autoregressive``): in the ``"ring_size"`` action mode the decoder picks the workers of each visible job, oldest
-first (the order the env's greedy placement places them in) or, with ``order="attained"`` (``ORDERS``), least
-attained service first, from the cluster's GPUs. The network itself is
+first (the order the env's greedy placement places them in) or in a heuristic's priority order (``ORDERS``:
+``"attained"``, least attained service first, the continuous LAS's; ``"remaining"``, shortest remaining budget
+first, SRPT's; ``"density"``, ``srpt[row_value=30]``'s), from the cluster's GPUs. The network itself is
 :class:`clustergym.learning.autoregressive.DecoderNet`.
 
 The flat observation is read raw (``clustergym train`` turns ``VecNormalize``'s observation part off for this
@@ -106,4 +107,28 @@ def _least_attained_first(net: Any, obs: th.Tensor) -> th.Tensor:
     return th.where(r[..., _COL["remaining"]] > 0.5, z, th.full_like(z, float("inf")))
 
 
-ORDERS = {"attained": _least_attained_first}  # the decoder's ``order`` options besides "window"
+def _shortest_remaining_first(net: Any, obs: th.Tensor) -> th.Tensor:
+    """(B, J) the decoding key of ``order="remaining"``: each job's remaining budget B_i − z_i (column
+    ``remaining``), empty rows last; ties keep the window order (SRPT's priority, ties by arrival:
+    ``clustergym.baselines.ringallreduce.SRPT``)."""
+    r = obs[:, net.job_index]
+    left = r[..., _COL["remaining"]]
+    return th.where(left > 0.5, left, th.full_like(left, float("inf")))
+
+
+ROW_VALUE = 30.0  # the row worth c of order "density": srpt[row_value=30]'s (chosen on validation instances)
+
+
+def _value_density_first(net: Any, obs: th.Tensor) -> th.Tensor:
+    """(B, J) the decoding key of ``order="density"``: −(λ1 − μ_i(ζ_i z_i) + c) / (B_i − z_i) with c =
+    :data:`ROW_VALUE`, empty rows last; ties keep the window order (``srpt[row_value=30]``'s priority)."""
+    r = obs[:, net.job_index].double()
+    c = {k: r[..., i] for k, i in _COL.items()}
+    left = c["remaining"]
+    mu = c["lambda1"] * th.sigmoid(c["lambda2"] * (c["zeta"] * c["attained"] - c["lambda3"]))  # §VI's sigmoid
+    key = -(c["lambda1"] - mu + ROW_VALUE) / left.clamp_min(1.0)
+    return th.where(left > 0.5, key, th.full_like(key, float("inf")))
+
+
+# the decoder's ``order`` options besides "window"
+ORDERS = {"attained": _least_attained_first, "remaining": _shortest_remaining_first, "density": _value_density_first}

@@ -31,7 +31,8 @@ BENCH_PLAIN = True  # a "plain SB3 PPO" row: PPO(policy, gym.make(id)) on the de
 
 # `clustergym drl`'s references beside the paper policy (Algorithm 2 as written, ``gadget``) and the registered
 # baselines: the repair-and-reoffer variant beyond it, an option row (docs/gadget.md), and the continuous reading
-# of LAS beside Tiresias' discretised one (``las``): on a cluster short of GPUs LAS is the best non-learned policy
+# of LAS beside Tiresias' discretised one (``las``): on a cluster short of GPUs LAS is the best of the paper's baselines
+# (the registered ``srpt`` is above it there)
 REFERENCE_OPTIONS: tuple[str, ...] = ("gadget[rounding_repair=true]", "las[thresholds=continuous]")
 
 # The docs gallery (clustergym.experiments.gallery): (the baselines beside the paper policy, the comparison's

@@ -83,6 +83,32 @@ def test_las_prefers_least_attained_service():
     assert y.sum(axis=1).tolist() == [0, 2, 2]  # the job with most attained service waits
 
 
+def test_srpt_prefers_the_shortest_remaining_budget_or_the_highest_value_per_slot():
+    from clustergym.envs.ringallreduce.scenario import sigmoid_utility
+
+    env = RingAllReduceEnv(horizon=3, num_servers=2, num_racks=1, max_jobs=3, gpu_choices=[2])
+    # job 0: 6 worker-slots left, 90 of utility to gain; job 1: 2 left, past its step (nothing to gain);
+    # job 2: 4 left, 40 to gain (λ2 = 1: the sigmoid is a step at λ3)
+    win = dict(present=np.array([True, True, True]), cap=np.array([2, 2, 2]), id=np.array([0, 1, 2]),
+               arrival=np.array([0, 0, 1]), attained=np.array([0, 8, 0]), remaining=np.array([6, 2, 4]),
+               zeta=np.array([100.0, 100.0, 100.0]), lam1=np.array([90.0, 50.0, 40.0]), lam2=np.array([1.0, 1.0, 1.0]),
+               lam3=np.array([500.0, 300.0, 300.0]), bw=np.array([0.5, 0.5, 0.5]))
+    gain = win["lam1"] - sigmoid_utility(win["zeta"] * win["attained"], win["lam1"], win["lam2"], win["lam3"])
+    np.testing.assert_allclose(gain, [90.0, 0.0, 40.0], atol=1e-6)
+    served = {}
+    for spec in ("srpt[workers=2]", "srpt[workers=2,row_value=0]", "srpt[workers=2,row_value=60]",
+                 "srpt[workers=2,row_value=1000]"):
+        agent = make(spec, family="ringallreduce")
+        agent.reset(env.problem, seed=0)
+        served[spec] = agent.act(None, {"window": win}).reshape(3, 2).sum(axis=1).tolist()
+    assert served["srpt[workers=2]"] == [0, 2, 2]  # remaining 2 and 4 first; 4 GPUs
+    assert served["srpt[workers=2,row_value=0]"] == [2, 0, 2]  # 90/6 = 15, 40/4 = 10, 0/2 = 0
+    assert served["srpt[workers=2,row_value=60]"] == [2, 2, 0]  # 150/6 = 25 (older), 60/2 = 30, 100/4 = 25
+    assert served["srpt[workers=2,row_value=1000]"] == [0, 2, 2]  # 1000/2, 1040/4, 1090/6: SRPT's order
+    with pytest.raises(ValueError, match="row_value"):
+        make("srpt[row_value=-1]", family="ringallreduce")
+
+
 def test_gadget_beats_random_and_copies_continue_identically():
     # the repair option; Algorithm 2 as written (the default) does not beat random here (docs/gadget.md)
     g = sum(sum(r for _, r, _ in _run("gadget[rounding_repair=true]", seed=s, horizon=30)[0]) for s in (0, 1))

@@ -4,7 +4,8 @@ Behaviour checked: the hooks read each job's cap and the cluster's GPUs from the
 own values); sampled actions never exceed a job's cap or the GPUs left by the jobs before it, and absent jobs get
 0; the teacher-forced log-probability of an action equals the sum of the sequential sampler's per-step ones;
 the greedy action takes each step's most likely count; with ``order="attained"`` the jobs are decided least
-attained service first (the continuous LAS's priority) and the action still comes back in the window's order; the
+attained service first (the continuous LAS's priority) and the action still comes back in the window's order; each
+heuristic order ("attained", "remaining", "density") visits the jobs exactly in its teacher's priority; the
 same torch seed samples the same actions; training through ``train`` and loading through ``sb3:`` (no pickle)
 gives the trained policy's actions, its decoding order included; unsupported families, algorithms and orders fail
 clearly."""
@@ -158,6 +159,33 @@ def test_the_attained_order_decides_the_least_attained_jobs_first():
             actions[order] = pol.get_distribution(X).mode().numpy()
         np.testing.assert_array_equal(actions[order], _fill_in_order(X, env, order, 9))
     assert (actions["window"] != actions["attained"]).any(), "the order decides who gets the 9 GPUs here"
+
+
+@pytest.mark.parametrize("order, teacher", [("attained", "las[thresholds=continuous,workers=3]"),
+                                            ("remaining", "srpt[workers=5]"),
+                                            ("density", "srpt[workers=5,row_value=30]")])
+def test_each_heuristic_order_is_its_teachers_priority(order, teacher):
+    """The decoder visits the visible jobs in exactly the order its teacher ranks them, on the env's own windows
+    (what lets a clone decide each job knowing the sizes the teacher gave the jobs before it)."""
+    from clustergym.core.agent import public_info
+
+    env = _env(horizon=60)
+    pol, agent = _policy(env, order=order), make(teacher, env_id=P3)
+    obs, info = env.reset(seed=3)
+    agent.reset(env.unwrapped.problem, seed=3)
+    checked = 0
+    for _ in range(60):
+        win = public_info(info)["window"]
+        rows = np.flatnonzero(win["present"] & (win["cap"] > 0))
+        if rows.size > 1:
+            want = rows[agent._order(win, rows, np.ones(rows.size, dtype=np.int64))]
+            with th.no_grad():
+                key = pol.mlp_extractor._order_key(pol.mlp_extractor, th.as_tensor(obs)[None])[0]
+            got = th.sort(key, stable=True).indices.numpy()
+            np.testing.assert_array_equal(got[:rows.size], want)
+            checked += 1
+        obs, _, _, _, info = env.step(agent.act(obs, public_info(info)))
+    assert checked > 30
 
 
 def test_the_same_seed_samples_the_same_actions():
