@@ -1,11 +1,13 @@
 """How P3 agents spend a cluster short of GPUs: per slot, the GPUs asked for, the jobs given a ring and the mean
-ring size, beside each agent's total.
+ring size, and per run the jobs that entered the visible window, beside each agent's total.
 
 Each agent runs on validation instances (instance = seed, as the benchmark's curves, 200 slots) of a P3 scenario
 (``gpu-short`` by default) in the ``ring_size`` action mode, through the runner's episode loop
 (``clustergym.runner.episode.run_episode``). Per slot it records, from the action and the window the agent saw: the share of the cluster's GPUs asked
 for (Σ sizes / Σ_s C_s), the number of visible jobs given at least one worker and the number visible, and the mean
-size of the rings asked for. A learned model is given as ``sb3:<model.zip>``; its padding comes from the model.
+size of the rings asked for. Per run it counts the jobs admitted: the distinct jobs the window showed (a job enters
+the window only when an older one has used up its budget, so on a busy cluster the policy decides how many of the
+arrivals are ever served). A learned model is given as ``sb3:<model.zip>``; its padding comes from the model.
 
     python benchmarks/p3_ring_sizes.py --agents 'las[thresholds=continuous];greedy;sb3:runs/drl-p3s/p3s/ppo-decoder/seed0/model.zip'
 
@@ -33,7 +35,7 @@ def run_agent(spec: str, instances, scenario: str, horizon: int) -> dict:
     from clustergym.core.agent import make
     from clustergym.runner.episode import bound_agent, make_env, run_episode
 
-    totals, share, served, visible, sizes = [], [], [], [], []
+    totals, share, served, visible, sizes, admitted = [], [], [], [], [], []
     for k in instances:
         agent = make(spec, family="ringallreduce")
         kw = {"scenario": scenario, "scenario_seed": k, "action_mode": "ring_size", "horizon": horizon}
@@ -41,21 +43,25 @@ def run_agent(spec: str, instances, scenario: str, horizon: int) -> dict:
             kw.update(agent.eval_env_kwargs(spec, P3, {"scenario": scenario}, [k]))
         env = make_env(P3, **kw)
         gpus = float(np.sum(env.unwrapped.problem.topology.gpus))
+        seen: set[int] = set()
 
         def on_step(tr):
             a, win = np.asarray(tr.action, dtype=np.int64), tr.info["window"]
             share.append(a.sum() / gpus)
             served.append(int((a > 0).sum()))
             visible.append(int((win["present"].astype(bool) & (win["cap"] > 0)).sum()))
+            seen.update(np.asarray(win["id"])[win["present"].astype(bool)].tolist())
             if (a > 0).any():
                 sizes.append(float(a[a > 0].mean()))
 
         ep = run_episode(env, bound_agent(spec, P3, kw, made=agent), k, horizon, on_step=on_step)
         totals.append(float(ep.rewards.sum()))
+        admitted.append(len(seen))
         env.close()
     return {"agent": spec, "total": float(np.mean(totals)), "totals": totals, "gpu_share": float(np.mean(share)),
             "jobs_served": float(np.mean(served)), "jobs_visible": float(np.mean(visible)),
-            "ring_size": float(np.mean(sizes)) if sizes else 0.0}
+            "ring_size": float(np.mean(sizes)) if sizes else 0.0, "jobs_admitted": float(np.mean(admitted)),
+            "admitted": admitted}
 
 
 def main(argv=None) -> int:
@@ -72,10 +78,10 @@ def main(argv=None) -> int:
         p.error(str(e))
     rows = [run_agent(s.strip(), instances, args.scenario, args.horizon) for s in args.agents.split(";") if s.strip()]
     lines = [f"P3 `{args.scenario}`, instance = seed {args.instances}, {args.horizon} slots; per-slot means.", "",
-             "| agent | mean total | GPUs asked / GPUs | jobs given a ring | jobs visible | mean ring size |",
-             "|---|---|---|---|---|---|"]
+             "| agent | mean total | GPUs asked / GPUs | jobs given a ring | jobs visible | mean ring size | "
+             "jobs admitted per run |", "|---|---|---|---|---|---|---|"]
     lines += [f"| `{r['agent']}` | {r['total']:,.0f} | {r['gpu_share']:.3f} | {r['jobs_served']:.2f} | "
-              f"{r['jobs_visible']:.2f} | {r['ring_size']:.2f} |" for r in rows]
+              f"{r['jobs_visible']:.2f} | {r['ring_size']:.2f} | {r['jobs_admitted']:.1f} |" for r in rows]
     text = "\n".join(lines)
     print(text)
     if args.out:

@@ -45,8 +45,8 @@ from clustergym.runner.evaluation import evaluate
 from clustergym.experiments.drl_cache import _evaluate_cached, _write_results
 from clustergym.experiments.drl_cells import _atomic_json_or_text, _staged_replace, _sweep, cell_config, cell_state
 from clustergym.experiments.drl_plan import FULL_OUT, HORIZON, PLAN, QUICK, EnvPlan
-from clustergym.experiments.drl_report import (_Agents, _env_table, _episode_bounds, _gap_text, _plot_curves,
-                                               ablation_table, gap_table, reference_table)
+from clustergym.experiments.drl_report import (_Agents, _env_table, _gap_text, _plot_curves, ablation_table,
+                                               episode_bounds, gap_table, reference_table)
 from clustergym.learning.algos import SIDE_CAR
 from clustergym.learning.sidecar import read_side_car
 from clustergym.learning.training import TrainConfig, train
@@ -356,7 +356,7 @@ def _env_report(out, p, cells, seeds, horizon, *, learners, workers, progress, f
     refs = {f"{a} (validation)": _mean_total(curve_refs, a) for a in dict.fromkeys([paper, best, "random"]) if a}
     fig = _curve_figure(out, p, curves, refs, horizon, figures)
     md = _env_text(p, horizon, fig, table)
-    gap_rows, gap_md = gap_table(res, all_cells, paper, best, _episode_bounds(p, res, horizon))  # every row
+    gap_rows, gap_md = gap_table(res, all_cells, paper, best, episode_bounds(p, res, horizon))  # every row
     md += [_gap_text(p), "", gap_md, ""] if gap_md else []
     vs_all, vs_all_md = reference_table(res, main_cells)
     md += [_REFS_TEXT, "", vs_all_md, ""] if vs_all_md else []
@@ -478,7 +478,7 @@ def _default_horizon(out, p, main_cells: dict, paper: str, best, horizon: int, *
     drows, dtable = _env_table(p, dres, main_cells, paper, best=best)
     md = [f"At the env's default horizon, {dh} slots ({_trained_at(p, main_cells, horizon)}; the same held-out "
           f"instances and seeds; results.json in `{os.path.join(p.key, f'eval-h{dh}')}`):", "", dtable, ""]
-    gap_rows, gap_md = gap_table(dres, main_cells, paper, best, _episode_bounds(p, dres, dh))
+    gap_rows, gap_md = gap_table(dres, main_cells, paper, best, episode_bounds(p, dres, dh))
     md += [_gap_text(p), "", gap_md, ""] if gap_md else []
     vs_all, vs_all_md = reference_table(dres, main_cells)
     md += [_REFS_TEXT, "", vs_all_md, ""] if vs_all_md else []

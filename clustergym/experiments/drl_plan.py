@@ -243,12 +243,16 @@ P1_ENTITY_100K, P4_ENTITY_100K = entity_budget_row(P1_ENTITY), entity_budget_row
 # P3 on the gpu-short scenario: the masked autoregressive decoder of ring sizes (learning/autoregressive.py) as the
 # main row, with the discount 0.99 (on this cluster GADGET's per-slot optimum is not the best over a run, so a
 # learner has to look ahead); its budget row, and the flat MLP at that budget as the network ablation.
-P3S_TEACHER = "las[thresholds=continuous]"  # the warm start's teacher: the best non-learned policy on gpu-short
+P3S_TEACHER = "las[thresholds=continuous]"  # the first warm start's teacher: the best of the paper's baselines on gpu-short
 # a teacher the decoder can copy: the same LAS with every job's size 3 (chosen on validation instances 900-904 among
 # 1-5 workers; LAS's default draws each job's size at random, which no observation tells the clone)
 P3S_TEACHER_W3 = "las[thresholds=continuous,workers=3]"
+# SRPT's fixed size and row worth chosen on validation instances 900-909 (sizes 2-5 and 10, row worths 10, 30, 100, 300):
+# shortest remaining budget first, and the value-per-worker-slot reading, are above LAS with 3 workers there
+P3S_SRPT = ("srpt[workers=5]", "srpt[workers=5,row_value=30]")
 _P3S_DECODER = {"net": "autoregressive", "env_kwargs": {"action_mode": "ring_size"}, "hyperparams": {"gamma": 0.99}}
 _ATTAINED = {"policy_kwargs": {"order": "attained"}}  # the decoder decides the jobs least attained service first
+_DENSITY = {"policy_kwargs": {"order": "density"}}  # the decoder decides the jobs in srpt[row_value=30]'s order
 _FULL_STEP = {"learning_rate": 3e-4, "clip_range": 0.2}  # the base rows' PPO step (a warm start's default is smaller)
 
 
@@ -273,7 +277,7 @@ P3_GPU_SHORT_ROWS = (
             base="ppo-decoder-100k", note="the flat MLP over the same ring sizes (each job's size drawn on its own)"),
     Learner("bc(las-continuous)+ppo-decoder-100k", "ppo", ABLATION_BUDGET, _p3s_decoder(P3S_TEACHER),
             ablation="warm start", base="ppo-decoder-100k",
-            note="behaviour cloning of the continuous LAS (the best non-learned policy on this scenario) on "
+            note="behaviour cloning of the continuous LAS (the best of the paper's baselines on this scenario) on "
                  "training instances, then PPO fine-tuning of the decoder"),
     Learner("bc(las-continuous)+ppo-decoder-100k-fullstep", "ppo", ABLATION_BUDGET,
             _p3s_decoder(P3S_TEACHER, **_FULL_STEP),
@@ -297,6 +301,15 @@ P3_GPU_SHORT_ROWS = (
             _p3s_decoder(P3S_TEACHER_W3, **_ATTAINED, **_FULL_STEP),
             ablation="fine-tuning step", base="bc(las-w3)+ppo-decoder-100k-attained",
             note="the attained-order warm start fine-tuned with the base row's learning rate 3e-4 and clip range 0.2"),
+    Learner("bc(srpt-rv30)+ppo-decoder-100k-density", "ppo", ABLATION_BUDGET,
+            _p3s_decoder(P3S_SRPT[1], **_DENSITY),
+            ablation="teacher", base="bc(las-w3)+ppo-decoder-100k-attained",
+            note="the warm start from srpt[workers=5,row_value=30] (above LAS with 3 workers on validation instances), "
+                 "the decoder deciding the jobs in that teacher's order"),
+    Learner("bc(srpt-rv30)+ppo-decoder-100k-density-fullstep", "ppo", ABLATION_BUDGET,
+            _p3s_decoder(P3S_SRPT[1], **_DENSITY, **_FULL_STEP),
+            ablation="fine-tuning step", base="bc(srpt-rv30)+ppo-decoder-100k-density",
+            note="the SRPT warm start fine-tuned with the base row's learning rate 3e-4 and clip range 0.2"),
     Learner("bc(las-w3)+ppo-decoder-300k-attained-fullstep", "ppo", 300_000,
             _p3s_decoder(P3S_TEACHER_W3, **_ATTAINED, **_FULL_STEP),
             ablation="budget", base="bc(las-w3)+ppo-decoder-100k-attained-fullstep",
@@ -366,7 +379,7 @@ PLAN: dict[str, EnvPlan] = {
     "p3s": EnvPlan("p3s", "clustergym/RingAllReduce-v0", P3_GPU_SHORT_ROWS, None, tuple(range(30)), None,
                    tuple(range(900, 905)), env_kwargs={"scenario": "gpu-short"},
                    pretrained_name="RingAllReduce-v0-gpu-short", score_reference="gadget[rounding_repair=true]",
-                   extra_references=(P3S_TEACHER_W3,), episode_bound=True,
+                   extra_references=(P3S_TEACHER_W3, *P3S_SRPT), episode_bound=True,
                    note=("P3 on its `gpu-short` scenario (the paper's cluster with 10 servers instead of 50: the GPUs "
                          "bind, GADGET is below the window bound and LAS beats it), every agent on it; 30 held-out "
                          "instances with instance = seed 0-29, curves on instance = seed 900-904, as for P3. Scores put "

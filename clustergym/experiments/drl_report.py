@@ -13,7 +13,7 @@ from clustergym.core.plots import agent_color, figure, figure_legend, mean_band,
 from clustergym.core.stats import fmt_ci, mean_ci, paired_comparison, ratio_ci, verdict
 from clustergym.experiments.leaderboard import episode_bound
 
-__all__ = ["env_table", "plot_curves", "ablation_table", "gap_table", "reference_table"]
+__all__ = ["env_table", "plot_curves", "ablation_table", "episode_bounds", "gap_table", "reference_table"]
 
 
 def _fmt_cmp(c) -> str:
@@ -162,7 +162,7 @@ def _gap_text(p) -> str:
                         "job at its cap in every slot, GPUs and links unlimited), which holds for every policy.")
 
 
-def _episode_bounds(p, res, horizon: int) -> dict | None:
+def episode_bounds(p, res, horizon: int) -> dict | None:
     """Per instance of ``res`` (instance = scenario seed), the episode bound of a plan with ``episode_bound``
     (:func:`clustergym.experiments.leaderboard.episode_bound`, from the hidden truth); None for other plans.
     A ValueError if an agent's total is above its instance's bound (the bound and the runs disagree on the

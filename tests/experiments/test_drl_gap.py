@@ -5,7 +5,7 @@ from types import SimpleNamespace
 import pytest
 
 from clustergym.experiments.drl_plan import PLAN
-from clustergym.experiments.drl_report import _episode_bounds, gap_table
+from clustergym.experiments.drl_report import episode_bounds, gap_table
 from clustergym.experiments.leaderboard import episode_bound
 
 
@@ -71,11 +71,11 @@ def test_an_agent_above_its_episode_bound_is_refused():
     bound = episode_bound(plan.env_id, 0, 20, plan.env_kwargs)
     ok = _totals({"random": [0.5 * bound]})
     ok.runs = ok.runs[:1]
-    assert _episode_bounds(plan, ok, 20) == {0: pytest.approx(bound)}
+    assert episode_bounds(plan, ok, 20) == {0: pytest.approx(bound)}
     ok.runs[0].total_reward = bound * 1.01
     with pytest.raises(ValueError, match="above its episode bound"):
-        _episode_bounds(plan, ok, 20)
-    assert _episode_bounds(PLAN["p4"], ok, 20) is None
+        episode_bounds(plan, ok, 20)
+    assert episode_bounds(PLAN["p4"], ok, 20) is None
 
 
 def test_the_pooled_share_is_the_ratio_of_mean_gains_to_mean_headroom():
