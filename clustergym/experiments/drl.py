@@ -46,7 +46,7 @@ from clustergym.experiments.drl_cache import _evaluate_cached, _write_results
 from clustergym.experiments.drl_cells import _atomic_json_or_text, _staged_replace, _sweep, cell_config, cell_state
 from clustergym.experiments.drl_plan import FULL_OUT, HORIZON, PLAN, QUICK, EnvPlan
 from clustergym.experiments.drl_report import (_Agents, _env_table, _gap_text, _plot_curves, ablation_table,
-                                               episode_bounds, gap_table, reference_table)
+                                               episode_bounds, gap_table, reference_table, with_best_row)
 from clustergym.learning.algos import SIDE_CAR
 from clustergym.learning.sidecar import read_side_car
 from clustergym.learning.training import TrainConfig, train
@@ -358,7 +358,7 @@ def _env_report(out, p, cells, seeds, horizon, *, learners, workers, progress, f
     md = _env_text(p, horizon, fig, table)
     gap_rows, gap_md = gap_table(res, all_cells, paper, best, episode_bounds(p, res, horizon))  # every row
     md += [_gap_text(p), "", gap_md, ""] if gap_md else []
-    vs_all, vs_all_md = reference_table(res, main_cells)
+    vs_all, vs_all_md = reference_table(res, with_best_row(res, main_cells, all_cells))
     md += [_REFS_TEXT, "", vs_all_md, ""] if vs_all_md else []
     env_summary = {"env_id": p.env_id, "paper": paper, "rows": rows, "figure": os.path.basename(fig),
                    "eval": {"instances": p.eval_instances, "seeds": list(p.eval_seeds), "horizon": horizon},
@@ -444,7 +444,8 @@ def _curve_figure(out: str, p, curves: dict, refs: dict, horizon: int, figures: 
     return fig
 
 
-_REFS_TEXT = ("Each main row against every non-learned agent of these runs (the paper policy, its option rows, every "
+_REFS_TEXT = ("Each main row (and the learner row with the highest mean total, where it is not a main row) against every "
+              "non-learned agent of these runs (the paper policy, its option rows, every "
               "baseline, random), in decreasing mean total: the paired relative difference of totals, mean over "
               "instances [95% t-interval], wins/losses.")
 

@@ -13,7 +13,8 @@ from clustergym.core.plots import agent_color, figure, figure_legend, mean_band,
 from clustergym.core.stats import fmt_ci, mean_ci, paired_comparison, ratio_ci, verdict
 from clustergym.experiments.leaderboard import episode_bound
 
-__all__ = ["env_table", "plot_curves", "ablation_table", "episode_bounds", "gap_table", "reference_table"]
+__all__ = ["env_table", "plot_curves", "ablation_table", "episode_bounds", "gap_table", "reference_table",
+           "with_best_row"]
 
 
 def _fmt_cmp(c) -> str:
@@ -234,6 +235,14 @@ def gap_table(res, cells: dict, paper: str, best: str | None, bounds: dict | Non
         name = r["learner"] if r["learned"] else f"*{r['learner']}*"
         lines.append(f"| {name} | {ci} | {r['headroom']:.3f} | " + " | ".join(closed(r, ref) for ref in refs) + " |")
     return rows, "\n".join(lines)
+
+
+def with_best_row(res, main_cells: dict, all_cells: dict) -> dict:
+    """The main rows, and the learner row with the highest mean total of ``res`` when it is not one of them (an
+    ablation row can be the benchmark's best learner; the table of every non-learned agent then shows it too)."""
+    mean = {k: float(np.mean(list(_values_of(res, v).values()))) for k, v in all_cells.items() if _values_of(res, v)}
+    top = max(mean, key=mean.get, default=None)
+    return {**main_cells, **({top: all_cells[top]} if top is not None and top not in main_cells else {})}
 
 
 def reference_table(res, cells: dict) -> tuple[dict, str]:

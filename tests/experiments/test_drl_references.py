@@ -6,7 +6,7 @@ from types import SimpleNamespace
 import pytest
 
 from clustergym.experiments.drl_plan import PLAN, EnvPlan
-from clustergym.experiments.drl_report import _Agents, _env_table, ablation_table, reference_table
+from clustergym.experiments.drl_report import _Agents, _env_table, ablation_table, reference_table, with_best_row
 
 
 def _res(totals: dict) -> SimpleNamespace:
@@ -36,6 +36,17 @@ def test_one_reference_the_learner_does_not_beat_on_every_instance_makes_it_not_
     summary, md = reference_table(_res(totals), {"ppo": ["sb3:m0"]})
     assert summary["ppo"]["vs"]["las"]["losses"] == 1 and summary["ppo"]["above_every"] is False
     assert "**yes**" not in md
+
+
+def test_the_best_learner_row_joins_the_main_rows_only_when_it_is_not_one():
+    totals = {**TOTALS, "sb3:a0": [120, 240, 360], "sb3:b0": [100, 200, 300]}
+    main, all_cells = {"ppo": ["sb3:m0"]}, {"ppo": ["sb3:m0"], "ablation-a": ["sb3:a0"], "ablation-b": ["sb3:b0"]}
+    cells = with_best_row(_res(totals), main, all_cells)
+    assert list(cells) == ["ppo", "ablation-a"]  # a's mean 240 is above the main row's 220
+    summary, md = reference_table(_res(totals), cells)
+    assert summary["ablation-a"]["vs"]["las"]["mean"] == pytest.approx(20.0) and "`ablation-a` vs it" in md
+    totals["sb3:a0"] = [100, 200, 300]
+    assert list(with_best_row(_res(totals), main, all_cells)) == ["ppo"]  # the main row is the best: nothing added
 
 
 def test_the_score_puts_the_plans_reference_at_one_where_the_paper_policy_is_below_random():
