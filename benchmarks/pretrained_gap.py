@@ -5,8 +5,8 @@ For each env with a bound (P1, P2, P4; P3's ``p3s``, scored against each instanc
 agent the benchmark compares (the paper policy, its option rows, every registered baseline, random) run through
 the runner under today's defaults and the plan's scenario (the same instances and dynamics seeds for all: common
 random numbers), on instances no pool, validation or held-out set holds (2000-2014 by default) at the env's
-default horizon. Per instance (the mean over its seeds) a score s is the share of the gap between random (0) and the env's oracle or
-bound (1) an agent closes; 1 − s is the headroom it leaves; for the model and a reference R, (s − s_R) / (1 − s_R)
+default horizon. Per instance (the mean over its seeds) a score s is the share of the gap between random (0) and
+the env's oracle or bound (1) an agent closes; 1 − s is the headroom it leaves; for the model and a reference R, (s − s_R) / (1 − s_R)
 is the share of R's headroom the model closes, R being the paper policy and the best non-learned agent (the
 highest mean total). Then the model against every non-learned agent: the paired relative difference of totals.
 Both tables are the benchmark's own (``clustergym.experiments.drl_report``: ``gap_table``, ``reference_table``),

@@ -247,8 +247,8 @@ P3S_TEACHER = "las[thresholds=continuous]"  # the first warm start's teacher: th
 # a teacher the decoder can copy: the same LAS with every job's size 3 (chosen on validation instances 900-904 among
 # 1-5 workers; LAS's default draws each job's size at random, which no observation tells the clone)
 P3S_TEACHER_W3 = "las[thresholds=continuous,workers=3]"
-# SRPT's fixed size and row worth chosen on validation instances 900-909 (sizes 2-5 and 10, row worths 10, 30, 100, 300):
-# shortest remaining budget first, and the value-per-worker-slot reading, are above LAS with 3 workers there
+# SRPT's fixed size and row worth chosen on validation instances 900-909 (sizes 2-5; row worths 10, 30, 100, 300 at 3
+# and 5 workers): every SRPT variant is above LAS with 3 workers there (docs/drl.md, "SRPT on gpu-short")
 P3S_SRPT = ("srpt[workers=5]", "srpt[workers=5,row_value=30]")
 _P3S_DECODER = {"net": "autoregressive", "env_kwargs": {"action_mode": "ring_size"}, "hyperparams": {"gamma": 0.99}}
 _ATTAINED = {"policy_kwargs": {"order": "attained"}}  # the decoder decides the jobs least attained service first
