@@ -22,13 +22,13 @@ An integer solution is exactly a placement whose cheapest ring fits (``topology`
 from __future__ import annotations
 
 import numpy as np
-from scipy.optimize import Bounds, LinearConstraint, milp
+from scipy.optimize import Bounds, LinearConstraint, linprog, milp
 from scipy.sparse import coo_matrix
 
 from clustergym.envs.ringallreduce.dynamics import BLOCK, JOB_FIELDS, arrival_block, job_generators, settle
 from clustergym.envs.ringallreduce.scenario import sigmoid_utility
 
-__all__ = ["ring_increments", "run_upper_bound", "solve_slot"]
+__all__ = ["admission_bound", "ring_increments", "run_upper_bound", "solve_slot"]
 
 
 def ring_increments(cap, zeta, z, lam1, lam2, lam3) -> np.ndarray:
@@ -213,3 +213,91 @@ def run_upper_bound(truth, horizon: int, window: int | None = None) -> float:
             A = A[:settle(A, A.shape[0], n, w)]
     zeta, l1, l2, l3 = (jobs[:, _C[k]] for k in ("zeta", "lam1", "lam2", "lam3"))
     return float(np.sum(sigmoid_utility(zeta * z, l1, l2, l3) - sigmoid_utility(np.zeros_like(zeta), l1, l2, l3)))
+
+
+def _admission_slots(arrival, budget, workers, gpus: int, window: int) -> np.ndarray:
+    """(n,) for jobs in arrival order (id order), a lower bound on the first slot each can be in the visible window.
+
+    Job k (0-based) is visible at slot t only if at most ``window`` − 1 older jobs are still active, i.e. at least
+    k − window + 1 of jobs 0..k−1 used up their budgets by the end of slot t − 1. Job j can do so only if
+    a_j + ⌈B_j / N_j⌉ ≤ t (at most N_j workers a slot, eq. 2), and the jobs that do need Σ B_j worker-slots of the
+    cluster's at most ``gpus`` · t (eq. 4 summed over servers): so the cheapest k − window + 1 of the jobs that can
+    finish by t must fit in ``gpus`` · t. The slot is nondecreasing in k, so one forward sweep finds it."""
+    n = arrival.shape[0]
+    first = arrival.astype(np.int64).copy()
+    done = arrival.astype(np.int64) + np.ceil(budget / np.maximum(workers, 1)).astype(np.int64)
+    t = 0
+    for k in range(window, n):  # jobs 0..window-1 are visible from their arrival
+        need = k - window + 1
+        t = max(t, int(arrival[k]))
+        while True:
+            cand = budget[:k][done[:k] <= t]
+            if cand.size >= need and np.partition(cand, need - 1)[:need].sum() <= gpus * t:
+                break
+            t += 1
+        first[k] = t
+    return first
+
+
+def _envelope(u: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(slopes, intercepts) of the upper concave envelope of the points (z, u[z]), z = 0..len(u) − 1 (monotone
+    chain); the envelope is the minimum of these lines on [0, len(u) − 1]."""
+    hull: list[int] = []
+    for z in range(u.shape[0]):
+        while len(hull) >= 2:
+            z1, z2 = hull[-2], hull[-1]
+            if (u[z2] - u[z1]) * (z - z1) <= (u[z] - u[z1]) * (z2 - z1):
+                hull.pop()
+            else:
+                break
+        hull.append(z)
+    h = np.asarray(hull)
+    slope = np.diff(u[h]) / np.diff(h)
+    return slope, u[h[:-1]] - slope * h[:-1]
+
+
+def admission_bound(truth, horizon: int, gpus: int, window: int) -> float:
+    """A bound on the total reward of any policy over a ``horizon``-slot episode that counts the cluster's GPUs and
+    the visible window together: the smaller of :func:`run_upper_bound` (``window``) and the value of a linear
+    relaxation. Uses the instance's future arrivals: for metrics and studies only.
+
+    The relaxation: x_it ≥ 0 worker-slots of job i in slot t, at most N_i (eq. 2), Σ_t x_it ≤ B_i (eq. 11),
+    Σ_i x_it ≤ ``gpus`` = Σ_s C_s (eq. 4 summed over servers; placement and links dropped), and x_it = 0 before
+    :func:`_admission_slots`' lower bound on job i's first slot in the window; each job's term μ_i(ζ_i z_i) −
+    μ_i(0) is replaced by the upper concave envelope of its values at z = 0, 1, .., its largest attainable service.
+    Every policy's allocation is feasible for it and scores at most its value, so it bounds every policy; it is
+    below the window bound where the window keeps jobs out that the GPUs could not have served."""
+    jobs = _arrivals(truth, horizon)
+    n = jobs.shape[0]
+    if n == 0:
+        return 0.0
+    arrival, workers, budget = (jobs[:, _C[k]] for k in ("arrival", "workers", "budget"))
+    first = _admission_slots(arrival, budget, workers, int(gpus), int(window))
+    zmax = np.minimum(budget, workers * np.maximum(horizon - first, 0)).astype(np.int64)
+    span = np.maximum(horizon - first, 0)
+    job = np.repeat(np.arange(n), span)  # variables: x (job, slot) for slots first..horizon-1, then u per job
+    slot = np.concatenate([np.arange(f, horizon) for f in first]) if job.size else np.zeros(0, np.int64)
+    nx = job.size
+    rows, cols, vals, rhs = [slot, job + horizon], [np.arange(nx)] * 2, [np.ones(nx)] * 2, \
+        [np.full(horizon, float(gpus)), budget.astype(np.float64)]
+    r = horizon + n
+    for i in range(n):  # u_i ≤ slope · Σ_t x_it + intercept for each line of the envelope
+        z = np.arange(zmax[i] + 1, dtype=np.float64)
+        lam = (jobs[i, _C["lam1"]], jobs[i, _C["lam2"]], jobs[i, _C["lam3"]])
+        u = sigmoid_utility(jobs[i, _C["zeta"]] * z, *lam) - sigmoid_utility(0.0, *lam)
+        slope, icpt = _envelope(u) if zmax[i] > 0 else (np.zeros(1), np.zeros(1))
+        xs = np.flatnonzero(job == i)
+        for b, c in zip(slope.tolist(), icpt.tolist()):
+            rows += [np.full(xs.size + 1, r)]
+            cols += [np.concatenate([xs, [nx + i]])]
+            vals += [np.concatenate([np.full(xs.size, -b), [1.0]])]
+            rhs += [np.array([c])]
+            r += 1
+    A = coo_matrix((np.concatenate(vals), (np.concatenate(rows), np.concatenate(cols))), shape=(r, nx + n)).tocsr()
+    cost = np.concatenate([np.zeros(nx), -np.ones(n)])
+    hi = np.concatenate([workers[job], np.full(n, np.inf)])
+    res = linprog(cost, A_ub=A, b_ub=np.concatenate(rhs), bounds=np.column_stack([np.zeros(nx + n), hi]),
+                  method="highs")
+    if res.status != 0:
+        raise RuntimeError(f"the admission relaxation did not solve: {res.message}")
+    return float(min(-res.fun, run_upper_bound(truth, horizon, window=window)))

@@ -92,3 +92,37 @@ def test_on_a_cluster_short_of_gpus_gadget_falls_below_the_window_bound():
     """With 10 servers the GPUs bind (the window bound ignores them): GADGET is strictly below it."""
     tot = _totals(["gadget"], [900], 200, num_servers=10)
     assert tot[("gadget", 900)] < _bound(900, 200, window=32, num_servers=10) * (1 - 1e-2)
+
+
+def test_admission_slots_on_a_hand_made_queue():
+    """Window of one job, 2 GPUs, three jobs at slot 0 with budgets 4, 2, 6 worker-slots and 2 workers each: job 0
+    runs slots 0-1, job 1 (visible once job 0 is done) can start at slot 2 and job 2 once both are done, at 3."""
+    from clustergym.envs.ringallreduce.oracle import _admission_slots
+
+    first = _admission_slots(np.zeros(3), np.array([4.0, 2.0, 6.0]), np.array([2.0, 2.0, 2.0]), gpus=2, window=1)
+    assert first.tolist() == [0, 2, 3]
+    # with a window of two, job 2 needs one of the others done: job 1 (budget 2 at 2 workers) by slot 1
+    first = _admission_slots(np.zeros(3), np.array([4.0, 2.0, 6.0]), np.array([2.0, 2.0, 2.0]), gpus=2, window=2)
+    assert first.tolist() == [0, 0, 1]
+
+
+@pytest.mark.parametrize("kw", [dict(num_servers=4, arrival_rate=2.0), dict(scenario="gpu-short")])
+def test_no_agent_scores_above_the_admission_bound_and_it_is_below_the_window_bound(kw):
+    """The bound that counts the GPUs and the window together holds for every agent, is never above the window
+    bound, and is below it where the window keeps out jobs the GPUs could not have served anyway (4 servers: 13 and
+    15 GPUs for a 32-job window)."""
+    from clustergym.envs.ringallreduce.oracle import admission_bound
+
+    agents = ["srpt[workers=5,row_value=30]", "las[thresholds=continuous,workers=3]", "greedy", "random"]
+    tot = _totals(agents, [7, 8], 60, **kw)
+    below = []
+    for k in (7, 8):
+        u = gym.make(ENV, scenario_seed=k, **kw).unwrapped
+        b = admission_bound(u.scenario.truth, 60, int(np.sum(u.problem.topology.gpus)), u.problem.max_jobs)
+        w = _bound(k, 60, window=u.problem.max_jobs, **kw)
+        assert b <= w * (1 + 1e-12)
+        below.append(b < w * (1 - 1e-6))
+        for a in agents:
+            assert tot[(a, k)] <= b * (1 + 1e-9) + 1e-6, (a, k)
+    if kw.get("num_servers") == 4:
+        assert all(below), "the admission part binds on this cluster"
