@@ -240,7 +240,8 @@ def gap_table(res, cells: dict, paper: str, best: str | None, bounds: dict | Non
 def with_best_row(res, main_cells: dict, all_cells: dict) -> dict:
     """The main rows, and the learner row with the highest mean total of ``res`` when it is not one of them (an
     ablation row can be the benchmark's best learner; the table of every non-learned agent then shows it too)."""
-    mean = {k: float(np.mean(list(_values_of(res, v).values()))) for k, v in all_cells.items() if _values_of(res, v)}
+    values = {k: _values_of(res, v) for k, v in all_cells.items()}
+    mean = {k: float(np.mean(list(v.values()))) for k, v in values.items() if v}
     top = max(mean, key=mean.get, default=None)
     return {**main_cells, **({top: all_cells[top]} if top is not None and top not in main_cells else {})}
 

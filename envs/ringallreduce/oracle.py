@@ -223,6 +223,8 @@ def _admission_slots(arrival, budget, workers, gpus: int, window: int) -> np.nda
     a_j + ⌈B_j / N_j⌉ ≤ t (at most N_j workers a slot, eq. 2), and the jobs that do need Σ B_j worker-slots of the
     cluster's at most ``gpus`` · t (eq. 4 summed over servers): so the cheapest k − window + 1 of the jobs that can
     finish by t must fit in ``gpus`` · t. The slot is nondecreasing in k, so one forward sweep finds it."""
+    if gpus < 1 or window < 1:
+        raise ValueError(f"gpus={gpus!r}, window={window!r} are invalid: expected integers >= 1")
     n = arrival.shape[0]
     first = arrival.astype(np.int64).copy()
     done = arrival.astype(np.int64) + np.ceil(budget / np.maximum(workers, 1)).astype(np.int64)

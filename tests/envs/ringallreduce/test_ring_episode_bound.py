@@ -104,6 +104,8 @@ def test_admission_slots_on_a_hand_made_queue():
     # with a window of two, job 2 needs one of the others done: job 1 (budget 2 at 2 workers) by slot 1
     first = _admission_slots(np.zeros(3), np.array([4.0, 2.0, 6.0]), np.array([2.0, 2.0, 2.0]), gpus=2, window=2)
     assert first.tolist() == [0, 0, 1]
+    with pytest.raises(ValueError, match="gpus=0"):  # no GPUs: no job would ever leave, refused instead of a hang
+        _admission_slots(np.zeros(3), np.ones(3), np.ones(3), gpus=0, window=1)
 
 
 @pytest.mark.parametrize("kw", [dict(num_servers=4, arrival_rate=2.0), dict(scenario="gpu-short")])
