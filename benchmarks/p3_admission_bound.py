@@ -9,6 +9,10 @@ t-interval over instances. Both bounds read the instance's future arrivals: a st
 
     python benchmarks/p3_admission_bound.py --agents 'srpt[workers=5,row_value=30];las[thresholds=continuous,workers=3]' --instances 0-29 --out runs/p3-admission-bound
 
+``--max-gpus G`` keeps the instances whose cluster has at most G GPUs (the GPU-tight ones). After the rooms it
+prints each agent's paired difference to the first agent (and, with three agents or more, that of the best of them
+per instance, a hindsight choice).
+
 Prints one Markdown table; ``--out`` also writes ``table.md`` and ``bounds.json`` there.
 """
 
@@ -33,6 +37,8 @@ def main(argv=None) -> int:
     p.add_argument("--scenario", default="gpu-short")
     p.add_argument("--horizon", type=int, default=200)
     p.add_argument("--workers", type=int, default=2)
+    p.add_argument("--max-gpus", type=int, default=None,
+                   help="keep only the instances whose cluster has at most this many GPUs (Σ_s C_s)")
     p.add_argument("--out", default=None)
     args = p.parse_args(argv)
     try:
@@ -48,6 +54,11 @@ def main(argv=None) -> int:
     from clustergym.runner.evaluation import evaluate
 
     agents = [a.strip() for a in args.agents.split(";") if a.strip()]
+    if args.max_gpus is not None:
+        instances = [k for k in instances if int(np.sum(gym.make(P3, scenario=args.scenario, scenario_seed=k)
+                                                        .unwrapped.problem.topology.gpus)) <= args.max_gpus]
+        if not instances:
+            p.error(f"no instance of {args.instances} has at most {args.max_gpus} GPUs")
     res = evaluate(P3, agents, [0], args.horizon, env_kwargs={"scenario": args.scenario}, instances=instances,
                    workers=args.workers, progress=True, score=False)
     total = {(r.agent, r.instance): r.total_reward for r in res.runs}
@@ -73,6 +84,16 @@ def main(argv=None) -> int:
         lines.append(f"- `{a}`: room {ci.mean:.2f}% [{ci.low:.2f}, {ci.high:.2f}] (mean over {len(rows)} instances, 95% "
                      f"t-interval); within 0.1% of the bound on {sum(x <= 0.1 for x in room)}, more than 1% below it on "
                      f"{sum(x > 1 for x in room)}.")
+    ref = agents[0]
+    pairs = [(a, [r["totals"][a] for r in rows]) for a in agents[1:]]
+    if len(agents) > 2:
+        pairs.append(("the best of these agents per instance (hindsight)", [max(r["totals"].values()) for r in rows]))
+    for a, vals in pairs:
+        d = [100 * (v / r["totals"][ref] - 1) for v, r in zip(vals, rows)]
+        ci = mean_ci(d)
+        lines.append(f"- {a if a.startswith('the best') else f'`{a}`'} vs `{ref}`: {ci.mean:+.2f}% [{ci.low:+.2f}, "
+                     f"{ci.high:+.2f}] (paired, 95% t-interval), higher on {sum(x > 0 for x in d)}, lower on "
+                     f"{sum(x < 0 for x in d)}.")
     text = "\n".join(lines)
     print(text)
     if args.out:
