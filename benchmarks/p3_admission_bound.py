@@ -85,13 +85,13 @@ def main(argv=None) -> int:
                      f"t-interval); within 0.1% of the bound on {sum(x <= 0.1 for x in room)}, more than 1% below it on "
                      f"{sum(x > 1 for x in room)}.")
     ref = agents[0]
-    pairs = [(a, [r["totals"][a] for r in rows]) for a in agents[1:]]
+    pairs = [(f"`{a}`", [r["totals"][a] for r in rows]) for a in agents[1:]]
     if len(agents) > 2:
         pairs.append(("the best of these agents per instance (hindsight)", [max(r["totals"].values()) for r in rows]))
     for a, vals in pairs:
         d = [100 * (v / r["totals"][ref] - 1) for v, r in zip(vals, rows)]
         ci = mean_ci(d)
-        lines.append(f"- {a if a.startswith('the best') else f'`{a}`'} vs `{ref}`: {ci.mean:+.2f}% [{ci.low:+.2f}, "
+        lines.append(f"- {a} vs `{ref}`: {ci.mean:+.2f}% [{ci.low:+.2f}, "
                      f"{ci.high:+.2f}] (paired, 95% t-interval), higher on {sum(x > 0 for x in d)}, lower on "
                      f"{sum(x < 0 for x in d)}.")
     text = "\n".join(lines)
