@@ -103,7 +103,8 @@ def evaluation_hooks(agent: Any) -> EvaluationHooks | None:
 SB3_PREFIX = "sb3:"
 # Prefixed agent specs: prefix -> "module:function" building the agent from the rest of the spec and its
 # options (``loader(path, **opts)``, ``agent.families`` then checked), imported on first use.
-AGENT_LOADERS: dict[str, str] = {SB3_PREFIX: "clustergym.learning.sb3_agent:SB3Agent"}
+AGENT_LOADERS: dict[str, str] = {SB3_PREFIX: "clustergym.learning.sb3_agent:SB3Agent",
+                                  "rule:": "clustergym.experiments.priority_rule:load_rule"}
 
 # Agent objects evaluate() takes besides names: a base class's qualified name -> "module:function" that saves the
 # object where the runner's workers load it (``fn(obj, env_id, env_kwargs, folder)`` -> an agent spec).
