@@ -198,17 +198,15 @@ def train_rule(instances, *, seed: int = 0, iterations: int = 12, population: in
     t0 = time.perf_counter()
     kw = dict(env_kwargs or {})
     chunks = max(int(processes), 1)
-    parts = [instances[i::chunks] for i in range(chunks)]
+    live = [part for part in (instances[i::chunks] for i in range(chunks)) if part]  # each process's instances
 
-    def totals(pool, thetas):
-        tasks = [(th, part, workers, horizon, kw) for th in thetas for part in parts if part]
-        res = list(pool.map(_totals_task, tasks)) if pool else [_totals_task(tk) for tk in tasks]
-        per = len([p for p in parts if p])
+    def totals(pool, thetas) -> list:
+        """Per theta, its totals on ``instances`` (in order)."""
+        tasks = [(th, part, workers, horizon, kw) for th in thetas for part in live]
+        res = iter(pool.map(_totals_task, tasks) if pool else map(_totals_task, tasks))
         out = []
-        for i in range(len(thetas)):
-            by = {}
-            for part, vals in zip([p for p in parts if p], res[i * per:(i + 1) * per]):
-                by.update(zip(part, vals))
+        for _ in thetas:
+            by = {k: v for part in live for k, v in zip(part, next(res))}
             out.append(np.array([by[k] for k in instances]))
         return out
 
