@@ -30,30 +30,12 @@ P3 = "clustergym/RingAllReduce-v0"
 SRPT = "srpt[workers=5,row_value=30]"
 
 
-def _paired(values, ref) -> tuple[str, float]:
-    from clustergym.core.stats import mean_ci
+def _paired(values, ref) -> str:
+    """The rule's paired relative difference of totals to SRPT over instances (the project's claims statistic)."""
+    from clustergym.core.stats import paired_comparison
 
-    d = [100.0 * (v / r - 1.0) for v, r in zip(values, ref)]
-    ci = mean_ci(d)
-    return (f"{ci.mean:+.3f}% [{ci.low:+.3f}, {ci.high:+.3f}], higher on {sum(x > 1e-9 for x in d)}, lower on "
-            f"{sum(x < -1e-9 for x in d)} of {len(d)}"), ci.low
-
-
-def _spread(fn, items, processes: int) -> list:
-    """``fn`` over ``items`` in ``processes`` processes, results in order."""
-    if processes <= 1:
-        return [fn(x) for x in items]
-    from concurrent.futures import ProcessPoolExecutor
-
-    with ProcessPoolExecutor(processes) as pool:
-        return list(pool.map(fn, items))
-
-
-def _totals(args):
-    from clustergym.experiments.priority_rule import rule_totals
-
-    theta, k, scenario, horizon = args
-    return rule_totals(theta, [k], horizon=horizon, env_kwargs={"scenario": scenario})[0]
+    c = paired_comparison(dict(enumerate(values)), dict(enumerate(ref)))
+    return (f"{c.mean:+.3f}% [{c.low:+.3f}, {c.high:+.3f}], higher on {c.wins}, lower on {c.losses} of {c.n}")
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -128,13 +110,12 @@ def _fit(args, seeds: list, train: list) -> tuple[dict, list]:
 
 def _against_srpt(args, seeds: list, files: dict, train: list, val: list) -> tuple[dict, list]:
     """Each seed's rule and SRPT on the training and the validation instances (the rule at THETA_SRPT is SRPT)."""
-    from clustergym.experiments.priority_rule import THETA_SRPT, load_rule
+    from clustergym.experiments.priority_rule import THETA_SRPT, load_rule, rule_totals_many
 
     t0 = time.perf_counter()
     thetas = [THETA_SRPT] + [load_rule(files[s]).theta for s in seeds]
-    ks = train + val
-    flat = _spread(_totals, [(th, k, args.scenario, args.horizon) for th in thetas for k in ks], args.workers)
-    tot = np.array(flat).reshape(len(thetas), len(ks))
+    tot = np.array(rule_totals_many(thetas, train + val, horizon=args.horizon, env_kwargs={"scenario": args.scenario},
+                                    processes=args.workers))
     tot_train, tot_val = tot[:, :len(train)], tot[:, len(train):]
     lines = ["", f"Against `{SRPT}`: paired relative difference of totals, 95% t-interval over instances, on the "
                  f"training instances and on the validation instances {args.validation}"
@@ -142,10 +123,10 @@ def _against_srpt(args, seeds: list, files: dict, train: list, val: list) -> tup
              + f" ({len(val)}); {time.perf_counter() - t0:.0f} s:", "",
              "| rule | training instances | validation instances |", "|---|---|---|"]
     for i, s in enumerate(seeds):
-        lines.append(f"| seed {s} | {_paired(tot_train[1 + i], tot_train[0])[0]} | "
-                     f"{_paired(tot_val[1 + i], tot_val[0])[0]} |")
-    lines.append(f"| mean of the seeds' totals | {_paired(tot_train[1:].mean(axis=0), tot_train[0])[0]} | "
-                 f"{_paired(tot_val[1:].mean(axis=0), tot_val[0])[0]} |")
+        lines.append(f"| seed {s} | {_paired(tot_train[1 + i], tot_train[0])} | "
+                     f"{_paired(tot_val[1 + i], tot_val[0])} |")
+    lines.append(f"| mean of the seeds' totals | {_paired(tot_train[1:].mean(axis=0), tot_train[0])} | "
+                 f"{_paired(tot_val[1:].mean(axis=0), tot_val[0])} |")
     per = {k: {"srpt": t[0].tolist(), **{str(s): t[1 + i].tolist() for i, s in enumerate(seeds)}}
            for k, t in (("training_totals", tot_train), ("validation_totals", tot_val))}
     return {"train": train, "seeds": seeds, "files": files, "validation": val, **per}, lines

@@ -36,7 +36,7 @@ from clustergym.envs.ringallreduce.scenario import sigmoid_utility
 from clustergym.runner.episode import make_env, run_episode
 
 __all__ = ["PARAMS", "THETA_SRPT", "STD_START", "RULE_PREFIX", "FORMAT", "PriorityRule", "rule_scores", "RuleFit",
-           "train_rule", "rule_totals", "save_rule", "load_rule", "resolve_rule_path", "theta_text"]
+           "train_rule", "rule_totals", "rule_totals_many", "save_rule", "load_rule", "resolve_rule_path", "theta_text"]
 
 PARAMS = ("row_value", "exponent", "slots", "age", "gain", "bandwidth", "fullness")  # θ = (c, a, d, e, h, g, f)
 THETA_SRPT = (30.0, 1.0, 0.0, 0.0, 0.0, 0.0, 0.0)  # srpt[workers=5,row_value=30]
@@ -167,6 +167,27 @@ def _totals_task(args):
     return rule_totals(theta, instances, workers=workers, horizon=horizon, env_kwargs=env_kwargs)
 
 
+def rule_totals_many(thetas, instances, *, workers: int = 5, horizon: int = 200, env_kwargs: dict | None = None,
+                     pool=None, processes: int = 1) -> list:
+    """Per theta, :func:`rule_totals` on ``instances`` (an array, in order), the instances split in ``processes``
+    parts run in ``pool`` (an executor with that many processes; None: one made for this call). The result is the
+    same however the runs are spread."""
+    instances = [int(k) for k in instances]
+    chunks = max(int(processes), 1)
+    live = [part for part in (instances[i::chunks] for i in range(chunks)) if part]  # each process's instances
+    tasks = [(th, part, workers, horizon, dict(env_kwargs or {})) for th in thetas for part in live]
+    if pool is None and chunks > 1:
+        with ProcessPoolExecutor(chunks) as own:
+            res = iter(list(own.map(_totals_task, tasks)))
+    else:
+        res = iter(pool.map(_totals_task, tasks) if pool else map(_totals_task, tasks))
+    out = []
+    for _ in thetas:
+        by = {k: v for part in live for k, v in zip(part, next(res))}
+        out.append(np.array([by[k] for k in instances]))
+    return out
+
+
 @dataclass
 class RuleFit:
     """What :func:`train_rule` returns: the fitted θ (the last mean), per-iteration records and the cost."""
@@ -184,7 +205,9 @@ def train_rule(instances, *, seed: int = 0, iterations: int = 12, population: in
                start=THETA_SRPT, std=STD_START, workers: int = 5, horizon: int = 200, env_kwargs: dict | None = None,
                processes: int = 1, progress: bool = True) -> RuleFit:
     """Fit θ on ``instances`` by the cross-entropy method (module docstring). Every draw comes from
-    ``np.random.default_rng(seed)``; ``processes`` only spreads the candidates' runs (same result)."""
+    ``np.random.default_rng(seed)``; ``processes`` only spreads the candidates' runs (same result). A drawn
+    candidate with c < 0 or a < 0.1 is moved to that edge (c = 0, a = 0.1) before it runs: the rule's weights must
+    have c >= 0 and a > 0."""
     instances = [int(k) for k in instances]
     if not instances:
         raise ValueError("train_rule needs at least one training instance")
@@ -196,19 +219,11 @@ def train_rule(instances, *, seed: int = 0, iterations: int = 12, population: in
     sd = sd0.copy()
     fit = RuleFit(mean.copy())
     t0 = time.perf_counter()
-    kw = dict(env_kwargs or {})
     chunks = max(int(processes), 1)
-    live = [part for part in (instances[i::chunks] for i in range(chunks)) if part]  # each process's instances
 
     def totals(pool, thetas) -> list:
-        """Per theta, its totals on ``instances`` (in order)."""
-        tasks = [(th, part, workers, horizon, kw) for th in thetas for part in live]
-        res = iter(pool.map(_totals_task, tasks) if pool else map(_totals_task, tasks))
-        out = []
-        for _ in thetas:
-            by = {k: v for part in live for k, v in zip(part, next(res))}
-            out.append(np.array([by[k] for k in instances]))
-        return out
+        return rule_totals_many(thetas, instances, workers=workers, horizon=horizon, env_kwargs=env_kwargs, pool=pool,
+                                processes=chunks)
 
     bar = None
     if progress:

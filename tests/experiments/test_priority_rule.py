@@ -8,7 +8,7 @@ import pytest
 
 from clustergym.core.agent import make
 from clustergym.experiments.priority_rule import (PARAMS, THETA_SRPT, PriorityRule, load_rule, rule_scores, rule_totals,
-                                               save_rule, train_rule)
+                                               rule_totals_many, save_rule, train_rule)
 from clustergym.runner.evaluation import evaluate
 
 P3 = "clustergym/RingAllReduce-v0"
@@ -71,6 +71,15 @@ def test_fullness_scales_the_row_worth_with_the_window_filled():
     s_full = rule_scores(_theta(row_value=10.0, fullness=1.0), win, rows[:1], size[:1], 0.0, 5)
     # (λ1 − μ + c (1 + f n/J)) / left: n/J from 1/3 to 1 adds c · 2/3 over 2 worker-slots left
     assert s_full[0] - s_empty[0] == pytest.approx(10.0 * (2 / 3) / 2)
+
+
+def test_totals_of_many_rules_keep_each_rule_and_instance_in_its_place():
+    thetas, ks = [THETA_SRPT, _theta(age=1.0)], [927, 2, 1004]
+    one = [rule_totals(th, ks, horizon=30, env_kwargs=GPU_SHORT) for th in thetas]
+    assert len(set(one[0])) == 3  # the instances' totals differ, so a swap would show
+    for processes in (1, 2):
+        many = rule_totals_many(thetas, ks, horizon=30, env_kwargs=GPU_SHORT, processes=processes)
+        assert [m.tolist() for m in many] == one
 
 
 def test_the_search_is_seeded_and_starts_from_its_start():
