@@ -389,10 +389,16 @@ def _on_stop(signum, frame):
 
 def _drop_lost_stops(hook):
     """``sys.unraisablehook`` that keeps quiet about a KeyboardInterrupt compiled code lost (it comes again,
-    :func:`_on_stop`): the command still ends on its one line. Everything else goes to ``hook``."""
+    :func:`_on_stop`) and, once a stop has arrived, about finalisers (``__del__``) that fail: the stop
+    interrupted their object's constructor (llvmlite's ``ObjectRef`` stopped before it set its handle), and
+    the collector runs them late, down to the interpreter's exit. The command still ends on its one line.
+    Everything else goes to ``hook``."""
     def unraisable(info):
-        if not isinstance(info.exc_value, KeyboardInterrupt):
-            hook(info)
+        if isinstance(info.exc_value, KeyboardInterrupt):
+            return
+        if _STOP and getattr(info.object, "__name__", "") == "__del__":
+            return
+        hook(info)
     return unraisable
 
 
@@ -468,7 +474,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"clustergym: error: {msg}", file=sys.stderr)
         return 2
     finally:
-        sys.unraisablehook = unraisable
+        if not _STOP:  # after a stop the hook stays: half-built objects are finalised up to the exit
+            sys.unraisablehook = unraisable
         if old is not None:
             for sig, handler in old.items():
                 signal.signal(sig, handler)

@@ -88,6 +88,44 @@ def test_a_ctrl_c_lost_in_a_ctypes_callback_still_stops_quietly():
     assert out.stdout.strip() == "stopped True" and not out.stderr, out.stdout + out.stderr
 
 
+_HALF_BUILT = """
+import argparse, os, signal, sys, time
+import clustergym.cli.main as cli
+class Half:  # a compiled library's handle object, as llvmlite's ObjectRef: its finaliser needs its handle
+    def __init__(self):
+        self.me = self  # in a reference cycle: the collector finalises it late, down to the exit
+        if STOP:
+            os.kill(os.getpid(), signal.SIGINT)
+            time.sleep(1)
+        else:
+            raise ValueError("no handle")
+        self.handle = 1
+    def __del__(self):
+        self.handle
+def command(args):
+    Half()
+parser = argparse.ArgumentParser()
+parser.add_argument("--debug", action="store_true")
+parser.set_defaults(func=command, command="x")
+cli.build_parser = lambda: parser
+sys.exit(cli.main([]))
+"""
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="preexec_fn (POSIX)")
+@pytest.mark.parametrize("stop", [True, False], ids=["stopped", "not-stopped"])
+def test_a_ctrl_c_inside_a_constructor_ends_on_one_line(stop):
+    """A Ctrl-C that interrupts an object's constructor leaves it half-built; its finaliser then fails when
+    the collector runs it, after the command's line or at the exit. The command still ends on its one line;
+    without a stop, a failing finaliser is reported as Python reports it."""
+    out = subprocess.run([sys.executable, "-c", _HALF_BUILT.replace("STOP", str(stop))], capture_output=True,
+                         text=True, timeout=60, preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    if stop:
+        assert out.returncode == 130 and out.stderr.strip() == "clustergym: interrupted; nothing was written", out.stderr
+    else:
+        assert out.returncode == 2 and "Exception ignored in" in out.stderr and "AttributeError" in out.stderr
+
+
 def test_the_cleanup_of_a_stop_is_not_interrupted_by_its_repeat():
     """The repeat comes only when the stop was lost: a cleanup in an ``except`` or ``finally`` block that
     takes longer than the repeat's delay runs to its end."""
