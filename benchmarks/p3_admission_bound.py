@@ -49,7 +49,7 @@ def main(argv=None) -> int:
     import gymnasium as gym
 
     import clustergym  # noqa: F401  (registers the envs)
-    from clustergym.core.stats import mean_ci
+    from clustergym.core.stats import mean_ci, paired_comparison
     from clustergym.envs.ringallreduce.oracle import admission_bound, run_upper_bound
     from clustergym.runner.evaluation import evaluate
 
@@ -88,12 +88,10 @@ def main(argv=None) -> int:
     pairs = [(f"`{a}`", [r["totals"][a] for r in rows]) for a in agents[1:]]
     if len(agents) > 2:
         pairs.append(("the best of these agents per instance (hindsight)", [max(r["totals"].values()) for r in rows]))
-    for a, vals in pairs:
-        d = [100 * (v / r["totals"][ref] - 1) for v, r in zip(vals, rows)]
-        ci = mean_ci(d)
-        lines.append(f"- {a} vs `{ref}`: {ci.mean:+.2f}% [{ci.low:+.2f}, "
-                     f"{ci.high:+.2f}] (paired, 95% t-interval), higher on {sum(x > 0 for x in d)}, lower on "
-                     f"{sum(x < 0 for x in d)}.")
+    for a, vals in pairs:  # the project's claims statistic: relative to the first agent, equal totals are ties
+        c = paired_comparison(dict(enumerate(vals)), {i: r["totals"][ref] for i, r in enumerate(rows)})
+        lines.append(f"- {a} vs `{ref}`: {c.mean:+.2f}% [{c.low:+.2f}, {c.high:+.2f}] (paired, 95% t-interval), "
+                     f"higher on {c.wins}, lower on {c.losses}.")
     text = "\n".join(lines)
     print(text)
     if args.out:
