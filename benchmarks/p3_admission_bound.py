@@ -13,6 +13,13 @@ t-interval over instances. Both bounds read the instance's future arrivals: a st
 prints each agent's paired difference to the first agent (and, with three agents or more, that of the best of them
 per instance, a hindsight choice).
 
+``--lp-guided`` also runs, on each instance, ``srpt[workers=5,row_value=30]`` with its order led by the relaxation's
+own allocation (hindsight): the jobs ranked by the worker-slots the relaxation gives them in the current slot, ties in
+SRPT's order. Whether following the relaxation reaches its value tells whether the room to the bound is reachable
+by its choices or belongs to the relaxation alone. It reads the instance's future: a study, never an agent.
+
+    python benchmarks/p3_admission_bound.py --agents 'srpt[workers=5,row_value=30]' --instances 910-999 --max-gpus 33 --lp-guided
+
 Prints one Markdown table; ``--out`` also writes ``table.md`` and ``bounds.json`` there.
 """
 
@@ -24,51 +31,70 @@ import os
 
 import numpy as np
 
+from clustergym.baselines.ringallreduce import SRPT
 from clustergym.cli.commands import int_list
 
 P3 = "clustergym/RingAllReduce-v0"
 
 
-def main(argv=None) -> int:
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--agents", default="srpt[workers=5,row_value=30];las[thresholds=continuous,workers=3]",
-                   help="agents separated by ';' (options use commas)")
-    p.add_argument("--instances", default="0-29", help="instance = seed list, e.g. 0-29")
-    p.add_argument("--scenario", default="gpu-short")
-    p.add_argument("--horizon", type=int, default=200)
-    p.add_argument("--workers", type=int, default=2)
-    p.add_argument("--max-gpus", type=int, default=None,
-                   help="keep only the instances whose cluster has at most this many GPUs (Σ_s C_s)")
-    p.add_argument("--out", default=None)
-    args = p.parse_args(argv)
-    try:
-        instances = int_list(args.instances)
-    except argparse.ArgumentTypeError as e:
-        p.error(str(e))
+LP_GUIDED = "hindsight: srpt[workers=5,row_value=30] led by the relaxation's allocation"
 
+
+class RelaxationOrder(SRPT):
+    """``srpt[workers=5,row_value=30]`` whose order is led by the relaxation's allocation ``x`` (jobs by x[id, t],
+    descending; ties in SRPT's order). Built per instance from its future: a study, never an agent."""
+
+    def __init__(self, x: np.ndarray):
+        super().__init__(workers=5, row_value=30.0)
+        self.x, self.t = x, 0
+
+    def act(self, obs, info):
+        self.t = min(int(info["t"]), self.x.shape[1] - 1)
+        return super().act(obs, info)
+
+    def _order(self, win, rows, size):
+        rank = np.empty(rows.size)
+        rank[super()._order(win, rows, size)] = np.arange(rows.size)
+        return np.lexsort((rank, -self.x[win["id"][rows].astype(np.int64), self.t]))
+
+
+def _episode(env, agent) -> float:
+    obs, info = env.reset(seed=0)
+    agent.reset(env.unwrapped.problem, seed=0)
+    total = 0.0
+    for _ in range(env.unwrapped.horizon):
+        obs, r, term, trunc, info = env.step(agent.act(obs, info))
+        total += float(r)
+        if term or trunc:
+            break
+    return total
+
+
+def _bounds(args, instances: list, total: dict, agents: list) -> list:
+    """Per instance: GPUs, the window and admission bounds, every agent's total (and the relaxation-led SRPT's)."""
     import gymnasium as gym
 
-    import clustergym  # noqa: F401  (registers the envs)
-    from clustergym.core.stats import mean_ci, paired_comparison
-    from clustergym.envs.ringallreduce.oracle import admission_bound, run_upper_bound
-    from clustergym.runner.evaluation import evaluate
+    from clustergym.envs.ringallreduce.oracle import admission_relaxation, run_upper_bound
 
-    agents = [a.strip() for a in args.agents.split(";") if a.strip()]
-    if args.max_gpus is not None:
-        instances = [k for k in instances if int(np.sum(gym.make(P3, scenario=args.scenario, scenario_seed=k)
-                                                        .unwrapped.problem.topology.gpus)) <= args.max_gpus]
-        if not instances:
-            p.error(f"no instance of {args.instances} has at most {args.max_gpus} GPUs")
-    res = evaluate(P3, agents, [0], args.horizon, env_kwargs={"scenario": args.scenario}, instances=instances,
-                   workers=args.workers, progress=True, score=False)
-    total = {(r.agent, r.instance): r.total_reward for r in res.runs}
     rows = []
     for k in instances:
-        u = gym.make(P3, scenario=args.scenario, scenario_seed=k).unwrapped
+        env = gym.make(P3, scenario=args.scenario, scenario_seed=k, horizon=args.horizon)
+        u = env.unwrapped
         gpus, window = int(np.sum(u.problem.topology.gpus)), u.problem.max_jobs
-        rows.append({"instance": k, "gpus": gpus, "window_bound": run_upper_bound(u.scenario.truth, args.horizon, window),
-                     "admission_bound": admission_bound(u.scenario.truth, args.horizon, gpus, window),
-                     "totals": {a: total[(a, k)] for a in agents}})
+        wb = run_upper_bound(u.scenario.truth, args.horizon, window)
+        value, x = admission_relaxation(u.scenario.truth, args.horizon, gpus, window)
+        totals = {a: total[(a, k)] for a in agents}
+        if args.lp_guided:
+            totals[LP_GUIDED] = _episode(env, RelaxationOrder(x))
+        rows.append({"instance": k, "gpus": gpus, "window_bound": wb, "admission_bound": min(value, wb),
+                     "relaxation": value, "totals": totals})
+    return rows
+
+
+def _report(args, rows: list, agents: list) -> list:
+    """The Markdown: one line per instance, each agent's room, each agent's paired difference to the first."""
+    from clustergym.core.stats import mean_ci, paired_comparison
+
     lines = [f"P3 `{args.scenario}`, instance = seed {args.instances}, {args.horizon} slots; room = (admission bound "
              "− total) / admission bound.", "",
              "| instance | GPUs | window bound | admission bound | " + " | ".join(f"`{a}` (room)" for a in agents) + " |",
@@ -92,7 +118,44 @@ def main(argv=None) -> int:
         c = paired_comparison(dict(enumerate(vals)), {i: r["totals"][ref] for i, r in enumerate(rows)})
         lines.append(f"- {a} vs `{ref}`: {c.mean:+.2f}% [{c.low:+.2f}, {c.high:+.2f}] (paired, 95% t-interval), "
                      f"higher on {c.wins}, lower on {c.losses}.")
-    text = "\n".join(lines)
+    return lines
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--agents", default="srpt[workers=5,row_value=30];las[thresholds=continuous,workers=3]",
+                   help="agents separated by ';' (options use commas)")
+    p.add_argument("--instances", default="0-29", help="instance = seed list, e.g. 0-29")
+    p.add_argument("--scenario", default="gpu-short")
+    p.add_argument("--horizon", type=int, default=200)
+    p.add_argument("--workers", type=int, default=2)
+    p.add_argument("--max-gpus", type=int, default=None,
+                   help="keep only the instances whose cluster has at most this many GPUs (Σ_s C_s)")
+    p.add_argument("--lp-guided", action="store_true",
+                   help="also run SRPT led by the relaxation's allocation (hindsight: a study, never an agent)")
+    p.add_argument("--out", default=None)
+    args = p.parse_args(argv)
+    try:
+        instances = int_list(args.instances)
+    except argparse.ArgumentTypeError as e:
+        p.error(str(e))
+
+    import gymnasium as gym
+
+    import clustergym  # noqa: F401  (registers the envs)
+    from clustergym.runner.evaluation import evaluate
+
+    agents = [a.strip() for a in args.agents.split(";") if a.strip()]
+    if args.max_gpus is not None:
+        instances = [k for k in instances if int(np.sum(gym.make(P3, scenario=args.scenario, scenario_seed=k)
+                                                        .unwrapped.problem.topology.gpus)) <= args.max_gpus]
+        if not instances:
+            p.error(f"no instance of {args.instances} has at most {args.max_gpus} GPUs")
+    res = evaluate(P3, agents, [0], args.horizon, env_kwargs={"scenario": args.scenario}, instances=instances,
+                   workers=args.workers, progress=True, score=False)
+    total = {(r.agent, r.instance): r.total_reward for r in res.runs}
+    rows = _bounds(args, instances, total, agents)
+    text = "\n".join(_report(args, rows, agents + ([LP_GUIDED] if args.lp_guided else [])))
     print(text)
     if args.out:
         os.makedirs(args.out, exist_ok=True)

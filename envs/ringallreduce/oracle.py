@@ -28,7 +28,7 @@ from scipy.sparse import coo_matrix
 from clustergym.envs.ringallreduce.dynamics import BLOCK, JOB_FIELDS, arrival_block, job_generators, settle
 from clustergym.envs.ringallreduce.scenario import sigmoid_utility
 
-__all__ = ["admission_bound", "ring_increments", "run_upper_bound", "solve_slot"]
+__all__ = ["admission_bound", "admission_relaxation", "ring_increments", "run_upper_bound", "solve_slot"]
 
 
 def ring_increments(cap, zeta, z, lam1, lam2, lam3) -> np.ndarray:
@@ -260,8 +260,15 @@ def _envelope(u: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 def admission_bound(truth, horizon: int, gpus: int, window: int) -> float:
     """A bound on the total reward of any policy over a ``horizon``-slot episode that counts the cluster's GPUs and
-    the visible window together: the smaller of :func:`run_upper_bound` (``window``) and the value of a linear
-    relaxation. Uses the instance's future arrivals: for metrics and studies only.
+    the visible window together: the smaller of :func:`run_upper_bound` (``window``) and the value of the linear
+    relaxation of :func:`admission_relaxation`. Uses the instance's future arrivals: for metrics and studies only."""
+    value, _ = admission_relaxation(truth, horizon, gpus, window)
+    return float(min(value, run_upper_bound(truth, horizon, window=window)))
+
+
+def admission_relaxation(truth, horizon: int, gpus: int, window: int) -> tuple[float, np.ndarray]:
+    """(value, x) of a linear relaxation of the episode: x[i, t] is the worker-slots it gives job i (arrival order,
+    i.e. job id i) in slot t. Uses the instance's future arrivals: for metrics and studies only.
 
     The relaxation: x_it ≥ 0 worker-slots of job i in slot t, at most N_i (eq. 2), Σ_t x_it ≤ B_i (eq. 11),
     Σ_i x_it ≤ ``gpus`` = Σ_s C_s (eq. 4 summed over servers; placement and links dropped), and x_it = 0 before
@@ -272,7 +279,7 @@ def admission_bound(truth, horizon: int, gpus: int, window: int) -> float:
     jobs = _arrivals(truth, horizon)
     n = jobs.shape[0]
     if n == 0:
-        return 0.0
+        return 0.0, np.zeros((0, horizon))
     arrival, workers, budget = (jobs[:, _C[k]] for k in ("arrival", "workers", "budget"))
     first = _admission_slots(arrival, budget, workers, int(gpus), int(window))
     zmax = np.minimum(budget, workers * np.maximum(horizon - first, 0)).astype(np.int64)
@@ -302,4 +309,6 @@ def admission_bound(truth, horizon: int, gpus: int, window: int) -> float:
                   method="highs")
     if res.status != 0:
         raise RuntimeError(f"the admission relaxation did not solve: {res.message}")
-    return float(min(-res.fun, run_upper_bound(truth, horizon, window=window)))
+    x = np.zeros((n, horizon))
+    x[job, slot] = res.x[:nx]
+    return float(-res.fun), x

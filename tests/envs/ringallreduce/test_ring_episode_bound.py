@@ -128,3 +128,42 @@ def test_no_agent_scores_above_the_admission_bound_and_it_is_below_the_window_bo
             assert tot[(a, k)] <= b * (1 + 1e-9) + 1e-6, (a, k)
     if kw.get("num_servers") == 4:
         assert all(below), "the admission part binds on this cluster"
+
+
+def test_the_relaxations_allocation_keeps_its_constraints_and_scores_its_value():
+    """The relaxation's x: at most the cluster's GPUs each slot, N_i per job and slot, B_i per job, nothing before a
+    job's first possible slot in the window; its value is the envelope's at x's totals (at least the sigmoid's), and
+    the admission bound is the smaller of it and the window bound."""
+    from clustergym.envs.ringallreduce.dynamics import JOB_FIELDS
+    from clustergym.envs.ringallreduce.oracle import (_admission_slots, _arrivals, _envelope, admission_bound,
+                                                      admission_relaxation)
+    from clustergym.envs.ringallreduce.scenario import sigmoid_utility
+
+    col = {k: i for i, k in enumerate(JOB_FIELDS)}
+    u = gym.make(ENV, scenario_seed=7, num_servers=4, arrival_rate=2.0).unwrapped
+    gpus, window, T = int(np.sum(u.problem.topology.gpus)), u.problem.max_jobs, 60
+    value, x = admission_relaxation(u.scenario.truth, T, gpus, window)
+    jobs = _arrivals(u.scenario.truth, T)
+    arrival, workers, budget = (jobs[:, col[k]] for k in ("arrival", "workers", "budget"))
+    assert x.shape == (jobs.shape[0], T) and x.min() >= -1e-9
+    assert np.all(x.sum(axis=0) <= gpus + 1e-6) and np.all(x <= workers[:, None] + 1e-6)
+    assert np.all(x.sum(axis=1) <= budget + 1e-6)
+    first = _admission_slots(arrival, budget, workers, gpus, window)
+    assert all(np.all(x[i, :first[i]] <= 1e-9) for i in range(jobs.shape[0]))
+    assert np.any(first > arrival), "the window delays some job on this cluster"
+    z = x.sum(axis=1)
+    lam = tuple(jobs[:, col[k]] for k in ("lam1", "lam2", "lam3"))
+    zeta = jobs[:, col["zeta"]]
+    zmax = np.minimum(budget, workers * np.maximum(T - first, 0)).astype(np.int64)
+    env_value = 0.0
+    for i in range(jobs.shape[0]):
+        grid = sigmoid_utility(zeta[i] * np.arange(zmax[i] + 1.0), *(v[i] for v in lam)) - sigmoid_utility(
+            0.0, *(v[i] for v in lam))
+        if zmax[i] > 0:
+            slope, icpt = _envelope(grid)
+            env_value += float(np.min(slope * z[i] + icpt))
+    assert value == pytest.approx(env_value, rel=1e-6)
+    sig = float(np.sum(sigmoid_utility(zeta * z, *lam) - sigmoid_utility(0.0, *lam)))
+    assert sig <= value * (1 + 1e-9)
+    assert admission_bound(u.scenario.truth, T, gpus, window) == pytest.approx(
+        min(value, run_upper_bound(u.scenario.truth, T, window)), rel=1e-12)
