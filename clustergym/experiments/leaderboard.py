@@ -1,13 +1,14 @@
 """The leaderboard (docs/leaderboard.md): every shipped agent of every env, normalised score on held-out instances.
 
-``python -m clustergym.experiments.leaderboard`` (``make leaderboard``) scores, per registered env with a board
-setting (:data:`BOARDS`), the paper's policy in the readings its reproduction compares, every registered agent of
+``python -m clustergym.experiments.leaderboard`` (``make leaderboard``) scores, per board (:data:`BOARDS`: one per
+registered env at its default setting, and P3's ``gpu-short`` scenario, the board ``P3-gpu-short``), the paper's policy in the readings its reproduction compares, every registered agent of
 the family, the pretrained model ``sb3:pretrained/<EnvName>`` (where one ships) and ``random``, through
 :func:`clustergym.evaluate` (the runner of ``clustergym run``) inside a run store (``OUT/store``: an
 interrupted sweep resumes), and writes
 
-* ``OUT/<EnvName>/results.json``: the runner's results;
-* ``DATA/<EnvName>.json``: what the page shows, per agent its score and value per instance, per instance the bound;
+* ``OUT/<board name>/results.json``: the runner's results (the board name is the env's, ``RingAllReduce-v0``, with
+  the board's suffix, ``RingAllReduce-v0-gpu-short``: the name its pretrained model ships under);
+* ``DATA/<board name>.json``: what the page shows, per agent its score and value per instance, per instance the bound;
 * ``CURVES/<EnvName>.csv`` (docs/leaderboard/curves, shipped with the site): the pretrained model's learning curve, where its training folder is given
   (``--curves ENV_NAME=DIR``: a ``clustergym train`` folder, or a ``clustergym drl`` cell);
 * the page (:func:`clustergym.experiments.leaderboard_page.render`, from ``DATA`` and ``CURVES`` alone).
@@ -28,8 +29,8 @@ import sys
 import time
 
 from clustergym.core.agent import list_agents
-from clustergym.core.family import family_specs
-from clustergym.experiments.leaderboard_page import render, row_line
+from clustergym.core.family import FamilySpec, family_specs
+from clustergym.experiments.leaderboard_page import read_boards, render, row_line
 from clustergym.learning.algos import SIDE_CAR
 from clustergym.learning.curves import monitor_curve
 from clustergym.learning.sb3_agent import PRETRAINED_DIR
@@ -39,7 +40,7 @@ from clustergym.runner.evaluation import evaluate
 from clustergym.runner.results import write_json
 from clustergym.runner.runstore import RunStore, use_store
 
-__all__ = ["BOARDS", "board_agents", "score_board", "write_curve", "row_of", "main"]
+__all__ = ["BOARDS", "board_agents", "board_name", "board_specs", "score_board", "write_curve", "row_of", "main"]
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 DATA = os.path.join(ROOT, "docs", "data", "leaderboard")
@@ -47,8 +48,14 @@ PAGE = os.path.join(ROOT, "docs", "leaderboard.md")
 CURVES = os.path.join(ROOT, "docs", "leaderboard", "curves")
 DEFAULT_INSTANCES = tuple(range(15))
 
-# Per family: the paper policy's readings its reproduction compares beside the default, the horizon (None: the
-# env's own), the env settings every run gets, why the horizon differs from the env's, and the bound (score 1).
+# Per board (keyed by its family's name, or with ``family`` naming it): the paper policy's readings its reproduction
+# compares beside the default, the horizon (None: the env's own), the env settings every run gets, why the horizon
+# differs from the env's, and the bound (score 1). A board with a ``suffix`` is a second board of its family: its id
+# (``--envs``) and name are the env's number and name with the suffix; ``extra`` are agents with options it adds.
+_WINDOW_BOUND = ("the window bound of the instance (`envs/ringallreduce/oracle.py: run_upper_bound(truth, T, "
+                 "window=max_jobs)`): every job among the env's visible window of the oldest active jobs at "
+                 "min(N_i, budget left) workers in every slot, GPUs and links unlimited; it holds for every policy "
+                 "(an agent at it is optimal over the episode) and is the same for every agent on an instance")
 BOARDS: dict[str, dict] = {
     "multiserver-channel": dict(
         readings=("esdp[only_active=true]",), horizon=None, set={},
@@ -64,27 +71,51 @@ BOARDS: dict[str, dict] = {
     "ringallreduce": dict(
         readings=("gadget[rounding_repair=true]",), horizon=None, set={},
         horizon_note="",
-        episode_bound="window",
-        bound="the window bound of the instance (`envs/ringallreduce/oracle.py: run_upper_bound(truth, T, "
-              "window=max_jobs)`): every job among the env's visible window of the oldest active jobs at "
-              "min(N_i, budget left) workers in every slot, GPUs and links unlimited; it holds for every policy "
-              "(an agent at it is optimal over the episode) and is the same for every agent on an instance"),
+        episode_bound="window", bound=_WINDOW_BOUND),
     "approxjobs": dict(
         readings=("opm-noest",), horizon=None, set={},
         horizon_note="",
         bound="the fluid bound (fractional machines, the job list and the mean rates known), an expected bound: "
               "one episode can exceed it"),
+    # P3 on the cluster short of GPUs, where its learners are compared (docs/drl.md): the policies with options that
+    # lead there (SRPT with a row worth, SRPT and LAS with fixed sizes) are rows of their own
+    "ringallreduce-gpu-short": dict(
+        family="ringallreduce", suffix="-gpu-short",
+        readings=("gadget[rounding_repair=true]",),
+        extra=("srpt[workers=5,row_value=30]", "srpt[workers=5]", "las[thresholds=continuous,workers=3]"),
+        horizon=None, set={"scenario": "gpu-short"}, horizon_note="", episode_bound="window", bound=_WINDOW_BOUND),
 }
 
 
-def board_agents(spec) -> list[tuple[str, str]]:
-    """(agent spec, kind) of one family's board: paper policy and readings, the other registered agents, the
-    pretrained model of its first env id where one ships, random last."""
-    name = spec.env_ids[0].split("/")[-1]
+def board_specs(wanted=()) -> list[tuple[str, FamilySpec]]:
+    """(board key, family spec) of every board whose id is in ``wanted`` (every board if empty), in BOARDS' order."""
+    specs = {s.name: s for s in family_specs()}
+    out = [(key, specs[b.get("family", key)]) for key, b in BOARDS.items() if b.get("family", key) in specs]
+    return [(k, s) for k, s in out if not wanted or board_id(k, s).upper() in wanted]
+
+
+def board_id(key: str, spec: FamilySpec) -> str:
+    """The board's id for ``--envs``: the env's number, with the board's suffix (``P3``, ``P3-gpu-short``)."""
+    return spec.number + BOARDS[key].get("suffix", "")
+
+
+def board_name(key: str, spec: FamilySpec) -> str:
+    """The board's name: its env's, with the board's suffix (the name its pretrained model ships under)."""
+    return spec.env_ids[0].split("/")[-1] + BOARDS[key].get("suffix", "")
+
+
+def board_agents(spec, key: str | None = None) -> list[tuple[str, str]]:
+    """(agent spec, kind) of one board (``key``, default the family's own): paper policy and readings, the other
+    registered agents, the board's agents with options, the pretrained model of its name where one ships, random
+    last."""
+    key = key or spec.name
+    name = board_name(key, spec)
+    board = BOARDS[key]
     out = [(spec.paper_agent, "paper policy")] if spec.paper_agent else []
-    out += [(r, "paper policy, reading") for r in BOARDS[spec.name]["readings"]]
+    out += [(r, "paper policy, reading") for r in board["readings"]]
     out += [(a, "baseline") for a in list_agents(family=spec.name)
-            if a not in (spec.paper_agent, "random", *BOARDS[spec.name]["readings"])]
+            if a not in (spec.paper_agent, "random", *board["readings"])]
+    out += [(a, "baseline, with options") for a in board.get("extra", ())]
     if os.path.isdir(os.path.join(PRETRAINED_DIR, name)):
         out.append((f"sb3:pretrained/{name}", "pretrained (PPO)"))
     return out + [("random", "random (score 0)")]
@@ -104,22 +135,25 @@ def _commit() -> str:
 
 
 def score_board(spec, out: str, instances, seeds=(0,), horizon: int | None = None, workers: int = 1,
-                progress: bool = False, order: int = 0) -> dict:
-    """Run one family's board (resumable through ``out/store``) and return its data (``DATA/<EnvName>.json``)."""
+                progress: bool = False, order: int = 0, key: str | None = None) -> dict:
+    """Run one board (``key``, default the family's own; resumable through ``out/store``) and return its data
+    (``DATA/<board name>.json``)."""
     import gymnasium as gym
 
-    board = BOARDS[spec.name]
+    key = key or spec.name
+    board = BOARDS[key]
+    name = board_name(key, spec)
     env_id = spec.env_ids[0]
     env = gym.make(env_id)
     default_h = int(env.unwrapped.horizon)
     env.close()
     h = int(horizon or board["horizon"] or default_h)
-    agents = board_agents(spec)
+    agents = board_agents(spec, key)
     t0 = time.time()
     with use_store(RunStore(os.path.join(out, "store"))):
         res = evaluate(env_id, [a for a, _ in agents], seeds=list(seeds), horizon=h, env_kwargs=dict(board["set"]),
                        workers=workers, progress=progress, instances=list(instances))
-    res.write(os.path.join(out, env_id.split("/")[-1]), plots=False)
+    res.write(os.path.join(out, name), plots=False)
     if any(r.trained_on for r in res.runs):
         raise SystemExit(f"{env_id}: an evaluation instance is one the pretrained model trained on; pick others")
     if board.get("episode_bound"):  # one bound per instance, the same for every agent
@@ -132,12 +166,12 @@ def score_board(spec, out: str, instances, seeds=(0,), horizon: int | None = Non
         rows = [{"agent": a, "kind": kind, "scores": _per_instance(res, a, "score"),
                  "values": _per_instance(res, a, "value_total"), "bounds": _per_instance(res, a, "bound_total")}
                 for a, kind in agents]
-    return {"order": order, "env_id": env_id, "family": spec.name, "number": spec.number, "horizon": h,
+    return {"order": order, "name": name, "env_id": env_id, "family": spec.name, "number": spec.number, "horizon": h,
             "default_horizon": default_h, "horizon_note": board["horizon_note"], "env_kwargs": dict(board["set"]),
             "run_env_kwargs": res.env_kwargs, "instances": list(instances), "seeds": list(seeds),
             "bound": board["bound"], "bounds": bounds, "episode_bound": bool(board.get("episode_bound")),
             "agents": rows,
-            "command": f"python -m clustergym.experiments.leaderboard --envs {spec.number} "
+            "command": f"python -m clustergym.experiments.leaderboard --envs {board_id(key, spec)} "
                        f"--instances {_span_arg(instances)}"
                        + (f" --horizon {horizon}" if horizon else ""),
             "commit": _commit(), "date": datetime.date.today().isoformat(),
@@ -217,12 +251,11 @@ def row_of(run_dir: str, data: str = DATA) -> str:
         raise SystemExit(f"--row: {path} does not exist (a clustergym run --out folder)")
     with open(path, encoding="utf-8") as f:
         res = json.load(f)
-    name = str(res.get("env_id", "")).split("/")[-1]
-    board_path = os.path.join(data, f"{name}.json")
-    if not os.path.isfile(board_path):
+    boards = [b for b in read_boards(data) if b["env_id"] == res.get("env_id")] if os.path.isdir(data) else []
+    if not boards:
         raise SystemExit(f"--row: no board for env {res.get('env_id')!r} in {data}")
-    with open(board_path, encoding="utf-8") as f:
-        board = json.load(f)
+    # the board of the folder's env settings (P3 has two), else its env's first board, whose settings it then names
+    board = next((b for b in boards if b["run_env_kwargs"] == res.get("env_kwargs")), boards[0])
     for key, want in (("horizon", board["horizon"]), ("env_kwargs", board["run_env_kwargs"]),
                       ("instances", board["instances"])):
         if res.get(key) != want:
@@ -287,7 +320,7 @@ def _args(argv):
     p.add_argument("--data", default=DATA, help="where the scores and curves go (default docs/data/leaderboard)")
     p.add_argument("--curves-dir", default=CURVES, help="learning-curve CSVs (default docs/leaderboard/curves)")
     p.add_argument("--page", default=PAGE, help="the page written from --data (default docs/leaderboard.md)")
-    p.add_argument("--envs", default="", help="env numbers, e.g. P1,P4 (default: every board)")
+    p.add_argument("--envs", default="", help="board ids, e.g. P1,P4 or P3-gpu-short (default: every board)")
     p.add_argument("--instances", default=_span_arg(DEFAULT_INSTANCES), help="held-out instances, e.g. 0-9")
     p.add_argument("--horizon", type=int, default=None, help="slots per run (default: each board's)")
     p.add_argument("--workers", type=int, default=2)
@@ -322,17 +355,21 @@ def main(argv=None) -> int:
     if not args.page_only:
         inst = _instances(args.instances)
         wanted = {e.strip().upper() for e in args.envs.split(",") if e.strip()}
-        specs = [s for s in family_specs() if s.name in BOARDS and (not wanted or s.number.upper() in wanted)]
-        for i, spec in enumerate(specs):
-            order = list(BOARDS).index(spec.name)
-            board = score_board(spec, args.out, inst, horizon=args.horizon, workers=args.workers, order=order)
-            name = board["env_id"].split("/")[-1]
+        known = {board_id(k, s).upper(): board_id(k, s) for k, s in board_specs()}
+        if wanted - set(known):
+            raise SystemExit(f"--envs: no board {', '.join(sorted(wanted - set(known)))}; the boards are "
+                             f"{', '.join(known.values())}")
+        boards = board_specs(wanted)
+        for key, spec in boards:
+            board = score_board(spec, args.out, inst, horizon=args.horizon, workers=args.workers,
+                                order=list(BOARDS).index(key), key=key)
+            name = board["name"]
             os.makedirs(args.data, exist_ok=True)
             _keep_curve_note(board, os.path.join(args.data, f"{name}.json"), os.path.join(args.curves_dir, f"{name}.csv"))
             write_json(os.path.join(args.data, f"{name}.json"), board, indent=1)
             print(f"{name}: {len(board['agents'])} agents x {len(inst)} instances, {board['wall_s']:.0f} s")
-        for spec in specs if args.curves_rerun else []:
-            _rerun_into_board(spec.env_ids[0].split("/")[-1], args)
+        for key, spec in boards if args.curves_rerun else []:
+            _rerun_into_board(board_name(key, spec), args)
         for item in args.curves:
             name, _, folder = item.partition("=")
             print("curve:", write_curve(folder, os.path.join(args.curves_dir, f"{name}.csv")))

@@ -30,7 +30,10 @@ Intervals are 95% t-intervals over instances. **mean V** is the agent's evaluate
 utility of its decisions; the others: the total reward) and **V / B** its share of the bound, both means over
 instances. The rows are the paper's policy with the readings its
 reproduction compares (`name[option=value]`), every registered baseline of the family, the pretrained model
-(`sb3:pretrained/<EnvName>`, [DRL](drl.md)) and `random`. No evaluation instance is one the pretrained models
+(`sb3:pretrained/<EnvName>`, [DRL](drl.md)) and `random`. P3 has a second board, on its `gpu-short` scenario
+(the cluster short of GPUs where its learners are compared, [DRL](drl.md)): its pretrained model is
+`sb3:pretrained/RingAllReduce-v0-gpu-short`, and the baselines with the options that lead there (SRPT with a row
+worth, SRPT and LAS with fixed sizes) are rows of their own. No evaluation instance is one the pretrained models
 trained on (pool 1000-1099) or were selected on (validation instances 900-999): `trained_on` is false on
 every `sb3:` run.
 
@@ -39,7 +42,7 @@ Regenerate (the runs go through `clustergym.evaluate`, the runner of `clustergym
 of the command that last wrote it (runs already in the store are reused, not run again):
 
 ```bash
-make leaderboard                                              # every env: runs, then docs/data/leaderboard and this page
+make leaderboard                                              # every board: runs, then docs/data/leaderboard and this page
 .venv/bin/python -m clustergym.experiments.leaderboard --page-only   # this page from the stored scores only
 ```
 
@@ -67,7 +70,7 @@ run (`clustergym train` writes the same Monitor returns into `OUT/monitor/`) can
 
 
 def read_boards(folder: str) -> list[dict]:
-    """Every ``<EnvName>.json`` of ``folder``, in the order of their ``order`` field."""
+    """Every ``<board name>.json`` of ``folder``, in the order of their ``order`` field."""
     boards = []
     for name in sorted(os.listdir(folder)):
         if name.endswith(".json"):
@@ -109,7 +112,7 @@ def board_rows(board: Mapping) -> list[str]:
 
 
 def _section(board: Mapping, curves_dir: str) -> list[str]:
-    name = board["env_id"].split("/")[-1]
+    name = board.get("name") or board["env_id"].split("/")[-1]  # the env's, or with the board's suffix
     kw = board["env_kwargs"]
     setting = (f"horizon {board['horizon']} slots"
                + (" (the env's default)" if board["horizon"] == board["default_horizon"]

@@ -24,15 +24,16 @@ def test_the_page_is_the_one_its_stored_scores_give():
 
 
 def test_every_env_has_a_board_of_every_shipped_agent_on_held_out_instances():
-    boards = {b["env_id"]: b for b in read_boards(lb.DATA)}
-    for spec in family_specs():
-        if spec.name not in lb.BOARDS:
-            continue
-        board = boards[spec.env_ids[0]]
+    boards = {b.get("name") or b["env_id"].split("/")[-1]: b for b in read_boards(lb.DATA)}
+    keys = lb.board_specs()
+    assert {s.name for _, s in keys} == {s.name for s in family_specs()} and len(keys) == len(boards) == 5
+    for key, spec in keys:
+        name = lb.board_name(key, spec)
+        board = boards[name]
+        assert board["env_id"] == spec.env_ids[0] and board["run_env_kwargs"].items() >= lb.BOARDS[key]["set"].items()
         agents = {a["agent"] for a in board["agents"]}
-        assert {a for a, _ in lb.board_agents(spec)} == agents
-        name = spec.env_ids[0].split("/")[-1]
-        assert {spec.paper_agent, "random", f"sb3:pretrained/{name}"} <= agents
+        assert {a for a, _ in lb.board_agents(spec, key)} == agents
+        assert {spec.paper_agent, "random", f"sb3:pretrained/{name}", *lb.BOARDS[key].get("extra", ())} <= agents
         with open(os.path.join(PRETRAINED_DIR, name, "clustergym.json"), encoding="utf-8") as f:
             trained = set(json.load(f)["instances"])
         assert not trained & set(board["instances"]), name  # held out from the model's training pool
@@ -93,6 +94,24 @@ def test_the_command_end_to_end_on_a_toy_size(tmp_path, monkeypatch):
         (other / "results.json").write_text(json.dumps({**res, key: value}), encoding="utf-8")
         with pytest.raises(SystemExit, match=said):
             lb.row_of(str(other), data)
+
+
+def test_the_gpu_short_board_and_its_rows(tmp_path):
+    """P3 has a second board, on its ``gpu-short`` scenario, selected as ``--envs P3-gpu-short``; a run folder of
+    that scenario gets its row from it, one of the default scenario from P3's own; an unknown id is one line."""
+    data = {b.get("name"): b for b in read_boards(lb.DATA)}
+    short = data["RingAllReduce-v0-gpu-short"]
+    assert short["run_env_kwargs"]["scenario"] == "gpu-short" and "--envs P3-gpu-short " in short["command"]
+    assert lb.board_specs({"P3-GPU-SHORT"}) == [("ringallreduce-gpu-short", lb.board_specs({"P3"})[0][1])]
+    mine = str(tmp_path / "mine")
+    srpt = "srpt[workers=5,row_value=30]"
+    evaluate("clustergym/RingAllReduce-v0", [srpt, "random"], seeds=short["seeds"], horizon=short["horizon"],
+             instances=short["instances"], env_kwargs={"scenario": "gpu-short"}, progress=False).write(mine, plots=False)
+    row = next(a for a in short["agents"] if a["agent"] == srpt)
+    mean = sum(row["scores"].values()) / len(row["scores"])
+    assert lb.row_of(mine, lb.DATA).startswith(f"| `{srpt}` | yours | {mean:.3f} [")
+    with pytest.raises(SystemExit, match="--envs: no board P9; the boards are P1, P2, P3, P4, P3-gpu-short"):
+        lb.main(["--envs", "P9", "--out", str(tmp_path)])
 
 
 def test_bad_inputs_are_one_line_naming_the_option(tmp_path):
