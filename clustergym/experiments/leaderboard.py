@@ -1,15 +1,16 @@
 """The leaderboard (docs/leaderboard.md): every shipped agent of every env, normalised score on held-out instances.
 
 ``python -m clustergym.experiments.leaderboard`` (``make leaderboard``) scores, per board (:data:`BOARDS`: one per
-registered env at its default setting, and P3's ``gpu-short`` scenario, the board ``P3-gpu-short``), the paper's policy in the readings its reproduction compares, every registered agent of
-the family, the pretrained model ``sb3:pretrained/<EnvName>`` (where one ships) and ``random``, through
+registered env at its default setting, and one of P3's ``gpu-short`` scenario, the board ``P3-gpu-short``), the
+paper's policy in the readings its reproduction compares, every registered agent of the family, the board's agents
+with options, the pretrained model ``sb3:pretrained/<board name>`` (where one ships) and ``random``, through
 :func:`clustergym.evaluate` (the runner of ``clustergym run``) inside a run store (``OUT/store``: an
 interrupted sweep resumes), and writes
 
 * ``OUT/<board name>/results.json``: the runner's results (the board name is the env's, ``RingAllReduce-v0``, with
   the board's suffix, ``RingAllReduce-v0-gpu-short``: the name its pretrained model ships under);
 * ``DATA/<board name>.json``: what the page shows, per agent its score and value per instance, per instance the bound;
-* ``CURVES/<EnvName>.csv`` (docs/leaderboard/curves, shipped with the site): the pretrained model's learning curve, where its training folder is given
+* ``CURVES/<board name>.csv`` (docs/leaderboard/curves, shipped with the site): the pretrained model's learning curve, where its training folder is given
   (``--curves ENV_NAME=DIR``: a ``clustergym train`` folder, or a ``clustergym drl`` cell);
 * the page (:func:`clustergym.experiments.leaderboard_page.render`, from ``DATA`` and ``CURVES`` alone).
 
