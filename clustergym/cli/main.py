@@ -389,16 +389,13 @@ def _on_stop(signum, frame):
 
 def _drop_lost_stops(hook):
     """``sys.unraisablehook`` that keeps quiet about a KeyboardInterrupt compiled code lost (it comes again,
-    :func:`_on_stop`) and, once a stop has arrived, about finalisers (``__del__``) that fail: the stop
-    interrupted their object's constructor (llvmlite's ``ObjectRef`` stopped before it set its handle), and
-    the collector runs them late, down to the interpreter's exit. The command still ends on its one line.
-    Everything else goes to ``hook``."""
+    :func:`_on_stop`) and, once a stop has arrived, about every exception Python cannot raise: the stop left
+    objects half-built (llvmlite's ``ObjectRef`` stopped before it set its handle), whose finalisers fail when
+    the collector runs them, late, down to the interpreter's exit. The command still ends on its one line.
+    Before a stop, everything else goes to ``hook``."""
     def unraisable(info):
-        if isinstance(info.exc_value, KeyboardInterrupt):
-            return
-        if _STOP and getattr(info.object, "__name__", "") == "__del__":
-            return
-        hook(info)
+        if not (_STOP or isinstance(info.exc_value, KeyboardInterrupt)):
+            hook(info)
     return unraisable
 
 
