@@ -141,3 +141,26 @@ def test_the_benchmark_trains_validates_and_resumes(tmp_path):
     overlap = subprocess.run(cmd[:-2] + ["--validation", "1000-1001", "--out", str(tmp_path)], capture_output=True,
                              text=True)
     assert overlap.returncode == 2 and "must be disjoint" in overlap.stderr
+
+
+def test_the_hindsight_ceiling_fits_one_rule_per_instance_and_saves_none(tmp_path):
+    """``--hindsight``: a search per validation instance on that instance alone; each gain is at least 0 (SRPT is the
+    search's first candidate) and the per-instance gains are those the search itself records; no rule file."""
+    import os
+    import subprocess
+    import sys
+
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    out = tmp_path / "h"
+    cmd = [sys.executable, os.path.join(root, "benchmarks", "p3_priority_rule.py"), "--hindsight", "--iterations", "2",
+           "--population", "4", "--elite", "2", "--validation", "900-901", "--horizon", "40", "--workers", "1",
+           "--out", str(out)]
+    res = subprocess.run(cmd, capture_output=True, text=True, check=True)
+    got = json.loads((out / "results.json").read_text())["hindsight"]
+    assert got["instances"] == [900, 901] and all(g >= 0 for g in got["gain_pct"])
+    for k, g in zip(got["instances"], got["gain_pct"]):
+        fit = train_rule([k], seed=0, iterations=2, population=4, elite=2, horizon=40,
+                         env_kwargs={"scenario": "gpu-short"}, progress=False)
+        assert g == max(h["best_gain_pct"] for h in fit.history)
+        assert f"| {k} | {g:+.2f}% |" in res.stdout
+    assert not list(out.glob("**/rule.json"))
