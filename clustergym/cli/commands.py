@@ -247,6 +247,8 @@ def cmd_reproduce(args) -> int:
                     experiments.read_costs(x)
             except ValueError as exc:
                 raise UsageError(str(exc)) from None
+        if not (args.quick or args.tiny) and os.path.isfile(experiments.SHIPPED_COSTS):
+            extra += (experiments.SHIPPED_COSTS,)  # the full run's own estimate uses them too: the same hours
         if args.save_costs:
             parent = os.path.dirname(os.path.abspath(args.save_costs))
             if os.path.isdir(args.save_costs) or not os.path.isdir(parent) or not os.access(parent, os.W_OK):

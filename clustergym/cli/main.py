@@ -110,7 +110,8 @@ def _add_reproduce_parser(sub, debug: argparse.ArgumentParser) -> None:
                     help="run everything again: empty the run store (OUT/store) instead of reusing its finished runs")
     rp.add_argument("--plan", action="store_true",
                     help="run nothing: list every experiment's runs, how many OUT/store already holds and the CPU "
-                         "hours left, estimated from the unit costs measured on the stored runs")
+                         "hours left, estimated from the unit costs measured on the stored runs (in full mode, then "
+                         "on the project's own, docs/data/full/unit_costs.json in a clone)")
     rp.add_argument("--costs-from", default=None, metavar="STORE[,STORE...]",
                     help="with --plan: also take unit costs from these run stores (another machine's, a quick run's) "
                          "or costs files written by --save-costs")

@@ -87,3 +87,19 @@ def test_quick_reproduce_runs_no_plan(tmp_path, capsys, monkeypatch):
     monkeypatch.setattr(ex, "reproduce", lambda *a, **k: [])
     assert main(["reproduce", "gadget", "--quick", "--tiny", "--no-progress", "--out", str(tmp_path / "q")]) == 0
     assert "expected:" not in capsys.readouterr().out
+
+
+def test_a_full_plan_in_a_fresh_folder_counts_the_projects_measured_costs(tmp_path, capsys, monkeypatch):
+    """`reproduce --plan` (full mode) with an empty store estimates from the unit costs the project measured, as the
+    full reproduction's own first line does; without them every run would be unmeasured and the total 0 hours."""
+    import clustergym.experiments as ex
+
+    args = ["reproduce", "opm", "--plan", "--instances", "0", "--out", str(tmp_path / "p")]
+    assert main(args) == 0
+    total = capsys.readouterr().out.strip().splitlines()[-1]
+    m = re.match(r"\*\*Total\*\*: ([\d,]+) runs, 0 stored, \1 to run, about ([\d.]+) CPU-hours left", total)
+    assert m and float(m[2]) > 0 and "unmeasured" not in total and "not counted" not in total, total
+    monkeypatch.setattr(ex, "SHIPPED_COSTS", str(tmp_path / "none.json"))
+    assert main(args) == 0
+    total = capsys.readouterr().out.strip().splitlines()[-1]
+    assert "about 0.00 CPU-hours left" in total and f"{m[1].replace(',', '')} run(s)" in total and "not counted" in total
