@@ -33,6 +33,7 @@ import numpy as np
 
 from clustergym.baselines.ringallreduce import SRPT
 from clustergym.cli.commands import int_list
+from clustergym.runner.episode import make_env, run_episode
 
 P3 = "clustergym/RingAllReduce-v0"
 
@@ -58,34 +59,20 @@ class RelaxationOrder(SRPT):
         return np.lexsort((rank, -self.x[win["id"][rows].astype(np.int64), self.t]))
 
 
-def _episode(env, agent) -> float:
-    obs, info = env.reset(seed=0)
-    agent.reset(env.unwrapped.problem, seed=0)
-    total = 0.0
-    for _ in range(env.unwrapped.horizon):
-        obs, r, term, trunc, info = env.step(agent.act(obs, info))
-        total += float(r)
-        if term or trunc:
-            break
-    return total
-
-
 def _bounds(args, instances: list, total: dict, agents: list) -> list:
     """Per instance: GPUs, the window and admission bounds, every agent's total (and the relaxation-led SRPT's)."""
-    import gymnasium as gym
-
     from clustergym.envs.ringallreduce.oracle import admission_relaxation, run_upper_bound
 
     rows = []
     for k in instances:
-        env = gym.make(P3, scenario=args.scenario, scenario_seed=k, horizon=args.horizon)
+        env = make_env(P3, scenario=args.scenario, scenario_seed=k, horizon=args.horizon)
         u = env.unwrapped
         gpus, window = int(np.sum(u.problem.topology.gpus)), u.problem.max_jobs
         wb = run_upper_bound(u.scenario.truth, args.horizon, window)
         value, x = admission_relaxation(u.scenario.truth, args.horizon, gpus, window)
         totals = {a: total[(a, k)] for a in agents}
         if args.lp_guided:
-            totals[LP_GUIDED] = _episode(env, RelaxationOrder(x))
+            totals[LP_GUIDED] = float(run_episode(env, RelaxationOrder(x), 0).rewards.sum())  # the runner's loop
         rows.append({"instance": k, "gpus": gpus, "window_bound": wb, "admission_bound": min(value, wb),
                      "relaxation": value, "totals": totals})
     return rows
